@@ -1,0 +1,61 @@
+// Shared by start.mjs and bootstrap.mjs: the local state folder, its operator token, local D1
+// migrations, and starting `wrangler dev` on local workerd.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const stateDir = resolve(root, process.env.SVC_STATE_DIR || ".wrangler/state");
+const wrangler = join(root, "node_modules", ".bin", "wrangler");
+const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_UPDATE_NOTIFIER: "1" };
+
+/** The per-state-folder operator token: lets local tooling bootstrap organizations, nothing else. */
+export function operatorToken() {
+  mkdirSync(stateDir, { recursive: true });
+  const file = join(stateDir, "operator.json");
+  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")).token;
+  const token = randomBytes(32).toString("hex");
+  writeFileSync(file, JSON.stringify({ token }), { mode: 0o600 });
+  return token;
+}
+
+export function applyLocalMigrations() {
+  const r = spawnSync(wrangler, ["d1", "migrations", "apply", "INDEX_DB", "--local", "--persist-to", stateDir],
+    { cwd: root, env: quietEnv, encoding: "utf8" });
+  if (r.status !== 0) {
+    process.stderr.write(r.stdout + r.stderr);
+    throw new Error("applying local D1 migrations failed");
+  }
+}
+
+export function startDev(port, { quiet = false } = {}) {
+  const args = ["dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", stateDir,
+    "--var", `OPERATOR_TOKEN:${operatorToken()}`, "--show-interactive-dev-session=false", "--inspector-port", "0"];
+  return spawn(wrangler, args, { cwd: root, env: quietEnv, stdio: quiet ? "ignore" : ["ignore", "inherit", "inherit"], detached: false });
+}
+
+export async function waitHealthy(url, child, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode != null) throw new Error(`wrangler dev exited with ${child.exitCode}`);
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`no answer from ${url}/healthz`);
+}
+
+export async function bootstrapVia(url, token) {
+  const r = await fetch(`${url}/__operator/bootstrap`, { method: "POST", headers: { "x-svc-operator-token": token } });
+  const body = await r.json().catch(() => null);
+  if (r.status !== 201 || !body?.data?.api_key) throw new Error(`bootstrap failed: ${r.status} ${JSON.stringify(body)}`);
+  return body.data;
+}
+
+export const serverFile = () => join(stateDir, "server.json");

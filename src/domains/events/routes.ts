@@ -1,0 +1,62 @@
+import { z } from "zod";
+import { readableWhere } from "../../access/visibility";
+import { notFound } from "../../http/errors";
+import { orgRoute } from "../../http/route";
+import { limitParam } from "../../http/validate";
+import { ok } from "../../org/request";
+import { EVENT_KINDS } from "../../org/write";
+
+interface EventRow {
+  seq: number;
+  event_id: string;
+  kind: string;
+  actor_id: string;
+  resource_type: string;
+  resource_id: string;
+  payload: string;
+  created_at: string;
+}
+
+const eventView = (e: EventRow) => ({
+  id: e.event_id, kind: e.kind, actor_id: e.actor_id, resource_type: e.resource_type,
+  resource_id: e.resource_id, payload: JSON.parse(e.payload), created_at: e.created_at,
+});
+
+const listEventsQuery = z.object({
+  after: z.string().max(64).optional(),
+  limit: limitParam(1, 200, 50),
+  kind: z.enum(EVENT_KINDS).optional(),
+});
+
+export const eventRoutes = [
+  orgRoute({
+    method: "GET", path: "/v1/events", scope: "events:read", query: listEventsQuery,
+    summary: "Domain events in commit order after an event id; metadata only.",
+    handler: ({ db, caller, query }) => {
+      let afterSeq = 0;
+      if (query.after) {
+        const anchor = db.first<{ seq: number }>("SELECT seq FROM events WHERE event_id = ?", query.after);
+        if (!anchor) throw notFound("Event");
+        afterSeq = anchor.seq;
+      }
+      const [visible, who] = readableWhere(caller, "e", "actor_id");
+      const rows = db.all<EventRow>(
+        `SELECT * FROM events e WHERE e.seq > ? ${query.kind ? "AND e.kind = ?" : ""} AND ${visible}
+          ORDER BY e.seq LIMIT ?`,
+        afterSeq, ...(query.kind ? [query.kind] : []), who, query.limit,
+      );
+      const cursor = rows.length ? rows[rows.length - 1].event_id : (query.after ?? null);
+      return ok({ events: rows.map(eventView), cursor });
+    },
+  }),
+  orgRoute({
+    method: "GET", path: "/v1/events/:id", scope: "events:read",
+    summary: "One event.",
+    handler: ({ db, caller, params }) => {
+      const [visible, who] = readableWhere(caller, "e", "actor_id");
+      const row = db.first<EventRow>(`SELECT * FROM events e WHERE e.event_id = ? AND ${visible}`, params.id, who);
+      if (!row) throw notFound("Event");
+      return ok(eventView(row));
+    },
+  }),
+];

@@ -1,0 +1,64 @@
+// Public liveness and readiness, served by the front Worker without a credential.
+import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
+import { dataResponse, errorResponse } from "../../http/envelope";
+import type { EdgeEnv, PublicRoute } from "../../http/route";
+
+export const REVISION = "0.10.0";
+
+/** Who drives background delivery (SPEC "Who drives delivery"). Nothing drains in the background yet. */
+export const backgroundRepair = (_env: EdgeEnv): "enabled" | "external" | "disabled" => "disabled";
+
+async function readiness(env: EdgeEnv) {
+  const checks: Record<string, "ok" | "failing"> = { index_db: "ok", org_store: "ok" };
+  let indexApplied = 0;
+  let orgApplied = 0;
+  let orgExpected = 0;
+  try {
+    indexApplied = await appliedMigrationCount(env.INDEX_DB);
+  } catch {
+    checks.index_db = "failing";
+  }
+  try {
+    // A dedicated probe object exercises the same class, storage and migration list as every org.
+    const probe = env.ORG.get(env.ORG.idFromName("readiness-probe"));
+    const r = await probe.readiness();
+    orgApplied = r.applied;
+    orgExpected = r.expected;
+    if (!r.ok) checks.org_store = "failing";
+  } catch {
+    checks.org_store = "failing";
+  }
+  const expected = D1_MIGRATIONS.length + orgExpected;
+  const applied = indexApplied + orgApplied;
+  const ready = Object.values(checks).every((c) => c === "ok") && applied === expected;
+  return {
+    ready,
+    runtime: env.SVC_RUNTIME ?? "workerd",
+    revision: env.SVC_REVISION ?? REVISION,
+    schema: {
+      applied, expected,
+      index_db: { applied: indexApplied, expected: D1_MIGRATIONS.length },
+      org_store: { applied: orgApplied, expected: orgExpected },
+    },
+    checks,
+    capabilities: { background_repair: backgroundRepair(env), vectors: false, model: false },
+  };
+}
+
+export const healthRoutes: PublicRoute[] = [
+  {
+    method: "GET", path: "/healthz", auth: "public",
+    summary: "Liveness, runtime label and build revision.",
+    edge: async (env, requestId) =>
+      dataResponse(requestId, 200, { status: "ok", runtime: env.SVC_RUNTIME ?? "workerd", revision: env.SVC_REVISION ?? REVISION }),
+  },
+  {
+    method: "GET", path: "/readyz", auth: "public",
+    summary: "Storage check, applied and expected migration counts, capability flags.",
+    edge: async (env, requestId) => {
+      const body = await readiness(env);
+      if (body.ready) return dataResponse(requestId, 200, body);
+      return errorResponse(requestId, { code: "NOT_READY", message: "The service is not ready.", meta: body });
+    },
+  },
+];

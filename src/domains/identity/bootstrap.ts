@@ -1,0 +1,43 @@
+// Creating an organization's first owner. Reached only through the OrgStore.bootstrap RPC that the
+// operator tooling calls (npm run bootstrap / npm start); there is no HTTP route for it.
+import { clock } from "../../http/clock";
+import { ID_PREFIX, newId } from "../../http/ids";
+import type { Db } from "../../org/db";
+import { insertAudit } from "../../org/write";
+import { hashPassword, temporaryPassword } from "./passwords";
+import { insertKey, insertPrincipal } from "./store";
+
+export interface BootstrapResult {
+  org_id: string;
+  principal_id: string;
+  key_id: string;
+  key_hash: string;
+  api_key: string;
+  owner_username: string;
+  temporary_password: string;
+}
+
+export async function bootstrapOrganization(db: Db, storage: DurableObjectStorage, orgId: string, username: string): Promise<BootstrapResult> {
+  const password = temporaryPassword();
+  const { hash, salt } = await hashPassword(password);
+  return storage.transactionSync(() => {
+    const existing = db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'org_id'");
+    if (existing) throw new Error(`organization ${existing.value} is already bootstrapped`);
+    db.run("INSERT INTO org_meta (name, value) VALUES ('org_id', ?)", orgId);
+    const owner = insertPrincipal(db, "human", username, "owner");
+    const accountId = newId("acct_");
+    db.run(
+      `INSERT INTO operator_accounts (account_id, principal_id, username, password_hash, password_salt, temporary_password, created_at)
+       VALUES (?, ?, ?, ?, ?, 1, ?)`,
+      accountId, owner.principal_id, username, hash, salt, clock.nowIso(),
+    );
+    const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified");
+    const who = { actorId: owner.principal_id, keyId: null, requestId: null };
+    insertAudit(db, who, { action: "organization.bootstrapped", resourceType: "organization", resourceId: orgId }, clock.nowIso());
+    insertAudit(db, who, { action: "key.created", resourceType: "key", resourceId: row.key_id, detail: { scopes: ["*"], max_trust: "verified" } }, clock.nowIso());
+    return {
+      org_id: orgId, principal_id: owner.principal_id, key_id: row.key_id, key_hash: keyHash, api_key: raw,
+      owner_username: username, temporary_password: password,
+    };
+  });
+}

@@ -1,0 +1,122 @@
+import { holdsAll, normalizeScopes } from "../../auth/scopes";
+import { roleRank } from "../../auth/roles";
+import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
+import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { ApiError, forbidden, notFound } from "../../http/errors";
+import { orgRoute } from "../../http/route";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import { listQuery, mintKeyBody } from "./schema";
+import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
+
+const isKeyCursor = (v: unknown): v is [string, string] =>
+  Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
+
+const isAdmin = (role: string) => role === "owner" || role === "admin";
+
+export const identityRoutes = [
+  orgRoute({
+    method: "GET", path: "/v1/principal", scope: null,
+    summary: "The calling credential: principal, scopes, trust ceiling, organization role.",
+    handler: ({ caller }) => ok({
+      principal_id: caller.principalId, key_id: caller.keyId,
+      scopes: caller.scopes.includes("*") ? "*" : caller.scopes, max_trust: caller.maxTrust, role: caller.role,
+    }),
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/keys", scope: "keys:manage", body: mintKeyBody,
+    summary: "Mint a key (raw value returned once) for a new agent principal, or for principal_id.",
+    handler: (rc) => {
+      const { caller, body } = rc;
+      const scopes = normalizeScopes(body.scopes);
+      if (!holdsAll(caller.scopes, scopes)) throw forbidden("A key cannot mint scopes it does not hold.");
+      const maxTrust = body.max_trust ?? lowerTrust(DEFAULT_KEY_CEILING, caller.maxTrust);
+      if (!trustAtMost(maxTrust, caller.maxTrust))
+        throw forbidden(`This credential may not mint a "${maxTrust}" trust ceiling.`);
+      let minted: { keyHash: string; keyId: string } | null = null;
+      const reply = commitWrite(rc, (db) => {
+        let principal: PrincipalRow;
+        if (body.principal_id && body.principal_id !== caller.principalId) {
+          const target = getPrincipal(db, body.principal_id);
+          // Keys for another principal: owner/admin only, and never for a principal of higher role.
+          if (!target || !isAdmin(caller.role))
+            throw new ApiError("UNRESOLVED_REFERENCE", `principal not found: ${body.principal_id}`);
+          if (roleRank(target.role) > roleRank(caller.role))
+            throw forbidden("A key cannot be minted for a principal with a higher role.");
+          principal = target;
+        } else if (body.principal_id) {
+          principal = getPrincipal(db, caller.principalId)!;
+        } else {
+          principal = insertPrincipal(db, "agent", body.label, "member");
+        }
+        const { raw, keyHash, row } = insertKey(db, principal.principal_id, body.label, scopes, maxTrust);
+        minted = { keyHash, keyId: row.key_id };
+        return {
+          status: 201,
+          data: { ...keyView(row), key: raw },
+          audit: { action: "key.created", resourceType: "key", resourceId: row.key_id,
+            detail: { principal_id: principal.principal_id, scopes, max_trust: maxTrust } },
+        };
+      });
+      return { ...reply, indexWrites: [{ op: "add_credential", ...minted! }] };
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/keys", scope: "keys:manage", query: listQuery,
+    summary: "Key metadata with status; owner/admin see every key, others their own principal's.",
+    handler: ({ db, caller, query }) => {
+      const after = query.after ? decodeCursor(query.after, isKeyCursor) : ["", ""];
+      const mine = !isAdmin(caller.role);
+      const rows = db.all<KeyRow>(
+        `SELECT * FROM api_keys WHERE (created_at, key_id) > (?, ?) ${mine ? "AND principal_id = ?" : ""}
+          ORDER BY created_at, key_id LIMIT ?`,
+        ...after, ...(mine ? [caller.principalId] : []), query.limit + 1,
+      );
+      const page = rows.slice(0, query.limit);
+      const last = page[page.length - 1];
+      return ok({
+        keys: page.map(keyView), has_more: rows.length > query.limit,
+        next_cursor: rows.length > query.limit ? encodeCursor([last.created_at, last.key_id]) : null,
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "DELETE", path: "/v1/keys/:id", scope: "keys:manage",
+    summary: "Revoke a key; it fails with 401 from the next request on.",
+    handler: (rc) => {
+      const key = getKey(rc.db, rc.params.id);
+      if (!key || (!isAdmin(rc.caller.role) && key.principal_id !== rc.caller.principalId)) throw notFound("Key");
+      const reply = commitWrite(rc, (db) => {
+        const already = key.status === "revoked";
+        if (!already) revokeKey(db, key.key_id);
+        return {
+          status: 200,
+          data: { ...keyView(getKey(db, key.key_id)!), already_revoked: already },
+          audit: { action: "key.revoked", resourceType: "key", resourceId: key.key_id },
+        };
+      });
+      return { ...reply, indexWrites: [{ op: "remove_credential", keyHash: key.key_hash }] };
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/principals", scope: "principals:read", roles: ["owner", "admin"], query: listQuery,
+    summary: "Bounded, non-secret directory of the organization's principals (owner or admin).",
+    handler: ({ db, query }) => {
+      const after = query.after ? decodeCursor(query.after, isKeyCursor) : ["", ""];
+      const rows = db.all<PrincipalRow>(
+        "SELECT * FROM principals WHERE (created_at, principal_id) > (?, ?) ORDER BY created_at, principal_id LIMIT ?",
+        ...after, query.limit + 1,
+      );
+      const page = rows.slice(0, query.limit);
+      const last = page[page.length - 1];
+      return ok({
+        principals: page.map(principalView), has_more: rows.length > query.limit,
+        next_cursor: rows.length > query.limit ? encodeCursor([last.created_at, last.principal_id]) : null,
+      });
+    },
+  }),
+];

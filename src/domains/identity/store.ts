@@ -1,0 +1,85 @@
+// Principals, API keys and operator accounts: the org Durable Object is the authority for all of them.
+import { hashKey, newRawKey } from "../../auth/credentials";
+import type { Role } from "../../auth/roles";
+import type { Trust } from "../../auth/trust";
+import { clock } from "../../http/clock";
+import { ID_PREFIX, newId } from "../../http/ids";
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+
+export interface KeyRow {
+  key_id: string;
+  principal_id: string;
+  label: string;
+  scopes: string;
+  max_trust: Trust;
+  status: "active" | "revoked";
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface PrincipalRow {
+  principal_id: string;
+  kind: "agent" | "human";
+  display_name: string;
+  role: Role;
+  created_at: string;
+}
+
+/** Re-read on every request: revocation and role changes take effect immediately, nothing is cached. */
+export function loadCaller(db: Db, keyHash: string): Caller | null {
+  const row = db.first<{ key_id: string; principal_id: string; scopes: string; max_trust: Trust; role: Role }>(
+    `SELECT k.key_id, k.principal_id, k.scopes, k.max_trust, p.role
+       FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
+      WHERE k.key_hash = ? AND k.status = 'active'`,
+    keyHash,
+  );
+  if (!row) return null;
+  return { keyId: row.key_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role };
+}
+
+export function insertPrincipal(db: Db, kind: PrincipalRow["kind"], displayName: string, role: Role): PrincipalRow {
+  const row: PrincipalRow = { principal_id: newId(ID_PREFIX.principal), kind, display_name: displayName, role, created_at: clock.nowIso() };
+  db.run("INSERT INTO principals (principal_id, kind, display_name, role, created_at) VALUES (?, ?, ?, ?, ?)",
+    row.principal_id, row.kind, row.display_name, row.role, row.created_at);
+  return row;
+}
+
+export const getPrincipal = (db: Db, principalId: string) =>
+  db.first<PrincipalRow>("SELECT * FROM principals WHERE principal_id = ?", principalId);
+
+export function insertKey(db: Db, principalId: string, label: string, scopes: string[], maxTrust: Trust) {
+  const raw = newRawKey();
+  const row: KeyRow = {
+    key_id: newId(ID_PREFIX.key), principal_id: principalId, label, scopes: JSON.stringify(scopes), max_trust: maxTrust,
+    status: "active", created_at: clock.nowIso(), revoked_at: null,
+  };
+  const keyHash = hashKey(raw);
+  db.run(
+    `INSERT INTO api_keys (key_id, key_hash, principal_id, label, scopes, max_trust, status, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, 'active', ?)`,
+    row.key_id, keyHash, principalId, label, row.scopes, maxTrust, row.created_at,
+  );
+  return { raw, keyHash, row };
+}
+
+export const getKey = (db: Db, keyId: string) =>
+  db.first<KeyRow & { key_hash: string }>("SELECT * FROM api_keys WHERE key_id = ?", keyId);
+
+export function revokeKey(db: Db, keyId: string): void {
+  db.run("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE key_id = ? AND status = 'active'", clock.nowIso(), keyId);
+}
+
+/** External shape of a key: never the hash or the secret. */
+export function keyView(row: KeyRow) {
+  const scopes = JSON.parse(row.scopes) as string[];
+  return {
+    key_id: row.key_id, principal_id: row.principal_id, label: row.label,
+    scopes: scopes.includes("*") ? "*" : scopes, max_trust: row.max_trust, status: row.status,
+    created_at: row.created_at, revoked_at: row.revoked_at,
+  };
+}
+
+export const principalView = (p: PrincipalRow) => ({
+  principal_id: p.principal_id, kind: p.kind, display_name: p.display_name, role: p.role, created_at: p.created_at,
+});

@@ -1,0 +1,270 @@
+// Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
+import { canRead } from "../../access/visibility";
+import { type Trust, lowerTrust } from "../../auth/trust";
+import { clock } from "../../http/clock";
+import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { invalid, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite, type EventInput } from "../../org/write";
+import type { z } from "zod";
+import { matchAll, queryTerms } from "./fts";
+import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
+import {
+  type ClaimRow, type ObservationRow, claimView, isCurrent, observationView, readableClaim, readableClause,
+  requireProject, sourcesByClaim, sourcesOf, unresolved, updateClaim,
+} from "./store";
+
+type ConsolidationInput = z.infer<typeof consolidationBody>;
+
+const claimEvent = (kind: EventInput["kind"], c: ClaimRow, extra: Record<string, unknown> = {}): EventInput => ({
+  kind, resourceType: "claim", resourceId: c.claim_id, visibility: c.visibility,
+  payload: { subject_id: c.subject_id, kind: c.kind, status: c.status, version: c.version, ...extra },
+});
+
+/** Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool. */
+export function materializeClaims(db: Db, caller: Caller, input: ConsolidationInput) {
+  const projectId = requireProject(db, input.project_id);
+  const now = clock.nowIso();
+
+  // Resolve every referenced observation and claim once; unknown, invisible and purged look the same.
+  const obsIds = [...new Set(input.claims.flatMap((c) => c.sources.flatMap((s) => ("observation_id" in s ? [s.observation_id] : []))))];
+  const observations = new Map<string, ObservationRow>();
+  for (const o of db.all<ObservationRow>(
+    "SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(obsIds)))
+    if (o.purged_at == null && canRead(caller, { visibility: o.visibility, owner: o.author_id })) observations.set(o.observation_id, o);
+  const missingObs = obsIds.filter((id) => !observations.has(id));
+  if (missingObs.length) throw unresolved("observation", missingObs);
+
+  const disputedIds = [...new Set(input.claims.flatMap((c) => c.sources.flatMap((s) => ("claim_id" in s ? [s.claim_id] : []))))];
+  const disputed = new Map<string, ClaimRow>();
+  for (const id of disputedIds) {
+    const c = readableClaim(db, caller, id);
+    if (c) disputed.set(id, c);
+  }
+  const missingClaims = disputedIds.filter((id) => !disputed.has(id));
+  if (missingClaims.length) throw unresolved("claim", missingClaims);
+  for (const c of disputed.values()) {
+    if (c.subject_id !== input.subject_id) throw invalid(`Claim ${c.claim_id} is about another subject and cannot be disputed here.`);
+    if (c.status !== "active" && c.status !== "disputed") throw invalid(`Claim ${c.claim_id} is ${c.status} and cannot be disputed.`);
+  }
+
+  const created: ClaimRow[] = [];
+  const events: EventInput[] = [];
+  const newlyDisputed = new Set<string>();
+  for (const spec of input.claims) {
+    const obsSources = spec.sources.filter((s): s is { observation_id: string; relation: "supports" | "contradicts" | "qualifies" } => "observation_id" in s);
+    if (!obsSources.length) throw invalid(`Invalid field "claims": every claim needs at least one observation source.`);
+    const supporting = obsSources.filter((s) => s.relation === "supports");
+    const trustFrom = supporting.length ? supporting : obsSources;
+    const trust = trustFrom.map((s) => observations.get(s.observation_id)!.trust as Trust).reduce(lowerTrust);
+    const anyPrivate = obsSources.some((s) => observations.get(s.observation_id)!.visibility === "private");
+    const disputes = spec.sources.flatMap((s) => ("claim_id" in s ? [s.claim_id] : []));
+    const hasContradiction = spec.sources.some((s) => s.relation === "contradicts");
+    if (spec.valid_to && spec.valid_to <= now) throw invalid(`Invalid field "valid_to": must be in the future.`);
+    const row: ClaimRow = {
+      seq: 0, claim_id: newId(ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
+      statement: spec.statement, status: hasContradiction ? "disputed" : "active",
+      // A claim drawn from private evidence stays private unless the caller says otherwise.
+      visibility: spec.visibility ?? (anyPrivate ? "private" : "team"), trust, version: 1, valid_from: now,
+      valid_to: spec.valid_to ? new Date(spec.valid_to).toISOString() : null, superseded_by: null,
+      disputes: JSON.stringify(disputes), author_id: caller.principalId, created_at: now, updated_at: now,
+    };
+    row.seq = db.first<{ seq: number }>(
+      `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
+         valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL, ?, ?, ?, ?) RETURNING seq`,
+      row.claim_id, row.subject_id, row.project_id, row.kind, row.statement, row.status, row.visibility, row.trust,
+      row.valid_from, row.valid_to, row.disputes, row.author_id, row.created_at, row.updated_at,
+    )!.seq;
+    db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", row.seq, row.statement);
+    obsSources.forEach((s, position) =>
+      db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
+        row.claim_id, position, s.observation_id, s.relation));
+    for (const id of disputes) newlyDisputed.add(id);
+    created.push(row);
+    events.push(claimEvent("claim.materialized", row, { trust: row.trust, visibility: row.visibility, project_id: row.project_id }));
+  }
+  for (const id of newlyDisputed) if (disputed.get(id)!.status === "active") updateClaim(db, id, { status: "disputed" });
+
+  const sources = sourcesByClaim(db, caller, created.map((c) => c.claim_id));
+  return {
+    claims: created.map((c) => claimView(c, sources.get(c.claim_id) ?? [])),
+    events,
+    disputed: [...newlyDisputed],
+  };
+}
+
+function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
+  const claim = readableClaim(db, caller, id);
+  if (!claim) throw notFound("Claim");
+  return claim;
+}
+
+const reread = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id)!;
+
+const isMemCursor = (v: unknown): v is [number, number] =>
+  Array.isArray(v) && v.length === 2 && typeof v[0] === "number" && Number.isInteger(v[1]);
+
+export const claimRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true,
+    summary: "Deterministically materialize 1 to 50 claims from readable observations.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      const out = materializeClaims(db, rc.caller, rc.body);
+      return {
+        status: 201,
+        data: { claims: out.claims, model_used: false },
+        meta: { model: "disabled" },
+        events: out.events,
+        audit: [
+          ...out.claims.map((c) => ({ action: "claim.materialized", resourceType: "claim", resourceId: c.claim_id })),
+          ...out.disputed.map((id) => ({ action: "claim.disputed", resourceType: "claim", resourceId: id })),
+        ],
+      };
+    }, { idempotent: true }),
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", body: supersedeBody,
+    summary: "Supersede an active or disputed claim by another active claim.",
+    handler: (rc) => {
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
+      if (claim.status !== "active" && claim.status !== "disputed")
+        throw invalid(`Claim is ${claim.status}; only active or disputed claims can be superseded.`);
+      const by = readableClaim(rc.db, rc.caller, rc.body.superseded_by);
+      if (!by || by.status !== "active" || by.claim_id === claim.claim_id)
+        throw invalid(`Invalid field "superseded_by": must name another active claim.`);
+      return commitWrite(rc, (db) => {
+        updateClaim(db, claim.claim_id, { status: "superseded", superseded_by: by.claim_id });
+        const after = reread(db, claim.claim_id);
+        return {
+          status: 200, data: claimView(after, sourcesOf(db, rc.caller, after.claim_id)),
+          events: [claimEvent("claim.superseded", after, { superseded_by: by.claim_id })],
+          audit: { action: "claim.superseded", resourceType: "claim", resourceId: claim.claim_id,
+            detail: { superseded_by: by.claim_id, reason: rc.body.reason ?? null } },
+        };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", body: reasonBody, bodyOptional: true,
+    summary: "Revoke a claim that is not superseded; a repeat reports already_revoked.",
+    handler: (rc) => {
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
+      if (claim.status === "superseded") throw invalid("Claim is superseded and cannot be revoked.");
+      if (claim.status === "revoked")
+        return ok({ ...claimView(claim, sourcesOf(rc.db, rc.caller, claim.claim_id)), already_revoked: true });
+      return commitWrite(rc, (db) => {
+        updateClaim(db, claim.claim_id, { status: "revoked" });
+        const after = reread(db, claim.claim_id);
+        return {
+          status: 200, data: { ...claimView(after, sourcesOf(db, rc.caller, after.claim_id)), already_revoked: false },
+          events: [claimEvent("claim.revoked", after)],
+          audit: { action: "claim.revoked", resourceType: "claim", resourceId: claim.claim_id, detail: { reason: rc.body.reason ?? null } },
+        };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", body: reasonBody, bodyOptional: true,
+    summary: "Set valid_to to now (status unchanged); a repeat reports already_expired.",
+    handler: (rc) => {
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
+      if (!isCurrent(claim))
+        return ok({ ...claimView(claim, sourcesOf(rc.db, rc.caller, claim.claim_id)), already_expired: true });
+      return commitWrite(rc, (db) => {
+        updateClaim(db, claim.claim_id, { valid_to: clock.nowIso() });
+        const after = reread(db, claim.claim_id);
+        return {
+          status: 200, data: { ...claimView(after, sourcesOf(db, rc.caller, after.claim_id)), already_expired: false },
+          events: [claimEvent("claim.expired", after, { valid_to: after.valid_to })],
+          audit: { action: "claim.expired", resourceType: "claim", resourceId: claim.claim_id, detail: { reason: rc.body.reason ?? null } },
+        };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/claims/:id/evidence", scope: "evidence:read",
+    summary: "Readable supporting, contradicting and qualifying observations, plus hidden_source_count.",
+    handler: ({ db, caller, params }) => {
+      const claim = requireClaim(db, caller, params.id);
+      const rows = db.all<ObservationRow & { relation: string }>(
+        `SELECT o.*, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
+          WHERE s.claim_id = ? ORDER BY s.position`, claim.claim_id);
+      const groups = { supports: [] as unknown[], contradicts: [] as unknown[], qualifies: [] as unknown[] };
+      let hidden = 0;
+      for (const r of rows) {
+        if (!canRead(caller, { visibility: r.visibility, owner: r.author_id })) hidden++;
+        else groups[r.relation as keyof typeof groups].push({ ...observationView(r), relation: r.relation });
+      }
+      return ok({
+        claim: claimView(claim, sourcesOf(db, caller, claim.claim_id)),
+        supporting: groups.supports, contradicting: groups.contradicts, qualifying: groups.qualifies,
+        hidden_source_count: hidden,
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
+    summary: "List and lexically search claims; defaults to current active and disputed claims.",
+    handler: ({ db, caller, query }) => {
+      const [readable, who] = readableClause(caller, "c");
+      const where = [readable];
+      const args: unknown[] = [who];
+      if (query.status) {
+        where.push("c.status = ?");
+        args.push(query.status);
+      } else where.push("c.status IN ('active', 'disputed')");
+      // Validity: active and disputed claims must be current; superseded/revoked lists are history.
+      if (!query.status || query.status === "active" || query.status === "disputed") {
+        where.push("(c.valid_to IS NULL OR c.valid_to > ?)");
+        args.push(clock.nowIso());
+      }
+      for (const f of ["subject_id", "project_id", "visibility", "kind"] as const)
+        if (query[f] !== undefined) {
+          where.push(`c.${f} = ?`);
+          args.push(query[f]);
+        }
+      const terms = queryTerms(query.q);
+      if (query.q !== undefined && !terms.length) return ok({ items: [], has_more: false, next_cursor: null });
+      let rows: (ClaimRow & { rank: number })[];
+      if (terms.length) {
+        // Authorization, validity and filters sit in the same WHERE as the match: applied before ranking and paging.
+        if (query.after) {
+          const [rank, seq] = decodeCursor(query.after, isMemCursor);
+          where.push("(f.rank > ? OR (f.rank = ? AND c.seq > ?))");
+          args.push(rank, rank, seq);
+        }
+        rows = db.all(
+          `SELECT c.*, f.rank AS rank FROM claims_fts f JOIN claims c ON c.seq = f.rowid
+            WHERE claims_fts MATCH ? AND ${where.join(" AND ")} ORDER BY f.rank, c.seq LIMIT ?`,
+          matchAll(terms), ...args, query.limit + 1);
+      } else {
+        if (query.after) {
+          const [, seq] = decodeCursor(query.after, isMemCursor);
+          where.push("c.seq < ?");
+          args.push(seq);
+        }
+        rows = db.all(`SELECT c.*, 0 AS rank FROM claims c WHERE ${where.join(" AND ")} ORDER BY c.seq DESC LIMIT ?`,
+          ...args, query.limit + 1);
+      }
+      const page = rows.slice(0, query.limit);
+      const sources = sourcesByClaim(db, caller, page.map((c) => c.claim_id));
+      const last = page[page.length - 1];
+      const hasMore = rows.length > query.limit;
+      return ok({
+        items: page.map((c) => claimView(c, sources.get(c.claim_id) ?? [])),
+        has_more: hasMore,
+        next_cursor: hasMore ? encodeCursor([last.rank, last.seq]) : null,
+      });
+    },
+  }),
+];

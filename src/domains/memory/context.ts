@@ -1,0 +1,148 @@
+// Context runs: compile a ranked pack into a token budget and record it; read it back; feedback.
+import { canRead } from "../../access/visibility";
+import { clock } from "../../http/clock";
+import { conflict, invalid, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import type { z } from "zod";
+import { pack, rankClaims } from "./ranking";
+import { compileBody, feedbackBody } from "./schema";
+import { type ClaimRow, isCurrent } from "./store";
+
+export const DEGRADED = { vectors: true, model: true } as const;
+
+/** Outcome weights fed back into ranking (claim_feedback_score). Run-level feedback counts half per item. */
+export const OUTCOME_WEIGHT: Record<string, number> = { used: 0.5, useful: 1, irrelevant: -1, incorrect: -2, harmful: -3 };
+
+interface RunRow {
+  context_id: string;
+  actor_id: string;
+  query: string | null;
+  subject_id: string | null;
+  project_id: string | null;
+  kinds: string | null;
+  token_budget: number;
+  tokens_used: number;
+  created_at: string;
+}
+
+/**
+ * A run is readable by the principal that compiled it, and by the recipient of a pending or accepted
+ * handoff that delegates it.
+ */
+export function readableRun(db: Db, caller: Caller, contextId: string): RunRow | null {
+  const run = db.first<RunRow>("SELECT * FROM context_runs WHERE context_id = ?", contextId);
+  if (!run) return null;
+  if (run.actor_id === caller.principalId) return run;
+  const delegated = db.first<{ n: number }>(
+    `SELECT count(*) AS n FROM handoffs WHERE context_id = ? AND to_principal_id = ? AND status IN ('pending', 'accepted')`,
+    contextId, caller.principalId);
+  return delegated && delegated.n > 0 ? run : null;
+}
+
+/** Compile and record a run. Shared by the HTTP route and the MCP recall tool; the caller commits. */
+export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>) {
+  const ranked = rankClaims(db, caller, body);
+  const items = pack(ranked, body.token_budget, body.max_items);
+  const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
+  const contextId = newId(ID_PREFIX.context);
+  db.run(
+    `INSERT INTO context_runs (context_id, actor_id, query, subject_id, project_id, kinds, token_budget, tokens_used, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    contextId, caller.principalId, body.query ?? null, body.subject_id ?? null, body.project_id ?? null,
+    body.kinds ? JSON.stringify(body.kinds) : null, body.token_budget, tokensUsed, clock.nowIso());
+  items.forEach((item, position) =>
+    db.run("INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, ?, ?, ?, ?)",
+      contextId, position, item.claim.claim_id, item.score, item.tokens));
+  return {
+    context_id: contextId,
+    items: items.map((i) => ({
+      claim_id: i.claim.claim_id, statement: i.claim.statement, kind: i.claim.kind, status: i.claim.status,
+      trust: i.claim.trust, score: i.score, tokens: i.tokens,
+    })),
+    token_budget: body.token_budget,
+    tokens_used: tokensUsed,
+  };
+}
+
+function addFeedbackScore(db: Db, claimId: string, weight: number) {
+  db.run(
+    `INSERT INTO claim_feedback_score (claim_id, score) VALUES (?, ?)
+     ON CONFLICT (claim_id) DO UPDATE SET score = score + excluded.score`, claimId, weight);
+}
+
+export const contextRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody,
+    summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
+    handler: (rc) => commitWrite(rc, (db) => {
+      const run = compileRun(db, rc.caller, rc.body);
+      return {
+        status: 201, data: run, meta: { degraded: DEGRADED },
+        audit: { action: "context.compiled", resourceType: "context", resourceId: run.context_id,
+          detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget } },
+      };
+    }),
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/context/:id", scope: "handoffs:read",
+    summary: "Read a run you compiled or that a handoff delegates to you; item visibility is rechecked now.",
+    handler: ({ db, caller, params }) => {
+      const run = readableRun(db, caller, params.id);
+      if (!run) throw notFound("Context");
+      const rows = db.all<ClaimRow & { score: number; tokens: number }>(
+        `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
+          WHERE i.context_id = ? ORDER BY i.position`, run.context_id);
+      // Items the caller can no longer read are left out without a trace.
+      const items = rows.filter((c) => canRead(caller, { visibility: c.visibility, owner: c.author_id })).map((c) => ({
+        claim_id: c.claim_id, statement: c.statement, kind: c.kind, status: c.status, trust: c.trust,
+        current: (c.status === "active" || c.status === "disputed") && isCurrent(c), score: c.score, tokens: c.tokens,
+      }));
+      return ok({
+        context_id: run.context_id, query: run.query, subject_id: run.subject_id, project_id: run.project_id,
+        kinds: run.kinds ? JSON.parse(run.kinds) : null, token_budget: run.token_budget,
+        tokens_used: items.reduce((n, i) => n + i.tokens, 0), items, created_at: run.created_at,
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/context/:id/feedback", scope: "feedback:write", body: feedbackBody, idempotent: true,
+    summary: "Record an outcome for a run or one of its items (claim_id).",
+    handler: (rc) => {
+      const run = readableRun(rc.db, rc.caller, rc.params.id);
+      if (!run) throw notFound("Context");
+      const itemIds = rc.db.all<{ claim_id: string }>("SELECT claim_id FROM context_items WHERE context_id = ?", run.context_id)
+        .map((r) => r.claim_id);
+      if (rc.body.claim_id !== undefined && !itemIds.includes(rc.body.claim_id))
+        throw invalid(`Invalid field "claim_id": not an item of this context run.`);
+      return commitWrite(rc, (db) => {
+        const feedbackId = newId(ID_PREFIX.feedback);
+        const at = clock.nowIso();
+        if (rc.body.client_mutation_id &&
+          db.first("SELECT 1 FROM feedback WHERE client_mutation_id = ?", rc.body.client_mutation_id))
+          throw conflict("client_mutation_id was already used for a feedback record in this organization.");
+        db.run(
+          `INSERT INTO feedback (feedback_id, context_id, claim_id, outcome, note, client_mutation_id, actor_id, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          feedbackId, run.context_id, rc.body.claim_id ?? null, rc.body.outcome, rc.body.note ?? null,
+          rc.body.client_mutation_id ?? null, rc.caller.principalId, at);
+        const weight = OUTCOME_WEIGHT[rc.body.outcome];
+        if (rc.body.claim_id) addFeedbackScore(db, rc.body.claim_id, weight);
+        else for (const id of itemIds) addFeedbackScore(db, id, weight / 2);
+        return {
+          status: 201,
+          data: { feedback_id: feedbackId, context_id: run.context_id, claim_id: rc.body.claim_id ?? null,
+            outcome: rc.body.outcome, client_mutation_id: rc.body.client_mutation_id ?? null, created_at: at },
+          audit: { action: "feedback.recorded", resourceType: "feedback", resourceId: feedbackId,
+            detail: { context_id: run.context_id, claim_id: rc.body.claim_id ?? null, outcome: rc.body.outcome } },
+        };
+      }, { idempotent: true });
+    },
+  }),
+];

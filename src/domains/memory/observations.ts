@@ -1,0 +1,112 @@
+// Projects and observations: resolve a project reference, append evidence, tombstone it.
+import { DEFAULT_VISIBILITY } from "../../access/visibility";
+import { hasScope, missingScopeMessage } from "../../auth/scopes";
+import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
+import { clock } from "../../http/clock";
+import { ApiError, forbidden, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import { observationBody, resolveProjectBody } from "./schema";
+import { contentHash, observationView, readableObservation, requireProject, type ObservationRow, type ProjectRow } from "./store";
+import type { z } from "zod";
+
+/**
+ * Seam for retention: each guard may veto a purge (an active legal hold will register one here).
+ * Returning a message blocks the purge with 409 CONFLICT.
+ */
+export type PurgeGuard = (db: Db, observationId: string) => string | null;
+export const purgeGuards: PurgeGuard[] = [];
+
+/** Shared by POST /v1/observations and the MCP remember tool. Returns the new row; the caller commits. */
+export function insertObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>): ObservationRow {
+  const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
+  if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
+  const row: ObservationRow = {
+    observation_id: newId(ID_PREFIX.observation), subject_id: body.subject_id,
+    project_id: requireProject(db, body.project_id), kind: body.kind, content: body.content,
+    content_hash: contentHash(body.content), source_type: body.source.type, source_ref: body.source.ref ?? null,
+    trust, visibility: body.visibility ?? DEFAULT_VISIBILITY, author_id: caller.principalId,
+    created_at: clock.nowIso(), purged_at: null,
+  };
+  db.run(
+    `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
+       source_ref, trust, visibility, author_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    row.observation_id, row.subject_id, row.project_id, row.kind, row.content, row.content_hash, row.source_type,
+    row.source_ref, row.trust, row.visibility, row.author_id, row.created_at,
+  );
+  return row;
+}
+
+export const observationRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody,
+    summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
+    handler: (rc) => {
+      const existing = rc.db.first<ProjectRow>("SELECT * FROM projects WHERE reference = ?", rc.body.reference);
+      if (existing) return ok({ project_id: existing.project_id, reference: existing.reference, created: false });
+      if (!rc.body.create) throw notFound("Project");
+      if (!hasScope(rc.caller.scopes, "projects:create")) throw forbidden(missingScopeMessage("projects:create"));
+      return commitWrite(rc, (db) => {
+        const project: ProjectRow = {
+          project_id: newId(ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
+        };
+        db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES (?, ?, ?, ?)",
+          project.project_id, project.reference, project.created_by, project.created_at);
+        return {
+          status: 201, data: { project_id: project.project_id, reference: project.reference, created: true },
+          audit: { action: "project.created", resourceType: "project", resourceId: project.project_id },
+        };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true,
+    summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      const row = insertObservation(db, rc.caller, rc.body);
+      return {
+        status: 201,
+        data: {
+          observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id,
+          project_id: row.project_id, kind: row.kind, trust: row.trust, visibility: row.visibility, created_at: row.created_at,
+        },
+        events: [{
+          kind: "observation.appended", resourceType: "observation", resourceId: row.observation_id, visibility: row.visibility,
+          payload: { subject_id: row.subject_id, kind: row.kind, trust: row.trust, visibility: row.visibility },
+        }],
+        audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id },
+      };
+    }, { idempotent: true }),
+  }),
+
+  orgRoute({
+    method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge",
+    summary: "Irreversibly tombstone an observation: content gone, id, hash and provenance kept.",
+    handler: (rc) => {
+      const obs = readableObservation(rc.db, rc.caller, rc.params.id);
+      if (!obs) throw notFound("Observation");
+      if (obs.author_id !== rc.caller.principalId && rc.caller.role !== "owner" && rc.caller.role !== "admin")
+        throw forbidden("Only the observation's author, an owner or an admin may purge it.");
+      for (const guard of purgeGuards) {
+        const blocked = guard(rc.db, obs.observation_id);
+        if (blocked) throw new ApiError("CONFLICT", blocked);
+      }
+      return commitWrite(rc, (db) => {
+        const already = obs.purged_at != null;
+        if (!already) db.run("UPDATE observations SET content = NULL, purged_at = ? WHERE observation_id = ?", clock.nowIso(), obs.observation_id);
+        const after = db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", obs.observation_id)!;
+        return {
+          status: 200,
+          data: { ...observationView(after), already_purged: already },
+          audit: { action: "observation.purged", resourceType: "observation", resourceId: obs.observation_id,
+            detail: { content_hash: obs.content_hash, already_purged: already } },
+        };
+      });
+    },
+  }),
+];

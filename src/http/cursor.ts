@@ -1,0 +1,22 @@
+// Opaque pagination cursors: base64url of the last sort key. Never offsets.
+import { ApiError } from "./errors";
+
+export function encodeCursor(key: unknown): string {
+  const bytes = new TextEncoder().encode(JSON.stringify(key));
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function decodeCursor<T>(cursor: string, check: (v: unknown) => v is T): T {
+  try {
+    const bin = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"));
+    const value: unknown = JSON.parse(new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0))));
+    if (check(value)) return value;
+  } catch {
+    // fall through
+  }
+  throw new ApiError("VALIDATION_ERROR", 'Invalid field "after": not a cursor this service issued.');
+}
+
+export const isSeqCursor = (v: unknown): v is [number] => Array.isArray(v) && v.length === 1 && Number.isInteger(v[0]);

@@ -1,0 +1,22 @@
+// Record ids: prefix + 32 lowercase hex from crypto random (DESIGN "Other id prefixes").
+
+export const ID_PREFIX = {
+  org: "org_", key: "key_", observation: "obs_", claim: "claim_", context: "ctx_", feedback: "fb_",
+  event: "evt_", delivery: "dlv_", webhook: "whk_", project: "prj_", principal: "prn_",
+  checkpoint: "chk_", lease: "lse_", handoff: "hnd_", audit: "aud_", request: "req_", session: "sess_",
+} as const;
+
+export function randomHex(bytes = 16): string {
+  const buf = crypto.getRandomValues(new Uint8Array(bytes));
+  let out = "";
+  for (const b of buf) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+export function newId(prefix: string): string {
+  return prefix + randomHex(16);
+}
+
+export function isId(prefix: string, value: string): boolean {
+  return value.length === prefix.length + 32 && value.startsWith(prefix) && /^[0-9a-f]{32}$/.test(value.slice(prefix.length));
+}

@@ -1,0 +1,57 @@
+// The shape of one route-table entry. The table itself is src/routes.ts; routing, the 405 allow-list,
+// scope/role checks, validation and the API docs are all derived from it.
+import type { z } from "zod";
+import type { Role } from "../auth/roles";
+import type { Scope } from "../auth/scopes";
+import type { Reply, RequestCtx } from "../org/request";
+
+export type Method = "GET" | "POST" | "PATCH" | "DELETE";
+
+export interface EdgeEnv {
+  ORG: DurableObjectNamespace<import("../org/OrgStore").OrgStore>;
+  INDEX_DB: D1Database;
+  SVC_RUNTIME?: string;
+  SVC_REVISION?: string;
+  MAINTENANCE_INTERVAL_SECONDS?: string;
+  OPERATOR_TOKEN?: string;
+}
+
+interface RouteBase {
+  method: Method;
+  path: string;
+  summary: string;
+}
+
+/** Served by the front Worker itself without a credential (health, readiness). */
+export interface PublicRoute extends RouteBase {
+  auth: "public";
+  edge: (env: EdgeEnv, requestId: string) => Promise<Response>;
+}
+
+/** Authenticated, served inside the organization's Durable Object. */
+export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> extends RouteBase {
+  auth: "key";
+  /** null: any valid credential, no named scope. */
+  scope: Scope | null;
+  roles?: readonly Role[];
+  body?: B;
+  /** The body may be omitted entirely (all its fields are optional). */
+  bodyOptional?: boolean;
+  query?: Q;
+  /** Honours Idempotency-Key through the write helper. */
+  idempotent?: boolean;
+  /** Responds with NDJSON lines instead of an envelope. */
+  ndjson?: boolean;
+  handler: (rc: RequestCtx<z.infer<B>, z.infer<Q>>) => Reply;
+}
+
+export type RouteDef = PublicRoute | OrgRoute<any, any>;
+
+export const routeId = (r: { method: string; path: string }) => `${r.method} ${r.path}`;
+
+/** Typed constructor for authenticated routes: infers body and query types for the handler. */
+export function orgRoute<B extends z.ZodType = z.ZodUndefined, Q extends z.ZodType = z.ZodUndefined>(
+  def: Omit<OrgRoute<B, Q>, "auth">,
+): OrgRoute<B, Q> {
+  return { ...def, auth: "key" };
+}

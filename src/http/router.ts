@@ -1,0 +1,26 @@
+// Path matching over the route table. itty-router matches the path pattern; the table decides the
+// method, so a known path with the wrong method is a 405 listing the methods the table allows.
+import { IttyRouter } from "itty-router";
+import type { RouteDef } from "./route";
+
+export type Match =
+  | { kind: "route"; route: RouteDef; params: Record<string, string> }
+  | { kind: "method_not_allowed"; allowed: string[] }
+  | { kind: "unknown" };
+
+export function buildMatcher(routes: readonly RouteDef[]) {
+  const byPath = new Map<string, RouteDef[]>();
+  for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
+  const router = IttyRouter();
+  for (const path of byPath.keys())
+    router.all(path, (req) => ({ path, params: { ...(req.params as Record<string, string>) } }));
+
+  return async function match(request: Request): Promise<Match> {
+    const hit = (await router.fetch(request)) as { path: string; params: Record<string, string> } | undefined;
+    if (!hit) return { kind: "unknown" };
+    const candidates = byPath.get(hit.path)!;
+    const route = candidates.find((r) => r.method === request.method);
+    if (!route) return { kind: "method_not_allowed", allowed: candidates.map((r) => r.method) };
+    return { kind: "route", route, params: hit.params };
+  };
+}

@@ -1,0 +1,124 @@
+// One Durable Object per organization, holding all of that tenant's state in its own SQLite.
+// The class stays thin: it migrates, authenticates the key row, checks scope and role, validates,
+// and hands the request to the route's handler. SQL lives in the domains.
+import { DurableObject } from "cloudflare:workers";
+import { hasScope, missingScopeMessage } from "../auth/scopes";
+import { clock } from "../http/clock";
+import { ApiError, type ErrorBody, translateStorageError } from "../http/errors";
+import type { EdgeEnv, OrgRoute } from "../http/route";
+import { parseJsonBody, parseWith } from "../http/validate";
+import { addCredential, removeCredential } from "../index-db";
+import { ORG_ROUTES } from "../routes";
+import { loadCaller } from "../domains/identity/store";
+import { bootstrapOrganization, type BootstrapResult } from "../domains/identity/bootstrap";
+import { runMaintenance } from "./maintenance";
+import { Db } from "./db";
+import { appliedCount, migrate } from "./migrate";
+import { ORG_MIGRATIONS } from "./migrations";
+import type { IndexWrite, Reply, RequestCtx } from "./request";
+import { normalizeIdempotencyKey } from "./write";
+
+export interface DispatchInput {
+  orgId: string;
+  routeId: string;
+  params: Record<string, string>;
+  query: Record<string, string>;
+  bodyText: string | null;
+  idempotencyKey: string | null;
+  keyHash: string;
+  requestId: string;
+}
+
+export type DispatchResult =
+  | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[] }
+  | { ok: false; error: ErrorBody };
+
+export class OrgStore extends DurableObject<EdgeEnv> {
+  readonly db: Db;
+  private migrationError: string | null = null;
+
+  constructor(ctx: DurableObjectState, env: EdgeEnv) {
+    super(ctx, env);
+    this.db = new Db(ctx.storage.sql);
+    ctx.blockConcurrencyWhile(async () => {
+      try {
+        migrate(this.db, ctx.storage);
+      } catch (err) {
+        // Reported through readiness and as 503 on every request; never half-applied (each step is a transaction).
+        this.migrationError = String(err);
+        console.error("org migration failed", err);
+      }
+    });
+  }
+
+  async dispatch(input: DispatchInput): Promise<DispatchResult> {
+    try {
+      if (this.migrationError) throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
+      const route = ORG_ROUTES.get(input.routeId);
+      if (!route) throw new Error(`route ${input.routeId} is not an org route`);
+      const caller = loadCaller(this.db, input.keyHash);
+      if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
+      if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
+      if (route.roles && !route.roles.includes(caller.role))
+        throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
+      const rc: RequestCtx = {
+        orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
+        routeId: input.routeId, params: input.params,
+        query: route.query ? parseWith(route.query, input.query) : undefined,
+        body: route.body ? parseWith(route.body, parseJsonBody(input.bodyText, route.bodyOptional ?? false)) : undefined,
+        idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
+        scheduleAlarm: (atMs) => this.scheduleAlarm(atMs),
+      };
+      const reply = (route as OrgRoute).handler(rc);
+      await this.applyIndexWrites(input.orgId, reply);
+      return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson };
+    } catch (err) {
+      if (!(err instanceof ApiError)) console.error("request failed", input.routeId, err);
+      return { ok: false, error: translateStorageError(err).toBody() };
+    }
+  }
+
+  /** D1 follows the DO: applied only after the DO transaction committed. */
+  private async applyIndexWrites(orgId: string, reply: Reply): Promise<void> {
+    for (const w of reply.indexWrites ?? ([] as IndexWrite[])) {
+      if (w.op === "add_credential") {
+        try {
+          await addCredential(this.env.INDEX_DB, w.keyHash, orgId, "api_key", clock.nowIso());
+        } catch (err) {
+          // The raw key never reached the caller; retire the row so nothing half-made remains usable.
+          this.db.run("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE key_id = ?", clock.nowIso(), w.keyId);
+          throw new ApiError("UNAVAILABLE", "The credential index is unavailable; the key was not created.");
+        }
+      } else {
+        // Revocation is already effective: the DO re-reads the key row on every request.
+        await removeCredential(this.env.INDEX_DB, w.keyHash).catch((err) => console.error("index cleanup failed", err));
+      }
+    }
+  }
+
+  /** Creates the organization's owner principal, account and key (no HTTP route does this). */
+  async bootstrap(orgId: string, username: string): Promise<BootstrapResult> {
+    return bootstrapOrganization(this.db, this.ctx.storage, orgId, username);
+  }
+
+  async readiness(): Promise<{ ok: boolean; applied: number; expected: number; error?: string }> {
+    try {
+      const applied = appliedCount(this.db);
+      return { ok: !this.migrationError && applied === ORG_MIGRATIONS.length, applied, expected: ORG_MIGRATIONS.length };
+    } catch {
+      return { ok: false, applied: 0, expected: ORG_MIGRATIONS.length, error: "storage check failed" };
+    }
+  }
+
+  private scheduleAlarm(atMs: number): void {
+    // Fire-and-forget is safe here: the storage API orders it with this request's writes.
+    void this.ctx.storage.getAlarm().then((current) => {
+      if (current == null || current > atMs) return this.ctx.storage.setAlarm(atMs);
+    });
+  }
+
+  override async alarm(): Promise<void> {
+    const next = runMaintenance(this.db, this.ctx.storage);
+    if (next != null) await this.ctx.storage.setAlarm(next);
+  }
+}

@@ -1,0 +1,219 @@
+// The org Durable Object's SQL schema as an append-only list. Never edit or reorder an entry that has
+// shipped: add a new one. Applied in blockConcurrencyWhile at construction and recorded in _migrations.
+
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+export const ORG_MIGRATIONS: readonly Migration[] = [
+  {
+    name: "0001_identity_events_audit_idempotency",
+    sql: `
+      CREATE TABLE principals (
+        principal_id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,                 -- 'agent' | 'human'
+        display_name TEXT NOT NULL,
+        role TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE api_keys (
+        key_id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,
+        principal_id TEXT NOT NULL REFERENCES principals(principal_id),
+        label TEXT NOT NULL,
+        scopes TEXT NOT NULL,               -- JSON array, ["*"] for all
+        max_trust TEXT NOT NULL,
+        status TEXT NOT NULL,               -- 'active' | 'revoked'
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE INDEX api_keys_by_principal ON api_keys(principal_id);
+      CREATE TABLE operator_accounts (
+        account_id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL UNIQUE REFERENCES principals(principal_id),
+        username TEXT NOT NULL UNIQUE,
+        password_hash TEXT NOT NULL,        -- PBKDF2-SHA256, hex
+        password_salt TEXT NOT NULL,
+        temporary_password INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE org_meta (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      );
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        actor_id TEXT NOT NULL,
+        resource_type TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        visibility TEXT NOT NULL,           -- visibility of the record it describes, for read filtering
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX events_by_kind ON events(kind, seq);
+      CREATE TABLE audit_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        audit_id TEXT NOT NULL UNIQUE,
+        action TEXT NOT NULL,
+        actor_id TEXT NOT NULL,
+        key_id TEXT,
+        resource_type TEXT NOT NULL,
+        resource_id TEXT,
+        request_id TEXT,
+        detail TEXT NOT NULL,               -- JSON, metadata only
+        created_at TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        entry_hash TEXT NOT NULL            -- sha256 over prev_hash + the entry: a tamper-evident chain
+      );
+      CREATE INDEX audit_by_action ON audit_log(action, seq);
+      CREATE TABLE idempotency (
+        idem_key TEXT PRIMARY KEY,
+        request_hash TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        response TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+    `,
+  },
+  {
+    name: "0002_memory_loop",
+    sql: `
+      CREATE TABLE projects (
+        project_id TEXT PRIMARY KEY,
+        reference TEXT NOT NULL UNIQUE,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE observations (
+        observation_id TEXT PRIMARY KEY,
+        subject_id TEXT NOT NULL,
+        project_id TEXT REFERENCES projects(project_id),
+        kind TEXT NOT NULL,
+        content TEXT,                       -- NULL once tombstoned
+        content_hash TEXT NOT NULL,
+        source_type TEXT NOT NULL,
+        source_ref TEXT,
+        trust TEXT NOT NULL,
+        visibility TEXT NOT NULL,
+        author_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        purged_at TEXT
+      );
+      CREATE INDEX observations_by_subject ON observations(subject_id, created_at);
+      CREATE INDEX observations_by_created ON observations(created_at, observation_id);
+      CREATE TABLE claims (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- rowid for the FTS index
+        claim_id TEXT NOT NULL UNIQUE,
+        subject_id TEXT NOT NULL,
+        project_id TEXT REFERENCES projects(project_id),
+        kind TEXT NOT NULL,
+        statement TEXT NOT NULL,
+        status TEXT NOT NULL,
+        visibility TEXT NOT NULL,
+        trust TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        valid_from TEXT NOT NULL,
+        valid_to TEXT,
+        superseded_by TEXT,
+        disputes TEXT NOT NULL,             -- JSON array of claim ids this claim disputes
+        author_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX claims_current ON claims(status, seq);
+      CREATE INDEX claims_by_subject ON claims(subject_id, status, seq);
+      CREATE INDEX claims_by_project ON claims(project_id, status, seq);
+      CREATE TABLE claim_sources (
+        claim_id TEXT NOT NULL REFERENCES claims(claim_id),
+        position INTEGER NOT NULL,
+        observation_id TEXT NOT NULL REFERENCES observations(observation_id),
+        relation TEXT NOT NULL,
+        PRIMARY KEY (claim_id, position)
+      );
+      CREATE INDEX claim_sources_by_observation ON claim_sources(observation_id);
+      CREATE VIRTUAL TABLE claims_fts USING fts5(statement, content='', contentless_delete=1, tokenize='porter unicode61');
+      CREATE TABLE context_runs (
+        context_id TEXT PRIMARY KEY,
+        actor_id TEXT NOT NULL,
+        query TEXT,
+        subject_id TEXT,
+        project_id TEXT,
+        kinds TEXT,
+        token_budget INTEGER NOT NULL,
+        tokens_used INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE context_items (
+        context_id TEXT NOT NULL REFERENCES context_runs(context_id),
+        position INTEGER NOT NULL,
+        claim_id TEXT NOT NULL REFERENCES claims(claim_id),
+        score REAL NOT NULL,
+        tokens INTEGER NOT NULL,
+        PRIMARY KEY (context_id, position)
+      );
+      CREATE TABLE feedback (
+        feedback_id TEXT PRIMARY KEY,
+        context_id TEXT NOT NULL REFERENCES context_runs(context_id),
+        claim_id TEXT REFERENCES claims(claim_id),
+        outcome TEXT NOT NULL,
+        note TEXT,
+        client_mutation_id TEXT UNIQUE,
+        actor_id TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX feedback_by_claim ON feedback(claim_id);
+      CREATE TABLE claim_feedback_score (
+        claim_id TEXT PRIMARY KEY REFERENCES claims(claim_id),
+        score REAL NOT NULL                 -- running sum of outcome weights, read by compile ranking
+      );
+    `,
+  },
+  {
+    name: "0003_coordination",
+    sql: `
+      CREATE TABLE checkpoints (
+        checkpoint_id TEXT PRIMARY KEY,
+        subject_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        state TEXT NOT NULL,
+        ttl_seconds INTEGER NOT NULL,
+        writer_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        UNIQUE (subject_id, agent_id, kind)
+      );
+      CREATE INDEX checkpoints_by_expiry ON checkpoints(expires_at);
+      CREATE TABLE leases (
+        lease_id TEXT PRIMARY KEY,
+        resource_type TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        holder_id TEXT NOT NULL,
+        ttl_seconds INTEGER NOT NULL,
+        acquired_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        released_at TEXT
+      );
+      CREATE UNIQUE INDEX leases_live_resource ON leases(resource_type, resource_id) WHERE released_at IS NULL;
+      CREATE INDEX leases_by_expiry ON leases(expires_at) WHERE released_at IS NULL;
+      CREATE TABLE handoffs (
+        handoff_id TEXT PRIMARY KEY,
+        from_principal_id TEXT NOT NULL,
+        to_principal_id TEXT NOT NULL REFERENCES principals(principal_id),
+        context_id TEXT REFERENCES context_runs(context_id),
+        checkpoint_id TEXT,
+        note TEXT,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        resolved_at TEXT
+      );
+      CREATE INDEX handoffs_inbox ON handoffs(to_principal_id, status, created_at);
+      CREATE INDEX handoffs_by_context ON handoffs(context_id);
+      CREATE INDEX handoffs_by_checkpoint ON handoffs(checkpoint_id);
+    `,
+  },
+];

@@ -1,0 +1,47 @@
+// What a handler running inside the org Durable Object sees, and what it returns.
+import type { Role } from "../auth/roles";
+import type { Trust } from "../auth/trust";
+import type { Db } from "./db";
+
+export interface Caller {
+  principalId: string;
+  keyId: string;
+  scopes: string[];
+  maxTrust: Trust;
+  role: Role;
+}
+
+export interface RequestCtx<B = unknown, Q = unknown> {
+  orgId: string;
+  db: Db;
+  storage: DurableObjectStorage;
+  caller: Caller;
+  requestId: string;
+  routeId: string;
+  params: Record<string, string>;
+  query: Q;
+  body: B;
+  idempotencyKey: string | null;
+  /** Schedules the org's alarm no later than `atMs` (coordination expiry, background work). */
+  scheduleAlarm(atMs: number): void;
+}
+
+export interface Reply {
+  status: number;
+  data: unknown;
+  meta?: Record<string, unknown>;
+  /** For NDJSON routes: the lines to stream instead of an envelope. */
+  ndjson?: string[];
+  /**
+   * Changes to the global D1 index, applied by the Durable Object after its own transaction commits
+   * (the DO row first, D1 second: a key the index does not know yet can never authenticate).
+   */
+  indexWrites?: IndexWrite[];
+}
+
+export type IndexWrite =
+  | { op: "add_credential"; keyHash: string; keyId: string }
+  | { op: "remove_credential"; keyHash: string };
+
+export const ok = (data: unknown, meta?: Record<string, unknown>): Reply => ({ status: 200, data, meta });
+export const created = (data: unknown, meta?: Record<string, unknown>): Reply => ({ status: 201, data, meta });

@@ -1,0 +1,121 @@
+// The one write path. Every mutating route commits through `commitWrite`: its canonical rows, the
+// domain events, the audit entry and the idempotency replay record land in ONE transactionSync, so a
+// failure anywhere leaves nothing behind and an event never exists for a rolled-back write.
+import { sha256Hex } from "../auth/credentials";
+import { clock } from "../http/clock";
+import { conflict } from "../http/errors";
+import { ID_PREFIX, newId } from "../http/ids";
+import type { Db } from "./db";
+import type { Reply, RequestCtx } from "./request";
+
+/** The eleven event kinds of SPEC "Events"; nothing else is ever emitted. */
+export const EVENT_KINDS = [
+  "observation.appended", "claim.materialized", "claim.superseded", "claim.revoked", "claim.expired",
+  "lease.acquired", "handoff.created", "handoff.accepted", "handoff.rejected",
+  "release.published", "release.revoked",
+] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+export interface EventInput {
+  kind: EventKind;
+  resourceType: string;
+  resourceId: string;
+  /** Metadata only: never content. */
+  payload: Record<string, unknown>;
+  /** Visibility of the record it describes ("team" when not applicable). */
+  visibility?: string;
+}
+
+export interface AuditInput {
+  action: string;
+  resourceType: string;
+  resourceId?: string | null;
+  /** Metadata only. */
+  detail?: Record<string, unknown>;
+}
+
+export interface WriteOutcome {
+  status: number;
+  data: unknown;
+  meta?: Record<string, unknown>;
+  events?: EventInput[];
+  audit: AuditInput | AuditInput[];
+}
+
+/** Trimmed to 200 characters per SPEC; empty means absent. */
+export function normalizeIdempotencyKey(raw: string | null): string | null {
+  if (raw == null) return null;
+  const key = raw.trim().slice(0, 200);
+  return key.length ? key : null;
+}
+
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_k, v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+
+export function insertEvent(db: Db, actorId: string, e: EventInput, at: string): string {
+  const eventId = newId(ID_PREFIX.event);
+  db.run(
+    `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    eventId, e.kind, actorId, e.resourceType, e.resourceId, JSON.stringify(e.payload), e.visibility ?? "team", at,
+  );
+  return eventId;
+}
+
+export function insertAudit(
+  db: Db,
+  who: { actorId: string; keyId: string | null; requestId: string | null },
+  a: AuditInput,
+  at: string,
+): string {
+  const auditId = newId(ID_PREFIX.audit);
+  const prev = db.first<{ entry_hash: string }>("SELECT entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1");
+  const prevHash = prev?.entry_hash ?? "0".repeat(64);
+  const detail = JSON.stringify(a.detail ?? {});
+  const entry = [auditId, a.action, who.actorId, who.keyId, a.resourceType, a.resourceId ?? null, who.requestId, detail, at];
+  const entryHash = sha256Hex(prevHash + canonical(entry));
+  db.run(
+    `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ...entry, prevHash, entryHash,
+  );
+  return auditId;
+}
+
+/**
+ * Run `work` and record its events, audit entries and (when the route honours Idempotency-Key and the
+ * caller sent one) the replay record, all in one transaction. A replay of the same request answers the
+ * stored response with status 200 and meta.replayed true; the same key with another request is 409.
+ */
+export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts: { idempotent?: boolean } = {}): Reply {
+  const idemKey = opts.idempotent ? rc.idempotencyKey : null;
+  const requestHash = idemKey ? sha256Hex(canonical([rc.routeId, rc.params, rc.body ?? null])) : null;
+  return rc.storage.transactionSync(() => {
+    if (idemKey) {
+      const prior = rc.db.first<{ request_hash: string; response: string }>(
+        "SELECT request_hash, response FROM idempotency WHERE idem_key = ?", idemKey);
+      if (prior) {
+        if (prior.request_hash !== requestHash)
+          throw conflict("Idempotency-Key was reused with a different request body.");
+        const stored = JSON.parse(prior.response) as { data: unknown; meta?: Record<string, unknown> };
+        return { status: 200, data: stored.data, meta: { ...(stored.meta ?? {}), replayed: true } };
+      }
+    }
+    const at = clock.nowIso();
+    const out = work(rc.db);
+    const who = { actorId: rc.caller.principalId, keyId: rc.caller.keyId, requestId: rc.requestId };
+    for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
+    for (const a of Array.isArray(out.audit) ? out.audit : [out.audit]) insertAudit(rc.db, who, a, at);
+    const meta = opts.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
+    if (idemKey)
+      rc.db.run(
+        "INSERT INTO idempotency (idem_key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?)",
+        idemKey, requestHash, out.status, JSON.stringify({ data: out.data, meta: out.meta ?? {} }), at,
+      );
+    return { status: out.status, data: out.data, meta };
+  });
+}

@@ -1,0 +1,18 @@
+// THE route table: every route of the service, in one list. Routing, the 405 allow-list, scope and
+// role checks, validation and docs/API.md are derived from it. Anything absent does not exist.
+import { healthRoutes } from "./domains/health/routes";
+import { identityRoutes } from "./domains/identity/routes";
+import { eventRoutes } from "./domains/events/routes";
+import { memoryRoutes } from "./domains/memory/routes";
+import { type OrgRoute, type RouteDef, routeId } from "./http/route";
+
+export const ROUTES: readonly RouteDef[] = [
+  ...healthRoutes,
+  ...memoryRoutes,
+  ...identityRoutes,
+  ...eventRoutes,
+];
+
+export const ORG_ROUTES = new Map<string, OrgRoute>(
+  ROUTES.filter((r): r is OrgRoute => r.auth === "key").map((r) => [routeId(r), r]),
+);

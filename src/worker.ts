@@ -1,0 +1,70 @@
+// The stateless front Worker. Pipeline, in order: request id -> route match (404/405) -> body limit
+// -> authentication (one D1 lookup) -> the organization's Durable Object -> envelope.
+import { bearerToken, hashKey } from "./auth/credentials";
+import { readBodyText } from "./http/body";
+import { ApiError, INTERNAL_MESSAGE } from "./http/errors";
+import { baseHeaders, dataResponse, errorResponse } from "./http/envelope";
+import { ID_PREFIX, newId } from "./http/ids";
+import type { EdgeEnv } from "./http/route";
+import { routeId } from "./http/route";
+import { buildMatcher } from "./http/router";
+import { queryObject } from "./http/validate";
+import { orgForCredential } from "./index-db";
+import { bootstrapOrganization, isOperatorRequest } from "./operator";
+import { ROUTES } from "./routes";
+import type { DispatchResult } from "./org/OrgStore";
+
+export { OrgStore } from "./org/OrgStore";
+
+const match = buildMatcher(ROUTES);
+
+export async function handle(request: Request, env: EdgeEnv): Promise<Response> {
+  const requestId = newId(ID_PREFIX.request);
+  try {
+    const url = new URL(request.url);
+    if (isOperatorRequest(request, url, env)) return dataResponse(requestId, 201, await bootstrapOrganization(env));
+
+    const m = await match(request);
+    if (m.kind === "unknown") return errorResponse(requestId, new ApiError("NOT_FOUND", "Unknown endpoint."));
+    if (m.kind === "method_not_allowed")
+      return errorResponse(requestId, new ApiError("METHOD_NOT_ALLOWED", `Allowed methods: ${m.allowed.join(", ")}.`),
+        { allow: m.allowed.join(", ") });
+    const route = m.route;
+
+    const bodyText = await readBodyText(request);
+    if (route.auth === "public") return await route.edge(env, requestId);
+
+    const token = bearerToken(request.headers.get("authorization"));
+    if (!token) throw new ApiError("UNAUTHENTICATED", "A Bearer svc_sk_ credential is required.");
+    const keyHash = hashKey(token);
+    let orgId: string | null;
+    try {
+      orgId = await orgForCredential(env.INDEX_DB, keyHash);
+    } catch (err) {
+      console.error("credential index lookup failed", err);
+      throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
+    }
+    if (!orgId) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
+
+    const stub = env.ORG.get(env.ORG.idFromName(orgId));
+    // The RPC stub's mapped type cannot express `unknown` payloads; the shape is DispatchResult.
+    const result = (await stub.dispatch({
+      orgId, routeId: routeId(route), params: m.params, query: queryObject(url), bodyText,
+      idempotencyKey: request.headers.get("idempotency-key"), keyHash, requestId,
+    })) as unknown as DispatchResult;
+    if (!result.ok) return errorResponse(requestId, result.error);
+    if (result.ndjson) {
+      const headers = baseHeaders(requestId, "application/x-ndjson");
+      return new Response(result.ndjson.map((l) => l + "\n").join(""), { status: result.status, headers });
+    }
+    return dataResponse(requestId, result.status, result.data, result.meta);
+  } catch (err) {
+    if (err instanceof ApiError) return errorResponse(requestId, err);
+    console.error("unhandled failure", err);
+    return errorResponse(requestId, { code: "INTERNAL", message: INTERNAL_MESSAGE });
+  }
+}
+
+export default {
+  fetch: (request, env) => handle(request, env),
+} satisfies ExportedHandler<EdgeEnv>;
