@@ -1,0 +1,32 @@
+// docs/API.md is generated from the route table and the zod schemas (test/docs.test.ts keeps it in
+// sync; `npx vitest run -u test/docs.test.ts` rewrites it).
+import { z } from "zod";
+import type { RouteDef } from "../http/route";
+
+const schemaBlock = (title: string, schema: z.ZodType) =>
+  `${title}:\n\n\`\`\`json\n${JSON.stringify(z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }), null, 2)}\n\`\`\`\n`;
+
+export function renderApiDoc(routes: readonly RouteDef[]): string {
+  const out = [
+    "# API routes",
+    "",
+    "Generated from the route table (`src/routes.ts`) and its zod schemas. Do not edit by hand.",
+    "",
+    "| Method | Path | Auth | Scope | Roles | Summary |",
+    "| --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const r of routes) {
+    const scope = r.auth === "public" ? "public" : (r.scope ?? "any valid credential");
+    const roles = r.auth === "key" && r.roles ? r.roles.join(", ") : "";
+    out.push(`| ${r.method} | \`${r.path}\` | ${r.auth === "public" ? "none" : "Bearer"} | ${scope} | ${roles} | ${r.summary} |`);
+  }
+  out.push("");
+  for (const r of routes) {
+    if (r.auth !== "key" || (!r.body && !r.query)) continue;
+    out.push(`## ${r.method} ${r.path}`, "");
+    if (r.idempotent) out.push("Honours `Idempotency-Key`.", "");
+    if (r.query) out.push(schemaBlock("Query", r.query));
+    if (r.body) out.push(schemaBlock(r.bodyOptional ? "Body (optional)" : "Body", r.body));
+  }
+  return out.join("\n");
+}

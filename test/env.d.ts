@@ -1,0 +1,11 @@
+import type { D1Migration } from "cloudflare:test";
+import type { EdgeEnv } from "../src/http/route";
+
+declare global {
+  namespace Cloudflare {
+    interface Env extends EdgeEnv {
+      TEST_D1_MIGRATIONS: D1Migration[];
+      TEST_D1_MIGRATION_FILES: string[];
+    }
+  }
+}

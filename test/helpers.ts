@@ -1,0 +1,72 @@
+// Test helpers: call the front Worker exactly as a client would, and create organizations.
+import { env, SELF } from "cloudflare:test";
+import { expect } from "vitest";
+import { bootstrapOrganization } from "../src/operator";
+
+export interface CallResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export async function call(
+  method: string,
+  path: string,
+  opts: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<CallResult> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+  let body: string | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const res = await SELF.fetch(`http://svc.test${path}`, { method, headers, body });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export const newOrg = () => bootstrapOrganization(env);
+
+export function expectError(r: CallResult, status: number, code: string) {
+  expect(r.status, r.text).toBe(status);
+  expect(r.json?.error?.code, r.text).toBe(code);
+  expect(typeof r.json?.error?.message).toBe("string");
+  expect(r.json?.meta?.request_id).toMatch(/^req_[0-9a-f]{32}$/);
+}
+
+export async function mintKey(ownerKey: string, body: Record<string, unknown>) {
+  const r = await call("POST", "/v1/keys", { key: ownerKey, body: { label: "test", ...body } });
+  expect(r.status, r.text).toBe(201);
+  return r.json.data as { key: string; key_id: string; principal_id: string };
+}
+
+export const obs = (subject: string, content: string, extra: Record<string, unknown> = {}) => ({
+  subject_id: subject, kind: "note", content, source: { type: "test", ref: "r1" }, ...extra,
+});
+
+export async function append(key: string, body: Record<string, unknown>, headers?: Record<string, string>) {
+  return call("POST", "/v1/observations", { key, body, headers });
+}
+
+export async function appendOk(key: string, body: Record<string, unknown>): Promise<string> {
+  const r = await append(key, body);
+  expect(r.status, r.text).toBe(201);
+  return r.json.data.observation_id;
+}
+
+export async function consolidateOk(key: string, subject: string, claims: Record<string, unknown>[]): Promise<string[]> {
+  const r = await call("POST", "/v1/consolidations", { key, body: { subject_id: subject, claims } });
+  expect(r.status, r.text).toBe(201);
+  return r.json.data.claims.map((c: { claim_id: string }) => c.claim_id);
+}
+
+export const supports = (observation_id: string) => [{ observation_id, relation: "supports" }];

@@ -1,0 +1,24 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { readdirSync } from "node:fs";
+import { defineConfig } from "vitest/config";
+
+const d1Migrations = await readD1Migrations("./schema/d1");
+
+export default defineConfig({
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: "./wrangler.toml" },
+      miniflare: {
+        bindings: {
+          TEST_D1_MIGRATIONS: d1Migrations,
+          TEST_D1_MIGRATION_FILES: readdirSync("./schema/d1").filter((f) => f.endsWith(".sql")).sort(),
+        },
+      },
+    }),
+  ],
+  test: {
+    include: ["test/**/*.test.ts"],
+    setupFiles: ["./test/setup.ts"],
+    testTimeout: 30_000,
+  },
+});
