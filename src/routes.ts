@@ -4,11 +4,13 @@ import { healthRoutes } from "./domains/health/routes";
 import { identityRoutes } from "./domains/identity/routes";
 import { eventRoutes } from "./domains/events/routes";
 import { memoryRoutes } from "./domains/memory/routes";
+import { coordinationRoutes } from "./domains/coordination/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
   ...healthRoutes,
   ...memoryRoutes,
+  ...coordinationRoutes,
   ...identityRoutes,
   ...eventRoutes,
 ];

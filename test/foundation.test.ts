@@ -1,9 +1,9 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { D1_MIGRATIONS } from "../src/index-db";
 import { ROUTES } from "../src/routes";
 import type { OrgStore } from "../src/org/OrgStore";
-import { call, expectError, mintKey, newOrg } from "./helpers";
+import { call, expectError, mintKey, newOrg, inOrg } from "./helpers";
 
 describe("pipeline", () => {
   it("answers health in the envelope with request id, no-store and JSON content type", async () => {
@@ -129,7 +129,7 @@ describe("keys", () => {
     expect(list.text).not.toContain(m.json.data.key);
     expect(list.json.data.keys.some((k: any) => k.key_id === m.json.data.key_id)).toBe(true);
     for (const k of list.json.data.keys) expect(Object.keys(k)).not.toContain("key_hash");
-    const stored = await runInDurableObject(env.ORG.get(env.ORG.idFromName(org.org_id)), (o: OrgStore) =>
+    const stored = await inOrg(org.org_id, (o) =>
       o.db.first<{ key_hash: string }>("SELECT key_hash FROM api_keys WHERE key_id = ?", m.json.data.key_id));
     expect(stored!.key_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(stored!.key_hash).not.toContain(m.json.data.key.slice(7));
@@ -170,7 +170,7 @@ describe("keys", () => {
   it("rejects a revoked key in the Durable Object even while the index still routes it", async () => {
     const org = await newOrg();
     const k = await mintKey(org.api_key, { scopes: ["observations:write"] });
-    await runInDurableObject(env.ORG.get(env.ORG.idFromName(org.org_id)), (o: OrgStore) => {
+    await inOrg(org.org_id, (o) => {
       o.db.run("UPDATE api_keys SET status = 'revoked' WHERE key_id = ?", k.key_id);
     });
     expectError(await call("GET", "/v1/principal", { key: k.key }), 401, "UNAUTHENTICATED");
@@ -217,7 +217,7 @@ describe("keys", () => {
     const org = await newOrg();
     const k = await mintKey(org.api_key, { scopes: ["observations:write"] });
     await call("DELETE", `/v1/keys/${k.key_id}`, { key: org.api_key });
-    const rows = await runInDurableObject(env.ORG.get(env.ORG.idFromName(org.org_id)), (o: OrgStore) => ({
+    const rows = await inOrg(org.org_id, (o) => ({
       audit: o.db.all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ?", k.key_id).map((r) => r.action),
       events: o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n,
     }));

@@ -1,5 +1,6 @@
 // Test helpers: call the front Worker exactly as a client would, and create organizations.
-import { env, SELF } from "cloudflare:test";
+import { env, runInDurableObject, SELF } from "cloudflare:test";
+import type { OrgStore } from "../src/org/OrgStore";
 import { expect } from "vitest";
 import { bootstrapOrganization } from "../src/operator";
 
@@ -70,3 +71,10 @@ export async function consolidateOk(key: string, subject: string, claims: Record
 }
 
 export const supports = (observation_id: string) => [{ observation_id, relation: "supports" }];
+
+/** Run `fn` inside the organization's Durable Object (direct SQL checks, alarms). */
+export function orgStub(orgId: string): DurableObjectStub<OrgStore> {
+  return env.ORG.get(env.ORG.idFromName(orgId)) as unknown as DurableObjectStub<OrgStore>;
+}
+export const inOrg = <R>(orgId: string, fn: (o: OrgStore) => R | Promise<R>): Promise<R> =>
+  runInDurableObject(orgStub(orgId) as unknown as DurableObjectStub, (o) => fn(o as unknown as OrgStore));

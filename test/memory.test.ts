@@ -1,10 +1,9 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import type { OrgStore } from "../src/org/OrgStore";
-import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports } from "./helpers";
+import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
 
-const inOrg = <R>(orgId: string, fn: (o: OrgStore) => R) => runInDurableObject(env.ORG.get(env.ORG.idFromName(orgId)), fn);
 
 describe("projects", () => {
   it("creates with create:true (201), resolves the same reference to the same id (200), 404s unknown", async () => {

@@ -1,9 +1,9 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { OrgStore } from "../src/org/OrgStore";
 import type { RequestCtx } from "../src/org/request";
 import { commitWrite } from "../src/org/write";
-import { newOrg } from "./helpers";
+import { newOrg, inOrg } from "./helpers";
 
 function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
   return {
@@ -21,7 +21,7 @@ const counts = (o: OrgStore) => o.db.first<Record<string, number>>(
 describe("commitWrite", () => {
   it("commits canonical rows, event, audit and replay record together", async () => {
     const org = await newOrg();
-    await runInDurableObject(env.ORG.get(env.ORG.idFromName(org.org_id)), (o: OrgStore) => {
+    await inOrg(org.org_id, (o) => {
       const before = counts(o);
       const reply = commitWrite(fakeRequest(o, "idem-1"), (db) => {
         db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES ('prj_1', 'r1', 'p', 'now')");
@@ -40,7 +40,7 @@ describe("commitWrite", () => {
 
   it("leaves no canonical row, event, audit or replay record when the write fails midway", async () => {
     const org = await newOrg();
-    await runInDurableObject(env.ORG.get(env.ORG.idFromName(org.org_id)), (o: OrgStore) => {
+    await inOrg(org.org_id, (o) => {
       const before = counts(o);
       // Fails in the work itself, after a canonical row was written.
       expect(() => commitWrite(fakeRequest(o, "idem-2"), (db) => {
@@ -60,7 +60,7 @@ describe("commitWrite", () => {
 
   it("chains audit entries so that tampering is detectable", async () => {
     const org = await newOrg();
-    await runInDurableObject(env.ORG.get(env.ORG.idFromName(org.org_id)), (o: OrgStore) => {
+    await inOrg(org.org_id, (o) => {
       const rows = o.db.all<{ prev_hash: string; entry_hash: string }>("SELECT prev_hash, entry_hash FROM audit_log ORDER BY seq");
       expect(rows.length).toBeGreaterThan(1);
       expect(rows[0].prev_hash).toBe("0".repeat(64));

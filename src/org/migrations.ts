@@ -211,7 +211,7 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
         created_at TEXT NOT NULL,
         resolved_at TEXT
       );
-      CREATE INDEX handoffs_inbox ON handoffs(to_principal_id, status, created_at);
+      CREATE INDEX handoffs_inbox ON handoffs(to_principal_id, status);
       CREATE INDEX handoffs_by_context ON handoffs(context_id);
       CREATE INDEX handoffs_by_checkpoint ON handoffs(checkpoint_id);
     `,

@@ -1,0 +1,126 @@
+// Checkpoints: task state an agent saves and resumes. Not evidence: no events, only audit entries.
+// Readable by the principal that wrote it and by the recipient of a pending or accepted handoff
+// that references it. Expiry is checked on every read; the alarm sweep only reclaims space.
+import { clock, isoAt } from "../../http/clock";
+import { conflict, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import type { z } from "zod";
+import { checkpointBody, checkpointQuery } from "./schema";
+
+export interface CheckpointRow {
+  checkpoint_id: string;
+  subject_id: string;
+  agent_id: string;
+  kind: string;
+  state: string;
+  ttl_seconds: number;
+  writer_id: string;
+  created_at: string;
+  updated_at: string;
+  expires_at: string;
+}
+
+const view = (c: CheckpointRow) => ({
+  checkpoint_id: c.checkpoint_id, subject_id: c.subject_id, agent_id: c.agent_id, kind: c.kind, state: c.state,
+  ttl_seconds: c.ttl_seconds, writer_id: c.writer_id, created_at: c.created_at, updated_at: c.updated_at, expires_at: c.expires_at,
+});
+
+/** The caller may read it: the writer, or the recipient of a live handoff naming it. */
+const READABLE = `(c.writer_id = ? OR EXISTS (SELECT 1 FROM handoffs h WHERE h.checkpoint_id = c.checkpoint_id
+  AND h.to_principal_id = ? AND h.status IN ('pending', 'accepted')))`;
+
+export function readableCheckpoint(db: Db, caller: Caller, id: string): CheckpointRow | null {
+  return db.first<CheckpointRow>(`SELECT * FROM checkpoints c WHERE ${READABLE} AND c.checkpoint_id = ? AND c.expires_at > ?`,
+    caller.principalId, caller.principalId, id, clock.nowIso());
+}
+
+/** Upsert on organization + subject + agent + kind. Shared by the route and the MCP tool; the caller commits. */
+export function saveCheckpoint(db: Db, caller: Caller, body: z.infer<typeof checkpointBody>) {
+  const now = clock.nowIso();
+  const expiresAt = isoAt(clock.nowMs() + body.ttl_seconds * 1000);
+  const existing = db.first<CheckpointRow>("SELECT * FROM checkpoints WHERE subject_id = ? AND agent_id = ? AND kind = ?",
+    body.subject_id, body.agent_id, body.kind);
+  const live = existing && existing.expires_at > now ? existing : null;
+  if (live && live.writer_id !== caller.principalId)
+    throw conflict("A checkpoint for this subject, agent and kind is held by another principal.");
+  if (existing && !live) db.run("DELETE FROM checkpoints WHERE checkpoint_id = ?", existing.checkpoint_id);
+  let row: CheckpointRow;
+  if (live) {
+    db.run("UPDATE checkpoints SET state = ?, ttl_seconds = ?, updated_at = ?, expires_at = ? WHERE checkpoint_id = ?",
+      body.state, body.ttl_seconds, now, expiresAt, live.checkpoint_id);
+    row = { ...live, state: body.state, ttl_seconds: body.ttl_seconds, updated_at: now, expires_at: expiresAt };
+  } else {
+    row = { checkpoint_id: newId(ID_PREFIX.checkpoint), subject_id: body.subject_id, agent_id: body.agent_id, kind: body.kind,
+      state: body.state, ttl_seconds: body.ttl_seconds, writer_id: caller.principalId, created_at: now, updated_at: now, expires_at: expiresAt };
+    db.run(
+      `INSERT INTO checkpoints (checkpoint_id, subject_id, agent_id, kind, state, ttl_seconds, writer_id, created_at, updated_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      row.checkpoint_id, row.subject_id, row.agent_id, row.kind, row.state, row.ttl_seconds, row.writer_id, row.created_at, row.updated_at, row.expires_at);
+  }
+  return { row, updated: !!live };
+}
+
+/** Latest unexpired checkpoint for subject + kind (+ agent) that the caller may read. */
+export function loadCheckpoint(db: Db, caller: Caller, q: z.infer<typeof checkpointQuery>): CheckpointRow | null {
+  return db.first<CheckpointRow>(
+    `SELECT * FROM checkpoints c WHERE ${READABLE} AND c.subject_id = ? AND c.kind = ? AND c.expires_at > ?
+       ${q.agent_id !== undefined ? "AND c.agent_id = ?" : ""} ORDER BY c.updated_at DESC LIMIT 1`,
+    caller.principalId, caller.principalId, q.subject_id, q.kind, clock.nowIso(), ...(q.agent_id !== undefined ? [q.agent_id] : []));
+}
+
+export const checkpointView = view;
+
+export const checkpointRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/checkpoints", scope: "checkpoints:write", body: checkpointBody,
+    summary: "Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      const { row, updated } = saveCheckpoint(db, rc.caller, rc.body);
+      rc.scheduleAlarm(Date.parse(row.expires_at));
+      return {
+        status: updated ? 200 : 201, data: { ...view(row), updated },
+        audit: { action: updated ? "checkpoint.updated" : "checkpoint.created", resourceType: "checkpoint", resourceId: row.checkpoint_id,
+          detail: { kind: row.kind, ttl_seconds: row.ttl_seconds, state_chars: row.state.length } },
+      };
+    }),
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/checkpoints", scope: "checkpoints:read", query: checkpointQuery,
+    summary: "The latest unexpired checkpoint for subject_id and kind (agent_id optional); 404 once expired.",
+    handler: ({ db, caller, query }) => {
+      const row = loadCheckpoint(db, caller, query);
+      if (!row) throw notFound("Checkpoint");
+      return ok(view(row));
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/checkpoints/:id", scope: "checkpoints:read",
+    summary: "One unexpired checkpoint: for its writer, or the recipient of a handoff that references it.",
+    handler: ({ db, caller, params }) => {
+      const row = readableCheckpoint(db, caller, params.id);
+      if (!row) throw notFound("Checkpoint");
+      return ok(view(row));
+    },
+  }),
+
+  orgRoute({
+    method: "DELETE", path: "/v1/checkpoints/:id", scope: "checkpoints:write",
+    summary: "Delete a checkpoint outright (its writer only).",
+    handler: (rc) => {
+      const row = readableCheckpoint(rc.db, rc.caller, rc.params.id);
+      if (!row || row.writer_id !== rc.caller.principalId) throw notFound("Checkpoint");
+      return commitWrite(rc, (db) => {
+        db.run("DELETE FROM checkpoints WHERE checkpoint_id = ?", row.checkpoint_id);
+        return { status: 200, data: { checkpoint_id: row.checkpoint_id, deleted: true },
+          audit: { action: "checkpoint.deleted", resourceType: "checkpoint", resourceId: row.checkpoint_id } };
+      });
+    },
+  }),
+];

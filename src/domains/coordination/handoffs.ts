@@ -1,0 +1,110 @@
+// Handoffs: offer work to another principal, optionally carrying a context run and a checkpoint,
+// which the recipient may then read while the handoff is pending or accepted.
+import { clock } from "../../http/clock";
+import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
+import { invalid, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import type { z } from "zod";
+import { getPrincipal } from "../identity/store";
+import { readableRun } from "../memory/context";
+import { unresolved } from "../memory/store";
+import { readableCheckpoint } from "./checkpoints";
+import { handoffBody, handoffListQuery, resolveHandoffBody } from "./schema";
+
+interface HandoffRow {
+  handoff_id: string;
+  from_principal_id: string;
+  to_principal_id: string;
+  context_id: string | null;
+  checkpoint_id: string | null;
+  note: string | null;
+  status: string;
+  created_at: string;
+  resolved_at: string | null;
+}
+
+const view = (h: HandoffRow) => ({
+  handoff_id: h.handoff_id, from_principal_id: h.from_principal_id, to_principal_id: h.to_principal_id,
+  context_id: h.context_id, checkpoint_id: h.checkpoint_id, note: h.note, status: h.status,
+  created_at: h.created_at, resolved_at: h.resolved_at,
+});
+
+const eventPayload = (h: HandoffRow) => ({
+  from_principal_id: h.from_principal_id, to_principal_id: h.to_principal_id,
+  context_id: h.context_id, checkpoint_id: h.checkpoint_id, status: h.status,
+});
+
+/** Offer a handoff. Shared by the route and the MCP tool; the caller commits. */
+export function createHandoff(db: Db, caller: Caller, body: z.infer<typeof handoffBody>) {
+  if (body.to_principal_id === caller.principalId) throw invalid(`Invalid field "to_principal_id": cannot hand off to yourself.`);
+  if (!getPrincipal(db, body.to_principal_id)) throw unresolved("principal", [body.to_principal_id]);
+  if (body.context_id !== undefined && !readableRun(db, caller, body.context_id)) throw unresolved("context", [body.context_id]);
+  if (body.checkpoint_id !== undefined && !readableCheckpoint(db, caller, body.checkpoint_id))
+    throw unresolved("checkpoint", [body.checkpoint_id]);
+  const row: HandoffRow = {
+    handoff_id: newId(ID_PREFIX.handoff), from_principal_id: caller.principalId, to_principal_id: body.to_principal_id,
+    context_id: body.context_id ?? null, checkpoint_id: body.checkpoint_id ?? null, note: body.note ?? null,
+    status: "pending", created_at: clock.nowIso(), resolved_at: null,
+  };
+  db.run(
+    `INSERT INTO handoffs (handoff_id, from_principal_id, to_principal_id, context_id, checkpoint_id, note, status, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
+    row.handoff_id, row.from_principal_id, row.to_principal_id, row.context_id, row.checkpoint_id, row.note, row.created_at);
+  return {
+    data: view(row),
+    event: { kind: "handoff.created" as const, resourceType: "handoff", resourceId: row.handoff_id, payload: eventPayload(row) },
+  };
+}
+
+export const handoffRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/handoffs", scope: "handoffs:write", body: handoffBody,
+    summary: "Offer work to a principal, optionally with a context run and a checkpoint you can read.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      const out = createHandoff(db, rc.caller, rc.body);
+      return { status: 201, data: out.data, events: [out.event],
+        audit: { action: "handoff.created", resourceType: "handoff", resourceId: out.data.handoff_id } };
+    }),
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/handoffs/:id/resolve", scope: "handoffs:write", body: resolveHandoffBody,
+    summary: "Accept or reject a pending handoff addressed to you.",
+    handler: (rc) => {
+      const h = rc.db.first<HandoffRow>("SELECT * FROM handoffs WHERE handoff_id = ?", rc.params.id);
+      if (!h) throw notFound("Handoff");
+      if (h.to_principal_id !== rc.caller.principalId) throw invalid("Only the recipient may resolve this handoff.");
+      if (h.status !== "pending") throw invalid(`The handoff is already ${h.status}.`);
+      return commitWrite(rc, (db) => {
+        const at = clock.nowIso();
+        db.run("UPDATE handoffs SET status = ?, resolved_at = ? WHERE handoff_id = ?", rc.body.status, at, h.handoff_id);
+        const row = { ...h, status: rc.body.status, resolved_at: at };
+        return {
+          status: 200, data: view(row),
+          events: [{ kind: rc.body.status === "accepted" ? "handoff.accepted" : "handoff.rejected", resourceType: "handoff",
+            resourceId: h.handoff_id, payload: eventPayload(row) }],
+          audit: { action: `handoff.${rc.body.status}`, resourceType: "handoff", resourceId: h.handoff_id },
+        };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/handoffs", scope: "handoffs:read", query: handoffListQuery,
+    summary: "Pending handoffs addressed to the caller, oldest first.",
+    handler: ({ db, caller, query }) => {
+      const after = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;
+      const rows = db.all<HandoffRow & { r: number }>(
+        `SELECT rowid AS r, * FROM handoffs WHERE to_principal_id = ? AND status = 'pending' AND rowid > ?
+          ORDER BY rowid LIMIT ?`, caller.principalId, after, query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      const hasMore = rows.length > query.limit;
+      return ok({ handoffs: page.map(view), has_more: hasMore, next_cursor: hasMore ? encodeCursor([page[page.length - 1].r]) : null });
+    },
+  }),
+];

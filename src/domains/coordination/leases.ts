@@ -1,0 +1,116 @@
+// Leases: exclusive, expiring holds on a resource. Acquire is atomic because the Durable Object runs
+// one request's synchronous transaction at a time, and a partial unique index allows one live row.
+import { clock, isoAt } from "../../http/clock";
+import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
+import { conflict, forbidden, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { RequestCtx } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import { leaseBody, leaseListQuery } from "./schema";
+
+interface LeaseRow {
+  lease_id: string;
+  resource_type: string;
+  resource_id: string;
+  holder_id: string;
+  ttl_seconds: number;
+  acquired_at: string;
+  expires_at: string;
+  released_at: string | null;
+}
+
+const view = (l: LeaseRow) => ({
+  lease_id: l.lease_id, resource_type: l.resource_type, resource_id: l.resource_id, holder_id: l.holder_id,
+  ttl_seconds: l.ttl_seconds, acquired_at: l.acquired_at, expires_at: l.expires_at, released_at: l.released_at,
+});
+
+const getLease = (db: Db, id: string) => db.first<LeaseRow>("SELECT * FROM leases WHERE lease_id = ?", id);
+
+function release(rc: RequestCtx, lease: LeaseRow, action: string) {
+  return commitWrite(rc, (db) => {
+    const now = clock.nowIso();
+    const live = lease.released_at == null && lease.expires_at > now;
+    if (live) db.run("UPDATE leases SET released_at = ? WHERE lease_id = ?", now, lease.lease_id);
+    return {
+      status: 200, data: { ...view(getLease(db, lease.lease_id)!), released: true, already_released: !live },
+      audit: { action, resourceType: "lease", resourceId: lease.lease_id, detail: { holder_id: lease.holder_id, was_live: live } },
+    };
+  });
+}
+
+export const leaseRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/leases", scope: "leases:write", body: leaseBody,
+    summary: "Acquire or renew a lease; a live lease of another principal is 409.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      const now = clock.nowIso();
+      const expiresAt = isoAt(clock.nowMs() + rc.body.ttl_seconds * 1000);
+      const current = db.first<LeaseRow>(
+        "SELECT * FROM leases WHERE resource_type = ? AND resource_id = ? AND released_at IS NULL", rc.body.resource_type, rc.body.resource_id);
+      let row: LeaseRow;
+      let renewed = false;
+      if (current && current.expires_at > now) {
+        if (current.holder_id !== rc.caller.principalId) throw conflict("The resource is leased by another principal.");
+        db.run("UPDATE leases SET expires_at = ?, ttl_seconds = ? WHERE lease_id = ?", expiresAt, rc.body.ttl_seconds, current.lease_id);
+        row = { ...current, expires_at: expiresAt, ttl_seconds: rc.body.ttl_seconds };
+        renewed = true;
+      } else {
+        // An expired lease the sweep has not reached yet ends at its expiry.
+        if (current) db.run("UPDATE leases SET released_at = expires_at WHERE lease_id = ?", current.lease_id);
+        row = { lease_id: newId(ID_PREFIX.lease), resource_type: rc.body.resource_type, resource_id: rc.body.resource_id,
+          holder_id: rc.caller.principalId, ttl_seconds: rc.body.ttl_seconds, acquired_at: now, expires_at: expiresAt, released_at: null };
+        db.run(
+          `INSERT INTO leases (lease_id, resource_type, resource_id, holder_id, ttl_seconds, acquired_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          row.lease_id, row.resource_type, row.resource_id, row.holder_id, row.ttl_seconds, row.acquired_at, row.expires_at);
+      }
+      rc.scheduleAlarm(Date.parse(expiresAt));
+      return {
+        status: renewed ? 200 : 201, data: { ...view(row), renewed },
+        events: [{ kind: "lease.acquired", resourceType: "lease", resourceId: row.lease_id,
+          payload: { resource_type: row.resource_type, resource_id: row.resource_id, holder_id: row.holder_id, expires_at: row.expires_at, renewed } }],
+        audit: { action: renewed ? "lease.renewed" : "lease.acquired", resourceType: "lease", resourceId: row.lease_id },
+      };
+    }),
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/leases", scope: "leases:read", query: leaseListQuery,
+    summary: "Unreleased, unexpired leases of the organization, with an opaque cursor.",
+    handler: ({ db, query }) => {
+      const after = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;
+      const rows = db.all<LeaseRow & { r: number }>(
+        `SELECT rowid AS r, * FROM leases WHERE released_at IS NULL AND expires_at > ? AND rowid > ?
+          ${query.resource_type !== undefined ? "AND resource_type = ?" : ""} ORDER BY rowid LIMIT ?`,
+        clock.nowIso(), after, ...(query.resource_type !== undefined ? [query.resource_type] : []), query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      const hasMore = rows.length > query.limit;
+      return ok({ leases: page.map(view), has_more: hasMore, next_cursor: hasMore ? encodeCursor([page[page.length - 1].r]) : null });
+    },
+  }),
+
+  orgRoute({
+    method: "DELETE", path: "/v1/leases/:id", scope: "leases:write",
+    summary: "Release a lease you hold.",
+    handler: (rc) => {
+      const lease = getLease(rc.db, rc.params.id);
+      if (!lease) throw notFound("Lease");
+      if (lease.holder_id !== rc.caller.principalId)
+        throw forbidden("Only the holder may release a lease; an owner or admin may force-release it.");
+      return release(rc, lease, "lease.released");
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/leases/:id/force-release", scope: "leases:write", roles: ["owner", "admin"],
+    summary: "Release any organization-scoped lease (owner or admin).",
+    handler: (rc) => {
+      const lease = getLease(rc.db, rc.params.id);
+      if (!lease) throw notFound("Lease");
+      return release(rc, lease, "lease.force_released");
+    },
+  }),
+];

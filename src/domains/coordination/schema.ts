@@ -1,0 +1,46 @@
+import { z } from "zod";
+import { limitParam, nonEmpty } from "../../http/validate";
+
+export const CHECKPOINT_KINDS = ["task_state", "conversation", "workflow", "cursor"] as const;
+export const MAX_STATE_CHARS = 64_000;
+
+const intRange = (min: number, max: number) =>
+  z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`)
+    .min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`);
+
+export const checkpointBody = z.strictObject({
+  subject_id: nonEmpty(200),
+  agent_id: nonEmpty(200),
+  kind: z.enum(CHECKPOINT_KINDS),
+  state: z.string().max(MAX_STATE_CHARS, `must be at most ${MAX_STATE_CHARS} characters`),
+  ttl_seconds: intRange(60, 2_592_000),
+});
+
+export const checkpointQuery = z.object({
+  subject_id: nonEmpty(200),
+  kind: z.enum(CHECKPOINT_KINDS),
+  agent_id: nonEmpty(200).optional(),
+});
+
+export const leaseBody = z.strictObject({
+  resource_type: nonEmpty(200),
+  resource_id: nonEmpty(500),
+  ttl_seconds: intRange(10, 86_400),
+});
+
+export const leaseListQuery = z.object({
+  resource_type: z.string().max(200).optional(),
+  limit: limitParam(1, 200, 50),
+  after: z.string().max(512).optional(),
+});
+
+export const handoffBody = z.strictObject({
+  to_principal_id: nonEmpty(64),
+  context_id: nonEmpty(64).optional(),
+  checkpoint_id: nonEmpty(64).optional(),
+  note: z.string().max(2000).optional(),
+});
+
+export const resolveHandoffBody = z.strictObject({ status: z.enum(["accepted", "rejected"]) });
+
+export const handoffListQuery = z.object({ limit: limitParam(1, 200, 50), after: z.string().max(512).optional() });
