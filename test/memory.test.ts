@@ -632,3 +632,20 @@ describe("events", () => {
     expect((await call("GET", "/v1/events", { key: a.key })).text).toContain(id);
   });
 });
+
+describe("record ownership outbox", () => {
+  it("carries created project, observation and claim ids to the global index from the alarm", async () => {
+    const { env, runDurableObjectAlarm } = await import("cloudflare:test");
+    const { orgStub } = await import("./helpers");
+    const org = await newOrg();
+    const p = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "r", create: true } });
+    const o = await appendOk(org.api_key, obs("s", "x", { project_id: p.json.data.project_id }));
+    const [c] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "x", sources: supports(o) }]);
+    const queued = await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n);
+    expect(queued).toBe(3);
+    expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
+    const owners = await env.INDEX_DB.prepare("SELECT record_id, org_id FROM record_owners WHERE org_id = ? ORDER BY record_id").bind(org.org_id).all();
+    expect(owners.results.map((r: any) => r.record_id).sort()).toEqual([p.json.data.project_id, o, c].sort());
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+  });
+});

@@ -2,7 +2,7 @@
 // Exactly one indexed lookup per authenticated request.
 
 /** The D1 migration files under schema/d1, in order (a test checks this list against the folder). */
-export const D1_MIGRATIONS = ["0001_index.sql"] as const;
+export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql"] as const;
 
 export async function orgForCredential(db: D1Database, keyHash: string): Promise<string | null> {
   const row = await db.prepare("SELECT org_id FROM credentials WHERE key_hash = ?").bind(keyHash).first<{ org_id: string }>();

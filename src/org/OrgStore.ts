@@ -12,6 +12,7 @@ import { ORG_ROUTES } from "../routes";
 import { loadCaller } from "../domains/identity/store";
 import { bootstrapOrganization, type BootstrapResult } from "../domains/identity/bootstrap";
 import { runMaintenance } from "./maintenance";
+import { drainRecordOwners } from "./outbox";
 import { Db } from "./db";
 import { appliedCount, migrate } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
@@ -32,6 +33,9 @@ export interface DispatchInput {
 export type DispatchResult =
   | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[] }
   | { ok: false; error: ErrorBody };
+
+/** Retry delay after a failed outbox drain. */
+const OUTBOX_RETRY_MS = 30_000;
 
 export class OrgStore extends DurableObject<EdgeEnv> {
   readonly db: Db;
@@ -117,8 +121,23 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     });
   }
 
+  /**
+   * Background work, idempotent and bounded per run: expiry sweeps, then the outbox. Re-arms for the
+   * earliest pending work; a failing step is logged and retried on the next run.
+   */
   override async alarm(): Promise<void> {
-    const next = runMaintenance(this.db, this.ctx.storage);
-    if (next != null) await this.ctx.storage.setAlarm(next);
+    const wakeAt: number[] = [];
+    const nextExpiry = runMaintenance(this.db, this.ctx.storage);
+    if (nextExpiry != null) wakeAt.push(nextExpiry);
+    const orgId = this.db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'org_id'")?.value;
+    if (orgId) {
+      try {
+        if (await drainRecordOwners(this.db, this.env.INDEX_DB, orgId)) wakeAt.push(clock.nowMs());
+      } catch (err) {
+        console.error("outbox drain failed; retrying", err);
+        wakeAt.push(clock.nowMs() + OUTBOX_RETRY_MS);
+      }
+    }
+    if (wakeAt.length) await this.ctx.storage.setAlarm(Math.min(...wakeAt));
   }
 }

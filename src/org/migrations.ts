@@ -216,4 +216,18 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX handoffs_by_checkpoint ON handoffs(checkpoint_id);
     `,
   },
+  {
+    name: "0004_outbox",
+    sql: `
+      -- Work to carry out after commit, written in the same transaction as the change that causes it
+      -- (e.g. record ownership for the global D1 index). Drained by the alarm in bounded batches.
+      CREATE TABLE outbox (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        topic TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX outbox_by_topic ON outbox(topic, seq);
+    `,
+  },
 ];

@@ -40,7 +40,12 @@ export interface WriteOutcome {
   meta?: Record<string, unknown>;
   events?: EventInput[];
   audit: AuditInput | AuditInput[];
+  /** Ids of projects, observations and claims this write created: queued for the global ownership index. */
+  owned?: string[];
 }
+
+/** How soon after a write the alarm carries its outbox rows to the global index (batches writes). */
+export const OUTBOX_DELAY_MS = 1_000;
 
 /** Trimmed to 200 characters per SPEC; empty means absent. */
 export function normalizeIdempotencyKey(raw: string | null): string | null {
@@ -110,6 +115,11 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts
     const who = { actorId: rc.caller.principalId, keyId: rc.caller.keyId, requestId: rc.requestId };
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     for (const a of Array.isArray(out.audit) ? out.audit : [out.audit]) insertAudit(rc.db, who, a, at);
+    if (out.owned?.length) {
+      for (const id of out.owned)
+        rc.db.run("INSERT INTO outbox (topic, payload, created_at) VALUES ('record_owner', ?, ?)", id, at);
+      rc.scheduleAlarm(clock.nowMs() + OUTBOX_DELAY_MS);
+    }
     const meta = opts.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(

@@ -120,6 +120,7 @@ export const claimRoutes = [
         data: { claims: out.claims, model_used: false },
         meta: { model: "disabled" },
         events: out.events,
+        owned: out.claims.map((c) => c.claim_id),
         audit: [
           ...out.claims.map((c) => ({ action: "claim.materialized", resourceType: "claim", resourceId: c.claim_id })),
           ...out.disputed.map((id) => ({ action: "claim.disputed", resourceType: "claim", resourceId: id })),

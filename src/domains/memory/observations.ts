@@ -59,6 +59,7 @@ export const observationRoutes = [
         return {
           status: 201, data: { project_id: project.project_id, reference: project.reference, created: true },
           audit: { action: "project.created", resourceType: "project", resourceId: project.project_id },
+          owned: [project.project_id],
         };
       });
     },
@@ -80,6 +81,7 @@ export const observationRoutes = [
           payload: { subject_id: row.subject_id, kind: row.kind, trust: row.trust, visibility: row.visibility },
         }],
         audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id },
+        owned: [row.observation_id],
       };
     }, { idempotent: true }),
   }),
