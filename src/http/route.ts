@@ -42,7 +42,14 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   idempotent?: boolean;
   /** Responds with NDJSON lines instead of an envelope. */
   ndjson?: boolean;
-  handler: (rc: RequestCtx<z.infer<B>, z.infer<Q>>) => Reply;
+  /** The body is not JSON (e.g. NDJSON import): handed to the handler as rc.rawBody, unparsed. */
+  rawBody?: boolean;
+  /**
+   * Runs inside the org Durable Object. Writes go through commitWrite (one transactionSync). A handler
+   * may be async only to read something outside the DO first (e.g. the D1 index); it must then
+   * re-check whatever it relies on inside the transaction.
+   */
+  handler: (rc: RequestCtx<z.infer<B>, z.infer<Q>>) => Reply | Promise<Reply>;
 }
 
 export type RouteDef = PublicRoute | OrgRoute<any, any>;

@@ -70,10 +70,12 @@ export class OrgStore extends DurableObject<EdgeEnv> {
         routeId: input.routeId, params: input.params,
         query: route.query ? parseWith(route.query, input.query) : undefined,
         body: route.body ? parseWith(route.body, parseJsonBody(input.bodyText, route.bodyOptional ?? false)) : undefined,
+        rawBody: route.rawBody ? input.bodyText : null,
         idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
+        env: this.env,
         scheduleAlarm: (atMs) => this.scheduleAlarm(atMs),
       };
-      const reply = (route as OrgRoute).handler(rc);
+      const reply = await (route as OrgRoute).handler(rc);
       await this.applyIndexWrites(input.orgId, reply);
       return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson };
     } catch (err) {

@@ -21,7 +21,10 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   params: Record<string, string>;
   query: Q;
   body: B;
+  /** The unparsed body, for routes declared with rawBody. */
+  rawBody: string | null;
   idempotencyKey: string | null;
+  env: import("../http/route").EdgeEnv;
   /** Schedules the org's alarm no later than `atMs` (coordination expiry, background work). */
   scheduleAlarm(atMs: number): void;
 }
