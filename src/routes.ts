@@ -5,6 +5,7 @@ import { identityRoutes } from "./domains/identity/routes";
 import { eventRoutes } from "./domains/events/routes";
 import { memoryRoutes } from "./domains/memory/routes";
 import { coordinationRoutes } from "./domains/coordination/routes";
+import { webhookRoutes } from "./domains/webhooks/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -13,6 +14,7 @@ export const ROUTES: readonly RouteDef[] = [
   ...coordinationRoutes,
   ...identityRoutes,
   ...eventRoutes,
+  ...webhookRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

@@ -11,6 +11,7 @@ function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
     caller: { principalId: "prn_test", keyId: "key_test", scopes: ["*"], maxTrust: "verified", role: "owner" },
     requestId: "req_test", routeId: "POST /v1/test", params: {}, query: undefined, body: { n: 1 }, rawBody: null, idempotencyKey, env: undefined as never,
     scheduleAlarm: () => {},
+    eventsWritten: () => {},
   };
 }
 

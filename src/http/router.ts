@@ -12,7 +12,10 @@ export function buildMatcher(routes: readonly RouteDef[]) {
   const byPath = new Map<string, RouteDef[]>();
   for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
   const router = IttyRouter();
-  for (const path of byPath.keys())
+  // Literal segments win over parameters: /v1/webhooks/deliver before /v1/webhooks/:id.
+  const specificity = (path: string) => path.split("/").map((seg) => (seg.startsWith(":") ? "1" : "0")).join("");
+  const paths = [...byPath.keys()].sort((a, b) => (specificity(a) < specificity(b) ? -1 : specificity(a) > specificity(b) ? 1 : 0));
+  for (const path of paths)
     router.all(path, (req) => ({ path, params: { ...(req.params as Record<string, string>) } }));
 
   return async function match(request: Request): Promise<Match> {

@@ -13,6 +13,8 @@ import { loadCaller } from "../domains/identity/store";
 import { bootstrapOrganization, type BootstrapResult } from "../domains/identity/bootstrap";
 import { runMaintenance } from "./maintenance";
 import { drainRecordOwners } from "./outbox";
+import { backgroundDrain, hasActiveHooks, maintenanceIntervalMs } from "../domains/webhooks/delivery";
+import { delivery } from "../domains/webhooks/routes";
 import { Db } from "./db";
 import { appliedCount, migrate } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
@@ -74,6 +76,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
         idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
         env: this.env,
         scheduleAlarm: (atMs) => this.scheduleAlarm(atMs),
+        eventsWritten: () => this.eventsWritten(),
       };
       const reply = await (route as OrgRoute).handler(rc);
       await this.applyIndexWrites(input.orgId, reply);
@@ -116,6 +119,12 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     }
   }
 
+  /** With a maintenance interval, new events wake the alarm within one interval to deliver webhooks. */
+  private eventsWritten(): void {
+    const interval = maintenanceIntervalMs(this.env);
+    if (interval > 0 && hasActiveHooks(this.db)) this.scheduleAlarm(clock.nowMs() + interval);
+  }
+
   private scheduleAlarm(atMs: number): void {
     // Fire-and-forget is safe here: the storage API orders it with this request's writes.
     void this.ctx.storage.getAlarm().then((current) => {
@@ -138,6 +147,15 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       } catch (err) {
         console.error("outbox drain failed; retrying", err);
         wakeAt.push(clock.nowMs() + OUTBOX_RETRY_MS);
+      }
+    }
+    const interval = maintenanceIntervalMs(this.env);
+    if (interval > 0) {
+      try {
+        if (await backgroundDrain(this.db, this.ctx.storage, delivery.send)) wakeAt.push(clock.nowMs() + interval);
+      } catch (err) {
+        console.error("background webhook delivery failed; retrying", err);
+        wakeAt.push(clock.nowMs() + interval);
       }
     }
     if (wakeAt.length) await this.ctx.storage.setAlarm(Math.min(...wakeAt));

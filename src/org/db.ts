@@ -17,7 +17,11 @@ export class Db {
     return (rows[0] as T | undefined) ?? null;
   }
 
-  run(query: string, ...args: unknown[]): number {
-    return this.sql.exec(query, ...bind(args)).rowsWritten;
+  /**
+   * Execute a statement. Returns nothing on purpose: the cursor's rowsWritten counts index writes
+   * too, so it cannot tell how many rows changed. Use `... RETURNING` with `all` when that matters.
+   */
+  run(query: string, ...args: unknown[]): void {
+    this.sql.exec(query, ...bind(args));
   }
 }

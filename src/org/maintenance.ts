@@ -10,12 +10,12 @@ export function runMaintenance(db: Db, storage: DurableObjectStorage): number | 
   const now = clock.nowIso();
   let more = false;
   storage.transactionSync(() => {
-    const expiredCheckpoints = db.run(
+    const expiredCheckpoints = db.all(
       `DELETE FROM checkpoints WHERE checkpoint_id IN
-         (SELECT checkpoint_id FROM checkpoints WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`, now, SWEEP_BATCH);
-    const expiredLeases = db.run(
+         (SELECT checkpoint_id FROM checkpoints WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SWEEP_BATCH).length;
+    const expiredLeases = db.all(
       `UPDATE leases SET released_at = expires_at WHERE lease_id IN
-         (SELECT lease_id FROM leases WHERE released_at IS NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)`, now, SWEEP_BATCH);
+         (SELECT lease_id FROM leases WHERE released_at IS NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SWEEP_BATCH).length;
     more = expiredCheckpoints === SWEEP_BATCH || expiredLeases === SWEEP_BATCH;
   });
   if (more) return clock.nowMs();

@@ -230,4 +230,34 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX outbox_by_topic ON outbox(topic, seq);
     `,
   },
+  {
+    name: "0005_webhooks",
+    sql: `
+      CREATE TABLE webhooks (
+        webhook_id TEXT PRIMARY KEY,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,                -- needed to sign; never returned
+        events TEXT NOT NULL,                -- JSON array of kinds, or ["*"]
+        status TEXT NOT NULL,                -- 'active' | 'paused' | 'disabled'
+        failure_count INTEGER NOT NULL,      -- consecutive failures
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE deliveries (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        delivery_id TEXT NOT NULL UNIQUE,
+        webhook_id TEXT NOT NULL REFERENCES webhooks(webhook_id) ON DELETE CASCADE,
+        event_id TEXT NOT NULL,
+        status TEXT NOT NULL,                -- 'sending' | 'delivered' | 'pending' | 'failed'
+        attempts INTEGER NOT NULL,
+        last_attempt_at TEXT,
+        next_retry_at TEXT,
+        response_status INTEGER,
+        created_at TEXT NOT NULL,
+        UNIQUE (webhook_id, event_id)        -- exactly once per hook and event
+      );
+      CREATE INDEX deliveries_by_status ON deliveries(status);
+    `,
+  },
 ];

@@ -27,6 +27,8 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   env: import("../http/route").EdgeEnv;
   /** Schedules the org's alarm no later than `atMs` (coordination expiry, background work). */
   scheduleAlarm(atMs: number): void;
+  /** Told by commitWrite that events were committed (background delivery may want to run). */
+  eventsWritten(): void;
 }
 
 export interface Reply {

@@ -114,6 +114,7 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts
     const out = work(rc.db);
     const who = { actorId: rc.caller.principalId, keyId: rc.caller.keyId, requestId: rc.requestId };
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
+    if (out.events?.length) rc.eventsWritten();
     for (const a of Array.isArray(out.audit) ? out.audit : [out.audit]) insertAudit(rc.db, who, a, at);
     if (out.owned?.length) {
       for (const id of out.owned)

@@ -2,11 +2,17 @@
 import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
 import { dataResponse, errorResponse } from "../../http/envelope";
 import type { EdgeEnv, PublicRoute } from "../../http/route";
+import { maintenanceIntervalMs } from "../webhooks/delivery";
 
 export const REVISION = "0.10.0";
 
-/** Who drives background delivery (SPEC "Who drives delivery"). Nothing drains in the background yet. */
-export const backgroundRepair = (_env: EdgeEnv): "enabled" | "external" | "disabled" => "disabled";
+/**
+ * Who drives background delivery (SPEC "Who drives delivery"): with a maintenance interval above zero
+ * each org Durable Object's alarm delivers webhooks; "external" is never reported because Durable
+ * Object alarms are always available on this runtime.
+ */
+export const backgroundRepair = (env: EdgeEnv): "enabled" | "external" | "disabled" =>
+  maintenanceIntervalMs(env) > 0 ? "enabled" : "disabled";
 
 async function readiness(env: EdgeEnv) {
   const checks: Record<string, "ok" | "failing"> = { index_db: "ok", org_store: "ok" };
@@ -41,7 +47,7 @@ async function readiness(env: EdgeEnv) {
       org_store: { applied: orgApplied, expected: orgExpected },
     },
     checks,
-    capabilities: { background_repair: backgroundRepair(env), vectors: false, model: false },
+    capabilities: { background_repair: backgroundRepair(env), maintenance_interval_seconds: maintenanceIntervalMs(env) / 1000, vectors: false, model: false },
   };
 }
 

@@ -1,0 +1,138 @@
+// Webhook registration, pause/resume, deletion, the delivery list and the manual drain.
+// Webhook administration emits no domain events (SPEC) but every change is audited.
+import { clock } from "../../http/clock";
+import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
+import { conflict, forbidden, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { RequestCtx } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import { drainEvents, fetchSender, pendingDeliveries, type Sender, type WebhookRow } from "./delivery";
+import { createWebhookBody, deliverBody, deliveriesQuery, MAX_WEBHOOKS_PER_ORG } from "./schema";
+
+export const SIGNING = {
+  header: "X-Svc-Signature",
+  algorithm: "HMAC-SHA256",
+  format: "sha256=<64 lowercase hex>",
+  note: "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery.",
+} as const;
+
+const view = (w: WebhookRow) => ({
+  webhook_id: w.webhook_id, url: w.url, events: JSON.parse(w.events) as string[], status: w.status,
+  failure_count: w.failure_count, created_at: w.created_at, updated_at: w.updated_at, signing: SIGNING,
+});
+
+function requireHook(db: Db, id: string): WebhookRow {
+  const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", id);
+  if (!hook) throw notFound("Webhook");
+  return hook;
+}
+
+function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused", action: string) {
+  return commitWrite(rc, (db) => {
+    db.run(`UPDATE webhooks SET status = ?, ${status === "active" ? "failure_count = 0," : ""} updated_at = ? WHERE webhook_id = ?`,
+      status, clock.nowIso(), hook.webhook_id);
+    return { status: 200, data: view(requireHook(db, hook.webhook_id)),
+      audit: { action, resourceType: "webhook", resourceId: hook.webhook_id } };
+  });
+}
+
+/** Tests and benchmarks may swap the outbound sender; production always uses fetch. */
+export const delivery: { send: Sender } = { send: fetchSender };
+
+export const webhookRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/webhooks", scope: "webhooks:write", body: createWebhookBody,
+    summary: "Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      if (db.first<{ n: number }>("SELECT count(*) AS n FROM webhooks")!.n >= MAX_WEBHOOKS_PER_ORG)
+        throw conflict(`An organization may register at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`);
+      const now = clock.nowIso();
+      const events = rc.body.events.includes("*") ? ["*"] : [...new Set(rc.body.events)];
+      const row: WebhookRow = { webhook_id: newId(ID_PREFIX.webhook), url: rc.body.url, secret: rc.body.secret,
+        events: JSON.stringify(events), status: "active", failure_count: 0, created_by: rc.caller.principalId, created_at: now, updated_at: now };
+      db.run(
+        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?)`,
+        row.webhook_id, row.url, row.secret, row.events, row.created_by, now, now);
+      return { status: 201, data: view(row),
+        audit: { action: "webhook.created", resourceType: "webhook", resourceId: row.webhook_id, detail: { events } } };
+    }),
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/webhooks", scope: "webhooks:read",
+    summary: "The organization's webhooks with status, event filter and failure count.",
+    handler: ({ db }) => ok({ webhooks: db.all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id").map(view) }),
+  }),
+
+  orgRoute({
+    method: "DELETE", path: "/v1/webhooks/:id", scope: "webhooks:write",
+    summary: "Remove a webhook and its delivery rows.",
+    handler: (rc) => {
+      const hook = requireHook(rc.db, rc.params.id);
+      return commitWrite(rc, (db) => {
+        const removed = db.all("DELETE FROM deliveries WHERE webhook_id = ? RETURNING 1", hook.webhook_id).length;
+        db.run("DELETE FROM webhooks WHERE webhook_id = ?", hook.webhook_id);
+        return { status: 200, data: { webhook_id: hook.webhook_id, deleted: true, deliveries_removed: removed },
+          audit: { action: "webhook.deleted", resourceType: "webhook", resourceId: hook.webhook_id } };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/webhooks/:id/pause", scope: "webhooks:write",
+    summary: "Pause delivery; events keep accruing.",
+    handler: (rc) => {
+      const hook = requireHook(rc.db, rc.params.id);
+      if (hook.status === "disabled") throw forbidden("Cannot pause a disabled webhook.");
+      return setStatus(rc, hook, "paused", "webhook.paused");
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/webhooks/:id/resume", scope: "webhooks:write",
+    summary: "Resume delivery and reset failure_count to 0.",
+    handler: (rc) => {
+      const hook = requireHook(rc.db, rc.params.id);
+      if (hook.status === "disabled") throw forbidden("Cannot resume a disabled webhook. Re-register it.");
+      return setStatus(rc, hook, "active", "webhook.resumed");
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/webhooks/:id/deliveries", scope: "webhooks:read", query: deliveriesQuery,
+    summary: "Deliveries of one webhook, newest first; never a response body.",
+    handler: ({ db, params, query }) => {
+      const hook = requireHook(db, params.id);
+      const before = query.after ? decodeCursor(query.after, isSeqCursor)[0] : Number.MAX_SAFE_INTEGER;
+      const rows = db.all<{ seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
+        last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string }>(
+        "SELECT * FROM deliveries WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?", hook.webhook_id, before, query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      const hasMore = rows.length > query.limit;
+      return ok({
+        deliveries: page.map((d) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
+          last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at })),
+        has_more: hasMore, next_cursor: hasMore ? encodeCursor([page[page.length - 1].seq]) : null,
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/webhooks/deliver", scope: "webhooks:write", body: deliverBody, bodyOptional: true,
+    summary: "Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks.",
+    handler: async ({ db, storage, body }) => {
+      let afterSeq = 0;
+      if (body.after) {
+        const anchor = db.first<{ seq: number }>("SELECT seq FROM events WHERE event_id = ?", body.after);
+        if (!anchor) throw notFound("Event");
+        afterSeq = anchor.seq;
+      }
+      const out = await drainEvents(db, storage, afterSeq, body.limit, delivery.send);
+      return ok({ events_drained: out.eventsDrained, cursor: out.lastEventId ?? body.after ?? null, pending_deliveries: pendingDeliveries(db) });
+    },
+  }),
+];

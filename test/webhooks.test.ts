@@ -1,0 +1,320 @@
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { verify } from "@octokit/webhooks-methods";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { fetchSender } from "../src/domains/webhooks/delivery";
+import { delivery } from "../src/domains/webhooks/routes";
+import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
+import { appendOk, call, expectError, inOrg, mintKey, newOrg, obs, orgStub } from "./helpers";
+
+const secret = "s3cret-s3cret-s3cret";
+
+interface Sent {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+let sent: Sent[] = [];
+let respond: (n: number) => number | Promise<number> = () => 200;
+
+beforeEach(() => {
+  sent = [];
+  respond = () => 200;
+  delivery.send = async (url, init) => {
+    sent.push({ url, headers: init.headers, body: init.body });
+    return respond(sent.length);
+  };
+});
+afterEach(() => {
+  delivery.send = fetchSender;
+  vi.restoreAllMocks();
+});
+
+const register = async (key: string, body: Record<string, unknown> = {}) => {
+  const r = await call("POST", "/v1/webhooks", { key, body: { url: "https://hooks.example.com/in", secret, events: ["*"], ...body } });
+  expect(r.status, r.text).toBe(201);
+  return r.json.data as { webhook_id: string };
+};
+const drain = (key: string, body: Record<string, unknown> = {}) => call("POST", "/v1/webhooks/deliver", { key, body });
+
+describe("webhook registration", () => {
+  it.each([
+    ["http://example.com/h", "plain http to a public host"],
+    ["ftp://example.com/h", "another scheme"],
+    ["https://10.1.2.3/h", "10/8"],
+    ["https://192.168.1.1/h", "192.168/16"],
+    ["https://169.254.169.254/latest", "link-local metadata"],
+    ["https://172.16.0.1/h", "172.16/12 low"],
+    ["https://172.31.255.255/h", "172.16/12 high"],
+    ["https://100.64.0.1/h", "CGNAT"],
+    ["https://0.0.0.0/h", "unspecified"],
+    ["https://127.0.0.2/h", "loopback other than 127.0.0.1"],
+    ["https://[::1]/h", "IPv6 loopback"],
+    ["https://[fe80::1]/h", "IPv6 link-local"],
+    ["https://[fd00::1]/h", "IPv6 unique-local"],
+    ["https://[::ffff:10.0.0.1]/h", "IPv4-mapped IPv6"],
+    ["https://[::ffff:a00:1]/h", "IPv4-mapped IPv6, hex"],
+    ["https://0x0a000001/h", "hex IPv4"],
+    ["https://167772161/h", "decimal IPv4"],
+    ["https://012.0.0.1/h", "octal IPv4"],
+    ["http://2130706433/h", "decimal loopback over http"],
+    ["http://0x7f.0.0.1/h", "hex loopback over http"],
+    ["https://user:pw@hooks.example.com/h", "credentials"],
+    ["https://user@hooks.example.com/h", "user only"],
+    ["http://localhost.evil.com/h", "localhost prefix"],
+    ["https://intranet/h", "single-label host"],
+    ["not a url", "garbage"],
+  ])("refuses %s (%s) with 400", async (url) => {
+    expect(webhookUrlProblem(url)).not.toBeNull();
+    const org = await newOrg();
+    const r = await call("POST", "/v1/webhooks", { key: org.api_key, body: { url, secret, events: ["*"] } });
+    expectError(r, 400, "VALIDATION_ERROR");
+    expect(r.json.error.message).toContain('"url"');
+  });
+
+  it.each(["https://hooks.example.com/x", "http://localhost:8080/hook", "http://127.0.0.1:9/h", "https://8.8.8.8/h", "https://[2606:4700::1111]/h"])(
+    "accepts %s", (url) => expect(webhookUrlProblem(url)).toBeNull());
+
+  it("validates secret and events, never echoes the secret, returns the signing object", async () => {
+    const org = await newOrg();
+    const base = { url: "https://hooks.example.com/x", secret, events: ["claim.revoked"] };
+    for (const body of [{ ...base, secret: "short" }, { ...base, events: [] }, { ...base, events: ["no.such"] },
+      { ...base, events: Array.from({ length: 51 }, () => "claim.revoked") }, { ...base, url: undefined }, { ...base, extra: 1 }])
+      expectError(await call("POST", "/v1/webhooks", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
+    const r = await call("POST", "/v1/webhooks", { key: org.api_key, body: base });
+    expect(r.status).toBe(201);
+    expect(r.json.data).toMatchObject({ url: base.url, events: ["claim.revoked"], status: "active", failure_count: 0 });
+    expect(r.json.data.webhook_id).toMatch(/^whk_[0-9a-f]{32}$/);
+    expect(r.json.data.signing).toMatchObject({ header: "X-Svc-Signature", algorithm: "HMAC-SHA256" });
+    expect(typeof r.json.data.signing.format).toBe("string");
+    expect(typeof r.json.data.signing.note).toBe("string");
+    expect(r.text).not.toContain(secret);
+    const list = await call("GET", "/v1/webhooks", { key: org.api_key });
+    expect(list.json.data.webhooks).toHaveLength(1);
+    expect(list.text).not.toContain(secret);
+    await register(org.api_key);
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks).toHaveLength(2);
+  });
+
+  it("needs the webhook scopes and hides other organizations' hooks", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const ro = await mintKey(org.api_key, { scopes: ["webhooks:read"] });
+    expectError(await call("POST", "/v1/webhooks", { key: ro.key, body: { url: "https://a.example.com/", secret, events: ["*"] } }), 403, "FORBIDDEN");
+    const hook = await register(org.api_key);
+    for (const [m, p] of [["DELETE", ""], ["POST", "/pause"], ["POST", "/resume"], ["GET", "/deliveries"]]) {
+      const foreign = await call(m, `/v1/webhooks/${hook.webhook_id}${p}`, { key: other.api_key });
+      const missing = await call(m, `/v1/webhooks/whk_${"0".repeat(32)}${p}`, { key: other.api_key });
+      expectError(foreign, 404, "NOT_FOUND");
+      expect(foreign.json.error).toEqual(missing.json.error);
+    }
+    expect((await call("GET", "/v1/webhooks", { key: other.api_key })).json.data.webhooks).toEqual([]);
+  });
+});
+
+describe("delivery", () => {
+  it("posts the stored payload once with a signature an independent verifier accepts", async () => {
+    const org = await newOrg();
+    const hook = await register(org.api_key, { events: ["observation.appended"] });
+    const id = await appendOk(org.api_key, obs("subj-1", "hello"));
+    const d1 = await drain(org.api_key, { limit: 200 });
+    expect(d1.status).toBe(200);
+    expect(d1.json.data).toMatchObject({ events_drained: 1, pending_deliveries: 0 });
+    expect(d1.json.data.cursor).toMatch(/^evt_/);
+    expect(sent).toHaveLength(1);
+    const s = sent[0];
+    expect(JSON.parse(s.body)).toEqual({ subject_id: "subj-1", kind: "note", trust: "medium", visibility: "team" });
+    expect(s.headers["x-svc-event"]).toBe("observation.appended");
+    expect(s.headers["x-svc-delivery"]).toMatch(/^dlv_[0-9a-f]{32}$/);
+    expect(s.headers["x-svc-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(await verify(secret, s.body, s.headers["x-svc-signature"])).toBe(true);
+    expect(await verify("another-secret-entirely", s.body, s.headers["x-svc-signature"])).toBe(false);
+    await drain(org.api_key);
+    expect(sent).toHaveLength(1);
+    const list = await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries`, { key: org.api_key });
+    expect(list.json.data.deliveries).toHaveLength(1);
+    expect(list.json.data.deliveries[0]).toMatchObject({ id: s.headers["x-svc-delivery"], status: "delivered", attempts: 1, response_status: 200, next_retry_at: null });
+    expect(Object.keys(list.json.data.deliveries[0]).sort()).toEqual(
+      ["attempts", "created_at", "event_id", "id", "last_attempt_at", "next_retry_at", "response_status", "status"]);
+    expect(id).toMatch(/^obs_/);
+  });
+
+  it("filters by subscribed kinds and by what the hook's creator may read", async () => {
+    const org = await newOrg();
+    const other = await mintKey(org.api_key, { scopes: ["*"] });
+    await register(org.api_key, { events: ["claim.materialized"] });
+    await appendOk(org.api_key, obs("s", "x"));
+    await appendOk(other.key, obs("s", "private to other", { visibility: "private" }));
+    await drain(org.api_key);
+    expect(sent).toHaveLength(0);
+    await register(org.api_key, { events: ["*"] });
+    await drain(org.api_key);
+    expect(sent).toHaveLength(1);
+    expect(JSON.parse(sent[0].body).visibility).toBe("team");
+  });
+
+  it("sends exactly once when drains run concurrently", async () => {
+    const org = await newOrg();
+    await register(org.api_key);
+    for (let i = 0; i < 5; i++) await appendOk(org.api_key, obs("s", `n${i}`));
+    respond = async () => {
+      await new Promise((r) => setTimeout(r, 5));
+      return 200;
+    };
+    await Promise.all([drain(org.api_key), drain(org.api_key), drain(org.api_key)]);
+    expect(sent).toHaveLength(5);
+    expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(5);
+  });
+
+  it("records a failed first attempt as pending with next_retry_at and never re-attempts it", async () => {
+    const org = await newOrg();
+    const hook = await register(org.api_key);
+    await appendOk(org.api_key, obs("s", "x"));
+    respond = () => 500;
+    const d = await drain(org.api_key);
+    expect(d.json.data.pending_deliveries).toBe(1);
+    const [row] = (await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries`, { key: org.api_key })).json.data.deliveries;
+    expect(row).toMatchObject({ status: "pending", attempts: 1, response_status: 500 });
+    expect(Date.parse(row.next_retry_at) - Date.parse(row.last_attempt_at)).toBe(60_000);
+    respond = () => 200;
+    await drain(org.api_key);
+    expect(sent).toHaveLength(1);
+    const hooks = await call("GET", "/v1/webhooks", { key: org.api_key });
+    expect(hooks.json.data.webhooks[0].failure_count).toBe(1);
+  });
+
+  it("disables a hook after ten consecutive failures; pause and resume are then 403", async () => {
+    const org = await newOrg();
+    const hook = await register(org.api_key);
+    for (let i = 0; i < 12; i++) await appendOk(org.api_key, obs("s", `n${i}`));
+    respond = () => 503;
+    await drain(org.api_key);
+    expect(sent).toHaveLength(10);
+    const h = (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
+    expect(h).toMatchObject({ status: "disabled", failure_count: 10 });
+    const p = await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
+    expectError(p, 403, "FORBIDDEN");
+    expect(p.json.error.message).toBe("Cannot pause a disabled webhook.");
+    const r = await call("POST", `/v1/webhooks/${hook.webhook_id}/resume`, { key: org.api_key });
+    expectError(r, 403, "FORBIDDEN");
+    expect(r.json.error.message).toBe("Cannot resume a disabled webhook. Re-register it.");
+  });
+
+  it("resets the consecutive count on success", async () => {
+    const org = await newOrg();
+    await register(org.api_key);
+    for (let i = 0; i < 12; i++) await appendOk(org.api_key, obs("s", `n${i}`));
+    respond = (n) => (n === 6 ? 200 : 500);
+    await drain(org.api_key);
+    const h = (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
+    expect(h).toMatchObject({ status: "active", failure_count: 6 });
+  });
+
+  it("pauses delivery while events accrue; resume resets failure_count and delivers them", async () => {
+    const org = await newOrg();
+    const hook = await register(org.api_key);
+    respond = () => 500;
+    await appendOk(org.api_key, obs("s", "fails"));
+    await drain(org.api_key);
+    const p = await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
+    expect(p.json.data.status).toBe("paused");
+    respond = () => 200;
+    await appendOk(org.api_key, obs("s", "while paused"));
+    await drain(org.api_key);
+    expect(sent).toHaveLength(1);
+    const r = await call("POST", `/v1/webhooks/${hook.webhook_id}/resume`, { key: org.api_key });
+    expect(r.json.data).toMatchObject({ status: "active", failure_count: 0 });
+    await drain(org.api_key);
+    expect(sent).toHaveLength(2);
+  });
+
+  it("drains from `after` and pages by limit; validates the body", async () => {
+    const org = await newOrg();
+    await register(org.api_key);
+    for (let i = 0; i < 3; i++) await appendOk(org.api_key, obs("s", `n${i}`));
+    const first = await drain(org.api_key, { limit: 2 });
+    expect(first.json.data.events_drained).toBe(2);
+    const rest = await drain(org.api_key, { after: first.json.data.cursor });
+    expect(rest.json.data.events_drained).toBe(1);
+    expect(sent).toHaveLength(3);
+    const none = await drain(org.api_key, { after: rest.json.data.cursor });
+    expect(none.json.data).toMatchObject({ events_drained: 0, cursor: rest.json.data.cursor });
+    for (const body of [{ limit: 0 }, { limit: 201 }, { limit: "5" }])
+      expectError(await drain(org.api_key, body), 400, "VALIDATION_ERROR");
+    expectError(await drain(org.api_key, { after: `evt_${"0".repeat(32)}` }), 404, "NOT_FOUND");
+  });
+
+  it("deletes a hook with its delivery rows", async () => {
+    const org = await newOrg();
+    const hook = await register(org.api_key);
+    await appendOk(org.api_key, obs("s", "x"));
+    await drain(org.api_key);
+    const d = await call("DELETE", `/v1/webhooks/${hook.webhook_id}`, { key: org.api_key });
+    expect(d.json.data).toMatchObject({ deleted: true, deliveries_removed: 1 });
+    const left = await inOrg(org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM deliveries")!.n);
+    expect(left).toBe(0);
+    expectError(await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries`, { key: org.api_key }), 404, "NOT_FOUND");
+  });
+
+  it("pages deliveries newest first", async () => {
+    const org = await newOrg();
+    const hook = await register(org.api_key);
+    for (let i = 0; i < 3; i++) await appendOk(org.api_key, obs("s", `n${i}`));
+    await drain(org.api_key);
+    const p1 = await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries?limit=2`, { key: org.api_key });
+    const p2 = await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries?limit=2&after=${p1.json.data.next_cursor}`, { key: org.api_key });
+    const ids = [...p1.json.data.deliveries, ...p2.json.data.deliveries].map((d: any) => d.id);
+    expect(ids).toEqual(sent.map((s) => s.headers["x-svc-delivery"]).reverse());
+    expectError(await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries?limit=201`, { key: org.api_key }), 400, "VALIDATION_ERROR");
+  });
+
+  it("emits no events and audits every administrative change", async () => {
+    const org = await newOrg();
+    const hook = await register(org.api_key);
+    await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
+    await call("POST", `/v1/webhooks/${hook.webhook_id}/resume`, { key: org.api_key });
+    await call("DELETE", `/v1/webhooks/${hook.webhook_id}`, { key: org.api_key });
+    const rows = await inOrg(org.org_id, (o) => ({
+      audit: o.db.all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ? ORDER BY seq", hook.webhook_id).map((r) => r.action),
+      events: o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n,
+    }));
+    expect(rows).toEqual({ audit: ["webhook.created", "webhook.paused", "webhook.resumed", "webhook.deleted"], events: 0 });
+  });
+});
+
+describe("the real sender", () => {
+  it("does not follow redirects: a 3xx is a failure; only 2xx succeeds", async () => {
+    const org = await newOrg();
+    delivery.send = fetchSender;
+    const calls: RequestInit[] = [];
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (_url, init) => {
+      calls.push(init as RequestInit);
+      return new Response("ignored body", { status: 302, headers: { location: "https://elsewhere.example.com/" } });
+    });
+    await register(org.api_key);
+    await appendOk(org.api_key, obs("s", "x"));
+    await drain(org.api_key);
+    expect(calls).toHaveLength(1);
+    expect(calls[0].redirect).toBe("manual");
+    expect(calls[0].signal).toBeDefined();
+    const h = (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
+    expect(h.failure_count).toBe(1);
+  });
+});
+
+describe("background repair", () => {
+  it("is reported enabled with the configured interval, and the alarm delivers new events", async () => {
+    const ready = await call("GET", "/readyz");
+    expect(ready.json.data.capabilities).toMatchObject({ background_repair: "enabled", maintenance_interval_seconds: 15 });
+    const org = await newOrg();
+    await register(org.api_key);
+    await appendOk(org.api_key, obs("s", "x"));
+    expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
+    expect(sent).toHaveLength(1);
+    // The alarm continues from its own cursor: nothing is sent twice.
+    await appendOk(org.api_key, obs("s", "y"));
+    await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub);
+    await drain(org.api_key);
+    expect(sent).toHaveLength(2);
+  });
+});
