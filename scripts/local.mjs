@@ -2,6 +2,7 @@
 // migrations, and starting `wrangler dev` on local workerd.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -59,3 +60,14 @@ export async function bootstrapVia(url, token) {
 }
 
 export const serverFile = () => join(stateDir, "server.json");
+
+/** A free TCP port on 127.0.0.1 (benchmark and load scripts start their own servers). */
+export function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolvePort(port));
+    });
+    s.on("error", reject);
+  });
+}

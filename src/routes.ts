@@ -6,6 +6,9 @@ import { eventRoutes } from "./domains/events/routes";
 import { memoryRoutes } from "./domains/memory/routes";
 import { coordinationRoutes } from "./domains/coordination/routes";
 import { webhookRoutes } from "./domains/webhooks/routes";
+import { mcpRoutes } from "./mcp/routes";
+import { portabilityRoutes } from "./domains/portability/routes";
+import { auditRoutes } from "./domains/audit/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -15,6 +18,9 @@ export const ROUTES: readonly RouteDef[] = [
   ...identityRoutes,
   ...eventRoutes,
   ...webhookRoutes,
+  ...mcpRoutes,
+  ...portabilityRoutes,
+  ...auditRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

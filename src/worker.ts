@@ -18,6 +18,13 @@ export { OrgStore } from "./org/OrgStore";
 
 const match = buildMatcher(ROUTES);
 
+/** Headers a route may read inside the Durable Object; everything else stays at the edge. */
+const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin"] as const;
+const forwardedHeaders = (request: Request) => ({
+  ...Object.fromEntries(FORWARDED_HEADERS.flatMap((name) => (request.headers.has(name) ? [[name, request.headers.get(name)!]] : []))),
+  host: new URL(request.url).host,
+});
+
 export async function handle(request: Request, env: EdgeEnv): Promise<Response> {
   const requestId = newId(ID_PREFIX.request);
   try {
@@ -51,8 +58,14 @@ export async function handle(request: Request, env: EdgeEnv): Promise<Response> 
     const result = (await stub.dispatch({
       orgId, routeId: routeId(route), params: m.params, query: queryObject(url), bodyText,
       idempotencyKey: request.headers.get("idempotency-key"), keyHash, requestId,
+      headers: forwardedHeaders(request),
     })) as unknown as DispatchResult;
     if (!result.ok) return errorResponse(requestId, result.error);
+    if (result.bare) {
+      const headers = baseHeaders(requestId);
+      if (result.bare.body === undefined) return new Response(null, { status: result.status, headers: { "cache-control": "no-store", "x-request-id": requestId } });
+      return new Response(JSON.stringify(result.bare.body), { status: result.status, headers });
+    }
     if (result.ndjson) {
       const headers = baseHeaders(requestId, "application/x-ndjson");
       return new Response(result.ndjson.map((l) => l + "\n").join(""), { status: result.status, headers });

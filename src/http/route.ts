@@ -14,6 +14,8 @@ export interface EdgeEnv {
   SVC_REVISION?: string;
   MAINTENANCE_INTERVAL_SECONDS?: string;
   OPERATOR_TOKEN?: string;
+  /** Comma-separated extra origins (scheme://host[:port]) allowed to call /mcp from a browser. */
+  MCP_ALLOWED_ORIGINS?: string;
 }
 
 interface RouteBase {
@@ -42,6 +44,8 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   idempotent?: boolean;
   /** Responds with NDJSON lines instead of an envelope. */
   ndjson?: boolean;
+  /** The schema of each NDJSON line type the route reads or writes, published in docs/API.md. */
+  ndjsonLines?: Record<string, z.ZodType>;
   /** The body is not JSON (e.g. NDJSON import): handed to the handler as rc.rawBody, unparsed. */
   rawBody?: boolean;
   /**

@@ -2,11 +2,10 @@
 // The class stays thin: it migrates, authenticates the key row, checks scope and role, validates,
 // and hands the request to the route's handler. SQL lives in the domains.
 import { DurableObject } from "cloudflare:workers";
-import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { clock } from "../http/clock";
 import { ApiError, type ErrorBody, translateStorageError } from "../http/errors";
 import type { EdgeEnv, OrgRoute } from "../http/route";
-import { parseJsonBody, parseWith } from "../http/validate";
+import { executeRoute, type Session } from "./execute";
 import { addCredential, removeCredential } from "../index-db";
 import { ORG_ROUTES } from "../routes";
 import { loadCaller } from "../domains/identity/store";
@@ -18,7 +17,7 @@ import { delivery } from "../domains/webhooks/routes";
 import { Db } from "./db";
 import { appliedCount, migrate } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
-import type { IndexWrite, Reply, RequestCtx } from "./request";
+import type { IndexWrite, Reply } from "./request";
 import { normalizeIdempotencyKey } from "./write";
 
 export interface DispatchInput {
@@ -30,10 +29,12 @@ export interface DispatchInput {
   idempotencyKey: string | null;
   keyHash: string;
   requestId: string;
+  /** The few request headers routes may read (lower-case names): accept, content-type, mcp-protocol-version, origin, host. */
+  headers: Record<string, string>;
 }
 
 export type DispatchResult =
-  | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[] }
+  | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[]; bare?: Reply["bare"] }
   | { ok: false; error: ErrorBody };
 
 /** Retry delay after a failed outbox drain. */
@@ -64,23 +65,18 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       if (!route) throw new Error(`route ${input.routeId} is not an org route`);
       const caller = loadCaller(this.db, input.keyHash);
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
-      if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
-      if (route.roles && !route.roles.includes(caller.role))
-        throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
-      const rc: RequestCtx = {
+      const session: Session = {
         orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
-        routeId: input.routeId, params: input.params,
-        query: route.query ? parseWith(route.query, input.query) : undefined,
-        body: route.body ? parseWith(route.body, parseJsonBody(input.bodyText, route.bodyOptional ?? false)) : undefined,
-        rawBody: route.rawBody ? input.bodyText : null,
-        idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
-        env: this.env,
+        headers: input.headers, env: this.env,
         scheduleAlarm: (atMs) => this.scheduleAlarm(atMs),
         eventsWritten: () => this.eventsWritten(),
       };
-      const reply = await (route as OrgRoute).handler(rc);
+      const reply = await executeRoute(session, route, {
+        params: input.params, query: input.query, bodyText: route.rawBody ? undefined : input.bodyText,
+        rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
+      });
       await this.applyIndexWrites(input.orgId, reply);
-      return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson };
+      return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson, bare: reply.bare };
     } catch (err) {
       if (!(err instanceof ApiError)) console.error("request failed", input.routeId, err);
       return { ok: false, error: translateStorageError(err).toBody() };

@@ -25,6 +25,8 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   rawBody: string | null;
   idempotencyKey: string | null;
   env: import("../http/route").EdgeEnv;
+  /** Selected request headers, lower-case names (see DispatchInput.headers). */
+  headers: Record<string, string>;
   /** Schedules the org's alarm no later than `atMs` (coordination expiry, background work). */
   scheduleAlarm(atMs: number): void;
   /** Told by commitWrite that events were committed (background delivery may want to run). */
@@ -42,6 +44,8 @@ export interface Reply {
    * (the DO row first, D1 second: a key the index does not know yet can never authenticate).
    */
   indexWrites?: IndexWrite[];
+  /** A bare (non-envelope) JSON response, e.g. JSON-RPC for /mcp; body undefined means an empty body. */
+  bare?: { body: unknown };
 }
 
 export type IndexWrite =

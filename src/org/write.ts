@@ -54,7 +54,8 @@ export function normalizeIdempotencyKey(raw: string | null): string | null {
   return key.length ? key : null;
 }
 
-const canonical = (value: unknown): string =>
+/** JSON with object keys sorted: the form hashed for the audit chain and idempotency. */
+export const canonical = (value: unknown): string =>
   JSON.stringify(value, (_k, v) =>
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))

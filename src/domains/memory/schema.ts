@@ -78,9 +78,3 @@ export const memoriesQuery = z.object({
 
 export const supersedeBody = z.strictObject({ superseded_by: id("claim"), reason: z.string().max(1000).optional() });
 export const reasonBody = z.strictObject({ reason: z.string().max(1000).optional() });
-
-export const exportQuery = z.object({
-  type: z.enum(["projects", "observations", "claims"]).optional(),
-  limit: limitParam(1, 2000, 500),
-  after: z.string().max(512).optional(),
-});

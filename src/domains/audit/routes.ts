@@ -1,0 +1,86 @@
+// The audit trail: metadata-only entries written by commitWrite in the same transaction as each action,
+// hash-chained (see verify.ts). Owner or admin only, on top of the route's scope.
+import { clock } from "../../http/clock";
+import { notFound } from "../../http/errors";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import { ok } from "../../org/request";
+import { AUDIT_FORMAT_VERSION, auditEntryLine, auditHeader, exportAuditQuery, listAuditQuery } from "./schema";
+import { type AuditEntry, GENESIS_PREV_HASH } from "./verify";
+
+interface AuditRow {
+  seq: number;
+  audit_id: string;
+  action: string;
+  actor_id: string;
+  key_id: string | null;
+  resource_type: string;
+  resource_id: string | null;
+  request_id: string | null;
+  detail: string;
+  created_at: string;
+  prev_hash: string;
+  entry_hash: string;
+}
+
+const entryView = (a: AuditRow): AuditEntry => ({
+  id: a.audit_id, action: a.action, actor_id: a.actor_id, key_id: a.key_id, resource_type: a.resource_type,
+  resource_id: a.resource_id, request_id: a.request_id, metadata: JSON.parse(a.detail) as Record<string, unknown>,
+  created_at: a.created_at, prev_hash: a.prev_hash, entry_hash: a.entry_hash,
+});
+
+/** The entry named by `after` (404 when unknown), or null from the start of the log. */
+function anchor(db: Db, after: string | undefined): { seq: number; entry_hash: string } | null {
+  if (after === undefined) return null;
+  const row = db.first<{ seq: number; entry_hash: string }>("SELECT seq, entry_hash FROM audit_log WHERE audit_id = ?", after);
+  if (!row) throw notFound("Audit entry");
+  return row;
+}
+
+/** Up to `limit` entries after `afterSeq`, plus whether more exist. */
+function page(db: Db, afterSeq: number, limit: number, action?: string) {
+  const rows = db.all<AuditRow>(
+    `SELECT * FROM audit_log WHERE seq > ? ${action ? "AND action = ?" : ""} ORDER BY seq LIMIT ?`,
+    afterSeq, ...(action ? [action] : []), limit + 1);
+  return { entries: rows.slice(0, limit).map(entryView), hasMore: rows.length > limit };
+}
+
+const ADMIN_ROLES = ["owner", "admin"] as const;
+
+export const auditRoutes = [
+  orgRoute({
+    method: "GET", path: "/v1/audit", scope: "audit:read", roles: ADMIN_ROLES, query: listAuditQuery,
+    summary: "Metadata-only audit entries in commit order after an audit id; filter by action (owner or admin).",
+    handler: ({ db, query }) => {
+      const from = anchor(db, query.after);
+      const { entries, hasMore } = page(db, from?.seq ?? 0, query.limit, query.action);
+      const cursor = entries.length ? entries[entries.length - 1].id : (query.after ?? null);
+      return ok({ entries, has_more: hasMore, cursor });
+    },
+  }),
+  orgRoute({
+    method: "GET", path: "/v1/audit/export", scope: "audit:export", roles: ADMIN_ROLES, query: exportAuditQuery, ndjson: true,
+    ndjsonLines: { "svc.audit.header": auditHeader, "svc.audit.entry": auditEntryLine },
+    summary: "NDJSON audit export behind a svc.audit.header line that explains how to verify the hash chain (owner or admin).",
+    handler: ({ db, query }) => {
+      const from = anchor(db, query.after);
+      const { entries, hasMore } = page(db, from?.seq ?? 0, query.limit);
+      const header = {
+        type: "svc.audit.header", format_version: AUDIT_FORMAT_VERSION,
+        filters: { after: query.after ?? null, limit: query.limit },
+        entries: entries.length, has_more: hasMore, next_after: hasMore ? entries[entries.length - 1].id : null,
+        exported_at: clock.nowIso(),
+        chain: {
+          algorithm: "sha256",
+          entry_hash: "sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))",
+          canonical_json: "JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)",
+          genesis_prev_hash: GENESIS_PREV_HASH,
+          start_prev_hash: from?.entry_hash ?? GENESIS_PREV_HASH,
+          verify: "Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry.",
+        },
+      };
+      const lines = entries.map((e) => JSON.stringify({ type: "svc.audit.entry", ...e }));
+      return { status: 200, data: null, ndjson: [JSON.stringify(header), ...lines] };
+    },
+  }),
+];

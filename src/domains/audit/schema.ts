@@ -1,0 +1,55 @@
+// Audit queries and the audit export's NDJSON lines (published as JSON Schema in docs/API.md).
+import { z } from "zod";
+import { limitParam } from "../../http/validate";
+
+export const AUDIT_FORMAT_VERSION = 1;
+
+export const listAuditQuery = z.object({
+  after: z.string().max(64).optional(),
+  action: z.string().min(1).max(100).optional(),
+  limit: limitParam(1, 500, 50),
+});
+
+export const exportAuditQuery = z.object({
+  after: z.string().max(64).optional(),
+  limit: limitParam(1, 5000, 1000),
+});
+
+const hash = z.string().regex(/^[0-9a-f]{64}$/);
+
+/** One entry; metadata only, never content or secrets. */
+export const auditEntry = z.strictObject({
+  id: z.string().regex(/^aud_[0-9a-f]{32}$/),
+  action: z.string(),
+  actor_id: z.string(),
+  key_id: z.string().nullable(),
+  resource_type: z.string(),
+  resource_id: z.string().nullable(),
+  request_id: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+  prev_hash: hash,
+  entry_hash: hash,
+});
+
+export const auditEntryLine = auditEntry.extend({ type: z.literal("svc.audit.entry") });
+
+export const auditHeader = z.strictObject({
+  type: z.literal("svc.audit.header"),
+  format_version: z.literal(AUDIT_FORMAT_VERSION),
+  filters: z.strictObject({ after: z.string().nullable(), limit: z.number().int() }),
+  entries: z.number().int(),
+  has_more: z.boolean(),
+  /** Pass as `after` to continue; null on the last page. */
+  next_after: z.string().nullable(),
+  exported_at: z.string(),
+  chain: z.strictObject({
+    algorithm: z.literal("sha256"),
+    entry_hash: z.string(),
+    canonical_json: z.string(),
+    genesis_prev_hash: hash,
+    /** entry_hash of the entry before this page's first line (genesis_prev_hash from the start of the log). */
+    start_prev_hash: hash,
+    verify: z.string(),
+  }),
+});

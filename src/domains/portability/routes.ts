@@ -1,0 +1,19 @@
+// Portability: NDJSON export and import of projects, observations and claims (format_version 1).
+import { orgRoute } from "../../http/route";
+import { exportPage } from "./export";
+import { importBatch } from "./import";
+import { claimLine, exportHeader, exportQuery, observationLine, projectLine } from "./schema";
+
+export const portabilityRoutes = [
+  orgRoute({
+    method: "GET", path: "/v1/export", scope: "export:read", query: exportQuery, ndjson: true,
+    ndjsonLines: { "svc.export.header": exportHeader, project: projectLine, observation: observationLine, claim: claimLine },
+    summary: "NDJSON export: header line, then readable records in import order; continue with the header's next_after.",
+    handler: exportPage,
+  }),
+  orgRoute({
+    method: "POST", path: "/v1/import", scope: "import:write", rawBody: true,
+    summary: "Atomic import of up to 2000 NDJSON record lines (the GET /v1/export line shapes); ids and history kept; no events.",
+    handler: importBatch,
+  }),
+];

@@ -1,0 +1,106 @@
+// The export/import format (format_version 1): one zod schema per NDJSON line type. They validate
+// every imported line and are published as JSON Schema in docs/API.md (the routes' ndjsonLines).
+import { z } from "zod";
+import { VISIBILITIES } from "../../access/visibility";
+import { trustSchema } from "../../auth/trust";
+import { limitParam } from "../../http/validate";
+import {
+  CLAIM_KINDS, CLAIM_STATUSES, MAX_CONTENT_CHARS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS,
+} from "../memory/schema";
+
+export const EXPORT_FORMAT_VERSION = 1;
+export const IMPORT_ORDER = ["projects", "observations", "claims"] as const;
+export type ExportType = (typeof IMPORT_ORDER)[number];
+export const MAX_IMPORT_LINES = 2000;
+
+export const exportQuery = z.object({
+  type: z.enum(IMPORT_ORDER).optional(),
+  limit: limitParam(1, 2000, 500),
+  after: z.string().max(512).optional(),
+});
+
+const idOf = (prefix: string, what: string) =>
+  z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`), `must be a ${what} id (${prefix} + 32 lowercase hex)`);
+const projectId = idOf("prj_", "project");
+const observationId = idOf("obs_", "observation");
+const claimId = idOf("claim_", "claim");
+const principalId = idOf("prn_", "principal");
+// Exactly the form the service writes (toISOString), so a restored timestamp is byte-identical.
+const timestamp = z.iso.datetime({ precision: 3, error: "must be an ISO 8601 UTC timestamp with milliseconds" });
+// Not trimmed: imported values are restored exactly as exported.
+const text = (max: number) => z.string().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
+const visibility = z.enum(VISIBILITIES);
+const authorId = principalId.describe("restored as is; an author unknown here becomes a key-less member principal");
+
+export const projectLine = z.strictObject({
+  type: z.literal("project"),
+  project_id: projectId,
+  reference: text(500),
+  created_by: authorId,
+  created_at: timestamp,
+});
+
+export const observationLine = z.strictObject({
+  type: z.literal("observation"),
+  observation_id: observationId,
+  subject_id: text(200),
+  project_id: projectId.nullable(),
+  kind: z.enum(OBSERVATION_KINDS),
+  content: text(MAX_CONTENT_CHARS).nullable().describe("null for a tombstone (purged observation)"),
+  content_hash: z.string().regex(/^sha256:[0-9a-f]{64}$/, "must be sha256: + 64 lowercase hex")
+    .describe("sha256: + hex of the UTF-8 content; verified on import whenever content is present"),
+  source: z.strictObject({ type: text(100), ref: z.string().max(500).optional() }),
+  trust: trustSchema,
+  visibility,
+  author_id: authorId,
+  created_at: timestamp,
+  purged: z.boolean(),
+  purged_at: timestamp.nullable(),
+}).superRefine((o, ctx) => {
+  if (o.purged !== (o.purged_at !== null))
+    ctx.addIssue({ code: "custom", path: ["purged_at"], message: "must be set exactly when purged is true" });
+  if (o.purged !== (o.content === null))
+    ctx.addIssue({ code: "custom", path: ["content"], message: "must be null exactly when purged is true" });
+});
+
+export const claimLine = z.strictObject({
+  type: z.literal("claim"),
+  claim_id: claimId,
+  subject_id: text(200),
+  project_id: projectId.nullable(),
+  kind: z.enum(CLAIM_KINDS),
+  statement: text(MAX_STATEMENT_CHARS),
+  status: z.enum(CLAIM_STATUSES),
+  visibility,
+  trust: trustSchema,
+  version: z.number().int("must be an integer").min(1, "must be at least 1"),
+  valid_from: timestamp,
+  valid_to: timestamp.nullable(),
+  superseded_by: claimId.nullable().describe("kept as recorded; may name a claim of a later import batch"),
+  disputes: z.array(claimId).max(50, "must have at most 50 entries").describe("claim ids, kept as recorded"),
+  sources: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS) }))
+    .max(50, "must have at most 50 entries")
+    .describe("in order; only the sources the exporting caller could read; each must exist on import"),
+  created_at: timestamp,
+  updated_at: timestamp,
+  author_id: authorId,
+}).superRefine((c, ctx) => {
+  if ((c.status === "superseded") !== (c.superseded_by !== null))
+    ctx.addIssue({ code: "custom", path: ["superseded_by"], message: "must be set exactly when status is superseded" });
+});
+
+export type ProjectLine = z.infer<typeof projectLine>;
+export type ObservationLine = z.infer<typeof observationLine>;
+export type ClaimLine = z.infer<typeof claimLine>;
+
+/** First line of every export page. Import skips header lines (format_version must be 1). */
+export const exportHeader = z.strictObject({
+  type: z.literal("svc.export.header"),
+  format_version: z.literal(EXPORT_FORMAT_VERSION),
+  import_order: z.tuple([z.literal("projects"), z.literal("observations"), z.literal("claims")]),
+  filters: z.strictObject({ type: z.enum(IMPORT_ORDER).nullable(), limit: z.number().int(), after: z.string().nullable() }),
+  records: z.number().int(),
+  has_more: z.boolean(),
+  next_after: z.string().nullable().describe("pass as `after` (with the same `type`) to continue; null on the last page"),
+  exported_at: timestamp,
+});

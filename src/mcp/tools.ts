@@ -1,0 +1,165 @@
+// The nine MCP tools. Each (but svc_remember) mirrors one HTTP route and runs through that route's
+// own checks and handler (executeRoute), so a tool can never do more than its key's scopes allow.
+// Key management, membership, retention, webhook, federation, release and Atlas operations are
+// deliberately absent.
+import { z } from "zod";
+import { checkpointRoutes } from "../domains/coordination/checkpoints";
+import { handoffRoutes } from "../domains/coordination/handoffs";
+import { CHECKPOINT_KINDS, checkpointBody, handoffBody } from "../domains/coordination/schema";
+import { claimRoutes } from "../domains/memory/claims";
+import { contextRoutes } from "../domains/memory/context";
+import { insertObservation } from "../domains/memory/observations";
+import { CLAIM_KINDS, CLAIM_STATUSES, compileBody, consolidationBody, feedbackBody, observationBody } from "../domains/memory/schema";
+import type { OrgRoute } from "../http/route";
+import type { RouteCall } from "../org/execute";
+import { commitWrite } from "../org/write";
+
+type AnyRoute = OrgRoute<any, any>;
+
+const find = (routes: readonly AnyRoute[], method: string, path: string): AnyRoute => {
+  const r = routes.find((x) => x.method === method && x.path === path);
+  if (!r) throw new Error(`no route ${method} ${path}`);
+  return r;
+};
+
+/**
+ * svc_remember appends an observation WITHOUT a domain event (SPEC): it is the agent's low-ceremony
+ * scratch path, so event consumers (webhooks, federation, pollers) see only evidence appended
+ * deliberately through POST /v1/observations. It is still audited and indexed like any observation.
+ */
+const rememberRoute: OrgRoute<typeof observationBody> = {
+  auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody,
+  summary: "MCP svc_remember",
+  handler: (rc) => commitWrite(rc, (db) => {
+    const row = insertObservation(db, rc.caller, rc.body);
+    return {
+      status: 201,
+      data: { observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id, kind: row.kind,
+        trust: row.trust, visibility: row.visibility, created_at: row.created_at },
+      audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id, detail: { via: "mcp" } },
+      owned: [row.observation_id],
+    };
+  }),
+};
+
+export interface ToolDef {
+  name: string;
+  title: string;
+  description: string;
+  input: z.ZodType;
+  output: z.ZodType;
+  /** Which route runs, and with what, for validated arguments. */
+  route: (args: any) => { route: AnyRoute; call: RouteCall };
+}
+
+const loose = <T extends z.ZodRawShape>(shape: T) => z.looseObject(shape);
+const claimOut = loose({ claim_id: z.string(), statement: z.string(), kind: z.string(), status: z.string() });
+
+const searchInput = z.strictObject({
+  q: z.string().max(1000).optional().describe("Words that must all appear in the claim statement."),
+  subject_id: z.string().max(200).optional(),
+  project_id: z.string().max(64).optional(),
+  status: z.enum(CLAIM_STATUSES).optional(),
+  kind: z.enum(CLAIM_KINDS).optional(),
+  limit: z.number().int().min(1).max(100).optional(),
+  after: z.string().max(512).optional().describe("next_cursor from a previous page."),
+});
+
+const loadInput = z.strictObject({
+  checkpoint_id: z.string().max(64).optional().describe("Load this exact checkpoint (e.g. one named in a handoff)."),
+  subject_id: z.string().max(200).optional(),
+  kind: z.enum(CHECKPOINT_KINDS).optional(),
+  agent_id: z.string().max(200).optional(),
+}).refine((a) => a.checkpoint_id !== undefined || (a.subject_id !== undefined && a.kind !== undefined),
+  { message: "give checkpoint_id, or subject_id and kind" });
+
+export const TOOLS: ToolDef[] = [
+  {
+    name: "svc_remember", title: "Remember evidence",
+    description: "Store a piece of evidence (an observation) about a subject: what a user said, a tool result, a document excerpt. " +
+      "It is content-hashed and kept with its source and trust. Use svc_consolidate afterwards to derive claims from it.",
+    input: observationBody,
+    output: loose({ observation_id: z.string(), content_hash: z.string() }),
+    route: (args) => ({ route: rememberRoute, call: { body: args } }),
+  },
+  {
+    name: "svc_recall", title: "Recall context",
+    description: "Get the claims most relevant to a task, ranked and packed into a token budget. Pass the task or question as " +
+      "`query`; optionally a subject_id or project_id to focus on. Returns a context_id you can give feedback on or hand off.",
+    input: compileBody,
+    output: loose({ context_id: z.string(), items: z.array(claimOut), token_budget: z.number(), tokens_used: z.number() }),
+    route: (args) => ({ route: find(contextRoutes, "POST", "/v1/context/compile"), call: { body: args } }),
+  },
+  {
+    name: "svc_search", title: "Search memories",
+    description: "List or search current claims (active and disputed by default) by words, subject, project, status or kind. " +
+      "Page with `after` set to the previous next_cursor.",
+    input: searchInput,
+    output: loose({ items: z.array(claimOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+    route: (args) => ({ route: find(claimRoutes, "GET", "/v1/memories"), call: { query: args } }),
+  },
+  {
+    name: "svc_evidence", title: "Show evidence",
+    description: "Show the observations behind a claim, grouped as supporting, contradicting and qualifying, plus how many " +
+      "sources you are not allowed to see.",
+    input: z.strictObject({ claim_id: z.string().min(1).max(64) }),
+    output: loose({ supporting: z.array(z.unknown()), contradicting: z.array(z.unknown()), qualifying: z.array(z.unknown()), hidden_source_count: z.number() }),
+    route: (args) => ({ route: find(claimRoutes, "GET", "/v1/claims/:id/evidence"), call: { params: { id: args.claim_id } } }),
+  },
+  {
+    name: "svc_consolidate", title: "Consolidate claims",
+    description: "Turn observations into claims about one subject (1 to 50 per call). Each claim names its source " +
+      "observations and how each relates: supports, contradicts or qualifies. Deterministic; no model is used.",
+    input: consolidationBody,
+    output: loose({ claims: z.array(claimOut), model_used: z.boolean() }),
+    route: (args) => ({ route: find(claimRoutes, "POST", "/v1/consolidations"), call: { body: args } }),
+  },
+  {
+    name: "svc_feedback", title: "Give feedback",
+    description: "Tell the service how a recalled context worked out: used, useful, irrelevant, incorrect or harmful, for the " +
+      "whole context or one claim in it. Future recalls rank accordingly.",
+    input: feedbackBody.extend({ context_id: z.string().min(1).max(64) }),
+    output: loose({ feedback_id: z.string(), outcome: z.string() }),
+    route: ({ context_id, ...body }) => ({ route: find(contextRoutes, "POST", "/v1/context/:id/feedback"), call: { params: { id: context_id }, body } }),
+  },
+  {
+    name: "svc_checkpoint_save", title: "Save checkpoint",
+    description: "Save your task state so you (or an agent you hand off to) can resume: one checkpoint per subject, agent_id " +
+      "and kind, overwritten on each save, expiring after ttl_seconds (60 to 2,592,000).",
+    input: checkpointBody,
+    output: loose({ checkpoint_id: z.string(), updated: z.boolean(), expires_at: z.string() }),
+    route: (args) => ({ route: find(checkpointRoutes, "POST", "/v1/checkpoints"), call: { body: args } }),
+  },
+  {
+    name: "svc_checkpoint_load", title: "Load checkpoint",
+    description: "Load a saved checkpoint: by checkpoint_id, or the latest for a subject_id and kind (optionally one agent_id).",
+    input: loadInput,
+    output: loose({ checkpoint_id: z.string(), state: z.string(), expires_at: z.string() }),
+    route: (args) => args.checkpoint_id !== undefined
+      ? { route: find(checkpointRoutes, "GET", "/v1/checkpoints/:id"), call: { params: { id: args.checkpoint_id } } }
+      : { route: find(checkpointRoutes, "GET", "/v1/checkpoints"), call: { query: { subject_id: args.subject_id, kind: args.kind, agent_id: args.agent_id } } },
+  },
+  {
+    name: "svc_handoff", title: "Hand off work",
+    description: "Offer work to another principal, optionally with a context_id from svc_recall and a checkpoint_id from " +
+      "svc_checkpoint_save; the recipient can then read both.",
+    input: handoffBody,
+    output: loose({ handoff_id: z.string(), status: z.string() }),
+    route: (args) => ({ route: find(handoffRoutes, "POST", "/v1/handoffs"), call: { body: args } }),
+  },
+];
+
+export const TOOLS_BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
+
+const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
+  return rest;
+};
+
+/** The tools/list entries; outputSchema only from protocol 2025-06-18 on. */
+export function toolList(withOutputSchema: boolean) {
+  return TOOLS.map((t) => ({
+    name: t.name, title: t.title, description: t.description, inputSchema: jsonSchema(t.input, "input"),
+    ...(withOutputSchema ? { outputSchema: jsonSchema(t.output, "output") } : {}),
+  }));
+}

@@ -1,0 +1,47 @@
+// Running one route inside the org Durable Object: scope and role checks, validation, the handler.
+// HTTP requests (OrgStore.dispatch) and MCP tool calls both come through here, so a tool can never
+// do more than the route it mirrors.
+import { hasScope, missingScopeMessage } from "../auth/scopes";
+import { ApiError } from "../http/errors";
+import type { OrgRoute } from "../http/route";
+import { parseJsonBody, parseWith } from "../http/validate";
+import type { Reply, RequestCtx } from "./request";
+
+/** Everything about a request that does not depend on which route runs. */
+export type Session = Omit<RequestCtx, "routeId" | "params" | "query" | "body" | "rawBody" | "idempotencyKey">;
+
+export interface RouteCall {
+  params?: Record<string, string>;
+  /** Raw query values (strings from a URL, or values from tool arguments). */
+  query?: Record<string, unknown>;
+  /** The request body as text (HTTP): parsed as JSON only after the scope and role checks. */
+  bodyText?: string | null;
+  /** An already-parsed body (tool arguments). */
+  body?: unknown;
+  rawBody?: string | null;
+  idempotencyKey?: string | null;
+}
+
+export async function executeRoute(session: Session, route: OrgRoute, call: RouteCall): Promise<Reply> {
+  const { caller } = session;
+  if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
+  if (route.roles && !route.roles.includes(caller.role))
+    throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
+  let body: unknown;
+  if (route.body) {
+    const value = call.bodyText !== undefined ? parseJsonBody(call.bodyText, route.bodyOptional ?? false) : call.body;
+    if (value === undefined && !route.bodyOptional)
+      throw new ApiError("VALIDATION_ERROR", "Request body is required and must be a JSON object.");
+    body = parseWith(route.body, value ?? {});
+  }
+  const rc: RequestCtx = {
+    ...session,
+    routeId: `${route.method} ${route.path}`,
+    params: call.params ?? {},
+    query: route.query ? parseWith(route.query, call.query ?? {}) : undefined,
+    body,
+    rawBody: route.rawBody ? (call.rawBody ?? null) : null,
+    idempotencyKey: call.idempotencyKey ?? null,
+  };
+  return route.handler(rc);
+}
