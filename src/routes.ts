@@ -7,6 +7,7 @@ import { memoryRoutes } from "./domains/memory/routes";
 import { coordinationRoutes } from "./domains/coordination/routes";
 import { webhookRoutes } from "./domains/webhooks/routes";
 import { mcpRoutes } from "./mcp/routes";
+import { accessRoutes } from "./domains/access/routes";
 import { portabilityRoutes } from "./domains/portability/routes";
 import { auditRoutes } from "./domains/audit/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
@@ -18,6 +19,7 @@ export const ROUTES: readonly RouteDef[] = [
   ...identityRoutes,
   ...eventRoutes,
   ...webhookRoutes,
+  ...accessRoutes,
   ...mcpRoutes,
   ...portabilityRoutes,
   ...auditRoutes,

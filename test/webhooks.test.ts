@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { fetchSender } from "../src/domains/webhooks/delivery";
 import { delivery } from "../src/domains/webhooks/routes";
 import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
+import { clock } from "../src/http/clock";
 import { appendOk, call, expectError, inOrg, mintKey, newOrg, obs, orgStub } from "./helpers";
 
 const secret = "s3cret-s3cret-s3cret";
@@ -26,7 +27,6 @@ beforeEach(() => {
   };
 });
 afterEach(() => {
-  delivery.send = fetchSender;
   vi.restoreAllMocks();
 });
 
@@ -309,10 +309,15 @@ describe("background repair", () => {
     const org = await newOrg();
     await register(org.api_key);
     await appendOk(org.api_key, obs("s", "x"));
+    // An alarm that runs before delivery is due (e.g. for the outbox) delivers nothing yet.
+    await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub);
+    expect(sent).toHaveLength(0);
+    clock.advance(15_000);
     expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
     expect(sent).toHaveLength(1);
     // The alarm continues from its own cursor: nothing is sent twice.
     await appendOk(org.api_key, obs("s", "y"));
+    clock.advance(15_000);
     await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub);
     await drain(org.api_key);
     expect(sent).toHaveLength(2);

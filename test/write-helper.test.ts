@@ -8,7 +8,7 @@ import { newOrg, inOrg } from "./helpers";
 function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
   return {
     orgId: "org_test", db: o.db, storage: (o as unknown as { ctx: DurableObjectState }).ctx.storage,
-    caller: { principalId: "prn_test", keyId: "key_test", scopes: ["*"], maxTrust: "verified", role: "owner" },
+    caller: { principalId: "prn_test", keyId: "key_test", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [] },
     requestId: "req_test", routeId: "POST /v1/test", params: {}, query: undefined, body: { n: 1 }, rawBody: null, idempotencyKey, env: undefined as never, headers: {},
     scheduleAlarm: () => {},
     eventsWritten: () => {},

@@ -4,6 +4,7 @@ export const ID_PREFIX = {
   org: "org_", key: "key_", observation: "obs_", claim: "claim_", context: "ctx_", feedback: "fb_",
   event: "evt_", delivery: "dlv_", webhook: "whk_", project: "prj_", principal: "prn_",
   checkpoint: "chk_", lease: "lse_", handoff: "hnd_", audit: "aud_", request: "req_", session: "sess_",
+  workspace: "wsp_", grant: "grt_", membership: "mbr_",
 } as const;
 
 export function randomHex(bytes = 16): string {

@@ -46,6 +46,13 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   ndjson?: boolean;
   /** The schema of each NDJSON line type the route reads or writes, published in docs/API.md. */
   ndjsonLines?: Record<string, z.ZodType>;
+  /** A POST that only reads (compile, simulation, the MCP transport): open to the reader role. */
+  readOnly?: boolean;
+  /**
+   * A write the reader role may make where a write grant covers the target; the handler checks
+   * canWrite itself. Every other non-GET route is closed to readers.
+   */
+  grantWritable?: boolean;
   /** The body is not JSON (e.g. NDJSON import): handed to the handler as rc.rawBody, unparsed. */
   rawBody?: boolean;
   /**

@@ -143,7 +143,7 @@ export async function handleMcp(rc: RequestCtx): Promise<Reply> {
 
 export const mcpRoutes = [
   orgRoute({
-    method: "POST", path: "/mcp", scope: "mcp:call", rawBody: true,
+    method: "POST", path: "/mcp", scope: "mcp:call", rawBody: true, readOnly: true,
     summary: "MCP (JSON-RPC 2.0 over Streamable HTTP): initialize, ping, tools/list, tools/call; nine memory tools.",
     handler: handleMcp,
   }),

@@ -28,7 +28,7 @@ const find = (routes: readonly AnyRoute[], method: string, path: string): AnyRou
  * deliberately through POST /v1/observations. It is still audited and indexed like any observation.
  */
 const rememberRoute: OrgRoute<typeof observationBody> = {
-  auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody,
+  auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: true,
   summary: "MCP svc_remember",
   handler: (rc) => commitWrite(rc, (db) => {
     const row = insertObservation(db, rc.caller, rc.body);

@@ -75,6 +75,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
         params: input.params, query: input.query, bodyText: route.rawBody ? undefined : input.bodyText,
         rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
       });
+      await this.settleAlarmWork();
       await this.applyIndexWrites(input.orgId, reply);
       return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson, bare: reply.bare };
     } catch (err) {
@@ -115,17 +116,33 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     }
   }
 
-  /** With a maintenance interval, new events wake the alarm within one interval to deliver webhooks. */
+  /**
+   * With a maintenance interval, new events make background delivery due within one interval. The due
+   * time is stored with the write (this runs inside its transaction), so an alarm woken early for other
+   * work does not deliver ahead of time.
+   */
   private eventsWritten(): void {
     const interval = maintenanceIntervalMs(this.env);
-    if (interval > 0 && hasActiveHooks(this.db)) this.scheduleAlarm(clock.nowMs() + interval);
+    if (interval <= 0 || !hasActiveHooks(this.db)) return;
+    const due = clock.nowMs() + interval;
+    const current = Number(this.db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'webhook_due_at'")?.value ?? Infinity);
+    if (due < current) this.db.run("INSERT INTO org_meta (name, value) VALUES ('webhook_due_at', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", String(due));
+    this.scheduleAlarm(Math.min(due, current));
   }
 
+  /** Alarm changes requested during the current request; dispatch awaits them before answering. */
+  private alarmWork: Promise<void>[] = [];
+
   private scheduleAlarm(atMs: number): void {
-    // Fire-and-forget is safe here: the storage API orders it with this request's writes.
-    void this.ctx.storage.getAlarm().then((current) => {
-      if (current == null || current > atMs) return this.ctx.storage.setAlarm(atMs);
-    });
+    this.alarmWork.push(this.ctx.storage.getAlarm().then(async (current) => {
+      if (current == null || current > atMs) await this.ctx.storage.setAlarm(atMs);
+    }));
+  }
+
+  private async settleAlarmWork(): Promise<void> {
+    const work = this.alarmWork;
+    this.alarmWork = [];
+    await Promise.all(work);
   }
 
   /**
@@ -146,12 +163,22 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       }
     }
     const interval = maintenanceIntervalMs(this.env);
-    if (interval > 0) {
-      try {
-        if (await backgroundDrain(this.db, this.ctx.storage, delivery.send)) wakeAt.push(clock.nowMs() + interval);
-      } catch (err) {
-        console.error("background webhook delivery failed; retrying", err);
-        wakeAt.push(clock.nowMs() + interval);
+    const dueAt = this.db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'webhook_due_at'")?.value;
+    if (interval > 0 && dueAt !== undefined) {
+      if (Number(dueAt) > clock.nowMs()) wakeAt.push(Number(dueAt));
+      else {
+        let next: number | null = null;
+        try {
+          if (await backgroundDrain(this.db, this.ctx.storage, delivery.send)) next = clock.nowMs();
+        } catch (err) {
+          console.error("background webhook delivery failed; retrying", err);
+          next = clock.nowMs() + interval;
+        }
+        if (next == null) this.db.run("DELETE FROM org_meta WHERE name = 'webhook_due_at'");
+        else {
+          this.db.run("UPDATE org_meta SET value = ? WHERE name = 'webhook_due_at'", String(next));
+          wakeAt.push(next);
+        }
       }
     }
     if (wakeAt.length) await this.ctx.storage.setAlarm(Math.min(...wakeAt));

@@ -27,6 +27,8 @@ export async function executeRoute(session: Session, route: OrgRoute, call: Rout
   if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
   if (route.roles && !route.roles.includes(caller.role))
     throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
+  if (caller.role === "reader" && route.method !== "GET" && !route.readOnly && !route.grantWritable)
+    throw new ApiError("FORBIDDEN", "The reader role cannot write.");
   let body: unknown;
   if (route.body) {
     const value = call.bodyText !== undefined ? parseJsonBody(call.bodyText, route.bodyOptional ?? false) : call.body;

@@ -260,4 +260,48 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX deliveries_by_status ON deliveries(status);
     `,
   },
+  {
+    name: "0006_access_model",
+    sql: `
+      ALTER TABLE principals ADD COLUMN removed_at TEXT;
+      CREATE TABLE workspaces (
+        workspace_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE memberships (
+        membership_id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES principals(principal_id),
+        workspace_id TEXT REFERENCES workspaces(workspace_id),   -- NULL: the organization itself
+        role TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        removed_at TEXT,
+        removed_by TEXT
+      );
+      -- One live membership per principal and scope (organization or one workspace).
+      CREATE UNIQUE INDEX memberships_live ON memberships(principal_id, coalesce(workspace_id, '')) WHERE removed_at IS NULL;
+      CREATE INDEX memberships_by_workspace ON memberships(workspace_id, created_at);
+      INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at)
+        SELECT 'mbr_' || lower(hex(randomblob(16))), principal_id, NULL, role, principal_id, created_at FROM principals;
+      CREATE TABLE grants (
+        grant_id TEXT PRIMARY KEY,
+        grantee_id TEXT NOT NULL REFERENCES principals(principal_id),
+        target_type TEXT NOT NULL,             -- 'organization' | 'project' | 'subject'
+        target_id TEXT,                        -- project id (NULL: unscoped memory) or subject id
+        can_read INTEGER NOT NULL,
+        can_write INTEGER NOT NULL,
+        can_approve INTEGER NOT NULL,
+        can_admin INTEGER NOT NULL,
+        granted_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT,
+        revoked_by TEXT
+      );
+      CREATE INDEX grants_by_grantee ON grants(grantee_id) WHERE revoked_at IS NULL;
+      CREATE INDEX grants_by_created ON grants(created_at, grant_id);
+      CREATE INDEX observations_by_project ON observations(project_id, created_at);
+    `,
+  },
 ];

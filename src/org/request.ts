@@ -9,6 +9,8 @@ export interface Caller {
   scopes: string[];
   maxTrust: Trust;
   role: Role;
+  /** Active grants held by the principal, loaded with the key on every request. */
+  grants: import("../access/policy").HeldGrant[];
 }
 
 export interface RequestCtx<B = unknown, Q = unknown> {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { readableWhere } from "../../access/visibility";
+import { readableWhere } from "../../access/policy";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { limitParam } from "../../http/validate";
@@ -39,11 +39,11 @@ export const eventRoutes = [
         if (!anchor) throw notFound("Event");
         afterSeq = anchor.seq;
       }
-      const [visible, who] = readableWhere(caller, "e", "actor_id");
+      const [visible, ...who] = readableWhere(caller, "e", "actor_id", { targets: false });
       const rows = db.all<EventRow>(
         `SELECT * FROM events e WHERE e.seq > ? ${query.kind ? "AND e.kind = ?" : ""} AND ${visible}
           ORDER BY e.seq LIMIT ?`,
-        afterSeq, ...(query.kind ? [query.kind] : []), who, query.limit,
+        afterSeq, ...(query.kind ? [query.kind] : []), ...who, query.limit,
       );
       const cursor = rows.length ? rows[rows.length - 1].event_id : (query.after ?? null);
       return ok({ events: rows.map(eventView), cursor });
@@ -53,8 +53,8 @@ export const eventRoutes = [
     method: "GET", path: "/v1/events/:id", scope: "events:read",
     summary: "One event.",
     handler: ({ db, caller, params }) => {
-      const [visible, who] = readableWhere(caller, "e", "actor_id");
-      const row = db.first<EventRow>(`SELECT * FROM events e WHERE e.event_id = ? AND ${visible}`, params.id, who);
+      const [visible, ...who] = readableWhere(caller, "e", "actor_id", { targets: false });
+      const row = db.first<EventRow>(`SELECT * FROM events e WHERE e.event_id = ? AND ${visible}`, params.id, ...who);
       if (!row) throw notFound("Event");
       return ok(eventView(row));
     },

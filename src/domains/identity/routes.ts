@@ -6,6 +6,7 @@ import { ApiError, forbidden, notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
+import { liveMembershipsOf } from "../access/memberships";
 import { listQuery, mintKeyBody } from "./schema";
 import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
 
@@ -48,7 +49,7 @@ export const identityRoutes = [
         } else if (body.principal_id) {
           principal = getPrincipal(db, caller.principalId)!;
         } else {
-          principal = insertPrincipal(db, "agent", body.label, "member");
+          principal = insertPrincipal(db, "agent", body.label, "member", { createdBy: caller.principalId });
         }
         const { raw, keyHash, row } = insertKey(db, principal.principal_id, body.label, scopes, maxTrust);
         minted = { keyHash, keyId: row.key_id };
@@ -108,13 +109,15 @@ export const identityRoutes = [
     handler: ({ db, query }) => {
       const after = query.after ? decodeCursor(query.after, isKeyCursor) : ["", ""];
       const rows = db.all<PrincipalRow>(
-        "SELECT * FROM principals WHERE (created_at, principal_id) > (?, ?) ORDER BY created_at, principal_id LIMIT ?",
+        "SELECT * FROM principals WHERE removed_at IS NULL AND (created_at, principal_id) > (?, ?) ORDER BY created_at, principal_id LIMIT ?",
         ...after, query.limit + 1,
       );
       const page = rows.slice(0, query.limit);
       const last = page[page.length - 1];
+      const memberships = liveMembershipsOf(db, page.map((p) => p.principal_id));
       return ok({
-        principals: page.map(principalView), has_more: rows.length > query.limit,
+        principals: page.map((p) => ({ ...principalView(p),
+          memberships: memberships.filter((m) => m.principal_id === p.principal_id).map(({ membership_id, workspace_id, role }) => ({ membership_id, workspace_id, role })) })), has_more: rows.length > query.limit,
         next_cursor: rows.length > query.limit ? encodeCursor([last.created_at, last.principal_id]) : null,
       });
     },

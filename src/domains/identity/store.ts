@@ -1,4 +1,5 @@
 // Principals, API keys and operator accounts: the org Durable Object is the authority for all of them.
+import { loadGrants } from "../../access/policy";
 import { hashKey, newRawKey } from "../../auth/credentials";
 import type { Role } from "../../auth/roles";
 import type { Trust } from "../../auth/trust";
@@ -31,22 +32,31 @@ export function loadCaller(db: Db, keyHash: string): Caller | null {
   const row = db.first<{ key_id: string; principal_id: string; scopes: string; max_trust: Trust; role: Role }>(
     `SELECT k.key_id, k.principal_id, k.scopes, k.max_trust, p.role
        FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
-      WHERE k.key_hash = ? AND k.status = 'active'`,
+      WHERE k.key_hash = ? AND k.status = 'active' AND p.removed_at IS NULL`,
     keyHash,
   );
   if (!row) return null;
-  return { keyId: row.key_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role };
+  return { keyId: row.key_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role,
+    grants: loadGrants(db, row.principal_id) };
 }
 
-export function insertPrincipal(db: Db, kind: PrincipalRow["kind"], displayName: string, role: Role): PrincipalRow {
-  const row: PrincipalRow = { principal_id: newId(ID_PREFIX.principal), kind, display_name: displayName, role, created_at: clock.nowIso() };
+/** A new principal joins the organization with `role`: the principal row and its organization membership. */
+export function insertPrincipal(
+  db: Db, kind: PrincipalRow["kind"], displayName: string, role: Role,
+  opts: { createdBy?: string; principalId?: string } = {},
+): PrincipalRow {
+  const createdBy = opts.createdBy;
+  const row: PrincipalRow = { principal_id: opts.principalId ?? newId(ID_PREFIX.principal), kind, display_name: displayName, role, created_at: clock.nowIso() };
   db.run("INSERT INTO principals (principal_id, kind, display_name, role, created_at) VALUES (?, ?, ?, ?, ?)",
     row.principal_id, row.kind, row.display_name, row.role, row.created_at);
+  db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, NULL, ?, ?, ?)",
+    newId(ID_PREFIX.membership), row.principal_id, role, createdBy ?? row.principal_id, row.created_at);
   return row;
 }
 
+/** A current principal of the organization (removed principals are gone for every purpose but history). */
 export const getPrincipal = (db: Db, principalId: string) =>
-  db.first<PrincipalRow>("SELECT * FROM principals WHERE principal_id = ?", principalId);
+  db.first<PrincipalRow>("SELECT * FROM principals WHERE principal_id = ? AND removed_at IS NULL", principalId);
 
 export function insertKey(db: Db, principalId: string, label: string, scopes: string[], maxTrust: Trust) {
   const raw = newRawKey();

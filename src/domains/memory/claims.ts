@@ -1,9 +1,9 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { canRead } from "../../access/visibility";
+import { canRead, canWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
-import { invalid, notFound } from "../../http/errors";
+import { forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -14,7 +14,7 @@ import type { z } from "zod";
 import { matchAll, queryTerms } from "./fts";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
-  type ClaimRow, type ObservationRow, claimView, isCurrent, observationView, readableClaim, readableClause,
+  type ClaimRow, type ObservationRow, claimView, guarded, isCurrent, observationView, readableClaim, readableClause,
   requireProject, sourcesByClaim, sourcesOf, unresolved, updateClaim,
 } from "./store";
 
@@ -27,6 +27,8 @@ const claimEvent = (kind: EventInput["kind"], c: ClaimRow, extra: Record<string,
 
 /** Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool. */
 export function materializeClaims(db: Db, caller: Caller, input: ConsolidationInput) {
+  if (!canWrite(caller, { subject_id: input.subject_id, project_id: input.project_id ?? null }))
+    throw forbidden("The reader role cannot write here without a write grant.");
   const projectId = requireProject(db, input.project_id);
   const now = clock.nowIso();
 
@@ -35,7 +37,7 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
   const observations = new Map<string, ObservationRow>();
   for (const o of db.all<ObservationRow>(
     "SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(obsIds)))
-    if (o.purged_at == null && canRead(caller, { visibility: o.visibility, owner: o.author_id })) observations.set(o.observation_id, o);
+    if (o.purged_at == null && canRead(caller, guarded(o))) observations.set(o.observation_id, o);
   const missingObs = obsIds.filter((id) => !observations.has(id));
   if (missingObs.length) throw unresolved("observation", missingObs);
 
@@ -104,6 +106,13 @@ function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
   return claim;
 }
 
+/** A lifecycle move needs the claim readable and, for a reader, a write grant covering it. */
+function requireWritableClaim(db: Db, caller: Caller, id: string): ClaimRow {
+  const claim = requireClaim(db, caller, id);
+  if (!canWrite(caller, claim)) throw forbidden("The reader role cannot write here without a write grant.");
+  return claim;
+}
+
 const reread = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id)!;
 
 const isMemCursor = (v: unknown): v is [number, number] =>
@@ -111,7 +120,7 @@ const isMemCursor = (v: unknown): v is [number, number] =>
 
 export const claimRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true,
+    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: true,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = materializeClaims(db, rc.caller, rc.body);
@@ -130,10 +139,10 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", body: supersedeBody,
+    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: true, body: supersedeBody,
     summary: "Supersede an active or disputed claim by another active claim.",
     handler: (rc) => {
-      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status !== "active" && claim.status !== "disputed")
         throw invalid(`Claim is ${claim.status}; only active or disputed claims can be superseded.`);
       const by = readableClaim(rc.db, rc.caller, rc.body.superseded_by);
@@ -153,10 +162,10 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
     summary: "Revoke a claim that is not superseded; a repeat reports already_revoked.",
     handler: (rc) => {
-      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status === "superseded") throw invalid("Claim is superseded and cannot be revoked.");
       if (claim.status === "revoked")
         return ok({ ...claimView(claim, sourcesOf(rc.db, rc.caller, claim.claim_id)), already_revoked: true });
@@ -173,10 +182,10 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
     summary: "Set valid_to to now (status unchanged); a repeat reports already_expired.",
     handler: (rc) => {
-      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
       if (!isCurrent(claim))
         return ok({ ...claimView(claim, sourcesOf(rc.db, rc.caller, claim.claim_id)), already_expired: true });
       return commitWrite(rc, (db) => {
@@ -202,7 +211,7 @@ export const claimRoutes = [
       const groups = { supports: [] as unknown[], contradicts: [] as unknown[], qualifies: [] as unknown[] };
       let hidden = 0;
       for (const r of rows) {
-        if (!canRead(caller, { visibility: r.visibility, owner: r.author_id })) hidden++;
+        if (!canRead(caller, guarded(r))) hidden++;
         else groups[r.relation as keyof typeof groups].push({ ...observationView(r), relation: r.relation });
       }
       return ok({
@@ -217,9 +226,9 @@ export const claimRoutes = [
     method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
     handler: ({ db, caller, query }) => {
-      const [readable, who] = readableClause(caller, "c");
+      const [readable, ...who] = readableClause(caller, "c");
       const where = [readable];
-      const args: unknown[] = [who];
+      const args: unknown[] = [...who];
       if (query.status) {
         where.push("c.status = ?");
         args.push(query.status);

@@ -1,5 +1,5 @@
 // Context runs: compile a ranked pack into a token budget and record it; read it back; feedback.
-import { canRead } from "../../access/visibility";
+import { canRead } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -11,7 +11,7 @@ import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { pack, rankClaims } from "./ranking";
 import { compileBody, feedbackBody } from "./schema";
-import { type ClaimRow, isCurrent } from "./store";
+import { type ClaimRow, guarded, isCurrent } from "./store";
 
 export const DEGRADED = { vectors: true, model: true } as const;
 
@@ -77,7 +77,7 @@ function addFeedbackScore(db: Db, claimId: string, weight: number) {
 
 export const contextRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody,
+    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, readOnly: true,
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
     handler: (rc) => commitWrite(rc, (db) => {
       const run = compileRun(db, rc.caller, rc.body);
@@ -99,7 +99,7 @@ export const contextRoutes = [
         `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
           WHERE i.context_id = ? ORDER BY i.position`, run.context_id);
       // Items the caller can no longer read are left out without a trace.
-      const items = rows.filter((c) => canRead(caller, { visibility: c.visibility, owner: c.author_id })).map((c) => ({
+      const items = rows.filter((c) => canRead(caller, guarded(c))).map((c) => ({
         claim_id: c.claim_id, statement: c.statement, kind: c.kind, status: c.status, trust: c.trust,
         current: (c.status === "active" || c.status === "disputed") && isCurrent(c), score: c.score, tokens: c.tokens,
       }));

@@ -1,4 +1,5 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
+import { canWrite } from "../../access/policy";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
@@ -23,6 +24,8 @@ export const purgeGuards: PurgeGuard[] = [];
 
 /** Shared by POST /v1/observations and the MCP remember tool. Returns the new row; the caller commits. */
 export function insertObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>): ObservationRow {
+  if (!canWrite(caller, { subject_id: body.subject_id, project_id: body.project_id ?? null }))
+    throw forbidden("The reader role cannot write here without a write grant.");
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
   const row: ObservationRow = {
@@ -66,7 +69,7 @@ export const observationRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true,
+    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: true,
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
     handler: (rc) => commitWrite(rc, (db) => {
       const row = insertObservation(db, rc.caller, rc.body);
@@ -87,12 +90,12 @@ export const observationRoutes = [
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge",
+    method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge", grantWritable: true,
     summary: "Irreversibly tombstone an observation: content gone, id, hash and provenance kept.",
     handler: (rc) => {
       const obs = readableObservation(rc.db, rc.caller, rc.params.id);
       if (!obs) throw notFound("Observation");
-      if (obs.author_id !== rc.caller.principalId && rc.caller.role !== "owner" && rc.caller.role !== "admin")
+      if (!canWrite(rc.caller, obs) || (obs.author_id !== rc.caller.principalId && rc.caller.role !== "owner" && rc.caller.role !== "admin"))
         throw forbidden("Only the observation's author, an owner or an admin may purge it.");
       for (const guard of purgeGuards) {
         const blocked = guard(rc.db, obs.observation_id);

@@ -40,9 +40,9 @@ export interface RankedClaim {
 type Candidate = ClaimRow & { rank: number | null; feedback: number | null };
 
 function selectCandidates(db: Db, caller: Caller, f: CompileFilters): Candidate[] {
-  const [readable, who] = readableClause(caller, "c");
+  const [readable, ...who] = readableClause(caller, "c");
   const where = [readable, "c.status IN ('active', 'disputed')", "(c.valid_to IS NULL OR c.valid_to > ?)"];
-  const args: unknown[] = [who, clock.nowIso()];
+  const args: unknown[] = [...who, clock.nowIso()];
   if (f.kinds?.length) {
     where.push("c.kind IN (SELECT value FROM json_each(?))");
     args.push(JSON.stringify(f.kinds));

@@ -1,5 +1,5 @@
 // SQL of the memory loop: projects, observations, claims and their sources, context runs, feedback.
-import { canRead, readableWhere } from "../../access/visibility";
+import { canRead, readableWhere } from "../../access/policy";
 import { sha256Hex } from "../../auth/credentials";
 import { clock } from "../../http/clock";
 import { ApiError } from "../../http/errors";
@@ -71,16 +71,18 @@ export function requireProject(db: Db, projectId: string | undefined): string | 
 export const unresolved = (type: string, ids: string[]) =>
   new ApiError("UNRESOLVED_REFERENCE", `Unresolved ${type} reference: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`);
 
-const asOwned = (r: { visibility: string; author_id: string }) => ({ visibility: r.visibility, owner: r.author_id });
+/** A memory record (observation or claim) as the authorization module sees it. */
+export const guarded = (r: { visibility: string; author_id: string; subject_id: string; project_id: string | null }) =>
+  ({ visibility: r.visibility, owner: r.author_id, subject_id: r.subject_id, project_id: r.project_id });
 
 export function readableObservation(db: Db, caller: Caller, id: string): ObservationRow | null {
   const row = db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", id);
-  return row && canRead(caller, asOwned(row)) ? row : null;
+  return row && canRead(caller, guarded(row)) ? row : null;
 }
 
 export function readableClaim(db: Db, caller: Caller, id: string): ClaimRow | null {
   const row = db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id);
-  return row && canRead(caller, asOwned(row)) ? row : null;
+  return row && canRead(caller, guarded(row)) ? row : null;
 }
 
 /**
@@ -90,11 +92,11 @@ export function readableClaim(db: Db, caller: Caller, id: string): ClaimRow | nu
 export function sourcesByClaim(db: Db, caller: Caller, claimIds: string[]): Map<string, SourceRow[]> {
   const out = new Map<string, SourceRow[]>();
   if (!claimIds.length) return out;
-  const [readable, who] = readableWhere(caller, "o");
+  const [readable, ...who] = readableWhere(caller, "o");
   const rows = db.all<SourceRow>(
     `SELECT s.* FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
       WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${readable} ORDER BY s.claim_id, s.position`,
-    JSON.stringify(claimIds), who);
+    JSON.stringify(claimIds), ...who);
   for (const r of rows) out.set(r.claim_id, [...(out.get(r.claim_id) ?? []), r]);
   return out;
 }

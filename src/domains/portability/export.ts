@@ -2,7 +2,7 @@
 // claims). Only records the caller may read; tombstoned observations export without content.
 // Memory is bounded per page (at most `limit` records and about EXPORT_PAGE_CHARS of record lines),
 // never by the size of the organization: the header's next_after continues where a page stopped.
-import { readableWhere } from "../../access/visibility";
+import { readableWhere } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import type { Db } from "../../org/db";
@@ -34,15 +34,15 @@ function chunk(db: Db, caller: Caller, type: ExportType, after: number): [number
       "SELECT rowid AS r, * FROM projects WHERE rowid > ? ORDER BY rowid LIMIT ?", after, CHUNK_ROWS,
     ).map((p) => [p.r, JSON.stringify(projectLineOf(p))]);
   if (type === "observations") {
-    const [readable, who] = readableWhere(caller, "o");
+    const [readable, ...who] = readableWhere(caller, "o");
     return db.all<ObservationRow & { r: number }>(
       `SELECT o.rowid AS r, o.* FROM observations o WHERE o.rowid > ? AND ${readable} ORDER BY o.rowid LIMIT ?`,
-      after, who, CHUNK_ROWS,
+      after, ...who, CHUNK_ROWS,
     ).map((o) => [o.r, JSON.stringify(observationLineOf(o))]);
   }
-  const [readable, who] = readableWhere(caller, "c");
+  const [readable, ...who] = readableWhere(caller, "c");
   const rows = db.all<ClaimRow>(
-    `SELECT c.* FROM claims c WHERE c.seq > ? AND ${readable} ORDER BY c.seq LIMIT ?`, after, who, CHUNK_ROWS);
+    `SELECT c.* FROM claims c WHERE c.seq > ? AND ${readable} ORDER BY c.seq LIMIT ?`, after, ...who, CHUNK_ROWS);
   // Sources the caller cannot read are left out, exactly as in every other claim view.
   const sources = sourcesByClaim(db, caller, rows.map((c) => c.claim_id));
   return rows.map((c) => [c.seq, JSON.stringify(claimLineOf(c, sources.get(c.claim_id) ?? []))]);

@@ -1,16 +1,15 @@
 // POST /v1/import: restores exported projects, observations and claims with their ids, hashes, trust,
 // visibility, statuses, sources and timestamps, as one atomic batch. Restored history emits no domain
 // events (nothing new happened); the batch writes one `import.applied` audit entry with counts.
-import { canRead } from "../../access/visibility";
+import { canRead } from "../../access/policy";
 import { trustAtMost } from "../../auth/trust";
-import { clock } from "../../http/clock";
 import { ApiError, conflict, forbidden, invalid } from "../../http/errors";
 import { describeZodError } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
-import { getPrincipal } from "../identity/store";
-import { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, contentHash, unresolved } from "../memory/store";
+import { insertPrincipal } from "../identity/store";
+import { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, contentHash, guarded, unresolved } from "../memory/store";
 import { claimLineOf, observationLineOf, projectLineOf } from "./export";
 import {
   type ClaimLine, type ObservationLine, type ProjectLine, EXPORT_FORMAT_VERSION, MAX_IMPORT_LINES, claimLine,
@@ -162,19 +161,18 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
   const missingObservations = unique(claims.flatMap((e) => e.rec.sources.map((s) => s.observation_id)))
     .filter((id) => {
       if (batchObservations.has(id)) return false;
-      const row = db.first<ObservationRow>("SELECT visibility, author_id FROM observations WHERE observation_id = ?", id);
-      return !row || !canRead(rc.caller, { visibility: row.visibility, owner: row.author_id });
+      const row = db.first<ObservationRow>("SELECT visibility, author_id, subject_id, project_id FROM observations WHERE observation_id = ?", id);
+      return !row || !canRead(rc.caller, guarded(row));
     });
   if (missingObservations.length) throw unresolved("observation", missingObservations);
 
   // Authorship is restored as exported. An author who is not a principal here gets a key-less member
   // principal with that id, so private records stay readable by their author once an owner or admin
   // mints that principal a key (POST /v1/keys with principal_id).
-  const now = clock.nowIso();
   let principalsCreated = 0;
   for (const id of unique([...projects.map((e) => e.rec.created_by), ...[...observations, ...claims].map((e) => e.rec.author_id)])) {
-    if (getPrincipal(db, id)) continue;
-    db.run("INSERT INTO principals (principal_id, kind, display_name, role, created_at) VALUES (?, 'agent', 'imported author', 'member', ?)", id, now);
+    if (db.first("SELECT 1 FROM principals WHERE principal_id = ?", id)) continue; // removed ones too: ids are never reused
+    insertPrincipal(db, "agent", "imported author", "member", { principalId: id, createdBy: rc.caller.principalId });
     principalsCreated++;
   }
 

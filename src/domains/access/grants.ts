@@ -1,0 +1,121 @@
+// Grants: additive, append-and-revoke delegations of read, write, approve or admin authority over the
+// organization, a project (null: unscoped memory) or a subject. You may only grant what you hold
+// (owners and admins hold everything); the decision to refuse comes before any lookup of the target,
+// so a target you cannot reach looks exactly like a missing one.
+import { type GrantTarget, PERMISSIONS, type Permission, holds } from "../../access/policy";
+import { clock } from "../../http/clock";
+import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { forbidden, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import type { z } from "zod";
+import { getPrincipal } from "../identity/store";
+import { getProject, unresolved } from "../memory/store";
+import { grantBody, listQuery } from "./schema";
+
+interface GrantRow {
+  grant_id: string;
+  grantee_id: string;
+  target_type: GrantTarget["type"];
+  target_id: string | null;
+  can_read: number;
+  can_write: number;
+  can_approve: number;
+  can_admin: number;
+  granted_by: string;
+  created_at: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+}
+
+const permissionsOf = (g: GrantRow): Permission[] =>
+  PERMISSIONS.filter((p) => (g as unknown as Record<string, number>)[`can_${p}`] === 1);
+
+export const grantView = (g: GrantRow) => ({
+  grant_id: g.grant_id, principal_id: g.grantee_id, target: { type: g.target_type, id: g.target_id },
+  permissions: permissionsOf(g), status: g.revoked_at ? "revoked" : "active", granted_by: g.granted_by,
+  created_at: g.created_at, revoked_at: g.revoked_at,
+});
+
+export const targetOf = (body: z.infer<typeof grantBody>): GrantTarget =>
+  "organization" in body ? { type: "organization", id: null }
+    : "project" in body ? { type: "project", id: body.project }
+    : { type: "subject", id: body.subject };
+
+const isAdmin = (c: Caller) => c.role === "owner" || c.role === "admin";
+
+/** Owners and admins see every grant; others see the grants they hold or gave. */
+function visibleGrant(db: Db, caller: Caller, id: string): GrantRow | null {
+  const g = db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", id);
+  if (!g) return null;
+  return isAdmin(caller) || g.grantee_id === caller.principalId || g.granted_by === caller.principalId ? g : null;
+}
+
+const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
+
+export const grantRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/grants", scope: "grants:write", body: grantBody,
+    summary: "Delegate read, write, approve or admin over the organization, a project (null: unscoped) or a subject.",
+    handler: (rc) => {
+      const target = targetOf(rc.body);
+      const permissions = [...new Set(rc.body.permissions)];
+      const missing = permissions.filter((p) => !holds(rc.caller, p, target));
+      if (missing.length) throw forbidden(`You may only delegate authority you hold; missing "${missing.join('", "')}" on this target.`);
+      if (!getPrincipal(rc.db, rc.body.principal_id)) throw unresolved("principal", [rc.body.principal_id]);
+      if (target.type === "project" && target.id !== null && !getProject(rc.db, target.id)) throw unresolved("project", [target.id]);
+      return commitWrite(rc, (db) => {
+        const row: GrantRow = {
+          grant_id: newId(ID_PREFIX.grant), grantee_id: rc.body.principal_id, target_type: target.type, target_id: target.id,
+          can_read: +permissions.includes("read"), can_write: +permissions.includes("write"),
+          can_approve: +permissions.includes("approve"), can_admin: +permissions.includes("admin"),
+          granted_by: rc.caller.principalId, created_at: clock.nowIso(), revoked_at: null, revoked_by: null,
+        };
+        db.run(
+          `INSERT INTO grants (grant_id, grantee_id, target_type, target_id, can_read, can_write, can_approve, can_admin, granted_by, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          row.grant_id, row.grantee_id, row.target_type, row.target_id, row.can_read, row.can_write, row.can_approve, row.can_admin,
+          row.granted_by, row.created_at);
+        return { status: 201, data: grantView(row),
+          audit: { action: "grant.created", resourceType: "grant", resourceId: row.grant_id,
+            detail: { principal_id: row.grantee_id, target_type: row.target_type, permissions } } };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/grants", scope: "grants:read", query: listQuery,
+    summary: "Active and revoked grants: all for owners and admins, otherwise those you hold or gave.",
+    handler: ({ db, caller, query }) => {
+      const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
+      const mine = !isAdmin(caller);
+      const rows = db.all<GrantRow>(
+        `SELECT * FROM grants WHERE (created_at, grant_id) > (?, ?) ${mine ? "AND (grantee_id = ? OR granted_by = ?)" : ""}
+          ORDER BY created_at, grant_id LIMIT ?`,
+        at, id, ...(mine ? [caller.principalId, caller.principalId] : []), query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      const more = rows.length > query.limit;
+      return ok({ grants: page.map(grantView), has_more: more, next_cursor: more ? encodeCursor([page.at(-1)!.created_at, page.at(-1)!.grant_id]) : null });
+    },
+  }),
+
+  orgRoute({
+    method: "DELETE", path: "/v1/grants/:id", scope: "grants:write",
+    summary: "Revoke a grant (owner, admin or its grantor); keys narrow on their next request.",
+    handler: (rc) => {
+      const g = visibleGrant(rc.db, rc.caller, rc.params.id);
+      if (!g) throw notFound("Grant");
+      if (!isAdmin(rc.caller) && g.granted_by !== rc.caller.principalId) throw forbidden("Only the grantor, an owner or an admin may revoke a grant.");
+      return commitWrite(rc, (db) => {
+        const already = g.revoked_at != null;
+        if (!already) db.run("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE grant_id = ?", clock.nowIso(), rc.caller.principalId, g.grant_id);
+        return { status: 200, data: { ...grantView(db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", g.grant_id)!), already_revoked: already },
+          audit: { action: "grant.revoked", resourceType: "grant", resourceId: g.grant_id } };
+      });
+    },
+  }),
+];

@@ -1,0 +1,155 @@
+// Workspaces and memberships. A principal's organization membership IS its organization role
+// (mirrored on principals.role, which every request reads with the key); workspace memberships
+// attach it to a workspace. Removal is soft: rows stay for provenance and audit, but stop being listed.
+import { type Role, roleRank } from "../../auth/roles";
+import { clock } from "../../http/clock";
+import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { conflict, forbidden, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller, IndexWrite } from "../../org/request";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import { getPrincipal } from "../identity/store";
+import { unresolved } from "../memory/store";
+import { listQuery, membershipBody, membershipListQuery, workspaceBody } from "./schema";
+
+export interface MembershipRow {
+  membership_id: string;
+  principal_id: string;
+  workspace_id: string | null;
+  role: Role;
+  created_by: string;
+  created_at: string;
+  removed_at: string | null;
+}
+
+export const membershipView = (m: MembershipRow) => ({
+  membership_id: m.membership_id, principal_id: m.principal_id, workspace_id: m.workspace_id, role: m.role,
+  created_by: m.created_by, created_at: m.created_at,
+});
+
+const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
+
+const liveOwners = (db: Db) => db.first<{ n: number }>(
+  "SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL")!.n;
+
+/** Admins manage members below owner; only an owner grants, changes or removes the owner role. */
+function assertMayManage(caller: Caller, role: Role) {
+  if (role === "owner" && caller.role !== "owner") throw forbidden("Only an owner may grant or change the owner role.");
+  if (roleRank(role) > roleRank(caller.role)) throw forbidden("A membership cannot carry a role above your own.");
+}
+
+export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
+  db.all<MembershipRow>(
+    `SELECT * FROM memberships WHERE removed_at IS NULL AND principal_id IN (SELECT value FROM json_each(?))
+      ORDER BY created_at, membership_id`, JSON.stringify(principalIds));
+
+export const membershipRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/workspaces", scope: "workspaces:write", body: workspaceBody,
+    summary: "Create a workspace (name unique per organization); its creator becomes its owner.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      if (db.first("SELECT 1 FROM workspaces WHERE name = ?", rc.body.name)) throw conflict("A workspace with this name already exists.");
+      const now = clock.nowIso();
+      const workspaceId = newId(ID_PREFIX.workspace);
+      db.run("INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES (?, ?, ?, ?)", workspaceId, rc.body.name, rc.caller.principalId, now);
+      db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, ?, 'owner', ?, ?)",
+        newId(ID_PREFIX.membership), rc.caller.principalId, workspaceId, rc.caller.principalId, now);
+      return { status: 201, data: { workspace_id: workspaceId, name: rc.body.name, created_by: rc.caller.principalId, created_at: now },
+        audit: { action: "workspace.created", resourceType: "workspace", resourceId: workspaceId } };
+    }),
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/workspaces", scope: "workspaces:read", query: listQuery,
+    summary: "The organization's workspaces.",
+    handler: ({ db, query }) => {
+      const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
+      const rows = db.all<{ workspace_id: string; name: string; created_by: string; created_at: string }>(
+        "SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?) ORDER BY created_at, workspace_id LIMIT ?", at, id, query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      const more = rows.length > query.limit;
+      return ok({ workspaces: page, has_more: more, next_cursor: more ? encodeCursor([page.at(-1)!.created_at, page.at(-1)!.workspace_id]) : null });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/memberships", scope: "memberships:write", roles: ["owner", "admin"], body: membershipBody,
+    summary: "Attach a principal to the organization (sets its role) or to a workspace, with a role.",
+    handler: (rc) => {
+      const { body, caller } = rc;
+      const principal = getPrincipal(rc.db, body.principal_id);
+      if (!principal) throw unresolved("principal", [body.principal_id]);
+      if (body.workspace_id !== undefined && !rc.db.first("SELECT 1 FROM workspaces WHERE workspace_id = ?", body.workspace_id))
+        throw unresolved("workspace", [body.workspace_id]);
+      assertMayManage(caller, body.role);
+      return commitWrite(rc, (db) => {
+        const now = clock.nowIso();
+        const current = db.first<MembershipRow>(
+          "SELECT * FROM memberships WHERE principal_id = ? AND coalesce(workspace_id, '') = ? AND removed_at IS NULL",
+          body.principal_id, body.workspace_id ?? "");
+        if (current && body.workspace_id !== undefined) throw conflict("The principal is already a member of this workspace.");
+        if (current) {
+          // The organization membership is replaced: the new role applies from the next request.
+          assertMayManage(caller, current.role);
+          if (current.role === "owner" && body.role !== "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be demoted.");
+          db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, caller.principalId, current.membership_id);
+          db.run("UPDATE principals SET role = ? WHERE principal_id = ?", body.role, body.principal_id);
+        }
+        const row: MembershipRow = { membership_id: newId(ID_PREFIX.membership), principal_id: body.principal_id,
+          workspace_id: body.workspace_id ?? null, role: body.role, created_by: caller.principalId, created_at: now, removed_at: null };
+        db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+          row.membership_id, row.principal_id, row.workspace_id, row.role, row.created_by, row.created_at);
+        return { status: 201, data: membershipView(row),
+          audit: { action: "membership.created", resourceType: "membership", resourceId: row.membership_id,
+            detail: { principal_id: row.principal_id, workspace_id: row.workspace_id, role: row.role, replaced: current?.membership_id ?? null } } };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/memberships", scope: "memberships:read", query: membershipListQuery,
+    summary: "Live memberships; workspace_id filters to one workspace.",
+    handler: ({ db, query }) => {
+      const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
+      const rows = db.all<MembershipRow>(
+        `SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (?, ?)
+          ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""} ORDER BY created_at, membership_id LIMIT ?`,
+        at, id, ...(query.workspace_id !== undefined ? [query.workspace_id] : []), query.limit + 1);
+      const page = rows.slice(0, query.limit);
+      const more = rows.length > query.limit;
+      return ok({ memberships: page.map(membershipView), has_more: more,
+        next_cursor: more ? encodeCursor([page.at(-1)!.created_at, page.at(-1)!.membership_id]) : null });
+    },
+  }),
+
+  orgRoute({
+    method: "DELETE", path: "/v1/memberships/:id", scope: "memberships:write", roles: ["owner", "admin"],
+    summary: "Soft-remove a membership; removing the organization membership removes the principal and revokes its keys.",
+    handler: (rc) => {
+      const m = rc.db.first<MembershipRow>("SELECT * FROM memberships WHERE membership_id = ? AND removed_at IS NULL", rc.params.id);
+      if (!m) throw notFound("Membership");
+      assertMayManage(rc.caller, m.role);
+      const revoked: IndexWrite[] = [];
+      const reply = commitWrite(rc, (db) => {
+        if (m.workspace_id === null && m.role === "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be removed.");
+        const now = clock.nowIso();
+        if (m.workspace_id === null) {
+          // Leaving the organization: every membership ends and every key stops working.
+          db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE principal_id = ? AND removed_at IS NULL", now, rc.caller.principalId, m.principal_id);
+          db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", now, m.principal_id);
+          for (const k of db.all<{ key_hash: string }>("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE principal_id = ? AND status = 'active' RETURNING key_hash", now, m.principal_id))
+            revoked.push({ op: "remove_credential", keyHash: k.key_hash });
+        } else {
+          db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, rc.caller.principalId, m.membership_id);
+        }
+        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, keys_revoked: revoked.length },
+          audit: { action: "membership.removed", resourceType: "membership", resourceId: m.membership_id,
+            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, keys_revoked: revoked.length } } };
+      });
+      return { ...reply, indexWrites: revoked };
+    },
+  }),
+];

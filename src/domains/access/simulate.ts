@@ -1,0 +1,56 @@
+// POST /v1/access/simulate (owner only): how the authorization module would decide for another
+// principal, gate by gate. It impersonates nobody (no key of theirs is used) and discloses nothing of
+// the record but the decision inputs: visibility, authorship as a yes/no, and the ids of the grants
+// that apply.
+import { type Guarded, type HeldGrant, canRead, canWrite, covers, loadGrants } from "../../access/policy";
+import { notFound } from "../../http/errors";
+import { orgRoute } from "../../http/route";
+import type { Caller } from "../../org/request";
+import { ok } from "../../org/request";
+import { getPrincipal } from "../identity/store";
+import { guarded, unresolved } from "../memory/store";
+import { simulateBody } from "./schema";
+
+export const simulateRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/access/simulate", scope: "grants:read", roles: ["owner"], body: simulateBody, readOnly: true,
+    summary: "Explain the visibility, grant and final decision for a principal on a record or target (owner only).",
+    handler: ({ db, body }) => {
+      const principal = getPrincipal(db, body.principal_id);
+      if (!principal) throw unresolved("principal", [body.principal_id]);
+      let record: Guarded | null = null;
+      let target: { type: string; id: string | null };
+      if (body.record_id !== undefined) {
+        const table = body.record_id.startsWith("obs_") ? "observations" : body.record_id.startsWith("claim_") ? "claims" : null;
+        const row = table && db.first<{ visibility: string; author_id: string; subject_id: string; project_id: string | null }>(
+          `SELECT visibility, author_id, subject_id, project_id FROM ${table} WHERE ${table === "claims" ? "claim_id" : "observation_id"} = ?`, body.record_id);
+        if (!row) throw notFound("Record");
+        record = guarded(row);
+        target = { type: table === "claims" ? "claim" : "observation", id: body.record_id };
+      } else if (body.subject !== undefined) target = { type: "subject", id: body.subject };
+      else if (body.project !== undefined) target = { type: "project", id: body.project };
+      else target = { type: "organization", id: null };
+
+      // The principal as the module sees it (scopes belong to keys, so they are not simulated).
+      const grants: HeldGrant[] = loadGrants(db, principal.principal_id);
+      const subject: Caller = { principalId: principal.principal_id, keyId: "", scopes: ["*"], maxTrust: "verified", role: principal.role, grants };
+      const scopeOf = record ?? { subject_id: body.subject ?? null, project_id: body.project === undefined ? undefined : body.project };
+      const applicable = grants.filter((g) => g.permissions.includes(body.action) && covers(g, scopeOf)).map((g) => g.grantId);
+
+      const visibility = record
+        ? { applies: true, visibility: record.visibility, is_author: record.owner === principal.principal_id,
+            passed: record.visibility === "team" || record.owner === principal.principal_id }
+        : { applies: false, passed: null };
+      const role = { role: principal.role, passed: body.action === "read" || principal.role !== "reader" };
+      const allowed = body.action === "read"
+        ? (record ? canRead(subject, record) : true)
+        : canWrite(subject, scopeOf) && (record ? canRead(subject, record) : true);
+      return ok({
+        principal_id: principal.principal_id, action: body.action, target,
+        gates: { role, visibility, grant: { passed: applicable.length > 0, grant_ids: applicable } },
+        decision: allowed ? "allow" : "deny",
+        note: "Key scopes are checked per route and are not part of this simulation.",
+      });
+    },
+  }),
+];

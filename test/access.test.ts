@@ -1,0 +1,331 @@
+import { describe, expect, it } from "vitest";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+
+/** A key holding every scope for a new principal with `role`. */
+async function principalWithRole(ownerKey: string, role: "admin" | "member" | "reader" | "owner") {
+  const k = await mintKey(ownerKey, { scopes: ["*"] });
+  if (role !== "member") {
+    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } });
+    expect(m.status, m.text).toBe(201);
+  }
+  return k;
+}
+
+describe("workspaces", () => {
+  it("creates with a unique name, lists, validates, and makes the creator its owner", async () => {
+    const org = await newOrg();
+    const w = await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "research" } });
+    expect(w.status).toBe(201);
+    expect(w.json.data.workspace_id).toMatch(/^wsp_[0-9a-f]{32}$/);
+    expectError(await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "research" } }), 409, "CONFLICT");
+    expectError(await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "" } }), 400, "VALIDATION_ERROR");
+    const list = await call("GET", "/v1/workspaces", { key: org.api_key });
+    expect(list.json.data.workspaces.map((x: any) => x.name)).toEqual(["research"]);
+    const members = await call("GET", `/v1/memberships?workspace_id=${w.json.data.workspace_id}`, { key: org.api_key });
+    expect(members.json.data.memberships).toHaveLength(1);
+    expect(members.json.data.memberships[0].role).toBe("owner");
+    const other = await newOrg();
+    expect((await call("POST", "/v1/workspaces", { key: other.api_key, body: { name: "research" } })).status).toBe(201);
+  });
+});
+
+describe("memberships", () => {
+  it("changes the organization role, effective on the next request", async () => {
+    const org = await newOrg();
+    const k = await mintKey(org.api_key, { scopes: ["*"] });
+    expect((await appendOk(k.key, obs("s", "as member"))).length).toBeGreaterThan(0);
+    const m = await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: k.principal_id, role: "reader" } });
+    expect(m.status).toBe(201);
+    expect(m.json.data).toMatchObject({ principal_id: k.principal_id, role: "reader", workspace_id: null });
+    expect((await call("GET", "/v1/principal", { key: k.key })).json.data.role).toBe("reader");
+    const denied = await call("POST", "/v1/observations", { key: k.key, body: obs("s", "as reader") });
+    expectError(denied, 403, "FORBIDDEN");
+    expect((await call("GET", "/v1/memories", { key: k.key })).status).toBe(200);
+    expect((await call("POST", "/v1/context/compile", { key: k.key, body: {} })).status).toBe(201);
+    const dir = await call("GET", "/v1/principals", { key: org.api_key });
+    const entry = dir.json.data.principals.find((p: any) => p.principal_id === k.principal_id);
+    expect(entry.role).toBe("reader");
+    expect(entry.memberships).toEqual([{ membership_id: m.json.data.membership_id, workspace_id: null, role: "reader" }]);
+  });
+
+  it("lets only owners and admins change memberships, and only owners touch the owner role", async () => {
+    const org = await newOrg();
+    const admin = await principalWithRole(org.api_key, "admin");
+    const member = await principalWithRole(org.api_key, "member");
+    const target = await mintKey(org.api_key, { scopes: ["observations:write"] });
+    expectError(await call("POST", "/v1/memberships", { key: member.key, body: { principal_id: target.principal_id, role: "reader" } }), 403, "FORBIDDEN");
+    expect((await call("POST", "/v1/memberships", { key: admin.key, body: { principal_id: target.principal_id, role: "reader" } })).status).toBe(201);
+    expectError(await call("POST", "/v1/memberships", { key: admin.key, body: { principal_id: target.principal_id, role: "owner" } }), 403, "FORBIDDEN");
+    const owner = (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id;
+    expectError(await call("POST", "/v1/memberships", { key: admin.key, body: { principal_id: owner, role: "member" } }), 403, "FORBIDDEN");
+    for (const body of [{ principal_id: target.principal_id, role: "boss" }, { role: "member" }, { principal_id: target.principal_id, role: "member", extra: 1 }])
+      expectError(await call("POST", "/v1/memberships", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
+    expectError(await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: "prn_" + "0".repeat(32), role: "member" } }), 400, "UNRESOLVED_REFERENCE");
+    expectError(await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: target.principal_id, role: "member", workspace_id: "wsp_" + "0".repeat(32) } }), 400, "UNRESOLVED_REFERENCE");
+  });
+
+  it("attaches to workspaces once, filters by workspace, and removes softly", async () => {
+    const org = await newOrg();
+    const k = await mintKey(org.api_key, { scopes: ["*"] });
+    const w = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "ops" } })).json.data.workspace_id;
+    const m = await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: k.principal_id, role: "member", workspace_id: w } });
+    expect(m.status).toBe(201);
+    expectError(await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: k.principal_id, role: "admin", workspace_id: w } }), 409, "CONFLICT");
+    const listed = await call("GET", `/v1/memberships?workspace_id=${w}`, { key: org.api_key });
+    expect(listed.json.data.memberships.map((x: any) => x.principal_id)).toContain(k.principal_id);
+    const d = await call("DELETE", `/v1/memberships/${m.json.data.membership_id}`, { key: org.api_key });
+    expect(d.status).toBe(200);
+    expect((await call("GET", `/v1/memberships?workspace_id=${w}`, { key: org.api_key })).text).not.toContain(m.json.data.membership_id);
+    expectError(await call("DELETE", `/v1/memberships/${m.json.data.membership_id}`, { key: org.api_key }), 404, "NOT_FOUND");
+    const kept = await inOrg(org.org_id, (o) => o.db.first<{ removed_at: string | null }>("SELECT removed_at FROM memberships WHERE membership_id = ?", m.json.data.membership_id));
+    expect(kept?.removed_at).not.toBeNull();
+    // The principal is still in the organization.
+    expect((await call("GET", "/v1/principal", { key: k.key })).status).toBe(200);
+  });
+
+  it("removing the organization membership removes the principal and revokes its keys", async () => {
+    const org = await newOrg();
+    const k = await mintKey(org.api_key, { scopes: ["*"] });
+    const mine = (await call("GET", "/v1/memberships", { key: org.api_key })).json.data.memberships.find((m: any) => m.principal_id === k.principal_id);
+    const d = await call("DELETE", `/v1/memberships/${mine.membership_id}`, { key: org.api_key });
+    expect(d.json.data).toMatchObject({ removed: true, keys_revoked: 1 });
+    expectError(await call("GET", "/v1/principal", { key: k.key }), 401, "UNAUTHENTICATED");
+    expect((await call("GET", "/v1/principals", { key: org.api_key })).text).not.toContain(k.principal_id);
+    const audit = await inOrg(org.org_id, (o) => o.db.all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ?", mine.membership_id));
+    expect(audit.map((a) => a.action)).toEqual(["membership.removed"]);
+  });
+
+  it("never removes or demotes the last owner", async () => {
+    const org = await newOrg();
+    const ownerId = (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id;
+    const own = (await call("GET", "/v1/memberships", { key: org.api_key })).json.data.memberships.find((m: any) => m.principal_id === ownerId);
+    expectError(await call("DELETE", `/v1/memberships/${own.membership_id}`, { key: org.api_key }), 409, "CONFLICT");
+    expectError(await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: ownerId, role: "admin" } }), 409, "CONFLICT");
+    const second = await principalWithRole(org.api_key, "owner");
+    expect(second.principal_id).toMatch(/^prn_/);
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: ownerId, role: "admin" } })).status).toBe(201);
+  });
+});
+
+describe("grants", () => {
+  async function privateWorld() {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const project = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:x", create: true } })).json.data.project_id;
+    const inSubject = await appendOk(alice.key, obs("alpha", "alpha secret", { visibility: "private" }));
+    const inProject = await appendOk(alice.key, obs("beta", "beta secret", { visibility: "private", project_id: project }));
+    const [alphaClaim] = await consolidateOk(alice.key, "alpha", [{ kind: "fact", statement: "alpha private fact", sources: supports(inSubject) }]);
+    const beta = await call("POST", "/v1/consolidations", { key: alice.key, body: { subject_id: "beta", project_id: project,
+      claims: [{ kind: "fact", statement: "beta private fact", sources: supports(inProject) }] } });
+    const betaClaim: string = beta.json.data.claims[0].claim_id;
+    return { org, alice, bob, project, inSubject, inProject, alphaClaim, betaClaim };
+  }
+  const visible = async (key: string) => (await call("GET", "/v1/memories?limit=100", { key })).json.data.items.map((c: any) => c.claim_id);
+
+  it("a subject read grant opens that subject's private records, and revocation closes them on the next request", async () => {
+    const w = await privateWorld();
+    expect(await visible(w.bob.key)).toEqual([]);
+    const g = await call("POST", "/v1/grants", { key: w.org.api_key, body: { principal_id: w.bob.principal_id, permissions: ["read"], subject: "alpha" } });
+    expect(g.status).toBe(201);
+    expect(g.json.data).toMatchObject({ principal_id: w.bob.principal_id, target: { type: "subject", id: "alpha" }, permissions: ["read"], status: "active" });
+    expect(g.json.data.grant_id).toMatch(/^grt_[0-9a-f]{32}$/);
+    expect(await visible(w.bob.key)).toEqual([w.alphaClaim]);
+    const ev = await call("GET", `/v1/claims/${w.alphaClaim}/evidence`, { key: w.bob.key });
+    expect(ev.json.data.supporting[0].content).toBe("alpha secret");
+    expectError(await call("GET", `/v1/claims/${w.betaClaim}/evidence`, { key: w.bob.key }), 404, "NOT_FOUND");
+    const pack = await call("POST", "/v1/context/compile", { key: w.bob.key, body: { query: "private fact" } });
+    expect(pack.json.data.items.map((i: any) => i.claim_id)).toEqual([w.alphaClaim]);
+    const r = await call("DELETE", `/v1/grants/${g.json.data.grant_id}`, { key: w.org.api_key });
+    expect(r.json.data).toMatchObject({ status: "revoked", already_revoked: false });
+    expect(await visible(w.bob.key)).toEqual([]);
+    const listed = await call("GET", "/v1/grants", { key: w.org.api_key });
+    expect(listed.json.data.grants.map((x: any) => x.status)).toEqual(["revoked"]);
+  });
+
+  it("project grants, including explicit project: null for unscoped memory, and organization grants", async () => {
+    const w = await privateWorld();
+    await call("POST", "/v1/grants", { key: w.org.api_key, body: { principal_id: w.bob.principal_id, permissions: ["read"], project: w.project } });
+    expect(await visible(w.bob.key)).toEqual([w.betaClaim]);
+    const carol = await mintKey(w.org.api_key, { scopes: ["*"] });
+    await call("POST", "/v1/grants", { key: w.org.api_key, body: { principal_id: carol.principal_id, permissions: ["read"], project: null } });
+    expect(await visible(carol.key)).toEqual([w.alphaClaim]);
+    const dave = await mintKey(w.org.api_key, { scopes: ["*"] });
+    await call("POST", "/v1/grants", { key: w.org.api_key, body: { principal_id: dave.principal_id, permissions: ["read"], organization: true } });
+    expect((await visible(dave.key)).sort()).toEqual([w.alphaClaim, w.betaClaim].sort());
+  });
+
+  it("delegates only authority the caller holds; validates targets without revealing them", async () => {
+    const w = await privateWorld();
+    const noGrant = await call("POST", "/v1/grants", { key: w.bob.key, body: { principal_id: w.alice.principal_id, permissions: ["read"], subject: "alpha" } });
+    expectError(noGrant, 403, "FORBIDDEN");
+    await call("POST", "/v1/grants", { key: w.org.api_key, body: { principal_id: w.bob.principal_id, permissions: ["read"], subject: "alpha" } });
+    const carol = await mintKey(w.org.api_key, { scopes: ["*"] });
+    const reshare = await call("POST", "/v1/grants", { key: w.bob.key, body: { principal_id: carol.principal_id, permissions: ["read"], subject: "alpha" } });
+    expect(reshare.status).toBe(201);
+    expectError(await call("POST", "/v1/grants", { key: w.bob.key, body: { principal_id: carol.principal_id, permissions: ["read", "write"], subject: "alpha" } }), 403, "FORBIDDEN");
+    expectError(await call("POST", "/v1/grants", { key: w.bob.key, body: { principal_id: carol.principal_id, permissions: ["read"], subject: "beta" } }), 403, "FORBIDDEN");
+    for (const body of [{ principal_id: carol.principal_id, permissions: [], subject: "a" }, { principal_id: carol.principal_id, permissions: ["fly"], subject: "a" },
+      { principal_id: carol.principal_id, permissions: ["read"] }, { principal_id: carol.principal_id, permissions: ["read"], subject: "a", project: null }])
+      expectError(await call("POST", "/v1/grants", { key: w.org.api_key, body }), 400, "VALIDATION_ERROR");
+    expectError(await call("POST", "/v1/grants", { key: w.org.api_key, body: { principal_id: carol.principal_id, permissions: ["read"], project: "prj_" + "0".repeat(32) } }), 400, "UNRESOLVED_REFERENCE");
+    // Grant lists: the grantee and grantor see theirs; a third member sees none; only grantor/admin revoke.
+    expect((await call("GET", "/v1/grants", { key: carol.key })).json.data.grants).toHaveLength(1);
+    const dave = await mintKey(w.org.api_key, { scopes: ["*"] });
+    expect((await call("GET", "/v1/grants", { key: dave.key })).json.data.grants).toEqual([]);
+    expectError(await call("DELETE", `/v1/grants/${reshare.json.data.grant_id}`, { key: dave.key }), 404, "NOT_FOUND");
+    expectError(await call("DELETE", `/v1/grants/${reshare.json.data.grant_id}`, { key: carol.key }), 403, "FORBIDDEN");
+    expect((await call("DELETE", `/v1/grants/${reshare.json.data.grant_id}`, { key: w.bob.key })).status).toBe(200);
+  });
+
+  it("a write grant lets a reader write inside its target only", async () => {
+    const org = await newOrg();
+    const reader = await principalWithRole(org.api_key, "reader");
+    expectError(await call("POST", "/v1/observations", { key: reader.key, body: obs("gamma", "x") }), 403, "FORBIDDEN");
+    await call("POST", "/v1/grants", { key: org.api_key, body: { principal_id: reader.principal_id, permissions: ["write"], subject: "gamma" } });
+    expect((await call("POST", "/v1/observations", { key: reader.key, body: obs("gamma", "x") })).status).toBe(201);
+    expectError(await call("POST", "/v1/observations", { key: reader.key, body: obs("delta", "x") }), 403, "FORBIDDEN");
+    expectError(await call("POST", "/v1/checkpoints", { key: reader.key, body: { subject_id: "gamma", agent_id: "a", kind: "cursor", state: "1", ttl_seconds: 60 } }), 403, "FORBIDDEN");
+  });
+});
+
+describe("directories", () => {
+  it("lists only projects and subjects backed by readable records, with bounded references", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const pShared = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:shared", create: true } })).json.data.project_id;
+    const pSecret = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:secret", create: true } })).json.data.project_id;
+    await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:empty", create: true } });
+    const o1 = await appendOk(alice.key, obs("open-subject", "x", { project_id: pShared }));
+    await appendOk(alice.key, obs("hidden-subject", "y", { project_id: pSecret, visibility: "private" }));
+    const o3 = await appendOk(alice.key, obs("open-subject", "z"));
+    const projects = await call("GET", "/v1/projects", { key: bob.key });
+    expect(projects.json.data.projects.map((p: any) => p.reference)).toEqual(["repo:shared"]);
+    expect((await call("GET", "/v1/projects", { key: alice.key })).json.data.projects.map((p: any) => p.reference)).toEqual(["repo:shared", "repo:secret"]);
+    const refs = await call("GET", `/v1/projects/${pShared}/references`, { key: bob.key });
+    expect(refs.json.data.references.map((r: any) => r.id)).toEqual([o1]);
+    const unscoped = await call("GET", "/v1/projects/~/references", { key: bob.key });
+    expect(unscoped.json.data).toMatchObject({ project_id: null });
+    expect(unscoped.json.data.references.map((r: any) => r.id)).toEqual([o3]);
+    const hidden = await call("GET", `/v1/projects/${pSecret}/references`, { key: bob.key });
+    const missing = await call("GET", `/v1/projects/prj_${"0".repeat(32)}/references`, { key: bob.key });
+    expectError(hidden, 404, "NOT_FOUND");
+    expect(hidden.json.error).toEqual(missing.json.error);
+    const subjects = await call("GET", "/v1/subjects", { key: bob.key });
+    expect(subjects.json.data.subjects.map((s: any) => s.subject_id)).toEqual(["open-subject"]);
+    const sref = await call("GET", "/v1/subjects/open-subject/references", { key: bob.key });
+    expect(sref.json.data.references.map((r: any) => r.id)).toEqual([o1, o3]);
+    expect(sref.json.data.namespaced).toEqual(["subject:open-subject", "project:repo:shared"]);
+    const hs = await call("GET", "/v1/subjects/hidden-subject/references", { key: bob.key });
+    expect(hs.json.error).toEqual((await call("GET", "/v1/subjects/nobody/references", { key: bob.key })).json.error);
+    const p1 = await call("GET", "/v1/subjects/open-subject/references?limit=1", { key: bob.key });
+    const p2 = await call("GET", `/v1/subjects/open-subject/references?limit=1&after=${p1.json.data.next_cursor}`, { key: bob.key });
+    expect([...p1.json.data.references, ...p2.json.data.references].map((r: any) => r.id)).toEqual([o1, o3]);
+  });
+});
+
+describe("access simulation", () => {
+  it("is for owners only and explains gates without disclosing content", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const admin = await principalWithRole(org.api_key, "admin");
+    const o = await appendOk(alice.key, obs("alpha", "very secret", { visibility: "private" }));
+    const body = { principal_id: bob.principal_id, action: "read", record_id: o };
+    expectError(await call("POST", "/v1/access/simulate", { key: admin.key, body }), 403, "FORBIDDEN");
+    const deny = await call("POST", "/v1/access/simulate", { key: org.api_key, body });
+    expect(deny.status).toBe(200);
+    expect(deny.json.data).toMatchObject({ decision: "deny", gates: { visibility: { passed: false, visibility: "private" }, grant: { passed: false, grant_ids: [] } } });
+    expect(deny.text).not.toContain("very secret");
+    const g = await call("POST", "/v1/grants", { key: org.api_key, body: { principal_id: bob.principal_id, permissions: ["read"], subject: "alpha" } });
+    const allow = await call("POST", "/v1/access/simulate", { key: org.api_key, body });
+    expect(allow.json.data).toMatchObject({ decision: "allow", gates: { grant: { passed: true, grant_ids: [g.json.data.grant_id] } } });
+    expectError(await call("POST", "/v1/access/simulate", { key: org.api_key, body: { ...body, record_id: `obs_${"0".repeat(32)}` } }), 404, "NOT_FOUND");
+    expectError(await call("POST", "/v1/access/simulate", { key: org.api_key, body: { ...body, action: "delete" } }), 400, "VALIDATION_ERROR");
+    const reader = await principalWithRole(org.api_key, "reader");
+    const w = await call("POST", "/v1/access/simulate", { key: org.api_key, body: { principal_id: reader.principal_id, action: "write", subject: "alpha" } });
+    expect(w.json.data).toMatchObject({ decision: "deny", gates: { role: { role: "reader", passed: false } } });
+  });
+});
+
+describe("the same 404 for foreign, invisible and missing records", () => {
+  it("holds on every id-taking route", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const carol = await mintKey(org.api_key, { scopes: ["*"] });
+    const o = await appendOk(alice.key, obs("s-private", "x", { visibility: "private" }));
+    const [c] = await consolidateOk(alice.key, "s-private", [{ kind: "fact", statement: "x", sources: supports(o) }]);
+    const ctx = (await call("POST", "/v1/context/compile", { key: alice.key, body: {} })).json.data.context_id;
+    const chk = (await call("POST", "/v1/checkpoints", { key: alice.key, body: { subject_id: "s", agent_id: "a", kind: "cursor", state: "1", ttl_seconds: 600 } })).json.data.checkpoint_id;
+    const evt = (await call("GET", "/v1/events?kind=observation.appended", { key: alice.key })).json.data.events.find((e: any) => e.resource_id === o).id;
+    const grant = (await call("POST", "/v1/grants", { key: org.api_key, body: { principal_id: carol.principal_id, permissions: ["read"], subject: "zzz" } })).json.data.grant_id;
+    const project = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "p", create: true } })).json.data.project_id;
+    await appendOk(alice.key, obs("s2", "y", { visibility: "private", project_id: project }));
+    const zero = "0".repeat(32);
+    const cases: [string, string, string, unknown?][] = [
+      ["GET", `/v1/claims/${c}/evidence`, `/v1/claims/claim_${zero}/evidence`],
+      ["POST", `/v1/claims/${c}/revoke`, `/v1/claims/claim_${zero}/revoke`, {}],
+      ["POST", `/v1/claims/${c}/expire`, `/v1/claims/claim_${zero}/expire`, {}],
+      ["POST", `/v1/claims/${c}/supersede`, `/v1/claims/claim_${zero}/supersede`, { superseded_by: c }],
+      ["DELETE", `/v1/observations/${o}`, `/v1/observations/obs_${zero}`],
+      ["GET", `/v1/context/${ctx}`, `/v1/context/ctx_${zero}`],
+      ["POST", `/v1/context/${ctx}/feedback`, `/v1/context/ctx_${zero}/feedback`, { outcome: "used" }],
+      ["GET", `/v1/checkpoints/${chk}`, `/v1/checkpoints/chk_${zero}`],
+      ["DELETE", `/v1/checkpoints/${chk}`, `/v1/checkpoints/chk_${zero}`],
+      ["GET", `/v1/events/${evt}`, `/v1/events/evt_${zero}`],
+      ["DELETE", `/v1/keys/${alice.key_id}`, `/v1/keys/key_${zero}`],
+      ["DELETE", `/v1/grants/${grant}`, `/v1/grants/grt_${zero}`],
+      ["GET", `/v1/projects/${project}/references`, `/v1/projects/prj_${zero}/references`],
+      ["GET", "/v1/subjects/s-private/references", "/v1/subjects/nobody-here/references"],
+    ];
+    for (const [method, path, missingPath, body] of cases) {
+      const foreign = await call(method, path, { key: other.api_key, body });
+      const invisible = await call(method, path, { key: bob.key, body });
+      const missing = await call(method, missingPath, { key: bob.key, body });
+      for (const r of [foreign, invisible, missing]) expectError(r, 404, "NOT_FOUND");
+      expect(JSON.stringify(foreign.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
+      expect(JSON.stringify(invisible.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
+    }
+  });
+});
+
+describe("role matrix on mutating routes", () => {
+  it("allows and refuses by role as documented", async () => {
+    const org = await newOrg();
+    const keys = {
+      owner: { key: org.api_key },
+      admin: await principalWithRole(org.api_key, "admin"),
+      member: await principalWithRole(org.api_key, "member"),
+      reader: await principalWithRole(org.api_key, "reader"),
+    };
+    const anyone = ["owner", "admin", "member"];
+    const lease = (await call("POST", "/v1/leases", { key: keys.member.key, body: { resource_type: "r", resource_id: "held", ttl_seconds: 600 } })).json.data.lease_id;
+    const bobId = (await mintKey(org.api_key, { scopes: ["*"] })).principal_id;
+    let n = 0;
+    const matrix: [string, string, () => unknown, string[]][] = [
+      ["POST", "/v1/observations", () => obs("s", `x${n++}`), anyone],
+      ["POST", "/v1/checkpoints", () => ({ subject_id: `s${n++}`, agent_id: "a", kind: "cursor", state: "1", ttl_seconds: 60 }), anyone],
+      ["POST", "/v1/leases", () => ({ resource_type: "r", resource_id: `r${n++}`, ttl_seconds: 60 }), anyone],
+      ["POST", "/v1/handoffs", () => ({ to_principal_id: bobId }), anyone],
+      ["POST", "/v1/keys", () => ({ label: "k", scopes: ["events:read"] }), anyone],
+      ["POST", "/v1/webhooks", () => ({ url: "https://hooks.example.com/x", secret: "0123456789abcdef", events: ["*"] }), anyone],
+      ["POST", "/v1/workspaces", () => ({ name: `w${n++}` }), anyone],
+      ["POST", "/v1/context/compile", () => ({}), [...anyone, "reader"]],
+      ["POST", "/v1/memberships", () => ({ principal_id: bobId, role: "member", workspace_id: undefined }), ["owner", "admin"]],
+      ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["read"], subject: `s${n++}` }), ["owner", "admin"]],
+      ["POST", `/v1/leases/${lease}/force-release`, () => undefined, ["owner", "admin"]],
+      ["GET", "/v1/principals", () => undefined, ["owner", "admin"]],
+      ["GET", "/v1/audit", () => undefined, ["owner", "admin"]],
+      ["POST", "/v1/access/simulate", () => ({ principal_id: bobId, action: "read" }), ["owner"]],
+    ];
+    for (const [method, path, body, allowed] of matrix)
+      for (const [role, k] of Object.entries(keys)) {
+        const r = await call(method, path, { key: k.key, body: body() });
+        if (allowed.includes(role)) expect(r.status, `${role} ${method} ${path}: ${r.text}`).toBeLessThan(300);
+        else expectError(r, 403, "FORBIDDEN");
+      }
+  });
+});
