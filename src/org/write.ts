@@ -72,6 +72,12 @@ export function insertEvent(db: Db, actorId: string, e: EventInput, at: string):
   return eventId;
 }
 
+/** The audit chain: each entry's hash covers the previous entry's hash and its own fields. */
+export const AUDIT_GENESIS_HASH = "0".repeat(64);
+export type AuditHashFields = [id: string, action: string, actorId: string, keyId: string | null, resourceType: string,
+  resourceId: string | null, requestId: string | null, detailJson: string, createdAt: string];
+export const auditEntryHash = (prevHash: string, fields: AuditHashFields): string => sha256Hex(prevHash + canonical(fields));
+
 export function insertAudit(
   db: Db,
   who: { actorId: string; keyId: string | null; requestId: string | null },
@@ -80,10 +86,10 @@ export function insertAudit(
 ): string {
   const auditId = newId(ID_PREFIX.audit);
   const prev = db.first<{ entry_hash: string }>("SELECT entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1");
-  const prevHash = prev?.entry_hash ?? "0".repeat(64);
+  const prevHash = prev?.entry_hash ?? AUDIT_GENESIS_HASH;
   const detail = JSON.stringify(a.detail ?? {});
-  const entry = [auditId, a.action, who.actorId, who.keyId, a.resourceType, a.resourceId ?? null, who.requestId, detail, at];
-  const entryHash = sha256Hex(prevHash + canonical(entry));
+  const entry: AuditHashFields = [auditId, a.action, who.actorId, who.keyId, a.resourceType, a.resourceId ?? null, who.requestId, detail, at];
+  const entryHash = auditEntryHash(prevHash, entry);
   db.run(
     `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -2,10 +2,9 @@
 //   entry_hash = sha256_hex(prev_hash + canonical([id, action, actor_id, key_id, resource_type,
 //                                                  resource_id, request_id, JSON.stringify(metadata), created_at]))
 // and each prev_hash is the previous entry's entry_hash (64 zeros before the first entry).
-import { sha256Hex } from "../../auth/credentials";
-import { canonical } from "../../org/write";
+import { AUDIT_GENESIS_HASH, auditEntryHash } from "../../org/write";
 
-export const GENESIS_PREV_HASH = "0".repeat(64);
+export const GENESIS_PREV_HASH = AUDIT_GENESIS_HASH;
 
 /** An audit entry as GET /v1/audit and GET /v1/audit/export expose it. */
 export interface AuditEntry {
@@ -24,9 +23,7 @@ export interface AuditEntry {
 
 // metadata is stored as JSON.stringify(detail); parsing and re-stringifying that string reproduces it exactly.
 export const entryHash = (prevHash: string, e: AuditEntry): string =>
-  sha256Hex(prevHash + canonical([
-    e.id, e.action, e.actor_id, e.key_id, e.resource_type, e.resource_id, e.request_id, JSON.stringify(e.metadata), e.created_at,
-  ]));
+  auditEntryHash(prevHash, [e.id, e.action, e.actor_id, e.key_id, e.resource_type, e.resource_id, e.request_id, JSON.stringify(e.metadata), e.created_at]);
 
 export type ChainCheck =
   | { ok: true; checked: number; last_hash: string }
