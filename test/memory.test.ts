@@ -649,3 +649,16 @@ describe("record ownership outbox", () => {
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
   });
 });
+
+describe("Idempotency-Key across principals", () => {
+  it("never replays one principal's response to another", async () => {
+    const org = await newOrg();
+    const a = await mintKey(org.api_key, { scopes: ["*"] });
+    const b = await mintKey(org.api_key, { scopes: ["*"] });
+    const body = obs("s", "same body", { visibility: "private" });
+    expect((await append(a.key, body, { "idempotency-key": "shared" })).status).toBe(201);
+    const other = await append(b.key, body, { "idempotency-key": "shared" });
+    expectError(other, 409, "CONFLICT");
+    expect(other.text).not.toContain("obs_");
+  });
+});

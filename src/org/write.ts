@@ -105,7 +105,9 @@ export function insertAudit(
  */
 export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts: { idempotent?: boolean } = {}): Reply {
   const idemKey = opts.idempotent ? rc.idempotencyKey : null;
-  const requestHash = idemKey ? sha256Hex(canonical([rc.routeId, rc.params, rc.body ?? null])) : null;
+  // The request identity includes the caller: another principal reusing the key is a different
+  // request (409), never a replay of someone else's response.
+  const requestHash = idemKey ? sha256Hex(canonical([rc.caller.principalId, rc.routeId, rc.params, rc.body ?? null])) : null;
   return rc.storage.transactionSync(() => {
     if (idemKey) {
       const prior = rc.db.first<{ request_hash: string; response: string }>(
