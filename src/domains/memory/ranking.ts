@@ -1,19 +1,49 @@
 // Context compile ranking. Candidates are authorized, current claims (filters applied in SQL before
-// anything is ranked); each gets a score from lexical relevance (FTS5 bm25), subject/project match,
-// trust, recency and past feedback; the pack takes them greedily by score into the token budget.
-// Deterministic: equal input and equal state give the same pack (ties break on newest claim first).
+// anything is ranked): those matching any informative query word (FTS5, stopwords left out), plus
+// claims about the named subject or project. Each gets a score from lexical relevance, its context,
+// subject/project match, trust, recency and past feedback; the pack takes them greedily by score into
+// the token budget. Deterministic: equal input and equal state give the same pack (ties break on
+// newest claim first).
+//
+// Lexical relevance = bm25 (normalized to the best candidate) × coverage, the share of the query's
+// terms the claim holds, each term weighted by its idf: a claim that matches one rare word many times
+// no longer beats one that holds every word of the question. Context: a matching claim written right
+// next to another matching claim (same subject, at most `contextSpan` claims apart, within
+// `contextWindowMinutes`; in practice, consolidated from the same conversation) inherits a share of
+// its neighbour's lexical score, decaying with distance, so the turn that answers a question ranks
+// with the turn that asked it. Only claims that hold a query word themselves receive context; it
+// never brings in a claim that matches nothing. A word held by half the claims or more gets no bm25
+// weight, so it selects no candidates (ranking every claim that holds it is what grew compile's cost
+// with the organization); claims holding only such words are looked up next to the best matches,
+// where context can still lift them. Measured effect of each signal: docs/BENCHMARKS.md.
 import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import { matchAny, queryTerms } from "./fts";
+import { ftsTokens, matchAny, rankingTerms, stemKey } from "./fts";
 import { type ClaimRow, readableClause } from "./store";
 import { estimateTokens } from "./tokens";
 
-export const CANDIDATE_LIMIT = 1000;
+/**
+ * Candidates per way in (lexical, subject, project): 2.5 times the largest pack (max_items 200). Was
+ * 1000; at 500 recall is unchanged and compile in a 10,000-claim organization is faster by a fifth
+ * (docs/BENCHMARKS.md), since per-candidate work is most of compile's cost.
+ */
+export const CANDIDATE_LIMIT = 500;
+/** Best matches whose neighbours are looked up when common words were left out of selection. */
+export const CONTEXT_SOURCES = 100;
 
 export const WEIGHTS = {
+  /** bm25 / best bm25, times idf-weighted query-term coverage (0..1). */
   lexical: 1.0,
+  /** Times the best decayed lexical score among matching neighbours (0..1). */
+  context: 0.3,
+  /** Neighbours: at most this many claims apart (by write order), same subject... */
+  contextSpan: 2,
+  /** ...written within this many minutes of each other... */
+  contextWindowMinutes: 60,
+  /** ...and worth this factor less per step of distance beyond the first. */
+  contextDecay: 0.5,
   subject: 0.3,
   project: 0.2,
   trust: 0.15,
@@ -39,7 +69,11 @@ export interface RankedClaim {
 
 type Candidate = ClaimRow & { rank: number | null; feedback: number | null };
 
-function selectCandidates(db: Db, caller: Caller, f: CompileFilters): Candidate[] {
+const cols = "c.*, fb.score AS feedback";
+const joinFb = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
+
+/** Authorization, validity and kind filters, applied in SQL to every way a candidate comes in. */
+function candidateFilter(caller: Caller, f: CompileFilters): { where: string[]; args: unknown[] } {
   const [readable, ...who] = readableClause(caller, "c");
   const where = [readable, "c.status IN ('active', 'disputed')", "(c.valid_to IS NULL OR c.valid_to > ?)"];
   const args: unknown[] = [...who, clock.nowIso()];
@@ -47,10 +81,12 @@ function selectCandidates(db: Db, caller: Caller, f: CompileFilters): Candidate[
     where.push("c.kind IN (SELECT value FROM json_each(?))");
     args.push(JSON.stringify(f.kinds));
   }
-  const cols = "c.*, fb.score AS feedback";
-  const joinFb = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
+  return { where, args };
+}
+
+function selectCandidates(db: Db, caller: Caller, f: CompileFilters, terms: string[]): Candidate[] {
+  const { where, args } = candidateFilter(caller, f);
   const byId = new Map<string, Candidate>();
-  const terms = queryTerms(f.query);
   if (terms.length) {
     for (const row of db.all<Candidate>(
       `SELECT ${cols}, f.rank AS rank FROM claims_fts f JOIN claims c ON c.seq = f.rowid ${joinFb}
@@ -72,18 +108,139 @@ function selectCandidates(db: Db, caller: Caller, f: CompileFilters): Candidate[
   return [...byId.values()];
 }
 
+interface WeightedTerm {
+  term: string;
+  stems: string[];
+  /** Claims whose index entry holds the term. */
+  held: number;
+  weight: number;
+}
+
+/**
+ * Each query term's claims_fts stems and idf weight, ln(1 + (N - n + 0.5) / (n + 0.5)) with n the
+ * claims holding it (never zero, unlike bm25's idf, so a common word still counts a little).
+ */
+function weightTerms(db: Db, terms: string[]): { total: number; terms: WeightedTerm[] } {
+  const total = db.first<{ n: number | null }>("SELECT max(seq) AS n FROM claims")?.n ?? 0;
+  return {
+    total,
+    terms: terms.map((term) => {
+      const n = db.first<{ n: number }>("SELECT count(*) AS n FROM claims_fts WHERE claims_fts MATCH ?", `"${term}"`)?.n ?? 0;
+      const stems = ftsTokens(term).map(stemKey);
+      return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
+    }),
+  };
+}
+
+/**
+ * The terms that select lexical candidates: a word held by half the claims or more gets no weight
+ * from bm25 (its idf is floored at zero), so it selects nothing either, unless no other word is left.
+ * This keeps candidate selection, whose cost grows with the matches it ranks, from ranking most of
+ * a large organization for a word that says nothing.
+ */
+function selectingTerms(weighted: { total: number; terms: WeightedTerm[] }): string[] {
+  const telling = weighted.terms.filter((t) => t.held > 0 && t.held < weighted.total / 2).map((t) => t.term);
+  return telling.length ? telling : weighted.terms.map((t) => t.term);
+}
+
+/**
+ * Token -> stem, memoized for the isolate: a pure function of the token (no tenant data leaves it),
+ * bounded, and dropped whole when full. Stemming every word of up to CANDIDATE_LIMIT statements anew
+ * on each compile was the largest part of coverage's cost.
+ */
+const STEMS = new Map<string, string>();
+const STEMS_MAX = 50_000;
+
+function stemsOf(text: string): Set<string> {
+  const have = new Set<string>();
+  for (const tok of ftsTokens(text)) {
+    let k = STEMS.get(tok);
+    if (k === undefined) {
+      if (STEMS.size >= STEMS_MAX) STEMS.clear();
+      STEMS.set(tok, (k = stemKey(tok)));
+    }
+    have.add(k);
+  }
+  return have;
+}
+
+/** Share of the terms' weight whose stems all occur in `text` (1 when no term carries weight). */
+function coverage(text: string, terms: WeightedTerm[]): number {
+  const total = terms.reduce((n, t) => n + t.weight, 0);
+  if (total <= 0) return 1;
+  const have = stemsOf(text);
+  let held = 0;
+  for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.has(s))) held += t.weight;
+  return held / total;
+}
+
+/** Whether `text` holds at least one of the terms (by stems). */
+function holdsAny(text: string, terms: WeightedTerm[]): boolean {
+  const have = stemsOf(text);
+  return terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.has(s)));
+}
+
+/**
+ * Claims within `contextSpan` of the best matches that candidate selection left out (they hold only
+ * words too common to select): found by write order, under the same filters, kept when they hold a
+ * query word. They can then rank as context of the match next to them, as they would had every word
+ * selected candidates.
+ */
+function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: Candidate[], present: Set<number>,
+  terms: WeightedTerm[]): Candidate[] {
+  const seqs = new Set<number>();
+  for (const c of best)
+    for (let d = 1; d <= WEIGHTS.contextSpan; d++)
+      for (const seq of [c.seq - d, c.seq + d]) if (seq > 0 && !present.has(seq)) seqs.add(seq);
+  if (!seqs.size) return [];
+  const { where, args } = candidateFilter(caller, f);
+  return db.all<Candidate>(
+    `SELECT ${cols}, NULL AS rank FROM claims c ${joinFb} WHERE c.seq IN (SELECT value FROM json_each(?)) AND ${where.join(" AND ")}`,
+    JSON.stringify([...seqs].sort((a, b) => a - b)), ...args,
+  ).filter((c) => holdsAny(c.statement, terms)).sort((a, b) => a.seq - b.seq);
+}
+
 export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedClaim[] {
-  const candidates = selectCandidates(db, caller, f);
+  const weighted = weightTerms(db, rankingTerms(f.query));
+  const terms = weighted.terms;
+  const selecting = selectingTerms(weighted);
+  const candidates = selectCandidates(db, caller, f, selecting);
   // bm25 ranks are negative, more negative = better; normalize against the best match to 0..1.
   const best = Math.min(0, ...candidates.map((c) => c.rank ?? 0));
+  const lexicalHits = candidates.filter((c) => c.rank != null);
+  // Lexical score of every claim that holds a query word (only those may receive context).
+  const lexical = new Map<number, number>();
+  for (const c of lexicalHits)
+    lexical.set(c.seq, (best < 0 ? c.rank! / best : 0) * coverage(c.statement, terms));
+  if (selecting.length < terms.length && lexicalHits.length) {
+    const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
+    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms)) {
+      candidates.push(c);
+      lexical.set(c.seq, 0);
+    }
+  }
+  const bySeq = new Map(lexicalHits.map((c) => [c.seq, c]));
+  const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
+  const contextOf = (c: Candidate): number => {
+    if (!lexical.has(c.seq)) return 0;
+    const at = Date.parse(c.created_at);
+    let ctx = 0;
+    for (let d = 1; d <= WEIGHTS.contextSpan; d++)
+      for (const seq of [c.seq - d, c.seq + d]) {
+        const nb = bySeq.get(seq);
+        if (!nb || nb.subject_id !== c.subject_id || Math.abs(Date.parse(nb.created_at) - at) > windowMs) continue;
+        ctx = Math.max(ctx, Math.pow(WEIGHTS.contextDecay, d - 1) * lexical.get(seq)!);
+      }
+    return ctx;
+  };
   const now = clock.nowMs();
   const maxTrust = TRUST_LEVELS.length - 1;
   const ranked = candidates.map((c) => {
-    const lexical = best < 0 && c.rank != null ? c.rank / best : 0;
     const ageDays = Math.max(0, (now - Date.parse(c.created_at)) / 86_400_000);
     const feedback = Math.max(-WEIGHTS.feedbackClamp, Math.min(WEIGHTS.feedbackClamp, c.feedback ?? 0));
     const score =
-      WEIGHTS.lexical * lexical +
+      WEIGHTS.lexical * (lexical.get(c.seq) ?? 0) +
+      WEIGHTS.context * contextOf(c) +
       (f.subject_id && c.subject_id === f.subject_id ? WEIGHTS.subject : 0) +
       (f.project_id && c.project_id === f.project_id ? WEIGHTS.project : 0) +
       WEIGHTS.trust * (TRUST_LEVELS.indexOf(c.trust as Trust) / maxTrust) +

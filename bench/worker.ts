@@ -1,0 +1,160 @@
+// Bench-only Worker (see bench/wrangler.toml). Serves the product unchanged through its own front
+// Worker, and adds what `npm run bench` needs to compare against and to look inside with:
+// - POST /__bench/bare: the request body inserted as one row by a bare SQLite Durable Object, nothing
+//   else (no auth, no validation, no event or audit): the floor the platform sets for an append.
+// - POST /__bench/bare-d1: the same behind the product's one D1 credential lookup (Bearer key).
+// - /__bench/cached/<product path>: the product's Worker with its credential lookup memoized (what a
+//   front-Worker cache of key -> organization would give).
+// - POST /__bench/timed: { key, method, path, query?, body? } dispatched straight to the
+//   organization's Durable Object (after the same credential lookup), answering how long the
+//   dispatch took inside the object (`inside_ms`) and as the calling Worker saw it (`rpc_ms`).
+// - POST /__bench/sql: { key, sql, args?, reps? } one read-only statement run inside the org's
+//   Durable Object `reps` times (for looking into where compile time goes).
+// - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
+// None of this is part of the product's route table (src/routes.ts).
+import { DurableObject } from "cloudflare:workers";
+import { bearerToken, hashKey } from "../src/auth/credentials";
+import type { EdgeEnv } from "../src/http/route";
+import { routeId } from "../src/http/route";
+import { buildMatcher } from "../src/http/router";
+import { orgForCredential } from "../src/index-db";
+import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
+import { ROUTES } from "../src/routes";
+import { handle } from "../src/worker";
+
+type BenchEnv = Omit<EdgeEnv, "ORG"> & {
+  ORG: DurableObjectNamespace<BenchOrgStore>;
+  BARE: DurableObjectNamespace<BareInsert>;
+};
+
+/** The product's org Durable Object, plus a dispatch timed from inside the object. */
+export class BenchOrgStore extends OrgStore {
+  async timedDispatch(input: DispatchInput): Promise<{ inside_ms: number; ok: boolean; status: number; items?: number }> {
+    const t0 = performance.now();
+    const result = await this.dispatch(input);
+    const inside = performance.now() - t0;
+    const data = result.ok ? (result.data as { items?: unknown[] } | undefined) : undefined;
+    return { inside_ms: inside, ok: result.ok, status: result.ok ? result.status : 0, items: data?.items?.length };
+  }
+
+
+  /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */
+  probeSql(query: string, args: unknown[], reps: number): { ms: number; rows: number; first: unknown } {
+    let rows: unknown[] = [];
+    const t0 = performance.now();
+    for (let i = 0; i < reps; i++) rows = this.db.all(query, ...args);
+    return { ms: performance.now() - t0, rows: rows.length, first: rows[0] ?? null };
+  }
+}
+
+/** One table, one insert per request. */
+export class BareInsert extends DurableObject {
+  constructor(ctx: DurableObjectState, env: unknown) {
+    super(ctx, env as never);
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rows (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL, created_at TEXT NOT NULL)");
+  }
+
+  insert(body: string): number {
+    return this.ctx.storage.sql
+      .exec<{ id: number }>("INSERT INTO rows (body, created_at) VALUES (?, ?) RETURNING id", body, new Date().toISOString())
+      .one().id;
+  }
+
+  count(): number {
+    return this.ctx.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM rows").one().n;
+  }
+}
+
+const match = buildMatcher(ROUTES);
+
+/**
+ * The product's D1 index with the credential -> organization lookup memoized in this isolate: what a
+ * front-Worker credential cache would save (bench-only; the org Durable Object still checks the key
+ * row on every request, so revocation would stay immediate).
+ */
+const orgByKeyHash = new Map<string, unknown>();
+function cachingIndex(db: D1Database): D1Database {
+  return new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare")
+        return (query: string) => {
+          const stmt = target.prepare(query);
+          if (!/FROM credentials WHERE key_hash = \?/.test(query)) return stmt;
+          return {
+            bind: (...values: unknown[]) => ({
+              first: async () => {
+                const k = String(values[0]);
+                if (orgByKeyHash.has(k)) return orgByKeyHash.get(k);
+                const row = await stmt.bind(...values).first();
+                if (row) orgByKeyHash.set(k, row);
+                return row;
+              },
+            }),
+          };
+        };
+      const v = Reflect.get(target, prop);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+}
+const json = (status: number, data: unknown) =>
+  new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json" } });
+
+async function timed(request: Request, env: BenchEnv): Promise<Response> {
+  const spec = (await request.json()) as { key: string; method: string; path: string; query?: Record<string, string>; body?: unknown };
+  const url = new URL(spec.path, "http://bench");
+  for (const [k, v] of Object.entries(spec.query ?? {})) url.searchParams.set(k, v);
+  const m = await match(new Request(url, { method: spec.method }));
+  if (m.kind !== "route" || m.route.auth !== "key") return json(404, { error: "not an org route" });
+  const keyHash = hashKey(spec.key);
+  const orgId = await orgForCredential(env.INDEX_DB, keyHash);
+  if (!orgId) return json(401, { error: "unknown key" });
+  const stub = env.ORG.get(env.ORG.idFromName(orgId));
+  const t0 = performance.now();
+  const r = await stub.timedDispatch({
+    orgId, routeId: routeId(m.route), params: m.params, query: Object.fromEntries(url.searchParams),
+    bodyText: spec.body === undefined ? null : JSON.stringify(spec.body), idempotencyKey: null, keyHash,
+    requestId: "req_" + "0".repeat(32), headers: { "content-type": "application/json" },
+  } as DispatchInput);
+  return json(200, { ...r, rpc_ms: performance.now() - t0 });
+}
+
+export default {
+  async fetch(request: Request, env: BenchEnv): Promise<Response> {
+    const url = new URL(request.url);
+    if (url.pathname === "/__bench/bare" && request.method === "POST") {
+      const body = await request.text();
+      const id = await env.BARE.get(env.BARE.idFromName("bare")).insert(body);
+      return json(201, { data: { id } });
+    }
+    if (url.pathname === "/__bench/bare-d1" && request.method === "POST") {
+      // The bare insert behind the product's one D1 credential lookup: what the lookup alone costs.
+      const body = await request.text();
+      const token = bearerToken(request.headers.get("authorization"));
+      const orgId = token ? await orgForCredential(env.INDEX_DB, hashKey(token)) : null;
+      if (!orgId) return json(401, { error: "unknown key" });
+      const id = await env.BARE.get(env.BARE.idFromName("bare")).insert(body);
+      return json(201, { data: { id } });
+    }
+    if (url.pathname === "/__bench/bare/count") return json(200, { n: await env.BARE.get(env.BARE.idFromName("bare")).count() });
+    if (url.pathname === "/__bench/timed" && request.method === "POST") return timed(request, env);
+    if (url.pathname.startsWith("/__bench/cached/")) {
+      const inner = new URL(url.pathname.slice("/__bench/cached".length) + url.search, url.origin);
+      return handle(new Request(inner, request), { ...env, INDEX_DB: cachingIndex(env.INDEX_DB) } as unknown as EdgeEnv);
+    }
+    if (url.pathname === "/__bench/sql" && request.method === "POST") {
+      const spec = (await request.json()) as { key: string; sql: string; args?: unknown[]; reps?: number };
+      if (!/^\s*(SELECT|WITH)\b/i.test(spec.sql)) return json(400, { error: "read-only statements only" });
+      const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
+      if (!orgId) return json(401, { error: "unknown key" });
+      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).probeSql(spec.sql, spec.args ?? [], spec.reps ?? 1));
+    }
+    if (url.pathname === "/__bench/clock") {
+      const t0 = performance.now();
+      let x = 0;
+      for (let i = 0; i < 5_000_000; i++) x += i % 7;
+      return json(200, { spin_ms: performance.now() - t0, x });
+    }
+    return handle(request, env as unknown as EdgeEnv);
+  },
+} satisfies ExportedHandler<BenchEnv>;

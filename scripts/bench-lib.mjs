@@ -1,0 +1,258 @@
+// Shared by the benchmark and load scripts (npm run bench, bench:recall, load): start a private
+// server on loopback with its own temporary state folder, create organizations, call the API,
+// summarize timings, and rewrite one marked section of docs/BENCHMARKS.md.
+//
+// Each server runs a snapshot of the code taken when it starts (`wrangler deploy --dry-run` into the
+// temporary folder, then `wrangler dev --no-bundle` on that bundle), so edits made to the working
+// tree while a run is going on neither reload nor break it.
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { cpus, totalmem, tmpdir, platform, release } from "node:os";
+import { join, resolve } from "node:path";
+import { bootstrapVia, freePort, root, waitHealthy } from "./local.mjs";
+
+export { root };
+const wrangler = join(root, "node_modules", ".bin", "wrangler");
+const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_UPDATE_NOTIFIER: "1" };
+
+export const log = (...a) => process.stderr.write(a.join(" ") + "\n");
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Parse `--name value` / `--flag` arguments; positional ones land in `_`. */
+export function parseArgs(argv = process.argv.slice(2)) {
+  const out = { _: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a.startsWith("--")) {
+      const [k, v] = a.slice(2).split("=", 2);
+      if (v !== undefined) out[k] = v;
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) out[k] = argv[++i];
+      else out[k] = true;
+    } else out._.push(a);
+  }
+  return out;
+}
+
+/**
+ * Start a server for `config` (a wrangler config path relative to the repository) on a free
+ * loopback port with a fresh temporary state folder. Returns { url, port, stateDir, token, stop }.
+ */
+export async function startServer({ config = "wrangler.toml", label = "server", vars = {} } = {}) {
+  const stateDir = mkdtempSync(join(tmpdir(), `svc-${label}-`));
+  const token = (await import("node:crypto")).randomBytes(32).toString("hex");
+  const build = join(stateDir, "build");
+  const configPath = resolve(root, config);
+  // Snapshot: bundle the Worker as it is now.
+  const b = spawnSync(wrangler, ["deploy", "--dry-run", "--outdir", build, "-c", configPath],
+    { cwd: root, env: quietEnv, encoding: "utf8" });
+  if (b.status !== 0) throw new Error(`bundling ${config} failed:\n${b.stdout}\n${b.stderr}`);
+  // A copy of the config that serves the bundle; relative paths in it are made absolute.
+  const cfgDir = resolve(configPath, "..");
+  const text = readFileSync(configPath, "utf8")
+    .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(join(build, "worker.js"))}`)
+    .replace(/^(\s*migrations_dir\s*=\s*)"([^"]+)"/m, (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`);
+  const snapConfig = join(stateDir, "wrangler.toml");
+  writeFileSync(snapConfig, text);
+  const persist = join(stateDir, "state");
+  mkdirSync(persist, { recursive: true });
+  const m = spawnSync(wrangler, ["d1", "migrations", "apply", "INDEX_DB", "--local", "--persist-to", persist, "-c", snapConfig],
+    { cwd: root, env: quietEnv, encoding: "utf8" });
+  if (m.status !== 0) throw new Error(`applying local D1 migrations failed:\n${m.stdout}\n${m.stderr}`);
+  const port = await freePort();
+  const logFile = join(stateDir, "wrangler.log");
+  const fd = openSync(logFile, "a");
+  const args = ["dev", "--no-bundle", "-c", snapConfig, "--local", "--ip", "127.0.0.1", "--port", String(port),
+    "--persist-to", persist, "--var", `OPERATOR_TOKEN:${token}`, "--show-interactive-dev-session=false",
+    "--inspector-port", "0", "--log-level", "warn"];
+  for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
+  const child = spawn(wrangler, args, { cwd: root, env: quietEnv, stdio: ["ignore", fd, fd], detached: true });
+  const url = `http://127.0.0.1:${port}`;
+  let stopped = false;
+  const stop = async ({ keep = false } = {}) => {
+    if (stopped) return;
+    stopped = true;
+    if (child.exitCode == null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      try { process.kill(-child.pid, "SIGTERM"); } catch { /* already gone */ }
+      await Promise.race([exited, sleep(5_000)]);
+      if (child.exitCode == null) try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ }
+    }
+    if (!keep && !process.env.BENCH_KEEP_STATE) rmSync(stateDir, { recursive: true, force: true });
+  };
+  stopOnExit.add(stop);
+  try {
+    await waitHealthy(url, child, 120_000);
+  } catch (err) {
+    await stop({ keep: true });
+    throw new Error(`${err.message}; see ${logFile}`);
+  }
+  return { url, port, stateDir, token, logFile, pid: child.pid, stop };
+}
+
+const stopOnExit = new Set();
+let exiting = false;
+for (const sig of ["SIGINT", "SIGTERM"])
+  process.on(sig, async () => {
+    if (exiting) return;
+    exiting = true;
+    await Promise.all([...stopOnExit].map((s) => s().catch(() => {})));
+    process.exit(130);
+  });
+
+export const newOrg = (server) => bootstrapVia(server.url, server.token);
+
+/** One JSON API call. Returns { status, json, ms }. */
+export async function api(url, key, method, path, body, headers = {}) {
+  const t0 = performance.now();
+  const r = await fetch(url + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  const ms = performance.now() - t0;
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { json = { raw: text.slice(0, 200) }; }
+  return { status: r.status, json, text, ms };
+}
+
+/** Like api(), but throws unless the status is one of `ok`. */
+export async function apiOk(url, key, method, path, body, ok = [200, 201], headers = {}) {
+  const r = await api(url, key, method, path, body, headers);
+  if (!ok.includes(r.status)) throw new Error(`${method} ${path} -> ${r.status} ${r.text.slice(0, 300)}`);
+  return r;
+}
+
+/** Run `fn(i)` for i in [0, n) with at most `concurrency` in flight; stops early past `deadline` (ms epoch). */
+export async function pool(n, concurrency, fn, { deadline = Infinity, onProgress } = {}) {
+  let next = 0;
+  let done = 0;
+  const results = new Array(n);
+  async function worker() {
+    while (next < n && Date.now() < deadline) {
+      const i = next++;
+      results[i] = await fn(i);
+      done++;
+      if (onProgress) onProgress(done, n);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  return { results, done };
+}
+
+export function percentile(values, p) {
+  if (!values.length) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  const idx = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1));
+  return s[idx];
+}
+export const median = (values) => percentile(values, 50);
+export const fmt = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : "n/a");
+
+/** Progress printer that writes at most every `everyMs`. */
+export function progress(label, everyMs = 2_000) {
+  let last = 0;
+  return (done, total) => {
+    const now = Date.now();
+    if (now - last >= everyMs || done === total) {
+      last = now;
+      log(`  ${label}: ${done}/${total}`);
+    }
+  };
+}
+
+export function versions() {
+  const pkg = (name) => {
+    try { return JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version; } catch { return "?"; }
+  };
+  let commit = "?";
+  try { commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim(); } catch { /* not a checkout */ }
+  const cpu = cpus();
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    cpu: `${cpu[0]?.model ?? "?"} × ${cpu.length}`,
+    memory: `${Math.round(totalmem() / 2 ** 30)} GiB`,
+    os: `${platform()} ${release()}`,
+    node: process.version,
+    wrangler: pkg("wrangler"),
+    workerd: pkg("workerd"),
+    autocannon: pkg("autocannon"),
+    commit,
+  };
+}
+
+export function machineLine() {
+  const v = versions();
+  return `Measured ${v.date} on ${v.cpu}, ${v.memory}, ${v.os}; Node ${v.node}, wrangler ${v.wrangler}, ` +
+    `workerd ${v.workerd}, autocannon ${v.autocannon}; commit ${v.commit} (plus uncommitted changes, if any). ` +
+    `Local workerd via \`wrangler dev --local\`; the machine is shared, so compare ratios from the same run.`;
+}
+
+export const BENCH_DOC = join(root, "docs", "BENCHMARKS.md");
+
+const DOC_HEAD = `# Benchmarks
+
+Produced by scripts anyone can run; nothing here is a timed test. Each script starts its own local
+server(s) on loopback with a temporary state folder, stops them at the end, and rewrites only its
+own section below (between its markers), so runs compose. The machine these ran on is shared and
+noisy: read the medians and the ratios measured within one run, not absolute numbers.
+
+| Script | What it measures |
+| --- | --- |
+| \`npm run bench:recall [-- <LoCoMo file or folder>]\` | retrieval quality of compile vs a plain BM25 baseline |
+| \`npm run bench\` | append vs bare insert, compile/search vs organization size, many tenants, webhook drain, export |
+| \`npm run load\` | integrity under concurrent writers: lost writes, 5xx, duplicate retries |
+`;
+
+/** Replace (or append) the section between `<!-- BEGIN name -->` and `<!-- END name -->`. */
+export function writeSection(name, markdown) {
+  const begin = `<!-- BEGIN ${name} (generated by a script; edits inside are overwritten) -->`;
+  const end = `<!-- END ${name} -->`;
+  mkdirSync(join(root, "docs"), { recursive: true });
+  let doc = existsSync(BENCH_DOC) ? readFileSync(BENCH_DOC, "utf8") : DOC_HEAD;
+  const block = `${begin}\n${markdown.trim()}\n${end}`;
+  const re = new RegExp(`<!-- BEGIN ${name} [^\\n]*-->[\\s\\S]*?<!-- END ${name} -->`);
+  doc = re.test(doc) ? doc.replace(re, () => block) : `${doc.trimEnd()}\n\n${block}\n`;
+  writeFileSync(BENCH_DOC, doc);
+  log(`wrote section "${name}" of ${BENCH_DOC}`);
+}
+
+/** Markdown table from a header row and rows of cells. */
+export function table(header, rows) {
+  const line = (cells) => `| ${cells.join(" | ")} |`;
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
+}
+
+// ---- deterministic synthetic text ---------------------------------------------------------------
+
+export function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const SYLLABLES = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "en", "ro", "na", "shi", "ta", "qu", "fa", "bel", "zo", "gri", "um",
+  "cor", "lin", "mar", "tes", "vo", "gan", "hel", "pra", "sto", "wi"];
+const VOCAB = Array.from({ length: 20_000 }, (_, i) => {
+  let w = "", n = i + SYLLABLES.length;
+  while (n > 0) { w += SYLLABLES[n % SYLLABLES.length]; n = Math.floor(n / SYLLABLES.length); }
+  return w;
+});
+// Zipf(1.07) over the vocabulary: a few words are everywhere, most are rare, as in real text.
+const CDF = (() => {
+  const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07));
+  const total = w.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  return w.map((x) => (acc += x / total));
+})();
+export function zipfWord(rand) {
+  const u = rand();
+  let lo = 0, hi = CDF.length - 1;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; }
+  return VOCAB[lo];
+}
+export const statement = (rand) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");

@@ -1,0 +1,270 @@
+#!/usr/bin/env node
+// npm run bench:recall [-- <LoCoMo file or folder>] [--budgets 500,1000,2000] [--limit-questions N]
+//
+// Retrieval quality without a model. For each LoCoMo conversation (one organization each): one
+// observation and one claim per turn, then for every question of categories 1-4 a compile
+// (POST /v1/context/compile, the product's real path over HTTP) with the question as query at each
+// budget, counting the evidence turns the pack holds. Beside it, in the same run, a plain BM25
+// ranking over the same turn texts (same tokenizer family: unicode61 + Porter, k1 1.2, b 0.75, as
+// SQLite FTS5's bm25) packed greedily to the same budget with the same token estimate.
+// The data is read from the path given; nothing is copied into the repository.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, resolve, basename } from "node:path";
+import { stemmer } from "stemmer";
+import {
+  apiOk, fmt, log, machineLine, newOrg, parseArgs, pool, progress, root, startServer, table, writeSection,
+} from "./bench-lib.mjs";
+
+const args = parseArgs();
+const BUDGETS = String(args.budgets ?? "500,1000,2000").split(",").map(Number);
+const CATEGORIES = { 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop" };
+const MAX_ITEMS = 200; // the API maximum, so that the budget (not the item cap) bounds the pack
+const DEADLINE = Date.now() + Number(args["max-minutes"] ?? 45) * 60_000;
+
+// ---- the data ---------------------------------------------------------------------------------
+
+function defaultPath() {
+  const p = resolve(root, "..", "shared", "data", "locomo");
+  return existsSync(p) ? p : null;
+}
+
+function loadConversations(path) {
+  const files = statSync(path).isDirectory()
+    ? readdirSync(path).filter((f) => f.endsWith(".json")).sort().map((f) => join(path, f))
+    : [path];
+  const out = [];
+  for (const file of files) {
+    const raw = JSON.parse(readFileSync(file, "utf8"));
+    // Accept one sample ({ conversation?, qa }), or a list of them (locomo10.json).
+    const samples = Array.isArray(raw) ? raw : [raw];
+    samples.forEach((s, i) => {
+      const conv = s.conversation ?? s;
+      if (!Array.isArray(s.qa)) return;
+      const name = s.sample_id ?? (samples.length > 1 ? `${basename(file, ".json")}#${i}` : basename(file, ".json"));
+      out.push({ name, conv, qa: s.qa });
+    });
+  }
+  return out;
+}
+
+/** "1:56 pm on 8 May, 2023" -> "8 May 2023" (kept as written when it has another shape). */
+const sessionDate = (s) => (s ?? "").replace(/^.*\bon\s+/, "").replace(",", "").trim();
+
+/** Sessions in order, each turn rendered as the claim statement both rankers see. */
+function turnsOf(conv) {
+  const sessions = Object.keys(conv).filter((k) => /^session_\d+$/.test(k) && Array.isArray(conv[k]))
+    .sort((a, b) => Number(a.split("_")[1]) - Number(b.split("_")[1]));
+  const turns = [];
+  for (const key of sessions) {
+    const date = sessionDate(conv[`${key}_date_time`]);
+    for (const t of conv[key]) {
+      if (!t?.dia_id || typeof t.text !== "string") continue;
+      const photo = t.blip_caption ? ` [photo: ${t.blip_caption}]` : "";
+      turns.push({ dia: t.dia_id, session: key, text: t.text, statement: `[${date}] ${t.speaker}: ${t.text}${photo}` });
+    }
+  }
+  return turns;
+}
+
+/** Evidence ids as written, with the dataset's few typos ("D8:6; D9:17", "D:11:26") read kindly. */
+function evidenceIds(ev, known) {
+  const ids = [];
+  let dropped = 0;
+  for (const e of ev ?? [])
+    for (const part of String(e).split(/[;,\s]+/).filter(Boolean)) {
+      const m = /^D:?(\d+):(\d+)$/.exec(part);
+      const id = m ? `D${m[1]}:${m[2]}` : part;
+      if (known.has(id)) ids.push(id);
+      else dropped++;
+    }
+  return { ids: [...new Set(ids)], dropped };
+}
+
+// ---- the plain BM25 baseline -------------------------------------------------------------------
+
+const estimateTokens = (text) => Math.max(1, Math.ceil(Buffer.byteLength(text, "utf8") / 4));
+const tokenize = (text) =>
+  (text.toLowerCase().normalize("NFKD").replace(/\p{M}/gu, "").match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => stemmer(w));
+
+function bm25Index(turns) {
+  const docs = turns.map((t) => {
+    const toks = tokenize(t.statement);
+    const tf = new Map();
+    for (const w of toks) tf.set(w, (tf.get(w) ?? 0) + 1);
+    return { len: toks.length, tf };
+  });
+  const df = new Map();
+  for (const d of docs) for (const w of d.tf.keys()) df.set(w, (df.get(w) ?? 0) + 1);
+  const avg = docs.reduce((n, d) => n + d.len, 0) / docs.length;
+  return { docs, df, avg, n: docs.length };
+}
+
+/** BM25 (k1 1.2, b 0.75, FTS5's idf floor), greedy pack with skip; ties go to the later turn. */
+function bm25Pack(index, turns, query, budget) {
+  const terms = [...new Set(tokenize(query))];
+  const k1 = 1.2, b = 0.75;
+  const scored = [];
+  index.docs.forEach((d, i) => {
+    let s = 0;
+    let hit = false;
+    for (const w of terms) {
+      const f = d.tf.get(w);
+      if (!f) continue;
+      hit = true;
+      const n = index.df.get(w);
+      let idf = Math.log((index.n - n + 0.5) / (n + 0.5));
+      if (idf <= 0) idf = 1e-6;
+      s += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + (b * d.len) / index.avg));
+    }
+    if (hit) scored.push({ i, s });
+  });
+  scored.sort((x, y) => y.s - x.s || y.i - x.i);
+  const out = [];
+  let used = 0;
+  for (const { i } of scored) {
+    if (out.length >= MAX_ITEMS) break;
+    const tk = estimateTokens(turns[i].statement);
+    if (used + tk > budget) continue;
+    out.push(turns[i].dia);
+    used += tk;
+  }
+  return { ids: out, used };
+}
+
+// ---- the run ----------------------------------------------------------------------------------
+
+async function seed(server, c) {
+  const org = await newOrg(server);
+  const key = org.api_key;
+  const subject = `locomo:${c.name}`;
+  const obsIds = new Array(c.turns.length);
+  await pool(c.turns.length, 8, async (i) => {
+    const t = c.turns[i];
+    const r = await apiOk(server.url, key, "POST", "/v1/observations", {
+      subject_id: subject, kind: "message", content: t.text, source: { type: "locomo", ref: t.dia },
+    });
+    obsIds[i] = r.json.data.observation_id;
+  });
+  // Claims go in conversation order (one consolidation per run of up to 50 turns of one session).
+  const claimByDia = new Map();
+  const diaByClaim = new Map();
+  for (let i = 0; i < c.turns.length;) {
+    let j = i;
+    while (j < c.turns.length && j - i < 50 && c.turns[j].session === c.turns[i].session) j++;
+    const batch = c.turns.slice(i, j);
+    const r = await apiOk(server.url, key, "POST", "/v1/consolidations", {
+      subject_id: subject,
+      claims: batch.map((t, k) => ({ kind: "fact", statement: t.statement, sources: [{ observation_id: obsIds[i + k], relation: "supports" }] })),
+    });
+    r.json.data.claims.forEach((cl, k) => {
+      claimByDia.set(batch[k].dia, cl.claim_id);
+      diaByClaim.set(cl.claim_id, batch[k].dia);
+    });
+    i = j;
+  }
+  return { key, claimByDia, diaByClaim };
+}
+
+async function main() {
+  const path = args._[0] ? resolve(process.cwd(), args._[0]) : defaultPath();
+  if (!path || !existsSync(path)) {
+    log("usage: npm run bench:recall -- <LoCoMo .json file or folder> (default ../shared/data/locomo)");
+    process.exit(2);
+  }
+  const convs = loadConversations(path).map((c) => ({ ...c, turns: turnsOf(c.conv) }));
+  if (!convs.length) throw new Error(`no LoCoMo conversations in ${path}`);
+  const limitQ = args["limit-questions"] ? Number(args["limit-questions"]) : Infinity;
+  log(`recall bench: ${convs.length} conversations from ${path}; budgets ${BUDGETS.join(", ")}`);
+
+  const server = await startServer({ label: "recall" });
+  log(`server ${server.url} (state ${server.stateDir})`);
+  // tallies[system][cat][budget] = { held, total, questions, fullHits, tokens }
+  const tallies = { compile: {}, bm25: {} };
+  const bump = (sys, cat, budget, held, total, tokens) => {
+    const t = ((tallies[sys][cat] ??= {})[budget] ??= { held: 0, total: 0, questions: 0, full: 0, tokens: 0, qrecall: 0 });
+    t.held += held; t.total += total; t.questions++; t.full += held === total ? 1 : 0; t.tokens += tokens; t.qrecall += held / total;
+  };
+  let droppedEvidence = 0, skippedQuestions = 0, turnsTotal = 0, questionsTotal = 0;
+  const started = Date.now();
+  try {
+    for (const c of convs) {
+      if (Date.now() > DEADLINE) { log("time bound reached; stopping early"); break; }
+      const t0 = Date.now();
+      const { key, diaByClaim } = await seed(server, c);
+      turnsTotal += c.turns.length;
+      log(`  ${c.name}: ${c.turns.length} turns stored in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+      const known = new Set(c.turns.map((t) => t.dia));
+      const index = bm25Index(c.turns);
+      const questions = [];
+      for (const q of c.qa) {
+        if (!CATEGORIES[q.category] || typeof q.question !== "string") continue;
+        const ev = evidenceIds(q.evidence, known);
+        droppedEvidence += ev.dropped;
+        if (!ev.ids.length) { skippedQuestions++; continue; }
+        questions.push({ q: q.question, cat: q.category, ev: ev.ids });
+      }
+      const qs = questions.slice(0, limitQ);
+      questionsTotal += qs.length;
+      const jobs = qs.flatMap((q) => BUDGETS.map((budget) => ({ q, budget })));
+      await pool(jobs.length, 4, async (i) => {
+        const { q, budget } = jobs[i];
+        const r = await apiOk(server.url, key, "POST", "/v1/context/compile", { query: q.q, token_budget: budget, max_items: MAX_ITEMS });
+        const got = new Set(r.json.data.items.map((it) => diaByClaim.get(it.claim_id)));
+        bump("compile", q.cat, budget, q.ev.filter((e) => got.has(e)).length, q.ev.length, r.json.data.tokens_used);
+        const base = bm25Pack(index, c.turns, q.q, budget);
+        const bset = new Set(base.ids);
+        bump("bm25", q.cat, budget, q.ev.filter((e) => bset.has(e)).length, q.ev.length, base.used);
+      }, { deadline: DEADLINE, onProgress: progress(`${c.name} compiles`, 5_000) });
+    }
+  } finally {
+    await server.stop();
+  }
+
+  // ---- report ----
+  const cats = [...Object.keys(CATEGORIES).map(Number).filter((c) => tallies.compile[c]), "all"];
+  const sum = (sys, cat, budget) => {
+    if (cat !== "all") return tallies[sys][cat]?.[budget];
+    const acc = { held: 0, total: 0, questions: 0, full: 0, tokens: 0, qrecall: 0 };
+    for (const c of Object.keys(tallies[sys])) for (const k of Object.keys(acc)) acc[k] += tallies[sys][c][budget]?.[k] ?? 0;
+    return acc;
+  };
+  const rows = [];
+  for (const budget of BUDGETS)
+    for (const cat of cats) {
+      const a = sum("compile", cat, budget), b = sum("bm25", cat, budget);
+      if (!a || !b) continue;
+      const ra = a.held / a.total, rb = b.held / b.total;
+      rows.push([String(budget), cat === "all" ? "**all (1-4)**" : `${cat} ${CATEGORIES[cat]}`, String(a.questions), String(a.total),
+        fmt(100 * ra), fmt(100 * rb), fmt(ra / rb, 2) + "×", fmt(100 * a.qrecall / a.questions), fmt(100 * b.qrecall / b.questions),
+        fmt(a.tokens / a.questions, 0), fmt(b.tokens / b.questions, 0)]);
+    }
+  const header = ["budget", "category", "questions", "evidence turns", "compile recall %", "BM25 recall %", "ratio",
+    "compile per-question %", "BM25 per-question %", "compile tokens/pack", "BM25 tokens/pack"];
+  const at1000 = (() => {
+    const a = sum("compile", "all", 1000), b = sum("bm25", "all", 1000);
+    return a && b ? (a.held / a.total) / (b.held / b.total) : NaN;
+  })();
+  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+  const md = `## Retrieval quality (\`npm run bench:recall\`)
+
+${machineLine()}
+
+Data: ${convs.length} LoCoMo conversation(s) from \`${path.startsWith(resolve(root, "..")) ? "../" + path.slice(resolve(root, "..").length + 1) : basename(path)}\`, ${turnsTotal} turns, ${questionsTotal} questions of categories 1-4
+(${skippedQuestions} without a usable evidence id skipped; ${droppedEvidence} evidence ids that name no turn dropped). Each turn is one
+observation and one claim whose statement is \`[session date] speaker: text\` plus \`[photo: caption]\` when the turn shares one;
+each conversation is its own organization. **compile** = \`POST /v1/context/compile\` with \`{ query: question, token_budget, max_items: ${MAX_ITEMS} }\`
+over HTTP; **BM25** = plain BM25 (unicode61-style words, Porter stems, k1 1.2, b 0.75) over the same statements, packed greedily
+by score into the same budget with the same token estimate (\`ceil(UTF-8 bytes / 4)\`). Recall = evidence turns held / evidence
+turns (micro-average); per-question = mean of each question's recall. Run time ${minutes} min.
+
+${table(header, rows)}
+
+**Recall at 1000 tokens, all categories: ${fmt(at1000, 2)}× the BM25 baseline** (target ≥ 1.15×).`;
+  writeSection("recall", md);
+  console.log(md);
+}
+
+main().catch((err) => {
+  log(String(err?.stack ?? err));
+  process.exit(1);
+});
