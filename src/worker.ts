@@ -66,6 +66,7 @@ export async function handle(request: Request, env: EdgeEnv): Promise<Response> 
       if (result.bare.body === undefined) return new Response(null, { status: result.status, headers: { "cache-control": "no-store", "x-request-id": requestId } });
       return new Response(JSON.stringify(result.bare.body), { status: result.status, headers });
     }
+    if (result.stream) return new Response(result.stream, { status: result.status, headers: baseHeaders(requestId, "application/x-ndjson") });
     if (result.ndjson) {
       const headers = baseHeaders(requestId, "application/x-ndjson");
       return new Response(result.ndjson.map((l) => l + "\n").join(""), { status: result.status, headers });

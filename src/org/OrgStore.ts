@@ -34,7 +34,7 @@ export interface DispatchInput {
 }
 
 export type DispatchResult =
-  | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[]; bare?: Reply["bare"] }
+  | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[]; stream?: ReadableStream<Uint8Array>; bare?: Reply["bare"] }
   | { ok: false; error: ErrorBody };
 
 /** Retry delay after a failed outbox drain. */
@@ -77,7 +77,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       });
       await this.settleAlarmWork();
       await this.applyIndexWrites(input.orgId, reply);
-      return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson, bare: reply.bare };
+      return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson, stream: reply.stream, bare: reply.bare };
     } catch (err) {
       if (!(err instanceof ApiError)) console.error("request failed", input.routeId, err);
       return { ok: false, error: translateStorageError(err).toBody() };

@@ -41,6 +41,8 @@ export interface Reply {
   meta?: Record<string, unknown>;
   /** For NDJSON routes: the lines to stream instead of an envelope. */
   ndjson?: string[];
+  /** For NDJSON routes that stream: the body, produced as the client reads it. */
+  stream?: ReadableStream<Uint8Array>;
   /**
    * Changes to the global D1 index, applied by the Durable Object after its own transaction commits
    * (the DO row first, D1 second: a key the index does not know yet can never authenticate).

@@ -1,7 +1,8 @@
 // GET /v1/export: a header line, then one record per line in import order (projects, observations,
 // claims). Only records the caller may read; tombstoned observations export without content.
-// Memory is bounded per page (at most `limit` records and about EXPORT_PAGE_CHARS of record lines),
-// never by the size of the organization: the header's next_after continues where a page stopped.
+// The page's extent is planned from row positions alone (so the header can carry the continuation),
+// then the records are streamed 50 rows per read: memory stays constant however large the
+// organization or its records are.
 import { readableWhere } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
@@ -14,9 +15,7 @@ import {
 import { EXPORT_FORMAT_VERSION, type ExportType, IMPORT_ORDER, type exportQuery } from "./schema";
 import type { z } from "zod";
 
-/** A page stops before the record that would take its lines past this many characters (one record always fits). */
-export const EXPORT_PAGE_CHARS = 4 * 1024 * 1024;
-/** Rows read from SQLite at a time while filling a page. */
+/** Rows read from SQLite at a time, both when planning a page and while streaming it. */
 const CHUNK_ROWS = 50;
 
 // Line builders, shared with import (which compares an existing record with an imported line).
@@ -27,54 +26,109 @@ export const observationLineOf = (o: ObservationRow) => ({ type: "observation" a
 export const claimLineOf = (c: ClaimRow, sources: SourceRow[]) =>
   ({ type: "claim" as const, ...claimView(c, sources), author_id: c.author_id });
 
-/** Rows of one type after rowid `after`, as [rowid, serialized line]. */
-function chunk(db: Db, caller: Caller, type: ExportType, after: number): [number, string][] {
-  if (type === "projects")
-    return db.all<ProjectRow & { r: number }>(
-      "SELECT rowid AS r, * FROM projects WHERE rowid > ? ORDER BY rowid LIMIT ?", after, CHUNK_ROWS,
-    ).map((p) => [p.r, JSON.stringify(projectLineOf(p))]);
-  if (type === "observations") {
-    const [readable, ...who] = readableWhere(caller, "o");
-    return db.all<ObservationRow & { r: number }>(
-      `SELECT o.rowid AS r, o.* FROM observations o WHERE o.rowid > ? AND ${readable} ORDER BY o.rowid LIMIT ?`,
-      after, ...who, CHUNK_ROWS,
-    ).map((o) => [o.r, JSON.stringify(observationLineOf(o))]);
-  }
-  const [readable, ...who] = readableWhere(caller, "c");
-  const rows = db.all<ClaimRow>(
-    `SELECT c.* FROM claims c WHERE c.seq > ? AND ${readable} ORDER BY c.seq LIMIT ?`, after, ...who, CHUNK_ROWS);
+const TABLE: Record<ExportType, { sql: string; alias: string; rowid: string; readable: boolean }> = {
+  projects: { sql: "projects p", alias: "p", rowid: "p.rowid", readable: false },
+  observations: { sql: "observations o", alias: "o", rowid: "o.rowid", readable: true },
+  claims: { sql: "claims c", alias: "c", rowid: "c.seq", readable: true },
+};
+
+/** The WHERE clause shared by planning and streaming: position window plus what the caller may read. */
+function window(caller: Caller, type: ExportType): [string, unknown[]] {
+  const t = TABLE[type];
+  if (!t.readable) return [`${t.rowid} > ? AND ${t.rowid} <= ?`, []];
+  const [readable, ...who] = readableWhere(caller, t.alias);
+  return [`${t.rowid} > ? AND ${t.rowid} <= ? AND ${readable}`, who];
+}
+
+/** Rows of one type in (after, upTo], as [position, serialized line]. */
+function chunk(db: Db, caller: Caller, type: ExportType, after: number, upTo: number): [number, string][] {
+  const t = TABLE[type];
+  const [where, who] = window(caller, type);
+  const rows = db.all<Record<string, unknown> & { r: number }>(
+    `SELECT ${t.rowid} AS r, ${t.alias}.* FROM ${t.sql} WHERE ${where} ORDER BY ${t.rowid} LIMIT ?`, after, upTo, ...who, CHUNK_ROWS);
+  if (type === "projects") return rows.map((p) => [p.r, JSON.stringify(projectLineOf(p as unknown as ProjectRow))]);
+  if (type === "observations") return rows.map((o) => [o.r, JSON.stringify(observationLineOf(o as unknown as ObservationRow))]);
   // Sources the caller cannot read are left out, exactly as in every other claim view.
-  const sources = sourcesByClaim(db, caller, rows.map((c) => c.claim_id));
-  return rows.map((c) => [c.seq, JSON.stringify(claimLineOf(c, sources.get(c.claim_id) ?? []))]);
+  const claims = rows as unknown as ClaimRow[];
+  const sources = sourcesByClaim(db, caller, claims.map((c) => c.claim_id));
+  return claims.map((c) => [c.seq, JSON.stringify(claimLineOf(c, sources.get(c.claim_id) ?? []))]);
 }
 
 type Cursor = [ExportType, number];
-interface Page {
-  lines: string[];
-  /** Where the next page starts; null when this page reached the end. */
+
+/** One type's share of a page: positions (after, upTo], `count` readable records. */
+interface Segment {
+  type: ExportType;
+  after: number;
+  upTo: number;
+  count: number;
+}
+
+interface Plan {
+  segments: Segment[];
+  records: number;
+  /** Where the next page starts; null when this page reaches the end. */
   next: Cursor | null;
 }
 
-function readPage(db: Db, caller: Caller, types: ExportType[], from: Cursor | null, limit: number): Page {
-  const lines: string[] = [];
-  let chars = 0;
+/**
+ * Decide a page's extent by reading positions only (at most limit + 1 integers), so the header can
+ * carry the exact continuation before any record line is produced.
+ */
+function planPage(db: Db, caller: Caller, types: ExportType[], from: Cursor | null, limit: number): Plan {
+  const segments: Segment[] = [];
+  let records = 0;
   const startIndex = from ? types.indexOf(from[0]) : 0;
-  for (let t = startIndex; t < types.length; t++) {
-    let after = from && t === startIndex ? from[1] : 0;
-    for (;;) {
-      const rows = chunk(db, caller, types[t], after);
-      for (const [rowid, line] of rows) {
-        // Looking one record past the page makes has_more exact.
-        if (lines.length === limit || (lines.length > 0 && chars + line.length > EXPORT_PAGE_CHARS))
-          return { lines, next: [types[t], after] };
-        lines.push(line);
-        chars += line.length;
-        after = rowid;
-      }
-      if (rows.length < CHUNK_ROWS) break;
+  for (let i = startIndex; i < types.length; i++) {
+    const type = types[i];
+    const t = TABLE[type];
+    const [where, who] = window(caller, type);
+    const start = from && i === startIndex ? from[1] : 0;
+    const positions = db.all<{ r: number }>(
+      `SELECT ${t.rowid} AS r FROM ${t.sql} WHERE ${where} ORDER BY ${t.rowid} LIMIT ?`,
+      start, Number.MAX_SAFE_INTEGER, ...who, limit - records + 1).map((x) => x.r);
+    const take = positions.slice(0, limit - records);
+    if (take.length) segments.push({ type, after: start, upTo: take[take.length - 1], count: take.length });
+    records += take.length;
+    // Looking one record past the page makes has_more exact.
+    if (positions.length > take.length) return { segments, records, next: [type, take.length ? take[take.length - 1] : start] };
+    if (records === limit) {
+      const rest = types.slice(i + 1).find((later) => {
+        const [w, args] = window(caller, later);
+        return db.first(`SELECT 1 FROM ${TABLE[later].sql} WHERE ${w} LIMIT 1`, 0, Number.MAX_SAFE_INTEGER, ...args);
+      });
+      return { segments, records, next: rest ? [rest, 0] : null };
     }
   }
-  return { lines, next: null };
+  return { segments, records, next: null };
+}
+
+/** Stream the header, then the planned records, reading CHUNK_ROWS rows per pull. */
+function streamPage(db: Db, caller: Caller, header: object, plan: Plan): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  const segments = plan.segments.map((s) => ({ ...s }));
+  let headerSent = false;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (!headerSent) {
+        headerSent = true;
+        controller.enqueue(encoder.encode(JSON.stringify(header) + "\n"));
+        return;
+      }
+      while (segments.length) {
+        const s = segments[0];
+        const rows = chunk(db, caller, s.type, s.after, s.upTo);
+        if (!rows.length) {
+          segments.shift();
+          continue;
+        }
+        s.after = rows[rows.length - 1][0];
+        controller.enqueue(encoder.encode(rows.map(([, line]) => line + "\n").join("")));
+        return;
+      }
+      controller.close();
+    },
+  });
 }
 
 export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>>): Reply {
@@ -83,23 +137,23 @@ export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>
   const isCursor = (v: unknown): v is Cursor =>
     Array.isArray(v) && v.length === 2 && types.includes(v[0]) && Number.isInteger(v[1]) && v[1] >= 0;
   const from = query.after ? decodeCursor(query.after, isCursor) : null;
-  let page: Page = { lines: [], next: null };
-  // Read and audit in one transaction: the audit entry describes exactly what was handed out.
+  let plan: Plan = { segments: [], records: 0, next: null };
+  // Plan and audit in one transaction: the audit entry describes exactly the page handed out.
   const reply = commitWrite(rc, (db) => {
-    page = readPage(db, rc.caller, types, from, query.limit);
+    plan = planPage(db, rc.caller, types, from, query.limit);
     return {
       status: 200, data: null,
       audit: {
         action: "export.read", resourceType: "organization", resourceId: rc.orgId,
-        detail: { type: query.type ?? null, limit: query.limit, records: page.lines.length, has_more: page.next != null },
+        detail: { type: query.type ?? null, limit: query.limit, records: plan.records, has_more: plan.next != null },
       },
     };
   });
   const header = {
     type: "svc.export.header", format_version: EXPORT_FORMAT_VERSION, import_order: IMPORT_ORDER,
     filters: { type: query.type ?? null, limit: query.limit, after: query.after ?? null },
-    records: page.lines.length, has_more: page.next != null, next_after: page.next ? encodeCursor(page.next) : null,
+    records: plan.records, has_more: plan.next != null, next_after: plan.next ? encodeCursor(plan.next) : null,
     exported_at: clock.nowIso(),
   };
-  return { ...reply, ndjson: [JSON.stringify(header), ...page.lines] };
+  return { ...reply, stream: streamPage(rc.db, rc.caller, header, plan) };
 }
