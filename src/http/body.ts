@@ -9,6 +9,13 @@ export async function readBodyText(request: Request, limit = MAX_BODY_BYTES): Pr
   const declared = request.headers.get("content-length");
   if (declared != null && Number(declared) > limit) throw tooLarge();
   if (!request.body) return null;
+  if (declared != null && /^\d+$/.test(declared)) {
+    // Declared and within the limit (the usual case): the runtime reads it natively; the byte count
+    // is still checked, since a body may not match its header.
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    if (bytes.byteLength > limit) throw tooLarge();
+    return bytes.byteLength ? new TextDecoder().decode(bytes) : null;
+  }
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;

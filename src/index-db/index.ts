@@ -4,9 +4,24 @@
 /** The D1 migration files under schema/d1, in order (a test checks this list against the folder). */
 export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql"] as const;
 
+/**
+ * Routing cache: key hash -> org id, per Worker isolate. Safe because the mapping never changes for a
+ * key, and authentication itself happens in the org's Durable Object, which re-reads the key row on
+ * every request (a revoked key fails on its next request whatever this cache holds). Misses are never
+ * cached, so a new key works at once.
+ */
+const ROUTE_CACHE_MAX = 10_000;
+const ROUTE_CACHE_TTL_MS = 10 * 60_000;
+const routeCache = new Map<string, { orgId: string; until: number }>();
+
 export async function orgForCredential(db: D1Database, keyHash: string): Promise<string | null> {
+  const hit = routeCache.get(keyHash);
+  if (hit && hit.until > Date.now()) return hit.orgId;
   const row = await db.prepare("SELECT org_id FROM credentials WHERE key_hash = ?").bind(keyHash).first<{ org_id: string }>();
-  return row?.org_id ?? null;
+  if (!row) return null;
+  if (routeCache.size >= ROUTE_CACHE_MAX) routeCache.delete(routeCache.keys().next().value!);
+  routeCache.set(keyHash, { orgId: row.org_id, until: Date.now() + ROUTE_CACHE_TTL_MS });
+  return row.org_id;
 }
 
 export const addCredential = (db: D1Database, keyHash: string, orgId: string, kind: string, at: string) =>

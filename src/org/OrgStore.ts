@@ -133,9 +133,17 @@ export class OrgStore extends DurableObject<EdgeEnv> {
   /** Alarm changes requested during the current request; dispatch awaits them before answering. */
   private alarmWork: Promise<void>[] = [];
 
+  /** The alarm time this object last set (undefined: unknown, e.g. after a restart). */
+  private armedAt: number | null | undefined;
+
   private scheduleAlarm(atMs: number): void {
+    // Hot path: an alarm already armed no later than atMs needs no storage call at all.
+    if (this.armedAt != null && this.armedAt <= atMs) return;
     this.alarmWork.push(this.ctx.storage.getAlarm().then(async (current) => {
-      if (current == null || current > atMs) await this.ctx.storage.setAlarm(atMs);
+      if (current == null || current > atMs) {
+        await this.ctx.storage.setAlarm(atMs);
+        this.armedAt = atMs;
+      } else this.armedAt = current;
     }));
   }
 
@@ -150,6 +158,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
    * earliest pending work; a failing step is logged and retried on the next run.
    */
   override async alarm(): Promise<void> {
+    this.armedAt = null; // this alarm has fired; whatever is set below is the next one
     const wakeAt: number[] = [];
     const nextExpiry = runMaintenance(this.db, this.ctx.storage);
     if (nextExpiry != null) wakeAt.push(nextExpiry);
@@ -181,6 +190,10 @@ export class OrgStore extends DurableObject<EdgeEnv> {
         }
       }
     }
-    if (wakeAt.length) await this.ctx.storage.setAlarm(Math.min(...wakeAt));
+    if (wakeAt.length) {
+      const next = Math.min(...wakeAt);
+      await this.ctx.storage.setAlarm(next);
+      this.armedAt = next;
+    }
   }
 }
