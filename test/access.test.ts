@@ -329,3 +329,59 @@ describe("role matrix on mutating routes", () => {
       }
   });
 });
+
+describe("role matrix on the remaining mutating routes", () => {
+  it("refuses the reader everywhere it would write and allows the other roles as documented", async () => {
+    const org = await newOrg();
+    const owner = { key: org.api_key, principal_id: (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id };
+    const roles = {
+      owner,
+      admin: await principalWithRole(org.api_key, "admin"),
+      member: await principalWithRole(org.api_key, "member"),
+      reader: await principalWithRole(org.api_key, "reader"),
+    };
+    type Who = { key: string; principal_id: string };
+    let n = 0;
+    const ownerObservation = () => appendOk(owner.key, obs("matrix", `o${n++}`));
+    const ownerClaim = async () => (await consolidateOk(owner.key, "matrix", [{ kind: "fact", statement: `c${n++}`, sources: supports(await ownerObservation()) }]))[0];
+    const hook = async () => (await call("POST", "/v1/webhooks", { key: owner.key, body: { url: "https://hooks.example.com/m", secret: "0123456789abcdef", events: ["*"] } })).json.data.webhook_id;
+    // Each row: how to build the request for a caller, and which roles succeed (the rest get 403).
+    const rows: [string, (who: Who) => Promise<[string, string, unknown?]>, string[]][] = [
+      ["consolidate", async () => ["POST", "/v1/consolidations", { subject_id: "matrix", claims: [{ kind: "fact", statement: "x", sources: supports(await ownerObservation()) }] }], ["owner", "admin", "member"]],
+      ["revoke", async () => ["POST", `/v1/claims/${await ownerClaim()}/revoke`, {}], ["owner", "admin", "member"]],
+      ["expire", async () => ["POST", `/v1/claims/${await ownerClaim()}/expire`, {}], ["owner", "admin", "member"]],
+      ["supersede", async () => ["POST", `/v1/claims/${await ownerClaim()}/supersede`, { superseded_by: await ownerClaim() }], ["owner", "admin", "member"]],
+      ["purge own", async (who) => ["DELETE", `/v1/observations/${who === roles.reader ? await ownerObservation() : await appendOk(who.key, obs("m", `p${n++}`))}`], ["owner", "admin", "member"]],
+      ["purge another's", async () => ["DELETE", `/v1/observations/${await ownerObservation()}`], ["owner", "admin"]],
+      ["feedback", async (who) => ["POST", `/v1/context/${(await call("POST", "/v1/context/compile", { key: who.key, body: {} })).json.data.context_id}/feedback`, { outcome: "used" }], ["owner", "admin", "member"]],
+      ["resolve project", async () => ["POST", "/v1/projects/resolve", { reference: `m${n++}`, create: true }], ["owner", "admin", "member"]],
+      ["delete checkpoint", async (who) => who === roles.reader ? ["DELETE", `/v1/checkpoints/chk_${"0".repeat(32)}`]
+        : ["DELETE", `/v1/checkpoints/${(await call("POST", "/v1/checkpoints", { key: who.key, body: { subject_id: `c${n++}`, agent_id: "a", kind: "cursor", state: "1", ttl_seconds: 60 } })).json.data.checkpoint_id}`], ["owner", "admin", "member"]],
+      ["release lease", async (who) => who === roles.reader ? ["DELETE", `/v1/leases/lse_${"0".repeat(32)}`]
+        : ["DELETE", `/v1/leases/${(await call("POST", "/v1/leases", { key: who.key, body: { resource_type: "m", resource_id: `l${n++}`, ttl_seconds: 60 } })).json.data.lease_id}`], ["owner", "admin", "member"]],
+      ["resolve handoff", async (who) => ["POST", `/v1/handoffs/${(await call("POST", "/v1/handoffs", { key: (who === owner ? roles.admin : owner).key, body: { to_principal_id: who.principal_id } })).json.data.handoff_id}/resolve`, { status: "accepted" }], ["owner", "admin", "member"]],
+      ["pause webhook", async () => ["POST", `/v1/webhooks/${await hook()}/pause`], ["owner", "admin", "member"]],
+      ["resume webhook", async () => ["POST", `/v1/webhooks/${await hook()}/resume`], ["owner", "admin", "member"]],
+      ["delete webhook", async () => ["DELETE", `/v1/webhooks/${await hook()}`], ["owner", "admin", "member"]],
+      ["drain webhooks", async () => ["POST", "/v1/webhooks/deliver", { limit: 1 }], ["owner", "admin", "member"]],
+      ["import", async () => ["POST", "/v1/import", undefined], ["owner", "admin", "member"]],
+      ["revoke own key", async (who) => who === roles.reader ? ["DELETE", `/v1/keys/key_${"0".repeat(32)}`]
+        : ["DELETE", `/v1/keys/${(await call("POST", "/v1/keys", { key: who.key, body: { label: "m", scopes: ["events:read"], principal_id: who.principal_id } })).json.data.key_id}`], ["owner", "admin", "member"]],
+      ["revoke a grant", async (who) => ["DELETE", `/v1/grants/${(await call("POST", "/v1/grants", { key: owner.key, body: { principal_id: who.principal_id, permissions: ["read"], subject: `g${n++}` } })).json.data.grant_id}`], ["owner", "admin"]],
+      ["remove a membership", async () => {
+        const w = (await call("POST", "/v1/workspaces", { key: owner.key, body: { name: `w${n++}` } })).json.data.workspace_id;
+        const m = await call("POST", "/v1/memberships", { key: owner.key, body: { principal_id: roles.member.principal_id, role: "member", workspace_id: w } });
+        return ["DELETE", `/v1/memberships/${m.json.data.membership_id}`];
+      }, ["owner", "admin"]],
+    ];
+    for (const [name, build, allowed] of rows)
+      for (const [role, who] of Object.entries(roles)) {
+        const [method, path, body] = await build(who);
+        const r = name === "import"
+          ? await call(method, path, { key: who.key, raw: JSON.stringify({ type: "project", project_id: `prj_${(n++).toString(16).padStart(32, "0")}`, reference: `imp${n}`, created_by: who.principal_id, created_at: "2026-01-01T00:00:00.000Z" }), headers: { "content-type": "application/x-ndjson" } })
+          : await call(method, path, { key: who.key, body });
+        if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBeLessThan(300);
+        else expectError(r, 403, "FORBIDDEN");
+      }
+  });
+});
