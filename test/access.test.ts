@@ -385,3 +385,30 @@ describe("role matrix on the remaining mutating routes", () => {
       }
   });
 });
+
+describe("claim references to hidden claims", () => {
+  it("never show the id of a claim the caller cannot read in disputes or superseded_by", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const team = await appendOk(alice.key, obs("s", "team evidence"));
+    const priv = await appendOk(alice.key, obs("s", "private evidence", { visibility: "private" }));
+    const [old] = await consolidateOk(alice.key, "s", [{ kind: "fact", statement: "shared old", sources: supports(team) }]);
+    const [secret] = await consolidateOk(alice.key, "s", [{ kind: "fact", statement: "private new", sources: supports(priv) }]);
+    const disputing = await call("POST", "/v1/consolidations", { key: alice.key, body: { subject_id: "s", claims: [
+      { kind: "fact", statement: "shared dispute", visibility: "team", sources: [{ observation_id: team, relation: "supports" }, { claim_id: old, relation: "contradicts" }] },
+    ] } });
+    const shared = disputing.json.data.claims[0].claim_id;
+    await call("POST", `/v1/claims/${old}/supersede`, { key: alice.key, body: { superseded_by: secret } });
+    const seenByAlice = await call("GET", `/v1/claims/${old}/evidence`, { key: alice.key });
+    expect(seenByAlice.json.data.claim.superseded_by).toBe(secret);
+    const seenByBob = await call("GET", `/v1/claims/${old}/evidence`, { key: bob.key });
+    expect(seenByBob.json.data.claim).toMatchObject({ status: "superseded", superseded_by: null });
+    for (const r of [seenByBob, await call("GET", "/v1/memories?status=superseded", { key: bob.key }),
+      await call("GET", "/v1/export?type=claims", { key: bob.key }), await call("GET", "/v1/events?kind=claim.superseded", { key: bob.key })])
+      expect(r.text).not.toContain(secret);
+    expect((await call("GET", "/v1/events?kind=claim.superseded", { key: bob.key })).json.data.events.map((e: any) => e.resource_id)).toEqual([old]);
+    const list = await call("GET", "/v1/memories", { key: bob.key });
+    expect(list.json.data.items.find((c: any) => c.claim_id === shared).disputes).toEqual([old]);
+  });
+});

@@ -14,8 +14,8 @@ import type { z } from "zod";
 import { matchAll, queryTerms } from "./fts";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
-  type ClaimRow, type ObservationRow, claimView, guarded, isCurrent, observationView, readableClaim, readableClause,
-  requireProject, sourcesByClaim, sourcesOf, unresolved, updateClaim,
+  type ClaimRow, type ObservationRow, claimViewFor, claimViewsFor, guarded, isCurrent, observationView, readableClaim, readableClause,
+  requireProject, unresolved, updateClaim,
 } from "./store";
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
@@ -92,9 +92,8 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
   }
   for (const id of newlyDisputed) if (disputed.get(id)!.status === "active") updateClaim(db, id, { status: "disputed" });
 
-  const sources = sourcesByClaim(db, caller, created.map((c) => c.claim_id));
   return {
-    claims: created.map((c) => claimView(c, sources.get(c.claim_id) ?? [])),
+    claims: claimViewsFor(db, caller, created),
     events,
     disputed: [...newlyDisputed],
   };
@@ -152,8 +151,9 @@ export const claimRoutes = [
         updateClaim(db, claim.claim_id, { status: "superseded", superseded_by: by.claim_id });
         const after = reread(db, claim.claim_id);
         return {
-          status: 200, data: claimView(after, sourcesOf(db, rc.caller, after.claim_id)),
-          events: [claimEvent("claim.superseded", after, { superseded_by: by.claim_id })],
+          status: 200, data: claimViewFor(db, rc.caller, after),
+          // The event is as visible as the superseded claim, so it names a private replacement by no id.
+          events: [claimEvent("claim.superseded", after, by.visibility === "team" ? { superseded_by: by.claim_id } : {})],
           audit: { action: "claim.superseded", resourceType: "claim", resourceId: claim.claim_id,
             detail: { superseded_by: by.claim_id, reason: rc.body.reason ?? null } },
         };
@@ -168,12 +168,12 @@ export const claimRoutes = [
       const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status === "superseded") throw invalid("Claim is superseded and cannot be revoked.");
       if (claim.status === "revoked")
-        return ok({ ...claimView(claim, sourcesOf(rc.db, rc.caller, claim.claim_id)), already_revoked: true });
+        return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_revoked: true });
       return commitWrite(rc, (db) => {
         updateClaim(db, claim.claim_id, { status: "revoked" });
         const after = reread(db, claim.claim_id);
         return {
-          status: 200, data: { ...claimView(after, sourcesOf(db, rc.caller, after.claim_id)), already_revoked: false },
+          status: 200, data: { ...claimViewFor(db, rc.caller, after), already_revoked: false },
           events: [claimEvent("claim.revoked", after)],
           audit: { action: "claim.revoked", resourceType: "claim", resourceId: claim.claim_id, detail: { reason: rc.body.reason ?? null } },
         };
@@ -187,12 +187,12 @@ export const claimRoutes = [
     handler: (rc) => {
       const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
       if (!isCurrent(claim))
-        return ok({ ...claimView(claim, sourcesOf(rc.db, rc.caller, claim.claim_id)), already_expired: true });
+        return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_expired: true });
       return commitWrite(rc, (db) => {
         updateClaim(db, claim.claim_id, { valid_to: clock.nowIso() });
         const after = reread(db, claim.claim_id);
         return {
-          status: 200, data: { ...claimView(after, sourcesOf(db, rc.caller, after.claim_id)), already_expired: false },
+          status: 200, data: { ...claimViewFor(db, rc.caller, after), already_expired: false },
           events: [claimEvent("claim.expired", after, { valid_to: after.valid_to })],
           audit: { action: "claim.expired", resourceType: "claim", resourceId: claim.claim_id, detail: { reason: rc.body.reason ?? null } },
         };
@@ -215,7 +215,7 @@ export const claimRoutes = [
         else groups[r.relation as keyof typeof groups].push({ ...observationView(r), relation: r.relation });
       }
       return ok({
-        claim: claimView(claim, sourcesOf(db, caller, claim.claim_id)),
+        claim: claimViewFor(db, caller, claim),
         supporting: groups.supports, contradicting: groups.contradicts, qualifying: groups.qualifies,
         hidden_source_count: hidden,
       });
@@ -267,11 +267,11 @@ export const claimRoutes = [
           ...args, query.limit + 1);
       }
       const page = rows.slice(0, query.limit);
-      const sources = sourcesByClaim(db, caller, page.map((c) => c.claim_id));
+
       const last = page[page.length - 1];
       const hasMore = rows.length > query.limit;
       return ok({
-        items: page.map((c) => claimView(c, sources.get(c.claim_id) ?? [])),
+        items: claimViewsFor(db, caller, page),
         has_more: hasMore,
         next_cursor: hasMore ? encodeCursor([last.rank, last.seq]) : null,
       });

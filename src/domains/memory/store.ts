@@ -115,6 +115,34 @@ export function claimView(c: ClaimRow, sources: SourceRow[]) {
   };
 }
 
+/** Claim ids among `ids` that the caller may read. */
+export function readableClaimIds(db: Db, caller: Caller, ids: string[]): Set<string> {
+  if (!ids.length) return new Set();
+  const [readable, ...who] = readableWhere(caller, "c");
+  return new Set(db.all<{ claim_id: string }>(
+    `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${readable}`,
+    JSON.stringify(ids), ...who).map((r) => r.claim_id));
+}
+
+/** The claim ids a claim names (disputes, superseded_by). */
+export const claimReferences = (rows: ClaimRow[]) =>
+  [...new Set(rows.flatMap((c) => [...(JSON.parse(c.disputes) as string[]), ...(c.superseded_by ? [c.superseded_by] : [])]))];
+
+/** Drop references to claims the caller cannot read: hidden records contribute no ids. */
+export function withVisibleReferences<T extends { disputes: string[]; superseded_by: string | null }>(view: T, visible: Set<string>): T {
+  return { ...view, disputes: view.disputes.filter((id) => visible.has(id)),
+    superseded_by: view.superseded_by && visible.has(view.superseded_by) ? view.superseded_by : null };
+}
+
+/** Claims as the caller sees them: sources, disputes and superseded_by limited to what it may read. */
+export function claimViewsFor(db: Db, caller: Caller, rows: ClaimRow[]) {
+  const sources = sourcesByClaim(db, caller, rows.map((c) => c.claim_id));
+  const visible = readableClaimIds(db, caller, claimReferences(rows));
+  return rows.map((c) => withVisibleReferences(claimView(c, sources.get(c.claim_id) ?? []), visible));
+}
+
+export const claimViewFor = (db: Db, caller: Caller, row: ClaimRow) => claimViewsFor(db, caller, [row])[0];
+
 export function observationView(o: ObservationRow) {
   return {
     observation_id: o.observation_id, subject_id: o.subject_id, project_id: o.project_id, kind: o.kind,

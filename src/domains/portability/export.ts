@@ -10,7 +10,8 @@ import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import {
-  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, claimView, observationView, sourcesByClaim,
+  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, claimReferences, claimView, observationView,
+  readableClaimIds, sourcesByClaim, withVisibleReferences,
 } from "../memory/store";
 import { EXPORT_FORMAT_VERSION, type ExportType, IMPORT_ORDER, type exportQuery } from "./schema";
 import type { z } from "zod";
@@ -51,7 +52,8 @@ function chunk(db: Db, caller: Caller, type: ExportType, after: number, upTo: nu
   // Sources the caller cannot read are left out, exactly as in every other claim view.
   const claims = rows as unknown as ClaimRow[];
   const sources = sourcesByClaim(db, caller, claims.map((c) => c.claim_id));
-  return claims.map((c) => [c.seq, JSON.stringify(claimLineOf(c, sources.get(c.claim_id) ?? []))]);
+  const visible = readableClaimIds(db, caller, claimReferences(claims));
+  return claims.map((c) => [c.seq, JSON.stringify(withVisibleReferences(claimLineOf(c, sources.get(c.claim_id) ?? []), visible))]);
 }
 
 type Cursor = [ExportType, number];
