@@ -352,3 +352,22 @@ describe("import", () => {
     expect((await importNdjson(org.api_key, line)).status).toBe(201);
   });
 });
+
+describe("export visibility of projects", () => {
+  it("names only projects the caller created or can read a record of", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const secret = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:secret-name", create: true } })).json.data.project_id;
+    const open = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:open-name", create: true } })).json.data.project_id;
+    await appendOk(alice.key, obs("s", "x", { project_id: secret, visibility: "private" }));
+    await appendOk(alice.key, obs("s", "y", { project_id: open }));
+    const mine = (await call("POST", "/v1/projects/resolve", { key: bob.key, body: { reference: "repo:bobs-empty", create: true } })).json.data.project_id;
+    const exp = await call("GET", "/v1/export?type=projects", { key: bob.key });
+    const ids = exp.text.split("\n").filter(Boolean).slice(1).map((l) => JSON.parse(l).project_id);
+    expect(ids.sort()).toEqual([open, mine].sort());
+    expect(exp.text).not.toContain("secret-name");
+    const all = await call("GET", "/v1/export?type=projects", { key: alice.key });
+    expect(all.text).toContain("secret-name");
+  });
+});

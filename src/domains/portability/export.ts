@@ -28,7 +28,7 @@ export const claimLineOf = (c: ClaimRow, sources: SourceRow[]) =>
   ({ type: "claim" as const, ...claimView(c, sources), author_id: c.author_id });
 
 const TABLE: Record<ExportType, { sql: string; alias: string; rowid: string; readable: boolean }> = {
-  projects: { sql: "projects p", alias: "p", rowid: "p.rowid", readable: false },
+  projects: { sql: "projects p", alias: "p", rowid: "p.rowid", readable: false }, // filtered by its records, see window()
   observations: { sql: "observations o", alias: "o", rowid: "o.rowid", readable: true },
   claims: { sql: "claims c", alias: "c", rowid: "c.seq", readable: true },
 };
@@ -36,7 +36,15 @@ const TABLE: Record<ExportType, { sql: string; alias: string; rowid: string; rea
 /** The WHERE clause shared by planning and streaming: position window plus what the caller may read. */
 function window(caller: Caller, type: ExportType): [string, unknown[]] {
   const t = TABLE[type];
-  if (!t.readable) return [`${t.rowid} > ? AND ${t.rowid} <= ?`, []];
+  if (!t.readable) {
+    // A project is exported to the principal that created it, or to one that can read a record in it
+    // (the GET /v1/projects rule): a project holding only others' private records stays unnamed.
+    const [ro, ...roArgs] = readableWhere(caller, "o");
+    const [rc, ...rcArgs] = readableWhere(caller, "c");
+    return [`${t.rowid} > ? AND ${t.rowid} <= ? AND (p.created_by = ?
+      OR EXISTS (SELECT 1 FROM observations o WHERE o.project_id = p.project_id AND ${ro})
+      OR EXISTS (SELECT 1 FROM claims c WHERE c.project_id = p.project_id AND ${rc}))`, [caller.principalId, ...roArgs, ...rcArgs]];
+  }
   const [readable, ...who] = readableWhere(caller, t.alias);
   return [`${t.rowid} > ? AND ${t.rowid} <= ? AND ${readable}`, who];
 }
