@@ -10,9 +10,8 @@ import { addCredential, removeCredential } from "../index-db";
 import { ORG_ROUTES } from "../routes";
 import { loadCaller } from "../domains/identity/store";
 import { bootstrapOrganization, type BootstrapResult } from "../domains/identity/bootstrap";
-import { runMaintenance } from "./maintenance";
-import { drainRecordOwners } from "./outbox";
-import { backgroundDrain, hasActiveHooks, maintenanceIntervalMs } from "../domains/webhooks/delivery";
+import { runAlarm } from "./maintenance";
+import { markDeliveryDue, maintenanceIntervalMs } from "../domains/webhooks/delivery";
 import { delivery } from "../domains/webhooks/routes";
 import { Db } from "./db";
 import { appliedCount, migrate } from "./migrate";
@@ -36,9 +35,6 @@ export interface DispatchInput {
 export type DispatchResult =
   | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[]; stream?: ReadableStream<Uint8Array>; bare?: Reply["bare"] }
   | { ok: false; error: ErrorBody };
-
-/** Retry delay after a failed outbox drain. */
-const OUTBOX_RETRY_MS = 30_000;
 
 export class OrgStore extends DurableObject<EdgeEnv> {
   readonly db: Db;
@@ -116,18 +112,10 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     }
   }
 
-  /**
-   * With a maintenance interval, new events make background delivery due within one interval. The due
-   * time is stored with the write (this runs inside its transaction), so an alarm woken early for other
-   * work does not deliver ahead of time.
-   */
+  /** Events were committed: background delivery may become due (stored with the write). */
   private eventsWritten(): void {
-    const interval = maintenanceIntervalMs(this.env);
-    if (interval <= 0 || !hasActiveHooks(this.db)) return;
-    const due = clock.nowMs() + interval;
-    const current = Number(this.db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'webhook_due_at'")?.value ?? Infinity);
-    if (due < current) this.db.run("INSERT INTO org_meta (name, value) VALUES ('webhook_due_at', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", String(due));
-    this.scheduleAlarm(Math.min(due, current));
+    const wake = markDeliveryDue(this.db, maintenanceIntervalMs(this.env));
+    if (wake != null) this.scheduleAlarm(wake);
   }
 
   /** Alarm changes requested during the current request; dispatch awaits them before answering. */
@@ -153,45 +141,14 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     await Promise.all(work);
   }
 
-  /**
-   * Background work, idempotent and bounded per run: expiry sweeps, then the outbox. Re-arms for the
-   * earliest pending work; a failing step is logged and retried on the next run.
-   */
+  /** Background work (src/org/maintenance.ts), then re-armed for the earliest pending step. */
   override async alarm(): Promise<void> {
     this.armedAt = null; // this alarm has fired; whatever is set below is the next one
-    const wakeAt: number[] = [];
-    const nextExpiry = runMaintenance(this.db, this.ctx.storage);
-    if (nextExpiry != null) wakeAt.push(nextExpiry);
-    const orgId = this.db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'org_id'")?.value;
-    if (orgId) {
-      try {
-        if (await drainRecordOwners(this.db, this.env.INDEX_DB, orgId)) wakeAt.push(clock.nowMs());
-      } catch (err) {
-        console.error("outbox drain failed; retrying", err);
-        wakeAt.push(clock.nowMs() + OUTBOX_RETRY_MS);
-      }
-    }
-    const interval = maintenanceIntervalMs(this.env);
-    const dueAt = this.db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'webhook_due_at'")?.value;
-    if (interval > 0 && dueAt !== undefined) {
-      if (Number(dueAt) > clock.nowMs()) wakeAt.push(Number(dueAt));
-      else {
-        let next: number | null = null;
-        try {
-          if (await backgroundDrain(this.db, this.ctx.storage, delivery.send)) next = clock.nowMs();
-        } catch (err) {
-          console.error("background webhook delivery failed; retrying", err);
-          next = clock.nowMs() + interval;
-        }
-        if (next == null) this.db.run("DELETE FROM org_meta WHERE name = 'webhook_due_at'");
-        else {
-          this.db.run("UPDATE org_meta SET value = ? WHERE name = 'webhook_due_at'", String(next));
-          wakeAt.push(next);
-        }
-      }
-    }
-    if (wakeAt.length) {
-      const next = Math.min(...wakeAt);
+    const next = await runAlarm({
+      db: this.db, storage: this.ctx.storage, indexDb: this.env.INDEX_DB,
+      maintenanceIntervalMs: maintenanceIntervalMs(this.env), send: delivery.send,
+    });
+    if (next != null) {
       await this.ctx.storage.setAlarm(next);
       this.armedAt = next;
     }

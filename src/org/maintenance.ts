@@ -1,8 +1,41 @@
-// The org alarm's work: sweep expired checkpoints and leases in bounded batches, then report when
-// the alarm should fire next (the earliest remaining expiry), or null when nothing is pending.
-// Reads never depend on this having run: every read checks expiry itself.
+// The org alarm's work, idempotent and bounded per run: expiry sweeps, the record-ownership outbox,
+// and background webhook delivery when due. Each step reports when it wants to run again; a failing
+// step is logged and retried later. Reads never depend on any of this having run.
+import { runDueDelivery, type Sender } from "../domains/webhooks/delivery";
 import { clock } from "../http/clock";
 import type { Db } from "./db";
+import { getMeta } from "./meta";
+import { drainRecordOwners } from "./outbox";
+
+/** Retry delay after a failed outbox drain. */
+export const OUTBOX_RETRY_MS = 30_000;
+
+export interface AlarmDeps {
+  db: Db;
+  storage: DurableObjectStorage;
+  indexDb: D1Database;
+  maintenanceIntervalMs: number;
+  send: Sender;
+}
+
+/** Runs every step; returns when the alarm should fire next, or null when nothing is pending. */
+export async function runAlarm(deps: AlarmDeps): Promise<number | null> {
+  const wakeAt: number[] = [];
+  const nextExpiry = runMaintenance(deps.db, deps.storage);
+  if (nextExpiry != null) wakeAt.push(nextExpiry);
+  const orgId = getMeta(deps.db, "org_id");
+  if (orgId) {
+    try {
+      if (await drainRecordOwners(deps.db, deps.indexDb, orgId)) wakeAt.push(clock.nowMs());
+    } catch (err) {
+      console.error("outbox drain failed; retrying", err);
+      wakeAt.push(clock.nowMs() + OUTBOX_RETRY_MS);
+    }
+  }
+  const delivery = await runDueDelivery(deps.db, deps.storage, deps.maintenanceIntervalMs, deps.send);
+  if (delivery != null) wakeAt.push(delivery);
+  return wakeAt.length ? Math.min(...wakeAt) : null;
+}
 
 export const SWEEP_BATCH = 500;
 

@@ -3,6 +3,7 @@
 import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
+import { getMeta, setMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
 import { hashPassword, temporaryPassword } from "./passwords";
 import { insertKey, insertPrincipal } from "./store";
@@ -21,9 +22,9 @@ export async function bootstrapOrganization(db: Db, storage: DurableObjectStorag
   const password = temporaryPassword();
   const { hash, salt } = await hashPassword(password);
   return storage.transactionSync(() => {
-    const existing = db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'org_id'");
-    if (existing) throw new Error(`organization ${existing.value} is already bootstrapped`);
-    db.run("INSERT INTO org_meta (name, value) VALUES ('org_id', ?)", orgId);
+    const existing = getMeta(db, "org_id");
+    if (existing) throw new Error(`organization ${existing} is already bootstrapped`);
+    setMeta(db, "org_id", orgId);
     const owner = insertPrincipal(db, "human", username, "owner");
     const accountId = newId("acct_");
     db.run(

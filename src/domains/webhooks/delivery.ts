@@ -9,6 +9,7 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
+import { deleteMeta, getMeta, setMeta } from "../../org/meta";
 
 export const BACKOFF_MS = [60_000, 300_000, 1_800_000, 7_200_000, 43_200_000] as const;
 export const MAX_ATTEMPTS = BACKOFF_MS.length;
@@ -137,10 +138,42 @@ export const hasActiveHooks = (db: Db) => !!db.first("SELECT 1 FROM webhooks WHE
  */
 export async function backgroundDrain(db: Db, storage: DurableObjectStorage, send: Sender): Promise<boolean> {
   if (!hasActiveHooks(db)) return false;
-  const cursor = Number(db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = 'webhook_cursor'")?.value ?? 0);
+  const cursor = Number(getMeta(db, "webhook_cursor") ?? 0);
   const { lastSeq, eventsDrained } = await drainEvents(db, storage, cursor, BACKGROUND_BATCH, send);
-  db.run("INSERT INTO org_meta (name, value) VALUES ('webhook_cursor', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", String(lastSeq));
+  setMeta(db, "webhook_cursor", String(lastSeq));
   return eventsDrained === BACKGROUND_BATCH;
+}
+
+/**
+ * New events make background delivery due within one interval. Called inside the write's transaction,
+ * so the due time is stored with the events; returns when the alarm should wake (null: nothing due).
+ */
+export function markDeliveryDue(db: Db, intervalMs: number): number | null {
+  if (intervalMs <= 0 || !hasActiveHooks(db)) return null;
+  const due = clock.nowMs() + intervalMs;
+  const current = Number(getMeta(db, "webhook_due_at") ?? Infinity);
+  if (due < current) setMeta(db, "webhook_due_at", String(due));
+  return Math.min(due, current);
+}
+
+/**
+ * The alarm's delivery step: runs only once delivery is due (an alarm woken early for other work
+ * delivers nothing ahead of time). Returns when to wake next for delivery, or null.
+ */
+export async function runDueDelivery(db: Db, storage: DurableObjectStorage, intervalMs: number, send: Sender): Promise<number | null> {
+  const dueAt = getMeta(db, "webhook_due_at");
+  if (intervalMs <= 0 || dueAt === undefined) return null;
+  if (Number(dueAt) > clock.nowMs()) return Number(dueAt);
+  let next: number | null = null;
+  try {
+    if (await backgroundDrain(db, storage, send)) next = clock.nowMs();
+  } catch (err) {
+    console.error("background webhook delivery failed; retrying", err);
+    next = clock.nowMs() + intervalMs;
+  }
+  if (next == null) deleteMeta(db, "webhook_due_at");
+  else setMeta(db, "webhook_due_at", String(next));
+  return next;
 }
 
 /** The maintenance interval in ms (0: no background timer). */
