@@ -18,8 +18,15 @@ export function buildMatcher(routes: readonly RouteDef[]) {
   for (const path of paths)
     router.all(path, (req) => ({ path, params: { ...(req.params as Record<string, string>) } }));
 
+  // Paths without parameters resolve from a map (the hot routes are literal); the rest go to itty.
+  const literal = new Map([...byPath.keys()].filter((p) => !p.includes(":")).map((p) => [p, p]));
+
   return async function match(request: Request): Promise<Match> {
-    const hit = (await router.fetch(request)) as { path: string; params: Record<string, string> } | undefined;
+    const pathname = new URL(request.url).pathname;
+    const exact = literal.get(pathname);
+    const hit = exact !== undefined
+      ? { path: exact, params: {} }
+      : ((await router.fetch(request)) as { path: string; params: Record<string, string> } | undefined);
     if (!hit) return { kind: "unknown" };
     const candidates = byPath.get(hit.path)!;
     const route = candidates.find((r) => r.method === request.method);

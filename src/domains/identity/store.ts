@@ -29,15 +29,17 @@ export interface PrincipalRow {
 
 /** Re-read on every request: revocation and role changes take effect immediately, nothing is cached. */
 export function loadCaller(db: Db, keyHash: string): Caller | null {
-  const row = db.first<{ key_id: string; principal_id: string; scopes: string; max_trust: Trust; role: Role }>(
-    `SELECT k.key_id, k.principal_id, k.scopes, k.max_trust, p.role
+  // One statement per request: the key, its principal's role and whether it holds any grant.
+  const row = db.first<{ key_id: string; principal_id: string; scopes: string; max_trust: Trust; role: Role; has_grants: number }>(
+    `SELECT k.key_id, k.principal_id, k.scopes, k.max_trust, p.role,
+            EXISTS (SELECT 1 FROM grants g WHERE g.grantee_id = k.principal_id AND g.revoked_at IS NULL) AS has_grants
        FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
       WHERE k.key_hash = ? AND k.status = 'active' AND p.removed_at IS NULL`,
     keyHash,
   );
   if (!row) return null;
   return { keyId: row.key_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role,
-    grants: loadGrants(db, row.principal_id) };
+    grants: row.has_grants ? loadGrants(db, row.principal_id) : [] };
 }
 
 /** A new principal joins the organization with `role`: the principal row and its organization membership. */
