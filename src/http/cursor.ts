@@ -20,3 +20,13 @@ export function decodeCursor<T>(cursor: string, check: (v: unknown) => v is T): 
 }
 
 export const isSeqCursor = (v: unknown): v is [number] => Array.isArray(v) && v.length === 1 && Number.isInteger(v[0]);
+
+/**
+ * One page of a list queried with LIMIT n + 1: the first n rows, whether more exist, and the cursor
+ * to continue after the last row (keyOf gives its sort key).
+ */
+export function pageOf<T>(rows: T[], limit: number, keyOf: (last: T) => unknown) {
+  const page = rows.slice(0, limit);
+  const hasMore = rows.length > limit;
+  return { page, has_more: hasMore, next_cursor: hasMore ? encodeCursor(keyOf(page[page.length - 1])) : null };
+}

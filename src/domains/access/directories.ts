@@ -2,7 +2,7 @@
 // their bounded lists of canonical references. A project or subject with nothing readable is a 404,
 // exactly like a missing one.
 import { readableWhere } from "../../access/policy";
-import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -39,12 +39,6 @@ function hasReadable(db: Db, caller: Caller, scope: Scope): boolean {
   return references(db, caller, scope, ["", ""], 0).length > 0;
 }
 
-function page<T>(rows: T[], limit: number, key: (r: T) => unknown) {
-  const items = rows.slice(0, limit);
-  const more = rows.length > limit;
-  return { items, has_more: more, next_cursor: more ? encodeCursor(key(items[items.length - 1])) : null };
-}
-
 export const directoryRoutes = [
   orgRoute({
     method: "GET", path: "/v1/projects", scope: "projects:read", query: listQuery,
@@ -60,8 +54,8 @@ export const directoryRoutes = [
               OR EXISTS (SELECT 1 FROM claims c WHERE c.project_id = p.project_id AND ${rc}))
           ORDER BY p.created_at, p.project_id LIMIT ?`,
         at, id, ...roArgs, ...rcArgs, query.limit + 1);
-      const p = page(rows, query.limit, (r) => [r.created_at, r.project_id]);
-      return ok({ projects: p.items, has_more: p.has_more, next_cursor: p.next_cursor });
+      const p = pageOf(rows, query.limit, (r) => [r.created_at, r.project_id]);
+      return ok({ projects: p.page, has_more: p.has_more, next_cursor: p.next_cursor });
     },
   }),
 
@@ -74,10 +68,10 @@ export const directoryRoutes = [
       const scope: Scope = { column: "project_id", value: projectId };
       if ((projectId !== null && !project) || !hasReadable(db, caller, scope)) throw notFound("Project");
       const after = query.after ? decodeCursor(query.after, isPair) : (["", ""] as [string, string]);
-      const p = page(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
+      const p = pageOf(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
       return ok({
         project_id: projectId, reference: project?.reference ?? null,
-        references: p.items.map(({ type, id, subject_id, created_at }) => ({ type, id, subject_id, created_at })),
+        references: p.page.map(({ type, id, subject_id, created_at }) => ({ type, id, subject_id, created_at })),
         has_more: p.has_more, next_cursor: p.next_cursor,
       });
     },
@@ -96,8 +90,8 @@ export const directoryRoutes = [
            UNION SELECT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc})
          ORDER BY subject_id LIMIT ?`,
         after, ...roArgs, after, ...rcArgs, query.limit + 1);
-      const p = page(rows, query.limit, (r) => [r.subject_id]);
-      return ok({ subjects: p.items, has_more: p.has_more, next_cursor: p.next_cursor });
+      const p = pageOf(rows, query.limit, (r) => [r.subject_id]);
+      return ok({ subjects: p.page, has_more: p.has_more, next_cursor: p.next_cursor });
     },
   }),
 
@@ -108,13 +102,13 @@ export const directoryRoutes = [
       const scope: Scope = { column: "subject_id", value: params.id };
       if (!hasReadable(db, caller, scope)) throw notFound("Subject");
       const after = query.after ? decodeCursor(query.after, isPair) : (["", ""] as [string, string]);
-      const p = page(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
+      const p = pageOf(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
       // Namespaced references: the subject itself and the projects (by reference) its readable records belong to.
-      const projects = [...new Set(p.items.flatMap((r) => (r.project_id ? [r.project_id] : [])))]
+      const projects = [...new Set(p.page.flatMap((r) => (r.project_id ? [r.project_id] : [])))]
         .flatMap((id) => { const pr = getProject(db, id); return pr ? [`project:${pr.reference}`] : []; });
       return ok({
         subject_id: params.id, namespaced: [`subject:${params.id}`, ...projects],
-        references: p.items.map(({ type, id, project_id, created_at }) => ({ type, id, project_id, created_at })),
+        references: p.page.map(({ type, id, project_id, created_at }) => ({ type, id, project_id, created_at })),
         has_more: p.has_more, next_cursor: p.next_cursor,
       });
     },

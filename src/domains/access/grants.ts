@@ -4,7 +4,7 @@
 // so a target you cannot reach looks exactly like a missing one.
 import { type GrantTarget, PERMISSIONS, type Permission, holds } from "../../access/policy";
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { decodeCursor, pageOf } from "../../http/cursor";
 import { forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -97,9 +97,8 @@ export const grantRoutes = [
         `SELECT * FROM grants WHERE (created_at, grant_id) > (?, ?) ${mine ? "AND (grantee_id = ? OR granted_by = ?)" : ""}
           ORDER BY created_at, grant_id LIMIT ?`,
         at, id, ...(mine ? [caller.principalId, caller.principalId] : []), query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const more = rows.length > query.limit;
-      return ok({ grants: page.map(grantView), has_more: more, next_cursor: more ? encodeCursor([page.at(-1)!.created_at, page.at(-1)!.grant_id]) : null });
+      const { page, ...more } = pageOf(rows, query.limit, (g) => [g.created_at, g.grant_id]);
+      return ok({ grants: page.map(grantView), ...more });
     },
   }),
 

@@ -3,7 +3,7 @@
 // attach it to a workspace. Removal is soft: rows stay for provenance and audit, but stop being listed.
 import { type Role, roleRank } from "../../auth/roles";
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { decodeCursor, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -69,9 +69,8 @@ export const membershipRoutes = [
       const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
       const rows = db.all<{ workspace_id: string; name: string; created_by: string; created_at: string }>(
         "SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?) ORDER BY created_at, workspace_id LIMIT ?", at, id, query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const more = rows.length > query.limit;
-      return ok({ workspaces: page, has_more: more, next_cursor: more ? encodeCursor([page.at(-1)!.created_at, page.at(-1)!.workspace_id]) : null });
+      const { page, ...more } = pageOf(rows, query.limit, (w) => [w.created_at, w.workspace_id]);
+      return ok({ workspaces: page, ...more });
     },
   }),
 
@@ -118,10 +117,8 @@ export const membershipRoutes = [
         `SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (?, ?)
           ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""} ORDER BY created_at, membership_id LIMIT ?`,
         at, id, ...(query.workspace_id !== undefined ? [query.workspace_id] : []), query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const more = rows.length > query.limit;
-      return ok({ memberships: page.map(membershipView), has_more: more,
-        next_cursor: more ? encodeCursor([page.at(-1)!.created_at, page.at(-1)!.membership_id]) : null });
+      const { page, ...more } = pageOf(rows, query.limit, (m) => [m.created_at, m.membership_id]);
+      return ok({ memberships: page.map(membershipView), ...more });
     },
   }),
 

@@ -1,7 +1,7 @@
 // Handoffs: offer work to another principal, optionally carrying a context run and a checkpoint,
 // which the recipient may then read while the handoff is pending or accepted.
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
+import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -102,9 +102,8 @@ export const handoffRoutes = [
       const rows = db.all<HandoffRow & { r: number }>(
         `SELECT rowid AS r, * FROM handoffs WHERE to_principal_id = ? AND status = 'pending' AND rowid > ?
           ORDER BY rowid LIMIT ?`, caller.principalId, after, query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const hasMore = rows.length > query.limit;
-      return ok({ handoffs: page.map(view), has_more: hasMore, next_cursor: hasMore ? encodeCursor([page[page.length - 1].r]) : null });
+      const { page, ...more } = pageOf(rows, query.limit, (h) => [h.r]);
+      return ok({ handoffs: page.map(view), ...more });
     },
   }),
 ];

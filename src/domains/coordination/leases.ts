@@ -1,7 +1,7 @@
 // Leases: exclusive, expiring holds on a resource. Acquire is atomic because the Durable Object runs
 // one request's synchronous transaction at a time, and a partial unique index allows one live row.
 import { clock, isoAt } from "../../http/clock";
-import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
+import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -86,9 +86,8 @@ export const leaseRoutes = [
         `SELECT rowid AS r, * FROM leases WHERE released_at IS NULL AND expires_at > ? AND rowid > ?
           ${query.resource_type !== undefined ? "AND resource_type = ?" : ""} ORDER BY rowid LIMIT ?`,
         clock.nowIso(), after, ...(query.resource_type !== undefined ? [query.resource_type] : []), query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const hasMore = rows.length > query.limit;
-      return ok({ leases: page.map(view), has_more: hasMore, next_cursor: hasMore ? encodeCursor([page[page.length - 1].r]) : null });
+      const { page, ...more } = pageOf(rows, query.limit, (l) => [l.r]);
+      return ok({ leases: page.map(view), ...more });
     },
   }),
 

@@ -1,7 +1,7 @@
 import { holdsAll, normalizeScopes } from "../../auth/scopes";
 import { roleRank } from "../../auth/roles";
 import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
-import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { decodeCursor, pageOf } from "../../http/cursor";
 import { ApiError, forbidden, notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
@@ -75,12 +75,8 @@ export const identityRoutes = [
           ORDER BY created_at, key_id LIMIT ?`,
         ...after, ...(mine ? [caller.principalId] : []), query.limit + 1,
       );
-      const page = rows.slice(0, query.limit);
-      const last = page[page.length - 1];
-      return ok({
-        keys: page.map(keyView), has_more: rows.length > query.limit,
-        next_cursor: rows.length > query.limit ? encodeCursor([last.created_at, last.key_id]) : null,
-      });
+      const { page, ...more } = pageOf(rows, query.limit, (k) => [k.created_at, k.key_id]);
+      return ok({ keys: page.map(keyView), ...more });
     },
   }),
 
@@ -112,13 +108,12 @@ export const identityRoutes = [
         "SELECT * FROM principals WHERE removed_at IS NULL AND (created_at, principal_id) > (?, ?) ORDER BY created_at, principal_id LIMIT ?",
         ...after, query.limit + 1,
       );
-      const page = rows.slice(0, query.limit);
-      const last = page[page.length - 1];
+      const { page, ...more } = pageOf(rows, query.limit, (p) => [p.created_at, p.principal_id]);
       const memberships = liveMembershipsOf(db, page.map((p) => p.principal_id));
       return ok({
         principals: page.map((p) => ({ ...principalView(p),
-          memberships: memberships.filter((m) => m.principal_id === p.principal_id).map(({ membership_id, workspace_id, role }) => ({ membership_id, workspace_id, role })) })), has_more: rows.length > query.limit,
-        next_cursor: rows.length > query.limit ? encodeCursor([last.created_at, last.principal_id]) : null,
+          memberships: memberships.filter((m) => m.principal_id === p.principal_id).map(({ membership_id, workspace_id, role }) => ({ membership_id, workspace_id, role })) })),
+        ...more,
       });
     },
   }),

@@ -2,7 +2,7 @@
 import { canRead, canWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { decodeCursor, pageOf } from "../../http/cursor";
 import { forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -266,15 +266,8 @@ export const claimRoutes = [
         rows = db.all(`SELECT c.*, 0 AS rank FROM claims c WHERE ${where.join(" AND ")} ORDER BY c.seq DESC LIMIT ?`,
           ...args, query.limit + 1);
       }
-      const page = rows.slice(0, query.limit);
-
-      const last = page[page.length - 1];
-      const hasMore = rows.length > query.limit;
-      return ok({
-        items: claimViewsFor(db, caller, page),
-        has_more: hasMore,
-        next_cursor: hasMore ? encodeCursor([last.rank, last.seq]) : null,
-      });
+      const { page, ...more } = pageOf(rows, query.limit, (c) => [c.rank, c.seq]);
+      return ok({ items: claimViewsFor(db, caller, page), ...more });
     },
   }),
 ];

@@ -1,7 +1,7 @@
 // Webhook registration, pause/resume, deletion, the delivery list and the manual drain.
 // Webhook administration emits no domain events (SPEC) but every change is audited.
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
+import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -111,12 +111,11 @@ export const webhookRoutes = [
       const rows = db.all<{ seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
         last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string }>(
         "SELECT * FROM deliveries WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?", hook.webhook_id, before, query.limit + 1);
-      const page = rows.slice(0, query.limit);
-      const hasMore = rows.length > query.limit;
+      const { page, ...more } = pageOf(rows, query.limit, (d) => [d.seq]);
       return ok({
         deliveries: page.map((d) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
           last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at })),
-        has_more: hasMore, next_cursor: hasMore ? encodeCursor([page[page.length - 1].seq]) : null,
+        ...more,
       });
     },
   }),
