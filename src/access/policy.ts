@@ -5,6 +5,7 @@
 //          project (or unscoped memory) or subject.
 //   write: every role but reader; a reader only where a write grant covers the target.
 // Hidden records contribute nothing anywhere; the evidence view's hidden_source_count is the only trace.
+import { ApiError } from "../http/errors";
 import type { Db } from "../org/db";
 import type { Caller } from "../org/request";
 
@@ -64,6 +65,11 @@ export function canRead(caller: Caller, r: Guarded): boolean {
 export function canWrite(caller: Caller, target: { subject_id?: string | null; project_id?: string | null }): boolean {
   if (caller.role !== "reader") return true;
   return caller.grants.some((g) => g.permissions.includes("write") && covers(g, target));
+}
+
+/** canWrite as a check for the routes a reader may use under a write grant (see grantWritable). */
+export function requireWrite(caller: Caller, target: { subject_id?: string | null; project_id?: string | null }): void {
+  if (!canWrite(caller, target)) throw new ApiError("FORBIDDEN", "The reader role cannot write here without a write grant.");
 }
 
 /**

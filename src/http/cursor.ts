@@ -21,6 +21,12 @@ export function decodeCursor<T>(cursor: string, check: (v: unknown) => v is T): 
 
 export const isSeqCursor = (v: unknown): v is [number] => Array.isArray(v) && v.length === 1 && Number.isInteger(v[0]);
 
+export const isPairCursor = (v: unknown): v is [string, string] =>
+  Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
+
+/** An optional (sort value, id) cursor, e.g. (created_at, id); absent means from the start. */
+export const afterPair = (after: string | undefined): [string, string] => (after ? decodeCursor(after, isPairCursor) : ["", ""]);
+
 /**
  * One page of a list queried with LIMIT n + 1: the first n rows, whether more exist, and the cursor
  * to continue after the last row (keyOf gives its sort key).

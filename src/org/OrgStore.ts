@@ -8,7 +8,7 @@ import type { EdgeEnv, OrgRoute } from "../http/route";
 import { executeRoute, type Session } from "./execute";
 import { addCredential, removeCredential } from "../index-db";
 import { ORG_ROUTES } from "../routes";
-import { loadCaller } from "../domains/identity/store";
+import { loadCaller, revokeKey } from "../domains/identity/store";
 import { bootstrapOrganization, type BootstrapResult } from "../domains/identity/bootstrap";
 import { runAlarm } from "./maintenance";
 import { markDeliveryDue, maintenanceIntervalMs } from "../domains/webhooks/delivery";
@@ -88,7 +88,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
           await addCredential(this.env.INDEX_DB, w.keyHash, orgId, "api_key", clock.nowIso());
         } catch (err) {
           // The raw key never reached the caller; retire the row so nothing half-made remains usable.
-          this.db.run("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE key_id = ?", clock.nowIso(), w.keyId);
+          revokeKey(this.db, w.keyId);
           throw new ApiError("UNAVAILABLE", "The credential index is unavailable; the key was not created.");
         }
       } else {

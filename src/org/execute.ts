@@ -3,7 +3,7 @@
 // do more than the route it mirrors.
 import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { ApiError } from "../http/errors";
-import type { OrgRoute } from "../http/route";
+import { type OrgRoute, routeId } from "../http/route";
 import { parseJsonBody, parseWith } from "../http/validate";
 import type { Reply, RequestCtx } from "./request";
 
@@ -38,7 +38,7 @@ export async function executeRoute(session: Session, route: OrgRoute, call: Rout
   }
   const rc: RequestCtx = {
     ...session,
-    routeId: `${route.method} ${route.path}`,
+    routeId: routeId(route),
     params: call.params ?? {},
     query: route.query ? parseWith(route.query, call.query ?? {}) : undefined,
     body,

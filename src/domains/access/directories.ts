@@ -2,7 +2,7 @@
 // their bounded lists of canonical references. A project or subject with nothing readable is a 404,
 // exactly like a missing one.
 import { readableWhere } from "../../access/policy";
-import { decodeCursor, pageOf } from "../../http/cursor";
+import { afterPair, decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -15,8 +15,6 @@ import { listQuery } from "./schema";
 export const UNSCOPED = "~";
 
 type Scope = { column: "project_id" | "subject_id"; value: string | null };
-
-const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
 
 /** Readable observation and claim ids in one project or subject, oldest first, after a cursor. */
 function references(db: Db, caller: Caller, scope: Scope, after: [string, string], limit: number) {
@@ -44,7 +42,7 @@ export const directoryRoutes = [
     method: "GET", path: "/v1/projects", scope: "projects:read", query: listQuery,
     summary: "Projects backed by records the caller may read.",
     handler: ({ db, caller, query }) => {
-      const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
+      const [at, id] = afterPair(query.after);
       const [ro, ...roArgs] = readableWhere(caller, "o");
       const [rc, ...rcArgs] = readableWhere(caller, "c");
       const rows = db.all<{ project_id: string; reference: string; created_at: string }>(
@@ -67,7 +65,7 @@ export const directoryRoutes = [
       const project = projectId === null ? null : getProject(db, projectId);
       const scope: Scope = { column: "project_id", value: projectId };
       if ((projectId !== null && !project) || !hasReadable(db, caller, scope)) throw notFound("Project");
-      const after = query.after ? decodeCursor(query.after, isPair) : (["", ""] as [string, string]);
+      const after = afterPair(query.after);
       const p = pageOf(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
       return ok({
         project_id: projectId, reference: project?.reference ?? null,
@@ -101,7 +99,7 @@ export const directoryRoutes = [
     handler: ({ db, caller, params, query }) => {
       const scope: Scope = { column: "subject_id", value: params.id };
       if (!hasReadable(db, caller, scope)) throw notFound("Subject");
-      const after = query.after ? decodeCursor(query.after, isPair) : (["", ""] as [string, string]);
+      const after = afterPair(query.after);
       const p = pageOf(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
       // Namespaced references: the subject itself and the projects (by reference) its readable records belong to.
       const projects = [...new Set(p.page.flatMap((r) => (r.project_id ? [r.project_id] : [])))]

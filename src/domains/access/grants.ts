@@ -4,7 +4,7 @@
 // so a target you cannot reach looks exactly like a missing one.
 import { type GrantTarget, PERMISSIONS, type Permission, holds } from "../../access/policy";
 import { clock } from "../../http/clock";
-import { decodeCursor, pageOf } from "../../http/cursor";
+import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -55,8 +55,6 @@ function visibleGrant(db: Db, caller: Caller, id: string): GrantRow | null {
   return isAdmin(caller) || g.grantee_id === caller.principalId || g.granted_by === caller.principalId ? g : null;
 }
 
-const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
-
 export const grantRoutes = [
   orgRoute({
     method: "POST", path: "/v1/grants", scope: "grants:write", body: grantBody,
@@ -91,7 +89,7 @@ export const grantRoutes = [
     method: "GET", path: "/v1/grants", scope: "grants:read", query: listQuery,
     summary: "Active and revoked grants: all for owners and admins, otherwise those you hold or gave.",
     handler: ({ db, caller, query }) => {
-      const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
+      const [at, id] = afterPair(query.after);
       const mine = !isAdmin(caller);
       const rows = db.all<GrantRow>(
         `SELECT * FROM grants WHERE (created_at, grant_id) > (?, ?) ${mine ? "AND (grantee_id = ? OR granted_by = ?)" : ""}

@@ -3,7 +3,7 @@
 // attach it to a workspace. Removal is soft: rows stay for provenance and audit, but stop being listed.
 import { type Role, roleRank } from "../../auth/roles";
 import { clock } from "../../http/clock";
-import { decodeCursor, pageOf } from "../../http/cursor";
+import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -29,8 +29,6 @@ export const membershipView = (m: MembershipRow) => ({
   membership_id: m.membership_id, principal_id: m.principal_id, workspace_id: m.workspace_id, role: m.role,
   created_by: m.created_by, created_at: m.created_at,
 });
-
-const isPair = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
 
 const liveOwners = (db: Db) => db.first<{ n: number }>(
   "SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL")!.n;
@@ -66,7 +64,7 @@ export const membershipRoutes = [
     method: "GET", path: "/v1/workspaces", scope: "workspaces:read", query: listQuery,
     summary: "The organization's workspaces.",
     handler: ({ db, query }) => {
-      const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
+      const [at, id] = afterPair(query.after);
       const rows = db.all<{ workspace_id: string; name: string; created_by: string; created_at: string }>(
         "SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?) ORDER BY created_at, workspace_id LIMIT ?", at, id, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (w) => [w.created_at, w.workspace_id]);
@@ -112,7 +110,7 @@ export const membershipRoutes = [
     method: "GET", path: "/v1/memberships", scope: "memberships:read", query: membershipListQuery,
     summary: "Live memberships; workspace_id filters to one workspace.",
     handler: ({ db, query }) => {
-      const [at, id] = query.after ? decodeCursor(query.after, isPair) : ["", ""];
+      const [at, id] = afterPair(query.after);
       const rows = db.all<MembershipRow>(
         `SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (?, ?)
           ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""} ORDER BY created_at, membership_id LIMIT ?`,

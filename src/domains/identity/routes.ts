@@ -1,7 +1,7 @@
 import { holdsAll, normalizeScopes } from "../../auth/scopes";
 import { roleRank } from "../../auth/roles";
 import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
-import { decodeCursor, pageOf } from "../../http/cursor";
+import { afterPair, pageOf } from "../../http/cursor";
 import { ApiError, forbidden, notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
@@ -9,9 +9,6 @@ import { commitWrite } from "../../org/write";
 import { liveMembershipsOf } from "../access/memberships";
 import { listQuery, mintKeyBody } from "./schema";
 import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
-
-const isKeyCursor = (v: unknown): v is [string, string] =>
-  Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
 
 const isAdmin = (role: string) => role === "owner" || role === "admin";
 
@@ -68,7 +65,7 @@ export const identityRoutes = [
     method: "GET", path: "/v1/keys", scope: "keys:manage", query: listQuery,
     summary: "Key metadata with status; owner/admin see every key, others their own principal's.",
     handler: ({ db, caller, query }) => {
-      const after = query.after ? decodeCursor(query.after, isKeyCursor) : ["", ""];
+      const after = afterPair(query.after);
       const mine = !isAdmin(caller.role);
       const rows = db.all<KeyRow>(
         `SELECT * FROM api_keys WHERE (created_at, key_id) > (?, ?) ${mine ? "AND principal_id = ?" : ""}
@@ -103,7 +100,7 @@ export const identityRoutes = [
     method: "GET", path: "/v1/principals", scope: "principals:read", roles: ["owner", "admin"], query: listQuery,
     summary: "Bounded, non-secret directory of the organization's principals (owner or admin).",
     handler: ({ db, query }) => {
-      const after = query.after ? decodeCursor(query.after, isKeyCursor) : ["", ""];
+      const after = afterPair(query.after);
       const rows = db.all<PrincipalRow>(
         "SELECT * FROM principals WHERE removed_at IS NULL AND (created_at, principal_id) > (?, ?) ORDER BY created_at, principal_id LIMIT ?",
         ...after, query.limit + 1,

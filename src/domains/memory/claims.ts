@@ -1,9 +1,9 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { canRead, canWrite } from "../../access/policy";
+import { canRead, readableWhere, requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, pageOf } from "../../http/cursor";
-import { forbidden, invalid, notFound } from "../../http/errors";
+import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -14,7 +14,7 @@ import type { z } from "zod";
 import { matchAll, queryTerms } from "./fts";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
-  type ClaimRow, type ObservationRow, claimViewFor, claimViewsFor, guarded, isCurrent, observationView, readableClaim, readableClause,
+  type ClaimRow, type ObservationRow, claimViewFor, claimViewsFor, guarded, isCurrent, observationView, readableClaim, getClaim,
   requireProject, unresolved, updateClaim,
 } from "./store";
 
@@ -27,8 +27,7 @@ const claimEvent = (kind: EventInput["kind"], c: ClaimRow, extra: Record<string,
 
 /** Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool. */
 export function materializeClaims(db: Db, caller: Caller, input: ConsolidationInput) {
-  if (!canWrite(caller, { subject_id: input.subject_id, project_id: input.project_id ?? null }))
-    throw forbidden("The reader role cannot write here without a write grant.");
+  requireWrite(caller, { subject_id: input.subject_id, project_id: input.project_id ?? null });
   const projectId = requireProject(db, input.project_id);
   const now = clock.nowIso();
 
@@ -108,11 +107,10 @@ function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
 /** A lifecycle move needs the claim readable and, for a reader, a write grant covering it. */
 function requireWritableClaim(db: Db, caller: Caller, id: string): ClaimRow {
   const claim = requireClaim(db, caller, id);
-  if (!canWrite(caller, claim)) throw forbidden("The reader role cannot write here without a write grant.");
+  requireWrite(caller, claim);
   return claim;
 }
 
-const reread = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id)!;
 
 const isMemCursor = (v: unknown): v is [number, number] =>
   Array.isArray(v) && v.length === 2 && typeof v[0] === "number" && Number.isInteger(v[1]);
@@ -149,7 +147,7 @@ export const claimRoutes = [
         throw invalid(`Invalid field "superseded_by": must name another active claim.`);
       return commitWrite(rc, (db) => {
         updateClaim(db, claim.claim_id, { status: "superseded", superseded_by: by.claim_id });
-        const after = reread(db, claim.claim_id);
+        const after = getClaim(db, claim.claim_id)!;
         return {
           status: 200, data: claimViewFor(db, rc.caller, after),
           // The event is as visible as the superseded claim, so it names a private replacement by no id.
@@ -171,7 +169,7 @@ export const claimRoutes = [
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_revoked: true });
       return commitWrite(rc, (db) => {
         updateClaim(db, claim.claim_id, { status: "revoked" });
-        const after = reread(db, claim.claim_id);
+        const after = getClaim(db, claim.claim_id)!;
         return {
           status: 200, data: { ...claimViewFor(db, rc.caller, after), already_revoked: false },
           events: [claimEvent("claim.revoked", after)],
@@ -190,7 +188,7 @@ export const claimRoutes = [
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_expired: true });
       return commitWrite(rc, (db) => {
         updateClaim(db, claim.claim_id, { valid_to: clock.nowIso() });
-        const after = reread(db, claim.claim_id);
+        const after = getClaim(db, claim.claim_id)!;
         return {
           status: 200, data: { ...claimViewFor(db, rc.caller, after), already_expired: false },
           events: [claimEvent("claim.expired", after, { valid_to: after.valid_to })],
@@ -226,7 +224,7 @@ export const claimRoutes = [
     method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
     handler: ({ db, caller, query }) => {
-      const [readable, ...who] = readableClause(caller, "c");
+      const [readable, ...who] = readableWhere(caller, "c");
       const where = [readable];
       const args: unknown[] = [...who];
       if (query.status) {

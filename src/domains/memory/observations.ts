@@ -1,5 +1,5 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
-import { canWrite } from "../../access/policy";
+import { requireWrite } from "../../access/policy";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
@@ -12,7 +12,7 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { contentHash, observationView, readableObservation, requireProject, type ObservationRow, type ProjectRow } from "./store";
+import { contentHash, getObservation, observationView, readableObservation, requireProject, type ObservationRow, type ProjectRow } from "./store";
 import type { z } from "zod";
 
 /**
@@ -24,8 +24,7 @@ export const purgeGuards: PurgeGuard[] = [];
 
 /** Shared by POST /v1/observations and the MCP remember tool. Returns the new row; the caller commits. */
 export function insertObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>): ObservationRow {
-  if (!canWrite(caller, { subject_id: body.subject_id, project_id: body.project_id ?? null }))
-    throw forbidden("The reader role cannot write here without a write grant.");
+  requireWrite(caller, { subject_id: body.subject_id, project_id: body.project_id ?? null });
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
   const row: ObservationRow = {
@@ -95,7 +94,8 @@ export const observationRoutes = [
     handler: (rc) => {
       const obs = readableObservation(rc.db, rc.caller, rc.params.id);
       if (!obs) throw notFound("Observation");
-      if (!canWrite(rc.caller, obs) || (obs.author_id !== rc.caller.principalId && rc.caller.role !== "owner" && rc.caller.role !== "admin"))
+      requireWrite(rc.caller, obs);
+      if (obs.author_id !== rc.caller.principalId && rc.caller.role !== "owner" && rc.caller.role !== "admin")
         throw forbidden("Only the observation's author, an owner or an admin may purge it.");
       for (const guard of purgeGuards) {
         const blocked = guard(rc.db, obs.observation_id);
@@ -104,7 +104,7 @@ export const observationRoutes = [
       return commitWrite(rc, (db) => {
         const already = obs.purged_at != null;
         if (!already) db.run("UPDATE observations SET content = NULL, purged_at = ? WHERE observation_id = ?", clock.nowIso(), obs.observation_id);
-        const after = db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", obs.observation_id)!;
+        const after = getObservation(db, obs.observation_id)!;
         return {
           status: 200,
           data: { ...observationView(after), already_purged: already },

@@ -18,10 +18,11 @@
 // where context can still lift them. Measured effect of each signal: docs/BENCHMARKS.md.
 import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
+import { readableWhere } from "../../access/policy";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ftsTokens, matchAny, rankingTerms, stemKey } from "./fts";
-import { type ClaimRow, readableClause } from "./store";
+import type { ClaimRow } from "./store";
 import { estimateTokens } from "./tokens";
 
 /**
@@ -74,7 +75,7 @@ const joinFb = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
 
 /** Authorization, validity and kind filters, applied in SQL to every way a candidate comes in. */
 function candidateFilter(caller: Caller, f: CompileFilters): { where: string[]; args: unknown[] } {
-  const [readable, ...who] = readableClause(caller, "c");
+  const [readable, ...who] = readableWhere(caller, "c");
   const where = [readable, "c.status IN ('active', 'disputed')", "(c.valid_to IS NULL OR c.valid_to > ?)"];
   const args: unknown[] = [...who, clock.nowIso()];
   if (f.kinds?.length) {

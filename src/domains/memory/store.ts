@@ -75,13 +75,16 @@ export const unresolved = (type: string, ids: string[]) =>
 export const guarded = (r: { visibility: string; author_id: string; subject_id: string; project_id: string | null }) =>
   ({ visibility: r.visibility, owner: r.author_id, subject_id: r.subject_id, project_id: r.project_id });
 
+export const getObservation = (db: Db, id: string) => db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", id);
+export const getClaim = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id);
+
 export function readableObservation(db: Db, caller: Caller, id: string): ObservationRow | null {
-  const row = db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", id);
+  const row = getObservation(db, id);
   return row && canRead(caller, guarded(row)) ? row : null;
 }
 
 export function readableClaim(db: Db, caller: Caller, id: string): ClaimRow | null {
-  const row = db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id);
+  const row = getClaim(db, id);
   return row && canRead(caller, guarded(row)) ? row : null;
 }
 
@@ -159,5 +162,3 @@ export function updateClaim(db: Db, claimId: string, changes: Partial<Pick<Claim
   db.run(`UPDATE claims SET ${sets.join(", ")}, version = version + 1, updated_at = ? WHERE claim_id = ?`,
     ...Object.values(changes), clock.nowIso(), claimId);
 }
-
-export const readableClause = (caller: Caller, alias: string) => readableWhere(caller, alias);

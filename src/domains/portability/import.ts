@@ -9,7 +9,7 @@ import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
-import { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, contentHash, guarded, unresolved } from "../memory/store";
+import { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, contentHash, getClaim, getObservation, guarded, unresolved } from "../memory/store";
 import { claimLineOf, observationLineOf, projectLineOf } from "./export";
 import {
   type ClaimLine, type ObservationLine, type ProjectLine, EXPORT_FORMAT_VERSION, MAX_IMPORT_LINES, claimLine,
@@ -121,10 +121,10 @@ function currentLine(db: Db, rec: ProjectLine | ObservationLine | ClaimLine): ob
     return row && projectLineOf(row);
   }
   if (rec.type === "observation") {
-    const row = db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", rec.observation_id);
+    const row = getObservation(db, rec.observation_id);
     return row && observationLineOf(row);
   }
-  const row = db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", rec.claim_id);
+  const row = getClaim(db, rec.claim_id);
   // All of its sources: a line exported by someone who could not read one of them is not identical.
   return row && claimLineOf(row, db.all<SourceRow>("SELECT * FROM claim_sources WHERE claim_id = ? ORDER BY position", row.claim_id));
 }
