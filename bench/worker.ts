@@ -104,7 +104,7 @@ async function timed(request: Request, env: BenchEnv): Promise<Response> {
   const spec = (await request.json()) as { key: string; method: string; path: string; query?: Record<string, string>; body?: unknown };
   const url = new URL(spec.path, "http://bench");
   for (const [k, v] of Object.entries(spec.query ?? {})) url.searchParams.set(k, v);
-  const m = await match(new Request(url, { method: spec.method }));
+  const m = await match(new Request(url, { method: spec.method }), url);
   if (m.kind !== "route" || m.route.auth !== "key") return json(404, { error: "not an org route" });
   const keyHash = hashKey(spec.key);
   const orgId = await orgForCredential(env.INDEX_DB, keyHash);

@@ -1,5 +1,6 @@
 // The stateless front Worker. Pipeline, in order: request id -> route match (404/405) -> body limit
-// -> authentication (one D1 lookup) -> the organization's Durable Object -> envelope.
+// -> credential routing (one D1 lookup, cached per isolate) -> the organization's Durable Object,
+// which authenticates the key row -> envelope.
 import { bearerToken, hashKey } from "./auth/credentials";
 import { readBodyText } from "./http/body";
 import { ApiError, INTERNAL_MESSAGE } from "./http/errors";
@@ -20,9 +21,9 @@ const match = buildMatcher(ROUTES);
 
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
 const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin"] as const;
-const forwardedHeaders = (request: Request) => ({
+const forwardedHeaders = (request: Request, url: URL) => ({
   ...Object.fromEntries(FORWARDED_HEADERS.flatMap((name) => (request.headers.has(name) ? [[name, request.headers.get(name)!]] : []))),
-  host: new URL(request.url).host,
+  host: url.host,
 });
 
 export async function handle(request: Request, env: EdgeEnv): Promise<Response> {
@@ -31,7 +32,7 @@ export async function handle(request: Request, env: EdgeEnv): Promise<Response> 
     const url = new URL(request.url);
     if (isOperatorRequest(request, url, env)) return dataResponse(requestId, 201, await bootstrapOrganization(env));
 
-    const m = await match(request);
+    const m = await match(request, url);
     if (m.kind === "unknown") return errorResponse(requestId, new ApiError("NOT_FOUND", "Unknown endpoint."));
     if (m.kind === "method_not_allowed")
       return errorResponse(requestId, new ApiError("METHOD_NOT_ALLOWED", `Allowed methods: ${m.allowed.join(", ")}.`),
@@ -58,12 +59,15 @@ export async function handle(request: Request, env: EdgeEnv): Promise<Response> 
     const result = (await stub.dispatch({
       orgId, routeId: routeId(route), params: m.params, query: queryObject(url), bodyText,
       idempotencyKey: request.headers.get("idempotency-key"), keyHash, requestId,
-      headers: forwardedHeaders(request),
+      headers: forwardedHeaders(request, url),
     })) as unknown as DispatchResult;
     if (!result.ok) return errorResponse(requestId, result.error);
     if (result.bare) {
       const headers = baseHeaders(requestId);
-      if (result.bare.body === undefined) return new Response(null, { status: result.status, headers: { "cache-control": "no-store", "x-request-id": requestId } });
+      if (result.bare.body === undefined) {
+        headers.delete("content-type");
+        return new Response(null, { status: result.status, headers });
+      }
       return new Response(JSON.stringify(result.bare.body), { status: result.status, headers });
     }
     if (result.stream) return new Response(result.stream, { status: result.status, headers: baseHeaders(requestId, "application/x-ndjson") });

@@ -21,9 +21,8 @@ export function buildMatcher(routes: readonly RouteDef[]) {
   // Paths without parameters resolve from a map (the hot routes are literal); the rest go to itty.
   const literal = new Map([...byPath.keys()].filter((p) => !p.includes(":")).map((p) => [p, p]));
 
-  return async function match(request: Request): Promise<Match> {
-    const pathname = new URL(request.url).pathname;
-    const exact = literal.get(pathname);
+  return async function match(request: Request, url: URL): Promise<Match> {
+    const exact = literal.get(url.pathname);
     const hit = exact !== undefined
       ? { path: exact, params: {} }
       : ((await router.fetch(request)) as { path: string; params: Record<string, string> } | undefined);

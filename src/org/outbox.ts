@@ -5,6 +5,11 @@ import type { Db } from "./db";
 
 export const OUTBOX_BATCH = 200;
 
+/** Queue created record ids for the ownership index (inside the write's transaction). */
+export function queueRecordOwners(db: Db, ids: string[], at: string): void {
+  for (const id of ids) db.run("INSERT INTO outbox (topic, payload, created_at) VALUES ('record_owner', ?, ?)", id, at);
+}
+
 /** Returns true when more rows remain. */
 export async function drainRecordOwners(db: Db, indexDb: D1Database, orgId: string): Promise<boolean> {
   const rows = db.all<{ seq: number; payload: string }>(

@@ -6,6 +6,7 @@ import { clock } from "../http/clock";
 import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "./db";
+import { queueRecordOwners } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
 /** The eleven event kinds of SPEC "Events"; nothing else is ever emitted. */
@@ -78,24 +79,25 @@ export type AuditHashFields = [id: string, action: string, actorId: string, keyI
   resourceId: string | null, requestId: string | null, detailJson: string, createdAt: string];
 export const auditEntryHash = (prevHash: string, fields: AuditHashFields): string => sha256Hex(prevHash + canonical(fields));
 
+/** Append entries to the audit chain (call inside the write's transaction): the head is read once. */
 export function insertAudit(
   db: Db,
   who: { actorId: string; keyId: string | null; requestId: string | null },
-  a: AuditInput,
+  entries: AuditInput | AuditInput[],
   at: string,
-): string {
-  const auditId = newId(ID_PREFIX.audit);
-  const prev = db.first<{ entry_hash: string }>("SELECT entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1");
-  const prevHash = prev?.entry_hash ?? AUDIT_GENESIS_HASH;
-  const detail = JSON.stringify(a.detail ?? {});
-  const entry: AuditHashFields = [auditId, a.action, who.actorId, who.keyId, a.resourceType, a.resourceId ?? null, who.requestId, detail, at];
-  const entryHash = auditEntryHash(prevHash, entry);
-  db.run(
-    `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ...entry, prevHash, entryHash,
-  );
-  return auditId;
+): void {
+  let prevHash = db.first<{ entry_hash: string }>("SELECT entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1")?.entry_hash ?? AUDIT_GENESIS_HASH;
+  for (const a of Array.isArray(entries) ? entries : [entries]) {
+    const detail = JSON.stringify(a.detail ?? {});
+    const entry: AuditHashFields = [newId(ID_PREFIX.audit), a.action, who.actorId, who.keyId, a.resourceType, a.resourceId ?? null, who.requestId, detail, at];
+    const entryHash = auditEntryHash(prevHash, entry);
+    db.run(
+      `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ...entry, prevHash, entryHash,
+    );
+    prevHash = entryHash;
+  }
 }
 
 /**
@@ -124,10 +126,9 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts
     const who = { actorId: rc.caller.principalId, keyId: rc.caller.keyId, requestId: rc.requestId };
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
-    for (const a of Array.isArray(out.audit) ? out.audit : [out.audit]) insertAudit(rc.db, who, a, at);
+    insertAudit(rc.db, who, out.audit, at);
     if (out.owned?.length) {
-      for (const id of out.owned)
-        rc.db.run("INSERT INTO outbox (topic, payload, created_at) VALUES ('record_owner', ?, ?)", id, at);
+      queueRecordOwners(rc.db, out.owned, at);
       rc.scheduleAlarm(clock.nowMs() + OUTBOX_DELAY_MS);
     }
     const meta = opts.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;

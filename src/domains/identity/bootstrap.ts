@@ -34,8 +34,10 @@ export async function bootstrapOrganization(db: Db, storage: DurableObjectStorag
     );
     const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified");
     const who = { actorId: owner.principal_id, keyId: null, requestId: null };
-    insertAudit(db, who, { action: "organization.bootstrapped", resourceType: "organization", resourceId: orgId }, clock.nowIso());
-    insertAudit(db, who, { action: "key.created", resourceType: "key", resourceId: row.key_id, detail: { scopes: ["*"], max_trust: "verified" } }, clock.nowIso());
+    insertAudit(db, who, [
+      { action: "organization.bootstrapped", resourceType: "organization", resourceId: orgId },
+      { action: "key.created", resourceType: "key", resourceId: row.key_id, detail: { scopes: ["*"], max_trust: "verified" } },
+    ], clock.nowIso());
     return {
       org_id: orgId, principal_id: owner.principal_id, key_id: row.key_id, key_hash: keyHash, api_key: raw,
       owner_username: username, temporary_password: password,
