@@ -279,6 +279,9 @@ describe("delivery", () => {
       events: o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n,
     }));
     expect(rows).toEqual({ audit: ["webhook.created", "webhook.paused", "webhook.resumed", "webhook.deleted"], events: 0 });
+    await drain(org.api_key, { limit: 7 });
+    const drained = await inOrg(org.org_id, (o) => o.db.all<{ detail: string }>("SELECT detail FROM audit_log WHERE action = 'webhook.drained'"));
+    expect(drained.map((d) => JSON.parse(d.detail))).toEqual([{ after: null, limit: 7, events_drained: 0, cursor: null, pending_deliveries: 0 }]);
   });
 });
 

@@ -123,15 +123,20 @@ export const webhookRoutes = [
   orgRoute({
     method: "POST", path: "/v1/webhooks/deliver", scope: "webhooks:write", body: deliverBody, bodyOptional: true,
     summary: "Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks.",
-    handler: async ({ db, storage, body }) => {
+    handler: async (rc) => {
+      const { db, storage, body } = rc;
       let afterSeq = 0;
       if (body.after) {
         const anchor = db.first<{ seq: number }>("SELECT seq FROM events WHERE event_id = ?", body.after);
         if (!anchor) throw notFound("Event");
         afterSeq = anchor.seq;
       }
+      // Delivery rows are claimed and settled by drainEvents itself (sending happens between); the
+      // drain as an administrative act is audited afterwards.
       const out = await drainEvents(db, storage, afterSeq, body.limit, delivery.send);
-      return ok({ events_drained: out.eventsDrained, cursor: out.lastEventId ?? body.after ?? null, pending_deliveries: pendingDeliveries(db) });
+      const data = { events_drained: out.eventsDrained, cursor: out.lastEventId ?? body.after ?? null, pending_deliveries: pendingDeliveries(db) };
+      return commitWrite(rc, () => ({ status: 200, data,
+        audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } }));
     },
   }),
 ];
