@@ -1,6 +1,7 @@
 // One Durable Object per organization, holding all of that tenant's state in its own SQLite.
-// The class stays thin: it migrates, authenticates the key row, checks scope and role, validates,
-// and hands the request to the route's handler. SQL lives in the domains.
+// The class stays thin: it migrates, authenticates the key row, and hands the request to
+// executeRoute (scope, role, validation, handler); background work lives in maintenance.ts and SQL
+// in the domains.
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../http/clock";
 import { ApiError, type ErrorBody, translateStorageError } from "../http/errors";
@@ -33,7 +34,7 @@ export interface DispatchInput {
 }
 
 export type DispatchResult =
-  | { ok: true; status: number; data: unknown; meta?: Record<string, unknown>; ndjson?: string[]; stream?: ReadableStream<Uint8Array>; bare?: Reply["bare"] }
+  | ({ ok: true } & Omit<Reply, "indexWrites">)
   | { ok: false; error: ErrorBody };
 
 export class OrgStore extends DurableObject<EdgeEnv> {
@@ -73,7 +74,8 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       });
       await this.settleAlarmWork();
       await this.applyIndexWrites(input.orgId, reply);
-      return { ok: true, status: reply.status, data: reply.data, meta: reply.meta, ndjson: reply.ndjson, stream: reply.stream, bare: reply.bare };
+      const { indexWrites: _applied, ...answer } = reply;
+      return { ok: true, ...answer };
     } catch (err) {
       if (!(err instanceof ApiError)) console.error("request failed", input.routeId, err);
       return { ok: false, error: translateStorageError(err).toBody() };
