@@ -477,8 +477,8 @@ describe("memories list", () => {
     const plans = await inOrg(org.org_id, (o) => {
       const ran: [string, unknown[]][] = [];
       const db = new (class extends Db {
-        all<T>(query: string, ...args: unknown[]): T[] { ran.push([query, args]); return super.all<T>(query, ...args); }
-        first<T>(query: string, ...args: unknown[]): T | null { ran.push([query, args]); return super.first<T>(query, ...args); }
+        override all<T>(query: string, ...args: unknown[]): T[] { ran.push([query, args]); return super.all<T>(query, ...args); }
+        override first<T>(query: string, ...args: unknown[]): T | null { ran.push([query, args]); return super.first<T>(query, ...args); }
       })(o.db.sql);
       const caller: Caller = { principalId: "prn_x", keyId: "key_x", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [] };
       const explain = (run: () => unknown) => {

@@ -2,6 +2,16 @@
 // and workspace roles rely on every read going through its one predicate and every write reporting
 // what it touched. This scans the source text, so a new statement anywhere else fails here.
 import { describe, expect, it } from "vitest";
+import { changeClaim, getClaim, tombstone } from "../src/domains/memory/records";
+import { queueTouched } from "../src/org/outbox";
+import { appendOk, consolidateOk, inOrg, newOrg, obs, supports } from "./helpers";
+
+declare global {
+  /** Vite's compile-time glob import (vitest transforms it; typed here rather than pulling in vite/client). */
+  interface ImportMeta {
+    glob(pattern: string, opts: { query: string; import: string; eager: true }): Record<string, unknown>;
+  }
+}
 
 const SOURCES = import.meta.glob("../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
 
@@ -40,5 +50,25 @@ describe("memory record ownership", () => {
   it("catches a statement written outside the owner, across lines, but not prose", () => {
     expect(strayMemorySql({ "../src/domains/other/memory-sql.ts": 'db.all(`SELECT o.* FROM\n  observations o JOIN claim_sources s ON 1`) // turn observations into claims' }))
       .toEqual([["../src/domains/other/memory-sql.ts", "observations", 1], ["../src/domains/other/memory-sql.ts", "claim_sources", 2]]);
+  });
+});
+
+describe("memory record writers", () => {
+  it("report what they touched; a claim change bumps its version; the outbox carries created ids per topic", async () => {
+    const org = await newOrg();
+    const o = await appendOk(org.api_key, obs("s", "x"));
+    const [claim] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "writers report", sources: supports(o) }]);
+    const out = await inOrg(org.org_id, (store) => {
+      const changed = changeClaim(store.db, claim, { status: "revoked" });
+      const purged = tombstone(store.db, o);
+      const before = store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n;
+      const queued = queueTouched(store.db, { created: ["obs_new", "obs_new"], changed: [claim] }, "2026-01-01T00:00:00.000Z");
+      const rows = store.db.all<{ topic: string; payload: string }>("SELECT topic, payload FROM outbox ORDER BY seq DESC LIMIT ?", queued);
+      return { changed, purged, version: getClaim(store.db, claim)!.version, added: store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n - before, queued, rows };
+    });
+    expect(out.changed).toEqual({ created: [], changed: [claim] });
+    expect(out.purged).toEqual({ created: [], changed: [o] });
+    expect(out.version).toBe(2);
+    expect(out).toMatchObject({ queued: 1, added: 1, rows: [{ topic: "record_owner", payload: "obs_new" }] });
   });
 });

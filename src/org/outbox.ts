@@ -13,8 +13,6 @@ export interface Touched {
   changed: string[];
 }
 
-export const untouched = (): Touched => ({ created: [], changed: [] });
-
 /** Several writers' reports as one. */
 export const touchedAll = (...list: Touched[]): Touched =>
   ({ created: list.flatMap((t) => t.created), changed: list.flatMap((t) => t.changed) });

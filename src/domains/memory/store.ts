@@ -35,8 +35,6 @@ export function readableClaim(db: Db, caller: Caller, id: string): ClaimRow | nu
   return row && canRetrieve(caller, row) ? row : null;
 }
 
-export const sourcesOf = (db: Db, caller: Caller, claimId: string) => sourcesByClaim(db, caller, [claimId]).get(claimId) ?? [];
-
 export function claimView(c: ClaimRow, sources: SourceRow[]) {
   return {
     claim_id: c.claim_id, subject_id: c.subject_id, project_id: c.project_id, kind: c.kind, statement: c.statement,
