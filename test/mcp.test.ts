@@ -113,6 +113,17 @@ describe("MCP tools", () => {
     expect(counts).toEqual({ obs: 1, ev: 0, aud: 1 });
   });
 
+  it("svc_remember answers like POST /v1/observations, project_id included", async () => {
+    const org = await newOrg();
+    const prj = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "mcp-proj", create: true } });
+    const body = { subject_id: "mcp-s", project_id: prj.json.data.project_id, kind: "note", content: "scoped", source: { type: "mcp" } };
+    const res = await tool(org.api_key, "svc_remember", body);
+    expect(res.isError).toBe(false);
+    expect(res.structuredContent.project_id).toBe(prj.json.data.project_id);
+    const http = await call("POST", "/v1/observations", { key: org.api_key, body });
+    expect(Object.keys(res.structuredContent).sort()).toEqual(Object.keys(http.json.data).sort());
+  });
+
   it("omits structuredContent before 2025-06-18", async () => {
     const org = await newOrg();
     const res = await tool(org.api_key, "svc_remember", { subject_id: "s", kind: "note", content: "x", source: { type: "mcp" } }, "2025-03-26");

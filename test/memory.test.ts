@@ -1,7 +1,12 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
+import { claimRoutes } from "../src/domains/memory/claims";
+import { eventRoutes } from "../src/domains/events/routes";
+import { evidenceOf, getClaim } from "../src/domains/memory/records";
+import { Db } from "../src/org/db";
 import type { OrgStore } from "../src/org/OrgStore";
+import type { Caller } from "../src/org/request";
 import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
 
 
@@ -466,17 +471,31 @@ describe("memories list", () => {
     expect((await call("GET", "/v1/memories?q=okapi", { key: a.key })).json.data.items).toHaveLength(6);
   });
 
-  it("uses indexes for the hot queries", async () => {
+  it("uses indexes for the hot queries the code runs", async () => {
     const org = await newOrg();
+    // Statements are captured from the real code paths (route handlers and record readers), then explained.
     const plans = await inOrg(org.org_id, (o) => {
-      const plan = (sql: string, ...args: unknown[]) =>
-        o.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...args).map((r) => r.detail).join(" | ");
+      const ran: [string, unknown[]][] = [];
+      const db = new (class extends Db {
+        override all<T>(query: string, ...args: unknown[]): T[] { ran.push([query, args]); return super.all<T>(query, ...args); }
+        override first<T>(query: string, ...args: unknown[]): T | null { ran.push([query, args]); return super.first<T>(query, ...args); }
+      })(o.db.sql);
+      const caller: Caller = { principalId: "prn_x", keyId: "key_x", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [] };
+      const explain = (run: () => unknown) => {
+        ran.length = 0;
+        run();
+        expect(ran.length).toBeGreaterThan(0);
+        return ran.map(([sql, args]) =>
+          o.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...args).map((r) => r.detail).join(" | ")).join(" || ");
+      };
+      const handler = (routes: readonly any[], path: string) => routes.find((r) => r.method === "GET" && r.path === path).handler;
+      const memories = handler(claimRoutes, "/v1/memories");
       return {
-        bySubject: plan("SELECT * FROM claims c WHERE c.subject_id = ? AND c.status IN ('active','disputed') ORDER BY c.seq DESC LIMIT 25", "s"),
-        search: plan("SELECT c.* FROM claims_fts f JOIN claims c ON c.seq = f.rowid WHERE claims_fts MATCH ? ORDER BY f.rank LIMIT 25", "x"),
-        evidence: plan("SELECT o.*, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id WHERE s.claim_id = ?", "c"),
-        claim: plan("SELECT * FROM claims WHERE claim_id = ?", "c"),
-        events: plan("SELECT * FROM events e WHERE e.seq > ? AND e.kind = ? ORDER BY e.seq LIMIT 50", 0, "k"),
+        bySubject: explain(() => memories({ db, caller, query: { subject_id: "s", limit: 25 } })),
+        search: explain(() => memories({ db, caller, query: { q: "x", limit: 25 } })),
+        evidence: explain(() => evidenceOf(db, "c")),
+        claim: explain(() => getClaim(db, "c")),
+        events: explain(() => handler(eventRoutes, "/v1/events")({ db, caller, query: { kind: "claim.revoked", limit: 50 } })),
       };
     });
     expect(plans.bySubject).toContain("USING INDEX claims_by_subject");

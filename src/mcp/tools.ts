@@ -8,7 +8,7 @@ import { handoffRoutes } from "../domains/coordination/handoffs";
 import { CHECKPOINT_KINDS, checkpointBody, handoffBody } from "../domains/coordination/schema";
 import { claimRoutes } from "../domains/memory/claims";
 import { contextRoutes } from "../domains/memory/context";
-import { insertObservation } from "../domains/memory/observations";
+import { appendObservation } from "../domains/memory/observations";
 import { CLAIM_KINDS, CLAIM_STATUSES, compileBody, consolidationBody, feedbackBody, observationBody } from "../domains/memory/schema";
 import type { OrgRoute } from "../http/route";
 import type { RouteCall } from "../org/execute";
@@ -31,13 +31,11 @@ const rememberRoute: OrgRoute<typeof observationBody> = {
   auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: true,
   summary: "MCP svc_remember",
   handler: (rc) => commitWrite(rc, (db) => {
-    const row = insertObservation(db, rc.caller, rc.body);
+    const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
     return {
-      status: 201,
-      data: { observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id, kind: row.kind,
-        trust: row.trust, visibility: row.visibility, created_at: row.created_at },
+      status: 201, data,
       audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id, detail: { via: "mcp" } },
-      owned: [row.observation_id],
+      touched,
     };
   }),
 };

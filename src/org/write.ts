@@ -6,7 +6,7 @@ import { clock } from "../http/clock";
 import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "./db";
-import { queueRecordOwners } from "./outbox";
+import { type Touched, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
 /** The eleven event kinds of SPEC "Events"; nothing else is ever emitted. */
@@ -41,8 +41,8 @@ export interface WriteOutcome {
   meta?: Record<string, unknown>;
   events?: EventInput[];
   audit: AuditInput | AuditInput[];
-  /** Ids of projects, observations and claims this write created: queued for the global ownership index. */
-  owned?: string[];
+  /** Memory records this write created or changed, as the record writers reported them: turned into outbox rows per topic. */
+  touched?: Touched;
 }
 
 /** How soon after a write the alarm carries its outbox rows to the global index (batches writes). */
@@ -127,10 +127,7 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
-    if (out.owned?.length) {
-      queueRecordOwners(rc.db, out.owned, at);
-      rc.scheduleAlarm(clock.nowMs() + OUTBOX_DELAY_MS);
-    }
+    if (out.touched && queueTouched(rc.db, out.touched, at)) rc.scheduleAlarm(clock.nowMs() + OUTBOX_DELAY_MS);
     const meta = opts.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(

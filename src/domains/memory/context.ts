@@ -1,5 +1,4 @@
 // Context runs: compile a ranked pack into a token budget and record it; read it back; feedback.
-import { canRead } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -11,7 +10,7 @@ import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { pack, rankClaims } from "./ranking";
 import { compileBody, feedbackBody } from "./schema";
-import { type ClaimRow, guarded, isCurrent } from "./store";
+import { canRetrieve, contextRunClaims, isCurrentClaim } from "./records";
 
 export const DEGRADED = { vectors: true, model: true } as const;
 
@@ -95,13 +94,11 @@ export const contextRoutes = [
     handler: ({ db, caller, params }) => {
       const run = readableRun(db, caller, params.id);
       if (!run) throw notFound("Context");
-      const rows = db.all<ClaimRow & { score: number; tokens: number }>(
-        `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
-          WHERE i.context_id = ? ORDER BY i.position`, run.context_id);
+      const rows = contextRunClaims(db, run.context_id);
       // Items the caller can no longer read are left out without a trace.
-      const items = rows.filter((c) => canRead(caller, guarded(c))).map((c) => ({
+      const items = rows.filter((c) => canRetrieve(caller, c)).map((c) => ({
         claim_id: c.claim_id, statement: c.statement, kind: c.kind, status: c.status, trust: c.trust,
-        current: (c.status === "active" || c.status === "disputed") && isCurrent(c), score: c.score, tokens: c.tokens,
+        current: isCurrentClaim(c), score: c.score, tokens: c.tokens,
       }));
       return ok({
         context_id: run.context_id, query: run.query, subject_id: run.subject_id, project_id: run.project_id,

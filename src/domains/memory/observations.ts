@@ -12,7 +12,8 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { contentHash, getObservation, observationView, readableObservation, requireProject, type ObservationRow, type ProjectRow } from "./store";
+import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, projectByReference, tombstone } from "./records";
+import { contentHash, observationView, readableObservation, requireProject } from "./store";
 import type { z } from "zod";
 
 /**
@@ -22,8 +23,11 @@ import type { z } from "zod";
 export type PurgeGuard = (db: Db, observationId: string) => string | null;
 export const purgeGuards: PurgeGuard[] = [];
 
-/** Shared by POST /v1/observations and the MCP remember tool. Returns the new row; the caller commits. */
-export function insertObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>): ObservationRow {
+/**
+ * Append one observation. Shared by POST /v1/observations and the MCP remember tool, so both answer
+ * with the same reply (`data`). The caller commits, passing `touched` on.
+ */
+export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>) {
   requireWrite(caller, { subject_id: body.subject_id, project_id: body.project_id ?? null });
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
@@ -34,13 +38,12 @@ export function insertObservation(db: Db, caller: Caller, body: z.infer<typeof o
     trust, visibility: body.visibility ?? DEFAULT_VISIBILITY, author_id: caller.principalId,
     created_at: clock.nowIso(), purged_at: null,
   };
-  db.run(
-    `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
-       source_ref, trust, visibility, author_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    row.observation_id, row.subject_id, row.project_id, row.kind, row.content, row.content_hash, row.source_type,
-    row.source_ref, row.trust, row.visibility, row.author_id, row.created_at,
-  );
-  return row;
+  const touched = insertObservation(db, row);
+  const data = {
+    observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id,
+    project_id: row.project_id, kind: row.kind, trust: row.trust, visibility: row.visibility, created_at: row.created_at,
+  };
+  return { row, data, touched };
 }
 
 export const observationRoutes = [
@@ -48,7 +51,7 @@ export const observationRoutes = [
     method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody,
     summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
     handler: (rc) => {
-      const existing = rc.db.first<ProjectRow>("SELECT * FROM projects WHERE reference = ?", rc.body.reference);
+      const existing = projectByReference(rc.db, rc.body.reference);
       if (existing) return ok({ project_id: existing.project_id, reference: existing.reference, created: false });
       if (!rc.body.create) throw notFound("Project");
       if (!hasScope(rc.caller.scopes, "projects:create")) throw forbidden(missingScopeMessage("projects:create"));
@@ -56,12 +59,11 @@ export const observationRoutes = [
         const project: ProjectRow = {
           project_id: newId(ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
         };
-        db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES (?, ?, ?, ?)",
-          project.project_id, project.reference, project.created_by, project.created_at);
+        const touched = insertProject(db, project);
         return {
           status: 201, data: { project_id: project.project_id, reference: project.reference, created: true },
           audit: { action: "project.created", resourceType: "project", resourceId: project.project_id },
-          owned: [project.project_id],
+          touched,
         };
       });
     },
@@ -71,19 +73,15 @@ export const observationRoutes = [
     method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: true,
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
     handler: (rc) => commitWrite(rc, (db) => {
-      const row = insertObservation(db, rc.caller, rc.body);
+      const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
       return {
-        status: 201,
-        data: {
-          observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id,
-          project_id: row.project_id, kind: row.kind, trust: row.trust, visibility: row.visibility, created_at: row.created_at,
-        },
+        status: 201, data,
         events: [{
           kind: "observation.appended", resourceType: "observation", resourceId: row.observation_id, visibility: row.visibility,
           payload: { subject_id: row.subject_id, kind: row.kind, trust: row.trust, visibility: row.visibility },
         }],
         audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id },
-        owned: [row.observation_id],
+        touched,
       };
     }, { idempotent: true }),
   }),
@@ -103,13 +101,14 @@ export const observationRoutes = [
       }
       return commitWrite(rc, (db) => {
         const already = obs.purged_at != null;
-        if (!already) db.run("UPDATE observations SET content = NULL, purged_at = ? WHERE observation_id = ?", clock.nowIso(), obs.observation_id);
+        const touched = already ? undefined : tombstone(db, obs.observation_id);
         const after = getObservation(db, obs.observation_id)!;
         return {
           status: 200,
           data: { ...observationView(after), already_purged: already },
           audit: { action: "observation.purged", resourceType: "observation", resourceId: obs.observation_id,
             detail: { content_hash: obs.content_hash, already_purged: already } },
+          touched,
         };
       });
     },
