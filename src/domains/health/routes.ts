@@ -2,7 +2,7 @@
 import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
 import { dataResponse, errorResponse } from "../../http/envelope";
 import type { EdgeEnv, PublicRoute } from "../../http/route";
-import { maintenanceIntervalMs } from "../webhooks/delivery";
+import { maintenanceIntervalMs } from "../../org/maintenance";
 
 export const REVISION = "0.10.0";
 
