@@ -116,3 +116,22 @@ describe("purge guards are a dependency of the org object", () => {
     expect((await call("DELETE", `/v1/observations/${freeObs}`, { key: free.api_key })).status).toBe(200);
   });
 });
+
+describe("readiness reports who drives background work", () => {
+  const readyz = async (over: Record<string, string>) => {
+    const { env } = await import("cloudflare:test");
+    const { healthRoutes } = await import("../src/domains/health/routes");
+    const route = healthRoutes.find((r) => r.path === "/readyz")!;
+    // A copy of this environment with one variable changed: nothing global is touched.
+    const res = await route.edge({ ...env, ...over }, "req_test");
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { data: { capabilities: Record<string, unknown> } }).data.capabilities;
+  };
+
+  it("background_repair is disabled when MAINTENANCE_INTERVAL_SECONDS is 0, enabled otherwise", async () => {
+    expect(await readyz({ MAINTENANCE_INTERVAL_SECONDS: "0" })).toMatchObject({ background_repair: "disabled", maintenance_interval_seconds: 0 });
+    expect(await readyz({ MAINTENANCE_INTERVAL_SECONDS: "30" })).toMatchObject({ background_repair: "enabled", maintenance_interval_seconds: 30 });
+    // The shared environment still has its own interval.
+    expect((await call("GET", "/readyz")).json.data.capabilities).toMatchObject({ background_repair: "enabled", maintenance_interval_seconds: 15 });
+  });
+});

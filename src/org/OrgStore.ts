@@ -17,7 +17,7 @@ import { type JobContext, markJobDue, runDueJobs } from "./jobs";
 import { maintenanceIntervalMs } from "./maintenance";
 import { getMeta } from "./meta";
 import { Db } from "./db";
-import { appliedCount, migrate } from "./migrate";
+import { appliedMigrations, migrate, migrationMismatch } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
 import type { IndexWrite, OrgDeps, Reply } from "./request";
 import { normalizeIdempotencyKey } from "./write";
@@ -110,12 +110,16 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     return bootstrapOrganization(this.db, this.ctx.storage, orgId, username);
   }
 
+  /** Re-checked on every call: the applied migrations by name against the list, not by count. */
   async readiness(): Promise<{ ok: boolean; applied: number; expected: number; error?: string }> {
+    const expected = ORG_MIGRATIONS.length;
     try {
-      const applied = appliedCount(this.db);
-      return { ok: !this.migrationError && applied === ORG_MIGRATIONS.length, applied, expected: ORG_MIGRATIONS.length };
+      const applied = appliedMigrations(this.db);
+      const error = this.migrationError ?? migrationMismatch(applied, ORG_MIGRATIONS);
+      if (error) return { ok: false, applied: applied.length, expected, error };
+      return { ok: applied.length === expected, applied: applied.length, expected };
     } catch {
-      return { ok: false, applied: 0, expected: ORG_MIGRATIONS.length, error: "storage check failed" };
+      return { ok: false, applied: 0, expected, error: "storage check failed" };
     }
   }
 
