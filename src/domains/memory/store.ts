@@ -2,7 +2,7 @@
 import { canRead, readableWhere } from "../../access/policy";
 import { sha256Hex } from "../../auth/credentials";
 import { clock } from "../../http/clock";
-import { ApiError } from "../../http/errors";
+import { unresolved } from "../../http/errors";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 
@@ -68,8 +68,7 @@ export function requireProject(db: Db, projectId: string | undefined): string | 
   return projectId;
 }
 
-export const unresolved = (type: string, ids: string[]) =>
-  new ApiError("UNRESOLVED_REFERENCE", `Unresolved ${type} reference: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`);
+export { unresolved }; // defined in http/errors; re-exported for this domain's importers
 
 /** A memory record (observation or claim) as the authorization module sees it. */
 export const guarded = (r: { visibility: string; author_id: string; subject_id: string; project_id: string | null }) =>
