@@ -170,7 +170,7 @@ describe("a real route failing after a partial write leaves nothing behind", () 
             (SELECT count(*) FROM claims_fts WHERE claims_fts MATCH 'twice OR first OR second') AS fts,
             (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM audit_log) AS audit,
             (SELECT count(*) FROM outbox) AS outbox, (SELECT count(*) FROM idempotency) AS replays,
-            (SELECT value FROM org_meta WHERE name = 'webhook_due_at') AS webhook_due_at`)!);
+            (SELECT value FROM org_meta WHERE name = 'job_due:webhook_delivery') AS webhook_due_at`)!);
 
   it("a consolidation whose second claim violates a constraint keeps nothing of the first", async () => {
     const org = await newOrg();
@@ -191,7 +191,7 @@ describe("a real route failing after a partial write leaves nothing behind", () 
     // One stored replay record with status 201, and a real constraint allowing only one such status:
     // the consolidation's own replay record, written after its claims, events, audit and outbox rows, is refused.
     expect((await append(org.api_key, obs("s", "y"), { "idempotency-key": "first" })).status).toBe(201);
-    await inOrg(org.org_id, (o) => o.db.run("DELETE FROM org_meta WHERE name = 'webhook_due_at'"));
+    await inOrg(org.org_id, (o) => o.db.run("DELETE FROM org_meta WHERE name = 'job_due:webhook_delivery'"));
     await inOrg(org.org_id, (o) => o.db.run("CREATE UNIQUE INDEX test_one_status ON idempotency(status)"));
     const before = await tally(org.org_id);
     expect(before.webhook_due_at).toBeNull();

@@ -3,6 +3,7 @@
 // Key management, membership, retention, webhook, federation, release and Atlas operations are
 // deliberately absent.
 import { z } from "zod";
+import { targetInBody } from "../access/policy";
 import { checkpointRoutes } from "../domains/coordination/checkpoints";
 import { handoffRoutes } from "../domains/coordination/handoffs";
 import { CHECKPOINT_KINDS, checkpointBody, handoffBody } from "../domains/coordination/schema";
@@ -28,7 +29,7 @@ const find = (routes: readonly AnyRoute[], method: string, path: string): AnyRou
  * deliberately through POST /v1/observations. It is still audited and indexed like any observation.
  */
 const rememberRoute: OrgRoute<typeof observationBody> = {
-  auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: true,
+  auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: targetInBody,
   summary: "MCP svc_remember",
   handler: (rc) => commitWrite(rc, (db) => {
     const { row, data, touched } = appendObservation(db, rc.caller, rc.body);

@@ -304,4 +304,17 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX observations_by_project ON observations(project_id, created_at);
     `,
   },
+  {
+    name: "0007_job_due_times",
+    sql: `
+      -- Background work became named jobs, each with its own due time in org_meta ('job_due:<name>').
+      -- Carry over the webhook delivery due time, and make the other jobs due at once where they have
+      -- work waiting, so the first alarm after the upgrade runs them.
+      INSERT INTO org_meta (name, value) SELECT 'job_due:webhook_delivery', value FROM org_meta WHERE name = 'webhook_due_at';
+      DELETE FROM org_meta WHERE name = 'webhook_due_at';
+      INSERT INTO org_meta (name, value) SELECT 'job_due:record_owners', '0' WHERE EXISTS (SELECT 1 FROM outbox);
+      INSERT INTO org_meta (name, value) SELECT 'job_due:expiry_sweep', '0'
+        WHERE EXISTS (SELECT 1 FROM checkpoints) OR EXISTS (SELECT 1 FROM leases WHERE released_at IS NULL);
+    `,
+  },
 ];

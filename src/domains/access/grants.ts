@@ -2,10 +2,10 @@
 // organization, a project (null: unscoped memory) or a subject. You may only grant what you hold
 // (owners and admins hold everything); the decision to refuse comes before any lookup of the target,
 // so a target you cannot reach looks exactly like a missing one.
-import { type GrantTarget, PERMISSIONS, type Permission, holds } from "../../access/policy";
+import { type GrantTarget, PERMISSIONS, type Permission, holds, isAdmin } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
-import { forbidden, notFound } from "../../http/errors";
+import { forbidden, notFound, unresolved } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -14,7 +14,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
-import { getProject, unresolved } from "../memory/store";
+import { getProject } from "../memory/store";
 import { grantBody, listQuery } from "./schema";
 
 interface GrantRow {
@@ -46,7 +46,6 @@ export const targetOf = (body: z.infer<typeof grantBody>): GrantTarget =>
     : "project" in body ? { type: "project", id: body.project }
     : { type: "subject", id: body.subject };
 
-const isAdmin = (c: Caller) => c.role === "owner" || c.role === "admin";
 
 /** Owners and admins see every grant; others see the grants they hold or gave. */
 function visibleGrant(db: Db, caller: Caller, id: string): GrantRow | null {

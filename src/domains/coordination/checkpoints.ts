@@ -11,6 +11,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { checkpointBody, checkpointQuery } from "./schema";
+import { expirySweepJob } from "./expiry";
 
 export interface CheckpointRow {
   checkpoint_id: string;
@@ -81,7 +82,7 @@ export const checkpointRoutes = [
     summary: "Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, updated } = saveCheckpoint(db, rc.caller, rc.body);
-      rc.scheduleAlarm(Date.parse(row.expires_at));
+      rc.jobDue(expirySweepJob.name, Date.parse(row.expires_at));
       return {
         status: updated ? 200 : 201, data: { ...view(row), updated },
         audit: { action: updated ? "checkpoint.updated" : "checkpoint.created", resourceType: "checkpoint", resourceId: row.checkpoint_id,

@@ -1,8 +1,9 @@
+import { isAdmin } from "../../access/policy";
 import { holdsAll, normalizeScopes } from "../../auth/scopes";
 import { roleRank } from "../../auth/roles";
 import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
 import { afterPair, pageOf } from "../../http/cursor";
-import { ApiError, forbidden, notFound } from "../../http/errors";
+import { forbidden, notFound, unresolved } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
@@ -10,7 +11,6 @@ import { liveMembershipsOf } from "../access/memberships";
 import { listQuery, mintKeyBody } from "./schema";
 import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
 
-const isAdmin = (role: string) => role === "owner" || role === "admin";
 
 export const identityRoutes = [
   orgRoute({
@@ -38,8 +38,8 @@ export const identityRoutes = [
         if (body.principal_id && body.principal_id !== caller.principalId) {
           const target = getPrincipal(db, body.principal_id);
           // Keys for another principal: owner/admin only, and never for a principal of higher role.
-          if (!target || !isAdmin(caller.role))
-            throw new ApiError("UNRESOLVED_REFERENCE", `principal not found: ${body.principal_id}`);
+          if (!target || !isAdmin(caller))
+            throw unresolved("principal", [body.principal_id]);
           if (roleRank(target.role) > roleRank(caller.role))
             throw forbidden("A key cannot be minted for a principal with a higher role.");
           principal = target;
@@ -66,7 +66,7 @@ export const identityRoutes = [
     summary: "Key metadata with status; owner/admin see every key, others their own principal's.",
     handler: ({ db, caller, query }) => {
       const after = afterPair(query.after);
-      const mine = !isAdmin(caller.role);
+      const mine = !isAdmin(caller);
       const rows = db.all<KeyRow>(
         `SELECT * FROM api_keys WHERE (created_at, key_id) > (?, ?) ${mine ? "AND principal_id = ?" : ""}
           ORDER BY created_at, key_id LIMIT ?`,
@@ -82,7 +82,7 @@ export const identityRoutes = [
     summary: "Revoke a key; it fails with 401 from the next request on.",
     handler: (rc) => {
       const key = getKey(rc.db, rc.params.id);
-      if (!key || (!isAdmin(rc.caller.role) && key.principal_id !== rc.caller.principalId)) throw notFound("Key");
+      if (!key || (!isAdmin(rc.caller) && key.principal_id !== rc.caller.principalId)) throw notFound("Key");
       const reply = commitWrite(rc, (db) => {
         const already = key.status === "revoked";
         if (!already) revokeKey(db, key.key_id);

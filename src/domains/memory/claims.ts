@@ -1,5 +1,5 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { requireWrite } from "../../access/policy";
+import { canRead, readableWhere, targetInBody } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, pageOf } from "../../http/cursor";
@@ -27,9 +27,11 @@ const claimEvent = (kind: EventInput["kind"], c: NewClaim, extra: Record<string,
   payload: { subject_id: c.subject_id, kind: c.kind, status: c.status, version: c.version, ...extra },
 });
 
-/** Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool. */
+/**
+ * Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool (which runs
+ * the route): the write grant was checked by the pipeline.
+ */
 export function materializeClaims(db: Db, caller: Caller, input: ConsolidationInput) {
-  requireWrite(caller, { subject_id: input.subject_id, project_id: input.project_id ?? null });
   const projectId = requireProject(db, input.project_id);
   const now = clock.nowIso();
 
@@ -98,12 +100,8 @@ function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
   return claim;
 }
 
-/** A lifecycle move needs the claim readable and, for a reader, a write grant covering it. */
-function requireWritableClaim(db: Db, caller: Caller, id: string): ClaimRow {
-  const claim = requireClaim(db, caller, id);
-  requireWrite(caller, claim);
-  return claim;
-}
+/** A lifecycle move needs the claim readable and, for a reader, a write grant covering it (checked by the pipeline). */
+const claimTarget = (rc: { db: Db; caller: Caller; params: Record<string, string> }) => readableClaim(rc.db, rc.caller, rc.params.id);
 
 
 const isMemCursor = (v: unknown): v is [number, number] =>
@@ -111,7 +109,7 @@ const isMemCursor = (v: unknown): v is [number, number] =>
 
 export const claimRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: true,
+    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: targetInBody,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = materializeClaims(db, rc.caller, rc.body);
@@ -126,14 +124,14 @@ export const claimRoutes = [
           ...out.disputed.map((id) => ({ action: "claim.disputed", resourceType: "claim", resourceId: id })),
         ],
       };
-    }, { idempotent: true }),
+    }),
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: true, body: supersedeBody,
+    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: claimTarget, body: supersedeBody,
     summary: "Supersede an active or disputed claim by another active claim.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status !== "active" && claim.status !== "disputed")
         throw invalid(`Claim is ${claim.status}; only active or disputed claims can be superseded.`);
       const by = readableClaim(rc.db, rc.caller, rc.body.superseded_by);
@@ -155,10 +153,10 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     summary: "Revoke a claim that is not superseded; a repeat reports already_revoked.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status === "superseded") throw invalid("Claim is superseded and cannot be revoked.");
       if (claim.status === "revoked")
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_revoked: true });
@@ -176,10 +174,10 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     summary: "Set valid_to to now (status unchanged); a repeat reports already_expired.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (!isCurrent(claim))
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_expired: true });
       return commitWrite(rc, (db) => {

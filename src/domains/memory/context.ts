@@ -139,7 +139,7 @@ export const contextRoutes = [
           audit: { action: "feedback.recorded", resourceType: "feedback", resourceId: feedbackId,
             detail: { context_id: run.context_id, claim_id: rc.body.claim_id ?? null, outcome: rc.body.outcome } },
         };
-      }, { idempotent: true });
+      });
     },
   }),
 ];
