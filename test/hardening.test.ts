@@ -42,6 +42,54 @@ const orgMembershipOf = async (ownerKey: string, principalId: string) =>
   (await call("GET", "/v1/memberships?limit=200", { key: ownerKey })).json.data.memberships
     .find((m: any) => m.principal_id === principalId && m.workspace_id === null).membership_id as string;
 
+describe("ill-formed Unicode is refused in every text field (item 7)", () => {
+  const lone = "a\ud800b";
+  it("answers 400 naming the field, for bodies of every route", async () => {
+    const org = await newOrg();
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const o = await appendOk(org.api_key, obs("s", "fine"));
+    const cases: [string, string, unknown, string][] = [
+      ["POST", "/v1/observations", obs("s", lone), "content"],
+      ["POST", "/v1/observations", obs(lone, "x"), "subject_id"],
+      ["POST", "/v1/observations", { ...obs("s", "x"), source: { type: "t", ref: "\udfff" } }, "source.ref"],
+      ["POST", "/v1/consolidations", { subject_id: "s", claims: [{ kind: "fact", statement: lone, sources: supports(o) }] }, "claims.0.statement"],
+      ["POST", "/v1/checkpoints", { subject_id: "s", agent_id: "a", kind: "cursor", state: lone, ttl_seconds: 60 }, "state"],
+      ["POST", "/v1/handoffs", { to_principal_id: bob.principal_id, note: lone }, "note"],
+      ["POST", "/v1/keys", { label: lone, scopes: ["*"] }, "label"],
+      ["POST", "/v1/grants", { principal_id: bob.principal_id, permissions: ["read"], subject: lone }, "subject"],
+      ["POST", "/v1/context/compile", { query: lone }, "query"],
+      ["POST", "/v1/observations", { ...obs("s", "x"), ["k\ud800"]: 1 }, "k\ufffd"],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const r = await call(method, path, { key: org.api_key, body });
+      expectError(r, 400, "VALIDATION_ERROR");
+      expect(r.json.error.message, path).toContain(`"${field}"`);
+      expect(r.json.error.message).toContain("Unicode");
+    }
+    // Nothing was written.
+    const n = await inOrg(org.org_id, (o2) => o2.db.first<{ n: number }>("SELECT count(*) AS n FROM observations")!.n);
+    expect(n).toBe(1);
+    // Well-formed text outside the BMP (a surrogate pair) is fine.
+    expect((await call("POST", "/v1/observations", { key: org.api_key, body: obs("s", "ok \u{1F600}") })).status).toBe(201);
+  });
+
+  it("refuses it in MCP tool arguments and import lines too", async () => {
+    const org = await newOrg();
+    const rpc = await call("POST", "/mcp", { key: org.api_key, body: { jsonrpc: "2.0", id: 1, method: "tools/call",
+      params: { name: "svc_remember", arguments: { subject_id: "s", kind: "note", content: lone, source: { type: "mcp" } } } },
+      headers: { accept: "application/json" } });
+    expect(rpc.status).toBe(200);
+    expect(rpc.json.result.isError).toBe(true);
+    expect(rpc.json.result.content[0].text).toMatch(/^VALIDATION_ERROR: .*"content".*Unicode/);
+    const line = JSON.stringify({ type: "observation", observation_id: "obs_" + ZEROS, subject_id: "s", project_id: null, kind: "note",
+      content: lone, content_hash: "sha256:" + "0".repeat(64), source: { type: "t", ref: null }, trust: "medium", visibility: "team",
+      author_id: "prn_" + ZEROS, created_at: "2026-01-01T00:00:00.000Z", purged: false, purged_at: null });
+    const imp = await call("POST", "/v1/import", { key: org.api_key, raw: line + "\n", headers: { "content-type": "application/x-ndjson" } });
+    expectError(imp, 400, "VALIDATION_ERROR");
+    expect(imp.json.error.message).toMatch(/^Line 1: .*"content".*Unicode/);
+  });
+});
+
 describe("routing: absent routes are 404, id segments match only their id form (item 13)", () => {
   // DESIGN's id table, written out independently of the router.
   const ID_OF: Record<string, string> = {

@@ -2,7 +2,7 @@
 // stream: GET /mcp is a 405 from the route table). Replies are application/json, never SSE.
 import { ApiError, INTERNAL_MESSAGE } from "../http/errors";
 import { orgRoute } from "../http/route";
-import { describeZodError } from "../http/validate";
+import { validate } from "../http/validate";
 import { executeRoute, type Session } from "../org/execute";
 import type { Reply, RequestCtx } from "../org/request";
 import { REVISION } from "../domains/health/routes";
@@ -28,8 +28,8 @@ async function callTool(session: Session, version: string, params: Record<string
   const tool = TOOLS_BY_NAME.get(params.name as string);
   if (!tool) return { error: { code: RPC.INVALID_PARAMS, message: `Unknown tool: ${String(params.name)}` } };
   const failure = (text: string) => ({ result: { content: [{ type: "text", text }], isError: true } });
-  const parsed = tool.input.safeParse(params.arguments ?? {});
-  if (!parsed.success) return failure(`VALIDATION_ERROR: ${describeZodError(parsed.error)}`);
+  const parsed = validate(tool.input, params.arguments ?? {});
+  if (!parsed.success) return failure(`VALIDATION_ERROR: ${parsed.message}`);
   try {
     const { route, call } = tool.route(parsed.data);
     const reply = await executeRoute(session, route, call);
