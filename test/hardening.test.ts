@@ -3,6 +3,7 @@
 // only the sender's own runs and checkpoints, the MCP Origin check, id-form routing and the early 413.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { originAllowed } from "../src/mcp/routes";
 import { ROUTES } from "../src/routes";
 import { handle } from "../src/worker";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
@@ -87,6 +88,30 @@ describe("ill-formed Unicode is refused in every text field (item 7)", () => {
     const imp = await call("POST", "/v1/import", { key: org.api_key, raw: line + "\n", headers: { "content-type": "application/x-ndjson" } });
     expectError(imp, 400, "VALIDATION_ERROR");
     expect(imp.json.error.message).toMatch(/^Line 1: .*"content".*Unicode/);
+  });
+});
+
+describe("MCP Origin check (item 12)", () => {
+  it("never accepts an Origin because it equals Host (DNS rebinding)", async () => {
+    const org = await newOrg();
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
+    const r = await call("POST", "/mcp", { key: org.api_key, body: ping, headers: { accept: "application/json", origin: "http://svc.test" } });
+    expect(r.status).toBe(403);
+  });
+
+  it("allows configured origins everywhere and loopback origins only in local mode", () => {
+    const deployed = { MCP_ALLOWED_ORIGINS: "https://app.example.com, https://other.example" };
+    const local = { SVC_LOCAL_MODE: "true" };
+    expect(originAllowed(undefined, deployed)).toBe(true);
+    expect(originAllowed("https://app.example.com", deployed)).toBe(true);
+    expect(originAllowed("https://app.example.com:8443", deployed)).toBe(false);
+    expect(originAllowed("http://localhost:3000", deployed)).toBe(false);
+    expect(originAllowed("https://evil.example.com", deployed)).toBe(false);
+    for (const o of ["http://localhost:3000", "http://127.0.0.1:8787", "http://[::1]:9000", "https://localhost"])
+      expect(originAllowed(o, local), o).toBe(true);
+    for (const o of ["http://localhost.evil.com", "http://127.0.0.2", "null", "not a url", "http://svc.test"])
+      expect(originAllowed(o, local), o).toBe(false);
+    expect(originAllowed("http://localhost:3000", { SVC_LOCAL_MODE: "false" })).toBe(false);
   });
 });
 
