@@ -91,6 +91,33 @@ describe("ill-formed Unicode is refused in every text field (item 7)", () => {
   });
 });
 
+describe("handoffs carry only the sender's own run and checkpoint (item 10)", () => {
+  it("a recipient cannot pass on what was handed to it, so a rejection ends every delegated read", async () => {
+    const org = await newOrg();
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const carol = await mintKey(org.api_key, { scopes: ["*"] });
+    const ctx = (await call("POST", "/v1/context/compile", { key: org.api_key, body: {} })).json.data.context_id;
+    const chk = (await call("POST", "/v1/checkpoints", { key: org.api_key, body: { subject_id: "s", agent_id: "a", kind: "cursor", state: "1", ttl_seconds: 600 } })).json.data.checkpoint_id;
+    const h1 = await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: bob.principal_id, context_id: ctx, checkpoint_id: chk } });
+    expect(h1.status).toBe(201);
+    expect((await call("GET", `/v1/context/${ctx}`, { key: bob.key })).status).toBe(200);
+    expectError(await call("POST", "/v1/handoffs", { key: bob.key, body: { to_principal_id: carol.principal_id, context_id: ctx } }), 400, "UNRESOLVED_REFERENCE");
+    expectError(await call("POST", "/v1/handoffs", { key: bob.key, body: { to_principal_id: carol.principal_id, checkpoint_id: chk } }), 400, "UNRESOLVED_REFERENCE");
+    // A re-handoff recorded before this rule (or by any other path) grants nothing either.
+    await inOrg(org.org_id, (o) => o.db.run(
+      `INSERT INTO handoffs (handoff_id, from_principal_id, to_principal_id, context_id, checkpoint_id, status, created_at)
+       VALUES (?, ?, ?, ?, ?, 'pending', '2026-01-01T00:00:00.000Z')`, "hnd_" + ZEROS, bob.principal_id, carol.principal_id, ctx, chk));
+    expectError(await call("GET", `/v1/context/${ctx}`, { key: carol.key }), 404, "NOT_FOUND");
+    expectError(await call("GET", `/v1/checkpoints/${chk}`, { key: carol.key }), 404, "NOT_FOUND");
+    await call("POST", `/v1/handoffs/${h1.json.data.handoff_id}/resolve`, { key: bob.key, body: { status: "rejected" } });
+    expectError(await call("GET", `/v1/context/${ctx}`, { key: bob.key }), 404, "NOT_FOUND");
+    expectError(await call("GET", `/v1/checkpoints/${chk}`, { key: bob.key }), 404, "NOT_FOUND");
+    // The sender's own run and checkpoint still go.
+    const own = (await call("POST", "/v1/context/compile", { key: bob.key, body: {} })).json.data.context_id;
+    expect((await call("POST", "/v1/handoffs", { key: bob.key, body: { to_principal_id: carol.principal_id, context_id: own } })).status).toBe(201);
+  });
+});
+
 describe("MCP Origin check (item 12)", () => {
   it("never accepts an Origin because it equals Host (DNS rebinding)", async () => {
     const org = await newOrg();
