@@ -43,6 +43,89 @@ const orgMembershipOf = async (ownerKey: string, principalId: string) =>
   (await call("GET", "/v1/memberships?limit=200", { key: ownerKey })).json.data.memberships
     .find((m: any) => m.principal_id === principalId && m.workspace_id === null).membership_id as string;
 
+describe("revocation reaches what a principal delegated or created (item 2)", () => {
+  it("revoking a grant revokes the grants delegated from it, transitively, on the next request", async () => {
+    const w = await privateAlpha();
+    const bob = await mintKey(w.org.api_key, { scopes: ["*"] });
+    const carol = await mintKey(w.org.api_key, { scopes: ["*"] });
+    const dave = await mintKey(w.org.api_key, { scopes: ["*"] });
+    const g1 = await grant(w.org.api_key, bob.principal_id);
+    const g2 = await grant(bob.key, carol.principal_id);
+    const g3 = await grant(carol.key, dave.principal_id);
+    expect([await w.sees(bob.key), await w.sees(carol.key), await w.sees(dave.key)]).toEqual([true, true, true]);
+    const listed = (await call("GET", "/v1/grants", { key: w.org.api_key })).json.data.grants;
+    expect(listed.map((g: any) => [g.grant_id, g.delegated_from])).toEqual([[g1, null], [g2, g1], [g3, g2]]);
+
+    const r = await call("DELETE", `/v1/grants/${g1}`, { key: w.org.api_key });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.data).toMatchObject({ status: "revoked", delegated_revoked: 2 });
+    expect([await w.sees(bob.key), await w.sees(carol.key), await w.sees(dave.key)]).toEqual([false, false, false]);
+    const after = (await call("GET", "/v1/grants", { key: w.org.api_key })).json.data.grants;
+    expect(after.map((g: any) => g.status)).toEqual(["revoked", "revoked", "revoked"]);
+  });
+
+  it("revoking a re-shared grant leaves the grant it came from alone", async () => {
+    const w = await privateAlpha();
+    const bob = await mintKey(w.org.api_key, { scopes: ["*"] });
+    const carol = await mintKey(w.org.api_key, { scopes: ["*"] });
+    await grant(w.org.api_key, bob.principal_id);
+    const g2 = await grant(bob.key, carol.principal_id);
+    expect((await call("DELETE", `/v1/grants/${g2}`, { key: bob.key })).status).toBe(200);
+    expect([await w.sees(bob.key), await w.sees(carol.key)]).toEqual([true, false]);
+  });
+
+  it("removing a member revokes the keys of the principals it created (transitively) and the grants it delegated", async () => {
+    const w = await privateAlpha();
+    const bob = await mintKey(w.org.api_key, { scopes: ["*"] });
+    const carol = await mintKey(w.org.api_key, { scopes: ["*"] });
+    await grant(w.org.api_key, bob.principal_id);
+    // Bob mints keys for new principals he controls, and re-shares to one of them and to carol.
+    const sub = await mintKey(bob.key, { scopes: ["*"] });
+    const subsub = await mintKey(sub.key, { scopes: ["*"] });
+    await grant(bob.key, sub.principal_id);
+    await grant(bob.key, carol.principal_id);
+    await grant(sub.key, subsub.principal_id);
+    expect([await w.sees(sub.key), await w.sees(subsub.key), await w.sees(carol.key)]).toEqual([true, true, true]);
+    const created = await inOrg(w.org.org_id, (o) => o.db.first<{ created_by: string }>("SELECT created_by FROM principals WHERE principal_id = ?", sub.principal_id));
+    expect(created?.created_by).toBe(bob.principal_id);
+
+    const d = await call("DELETE", `/v1/memberships/${await orgMembershipOf(w.org.api_key, bob.principal_id)}`, { key: w.org.api_key });
+    expect(d.status, d.text).toBe(200);
+    expect(d.json.data).toMatchObject({ removed: true, keys_revoked: 3, grants_revoked: 4 });
+    for (const k of [bob, sub, subsub]) expectError(await call("GET", "/v1/principal", { key: k.key }), 401, "UNAUTHENTICATED");
+    expect(await w.sees(carol.key)).toBe(false);
+    // Carol's own standing is untouched.
+    expect((await call("GET", "/v1/principal", { key: carol.key })).status).toBe(200);
+    // All of it in the removal's one transaction: one audit entry names the counts.
+    const audit = await inOrg(w.org.org_id, (o) => o.db.all<{ action: string; detail: string }>("SELECT action, detail FROM audit_log WHERE action = 'membership.removed'"));
+    expect(audit).toHaveLength(1);
+    expect(JSON.parse(audit[0].detail)).toMatchObject({ keys_revoked: 3, grants_revoked: 4 });
+  });
+
+  it("readers cannot create principals at all (POST /v1/keys is a write)", async () => {
+    const org = await newOrg();
+    const reader = await withRole(org.api_key, "reader", ["keys:manage"]);
+    expectError(await call("POST", "/v1/keys", { key: reader.key, body: { label: "sub", scopes: ["keys:manage"] } }), 403, "FORBIDDEN");
+  });
+});
+
+describe("key revocation follows the minting role rule (item 5)", () => {
+  it("an admin cannot revoke an owner's key; it can revoke a member's", async () => {
+    const org = await newOrg();
+    const admin = await withRole(org.api_key, "admin");
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const ownerKeyId = (await call("GET", "/v1/principal", { key: org.api_key })).json.data.key_id;
+    expectError(await call("DELETE", `/v1/keys/${ownerKeyId}`, { key: admin.key }), 403, "FORBIDDEN");
+    expect((await call("GET", "/v1/principal", { key: org.api_key })).status).toBe(200);
+    const second = await withRole(org.api_key, "owner");
+    expectError(await call("DELETE", `/v1/keys/${second.key_id}`, { key: admin.key }), 403, "FORBIDDEN");
+    expect((await call("DELETE", `/v1/keys/${member.key_id}`, { key: admin.key })).status).toBe(200);
+    // An owner may revoke another owner's key, and an admin its own.
+    expect((await call("DELETE", `/v1/keys/${second.key_id}`, { key: org.api_key })).status).toBe(200);
+    expect((await call("DELETE", `/v1/keys/${admin.key_id}`, { key: admin.key })).status).toBe(200);
+  });
+});
+
 describe("ill-formed Unicode is refused in every text field (item 7)", () => {
   const lone = "a\ud800b";
   it("answers 400 naming the field, for bodies of every route", async () => {
