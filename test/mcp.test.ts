@@ -219,13 +219,14 @@ describe("MCP tools", () => {
 });
 
 describe("MCP origin validation", () => {
-  it("rejects browser origins other than loopback or this host; accepts clients without Origin", async () => {
+  it("rejects browser origins that are not configured (loopback only in local mode, never this host); accepts clients without Origin", async () => {
     const org = await newOrg();
     const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
     expect((await rpc(org.api_key, ping, { origin: "https://evil.example.com" })).status).toBe(403);
     expect((await rpc(org.api_key, ping, { origin: "null" })).status).toBe(403);
-    expect((await rpc(org.api_key, ping, { origin: "http://localhost:3000" })).status).toBe(200);
-    expect((await rpc(org.api_key, ping, { origin: "http://svc.test" })).status).toBe(200);
+    // The test runtime is not the embedded local server (no SVC_LOCAL_MODE): loopback is not special.
+    expect((await rpc(org.api_key, ping, { origin: "http://localhost:3000" })).status).toBe(403);
+    expect((await rpc(org.api_key, ping, { origin: "http://svc.test" })).status).toBe(403);
     expect((await rpc(org.api_key, ping)).status).toBe(200);
   });
 });

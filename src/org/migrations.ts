@@ -317,4 +317,21 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
         WHERE EXISTS (SELECT 1 FROM checkpoints) OR EXISTS (SELECT 1 FROM leases WHERE released_at IS NULL);
     `,
   },
+  {
+    name: "0008_revocation_provenance",
+    sql: `
+      -- The grant a delegated grant was re-shared from (NULL: given on the grantor's role), so revoking
+      -- a grant revokes everything delegated from it.
+      ALTER TABLE grants ADD COLUMN delegated_from TEXT REFERENCES grants(grant_id);
+      CREATE INDEX grants_by_source ON grants(delegated_from) WHERE delegated_from IS NOT NULL;
+      CREATE INDEX grants_by_grantor ON grants(granted_by);
+      -- Who created a principal (NULL: nobody, e.g. the bootstrap owner), so removing a principal
+      -- revokes the keys of the principals it created. Backfilled from the first organization membership,
+      -- which has always recorded it.
+      ALTER TABLE principals ADD COLUMN created_by TEXT;
+      UPDATE principals SET created_by = NULLIF((SELECT m.created_by FROM memberships m
+        WHERE m.principal_id = principals.principal_id AND m.workspace_id IS NULL ORDER BY m.created_at, m.rowid LIMIT 1), principal_id);
+      CREATE INDEX principals_by_creator ON principals(created_by) WHERE created_by IS NOT NULL;
+    `,
+  },
 ];

@@ -31,9 +31,9 @@ const view = (c: CheckpointRow) => ({
   ttl_seconds: c.ttl_seconds, writer_id: c.writer_id, created_at: c.created_at, updated_at: c.updated_at, expires_at: c.expires_at,
 });
 
-/** The caller may read it: the writer, or the recipient of a live handoff naming it. */
+/** The caller may read it: the writer, or the recipient of a live handoff from the writer naming it. */
 const READABLE = `(c.writer_id = ? OR EXISTS (SELECT 1 FROM handoffs h WHERE h.checkpoint_id = c.checkpoint_id
-  AND h.to_principal_id = ? AND h.status IN ('pending', 'accepted')))`;
+  AND h.from_principal_id = c.writer_id AND h.to_principal_id = ? AND h.status IN ('pending', 'accepted')))`;
 
 export function readableCheckpoint(db: Db, caller: Caller, id: string): CheckpointRow | null {
   return db.first<CheckpointRow>(`SELECT * FROM checkpoints c WHERE ${READABLE} AND c.checkpoint_id = ? AND c.expires_at > ?`,
