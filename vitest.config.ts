@@ -12,6 +12,9 @@ export default defineConfig({
         bindings: {
           TEST_D1_MIGRATIONS: d1Migrations,
           TEST_D1_MIGRATION_FILES: readdirSync("./schema/d1").filter((f) => f.endsWith(".sql")).sort(),
+          // Dashboard accounts: a fixed test pepper; WebAuthn RP ID defaults to "localhost".
+          PASSWORD_PEPPER: "test-pepper-not-a-secret",
+          WEBAUTHN_ORIGINS: "http://localhost:8787",
         },
       },
     }),

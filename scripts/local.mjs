@@ -31,9 +31,21 @@ export function applyLocalMigrations() {
   }
 }
 
+// Dashboard accounts: the per-state-folder password pepper, and the server's own origin for WebAuthn.
+export function passwordPepper() {
+  mkdirSync(stateDir, { recursive: true });
+  const file = join(stateDir, "pepper.json");
+  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")).pepper;
+  const pepper = randomBytes(32).toString("hex");
+  writeFileSync(file, JSON.stringify({ pepper }), { mode: 0o600 });
+  return pepper;
+}
+const dashboardVars = (port) => ["--var", `PASSWORD_PEPPER:${passwordPepper()}`, "--var", `WEBAUTHN_ORIGINS:http://localhost:${port}`];
+
 export function startDev(port, { quiet = false } = {}) {
   const args = ["dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", stateDir,
-    "--var", `OPERATOR_TOKEN:${operatorToken()}`, "--show-interactive-dev-session=false", "--inspector-port", "0"];
+    "--var", `OPERATOR_TOKEN:${operatorToken()}`, "--show-interactive-dev-session=false", "--inspector-port", "0",
+    ...dashboardVars(port)];
   return spawn(wrangler, args, { cwd: root, env: quietEnv, stdio: quiet ? "ignore" : ["ignore", "inherit", "inherit"], detached: false });
 }
 

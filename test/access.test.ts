@@ -313,6 +313,7 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/keys", () => ({ label: "k", scopes: ["events:read"] }), anyone],
       ["POST", "/v1/webhooks", () => ({ url: "https://hooks.example.com/x", secret: "0123456789abcdef", events: ["*"] }), anyone],
       ["POST", "/v1/workspaces", () => ({ name: `w${n++}` }), anyone],
+      ["POST", "/v1/operator-accounts", () => ({ username: `matrix-${Date.now().toString(36)}-${n++}`, role: "member" }), anyone],
       ["POST", "/v1/context/compile", () => ({}), [...anyone, "reader"]],
       ["POST", "/v1/memberships", () => ({ principal_id: bobId, role: "member", workspace_id: undefined }), ["owner", "admin"]],
       ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["read"], subject: `s${n++}` }), ["owner", "admin"]],
@@ -383,7 +384,7 @@ describe("role matrix on the remaining mutating routes", () => {
         if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBeLessThan(300);
         else expectError(r, 403, "FORBIDDEN");
       }
-  });
+  }, 90_000); // ~80 sequential requests: 9 s alone, ~30 s on the shared 2-core machine
 });
 
 describe("claim references to hidden claims", () => {
