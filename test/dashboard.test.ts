@@ -522,8 +522,14 @@ describe("progressive login delay", () => {
     const acct = await fullAccount(org.api_key);
     for (let i = 0; i < 4; i++) await waitOf(acct.username, "wrong password!");
     expect((await waitOf(acct.username, "wrong password!")).wait).toBe(2000);
+    const ghost = uniqueName("ghost");
+    await waitOf(ghost, "wrong password!");
+    const ghostRow = () => env.INDEX_DB.prepare("SELECT failures FROM login_failures WHERE username_hash = ?").bind(sha256Hex(ghost)).first("failures");
+    expect(await ghostRow()).toBe(1);
     clock.advance(15 * 60_000 + 1000);
     expect((await waitOf(acct.username, "wrong password!")).wait).toBe(0);
+    // Forgotten rows are deleted as new attempts are counted: random names cannot grow the table.
+    expect(await ghostRow()).toBeNull();
     clock.reset();
     const other = await fullAccount(org.api_key);
     const { data } = await enroll(other.token);

@@ -5,3 +5,5 @@ CREATE TABLE login_failures (
   failures INTEGER NOT NULL,
   last_failure_at TEXT NOT NULL
 );
+-- Rows 15 minutes past their last failure are forgotten (deleted as new attempts are counted).
+CREATE INDEX login_failures_by_time ON login_failures(last_failure_at);

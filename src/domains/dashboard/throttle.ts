@@ -14,17 +14,22 @@ export const delayMsAfter = (priorFailures: number): number =>
 
 export const usernameKey = (username: string) => sha256Hex(username);
 
-/** Counts one failure (provisionally, for an attempt about to be verified); returns the failures before it. */
+/**
+ * Counts one failure (provisionally, for an attempt about to be verified); returns the failures before
+ * it. One batch (a transaction): forgotten rows go first, so guesses at random names cannot grow the
+ * table beyond 15 minutes' worth.
+ */
 export async function countFailure(db: D1Database, username: string): Promise<number> {
   const now = clock.nowMs();
-  const row = await db.prepare(
-    `INSERT INTO login_failures (username_hash, failures, last_failure_at) VALUES (?, 1, ?)
-     ON CONFLICT (username_hash) DO UPDATE SET
-       failures = CASE WHEN login_failures.last_failure_at <= ? THEN 1 ELSE login_failures.failures + 1 END,
-       last_failure_at = excluded.last_failure_at
-     RETURNING failures`,
-  ).bind(usernameKey(username), isoAt(now), isoAt(now - FAILURE_MEMORY_MS)).first<{ failures: number }>();
-  return (row?.failures ?? 1) - 1;
+  const [, counted] = await db.batch<{ failures: number }>([
+    db.prepare("DELETE FROM login_failures WHERE last_failure_at <= ?").bind(isoAt(now - FAILURE_MEMORY_MS)),
+    db.prepare(
+      `INSERT INTO login_failures (username_hash, failures, last_failure_at) VALUES (?, 1, ?)
+       ON CONFLICT (username_hash) DO UPDATE SET failures = login_failures.failures + 1, last_failure_at = excluded.last_failure_at
+       RETURNING failures`,
+    ).bind(usernameKey(username), isoAt(now)),
+  ]);
+  return (counted.results[0]?.failures ?? 1) - 1;
 }
 
 /** The attempt counted by countFailure succeeded without issuing a full session: uncount it. */
