@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,login] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -10,6 +10,8 @@
 //   tenants  the same append load spread over 100 organizations vs one
 //   drain    webhook drain to a loopback receiver (if the routes exist), and export of the large
 //            organization: records per second and peak workerd memory
+//   login    dashboard login round trip (password, then passkey) p50, next to the password hash's
+//            cost per login measured inside the Durable Object
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
@@ -17,13 +19,14 @@ import { createHmac } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { freePort } from "./local.mjs";
+import { SoftAuthenticator } from "../test/authenticator.mjs";
 import {
   api, apiOk, fmt, log, machineLine, median, newOrg, parseArgs, percentile, pool, prng, progress, sleep, startServer, statement,
   table, writeSection, zipfWord,
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -69,6 +72,74 @@ function workerdRss(server) {
   return total;
 }
 const mib = (b) => (b / 2 ** 20).toFixed(0);
+
+// ---- part 5: dashboard login round trip -----------------------------------------------------------
+
+/** The bench server's WebAuthn origin (any string the server lists in WEBAUTHN_ORIGINS). */
+const BENCH_ORIGIN = "http://localhost";
+
+async function partLogin(server) {
+  log("part 5: dashboard login round trip");
+  const org = await newOrg(server);
+  const username = `bench-${Date.now().toString(36)}`;
+  const created = await apiOk(server.url, org.api_key, "POST", "/v1/operator-accounts", { username, role: "member" });
+  const login = async (password) => {
+    const t0 = performance.now();
+    const r = await fetch(`${server.url}/v1/dashboard-sessions`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username, password }),
+    });
+    const j = await r.json();
+    if (r.status !== 201) throw new Error(`login -> ${r.status} ${JSON.stringify(j)}`);
+    return { ...j.data, ms: performance.now() - t0 };
+  };
+  const temp = created.json.data.temporary_password;
+  const password = `bench password ${Date.now()}`;
+  await apiOk(server.url, (await login(temp)).session_token, "PATCH", "/v1/operator-accounts/current/password", { current_password: temp, new_password: password });
+  const full = (await login(password)).session_token;
+  const auth = new SoftAuthenticator(BENCH_ORIGIN, "localhost");
+  const reg = await apiOk(server.url, full, "POST", "/v1/operator-accounts/current/passkeys/options", {});
+  await apiOk(server.url, full, "POST", "/v1/operator-accounts/current/passkeys", { response: await auth.create(reg.json.data.options) });
+  const n = Number(args["login-samples"] ?? 30);
+  const rows = { trip: [], password: [], options: [], assertion: [], client: [] };
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const staged = await login(password);
+    const o = await apiOk(server.url, staged.session_token, "POST", "/v1/dashboard-sessions/current/passkey-options", {});
+    const c0 = performance.now();
+    const response = await auth.get(o.json.data.options);
+    const client = performance.now() - c0;
+    const done = await apiOk(server.url, staged.session_token, "POST", "/v1/dashboard-sessions/current/passkey", { response });
+    rows.trip.push(performance.now() - t0 - client);
+    rows.password.push(staged.ms);
+    rows.options.push(o.ms);
+    rows.assertion.push(done.ms);
+    rows.client.push(client);
+    await apiOk(server.url, done.json.data.session_token, "DELETE", "/v1/dashboard-sessions/current");
+  }
+  // The hash's cost: a route whose only real work is one password verification, against one that has none.
+  const hashRoute = [], plainRoute = [];
+  for (let i = 0; i < n; i++) {
+    hashRoute.push((await timedInside(server, org.api_key, "POST", "/v1/operator-accounts/current/recovery-codes", { body: { current_password: org.temporary_password } })).inside_ms);
+    plainRoute.push((await timedInside(server, org.api_key, "GET", "/v1/operator-accounts/current/passkeys")).inside_ms);
+  }
+  const hashMs = median(hashRoute) - median(plainRoute);
+  const md = `### 5. Dashboard login round trip
+
+${n} logins of one account with a passkey: \`POST /v1/dashboard-sessions\` (password, stage \`staged\`), then
+\`…/passkey-options\` and \`…/passkey\` (assertion, stage \`full\`), over HTTP; the software authenticator's own
+signing time is left out. The password hash is PBKDF2-SHA256 at 100,000 iterations over an HMAC of the
+password with the pepper; its cost per login is measured inside the org Durable Object as the median
+of a route that verifies one password minus that of a route that verifies none.
+
+${table(["step", "p50 ms", "p95 ms"], [
+  ["round trip (password + options + assertion)", fmt(median(rows.trip)), fmt(percentile(rows.trip, 95))],
+  ["password login", fmt(median(rows.password)), fmt(percentile(rows.password, 95))],
+  ["assertion options", fmt(median(rows.options)), fmt(percentile(rows.options, 95))],
+  ["assertion verification", fmt(median(rows.assertion)), fmt(percentile(rows.assertion, 95))],
+  ["password hash per login (inside the DO)", fmt(hashMs), ""],
+])}`;
+  return { md, p50: median(rows.trip), hashMs };
+}
 
 // ---- part 1: append vs bare insert --------------------------------------------------------------
 
@@ -368,7 +439,8 @@ ${mib(bytes)} MiB of NDJSON). workerd resident memory (sampled every 50 ms): ${m
 
 async function main() {
   const started = Date.now();
-  const server = await startServer({ config: "bench/wrangler.toml", label: "bench" });
+  const server = await startServer({ config: "bench/wrangler.toml", label: "bench",
+    vars: { PASSWORD_PEPPER: (await import("node:crypto")).randomBytes(32).toString("hex"), WEBAUTHN_ORIGINS: BENCH_ORIGIN } });
   log(`bench server ${server.url} (state ${server.stateDir})`);
   writeSection("speed", `## Speed (\`npm run bench\`)
 
@@ -413,6 +485,11 @@ Each part below rewrites its own section; each names the machine and versions it
       parts.push(w.md);
       if (w.rate) summary.push(`webhook drain: ${fmt(w.rate, 0)} events/s`);
       done("drain", `### 4. Webhook drain and export\n\n${parts.join("\n\n")}`);
+    }
+    if (PARTS.has("login")) {
+      const l = await partLogin(server);
+      done("login", l.md);
+      summary.push(`login round trip p50: ${fmt(l.p50)} ms (password hash ${fmt(l.hashMs)} ms)`);
     }
   } finally {
     await server.stop();

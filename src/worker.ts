@@ -26,7 +26,13 @@ const forwardedHeaders = (request: Request, url: URL) => ({
   host: url.host,
 });
 
-export async function handle(request: Request, env: EdgeEnv): Promise<Response> {
+/** What the edge waits with; tests pass one that moves the clock helper instead of sleeping. */
+export interface EdgeDeps {
+  wait: (ms: number) => Promise<void>;
+}
+const defaultDeps: EdgeDeps = { wait: (ms) => scheduler.wait(ms) };
+
+export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = defaultDeps): Promise<Response> {
   const requestId = newId(ID_PREFIX.request);
   try {
     const url = new URL(request.url);
@@ -40,7 +46,8 @@ export async function handle(request: Request, env: EdgeEnv): Promise<Response> 
     const route = m.route;
 
     const bodyText = await readBodyText(request);
-    if (route.auth === "public") return await route.edge(env, requestId);
+    if (route.auth === "public")
+      return await route.edge(env, requestId, { bodyText, authorization: request.headers.get("authorization"), wait: deps.wait });
 
     const token = bearerToken(request.headers.get("authorization"));
     if (!token) throw new ApiError("UNAUTHENTICATED", "A Bearer svc_sk_ credential is required.");

@@ -344,6 +344,7 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/keys", () => ({ label: "k", scopes: ["events:read"] }), anyone, 201],
       ["POST", "/v1/webhooks", () => ({ url: "https://hooks.example.com/x", secret: "0123456789abcdef", events: ["*"] }), anyone, 201],
       ["POST", "/v1/workspaces", () => ({ name: `w${n++}` }), anyone, 201],
+      ["POST", "/v1/operator-accounts", () => ({ username: `matrix-${Date.now().toString(36)}-${n++}`, role: "member" }), anyone, 201],
       ["POST", "/v1/context/compile", () => ({}), [...anyone, "reader"], 201],
       ["POST", "/v1/memberships", () => ({ principal_id: bobId, role: "member", workspace_id: undefined }), ["owner", "admin"], 201],
       ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["read"], subject: `s${n++}` }), ["owner", "admin"], 201],

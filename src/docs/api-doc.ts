@@ -18,7 +18,9 @@ export function renderApiDoc(routes: readonly RouteDef[]): string {
   for (const r of routes) {
     const scope = r.auth === "public" ? "public" : (r.scope ?? "any valid credential");
     const roles = r.auth === "key" && r.roles ? r.roles.join(", ") : "";
-    out.push(`| ${r.method} | \`${r.path}\` | ${r.auth === "public" ? "none" : "Bearer"} | ${scope} | ${roles} | ${r.summary} |`);
+    // Routes limited to some dashboard session stages name them (api_key, password_change, staged, full).
+    const auth = r.auth === "public" ? "none" : r.stages ? `Bearer (${r.stages.join(", ")})` : "Bearer";
+    out.push(`| ${r.method} | \`${r.path}\` | ${auth} | ${scope} | ${roles} | ${r.summary} |`);
   }
   out.push("");
   for (const r of routes) {

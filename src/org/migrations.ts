@@ -334,4 +334,51 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX principals_by_creator ON principals(created_by) WHERE created_by IS NOT NULL;
     `,
   },
+  {
+    name: "0009_dashboard_accounts",
+    sql: `
+      -- password_hash now holds the self-describing form pbkdf2-sha256$<iterations>$<salt>$<hash> (peppered);
+      -- rows from before keep the bare hex hash with password_salt and are upgraded at their next login.
+      ALTER TABLE operator_accounts ADD COLUMN display_name TEXT;
+      ALTER TABLE operator_accounts ADD COLUMN password_changed_at TEXT;
+      CREATE TABLE dashboard_sessions (
+        session_id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,          -- SHA-256 hex of the svc_sk_ session token
+        account_id TEXT NOT NULL REFERENCES operator_accounts(account_id),
+        stage TEXT NOT NULL,                    -- 'password_change' | 'staged' | 'full'
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE INDEX dashboard_sessions_by_account ON dashboard_sessions(account_id) WHERE revoked_at IS NULL;
+      CREATE TABLE passkeys (
+        passkey_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES operator_accounts(account_id),
+        credential_id TEXT NOT NULL UNIQUE,     -- base64url
+        public_key TEXT NOT NULL,               -- base64url COSE key
+        counter INTEGER NOT NULL,
+        transports TEXT NOT NULL,               -- JSON array
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at TEXT
+      );
+      CREATE INDEX passkeys_by_account ON passkeys(account_id) WHERE revoked_at IS NULL;
+      CREATE TABLE webauthn_challenges (
+        challenge TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        purpose TEXT NOT NULL,                  -- 'register' | 'authenticate'
+        expires_at TEXT NOT NULL,
+        used_at TEXT
+      );
+      CREATE TABLE recovery_codes (
+        account_id TEXT NOT NULL REFERENCES operator_accounts(account_id),
+        code_hash TEXT NOT NULL,                -- SHA-256 hex of the normalized code
+        created_at TEXT NOT NULL,
+        used_at TEXT,
+        PRIMARY KEY (account_id, code_hash)
+      );
+    `,
+  },
 ];

@@ -11,6 +11,8 @@ export interface Caller {
   role: Role;
   /** Active grants held by the principal, loaded with the key on every request. */
   grants: import("../access/policy").HeldGrant[];
+  /** Set when the credential is a dashboard session (keyId is then its session_id). */
+  session?: { sessionId: string; accountId: string; stage: import("../domains/dashboard/stages").SessionStage };
 }
 
 export interface RequestCtx<B = unknown, Q = unknown> {
@@ -71,7 +73,7 @@ export interface Reply {
 }
 
 export type IndexWrite =
-  | { op: "add_credential"; keyHash: string; keyId: string }
+  | { op: "add_credential"; keyHash: string; keyId: string; kind?: "api_key" | "dashboard_session" }
   | { op: "remove_credential"; keyHash: string };
 
 export const ok = (data: unknown, meta?: Record<string, unknown>): Reply => ({ status: 200, data, meta });
