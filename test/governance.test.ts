@@ -120,6 +120,11 @@ describe("policies", () => {
       { type: "approval", name: "x", rules: { separation_of_duty: true }, org_id: "org_x" },
     ];
     for (const body of bad) expectError(await call("POST", "/v1/policies", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
+    const unknownType = await call("POST", "/v1/policies", { key: org.api_key, body: bad[0] });
+    expect(unknownType.json.error.message).toContain('"type"');
+    expect(unknownType.json.error.message).toContain("retention");
+    const badKind = await call("POST", "/v1/policies", { key: org.api_key, body: bad[9] });
+    expect(badKind.json.error.message).toContain('"rules.rules.0.kinds.0"');
     const retention = await policy(org.api_key, "retention", { rules: [{ record_type: "observation", max_age_days: 90, kinds: ["note"], visibility: "private" }] }, "draft");
     expect(retention.version).toBe(1);
     expectError(await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: `retention-${n - 1}`, rules: { rules: [{ record_type: "claim", max_age_days: 1 }] } } }), 409, "CONFLICT");
