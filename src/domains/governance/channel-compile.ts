@@ -26,15 +26,18 @@ export const channelCompileRoutes = [
       const audiences = JSON.parse(channel.audiences) as string[];
       if (body.audience !== undefined && !audiences.includes(body.audience))
         throw invalid(`Invalid field "audience": not an audience of this channel (${audiences.map((a) => `"${a}"`).join(", ")}).`);
-      const releases = db.all<Pick<ReleaseRow, "seq" | "release_id" | "claim_id" | "claim_version" | "snapshot" | "created_at">>(
-        `SELECT seq, release_id, claim_id, claim_version, snapshot, created_at FROM knowledge_releases
-          WHERE channel_id = ? AND status = 'active' ORDER BY seq`, channel.channel_id);
+      // Only the snapshot fields ranking reads (the evidence list is not parsed).
+      const releases = db.all<Pick<ReleaseRow, "seq" | "release_id" | "claim_id" | "claim_version" | "created_at"> &
+        Pick<Snapshot, "statement" | "kind" | "subject_id" | "trust">>(
+        `SELECT seq, release_id, claim_id, claim_version, created_at, json_extract(snapshot, '$.statement') AS statement,
+                json_extract(snapshot, '$.kind') AS kind, json_extract(snapshot, '$.subject_id') AS subject_id,
+                json_extract(snapshot, '$.trust') AS trust
+           FROM knowledge_releases WHERE channel_id = ? AND status = 'active' ORDER BY seq`, channel.channel_id);
       const eligibility = eligibilityContext(db, releases.map((r) => r.claim_id));
-      const texts = releases.filter((r) => ineligibility(eligibility, r, channel.min_trust) === null).map((r) => {
-        const s = JSON.parse(r.snapshot) as Snapshot;
-        return { seq: r.seq, release_id: r.release_id, claim_id: r.claim_id, statement: s.statement, kind: s.kind,
-          subject_id: s.subject_id, project_id: null, trust: s.trust, status: "active", created_at: r.created_at, feedback: null };
-      });
+      const texts = releases.filter((r) => ineligibility(eligibility, r, channel.min_trust) === null).map((r) => ({
+        seq: r.seq, release_id: r.release_id, claim_id: r.claim_id, statement: r.statement, kind: r.kind,
+        subject_id: r.subject_id, project_id: null, trust: r.trust, status: "active", created_at: r.created_at, feedback: null,
+      }));
       const items = pack(rankTexts(texts, { query: body.query }, clock.nowMs()), body.token_budget, body.max_items);
       return ok({
         channel_id: channel.channel_id,

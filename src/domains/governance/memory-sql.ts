@@ -18,19 +18,18 @@ export interface ClaimFacts {
   supporting_trusts: string[];
 }
 
-/** Current facts of many claims in two statements (channel compile checks every release at once). */
+/** Current facts of many claims in one statement (channel compile checks every release at once). */
 export function claimFacts(db: Db, claimIds: string[]): Map<string, ClaimFacts> {
   const out = new Map<string, ClaimFacts>();
   if (!claimIds.length) return out;
-  const ids = JSON.stringify([...new Set(claimIds)]);
-  for (const c of db.all<Omit<ClaimFacts, "supporting_trusts">>(
-    `SELECT claim_id, version, status, valid_to, visibility, trust, author_id FROM claims
-      WHERE claim_id IN (SELECT value FROM json_each(?))`, ids))
-    out.set(c.claim_id, { ...c, supporting_trusts: [] });
-  for (const s of db.all<{ claim_id: string; trust: string }>(
-    `SELECT s.claim_id, o.trust FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
-      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND s.relation = 'supports'`, ids))
-    out.get(s.claim_id)?.supporting_trusts.push(s.trust);
+  for (const c of db.all<Omit<ClaimFacts, "supporting_trusts"> & { supporting: string | null }>(
+    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.trust, c.author_id,
+            (SELECT group_concat(o.trust) FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
+              WHERE s.claim_id = c.claim_id AND s.relation = 'supports') AS supporting
+       FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?))`, JSON.stringify([...new Set(claimIds)]))) {
+    const { supporting, ...facts } = c;
+    out.set(c.claim_id, { ...facts, supporting_trusts: supporting ? supporting.split(",") : [] });
+  }
   return out;
 }
 

@@ -173,11 +173,10 @@ function stemList(text: string): string[] {
 
 const stemsOf = (text: string): Set<string> => new Set(stemList(text));
 
-/** Share of the terms' weight whose stems all occur in `text` (1 when no term carries weight). */
-function coverage(text: string, terms: WeightedTerm[]): number {
+/** Share of the terms' weight whose stems all occur in a text's stems (1 when no term carries weight). */
+function coverage(have: Set<string>, terms: WeightedTerm[]): number {
   const total = terms.reduce((n, t) => n + t.weight, 0);
   if (total <= 0) return 1;
-  const have = stemsOf(text);
   let held = 0;
   for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.has(s))) held += t.weight;
   return held / total;
@@ -241,6 +240,8 @@ export interface ScoringCandidate {
   feedback: number | null;
   /** bm25 rank (negative, lower is better) when the candidate matched the query lexically, else null. */
   rank: number | null;
+  /** The statement's stems, when the caller already has them (else they are computed). */
+  stems?: Set<string>;
 }
 
 export interface Scored<C> {
@@ -255,7 +256,7 @@ function lexicalScores(candidates: ScoringCandidate[], terms: WeightedTerm[]): M
   const best = Math.min(0, ...candidates.map((c) => c.rank ?? 0));
   const lexical = new Map<number, number>();
   for (const c of candidates)
-    if (c.rank != null) lexical.set(c.seq, (best < 0 ? c.rank / best : 0) * coverage(c.statement, terms));
+    if (c.rank != null) lexical.set(c.seq, (best < 0 ? c.rank / best : 0) * coverage(c.stems ?? stemsOf(c.statement), terms));
   return lexical;
 }
 
@@ -319,7 +320,7 @@ export function rankTexts<C extends Omit<ScoringCandidate, "rank">>(texts: C[], 
     if (!counts[i].some((n) => n > 0)) return;
     const norm = 1.2 * (1 - 0.75 + (0.75 * docs[i].length) / (avgLen || 1));
     const bm25 = counts[i].reduce((sum, n, k) => sum + (idf[k] * n * 2.2) / (n + norm), 0);
-    candidates.push({ ...t, rank: -bm25 });
+    candidates.push({ ...t, rank: -bm25, stems: new Set(docs[i]) });
   });
   return scoreCandidates(candidates, lexicalScores(candidates, weighted.terms), f, now);
 }
