@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain,login] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,login,channels] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -12,6 +12,7 @@
 //            organization: records per second and peak workerd memory
 //   login    dashboard login round trip (password, then passkey) p50, next to the password hash's
 //            cost per login measured inside the Durable Object
+//   channels channel compile over 1,000 active releases beside compile over the same 1,000 claims
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
@@ -26,7 +27,7 @@ import {
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -435,6 +436,80 @@ ${mib(bytes)} MiB of NDJSON). workerd resident memory (sampled every 50 ms): ${m
 (+${mib(peak - base)} MiB while exporting).`;
 }
 
+// ---- part 5: channel compile over released knowledge ----------------------------------------------
+
+const RELEASES = Number(args.releases ?? 1000);
+
+async function partChannels(server) {
+  log(`part 5: channel compile over ${RELEASES} active releases vs compile over the same claims`);
+  const org = await newOrg(server);
+  const rand = prng(11);
+  const qrand = prng(13);
+  const gateway = await apiOk(server.url, org.api_key, "POST", "/v1/keys", { label: "gateway", scopes: ["channel:compile"] });
+  const gw = gateway.json.data;
+  const channel = (await apiOk(server.url, org.api_key, "POST", "/v1/channels",
+    { name: "bench", audiences: ["public"], min_trust: "high", gateway_principal_id: gw.principal_id })).json.data.channel_id;
+  // Verified claims (the release-eligible trust), 50 per consolidation, then one release each.
+  const claimIds = [];
+  const t0 = Date.now();
+  await pool(Math.ceil(RELEASES / 50), 4, async (b) => {
+    const n = Math.min(50, RELEASES - b * 50);
+    const o = await apiOk(server.url, org.api_key, "POST", "/v1/observations", {
+      subject_id: `subject-${b % 20}`, kind: "document", content: `released source ${b}`, source: { type: "bench" }, trust: "verified",
+    });
+    const claims = Array.from({ length: n }, () => ({ kind: "fact", statement: statement(rand),
+      sources: [{ observation_id: o.json.data.observation_id, relation: "supports" }] }));
+    const c = await apiOk(server.url, org.api_key, "POST", "/v1/consolidations", { subject_id: `subject-${b % 20}`, claims });
+    claimIds.push(...c.json.data.claims.map((x) => x.claim_id));
+  }, { deadline: DEADLINE, onProgress: progress("seeding verified claims", 10_000) });
+  await pool(claimIds.length, 4, async (i) => {
+    const r = await apiOk(server.url, org.api_key, "POST", "/v1/knowledge-releases", { claim_id: claimIds[i], channel_id: channel });
+    const id = r.json.data.release_id;
+    await apiOk(server.url, org.api_key, "POST", `/v1/knowledge-releases/${id}/approve`, {});
+    await apiOk(server.url, org.api_key, "POST", `/v1/knowledge-releases/${id}/activate`, {});
+  }, { deadline: DEADLINE, onProgress: progress("releasing", 10_000) });
+  const seedS = (Date.now() - t0) / 1000;
+  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => zipfWord(qrand)).join(" "));
+  const path = `/v1/channels/${channel}/context/compile`;
+  for (let i = 0; i < 10; i++) {
+    await api(server.url, gw.key, "POST", path, { query: queries[i], token_budget: 1000 });
+    await api(server.url, org.api_key, "POST", "/v1/context/compile", { query: queries[i], token_budget: 1000 });
+  }
+  const lat = { chHttp: [], chIn: [], cHttp: [], cIn: [], chItems: [], cItems: [] };
+  for (let i = 0; i < SAMPLES && Date.now() < DEADLINE; i++) {
+    const q = queries[i % queries.length];
+    // Alternate the two routes and vantage points so drift on the shared machine hits both alike.
+    const ch = await apiOk(server.url, gw.key, "POST", path, { query: q, token_budget: 1000 });
+    lat.chHttp.push(ch.ms);
+    lat.chItems.push(ch.json.data.items.length);
+    lat.chIn.push((await timedInside(server, gw.key, "POST", path, { body: { query: q, token_budget: 1000 } })).inside_ms);
+    const c = await apiOk(server.url, org.api_key, "POST", "/v1/context/compile", { query: q, token_budget: 1000 });
+    lat.cHttp.push(c.ms);
+    lat.cItems.push(c.json.data.items.length);
+    lat.cIn.push((await timedInside(server, org.api_key, "POST", "/v1/context/compile", { body: { query: q, token_budget: 1000 } })).inside_ms);
+  }
+  const row = (name, http, inside, items) => [name, `${fmt(median(http))} / ${fmt(percentile(http, 95))}`,
+    `${fmt(median(inside), 0)} / ${fmt(percentile(inside, 95), 0)}`, String(median(items)), String(http.length)];
+  const ratio = percentile(lat.chHttp, 95) / percentile(lat.cHttp, 95);
+  log(`  channel compile p95 ${fmt(percentile(lat.chHttp, 95))} ms vs compile p95 ${fmt(percentile(lat.cHttp, 95))} ms`);
+  const md = `### 6. Channel compile over released knowledge
+
+One organization with ${claimIds.length.toLocaleString("en-US")} verified claims (the same synthetic statements as part 2), each
+released into one channel and activated (seeded in ${fmt(seedS, 0)} s). ${lat.chHttp.length} samples each, alternating:
+\`POST /v1/channels/:id/context/compile\` by the channel's gateway (every active release is rechecked for eligibility,
+then ranked with compile's scoring) and \`POST /v1/context/compile\` over the same claims by the owner (which also records
+a run), with the same 4-word query and \`token_budget\` 1000, over HTTP and timed inside the Durable Object. Latency in
+ms (p50 / p95).
+
+${table(["route", "HTTP p50 / p95", "inside DO p50 / p95", "items per pack (median)", "samples"], [
+    row(`channel compile (${claimIds.length} active releases)`, lat.chHttp, lat.chIn, lat.chItems),
+    row(`compile (${claimIds.length} claims)`, lat.cHttp, lat.cIn, lat.cItems),
+  ])}
+
+Channel compile p95 / compile p95 over HTTP: **${fmt(ratio, 2)}×**.`;
+  return { md, ratio };
+}
+
 // ---- main ---------------------------------------------------------------------------------------
 
 async function main() {
@@ -490,6 +565,11 @@ Each part below rewrites its own section; each names the machine and versions it
       const l = await partLogin(server);
       done("login", l.md);
       summary.push(`login round trip p50: ${fmt(l.p50)} ms (password hash ${fmt(l.hashMs)} ms)`);
+    }
+    if (PARTS.has("channels")) {
+      const c = await partChannels(server);
+      done("channels", c.md);
+      summary.push(`channel compile / compile p95: ${fmt(c.ratio, 2)}×`);
     }
   } finally {
     await server.stop();

@@ -11,6 +11,7 @@ import { accessRoutes } from "./domains/access/routes";
 import { portabilityRoutes } from "./domains/portability/routes";
 import { auditRoutes } from "./domains/audit/routes";
 import { dashboardLoginRoute, dashboardRoutes } from "./domains/dashboard/routes";
+import { governanceRoutes } from "./domains/governance/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -25,6 +26,7 @@ export const ROUTES: readonly RouteDef[] = [
   ...portabilityRoutes,
   ...auditRoutes,
   dashboardLoginRoute, ...dashboardRoutes,
+  ...governanceRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

@@ -445,3 +445,120 @@ describe("claim references to hidden claims", () => {
     expect(list.json.data.items.find((c: any) => c.claim_id === shared).disputes).toEqual([old]);
   });
 });
+
+describe("governance routes: the same 404, the same unresolved reference, and the role matrix", () => {
+  const zero = "0".repeat(32);
+  async function verifiedClaim(key: string, statement: string, visibility = "team") {
+    const subject = `gov-${statement}`;
+    const o = await appendOk(key, obs(subject, statement, { trust: "verified", visibility }));
+    return (await consolidateOk(key, subject, [{ kind: "fact", statement, visibility, sources: supports(o) }]))[0];
+  }
+
+  it("answers foreign, invisible and missing path ids identically on every governance route", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"], max_trust: "verified" });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const policy = (await call("POST", "/v1/policies", { key: org.api_key, body: { type: "approval", name: "p", rules: { separation_of_duty: false } } })).json.data.policy_id;
+    const hidden = await verifiedClaim(alice.key, "hidden", "private");
+    const approval = (await call("POST", "/v1/claim-approvals", { key: alice.key, body: { claim_id: hidden } })).json.data.approval_id;
+    const channel = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: "c", audiences: ["a"], min_trust: "low", gateway_principal_id: gw.principal_id } })).json.data.channel_id;
+    const rel = (await call("POST", "/v1/knowledge-releases", { key: alice.key, body: { claim_id: await verifiedClaim(alice.key, "shared"), channel_id: channel } })).json.data.release_id;
+    // [method, path, missing path, body, the key of this organization that asks for the missing id, a key to which the record is invisible]
+    const cases: [string, string, string, unknown, string, string?][] = [
+      ["PATCH", `/v1/policies/${policy}`, `/v1/policies/pol_${zero}`, { expected_version: 1, status: "retired" }, org.api_key],
+      ["POST", `/v1/claim-approvals/${approval}/decide`, `/v1/claim-approvals/apr_${zero}/decide`, { decision: "approved" }, bob.key, bob.key],
+      ["PATCH", `/v1/channels/${channel}`, `/v1/channels/chn_${zero}`, { status: "paused", expected_version: 1 }, bob.key],
+      ["POST", `/v1/knowledge-releases/${rel}/approve`, `/v1/knowledge-releases/rel_${zero}/approve`, {}, bob.key],
+      ["POST", `/v1/knowledge-releases/${rel}/activate`, `/v1/knowledge-releases/rel_${zero}/activate`, {}, bob.key],
+      ["POST", `/v1/knowledge-releases/${rel}/revoke`, `/v1/knowledge-releases/rel_${zero}/revoke`, {}, bob.key],
+      ["POST", `/v1/channels/${channel}/context/compile`, `/v1/channels/chn_${zero}/context/compile`, {}, gw.key],
+    ];
+    for (const [method, path, missingPath, body, own, invisibleTo] of cases) {
+      const missing = await call(method, missingPath, { key: own, body });
+      const answers = [await call(method, path, { key: other.api_key, body }), missing];
+      if (invisibleTo) answers.push(await call(method, path, { key: invisibleTo, body }));
+      for (const r of answers) {
+        expectError(r, 404, "NOT_FOUND");
+        expect(JSON.stringify(r.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
+      }
+    }
+    // Body references: hidden, missing and foreign records are one 400 UNRESOLVED_REFERENCE.
+    const theirClaim = await verifiedClaim(other.api_key, "theirs");
+    const theirGw = await mintKey(other.api_key, { scopes: ["channel:compile"] });
+    const theirChannel = (await call("POST", "/v1/channels", { key: other.api_key, body: { name: "c", audiences: ["a"], min_trust: "low", gateway_principal_id: theirGw.principal_id } })).json.data.channel_id;
+    const shared = await verifiedClaim(org.api_key, "shared-2");
+    const refs: [string, (id: string) => unknown, string[]][] = [
+      ["/v1/claim-approvals", (id) => ({ claim_id: id }), [hidden, theirClaim, `claim_${zero}`]],
+      ["/v1/knowledge-releases", (id) => ({ claim_id: id, channel_id: channel }), [hidden, theirClaim, `claim_${zero}`]],
+      ["/v1/knowledge-releases", (id) => ({ claim_id: shared, channel_id: id }), [theirChannel, `chn_${zero}`]],
+      ["/v1/channels", (id) => ({ name: `n${id}`, audiences: ["a"], min_trust: "low", gateway_principal_id: id }), [theirGw.principal_id, `prn_${zero}`]],
+    ];
+    for (const [path, body, ids] of refs) {
+      const answers = await Promise.all(ids.map((id) => call("POST", path, { key: bob.key, body: body(id) })));
+      for (const r of answers) expectError(r, 400, "UNRESOLVED_REFERENCE");
+      expect(new Set(answers.map((r, i) => r.json.error.message.replace(ids[i], "ID"))).size, path).toBe(1);
+    }
+  });
+
+  it("allows and refuses each governance route by role", async () => {
+    const org = await newOrg();
+    const roles = {
+      owner: await principalWithRole(org.api_key, "owner"),
+      admin: await principalWithRole(org.api_key, "admin"),
+      member: await principalWithRole(org.api_key, "member"),
+      reader: await principalWithRole(org.api_key, "reader"),
+    };
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const channel = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: "shared", audiences: ["a"], min_trust: "low", gateway_principal_id: gw.principal_id } })).json.data.channel_id;
+    let n = 0;
+    const claim = () => verifiedClaim(org.api_key, `m${n++}`);
+    const releaseIn = async (...moves: string[]) => {
+      const id = (await call("POST", "/v1/knowledge-releases", { key: org.api_key, body: { claim_id: await claim(), channel_id: channel } })).json.data.release_id;
+      for (const m of moves) await call("POST", `/v1/knowledge-releases/${id}/${m}`, { key: org.api_key, body: {} });
+      return id;
+    };
+    type Who = { key: string; principal_id: string };
+    const writers = ["owner", "admin", "member"];
+    const everyone = [...writers, "reader"];
+    const rows: [string, (who: Who) => Promise<[string, string, unknown?]>, string[]][] = [
+      ["create policy", async () => ["POST", "/v1/policies", { type: "approval", name: `p${n++}`, rules: { separation_of_duty: false } }], ["owner", "admin"]],
+      ["change policy", async () => {
+        const p = (await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: `r${n++}`, rules: { rules: [{ record_type: "claim", max_age_days: 9 }] } } })).json.data.policy_id;
+        return ["PATCH", `/v1/policies/${p}`, { expected_version: 1, status: "retired" }];
+      }, ["owner", "admin"]],
+      ["list policies", async () => ["GET", "/v1/policies"], everyone],
+      ["submit approval", async () => ["POST", "/v1/claim-approvals", { claim_id: await claim() }], writers],
+      ["decide approval", async () => {
+        const a = (await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: await claim() } })).json.data.approval_id;
+        return ["POST", `/v1/claim-approvals/${a}/decide`, { decision: "approved" }];
+      }, writers],
+      ["list approvals", async () => ["GET", "/v1/claim-approvals"], everyone],
+      ["create channel", async () => ["POST", "/v1/channels", { name: `c${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: (await mintKey(org.api_key, { scopes: ["channel:compile"] })).principal_id }], writers],
+      ["change channel", async () => {
+        const g = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+        const c = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: `c${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: g.principal_id } })).json.data.channel_id;
+        return ["PATCH", `/v1/channels/${c}`, { status: "paused", expected_version: 1 }];
+      }, writers],
+      ["list channels", async () => ["GET", "/v1/channels"], everyone],
+      ["create release", async () => ["POST", "/v1/knowledge-releases", { claim_id: await claim(), channel_id: channel }], writers],
+      ["approve release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn()}/approve`, {}], writers],
+      ["activate release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve")}/activate`, {}], writers],
+      ["revoke release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve", "activate")}/revoke`, {}], writers],
+      ["list releases", async () => ["GET", "/v1/knowledge-releases"], everyone],
+      // A read-only POST: any role may compile the channel it is the gateway of.
+      ["channel compile", async (who) => {
+        const c = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: `g${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: who.principal_id } })).json.data.channel_id;
+        return ["POST", `/v1/channels/${c}/context/compile`, {}];
+      }, everyone],
+    ];
+    for (const [name, build, allowed] of rows)
+      for (const [role, who] of Object.entries(roles)) {
+        const [method, path, body] = await build(who);
+        const r = await call(method, path, { key: who.key, body });
+        if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBeLessThan(300);
+        else expectError(r, 403, "FORBIDDEN");
+      }
+  }, 120_000); // many requests per role: slow when the whole suite shares the machine, not a timed test
+});

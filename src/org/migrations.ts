@@ -381,4 +381,83 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    name: "0010_governance",
+    sql: `
+      CREATE TABLE policies (
+        policy_id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,                  -- 'approval' | 'release' | 'retention'
+        name TEXT NOT NULL UNIQUE,
+        rules TEXT NOT NULL,                 -- JSON, shape per type (governance/schema.ts)
+        status TEXT NOT NULL,                -- 'draft' | 'active' | 'retired'
+        version INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      -- At most one active policy per type.
+      CREATE UNIQUE INDEX policies_one_active ON policies(type) WHERE status = 'active';
+      CREATE INDEX policies_by_created ON policies(created_at, policy_id);
+      -- Every version a policy has had, the current one included.
+      CREATE TABLE policy_versions (
+        policy_id TEXT NOT NULL REFERENCES policies(policy_id),
+        version INTEGER NOT NULL,
+        rules TEXT NOT NULL,
+        status TEXT NOT NULL,
+        changed_by TEXT NOT NULL,
+        changed_at TEXT NOT NULL,
+        PRIMARY KEY (policy_id, version)
+      );
+      CREATE TABLE claim_approvals (
+        approval_id TEXT PRIMARY KEY,
+        claim_id TEXT NOT NULL REFERENCES claims(claim_id),
+        claim_version INTEGER NOT NULL,
+        status TEXT NOT NULL,                -- 'pending' | 'approved' | 'rejected'
+        evidence TEXT NOT NULL,              -- JSON { observation_ids, hidden_source_count } as the submitter saw it
+        note TEXT,
+        submitted_by TEXT NOT NULL,
+        decided_by TEXT,
+        decided_at TEXT,
+        decision_note TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX claim_approvals_one_pending ON claim_approvals(claim_id, claim_version) WHERE status = 'pending';
+      CREATE INDEX claim_approvals_by_claim ON claim_approvals(claim_id, claim_version, status);
+      CREATE INDEX claim_approvals_by_created ON claim_approvals(created_at, approval_id);
+      CREATE TABLE channels (
+        channel_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        audiences TEXT NOT NULL,             -- JSON array of strings
+        min_trust TEXT NOT NULL,
+        gateway_principal_id TEXT NOT NULL REFERENCES principals(principal_id),
+        status TEXT NOT NULL,                -- 'active' | 'paused' | 'disabled' (final)
+        version INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      -- One channel per gateway principal (a disabled channel no longer holds it).
+      CREATE UNIQUE INDEX channels_one_per_gateway ON channels(gateway_principal_id) WHERE status != 'disabled';
+      CREATE INDEX channels_by_created ON channels(created_at, channel_id);
+      CREATE TABLE knowledge_releases (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        release_id TEXT NOT NULL UNIQUE,
+        channel_id TEXT NOT NULL REFERENCES channels(channel_id),
+        claim_id TEXT NOT NULL REFERENCES claims(claim_id),
+        claim_version INTEGER NOT NULL,
+        status TEXT NOT NULL,                -- 'draft' | 'approved' | 'active' | 'revoked'
+        snapshot TEXT NOT NULL,              -- JSON, immutable: what the channel serves
+        created_by TEXT NOT NULL,
+        approved_by TEXT,
+        approved_at TEXT,
+        activated_at TEXT,
+        revoked_by TEXT,
+        revoked_at TEXT,
+        created_at TEXT NOT NULL
+      );
+      -- One active release of a claim per channel.
+      CREATE UNIQUE INDEX knowledge_releases_one_active ON knowledge_releases(channel_id, claim_id) WHERE status = 'active';
+      CREATE INDEX knowledge_releases_by_channel ON knowledge_releases(channel_id, status, seq);
+    `,
+  },
 ];
