@@ -224,6 +224,32 @@ describe("federation pull", () => {
   });
 });
 
+describe("federation pull page size", () => {
+  it("ends a page before the bundle that would make it unpushable, and skips a bundle too large to ever push", async () => {
+    const org = await newOrg();
+    const id = await peer(org.api_key, "pull", [{ resource_type: "claim" }, { resource_type: "observation" }]);
+    const big = (i: number) => `${i} `.padEnd(190_000, "evidence ");
+    const claims: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const o = await appendOk(org.api_key, obs(`big-${i}`, big(i)));
+      claims.push((await consolidateOk(org.api_key, `big-${i}`, [{ kind: "fact", statement: `big ${i}`, sources: supports(o) }]))[0]);
+    }
+    const huge = await Promise.all([0, 1, 2, 3].map((j) => appendOk(org.api_key, obs("huge", big(10 + j)))));
+    const [tooLarge] = await consolidateOk(org.api_key, "huge", [{ kind: "fact", statement: "huge", sources: huge.map((o) => supports(o)[0]) }]);
+    const first = await pull(org.api_key, id, { include_memory: true });
+    expect(first.status, first.text.slice(0, 300)).toBe(200);
+    expect(new TextEncoder().encode(first.text).length).toBeLessThan(1_048_576);
+    expect(first.json.data.bundles.map((b: any) => b.claim.claim_id)).toEqual(claims.slice(0, 3));
+    expect(first.json.data.has_more).toBe(true);
+    const firstIds = first.json.data.events.map((e: any) => e.resource_id);
+    expect(firstIds).toContain(claims[2]);
+    expect(firstIds).not.toContain(claims[3]); // its event comes with its bundle on the next page
+    const rest = await pullAll(org.api_key, id, { include_memory: true });
+    expect(rest.bundles.map((b: any) => b.claim.claim_id)).toEqual(claims.slice(3));
+    expect(rest.events.map((e: any) => e.resource_id)).toContain(tooLarge);
+  });
+});
+
 describe("federation push", () => {
   it("checks the peer, then the signature over the raw bytes, then status and direction", async () => {
     const org = await newOrg();
@@ -398,6 +424,30 @@ describe("federation bundles on push", () => {
     expect(after.imports).toBe(2);
     const log = await call("GET", `/v1/federation/log?peer_id=${f.intoB}`, { key: f.b.api_key });
     expect(log.json.data.entries[0].counts).toEqual({ events: 0, bundles: 2, success: 1, conflict: 0, rejected: 1 });
+  });
+});
+
+describe("federation push atomicity", () => {
+  it("rolls back every bundle, event result, log and replay record when the last bundle's import fails in storage", async () => {
+    const f = await bundled();
+    // A real storage failure on the last claim's insert (no code path is stubbed).
+    await inOrg(f.b.org_id, (o) => o.db.run(
+      `CREATE TRIGGER fail_import BEFORE INSERT ON claims WHEN NEW.statement = 'two ${f.subject}' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`));
+    const body = exchange(f.intoB, { events: f.events, bundles: [f.bundleOf(f.c1), f.bundleOf(f.c2)] });
+    const failed = await push(f.b.api_key, body);
+    expectError(failed, 500, "INTERNAL");
+    const state = () => inOrg(f.b.org_id, (o) => ({
+      ...Object.fromEntries(["federation_inbox", "federation_imports", "federation_exchanges", "federation_log", "claims", "observations"]
+        .map((t) => [t, o.db.first<{ n: number }>(`SELECT count(*) AS n FROM ${t}`)!.n])),
+      remote: o.db.first<{ remote_org_id: string | null }>("SELECT remote_org_id FROM federation_peers")!.remote_org_id,
+    }));
+    expect(await state()).toEqual({ federation_inbox: 0, federation_imports: 0, federation_exchanges: 0, federation_log: 0, claims: 0, observations: 0, remote: null });
+    await inOrg(f.b.org_id, (o) => o.db.run("DROP TRIGGER fail_import"));
+    const retried = await push(f.b.api_key, body);
+    expect(retried.status, retried.text).toBe(200);
+    expect(retried.json.data.replayed).toBe(false);
+    expect(retried.json.data.bundles.map((x: any) => x.status)).toEqual(["success", "success"]);
+    expect(await state()).toMatchObject({ federation_imports: 4, claims: 2, observations: 2, federation_log: 1, remote: f.a.org_id });
   });
 });
 

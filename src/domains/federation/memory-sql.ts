@@ -12,6 +12,25 @@ export const claimsByIds = (db: Db, ids: string[]) =>
 export const observationsByIds = (db: Db, ids: string[]) =>
   db.all<ObservationRow>("SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
 
+/** What a filter judges (kind, subject, trust) and visibility, without content: cheap for a long scan. */
+export interface RecordFacets {
+  id: string;
+  kind: string;
+  subject_id: string;
+  trust: string;
+  visibility: string;
+}
+
+export const observationFacets = (db: Db, ids: string[]) =>
+  db.all<RecordFacets>(
+    "SELECT observation_id AS id, kind, subject_id, trust, visibility FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids));
+
+export const claimFacets = (db: Db, ids: string[]) =>
+  db.all<RecordFacets>(
+    "SELECT claim_id AS id, kind, subject_id, trust, visibility FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids));
+
 /** Every source of each claim (not only those some caller may read), in order. */
 export function allSourcesByClaim(db: Db, claimIds: string[]): Map<string, SourceRow[]> {
   const out = new Map<string, SourceRow[]>();
