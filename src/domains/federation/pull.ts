@@ -11,11 +11,10 @@ import { type EventRow, teamEventsAfter } from "../events/routes";
 import { type FilterRow, hasFilterFor, passes } from "./filters";
 import { allSourcesByClaim, claimFacets, claimsByIds, observationFacets, observationsByIds } from "./memory-sql";
 import { requireOpenTo } from "./peers";
-import { FEDERABLE_KINDS, type FederableKind } from "./schema";
+import { FEDERABLE_KINDS, type FederableKind, type pullBody } from "./schema";
 import { SIGNATURE_HEADER, sign, signBundle } from "./signing";
 import { advancePeer, filtersOf, insertLog, type PeerRow, resolvePeer } from "./store";
 import type { z } from "zod";
-import type { pullBody } from "./schema";
 
 /** Events examined per pull at most, so a peer whose filters admit little still gets a bounded call. */
 const SCAN_BUDGET = 5_000;
