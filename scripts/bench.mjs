@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain,login,channels] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -13,6 +13,8 @@
 //   login    dashboard login round trip (password, then passkey) p50, next to the password hash's
 //            cost per login measured inside the Durable Object
 //   channels channel compile over 1,000 active releases beside compile over the same 1,000 claims
+//   federation  pull and push throughput (events per second, 200 per call) and bundle import
+//            (bundles per second, 200 per push) between two organizations of the server
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
@@ -27,7 +29,7 @@ import {
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -510,6 +512,76 @@ Channel compile p95 / compile p95 over HTTP: **${fmt(ratio, 2)}×**.`;
   return { md, ratio };
 }
 
+// ---- part 7: federation ------------------------------------------------------------------------
+
+async function partFederation(server) {
+  const a = await newOrg(server);
+  const b = await newOrg(server);
+  const probe = await api(server.url, a.api_key, "GET", "/v1/federation/peers");
+  if (probe.status === 404) return { md: "Federation: **not measured** — `/v1/federation/peers` does not exist in this build." };
+  const secret = "bench-federation-secret-0123456789";
+  const sign = (raw) => "sha256=" + createHmac("sha256", secret).update(raw).digest("hex");
+  const EVENTS = Number(args["federation-events"] ?? 2000);
+  const BUNDLES = Math.min(EVENTS, Number(args["federation-bundles"] ?? 1000));
+  let endpoints = 0;
+  const peer = async (org, direction) => {
+    const p = await apiOk(server.url, org.api_key, "POST", "/v1/federation/peers",
+      { endpoint: `https://bench-${process.pid}-${endpoints++}.example.com`, shared_secret: secret, direction });
+    for (const resource_type of ["observation", "claim"])
+      await apiOk(server.url, org.api_key, "POST", `/v1/federation/peers/${p.json.data.peer_id}/filters`, { resource_type });
+    return p.json.data.peer_id;
+  };
+  const [eventsPeer, memoryPeer, intoB] = [await peer(a, "pull"), await peer(a, "pull"), await peer(b, "push")];
+  const { results: ids } = await pool(EVENTS, 8, async (i) => (await apiOk(server.url, a.api_key, "POST", "/v1/observations", JSON.parse(obsBody(i)))).json.data.observation_id,
+    { deadline: DEADLINE, onProgress: progress("federation observations", 10_000) });
+  for (let i = 0; i < BUNDLES; i += 50)
+    await apiOk(server.url, a.api_key, "POST", "/v1/consolidations", { subject_id: "bench", claims: ids.slice(i, Math.min(i + 50, BUNDLES))
+      .map((id, j) => ({ kind: "fact", statement: `federated claim ${i + j}`, sources: [{ observation_id: id, relation: "supports" }] })) });
+  const pullAll = async (peerId, includeMemory) => {
+    const pages = [];
+    const t0 = performance.now();
+    for (let guard = 0; guard < 10_000; guard++) {
+      const r = await apiOk(server.url, a.api_key, "POST", "/v1/federation/pull", { peer_id: peerId, limit: 200, include_memory: includeMemory });
+      pages.push(r.json.data);
+      if (!r.json.data.has_more) break;
+    }
+    return { pages, seconds: (performance.now() - t0) / 1000, events: pages.reduce((n, p) => n + p.events.length, 0) };
+  };
+  const pushRaw = async (body) => {
+    const raw = JSON.stringify({ peer_id: intoB, exchange_id: `bench-${Math.random().toString(16).slice(2)}`, sent_at: new Date().toISOString(), ...body });
+    const res = await fetch(`${server.url}/v1/federation/push`, { method: "POST", body: raw,
+      headers: { authorization: `Bearer ${b.api_key}`, "content-type": "application/json", "x-svc-peer-signature": sign(raw) } });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`push -> ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text).data;
+  };
+  const pulled = await pullAll(eventsPeer, false);
+  let t0 = performance.now(), pushedOk = 0;
+  for (const page of pulled.pages) if (page.events.length) pushedOk += (await pushRaw({ events: page.events })).results.filter((x) => x.status === "success").length;
+  const pushSeconds = (performance.now() - t0) / 1000;
+  const withMemory = await pullAll(memoryPeer, true);
+  const bundles = withMemory.pages.flatMap((p) => p.bundles ?? []);
+  t0 = performance.now();
+  let imported = 0;
+  for (let i = 0; i < bundles.length; i += 200)
+    imported += (await pushRaw({ events: [], bundles: bundles.slice(i, i + 200) })).bundles.filter((x) => x.status === "success").length;
+  const importSeconds = (performance.now() - t0) / 1000;
+  const rate = (n, s) => fmt(n / s, 0);
+  const md = `### 7. Federation
+
+Two organizations of the bench server stand in for two deployments. A holds ${EVENTS} observations and ${BUNDLES} claims (one
+source each), so ${pulled.events} federable team events; peers filter \`observation\` and \`claim\`. Pages of 200 (\`limit\` 200),
+sequential calls, each response signed over its bytes and each push signature-checked over its raw body.
+
+${table(["measure", "items", "calls", "seconds", "per second"], [
+    ["pull (events)", pulled.events, pulled.pages.length, fmt(pulled.seconds, 2), `**${rate(pulled.events, pulled.seconds)} events/s**`],
+    ["push (events, recorded)", pushedOk, pulled.pages.filter((p) => p.events.length).length, fmt(pushSeconds, 2), `**${rate(pushedOk, pushSeconds)} events/s**`],
+    ["pull with include_memory (events)", withMemory.events, withMemory.pages.length, fmt(withMemory.seconds, 2), `${rate(withMemory.events, withMemory.seconds)} events/s (${bundles.length} bundles)`],
+    ["bundle import (push, 200 bundles per call)", imported, Math.ceil(bundles.length / 200), fmt(importSeconds, 2), `**${rate(imported, importSeconds)} bundles/s**`],
+  ])}`;
+  return { md, pull: pulled.events / pulled.seconds, push: pushedOk / pushSeconds, bundles: imported / importSeconds };
+}
+
 // ---- main ---------------------------------------------------------------------------------------
 
 async function main() {
@@ -570,6 +642,12 @@ Each part below rewrites its own section; each names the machine and versions it
       const c = await partChannels(server);
       done("channels", c.md);
       summary.push(`channel compile / compile p95: ${fmt(c.ratio, 2)}×`);
+    }
+    if (PARTS.has("federation")) {
+      log("part 7: federation");
+      const f = await partFederation(server);
+      done("federation", f.md);
+      if (f.pull) summary.push(`federation: pull ${fmt(f.pull, 0)} events/s, push ${fmt(f.push, 0)} events/s, import ${fmt(f.bundles, 0)} bundles/s`);
     }
   } finally {
     await server.stop();

@@ -12,6 +12,7 @@ import { portabilityRoutes } from "./domains/portability/routes";
 import { auditRoutes } from "./domains/audit/routes";
 import { dashboardLoginRoute, dashboardRoutes } from "./domains/dashboard/routes";
 import { governanceRoutes } from "./domains/governance/routes";
+import { federationRoutes } from "./domains/federation/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -27,6 +28,7 @@ export const ROUTES: readonly RouteDef[] = [
   ...auditRoutes,
   dashboardLoginRoute, ...dashboardRoutes,
   ...governanceRoutes,
+  ...federationRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

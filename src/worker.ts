@@ -20,7 +20,7 @@ export { OrgStore } from "./org/OrgStore";
 const match = buildMatcher(ROUTES);
 
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
-const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin"] as const;
+const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
 const forwardedHeaders = (request: Request, url: URL) => ({
   ...Object.fromEntries(FORWARDED_HEADERS.flatMap((name) => (request.headers.has(name) ? [[name, request.headers.get(name)!]] : []))),
   host: url.host,
@@ -76,6 +76,11 @@ export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = de
         return new Response(null, { status: result.status, headers });
       }
       return new Response(JSON.stringify(result.bare.body), { status: result.status, headers });
+    }
+    if (result.exact) {
+      const headers = baseHeaders(requestId);
+      for (const [name, value] of Object.entries(result.exact.headers)) headers.set(name, value);
+      return new Response(result.exact.text, { status: result.status, headers });
     }
     if (result.stream) return new Response(result.stream, { status: result.status, headers: baseHeaders(requestId, "application/x-ndjson") });
     if (result.ndjson) {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sign } from "../src/domains/federation/signing";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 /** A key holding every scope for a new principal with `role`. */
@@ -321,6 +322,37 @@ describe("the same 404 for foreign, invisible and missing records", () => {
     expect((await call("POST", `/v1/leases/${lease}/force-release`, { key: org.api_key })).status).toBe(200);
     expect((await call("DELETE", `/v1/memberships/${live}`, { key: org.api_key })).status).toBe(200);
   });
+
+  it("holds for organization-wide records (federation peers): foreign and missing answer alike", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const peer = (await call("POST", "/v1/federation/peers", { key: org.api_key,
+      body: { endpoint: "https://uniform.example.com", shared_secret: "0123456789abcdef", direction: "bidirectional" } })).json.data.peer_id;
+    const zero = `peer_${"0".repeat(32)}`;
+    const paths: [string, (id: string) => string, unknown?][] = [
+      ["POST", (id) => `/v1/federation/peers/${id}/suspend`],
+      ["POST", (id) => `/v1/federation/peers/${id}/filters`, { resource_type: "observation" }],
+      ["GET", (id) => `/v1/federation/peers/${id}/filters`],
+      ["GET", (id) => `/v1/federation/log?peer_id=${id}`],
+    ];
+    for (const [method, path, body] of paths) {
+      const foreign = await call(method, path(peer), { key: other.api_key, body });
+      const missing = await call(method, path(zero), { key: other.api_key, body });
+      for (const r of [foreign, missing]) expectError(r, 404, "NOT_FOUND");
+      expect(JSON.stringify(foreign.json.error), `${method} ${path(peer)}`).toBe(JSON.stringify(missing.json.error));
+    }
+    // A body reference: 400 UNRESOLVED_REFERENCE, naming only the id the caller sent.
+    for (const path of ["/v1/federation/pull", "/v1/federation/push"]) {
+      const send = (id: string) => {
+        const raw = JSON.stringify(path.endsWith("pull") ? { peer_id: id } : { peer_id: id, exchange_id: "x", sent_at: new Date().toISOString(), events: [] });
+        return call("POST", path, { key: other.api_key, raw, headers: { "content-type": "application/json", "x-svc-peer-signature": sign("0123456789abcdef", raw) } });
+      };
+      const foreign = await send(peer);
+      const missing = await send(zero);
+      for (const r of [foreign, missing]) expectError(r, 400, "UNRESOLVED_REFERENCE");
+      expect(foreign.json.error.message.replace(peer, zero), path).toBe(missing.json.error.message);
+    }
+  });
 });
 
 describe("role matrix on mutating routes", () => {
@@ -335,6 +367,8 @@ describe("role matrix on mutating routes", () => {
     const anyone = ["owner", "admin", "member"];
     const lease = (await call("POST", "/v1/leases", { key: keys.member.key, body: { resource_type: "r", resource_id: "held", ttl_seconds: 600 } })).json.data.lease_id;
     const bobId = (await mintKey(org.api_key, { scopes: ["*"] })).principal_id;
+    const fedPeer = (await call("POST", "/v1/federation/peers", { key: org.api_key,
+      body: { endpoint: "https://matrix.example.com", shared_secret: "0123456789abcdef", direction: "pull" } })).json.data.peer_id;
     let n = 0;
     const matrix: [string, string, () => unknown, string[], number][] = [
       ["POST", "/v1/observations", () => obs("s", `x${n++}`), anyone, 201],
@@ -352,6 +386,9 @@ describe("role matrix on mutating routes", () => {
       ["GET", "/v1/principals", () => undefined, ["owner", "admin"], 200],
       ["GET", "/v1/audit", () => undefined, ["owner", "admin"], 200],
       ["POST", "/v1/access/simulate", () => ({ principal_id: bobId, action: "read" }), ["owner"], 200],
+      ["POST", "/v1/federation/peers", () => ({ endpoint: `https://m${n++}.example.com`, shared_secret: "0123456789abcdef", direction: "pull" }), ["owner", "admin"], 201],
+      ["POST", `/v1/federation/peers/${fedPeer}/filters`, () => ({ resource_type: "observation" }), ["owner", "admin"], 201],
+      ["POST", "/v1/federation/pull", () => ({ peer_id: fedPeer }), anyone, 200],
     ];
     for (const [method, path, body, allowed, success] of matrix)
       for (const [role, k] of Object.entries(keys)) {
@@ -377,6 +414,9 @@ describe("role matrix on the remaining mutating routes", () => {
     let n = 0;
     const ownerObservation = () => appendOk(owner.key, obs("matrix", `o${n++}`));
     const ownerClaim = async () => (await consolidateOk(owner.key, "matrix", [{ kind: "fact", statement: `c${n++}`, sources: supports(await ownerObservation()) }]))[0];
+    const fedPeer = async (direction = "bidirectional") => (await call("POST", "/v1/federation/peers", { key: owner.key,
+      body: { endpoint: `https://m${n++}.example.com`, shared_secret: "0123456789abcdef", direction } })).json.data.peer_id;
+    const pushPeer = await fedPeer("push");
     const hook = async () => (await call("POST", "/v1/webhooks", { key: owner.key, body: { url: "https://hooks.example.com/m", secret: "0123456789abcdef", events: ["*"] } })).json.data.webhook_id;
     // Each row: how to build the request for a caller, which roles succeed (the rest get 403), and the success status.
     const rows: [string, (who: Who) => Promise<[string, string, unknown?]>, string[], number][] = [
@@ -401,6 +441,8 @@ describe("role matrix on the remaining mutating routes", () => {
       ["revoke own key", async (who) => who === roles.reader ? ["DELETE", `/v1/keys/key_${"0".repeat(32)}`]
         : ["DELETE", `/v1/keys/${(await call("POST", "/v1/keys", { key: who.key, body: { label: "m", scopes: ["events:read"], principal_id: who.principal_id } })).json.data.key_id}`], ["owner", "admin", "member"], 200],
       ["revoke a grant", async (who) => ["DELETE", `/v1/grants/${(await call("POST", "/v1/grants", { key: owner.key, body: { principal_id: who.principal_id, permissions: ["read"], subject: `g${n++}` } })).json.data.grant_id}`], ["owner", "admin"], 200],
+      ["suspend a federation peer", async () => ["POST", `/v1/federation/peers/${await fedPeer()}/suspend`], ["owner", "admin"], 200],
+      ["federation push", async () => ["POST", "/v1/federation/push", undefined], ["owner", "admin", "member"], 200],
       ["remove a membership", async () => {
         const w = (await call("POST", "/v1/workspaces", { key: owner.key, body: { name: `w${n++}` } })).json.data.workspace_id;
         const m = await call("POST", "/v1/memberships", { key: owner.key, body: { principal_id: roles.member.principal_id, role: "member", workspace_id: w } });
@@ -410,7 +452,10 @@ describe("role matrix on the remaining mutating routes", () => {
     for (const [name, build, allowed, success] of rows)
       for (const [role, who] of Object.entries(roles)) {
         const [method, path, body] = await build(who);
-        const r = name === "import"
+        const signed = (raw: string) => ({ key: who.key, raw, headers: { "content-type": "application/json", "x-svc-peer-signature": sign("0123456789abcdef", raw) } });
+        const r = name === "federation push"
+          ? await call(method, path, signed(JSON.stringify({ peer_id: pushPeer, exchange_id: `m${n++}`, sent_at: new Date().toISOString(), events: [] })))
+          : name === "import"
           ? await call(method, path, { key: who.key, raw: JSON.stringify({ type: "project", project_id: `prj_${(n++).toString(16).padStart(32, "0")}`, reference: `imp${n}`, created_by: who.principal_id, created_at: "2026-01-01T00:00:00.000Z" }), headers: { "content-type": "application/x-ndjson" } })
           : await call(method, path, { key: who.key, body });
         if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBe(success);

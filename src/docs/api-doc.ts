@@ -24,11 +24,12 @@ export function renderApiDoc(routes: readonly RouteDef[]): string {
   }
   out.push("");
   for (const r of routes) {
-    if (r.auth !== "key" || (!r.body && !r.query && !r.ndjsonLines)) continue;
+    if (r.auth !== "key" || (!r.body && !r.query && !r.ndjsonLines && !r.rawBodySchema)) continue;
     out.push(`## ${r.method} ${r.path}`, "");
     if (r.idempotent) out.push("Honours `Idempotency-Key`.", "");
     if (r.query) out.push(schemaBlock("Query", r.query));
     if (r.body) out.push(schemaBlock(r.bodyOptional ? "Body (optional)" : "Body", r.body));
+    if (r.rawBodySchema) out.push(schemaBlock("Body (raw bytes, validated by the route)", r.rawBodySchema));
     for (const [type, schema] of Object.entries(r.ndjsonLines ?? {})) out.push(schemaBlock(`NDJSON line \`${type}\``, schema));
   }
   return out.join("\n");

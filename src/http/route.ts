@@ -83,6 +83,8 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   ownAccount?: boolean;
   /** The body is not JSON (e.g. NDJSON import): handed to the handler as rc.rawBody, unparsed. */
   rawBody?: boolean;
+  /** The JSON schema a rawBody route applies itself after reading the raw bytes (published in docs/API.md). */
+  rawBodySchema?: z.ZodType;
   /**
    * Runs inside the org Durable Object. Writes go through commitWrite (one transactionSync). A handler
    * may be async only to read something outside the DO first (e.g. the D1 index); it must then

@@ -460,4 +460,79 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX knowledge_releases_by_channel ON knowledge_releases(channel_id, status, seq);
     `,
   },
+  {
+    name: "0011_federation",
+    sql: `
+      CREATE TABLE federation_peers (
+        peer_id TEXT PRIMARY KEY,
+        endpoint TEXT NOT NULL UNIQUE,        -- one endpoint per organization
+        shared_secret TEXT NOT NULL,          -- HMAC key; never returned
+        direction TEXT NOT NULL,              -- 'push' | 'pull' | 'bidirectional': what the peer may do here
+        status TEXT NOT NULL,                 -- 'active' | 'suspended'
+        label TEXT,
+        cursor TEXT,                          -- last event id served to the peer (reported)
+        scan_seq INTEGER NOT NULL DEFAULT 0,  -- events.seq scanned so far (internal; never leaves)
+        remote_org_id TEXT,                   -- pinned by the first signed bundle the peer pushes
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        suspended_at TEXT,
+        last_exchange_at TEXT
+      );
+      CREATE INDEX federation_peers_by_created ON federation_peers(created_at, peer_id);
+      CREATE TABLE federation_filters (
+        filter_id TEXT PRIMARY KEY,
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        resource_type TEXT NOT NULL,          -- 'observation' | 'claim'
+        include_kinds TEXT,                   -- JSON array or NULL (any kind)
+        exclude_subjects TEXT,                -- JSON array or NULL
+        min_trust TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX federation_filters_by_peer ON federation_filters(peer_id, created_at);
+      CREATE TABLE federation_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        log_id TEXT NOT NULL UNIQUE,
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        operation TEXT NOT NULL,              -- 'pull' | 'push'
+        counts TEXT NOT NULL,                 -- JSON { events, success, conflict, rejected, bundles }
+        cursor_before TEXT,
+        cursor_after TEXT,
+        request_id TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX federation_log_by_peer ON federation_log(peer_id, seq);
+      -- Push replay identity: the same exchange_id answers its stored result.
+      CREATE TABLE federation_exchanges (
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        exchange_id TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (peer_id, exchange_id)
+      );
+      -- Events a peer pushed (metadata only), keyed by the peer's event id.
+      CREATE TABLE federation_inbox (
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        remote_event_id TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        resource_type TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        remote_created_at TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        PRIMARY KEY (peer_id, remote_event_id)
+      );
+      -- Records imported from a peer's bundles: (peer, remote id) -> the new local id.
+      CREATE TABLE federation_imports (
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        remote_id TEXT NOT NULL,
+        record_type TEXT NOT NULL,            -- 'observation' | 'claim'
+        local_id TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (peer_id, remote_id)
+      );
+    `,
+  },
 ];

@@ -70,6 +70,11 @@ export interface Reply {
   indexWrites?: IndexWrite[];
   /** A bare (non-envelope) JSON response, e.g. JSON-RPC for /mcp; body undefined means an empty body. */
   bare?: { body: unknown };
+  /**
+   * The envelope already serialized by the handler (envelopeText), sent byte for byte with extra
+   * response headers computed over exactly those bytes (e.g. a signature of the raw body).
+   */
+  exact?: { text: string; headers: Record<string, string> };
 }
 
 export type IndexWrite =

@@ -150,6 +150,29 @@ export const getObservation = (db: Db, id: string) =>
 export const observationsByIds = (db: Db, ids: string[]) =>
   db.all<ObservationRow>("SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
 
+/** Claims by id, in one statement. */
+export const claimsByIds = (db: Db, ids: string[]) =>
+  db.all<ClaimRow>("SELECT * FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+
+/** What a federation filter judges (kind, subject, trust) and visibility, without content: cheap for a long scan. */
+export interface RecordFacets {
+  id: string;
+  kind: string;
+  subject_id: string;
+  trust: string;
+  visibility: string;
+}
+
+export const observationFacets = (db: Db, ids: string[]) =>
+  db.all<RecordFacets>(
+    "SELECT observation_id AS id, kind, subject_id, trust, visibility FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids));
+
+export const claimFacets = (db: Db, ids: string[]) =>
+  db.all<RecordFacets>(
+    "SELECT claim_id AS id, kind, subject_id, trust, visibility FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids));
+
 /** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
 export function insertObservation(db: Db, o: ObservationRow): Touched {
   db.run(
@@ -227,6 +250,15 @@ export function retrievableClaimIds(db: Db, caller: Caller, ids: string[]): Set<
   return new Set(db.all<{ claim_id: string }>(
     `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
     JSON.stringify(ids), ...args).map((r) => r.claim_id));
+}
+
+/** Every source of each claim (not only those some caller may read), in order (federation bundles). */
+export function allSourcesByClaim(db: Db, claimIds: string[]): Map<string, SourceRow[]> {
+  const out = new Map<string, SourceRow[]>();
+  for (const r of db.all<SourceRow>(
+    "SELECT * FROM claim_sources WHERE claim_id IN (SELECT value FROM json_each(?)) ORDER BY claim_id, position", JSON.stringify(claimIds)))
+    out.set(r.claim_id, [...(out.get(r.claim_id) ?? []), r]);
+  return out;
 }
 
 /** Sources of one claim as the caller may see them (see sourcesByClaim). */
