@@ -10,6 +10,8 @@
 //   dispatch took inside the object (`inside_ms`) and as the calling Worker saw it (`rpc_ms`).
 // - POST /__bench/sql: { key, sql, args?, reps? } one read-only statement run inside the org's
 //   Durable Object `reps` times (for looking into where compile time goes).
+// - POST /__bench/age: { key, days } moves every observation's and claim's created_at back by `days`
+//   (retention apply needs old records; the product never rewrites created_at).
 // - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
 // None of this is part of the product's route table (src/routes.ts).
 import { DurableObject } from "cloudflare:workers";
@@ -37,6 +39,14 @@ export class BenchOrgStore extends OrgStore {
     return { inside_ms: inside, ok: result.ok, status: result.ok ? result.status : 0, items: data?.items?.length };
   }
 
+
+  /** Bench-only: age every memory record by `days` (retention apply measures over old records). */
+  ageRecords(days: number): { observations: number; claims: number } {
+    const shift = `-${days} days`;
+    const o = this.ctx.storage.sql.exec("UPDATE observations SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift).rowsWritten;
+    const c = this.ctx.storage.sql.exec("UPDATE claims SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift).rowsWritten;
+    return { observations: o, claims: c };
+  }
 
   /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */
   probeSql(query: string, args: unknown[], reps: number): { ms: number; rows: number; first: unknown } {
@@ -148,6 +158,12 @@ export default {
       const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
       if (!orgId) return json(401, { error: "unknown key" });
       return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).probeSql(spec.sql, spec.args ?? [], spec.reps ?? 1));
+    }
+    if (url.pathname === "/__bench/age" && request.method === "POST") {
+      const spec = (await request.json()) as { key: string; days: number };
+      const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
+      if (!orgId) return json(401, { error: "unknown key" });
+      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).ageRecords(spec.days));
     }
     if (url.pathname === "/__bench/clock") {
       const t0 = performance.now();
