@@ -43,9 +43,12 @@ export class BenchOrgStore extends OrgStore {
   /** Bench-only: age every memory record by `days` (retention apply measures over old records). */
   ageRecords(days: number): { observations: number; claims: number } {
     const shift = `-${days} days`;
-    const o = this.ctx.storage.sql.exec("UPDATE observations SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift).rowsWritten;
-    const c = this.ctx.storage.sql.exec("UPDATE claims SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift).rowsWritten;
-    return { observations: o, claims: c };
+    const sql = this.ctx.storage.sql;
+    sql.exec("UPDATE observations SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
+    sql.exec("UPDATE claims SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
+    // Counted, not rowsWritten (which also counts index entries).
+    const count = (table: string) => sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).one().n;
+    return { observations: count("observations"), claims: count("claims") };
   }
 
   /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */

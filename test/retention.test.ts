@@ -335,3 +335,14 @@ describe("identity mappings", () => {
     expect((await call("GET", "/v1/identity-mappings?status=active", { key: org.api_key })).json.data.mappings[0].status).toBe("active");
   });
 });
+
+describe("release eligibility", () => {
+  it("names retention exclusion as its own reason (exclusion also bumps the version, so a pinned release is stale too)", async () => {
+    const { ineligibility } = await import("../src/domains/governance/eligibility");
+    const facts = { claim_id: "c", version: 2, status: "active", valid_to: null, visibility: "team", trust: "verified", author_id: "p",
+      retention_excluded_at: null as string | null, supporting_trusts: ["verified"] };
+    const ctx = (f: typeof facts) => ({ facts: new Map([["c", f]]), approved: null, now: clock.nowIso() });
+    expect(ineligibility(ctx(facts), { claim_id: "c", claim_version: 2 }, "low")).toBeNull();
+    expect(ineligibility(ctx({ ...facts, retention_excluded_at: clock.nowIso() }), { claim_id: "c", claim_version: 2 }, "low")).toBe("retention_excluded");
+  });
+});
