@@ -189,6 +189,20 @@ try {
   await screenshot("evidence");
   log("evidence: two readable supporting observations, the agent's private one only as \"1 source hidden\"");
 
+  step = "expiring a claim after confirmation";
+  await page.type("form[aria-label=Expire] input[name=reason]", "checked by the browser test");
+  await page.click("form[aria-label=Expire] button[type=submit]");
+  await page.waitForSelector("dialog[open]");
+  await page.keyboard.press("Escape"); // Esc cancels: nothing may change
+  await page.waitForFunction(() => !document.querySelector("dialog"));
+  if ((await call("GET", `/v1/claims/${claimId}/evidence`)).json.data.claim.valid_to) throw new Error("a cancelled confirmation expired the claim");
+  await page.click("form[aria-label=Expire] button[type=submit]");
+  await page.waitForSelector("dialog[open]");
+  await page.click("dialog[open] button[value=confirm]");
+  await page.waitForFunction(() => /expire done/.test(document.getElementById("status").textContent), { timeout: 20_000 });
+  if (!(await call("GET", `/v1/claims/${claimId}/evidence`)).json.data.claim.valid_to) throw new Error("the confirmed expiry did not reach the API");
+  log("expire: Esc on the confirmation changed nothing; confirming set valid_to");
+
   step = "the Atlas";
   await page.click(`main a[href^="#/atlas?lens=evidence_trace"]`);
   await onPage("/atlas");
@@ -261,6 +275,20 @@ try {
     body: JSON.stringify({ username: "grace.ops", password: await page.$eval("main .secret", (e) => e.textContent) }) });
   if (grace.status !== 201) throw new Error(`the new account cannot log in with its temporary password: ${grace.status}`);
   log("account created with role member; its temporary password logs in");
+
+  step = "logging in with a recovery code";
+  await page.click("#nav button:last-child");
+  await onPage("/login");
+  await page.type("input[name=username]", username);
+  await page.type("input[name=password]", newPassword);
+  await page.click("form[aria-label='Log in'] button[type=submit]");
+  await onPage("/second-factor");
+  await page.type("input[name=code]", recovery[0]);
+  await page.click("form[aria-label='Use a recovery code'] button[type=submit]");
+  await onPage("/memories");
+  const remaining = await page.$eval("#status", (e) => e.textContent);
+  if (!/7 recovery codes remain/.test(remaining)) throw new Error(`after a recovery code the console says "${remaining}"`);
+  log("logged in with password + recovery code (7 remain)");
 
   if (problems.length) throw new Error(`the page reported problems:\n${problems.join("\n")}`);
   console.log(`test:browser passed; screenshots in ${shots}`);

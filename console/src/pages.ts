@@ -28,7 +28,8 @@ export async function memoriesPage(main: HTMLElement, go: Go): Promise<void> {
   });
   for (const name of ["status", "kind", "visibility"]) (form.elements.namedItem(name) as HTMLSelectElement).value = f[name] ?? "";
 
-  async function load(): Promise<void> {
+  /** `quiet`: the first load on arrival keeps whatever status line the login left (e.g. recovery codes remaining). */
+  async function load(quiet = false): Promise<void> {
     const after = search.cursors.at(-1);
     let data: any;
     try {
@@ -48,10 +49,10 @@ export async function memoriesPage(main: HTMLElement, go: Go): Promise<void> {
         search.cursors.length ? h("button", { type: "button", class: "secondary", on: { click: () => { search.cursors.pop(); void load(); } } }, "Previous page") : null,
         data.has_more ? h("button", { type: "button", class: "secondary", on: { click: () => { search.cursors.push(data.next_cursor); void load(); } } }, "Next page") : null));
     results.dataset.query = search.filters.q ?? "";
-    announce(`${data.items.length} memories on page ${page}.`);
+    if (!quiet) announce(`${data.items.length} memories on page ${page}.`);
   }
   main.append(h("h1", null, "Memories"), form, results);
-  await load();
+  await load(true);
 }
 
 function observationRows(list: any[]) {
