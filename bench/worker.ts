@@ -10,6 +10,8 @@
 //   dispatch took inside the object (`inside_ms`) and as the calling Worker saw it (`rpc_ms`).
 // - POST /__bench/sql: { key, sql, args?, reps? } one read-only statement run inside the org's
 //   Durable Object `reps` times (for looking into where compile time goes).
+// - POST /__bench/age: { key, days } moves every observation's and claim's created_at back by `days`
+//   (retention apply needs old records; the product never rewrites created_at).
 // - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
 // None of this is part of the product's route table (src/routes.ts).
 import { DurableObject } from "cloudflare:workers";
@@ -39,6 +41,17 @@ export class BenchOrgStore extends OrgStore {
     return { inside_ms: inside, ok: result.ok, status: result.ok ? result.status : 0, items: data?.items?.length };
   }
 
+
+  /** Bench-only: age every memory record by `days` (retention apply measures over old records). */
+  ageRecords(days: number): { observations: number; claims: number } {
+    const shift = `-${days} days`;
+    const sql = this.ctx.storage.sql;
+    sql.exec("UPDATE observations SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
+    sql.exec("UPDATE claims SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
+    // Counted, not rowsWritten (which also counts index entries).
+    const count = (table: string) => sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).one().n;
+    return { observations: count("observations"), claims: count("claims") };
+  }
 
   /**
    * Bench-only (footprint): this organization's SQLite size in bytes, after optionally copying its
@@ -169,6 +182,13 @@ export default {
       if (!orgId) return json(401, { error: "unknown key" });
       return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).probeSql(spec.sql, spec.args ?? [], spec.reps ?? 1));
     }
+    if (url.pathname === "/__bench/age" && request.method === "POST") {
+      const spec = (await request.json()) as { key: string; days: number };
+      const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
+      if (!orgId) return json(401, { error: "unknown key" });
+      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).ageRecords(spec.days));
+  }
+
     if (url.pathname === "/__bench/footprint" && request.method === "POST") {
       const spec = (await request.json()) as { key: string; copy?: { table: "events" | "audit_log"; copies: number } };
       const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));

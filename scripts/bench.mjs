@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation,retention] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -18,6 +18,9 @@
 //            docs/footprint.json, the input of `npm run plan` (not in the default parts)
 //   federation  pull and push throughput (events per second, 200 per call) and bundle import
 //            (bundles per second, 200 per push) between two organizations of the server
+//   retention POST /v1/retention/apply over a --retention-claims (default 50,000) claim organization
+//            whose records were aged past the policy (bench-only /__bench/age), pages of 500:
+//            records examined per second, dry run and real run, with 1% of the sources under a hold
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
@@ -32,7 +35,7 @@ import {
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation,retention").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -667,6 +670,54 @@ ${table(["measure", "items", "calls", "seconds", "per second"], [
   return { md, pull: pulled.events / pulled.seconds, push: pushedOk / pushSeconds, bundles: imported / importSeconds };
 }
 
+// ---- part 8: retention apply -------------------------------------------------------------------
+
+async function partRetention(server) {
+  const CLAIMS = Number(args["retention-claims"] ?? 50_000);
+  log(`part 8: retention apply over ${CLAIMS} claims`);
+  const org = await newOrg(server);
+  const seedS = await seedClaims(server, org.api_key, 0, CLAIMS, prng(17), []);
+  const aged = await (await fetch(`${server.url}/__bench/age`, { method: "POST", body: JSON.stringify({ key: org.api_key, days: 400 }) })).json();
+  // 1% of the source observations under a hold: their claims are held (the coverage check runs per page).
+  const probe = await (await fetch(`${server.url}/__bench/sql`, { method: "POST", body: JSON.stringify({ key: org.api_key,
+    sql: "SELECT json_group_array(observation_id) AS ids FROM (SELECT observation_id FROM observations ORDER BY rowid LIMIT ?)",
+    args: [Math.max(1, Math.round(aged.observations / 100))] }) })).json();
+  const obsIds = JSON.parse(probe.first.ids);
+  for (const id of obsIds)
+    await apiOk(server.url, org.api_key, "POST", "/v1/legal-holds", { target_type: "observation", target_id: id, reason: "bench" });
+  await apiOk(server.url, org.api_key, "POST", "/v1/policies", { type: "retention", name: "bench", status: "active",
+    rules: { rules: [{ record_type: "observation", max_age_days: 365 }, { record_type: "claim", max_age_days: 365 }] } });
+  const run = async (dryRun) => {
+    const t0 = Date.now();
+    const total = { examined: 0, excluded: 0, held: 0, pages: 0, pageMs: [] };
+    for (let after; ;) {
+      const r = await apiOk(server.url, org.api_key, "POST", "/v1/retention/apply", { limit: 500, dry_run: dryRun, ...(after ? { after } : {}) });
+      const d = r.json.data;
+      total.examined += d.examined; total.excluded += d.excluded; total.held += d.held; total.pages++; total.pageMs.push(r.ms);
+      if (d.done) break;
+      after = d.next_after;
+    }
+    return { ...total, s: (Date.now() - t0) / 1000 };
+  };
+  const dry = await run(true);
+  const real = await run(false);
+  const row = (name, r) => [name, r.examined.toLocaleString("en-US"), r.excluded.toLocaleString("en-US"), r.held.toLocaleString("en-US"),
+    String(r.pages), `${fmt(median(r.pageMs))} / ${fmt(percentile(r.pageMs, 95))}`, fmt(r.examined / r.s, 0)];
+  log(`  retention apply: ${fmt(real.examined / real.s, 0)} records examined/s (dry run ${fmt(dry.examined / dry.s, 0)}/s)`);
+  const md = `### 8. Retention apply
+
+One organization with ${aged.claims.toLocaleString("en-US")} claims and ${aged.observations.toLocaleString("en-US")} source observations
+(seeded in ${fmt(seedS, 0)} s), all aged 400 days by the bench-only \`/__bench/age\`, ${obsIds.length} source observations under a legal
+hold (their claims are held as dependents), and an active retention policy of 365 days for both record types.
+\`POST /v1/retention/apply\` with \`limit\` 500, resumed with \`next_after\` until \`done\`: first a dry run, then the real run
+(which writes \`retention_excluded_at\` and bumps each excluded claim's version).
+
+${table(["run", "examined", "excluded", "held", "pages", "page ms p50 / p95", "records examined / s"], [
+    row("dry run", dry), row("apply", real),
+  ])}`;
+  return { md, rate: real.examined / real.s, dryRate: dry.examined / dry.s };
+}
+
 // ---- main ---------------------------------------------------------------------------------------
 
 async function main() {
@@ -738,6 +789,11 @@ Each part below rewrites its own section; each names the machine and versions it
       const f = await partFederation(server);
       done("federation", f.md);
       if (f.pull) summary.push(`federation: pull ${fmt(f.pull, 0)} events/s, push ${fmt(f.push, 0)} events/s, import ${fmt(f.bundles, 0)} bundles/s`);
+    }
+    if (PARTS.has("retention")) {
+      const r = await partRetention(server);
+      done("retention", r.md);
+      summary.push(`retention apply: ${fmt(r.rate, 0)} records examined/s`);
     }
   } finally {
     await server.stop();
