@@ -620,5 +620,5 @@ describe("governance routes: the same 404, the same unresolved reference, and th
         if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBeLessThan(300);
         else expectError(r, 403, "FORBIDDEN");
       }
-  }, 120_000); // many requests per role: slow when the whole suite shares the machine, not a timed test
+  }, 300_000); // many requests per role: slow when the whole suite shares the machine, not a timed test
 });

@@ -524,7 +524,8 @@ export function subjectRetrievable(db: Db, caller: Caller, subjectId: string): b
 /**
  * Pairs of graph claims that share a retrievable source observation: `from` among `claimIds`, `to`
  * anywhere (or, with within, also among claimIds). Both claims and the shared observation are
- * authorized in the statement.
+ * authorized in the statement. CROSS JOIN pins the join order to start from the given claims (at
+ * 50,000 claims the planner otherwise chose to start from claims c2: seconds instead of ms).
  */
 export function sharedSourcePairs(db: Db, caller: Caller, claimIds: string[], limit: number, within = false) {
   const [ro, ...roArgs] = retrievable(caller, "o");
@@ -533,9 +534,9 @@ export function sharedSourcePairs(db: Db, caller: Caller, claimIds: string[], li
   return db.all<{ from_id: string; to_id: string; to_subject: string }>(
     `SELECT DISTINCT s1.claim_id AS from_id, s2.claim_id AS to_id, c2.subject_id AS to_subject
        FROM claim_sources s1
-       JOIN observations o ON o.observation_id = s1.observation_id
-       JOIN claim_sources s2 ON s2.observation_id = s1.observation_id AND s2.claim_id != s1.claim_id
-       JOIN claims c2 ON c2.claim_id = s2.claim_id
+       CROSS JOIN observations o ON o.observation_id = s1.observation_id
+       CROSS JOIN claim_sources s2 ON s2.observation_id = s1.observation_id AND s2.claim_id != s1.claim_id
+       CROSS JOIN claims c2 ON c2.claim_id = s2.claim_id
       WHERE s1.claim_id IN (SELECT value FROM json_each(?)) AND ${ro} AND ${rc}
         ${within ? "AND s2.claim_id IN (SELECT value FROM json_each(?))" : ""}
       LIMIT ?`,
