@@ -9,6 +9,7 @@
 // pepper) are read from the state folder (operator.json, pepper.json; mode 600) into secret
 // bindings, never into argv or the environment.
 import { unstable_startWorker } from "wrangler";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { LOCAL_MODE_BINDING, operatorToken, passwordPepper, root, stateDir } from "./local.mjs";
 
@@ -17,6 +18,9 @@ const portAt = args.indexOf("--port");
 const port = Number(portAt >= 0 ? args[portAt + 1] : process.env.PORT || 8787);
 const inspect = args.includes("--inspect");
 const quiet = args.includes("--quiet");
+
+// wrangler.toml serves the operator console from console/dist: build it when a fresh clone has none.
+execFileSync(process.execPath, [join(root, "scripts", "build-console.mjs"), "--if-missing"], { stdio: "inherit" });
 
 const worker = await unstable_startWorker({
   config: join(root, "wrangler.toml"),
