@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation,retention] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation,retention,atlas] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -21,6 +21,8 @@
 //   retention POST /v1/retention/apply over a --retention-claims (default 50,000) claim organization
 //            whose records were aged past the policy (bench-only /__bench/age), pages of 500:
 //            records examined per second, dry run and real run, with 1% of the sources under a hold
+//   atlas    each Memory Atlas lens's p50/p95 at max_nodes 300 in a 50,000-claim organization
+//            (--atlas-claims N for a smaller run on a busy machine)
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
@@ -35,7 +37,7 @@ import {
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation,retention").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation,retention,atlas").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -718,6 +720,53 @@ ${table(["run", "examined", "excluded", "held", "pages", "page ms p50 / p95", "r
   return { md, rate: real.examined / real.s, dryRate: dry.examined / dry.s };
 }
 
+// ---- part 9: the Memory Atlas ---------------------------------------------------------------------
+
+const ATLAS_CLAIMS = Number(args["atlas-claims"] ?? 50_000);
+const ATLAS_SAMPLES = Number(args["atlas-samples"] ?? 50);
+
+async function partAtlas(server, scale) {
+  log(`part 9: Memory Atlas lenses at max_nodes 300 in a ${ATLAS_CLAIMS}-claim organization`);
+  let org = scale?.org, seedS = null;
+  if (!org || scale.largest < ATLAS_CLAIMS) {
+    org = await newOrg(server);
+    seedS = await seedClaims(server, org.api_key, 0, ATLAS_CLAIMS, prng(42), []);
+  }
+  const key = org.api_key;
+  // Conflicts, pending approvals and expiring claims, so conflict_freshness and review_queue have work.
+  const recent = (await apiOk(server.url, key, "GET", "/v1/memories?subject_id=subject-3&limit=100")).json.data.items.map((c) => c.claim_id);
+  const o = (await apiOk(server.url, key, "POST", "/v1/observations", { subject_id: "subject-3", kind: "note", content: "atlas bench dispute", source: { type: "bench" } })).json.data.observation_id;
+  for (let i = 0; i < 50; i++)
+    await apiOk(server.url, key, "POST", "/v1/consolidations", { subject_id: "subject-3", claims: [{ kind: "fact", statement: `atlas disputer ${i}`,
+      valid_to: new Date(Date.now() + 3 * 86_400_000).toISOString(),
+      sources: [{ observation_id: o, relation: "supports" }, { claim_id: recent[i], relation: "contradicts" }] }] });
+  for (const id of recent.slice(50, 100)) await api(server.url, key, "POST", "/v1/claim-approvals", { claim_id: id });
+  await apiOk(server.url, key, "POST", "/v1/context/compile", { subject_id: "subject-3", token_budget: 4000 });
+  const focus = recent[99];
+  const bodies = {
+    evidence_trace: { focus_id: focus }, neighborhood: { subject_id: "subject-3" }, conflict_freshness: {}, workspace_graph: {},
+    review_queue: {}, scope_preview: {}, knowledge_release: {},
+  };
+  const lat = Object.fromEntries(Object.keys(bodies).map((l) => [l, { ms: [], nodes: 0, edges: 0, withheld: "" }]));
+  for (let i = 0; i < ATLAS_SAMPLES && Date.now() < DEADLINE; i++)
+    for (const [lens, extra] of Object.entries(bodies)) { // lenses alternate, so drift hits all alike
+      const r = await apiOk(server.url, key, "POST", "/v1/memory-views/compile", { lens, max_nodes: 300, ...extra });
+      lat[lens].ms.push(r.ms);
+      Object.assign(lat[lens], { nodes: r.json.data.nodes.length, edges: r.json.data.edges.length, withheld: r.json.data.withheld.nodes });
+    }
+  const rows = Object.entries(lat).map(([lens, l]) =>
+    [`\`${lens}\``, `**${fmt(median(l.ms))} / ${fmt(percentile(l.ms, 95))}**`, String(l.nodes), String(l.edges), l.withheld, String(l.ms.length)]);
+  const md = `### 9. Memory Atlas
+
+One organization of ${ATLAS_CLAIMS.toLocaleString("en-US")} claims seeded as in part 2${seedS === null ? " (part 2's organization)" : ` (seeded in ${fmt(seedS, 0)} s)`}
+(20 subjects, 50 claims sharing each source observation), plus 50 disputing claims expiring within 3 days and 50 pending
+approvals. \`POST /v1/memory-views/compile\` with \`max_nodes\` 300 for each lens, ${ATLAS_SAMPLES} rounds, lenses alternating;
+HTTP latency in ms (p50 / p95), and the size of the last view.
+
+${table(["lens", "p50 / p95 ms", "nodes", "edges", "withheld nodes", "samples"], rows)}`;
+  return { md, worst: Math.max(...Object.values(lat).map((l) => percentile(l.ms, 95))) };
+}
+
 // ---- main ---------------------------------------------------------------------------------------
 
 async function main() {
@@ -794,6 +843,11 @@ Each part below rewrites its own section; each names the machine and versions it
       const r = await partRetention(server);
       done("retention", r.md);
       summary.push(`retention apply: ${fmt(r.rate, 0)} records examined/s`);
+    }
+    if (PARTS.has("atlas")) {
+      const a = await partAtlas(server, scale);
+      done("atlas", a.md);
+      summary.push(`atlas worst lens p95 at max_nodes 300: ${fmt(a.worst)} ms`);
     }
   } finally {
     await server.stop();

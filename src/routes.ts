@@ -14,6 +14,7 @@ import { dashboardLoginRoute, dashboardRoutes } from "./domains/dashboard/routes
 import { governanceRoutes } from "./domains/governance/routes";
 import { federationRoutes } from "./domains/federation/routes";
 import { retentionRoutes } from "./domains/retention/routes";
+import { atlasRoutes } from "./domains/atlas/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -31,6 +32,7 @@ export const ROUTES: readonly RouteDef[] = [
   ...governanceRoutes,
   ...federationRoutes,
   ...retentionRoutes,
+  ...atlasRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

@@ -299,6 +299,20 @@ describe("the same 404 for foreign, invisible and missing records", () => {
       expect(answer(foreign), `${method} ${path}`).toBe(answer(missing));
       expect(answer(invisible), `${method} ${path}`).toBe(answer(missing));
     }
+    // A body focus (the Atlas's evidence_trace claim, neighborhood subject) answers like a path id.
+    const focusCases: [Record<string, unknown>, Record<string, unknown>][] = [
+      [{ lens: "evidence_trace", focus_id: c }, { lens: "evidence_trace", focus_id: `claim_${zero}` }],
+      [{ lens: "neighborhood", subject_id: "s-private" }, { lens: "neighborhood", subject_id: "nobody-here" }],
+    ];
+    for (const [body, missingBody] of focusCases) {
+      const foreign = await call("POST", "/v1/memory-views/compile", { key: other.api_key, body });
+      const invisible = await call("POST", "/v1/memory-views/compile", { key: bob.key, body });
+      const missing = await call("POST", "/v1/memory-views/compile", { key: bob.key, body: missingBody });
+      for (const r of [foreign, invisible, missing]) expectError(r, 404, "NOT_FOUND");
+      expect(answer(foreign), JSON.stringify(body)).toBe(answer(missing));
+      expect(answer(invisible), JSON.stringify(body)).toBe(answer(missing));
+      expect((await call("POST", "/v1/memory-views/compile", { key: alice.key, body })).status).toBe(200);
+    }
     // Records every member of the organization may know exist (SPEC: a handoff's non-recipient gets
     // 400, a lease's non-holder 403; owners and admins reach every lease and membership): a foreign
     // id answers exactly as a missing one, for a caller allowed to act on the route.
@@ -380,6 +394,7 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/workspaces", () => ({ name: `w${n++}` }), anyone, 201],
       ["POST", "/v1/operator-accounts", () => ({ username: `matrix-${Date.now().toString(36)}-${n++}`, role: "member" }), anyone, 201],
       ["POST", "/v1/context/compile", () => ({}), [...anyone, "reader"], 201],
+      ["POST", "/v1/memory-views/compile", () => ({ lens: "scope_preview" }), [...anyone, "reader"], 200],
       ["POST", "/v1/memberships", () => ({ principal_id: bobId, role: "member", workspace_id: undefined }), ["owner", "admin"], 201],
       ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["read"], subject: `s${n++}` }), ["owner", "admin"], 201],
       ["POST", `/v1/leases/${lease}/force-release`, () => undefined, ["owner", "admin"], 200],
@@ -605,7 +620,7 @@ describe("governance routes: the same 404, the same unresolved reference, and th
         if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBeLessThan(300);
         else expectError(r, 403, "FORBIDDEN");
       }
-  }, 120_000); // many requests per role: slow when the whole suite shares the machine, not a timed test
+  }, 300_000); // many requests per role: slow when the whole suite shares the machine, not a timed test
 });
 
 describe("legal holds, retention and identity mappings: the same 404, the same unresolved reference, and the role matrix", () => {

@@ -498,7 +498,7 @@ describe("memories list", () => {
         override all<T>(query: string, ...args: unknown[]): T[] { ran.push([query, args]); return super.all<T>(query, ...args); }
         override first<T>(query: string, ...args: unknown[]): T | null { ran.push([query, args]); return super.first<T>(query, ...args); }
       })(o.db.sql);
-      const caller: Caller = { principalId: "prn_x", keyId: "key_x", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [] };
+      const caller: Caller = { principalId: "prn_x", keyId: "key_x", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [], workspaces: {} };
       const explain = (run: () => unknown) => {
         ran.length = 0;
         run();

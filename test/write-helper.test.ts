@@ -11,7 +11,7 @@ function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
   const store = o as unknown as { ctx: DurableObjectState; env: never; jobDue: RequestCtx["jobDue"]; eventsWritten: () => void };
   return {
     orgId: "org_test", db: o.db, storage: store.ctx.storage,
-    caller: { principalId: "prn_test", keyId: "key_test", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [] },
+    caller: { principalId: "prn_test", keyId: "key_test", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [], workspaces: {} },
     requestId: "req_test", routeId: "POST /v1/test", params: {}, query: undefined, body: { n: 1 }, rawBody: null,
     idempotent: true, idempotencyKey, env: store.env, headers: {}, deps: o.deps,
     jobDue: store.jobDue.bind(o),

@@ -4,6 +4,11 @@
 //          writer, or a principal holding an active read grant covering the record's organization,
 //          project (or unscoped memory) or subject.
 //   write: every role but reader; a reader only where a write grant covers the target.
+//   workspaces (DESIGN "Workspaces scope records"): a record of a workspace's project is scoped to that
+//          workspace. Its team records are read by the workspace's members (any role) and by
+//          organization owners/admins; its private records by their writer, a covering read grant,
+//          or the workspace's admins/owners. Writing there takes workspace role member or above, an
+//          organization owner/admin role, or a covering write grant. Memberships load with the caller.
 // Hidden records contribute nothing anywhere; the evidence view's hidden_source_count is the only trace.
 import { ApiError } from "../http/errors";
 import type { Db } from "../org/db";
@@ -29,7 +34,17 @@ export interface Guarded {
   owner: string;
   subject_id?: string | null;
   project_id?: string | null;
+  /** The workspace of the record's project (null or absent: none). */
+  workspace_id?: string | null;
 }
+
+/** Workspace roles that read private records of the workspace, and that write its records. */
+const WORKSPACE_PRIVATE_READERS = ["owner", "admin"];
+const WORKSPACE_WRITERS = ["owner", "admin", "member"];
+
+/** The caller's role in a workspace, if it is a live member. */
+export const workspaceRole = (caller: Pick<Caller, "workspaces">, workspaceId: string) =>
+  Object.hasOwn(caller.workspaces, workspaceId) ? caller.workspaces[workspaceId] : undefined;
 
 /** The caller's active grants: one indexed query per request, so revocation applies on the next one. */
 export function loadGrants(db: Db, principalId: string): HeldGrant[] {
@@ -40,6 +55,24 @@ export function loadGrants(db: Db, principalId: string): HeldGrant[] {
     grantId: g.grant_id, type: g.target_type, id: g.target_id,
     permissions: PERMISSIONS.filter((p) => (g as unknown as Record<string, number>)[`can_${p}`] === 1),
   }));
+}
+
+/** A principal's live workspace memberships, workspace id -> role (loadCaller reads the same in its one statement). */
+export function principalWorkspaces(db: Db, principalId: string): Record<string, Caller["role"]> {
+  const row = db.first<{ w: string }>(
+    "SELECT json_group_object(workspace_id, role) AS w FROM memberships WHERE principal_id = ? AND workspace_id IS NOT NULL AND removed_at IS NULL",
+    principalId);
+  return JSON.parse(row?.w ?? "{}");
+}
+
+/**
+ * May the caller name this workspace (a project's workspace on creation, the Atlas's workspace_graph)?
+ * It exists and the caller is a live member or an organization owner/admin; otherwise it answers like
+ * a missing one.
+ */
+export function workspaceVisible(db: Db, caller: Caller, workspaceId: string): boolean {
+  if (!db.first("SELECT 1 FROM workspaces WHERE workspace_id = ?", workspaceId)) return false;
+  return isAdmin(caller) || workspaceRole(caller, workspaceId) !== undefined;
 }
 
 /** Does a grant's target cover a record (or a target) with this subject and project? */
@@ -59,38 +92,65 @@ export function holds(caller: Caller, permission: Permission, target: GrantTarge
 }
 
 export function canRead(caller: Caller, r: Guarded): boolean {
-  if (r.visibility === "team" || r.owner === caller.principalId) return true;
-  return caller.grants.some((g) => g.permissions.includes("read") && covers(g, r));
+  if (r.owner === caller.principalId) return true;
+  if (caller.grants.some((g) => g.permissions.includes("read") && covers(g, r))) return true;
+  if (!r.workspace_id) return r.visibility === "team";
+  const role = workspaceRole(caller, r.workspace_id);
+  if (r.visibility === "team") return role !== undefined || isAdmin(caller);
+  return role !== undefined && WORKSPACE_PRIVATE_READERS.includes(role);
 }
 
 /** What a write lands on, for write grants: its subject and project (null: unscoped memory). */
-export type WriteTarget = { subject_id?: string | null; project_id?: string | null };
+export type WriteTarget = { subject_id?: string | null; project_id?: string | null; workspace_id?: string | null };
 
-/** The write target a request body names (appends and consolidations): for grantWritable routes. */
-export const targetInBody = (rc: { body: { subject_id: string; project_id?: string | null } }): WriteTarget =>
-  ({ subject_id: rc.body.subject_id, project_id: rc.body.project_id ?? null });
 
 export function canWrite(caller: Caller, target: WriteTarget): boolean {
-  if (caller.role !== "reader") return true;
-  return caller.grants.some((g) => g.permissions.includes("write") && covers(g, target));
+  if (caller.grants.some((g) => g.permissions.includes("write") && covers(g, target))) return true;
+  if (!target.workspace_id) return caller.role !== "reader";
+  const role = workspaceRole(caller, target.workspace_id);
+  return isAdmin(caller) || (role !== undefined && WORKSPACE_WRITERS.includes(role));
 }
 
 /** canWrite as a check for the routes a reader may use under a write grant (see grantWritable). */
 export function requireWrite(caller: Caller, target: WriteTarget): void {
-  if (!canWrite(caller, target)) throw new ApiError("FORBIDDEN", "The reader role cannot write here without a write grant.");
+  if (!canWrite(caller, target)) {
+    throw new ApiError("FORBIDDEN", target.workspace_id
+      ? "Writing to this workspace's records takes workspace role member or above, or a write grant."
+      : "The reader role cannot write here without a write grant.");
+  }
 }
 
 /**
  * SQL form of canRead, for queries that filter before search and pagination. `alias` names a table
  * with visibility, subject_id and project_id columns (pass targets: false when it has no such
- * columns, e.g. events: then only an organization-wide grant widens it). Returns the clause and its
- * bind values, in order.
+ * columns, e.g. events: then only an organization-wide grant widens it). Tables with a workspace_id
+ * column (observations, claims) are scoped by workspace as canRead describes; pass workspaces: false
+ * for a table without one. Returns the clause and its bind values, in order.
  */
-export function readableWhere(caller: Caller, alias: string, ownerColumn = "author_id", opts: { targets?: boolean } = {}): [string, ...unknown[]] {
+export function readableWhere(caller: Caller, alias: string, ownerColumn = "author_id",
+  opts: { targets?: boolean; workspaces?: boolean } = {}): [string, ...unknown[]] {
   const reads = caller.grants.filter((g) => g.permissions.includes("read"));
   if (reads.some((g) => g.type === "organization")) return ["1 = 1"];
-  const parts = [`${alias}.visibility = 'team'`, `${alias}.${ownerColumn} = ?`];
-  const args: unknown[] = [caller.principalId];
+  const parts: string[] = [];
+  const args: unknown[] = [];
+  if (opts.workspaces === false || opts.targets === false || isAdmin(caller)) parts.push(`${alias}.visibility = 'team'`);
+  else {
+    parts.push(`(${alias}.visibility = 'team' AND ${alias}.workspace_id IS NULL)`);
+    const member = Object.keys(caller.workspaces);
+    if (member.length) {
+      parts.push(`(${alias}.visibility = 'team' AND ${alias}.workspace_id IN (SELECT value FROM json_each(?)))`);
+      args.push(JSON.stringify(member));
+    }
+  }
+  if (opts.workspaces !== false && opts.targets !== false) {
+    const privateReader = Object.entries(caller.workspaces).filter(([, role]) => WORKSPACE_PRIVATE_READERS.includes(role)).map(([id]) => id);
+    if (privateReader.length) {
+      parts.push(`${alias}.workspace_id IN (SELECT value FROM json_each(?))`);
+      args.push(JSON.stringify(privateReader));
+    }
+  }
+  parts.push(`${alias}.${ownerColumn} = ?`);
+  args.push(caller.principalId);
   if (opts.targets !== false) {
     const projects = reads.filter((g) => g.type === "project");
     const named = projects.flatMap((g) => (g.id ? [g.id] : []));

@@ -3,7 +3,7 @@
 // Key management, membership, retention, webhook, federation, release and Atlas operations are
 // deliberately absent.
 import { z } from "zod";
-import { targetInBody } from "../access/policy";
+import { targetInBody } from "../domains/memory/records";
 import { checkpointRoutes } from "../domains/coordination/checkpoints";
 import { handoffRoutes } from "../domains/coordination/handoffs";
 import { CHECKPOINT_KINDS, checkpointBody, handoffBody } from "../domains/coordination/schema";

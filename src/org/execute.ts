@@ -50,7 +50,8 @@ export async function executeRoute(session: Session, route: OrgRoute, call: Rout
     idempotent: route.idempotent ?? false,
     idempotencyKey: route.idempotent ? (call.idempotencyKey ?? null) : null,
   };
-  if (route.grantWritable && caller.role === "reader") {
+  // Readers (outside a write grant) and non-members of a record's workspace are refused here.
+  if (route.grantWritable) {
     const target = route.grantWritable(rc);
     if (target) requireWrite(caller, target);
   }

@@ -588,4 +588,24 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX identity_mappings_by_subject ON identity_mappings(subject_id, created_at);
     `,
   },
+  {
+    // Workspaces scope records (DESIGN part 2): a project may belong to a workspace, fixed when it is
+    // created. Observations and claims carry their project's workspace (copied at insert, never
+    // changed) so the one read predicate can filter on it without a join.
+    name: "0014_workspace_scope",
+    sql: `
+      ALTER TABLE projects ADD COLUMN workspace_id TEXT REFERENCES workspaces(workspace_id);
+      ALTER TABLE observations ADD COLUMN workspace_id TEXT;
+      ALTER TABLE claims ADD COLUMN workspace_id TEXT;
+      CREATE INDEX projects_by_workspace ON projects(workspace_id) WHERE workspace_id IS NOT NULL;
+      CREATE INDEX claims_by_workspace ON claims(workspace_id, status, seq) WHERE workspace_id IS NOT NULL;
+      CREATE INDEX claims_disputed ON claims(seq) WHERE status = 'disputed';
+      CREATE INDEX claims_disputing ON claims(seq) WHERE disputes != '[]';
+      CREATE INDEX claims_by_valid_to ON claims(valid_to) WHERE valid_to IS NOT NULL;
+      CREATE INDEX context_items_by_claim ON context_items(claim_id);
+      CREATE INDEX knowledge_releases_by_claim ON knowledge_releases(claim_id, status);
+      CREATE INDEX knowledge_releases_by_status ON knowledge_releases(status, created_at);
+      CREATE INDEX claim_approvals_by_status ON claim_approvals(status, created_at);
+    `,
+  },
 ];

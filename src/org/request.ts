@@ -11,6 +11,8 @@ export interface Caller {
   role: Role;
   /** Active grants held by the principal, loaded with the key on every request. */
   grants: import("../access/policy").HeldGrant[];
+  /** Live workspace memberships: workspace id -> role, loaded with the key on every request. */
+  workspaces: Record<string, Role>;
   /** Set when the credential is a dashboard session (keyId is then its session_id). */
   session?: { sessionId: string; accountId: string; stage: import("../domains/dashboard/stages").SessionStage };
 }

@@ -2,7 +2,7 @@
 // principal, gate by gate. It impersonates nobody (no key of theirs is used) and discloses nothing of
 // the record but the decision inputs: visibility, authorship as a yes/no, and the ids of the grants
 // that apply.
-import { type Guarded, type HeldGrant, canWrite, covers, loadGrants } from "../../access/policy";
+import { type Guarded, type HeldGrant, canWrite, covers, loadGrants, principalWorkspaces } from "../../access/policy";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Caller } from "../../org/request";
@@ -35,7 +35,8 @@ export const simulateRoutes = [
 
       // The principal as the module sees it (scopes belong to keys, so they are not simulated).
       const grants: HeldGrant[] = loadGrants(db, principal.principal_id);
-      const subject: Caller = { principalId: principal.principal_id, keyId: "", scopes: ["*"], maxTrust: "verified", role: principal.role, grants };
+      const subject: Caller = { principalId: principal.principal_id, keyId: "", scopes: ["*"], maxTrust: "verified", role: principal.role, grants,
+        workspaces: principalWorkspaces(db, principal.principal_id) };
       const scopeOf = record ?? { subject_id: body.subject ?? null, project_id: body.project === undefined ? undefined : body.project };
       const applicable = grants.filter((g) => g.permissions.includes(body.action) && covers(g, scopeOf)).map((g) => g.grantId);
 

@@ -118,7 +118,7 @@ function importBundle(db: Db, peer: PeerRow, caller: Caller, a: Accepted, import
   const local = (remoteId: string) => imported.get(remoteId) ?? a.existing.get(remoteId);
   for (const o of a.bundle.observations) {
     if (local(o.observation_id)) continue;
-    const row: ObservationRow = {
+    const row: Omit<ObservationRow, "workspace_id"> = {
       observation_id: newId(ID_PREFIX.observation), subject_id: o.subject_id, project_id: null, kind: o.kind, content: o.content,
       content_hash: o.content_hash, source_type: "federation", source_ref: `${peer.peer_id}:${o.observation_id}`,
       trust: lowerTrust(o.trust, caller.maxTrust), visibility: "team", author_id: caller.principalId, created_at: at, purged_at: null,

@@ -36,8 +36,10 @@ export interface PrincipalRow {
  */
 export function loadCaller(db: Db, keyHash: string): Caller | null {
   const row = db.first<{ credential_id: string; principal_id: string; scopes: string; max_trust: Trust; role: Role;
-    account_id: string | null; stage: SessionStage | null; has_grants: number }>(
-    `SELECT c.*, EXISTS (SELECT 1 FROM grants g WHERE g.grantee_id = c.principal_id AND g.revoked_at IS NULL) AS has_grants
+    account_id: string | null; stage: SessionStage | null; has_grants: number; workspaces: string }>(
+    `SELECT c.*, EXISTS (SELECT 1 FROM grants g WHERE g.grantee_id = c.principal_id AND g.revoked_at IS NULL) AS has_grants,
+            (SELECT json_group_object(m.workspace_id, m.role) FROM memberships m
+              WHERE m.principal_id = c.principal_id AND m.workspace_id IS NOT NULL AND m.removed_at IS NULL) AS workspaces
        FROM (SELECT k.key_id AS credential_id, k.principal_id, k.scopes, k.max_trust, p.role, NULL AS account_id, NULL AS stage
                FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
               WHERE k.key_hash = ? AND k.status = 'active' AND p.removed_at IS NULL
@@ -51,6 +53,7 @@ export function loadCaller(db: Db, keyHash: string): Caller | null {
   if (!row) return null;
   return { keyId: row.credential_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role,
     grants: row.has_grants ? loadGrants(db, row.principal_id) : [],
+    workspaces: JSON.parse(row.workspaces) as Record<string, Role>,
     ...(row.stage ? { session: { sessionId: row.credential_id, accountId: row.account_id!, stage: row.stage } } : {}) };
 }
 

@@ -1,5 +1,5 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { canRead, readableWhere, targetInBody } from "../../access/policy";
+import { canRead, readableWhere } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, pageOf } from "../../http/cursor";
@@ -16,8 +16,7 @@ import { matchAll, queryTerms } from "./fts";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
   type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
-  memoriesPage, observationsByIds,
-} from "./records";
+  memoriesPage, observationsByIds, projectWorkspace, targetInBody } from "./records";
 import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
@@ -81,7 +80,7 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
     const inserted = insertClaim(db, row, obsSources);
     touched.push(inserted);
     for (const id of disputes) newlyDisputed.add(id);
-    created.push({ ...row, seq: inserted.seq });
+    created.push({ ...row, seq: inserted.seq, workspace_id: projectWorkspace(db, projectId) });
     events.push(claimEvent("claim.materialized", row, { trust: row.trust, visibility: row.visibility, project_id: row.project_id }));
   }
   for (const id of newlyDisputed) if (disputed.get(id)!.status === "active") touched.push(changeClaim(db, id, { status: "disputed" }));

@@ -1,5 +1,5 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
-import { isAdmin, targetInBody } from "../../access/policy";
+import { canWrite, isAdmin, workspaceVisible } from "../../access/policy";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
@@ -12,8 +12,8 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, projectByReference, tombstone } from "./records";
-import { contentHash, observationView, readableObservation, requireProject } from "./store";
+import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, projectByReference, targetInBody, tombstone } from "./records";
+import { contentHash, observationView, readableObservation, requireProject, unresolved } from "./store";
 import type { z } from "zod";
 
 /**
@@ -24,7 +24,7 @@ import type { z } from "zod";
 export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>) {
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
-  const row: ObservationRow = {
+  const row: Omit<ObservationRow, "workspace_id"> = {
     observation_id: newId(ID_PREFIX.observation), subject_id: body.subject_id,
     project_id: requireProject(db, body.project_id), kind: body.kind, content: body.content,
     content_hash: contentHash(body.content), source_type: body.source.type, source_ref: body.source.ref ?? null,
@@ -45,16 +45,22 @@ export const observationRoutes = [
     summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
     handler: (rc) => {
       const existing = projectByReference(rc.db, rc.body.reference);
-      if (existing) return ok({ project_id: existing.project_id, reference: existing.reference, created: false });
+      if (existing) return ok({ project_id: existing.project_id, reference: existing.reference, created: false, workspace_id: existing.workspace_id ?? null });
       if (!rc.body.create) throw notFound("Project");
       if (!hasScope(rc.caller.scopes, "projects:create")) throw forbidden(missingScopeMessage("projects:create"));
+      const workspaceId = rc.body.workspace_id ?? null;
+      if (workspaceId !== null) {
+        if (!workspaceVisible(rc.db, rc.caller, workspaceId)) throw unresolved("workspace", [workspaceId]);
+        if (!canWrite(rc.caller, { workspace_id: workspaceId })) throw forbidden("Creating a project in this workspace takes workspace role member or above.");
+      }
       return commitWrite(rc, (db) => {
         const project: ProjectRow = {
           project_id: newId(ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
+          workspace_id: workspaceId,
         };
         const touched = insertProject(db, project);
         return {
-          status: 201, data: { project_id: project.project_id, reference: project.reference, created: true },
+          status: 201, data: { project_id: project.project_id, reference: project.reference, created: true, workspace_id: workspaceId },
           audit: { action: "project.created", resourceType: "project", resourceId: project.project_id },
           touched,
         };

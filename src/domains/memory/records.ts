@@ -12,7 +12,7 @@
 // (validity: a claim's status and valid_to; retention: retention_excluded_at). Retention exclusion
 // and workspace roles are added to retrievable/canRetrieve and nowhere else: every read of these
 // tables below is built on them.
-import { canRead, readableWhere } from "../../access/policy";
+import { type WriteTarget, canRead, readableWhere } from "../../access/policy";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Touched } from "../../org/outbox";
@@ -23,6 +23,8 @@ export interface ProjectRow {
   reference: string;
   created_by: string;
   created_at: string;
+  /** The workspace whose memberships scope this project's records; fixed at creation. */
+  workspace_id?: string | null;
 }
 
 export interface ObservationRow {
@@ -41,6 +43,8 @@ export interface ObservationRow {
   purged_at: string | null;
   /** Set by retention apply: out of every retrieval until a legal hold restores it. */
   retention_excluded_at?: string | null;
+  /** Copied from the project at insert (null: no workspace); read by the one read predicate. */
+  workspace_id: string | null;
 }
 
 export interface ClaimRow {
@@ -63,6 +67,8 @@ export interface ClaimRow {
   updated_at: string;
   /** Set by retention apply: out of every retrieval until a legal hold restores it. */
   retention_excluded_at?: string | null;
+  /** Copied from the project at insert (null: no workspace); read by the one read predicate. */
+  workspace_id: string | null;
 }
 
 export interface SourceRow {
@@ -89,9 +95,12 @@ export interface Retrieval {
   evenExcluded?: boolean;
 }
 
+type RecordLike = { visibility: string; author_id: string; subject_id: string; project_id: string | null; workspace_id: string | null;
+  retention_excluded_at?: string | null };
+
 /** A memory record as the authorization module sees it. */
-export const guarded = (r: { visibility: string; author_id: string; subject_id: string; project_id: string | null }) =>
-  ({ visibility: r.visibility, owner: r.author_id, subject_id: r.subject_id, project_id: r.project_id });
+export const guarded = (r: RecordLike) =>
+  ({ visibility: r.visibility, owner: r.author_id, subject_id: r.subject_id, project_id: r.project_id, workspace_id: r.workspace_id });
 
 /** Valid now: valid_to unset or later than now. */
 export const isCurrent = (c: { valid_to: string | null }, nowIso = clock.nowIso()) => c.valid_to == null || c.valid_to > nowIso;
@@ -116,8 +125,6 @@ export function retrievable(caller: Caller, alias: string, opts: Retrieval = {})
   return [parts.join(" AND "), ...args];
 }
 
-type RecordLike = { visibility: string; author_id: string; subject_id: string; project_id: string | null;
-  retention_excluded_at?: string | null };
 
 /** retrievable, for a row already read (read with its retention_excluded_at: `SELECT *` does). */
 export function canRetrieve(caller: Caller, r: RecordLike & { status?: string; valid_to?: string | null }, opts: Retrieval = {}): boolean {
@@ -131,6 +138,14 @@ export function canRetrieve(caller: Caller, r: RecordLike & { status?: string; v
 
 // ---- projects -----------------------------------------------------------------------------------
 
+/** The workspace of a project (null: none, or no such project: the handler answers for that). */
+export const projectWorkspace = (db: Db, projectId: string | null | undefined): string | null =>
+  projectId ? (db.first<{ workspace_id: string | null }>("SELECT workspace_id FROM projects WHERE project_id = ?", projectId)?.workspace_id ?? null) : null;
+
+/** The write target a request body names (appends and consolidations): for grantWritable routes. */
+export const targetInBody = (rc: { db: Db; body: { subject_id: string; project_id?: string | null } }): WriteTarget =>
+  ({ subject_id: rc.body.subject_id, project_id: rc.body.project_id ?? null, workspace_id: projectWorkspace(rc.db, rc.body.project_id) });
+
 export const getProject = (db: Db, projectId: string) =>
   db.first<ProjectRow>("SELECT * FROM projects WHERE project_id = ?", projectId);
 
@@ -138,8 +153,8 @@ export const projectByReference = (db: Db, reference: string) =>
   db.first<ProjectRow>("SELECT * FROM projects WHERE reference = ?", reference);
 
 export function insertProject(db: Db, p: ProjectRow): Touched {
-  db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES (?, ?, ?, ?)",
-    p.project_id, p.reference, p.created_by, p.created_at);
+  db.run("INSERT INTO projects (project_id, reference, created_by, created_at, workspace_id) VALUES (?, ?, ?, ?, ?)",
+    p.project_id, p.reference, p.created_by, p.created_at, p.workspace_id ?? null);
   return created(p.project_id);
 }
 
@@ -188,12 +203,13 @@ export const claimFacets = (db: Db, ids: string[]) =>
     JSON.stringify(ids));
 
 /** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
-export function insertObservation(db: Db, o: ObservationRow): Touched {
+export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id">): Touched {
   db.run(
     `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
-       source_ref, trust, visibility, author_id, created_at, purged_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       source_ref, trust, visibility, author_id, created_at, purged_at, workspace_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?))`,
     o.observation_id, o.subject_id, o.project_id, o.kind, o.content, o.content_hash, o.source_type,
-    o.source_ref, o.trust, o.visibility, o.author_id, o.created_at, o.purged_at,
+    o.source_ref, o.trust, o.visibility, o.author_id, o.created_at, o.purged_at, o.project_id,
   );
   return created(o.observation_id);
 }
@@ -209,16 +225,16 @@ export function tombstone(db: Db, observationId: string): Touched {
 
 export const getClaim = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id);
 
-export type NewClaim = Omit<ClaimRow, "seq">;
+export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id">;
 
 /** A claim with its sources in order, and its full-text index entry. Also reports its write position (seq). */
 export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: string; relation: string }[]): Touched & { seq: number } {
   const { seq } = db.first<{ seq: number }>(
     `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
-       valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+       valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at, workspace_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?)) RETURNING seq`,
     c.claim_id, c.subject_id, c.project_id, c.kind, c.statement, c.status, c.visibility, c.trust, c.version,
-    c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at,
+    c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at, c.project_id,
   )!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
   sources.forEach((s, position) =>
@@ -492,6 +508,102 @@ export function retrievableSubjects(db: Db, caller: Caller, after: string, limit
        UNION SELECT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc})
      ORDER BY subject_id LIMIT ?`,
     after, ...roArgs, after, ...rcArgs, limit + 1);
+}
+
+// ---- the Memory Atlas's reads (src/domains/atlas) ---------------------------------------------------
+// Every read is authorized by retrievable before anything is returned and bounded by the caller's LIMIT.
+
+/** Claims the Atlas draws: not revoked, valid now (superseded ones stay, so supersedes edges show). */
+function graphClaims(caller: Caller, alias: string): [string, ...unknown[]] {
+  const [ok, ...args] = retrievable(caller, alias, { valid: true });
+  return [`${ok} AND ${alias}.status IN ('active', 'disputed', 'superseded')`, ...args];
+}
+
+/** The newest graph claims of one subject, of one workspace, or (scope null) of the organization. */
+export function atlasClaims(db: Db, caller: Caller, scope: { subject_id: string } | { workspace_id: string } | null, limit: number): ClaimRow[] {
+  const [ok, ...args] = graphClaims(caller, "c");
+  const [where, value] = scope === null ? ["1 = ?", 1] : "subject_id" in scope ? ["c.subject_id = ?", scope.subject_id] : ["c.workspace_id = ?", scope.workspace_id];
+  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE ${where} AND ${ok} ORDER BY c.seq DESC LIMIT ?`, value, ...args, limit);
+}
+
+/** Does the caller retrieve anything (claim or observation) about this subject? */
+export function subjectRetrievable(db: Db, caller: Caller, subjectId: string): boolean {
+  const [ro, ...roArgs] = retrievable(caller, "o");
+  const [rc, ...rcArgs] = retrievable(caller, "c");
+  return !!db.first(
+    `SELECT 1 WHERE EXISTS (SELECT 1 FROM claims c WHERE c.subject_id = ? AND ${rc})
+        OR EXISTS (SELECT 1 FROM observations o WHERE o.subject_id = ? AND ${ro})`,
+    subjectId, ...rcArgs, subjectId, ...roArgs);
+}
+
+/**
+ * Pairs of graph claims that share a retrievable source observation: `from` among `claimIds`, `to`
+ * anywhere (or, with within, also among claimIds). Both claims and the shared observation are
+ * authorized in the statement. CROSS JOIN pins the join order to start from the given claims (at
+ * 50,000 claims the planner otherwise chose to start from claims c2: seconds instead of ms).
+ */
+export function sharedSourcePairs(db: Db, caller: Caller, claimIds: string[], limit: number, within = false) {
+  const [ro, ...roArgs] = retrievable(caller, "o");
+  const [rc, ...rcArgs] = graphClaims(caller, "c2");
+  const ids = JSON.stringify(claimIds);
+  return db.all<{ from_id: string; to_id: string; to_subject: string }>(
+    `SELECT DISTINCT s1.claim_id AS from_id, s2.claim_id AS to_id, c2.subject_id AS to_subject
+       FROM claim_sources s1
+       CROSS JOIN observations o ON o.observation_id = s1.observation_id
+       CROSS JOIN claim_sources s2 ON s2.observation_id = s1.observation_id AND s2.claim_id != s1.claim_id
+       CROSS JOIN claims c2 ON c2.claim_id = s2.claim_id
+      WHERE s1.claim_id IN (SELECT value FROM json_each(?)) AND ${ro} AND ${rc}
+        ${within ? "AND s2.claim_id IN (SELECT value FROM json_each(?))" : ""}
+      LIMIT ?`,
+    ids, ...roArgs, ...rcArgs, ...(within ? [ids] : []), limit);
+}
+
+/** The newest current disputed claims (the claims_disputed index), optionally of one workspace. */
+export function disputedClaims(db: Db, caller: Caller, limit: number): ClaimRow[] {
+  const [ok, ...args] = retrievable(caller, "c", { current: true });
+  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.status = 'disputed' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
+}
+
+/** The newest current claims that dispute another claim (the claims_disputing index). */
+export function disputingClaims(db: Db, caller: Caller, limit: number): ClaimRow[] {
+  const [ok, ...args] = retrievable(caller, "c", { current: true });
+  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.disputes != '[]' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
+}
+
+/** Current claims whose validity ends between now and `untilIso`, soonest first. */
+export function expiringClaims(db: Db, caller: Caller, untilIso: string, limit: number): ClaimRow[] {
+  const [ok, ...args] = retrievable(caller, "c", { current: true });
+  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.valid_to IS NOT NULL AND c.valid_to <= ? AND ${ok} ORDER BY c.valid_to LIMIT ?`,
+    untilIso, ...args, limit);
+}
+
+/** Retrievable source observations of claims, with their relation (for evidence edges). */
+export function retrievableEvidence(db: Db, caller: Caller, claimIds: string[], limit: number) {
+  const [ro, ...roArgs] = retrievable(caller, "o");
+  return db.all<ObservationRow & { claim_id: string; relation: string }>(
+    `SELECT o.*, s.claim_id, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
+      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${ro} ORDER BY s.claim_id, s.position LIMIT ?`,
+    JSON.stringify(claimIds), ...roArgs, limit);
+}
+
+/** Retrievable claims among ids (any status), as rows. */
+export function retrievableClaims(db: Db, caller: Caller, ids: string[]): ClaimRow[] {
+  if (!ids.length) return [];
+  const [ok, ...args] = retrievable(caller, "c");
+  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${ok}`, JSON.stringify(ids), ...args);
+}
+
+/**
+ * Rows of a governance table (claim_approvals, knowledge_releases; alias g, claim_id column) whose
+ * claim the caller may retrieve, newest first. `where` filters g; the claim's current version is
+ * joined in as claim_current_version.
+ */
+export function rowsWithRetrievableClaim<T>(db: Db, caller: Caller, table: "claim_approvals" | "knowledge_releases",
+  where: string, whereArgs: unknown[], limit: number): (T & { claim_current_version: number })[] {
+  const [ok, ...args] = retrievable(caller, "c");
+  return db.all<T & { claim_current_version: number }>(
+    `SELECT g.*, c.version AS claim_current_version FROM ${table} g JOIN claims c ON c.claim_id = g.claim_id
+      WHERE ${where} AND ${ok} ORDER BY g.created_at DESC LIMIT ?`, ...whereArgs, ...args, limit);
 }
 
 // ---- export -------------------------------------------------------------------------------------

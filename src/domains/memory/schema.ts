@@ -19,6 +19,8 @@ const visibility = z.enum(VISIBILITIES);
 export const resolveProjectBody = z.strictObject({
   reference: nonEmpty(500),
   create: z.boolean().default(false),
+  /** The workspace whose memberships scope the new project's records; ignored for an existing project. */
+  workspace_id: nonEmpty(100).optional(),
 });
 
 export const observationBody = z.strictObject({

@@ -1,0 +1,13 @@
+// POST /v1/memory-views/compile: the Memory Atlas (SPEC "Memory Atlas", DESIGN part 2). Read-only.
+import { orgRoute } from "../../http/route";
+import { ok } from "../../org/request";
+import { compileView } from "./lenses";
+import { atlasBody } from "./schema";
+
+export const atlasRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/memory-views/compile", scope: "views:compile", body: atlasBody, readOnly: true,
+    summary: "Compile an authorized, bounded graph view of memory through one of seven lenses.",
+    handler: ({ db, caller, body }) => ok(compileView(db, caller, body)),
+  }),
+];

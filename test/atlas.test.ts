@@ -1,0 +1,370 @@
+// The Memory Atlas (POST /v1/memory-views/compile) and workspaces that scope records.
+import { describe, expect, it } from "vitest";
+import { appendOk, call, type CallResult, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+
+const view = (key: string, body: Record<string, unknown>) => call("POST", "/v1/memory-views/compile", { key, body });
+const viewOk = async (key: string, body: Record<string, unknown>) => {
+  const r = await view(key, body);
+  expect(r.status, r.text).toBe(200);
+  return r.json.data as AtlasView;
+};
+
+interface AtlasView {
+  lens: string;
+  focus?: string;
+  nodes: { id: string; type: string; label: string; status?: string }[];
+  edges: { source: string; target: string; type: string }[];
+  truncated: boolean;
+  withheld: { nodes: string; edges: string };
+}
+
+const has = (v: AtlasView, source: string, target: string, type: string) =>
+  v.edges.some((e) => e.source === source && e.target === target && e.type === type);
+const ids = (v: AtlasView) => v.nodes.map((n) => n.id);
+/** Every edge joins two nodes of the view, and nodes are unique. */
+function wellFormed(v: AtlasView, maxNodes = 100) {
+  const nodes = new Set(ids(v));
+  expect(nodes.size).toBe(v.nodes.length);
+  expect(v.nodes.length).toBeLessThanOrEqual(maxNodes);
+  for (const e of v.edges) expect(nodes.has(e.source) && nodes.has(e.target), JSON.stringify(e)).toBe(true);
+  for (const b of [v.withheld.nodes, v.withheld.edges]) expect(["0", "1-9", "10-99", "100+"]).toContain(b);
+  expect(v.truncated).toBe(v.withheld.nodes !== "0" || v.withheld.edges !== "0");
+}
+
+async function member(ownerKey: string, role: "owner" | "admin" | "member" | "reader", workspace_id?: string, principal_id?: string) {
+  const k = principal_id ? null : await mintKey(ownerKey, { scopes: ["*"] });
+  const pid = principal_id ?? k!.principal_id;
+  if (workspace_id || role !== "member") {
+    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: pid, role, ...(workspace_id ? { workspace_id } : {}) } });
+    expect(m.status, m.text).toBe(201);
+  }
+  return k!;
+}
+
+const workspace = async (key: string, name: string) => {
+  const w = await call("POST", "/v1/workspaces", { key, body: { name } });
+  expect(w.status, w.text).toBe(201);
+  return w.json.data.workspace_id as string;
+};
+const project = async (key: string, reference: string, workspace_id?: string) => {
+  const p = await call("POST", "/v1/projects/resolve", { key, body: { reference, create: true, ...(workspace_id ? { workspace_id } : {}) } });
+  expect(p.status, p.text).toBe(201);
+  return p.json.data.project_id as string;
+};
+
+describe("Memory Atlas lenses", () => {
+  it("evidence_trace: sources point at the claim, the claim at complete readable runs and current active releases", async () => {
+    const org = await newOrg();
+    const a = await appendOk(org.api_key, obs("trace", "amaranth supporting evidence"));
+    const b = await appendOk(org.api_key, obs("trace", "amaranth contradicting evidence"));
+    const q = await appendOk(org.api_key, obs("trace", "amaranth qualifying evidence"));
+    const [c] = await consolidateOk(org.api_key, "trace", [{ kind: "fact", statement: "amaranth claim",
+      sources: [{ observation_id: a, relation: "supports" }, { observation_id: b, relation: "contradicts" }, { observation_id: q, relation: "qualifies" }] }]);
+    const ctx = (await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "amaranth" } })).json.data.context_id;
+    const v = await viewOk(org.api_key, { lens: "evidence_trace", focus_id: c });
+    wellFormed(v);
+    expect(v.focus).toBe(c);
+    expect(v.nodes.find((n) => n.id === c)).toMatchObject({ type: "claim", label: "amaranth claim", kind: "fact" });
+    expect(has(v, a, c, "supports") && has(v, b, c, "contradicts") && has(v, q, c, "qualifies")).toBe(true);
+    expect(has(v, c, ctx, "selected-in")).toBe(true);
+    expect(v.nodes.find((n) => n.id === ctx)?.type).toBe("context");
+    expect(v.withheld).toEqual({ nodes: "0", edges: "0" });
+  });
+
+  it("evidence_trace omits a run that is no longer completely readable", async () => {
+    const org = await newOrg();
+    const writer = await mintKey(org.api_key, { scopes: ["*"] });
+    const reader = await mintKey(org.api_key, { scopes: ["*"] });
+    const open = await appendOk(writer.key, obs("partial", "bergamot open"));
+    const [openClaim] = await consolidateOk(writer.key, "partial", [{ kind: "fact", statement: "bergamot open claim", sources: supports(open) }]);
+    const secret = await appendOk(writer.key, obs("partial", "bergamot secret", { visibility: "private" }));
+    const [secretClaim] = await consolidateOk(writer.key, "partial", [{ kind: "fact", statement: "bergamot secret claim", sources: supports(secret) }]);
+    const grant = await call("POST", "/v1/grants", { key: org.api_key, body: { principal_id: reader.principal_id, permissions: ["read"], subject: "partial" } });
+    expect(grant.status, grant.text).toBe(201);
+    const run = await call("POST", "/v1/context/compile", { key: reader.key, body: { query: "bergamot" } });
+    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id).sort()).toEqual([openClaim, secretClaim].sort());
+    expect(ids(await viewOk(reader.key, { lens: "evidence_trace", focus_id: openClaim }))).toContain(run.json.data.context_id);
+    expect((await call("DELETE", `/v1/grants/${grant.json.data.grant_id}`, { key: org.api_key })).status).toBe(200);
+    const after = await viewOk(reader.key, { lens: "evidence_trace", focus_id: openClaim });
+    expect(ids(after)).not.toContain(run.json.data.context_id);
+    expect(JSON.stringify(after)).not.toContain(secretClaim);
+    expect(after.withheld).toEqual({ nodes: "0", edges: "0" });
+  });
+
+  it("neighborhood: the subject's claims (about), related claims and subjects, contradicts and supersedes", async () => {
+    const org = await newOrg();
+    const shared = await appendOk(org.api_key, obs("hood", "shared evidence"));
+    const [one, two] = await consolidateOk(org.api_key, "hood", [
+      { kind: "fact", statement: "hood one", sources: supports(shared) },
+      { kind: "fact", statement: "hood two", sources: supports(shared) },
+    ]);
+    const [elsewhere] = await consolidateOk(org.api_key, "elsewhere", [{ kind: "fact", statement: "elsewhere", sources: supports(shared) }]);
+    const [disputer] = await consolidateOk(org.api_key, "hood", [{ kind: "fact", statement: "hood disputer",
+      sources: [{ observation_id: await appendOk(org.api_key, obs("hood", "d")), relation: "supports" }, { claim_id: one, relation: "contradicts" }] }]);
+    const [newer] = await consolidateOk(org.api_key, "hood", [{ kind: "fact", statement: "hood newer", sources: supports(await appendOk(org.api_key, obs("hood", "n"))) }]);
+    expect((await call("POST", `/v1/claims/${two}/supersede`, { key: org.api_key, body: { superseded_by: newer } })).status).toBe(200);
+    const v = await viewOk(org.api_key, { lens: "neighborhood", subject_id: "hood" });
+    wellFormed(v);
+    expect(v.focus).toBe("subject:hood");
+    for (const c of [one, two, disputer, newer]) expect(has(v, c, "subject:hood", "about"), c).toBe(true);
+    expect(has(v, [one, two].sort()[0], [one, two].sort()[1], "related")).toBe(true);
+    expect(ids(v)).toContain("subject:elsewhere");
+    expect(ids(v)).not.toContain(elsewhere);
+    expect(has(v, ["hood", "elsewhere"].sort().map((s) => `subject:${s}`)[0], ["hood", "elsewhere"].sort().map((s) => `subject:${s}`)[1], "related")).toBe(true);
+    expect(has(v, disputer, one, "contradicts")).toBe(true);
+    expect(has(v, newer, two, "supersedes")).toBe(true);
+    expectError(await view(org.api_key, { lens: "neighborhood", subject_id: "nobody-at-all" }), 404, "NOT_FOUND");
+  });
+
+  it("conflict_freshness: disputed claims, what contradicts them, and claims near valid_to", async () => {
+    const org = await newOrg();
+    const [target] = await consolidateOk(org.api_key, "cf", [{ kind: "fact", statement: "cf target", sources: supports(await appendOk(org.api_key, obs("cf", "t"))) }]);
+    const against = await appendOk(org.api_key, obs("cf", "against"));
+    const [disputer] = await consolidateOk(org.api_key, "cf", [{ kind: "fact", statement: "cf disputer",
+      sources: [{ observation_id: against, relation: "contradicts" }, { claim_id: target, relation: "contradicts" }] }]);
+    const soon = new Date(Date.now() + 2 * 86_400_000).toISOString();
+    const late = new Date(Date.now() + 30 * 86_400_000).toISOString();
+    const [expiring, lasting] = await consolidateOk(org.api_key, "cf", [
+      { kind: "fact", statement: "cf expiring", valid_to: soon, sources: supports(await appendOk(org.api_key, obs("cf", "e"))) },
+      { kind: "fact", statement: "cf lasting", valid_to: late, sources: supports(await appendOk(org.api_key, obs("cf", "l"))) },
+    ]);
+    const v = await viewOk(org.api_key, { lens: "conflict_freshness" });
+    wellFormed(v);
+    expect(v.nodes.find((n) => n.id === target)?.status).toBe("disputed");
+    expect(has(v, disputer, target, "contradicts")).toBe(true);
+    expect(ids(v)).toContain(expiring);
+    expect(ids(v)).not.toContain(lasting);
+    // a contradicting observation makes the disputer itself disputed: its evidence points at it
+    expect(v.nodes.find((n) => n.id === disputer)?.status).toBe("disputed");
+    expect(has(v, against, disputer, "contradicts")).toBe(true);
+  });
+
+  it("workspace_graph: claim and subject nodes of a workspace or of the organization, bounded by max_nodes", async () => {
+    const org = await newOrg();
+    const w = await workspace(org.api_key, "graph");
+    const p = await project(org.api_key, "graph-project", w);
+    const inside = await appendOk(org.api_key, obs("wg", "inside", { project_id: p }));
+    const [c1, c2] = await consolidateOk(org.api_key, "wg", [
+      { kind: "fact", statement: "wg one", sources: supports(inside) }, { kind: "fact", statement: "wg two", sources: supports(inside) }]);
+    const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "wg", project_id: p, claims: [{ kind: "fact", statement: "wg scoped", sources: supports(inside) }] } });
+    expect(r.status, r.text).toBe(201);
+    const scoped = r.json.data.claims[0].claim_id;
+    const [outside] = await consolidateOk(org.api_key, "wg-out", [{ kind: "fact", statement: "wg outside", sources: supports(await appendOk(org.api_key, obs("wg-out", "o"))) }]);
+    const ws = await viewOk(org.api_key, { lens: "workspace_graph", workspace_id: w });
+    wellFormed(ws);
+    expect(ids(ws).sort()).toEqual([scoped, "subject:wg"].sort());
+    expect(has(ws, scoped, "subject:wg", "about")).toBe(true);
+    const all = await viewOk(org.api_key, { lens: "workspace_graph" });
+    for (const c of [c1, c2, scoped, outside]) expect(ids(all)).toContain(c);
+    expect(has(all, [c1, c2].sort()[0], [c1, c2].sort()[1], "related")).toBe(true);
+    // bounds: 40 more claims on one subject, max_nodes 25
+    const many = await appendOk(org.api_key, obs("wg-many", "m"));
+    await consolidateOk(org.api_key, "wg-many", Array.from({ length: 40 }, (_, i) => ({ kind: "fact", statement: `many ${i}`, sources: supports(many) })));
+    const bounded = await viewOk(org.api_key, { lens: "workspace_graph", max_nodes: 25 });
+    wellFormed(bounded, 25);
+    expect(bounded.nodes).toHaveLength(25);
+    expect(bounded.truncated).toBe(true);
+    expect(bounded.withheld.nodes).toBe("10-99"); // 44 claims + 3 subjects authorized, 25 shown
+    expect(bounded.withheld.edges).not.toBe("0");
+    expectError(await view(org.api_key, { lens: "workspace_graph", workspace_id: `wsp_${"0".repeat(32)}` }), 400, "UNRESOLVED_REFERENCE");
+  });
+
+  it("review_queue: pending approvals, disputed claims; scope_preview: readable projects and subjects", async () => {
+    const org = await newOrg();
+    const p = await project(org.api_key, "preview");
+    await appendOk(org.api_key, obs("rq", "x", { project_id: p }));
+    const [c] = await consolidateOk(org.api_key, "rq", [{ kind: "fact", statement: "rq claim", sources: supports(await appendOk(org.api_key, obs("rq", "y"))) }]);
+    const a = await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: c } });
+    expect(a.status, a.text).toBe(201);
+    const rq = await viewOk(org.api_key, { lens: "review_queue" });
+    wellFormed(rq);
+    expect(rq.nodes.find((n) => n.id === a.json.data.approval_id)).toMatchObject({ type: "approval", status: "pending" });
+    expect(has(rq, c, a.json.data.approval_id, "submitted-as")).toBe(true);
+    const sp = await viewOk(org.api_key, { lens: "scope_preview" });
+    wellFormed(sp);
+    expect(sp.nodes.find((n) => n.id === p)).toMatchObject({ type: "project", label: "preview" });
+    expect(ids(sp)).toContain("subject:rq");
+    const kr = await viewOk(org.api_key, { lens: "knowledge_release" });
+    wellFormed(kr);
+    expectError(await view(org.api_key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` }), 400, "UNRESOLVED_REFERENCE");
+  });
+
+  it("validates every field, and lens arguments belong to their lens", async () => {
+    const org = await newOrg();
+    const bad: [Record<string, unknown>, string][] = [
+      [{ lens: "panorama" }, "lens"],
+      [{ lens: "evidence_trace" }, "focus_id"],
+      [{ lens: "neighborhood" }, "subject_id"],
+      [{ lens: "workspace_graph", max_nodes: 24 }, "max_nodes"],
+      [{ lens: "workspace_graph", max_nodes: 301 }, "max_nodes"],
+      [{ lens: "workspace_graph", max_nodes: 30.5 }, "max_nodes"],
+      [{ lens: "scope_preview", focus_id: "claim_x" }, "focus_id"],
+      [{ lens: "review_queue", extra: 1 }, "extra"],
+      [{}, "lens"],
+    ];
+    for (const [body, field] of bad) {
+      const r = await view(org.api_key, body);
+      expectError(r, 400, "VALIDATION_ERROR");
+      expect(r.json.error.message, JSON.stringify(body)).toContain(field);
+    }
+    const r = await view(org.api_key, { lens: "panorama" });
+    expect(r.json.error.message).toContain("evidence_trace");
+    const noScope = await mintKey(org.api_key, { scopes: ["events:read"] });
+    expectError(await view(noScope.key, { lens: "scope_preview" }), 403, "FORBIDDEN");
+  });
+});
+
+describe("Memory Atlas leaks nothing", () => {
+  it("no lens shows a hidden id or label, and hidden records change no view", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const writer = await member(org.api_key, "member");
+    const reader = await member(org.api_key, "member");
+    // Readable material: a subject with evidence, claims sharing sources, a dispute, a run, an approval.
+    const seen = await appendOk(writer.key, obs("leak", "visible evidence"));
+    const [x, y] = await consolidateOk(writer.key, "leak", [
+      { kind: "fact", statement: "visible x", sources: supports(seen) }, { kind: "fact", statement: "visible y", sources: supports(seen) }]);
+    await consolidateOk(writer.key, "leak", [{ kind: "fact", statement: "visible disputer",
+      sources: [{ observation_id: await appendOk(writer.key, obs("leak", "v2")), relation: "supports" }, { claim_id: x, relation: "contradicts" }] }]);
+    await call("POST", "/v1/context/compile", { key: reader.key, body: { query: "visible" } });
+    expect((await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: y } })).status).toBe(201);
+
+    const lenses: Record<string, unknown>[] = [
+      { lens: "evidence_trace", focus_id: x }, { lens: "evidence_trace", focus_id: y }, { lens: "neighborhood", subject_id: "leak" },
+      { lens: "conflict_freshness" }, { lens: "workspace_graph" }, { lens: "review_queue" }, { lens: "scope_preview" }, { lens: "knowledge_release" },
+    ];
+    const snapshot = async () => Promise.all(lenses.map(async (b) => (await view(reader.key, { ...b, max_nodes: 25 })).json.data));
+    const before = await snapshot();
+
+    // Hidden material, one row per way a record can be hidden from the reader.
+    const hiddenW = await workspace(org.api_key, "hidden-ws");
+    const hiddenP = await project(org.api_key, "hidden-ws-project", hiddenW);
+    const hidden: { why: string; ids: string[]; labels: string[] }[] = [];
+    {
+      const o = await appendOk(writer.key, obs("leak", "zirconium private evidence", { visibility: "private" }));
+      const [c] = await consolidateOk(writer.key, "leak", [{ kind: "fact", statement: "zirconium private claim", visibility: "private",
+        sources: [{ observation_id: o, relation: "supports" }, { observation_id: seen, relation: "supports" }] }]);
+      const [d] = await consolidateOk(writer.key, "leak", [{ kind: "fact", statement: "zirconium private disputer", visibility: "private",
+        sources: [{ observation_id: o, relation: "supports" }, { claim_id: x, relation: "contradicts" }] }]);
+      const a = await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: c } });
+      expect(a.status, a.text).toBe(201);
+      hidden.push({ why: "private records of another principal (sharing a readable source, disputing a readable claim, pending approval)",
+        ids: [o, c, d, a.json.data.approval_id], labels: ["zirconium"] });
+    }
+    {
+      const o = await appendOk(org.api_key, obs("leak-ws", "yttrium workspace evidence", { project_id: hiddenP }));
+      const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "leak", project_id: hiddenP,
+        claims: [{ kind: "fact", statement: "yttrium workspace claim", sources: [{ observation_id: o, relation: "supports" }, { observation_id: seen, relation: "supports" }] }] } });
+      expect(r.status, r.text).toBe(201);
+      hidden.push({ why: "team records of a workspace the reader is not in", ids: [o, r.json.data.claims[0].claim_id, hiddenP, "subject:leak-ws"], labels: ["yttrium", "hidden-ws-project"] });
+    }
+    {
+      const run = await call("POST", "/v1/context/compile", { key: writer.key, body: { query: "visible" } });
+      hidden.push({ why: "another principal's context run", ids: [run.json.data.context_id], labels: [] });
+    }
+    {
+      const o = await appendOk(other.api_key, obs("leak", "xenon foreign evidence"));
+      const [c] = await consolidateOk(other.api_key, "leak", [{ kind: "fact", statement: "xenon foreign claim", sources: supports(o) }]);
+      hidden.push({ why: "another organization", ids: [o, c], labels: ["xenon"] });
+    }
+
+    const after = await snapshot();
+    for (const [i, b] of lenses.entries()) {
+      const text = JSON.stringify(after[i]);
+      for (const h of hidden) for (const s of [...h.ids, ...h.labels]) expect(text, `${b.lens}: ${h.why}: ${s}`).not.toContain(s);
+      expect(after[i], `${b.lens} changed by hidden records`).toEqual(before[i]);
+      expect(after[i].withheld).toEqual(before[i].withheld);
+    }
+    // The writer (a workspace outsider too) sees its private records, so the rows above are really there.
+    const writerView = JSON.stringify(await viewOk(writer.key, { lens: "neighborhood", subject_id: "leak" }));
+    expect(writerView).toContain("zirconium");
+    expect(writerView).not.toContain("yttrium");
+    expect(JSON.stringify(await viewOk(org.api_key, { lens: "neighborhood", subject_id: "leak" }))).toContain("yttrium");
+    // A hidden focus answers exactly like a missing one.
+    const answer = (r: CallResult) => `${r.status} ${r.text.replaceAll(r.json.meta.request_id, "req_")}`;
+    const missing = answer(await view(reader.key, { lens: "evidence_trace", focus_id: `claim_${"0".repeat(32)}` }));
+    for (const h of hidden.slice(0, 2)) {
+      const claim = h.ids.find((id) => id.startsWith("claim_"))!;
+      expect(answer(await view(reader.key, { lens: "evidence_trace", focus_id: claim }))).toBe(missing);
+    }
+    expect(answer(await view(other.api_key, { lens: "evidence_trace", focus_id: x }))).toBe(answer(await view(other.api_key, { lens: "evidence_trace", focus_id: `claim_${"0".repeat(32)}` })));
+    expectError(await view(reader.key, { lens: "neighborhood", subject_id: "leak-ws" }), 404, "NOT_FOUND");
+    expectError(await view(reader.key, { lens: "workspace_graph", workspace_id: hiddenW }), 400, "UNRESOLVED_REFERENCE");
+  }, 60_000);
+});
+
+describe("workspaces scope records", () => {
+  it("every read path agrees on who reads a workspace's team and private records; writes need member or above", async () => {
+    const org = await newOrg();
+    const w = await workspace(org.api_key, "scoped");
+    const author = await member(org.api_key, "member", w);
+    const wsReader = await member(org.api_key, "member");
+    await member(org.api_key, "reader", w, wsReader.principal_id);
+    const wsAdmin = await member(org.api_key, "member");
+    await member(org.api_key, "admin", w, wsAdmin.principal_id);
+    const outsider = await member(org.api_key, "member");
+    const orgAdmin = await member(org.api_key, "admin");
+
+    const p = await project(author.key, "scoped-project", w);
+    expect((await call("POST", "/v1/projects/resolve", { key: outsider.key, body: { reference: "x-project", create: true, workspace_id: w } })).status).toBe(400);
+    expectError(await call("POST", "/v1/projects/resolve", { key: wsReader.key, body: { reference: "y-project", create: true, workspace_id: w } }), 403, "FORBIDDEN");
+    expectError(await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "z-project", create: true, workspace_id: `wsp_${"0".repeat(32)}` } }), 400, "UNRESOLVED_REFERENCE");
+    const teamObs = await appendOk(author.key, obs("scoped-subject", "quokka team evidence", { project_id: p }));
+    const privObs = await appendOk(author.key, obs("scoped-subject", "quokka private evidence", { project_id: p, visibility: "private" }));
+    const post = async (claims: Record<string, unknown>[]) => {
+      const r = await call("POST", "/v1/consolidations", { key: author.key, body: { subject_id: "scoped-subject", project_id: p, claims } });
+      expect(r.status, r.text).toBe(201);
+      return r.json.data.claims[0].claim_id as string;
+    };
+    const teamClaim = await post([{ kind: "fact", statement: "quokka team claim", sources: supports(teamObs) }]);
+    const privClaim = await post([{ kind: "fact", statement: "quokka private claim", visibility: "private", sources: supports(privObs) }]);
+
+    // Read paths: each answers whether the caller read the team claim / the private claim.
+    const paths: [string, (key: string) => Promise<[boolean, boolean]>][] = [
+      ["memories", async (key) => { const t = (await call("GET", "/v1/memories?q=quokka", { key })).text; return [t.includes(teamClaim), t.includes(privClaim)]; }],
+      ["compile", async (key) => { const t = (await call("POST", "/v1/context/compile", { key, body: { query: "quokka" } })).text; return [t.includes(teamClaim), t.includes(privClaim)]; }],
+      ["evidence", async (key) => [(await call("GET", `/v1/claims/${teamClaim}/evidence`, { key })).status === 200, (await call("GET", `/v1/claims/${privClaim}/evidence`, { key })).status === 200]],
+      ["export", async (key) => { const t = (await call("GET", "/v1/export", { key })).text; return [t.includes(teamClaim) && t.includes(teamObs), t.includes(privClaim) || t.includes(privObs)]; }],
+      ["subjects", async (key) => { const t = (await call("GET", "/v1/subjects", { key })).text; return [t.includes("scoped-subject"), false]; }],
+      ["atlas workspace_graph", async (key) => { const t = (await view(key, { lens: "workspace_graph" })).text; return [t.includes(teamClaim), t.includes(privClaim)]; }],
+      ["atlas evidence_trace", async (key) => [(await view(key, { lens: "evidence_trace", focus_id: teamClaim })).status === 200, (await view(key, { lens: "evidence_trace", focus_id: privClaim })).status === 200]],
+      ["atlas neighborhood", async (key) => { const r = await view(key, { lens: "neighborhood", subject_id: "scoped-subject" }); return [r.text.includes(teamClaim), r.text.includes(privClaim)]; }],
+    ];
+    const who: [string, string, [boolean, boolean]][] = [
+      ["author", author.key, [true, true]],
+      ["workspace reader", wsReader.key, [true, false]],
+      ["workspace admin", wsAdmin.key, [true, true]],
+      ["organization admin outside the workspace", orgAdmin.key, [true, false]],
+      ["organization member outside the workspace", outsider.key, [false, false]],
+    ];
+    for (const [name, key, expected] of who)
+      for (const [path, read] of paths) {
+        const got = await read(key);
+        const want: [boolean, boolean] = path === "subjects" ? [expected[0], false] : expected;
+        expect(got, `${name} via ${path}`).toEqual(want);
+      }
+
+    // Writes into the workspace's project: member and above, organization owners/admins; not readers or outsiders.
+    const write = (key: string) => call("POST", "/v1/observations", { key, body: obs("scoped-subject", "w", { project_id: p }) });
+    expect((await write(author.key)).status).toBe(201);
+    expect((await write(wsAdmin.key)).status).toBe(201);
+    expect((await write(orgAdmin.key)).status).toBe(201);
+    expectError(await write(wsReader.key), 403, "FORBIDDEN");
+    expectError(await write(outsider.key), 403, "FORBIDDEN");
+    expect((await call("POST", "/v1/observations", { key: outsider.key, body: obs("scoped-subject", "outside any project") })).status).toBe(201);
+
+    // Removing the membership applies on the next request.
+    const mine = (await call("GET", `/v1/memberships?workspace_id=${w}`, { key: org.api_key })).json.data.memberships
+      .find((m: { principal_id: string }) => m.principal_id === wsReader.principal_id);
+    expect((await call("DELETE", `/v1/memberships/${mine.membership_id}`, { key: org.api_key })).status).toBe(200);
+    expect((await call("GET", "/v1/memories?q=quokka", { key: wsReader.key })).text).not.toContain(teamClaim);
+    expectError(await view(wsReader.key, { lens: "evidence_trace", focus_id: teamClaim }), 404, "NOT_FOUND");
+
+    // Records carry their project's workspace; a project's workspace is fixed at creation.
+    const again = await call("POST", "/v1/projects/resolve", { key: author.key, body: { reference: "scoped-project", create: true, workspace_id: w } });
+    expect(again.json.data).toMatchObject({ project_id: p, created: false, workspace_id: w });
+    const stored = await inOrg(org.org_id, (o) => o.db.all<{ workspace_id: string | null }>(
+      "SELECT workspace_id FROM claims WHERE claim_id IN (?, ?)", teamClaim, privClaim));
+    expect(stored.map((r) => r.workspace_id)).toEqual([w, w]);
+  }, 90_000);
+});
