@@ -28,7 +28,7 @@ async function callTool(session: Session, version: string, params: Record<string
   const tool = TOOLS_BY_NAME.get(params.name as string);
   if (!tool) return { error: { code: RPC.INVALID_PARAMS, message: `Unknown tool: ${String(params.name)}` } };
   const failure = (text: string) => ({ result: { content: [{ type: "text", text }], isError: true } });
-  const parsed = validate(tool.input, params.arguments ?? {});
+  const parsed = validate(tool.input, params.arguments ?? {}, "arguments");
   if (!parsed.success) return failure(`VALIDATION_ERROR: ${parsed.message}`);
   try {
     const { route, call } = tool.route(parsed.data);
