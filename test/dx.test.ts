@@ -1,7 +1,7 @@
 // Developer experience (issue 21): errors that teach.
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../src/routes";
-import { call, expectError, newOrg, obs } from "./helpers";
+import { appendOk, call, consolidateOk, expectError, newOrg, obs, supports } from "./helpers";
 
 describe("errors that teach", () => {
   it("an enum error lists the allowed values", async () => {
@@ -50,5 +50,35 @@ describe("errors that teach", () => {
     expectError(r, 400, "UNRESOLVED_REFERENCE");
     expect(r.json.error.message).toContain("POST /v1/projects/resolve");
     expect(r.json.error.message).toContain('"create": true');
+  });
+});
+
+describe("resolving a dispute (README memory loop recipe)", () => {
+  it("a new claim supersedes both sides; both leave compiled context and stay as history", async () => {
+    const org = await newOrg();
+    const key = org.api_key;
+    const o1 = await appendOk(key, obs("user-42", "I always drink coffee in the morning"));
+    const o2 = await appendOk(key, obs("user-42", "Switched to tea in the mornings"));
+    const o3 = await appendOk(key, obs("user-42", "Tea in the morning, coffee after lunch"));
+    const [original] = await consolidateOk(key, "user-42", [{ kind: "preference", statement: "Drinks coffee in the morning", sources: supports(o1) }]);
+    const [contra] = await consolidateOk(key, "user-42", [{ kind: "preference", statement: "Drinks tea in the morning",
+      sources: [...supports(o2), { claim_id: original, relation: "contradicts" }] }]);
+    const status = async (id: string) => (await call("GET", `/v1/claims/${id}/evidence`, { key })).json.data.claim;
+    expect((await status(original)).status).toBe("disputed");
+    expect((await status(contra)).status).toBe("disputed");
+
+    const [resolved] = await consolidateOk(key, "user-42", [{ kind: "preference", statement: "Drinks tea in the morning and coffee after lunch", sources: supports(o3) }]);
+    expect((await status(resolved)).status).toBe("active");
+    for (const old of [original, contra]) {
+      const r = await call("POST", `/v1/claims/${old}/supersede`, { key, body: { superseded_by: resolved, reason: "dispute resolved" } });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.data).toMatchObject({ status: "superseded", superseded_by: resolved });
+    }
+    const ctx = await call("POST", "/v1/context/compile", { key, body: { query: "what does user-42 drink in the morning", subject_id: "user-42" } });
+    expect(ctx.json.data.items.map((i: any) => i.claim_id)).toEqual([resolved]);
+    const current = await call("GET", "/v1/memories?subject_id=user-42", { key });
+    expect(current.json.data.items.map((i: any) => i.claim_id)).toEqual([resolved]);
+    const history = await call("GET", "/v1/memories?subject_id=user-42&status=superseded", { key });
+    expect(history.json.data.items.map((i: any) => i.claim_id).sort()).toEqual([original, contra].sort());
   });
 });
