@@ -68,6 +68,11 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   /** A POST that only reads (compile, simulation, the MCP transport): open to the reader role. */
   readOnly?: boolean;
   /**
+   * A write that replaces one record in place (an upsert): the same request twice leaves the same
+   * state, and an earlier value is lost. Published as MCP tool annotations (idempotent, destructive).
+   */
+  overwrites?: boolean;
+  /**
    * A write the reader role may make where a write grant covers the target: the route says how to find
    * its target and the pipeline (executeRoute) checks requireWrite before the handler runs. A null
    * target (e.g. the path id names nothing readable) is left to the handler's own 404. Every other

@@ -33,10 +33,12 @@ async function callTool(session: Session, version: string, params: Record<string
   try {
     const { route, call } = tool.route(parsed.data);
     const reply = await executeRoute(session, route, call);
-    const data = reply.data as Record<string, unknown>;
+    const raw = reply.data as Record<string, unknown>;
+    const contextText = tool.contextText?.(raw);
+    const data = contextText === undefined ? raw : { ...raw, context_text: contextText };
     return {
       result: {
-        content: [{ type: "text", text: JSON.stringify(data) }],
+        content: [{ type: "text", text: JSON.stringify(data) }, ...(contextText === undefined ? [] : [{ type: "text", text: contextText }])],
         ...(supportsStructuredOutput(version) ? { structuredContent: data } : {}),
         isError: false,
       },
@@ -75,7 +77,7 @@ async function handleMessage(session: Session, version: string, msg: unknown): P
     case "ping":
       return rpcResult(id, {});
     case "tools/list":
-      return rpcResult(id, { tools: toolList(supportsStructuredOutput(version)) });
+      return rpcResult(id, { tools: toolList(version) });
     case "tools/call": {
       if (typeof params.name !== "string") return rpcError(id, RPC.INVALID_PARAMS, "params.name must be a tool name");
       if (params.arguments !== undefined && !isObject(params.arguments)) return rpcError(id, RPC.INVALID_PARAMS, "params.arguments must be an object");
