@@ -18,7 +18,27 @@ const port = Number(portAt >= 0 ? args[portAt + 1] : process.env.PORT || 8787);
 const inspect = args.includes("--inspect");
 const quiet = args.includes("--quiet");
 
-const worker = await unstable_startWorker({
+// The local server is offline by design: no fetch of Cloudflare's sample Request.cf object (offline it
+// printed a DNS stack trace on every start); requests get miniflare's placeholder cf instead.
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+
+/**
+ * Network failures (offline laptop, no DNS) are not bugs of ours: one line, no stack trace. The local
+ * server itself needs no network; wrangler may still try to reach out for optional extras.
+ */
+const NETWORK_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const isNetworkError = (err) =>
+  NETWORK_CODES.has(err?.code) || NETWORK_CODES.has(err?.cause?.code) || /fetch failed|getaddrinfo/i.test(String(err?.message));
+const oneLine = (err) => `${err?.message ?? err}${err?.cause?.code ? ` (${err.cause.code})` : ""}`;
+process.on("unhandledRejection", (err) => {
+  if (isNetworkError(err)) return console.warn(`serve: network unavailable, continuing offline: ${oneLine(err)}`);
+  console.error(err);
+  process.exit(1);
+});
+
+let worker;
+try {
+  worker = await unstable_startWorker({
   config: join(root, "wrangler.toml"),
   bindings: {
     OPERATOR_TOKEN: { type: "secret_text", value: operatorToken() },
@@ -38,7 +58,12 @@ const worker = await unstable_startWorker({
     logLevel: quiet ? "warn" : "info",
   },
 });
-await worker.ready;
+  await worker.ready;
+} catch (err) {
+  console.error(isNetworkError(err) ? `serve: the local server could not start, a network request failed: ${oneLine(err)}`
+    : `serve: the local server could not start: ${oneLine(err)}`);
+  process.exit(1);
+}
 if (inspect) console.log(`inspector (debugging only): ${await worker.inspectorUrl}`);
 
 let stopping = false;
