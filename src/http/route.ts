@@ -59,6 +59,8 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   /** The body may be omitted entirely (all its fields are optional). */
   bodyOptional?: boolean;
   query?: Q;
+  /** The schema of `data` in a success answer (published in docs/openapi.json; the test suite checks real answers). */
+  response?: z.ZodType;
   /** Honours Idempotency-Key through the write helper. */
   idempotent?: boolean;
   /** Responds with NDJSON lines instead of an envelope. */
