@@ -13,13 +13,16 @@
 //   login    dashboard login round trip (password, then passkey) p50, next to the password hash's
 //            cost per login measured inside the Durable Object
 //   channels channel compile over 1,000 active releases beside compile over the same 1,000 claims
+//   footprint  bytes per observation, claim (with FTS), event, audit entry and registry entry in a real
+//            organization, and the sustained appends per second one organization takes; writes
+//            docs/footprint.json, the input of `npm run plan` (not in the default parts)
 //   federation  pull and push throughput (events per second, 200 per call) and bundle import
 //            (bundles per second, 200 per push) between two organizations of the server
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
 import { createHmac } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { freePort } from "./local.mjs";
 import { SoftAuthenticator } from "../test/authenticator.mjs";
@@ -207,6 +210,88 @@ Inside the org Durable Object one append dispatch takes ${fmt(insideMean, 2)} ms
 
 Target: append ≥ 0.7× the bare insert at concurrency 8 → **${met}** (${fmt(ratios[8], 2)}×).`;
   return { md, ratios, cachedRatios, insideMean };
+}
+
+// ---- footprint: bytes per row and one organization's sustained write rate ------------------------
+
+const FOOTPRINT_N = Number(args["footprint-n"] ?? 2000);
+
+async function partFootprint(server) {
+  log(`footprint: ${FOOTPRINT_N} appends, ${FOOTPRINT_N} claims, ${FOOTPRINT_N} copied events and audit entries`);
+  const org = await newOrg(server);
+  const size = async (copy) => {
+    const r = await fetch(`${server.url}/__bench/footprint`, { method: "POST", body: JSON.stringify({ key: org.api_key, copy }) });
+    if (r.status !== 200) throw new Error(`footprint: ${r.status} ${await r.text()}`);
+    return (await r.json()).bytes;
+  };
+  // Warm up: the first rows of each table allocate pages that later rows share.
+  const o0 = await apiOk(server.url, org.api_key, "POST", "/v1/observations", JSON.parse(obsBody(0)));
+  await apiOk(server.url, org.api_key, "POST", "/v1/consolidations", { subject_id: "bench", claims: [
+    { kind: "fact", statement: "warm up claim", sources: [{ observation_id: o0.json.data.observation_id, relation: "supports" }] }] });
+
+  // Events and audit entries alone: copies of the newest real row with fresh ids.
+  let before = await size();
+  const perEvent = ((await size({ table: "events", copies: FOOTPRINT_N })) - before) / FOOTPRINT_N;
+  before = await size();
+  const perAudit = ((await size({ table: "audit_log", copies: FOOTPRINT_N })) - before) / FOOTPRINT_N;
+
+  // Appends: each writes one observation, one event and one audit entry (its outbox row is gone once registered).
+  before = await size();
+  await pool(FOOTPRINT_N, 8, (i) => apiOk(server.url, org.api_key, "POST", "/v1/observations", JSON.parse(obsBody(i))));
+  const perAppend = ((await size()) - before) / FOOTPRINT_N;
+  // One registry row: ids spread over 256 shards would not fill a page each, so measure one shard.
+  const perRegistryEntry = (await (await fetch(`${server.url}/__bench/registry-entry?n=${FOOTPRINT_N}`, { method: "POST" })).json()).bytes_per_entry;
+
+  // Claims, 50 per consolidation (the maximum): each claim writes its row, a source row, its FTS row and one event; one audit entry per call.
+  const sourceId = o0.json.data.observation_id;
+  const rand = prng(7);
+  const calls = Math.ceil(FOOTPRINT_N / 50);
+  before = await size();
+  await pool(calls, 4, (b) => apiOk(server.url, org.api_key, "POST", "/v1/consolidations", {
+    subject_id: `subject-${b % 20}`,
+    claims: Array.from({ length: 50 }, () => ({ kind: "fact", statement: statement(rand), sources: [{ observation_id: sourceId, relation: "supports" }] })),
+  }));
+  const perConsolidatedClaim = ((await size()) - before) / (calls * 50);
+
+  // Sustained appends per second into one organization (concurrency 8).
+  const load = await cannon({
+    url: `${server.url}/v1/observations`, method: "POST", connections: 8, body: obsBody(),
+    headers: { "content-type": "application/json", authorization: `Bearer ${org.api_key}` },
+  });
+  const figures = {
+    measured_at: new Date().toISOString(),
+    machine: machineLine(),
+    rows_per_measurement: FOOTPRINT_N,
+    bytes: {
+      observation: Math.round(perAppend - perEvent - perAudit),
+      claim: Math.round(perConsolidatedClaim - perEvent - perAudit / 50),
+      event: Math.round(perEvent),
+      audit_entry: Math.round(perAudit),
+      append_total: Math.round(perAppend),
+      consolidated_claim_total: Math.round(perConsolidatedClaim),
+      registry_entry: Math.round(perRegistryEntry),
+    },
+    appends_per_second_one_org: Math.round(load.rps),
+    append_p99_ms: load.p99,
+    notes: "claim includes its source link and FTS row; vectors are not stored yet (branch vectors) and add to claim when they land. " +
+      "append_total = observation + event + audit_entry; ~220-byte observation bodies, ~60-character claim statements.",
+  };
+  writeFileSync(new URL("../docs/footprint.json", import.meta.url), JSON.stringify(figures, null, 2) + "\n");
+  log("wrote docs/footprint.json");
+  const b = figures.bytes;
+  const md = `### Footprint: bytes per row and one organization's write rate
+
+Measured in a real organization of the bench server from \`ctx.storage.sql.databaseSize\` before and after ${FOOTPRINT_N} writes
+of each kind (events and audit entries: copies of a real row; observations: appends, net of their event and audit entry; claims:
+consolidations of 50, net of their events and a 50th of the audit entry). Written to \`docs/footprint.json\` for \`npm run plan\`.
+
+${table(["row", "bytes"], [
+    ["observation (~220-byte content)", String(b.observation)], ["claim (with source link and FTS; no vectors yet)", String(b.claim)],
+    ["event", String(b.event)], ["audit entry", String(b.audit_entry)], ["one append, all rows", String(b.append_total)],
+    ["one consolidated claim, all rows", String(b.consolidated_claim_total)], ["ownership registry entry", String(b.registry_entry)]])}
+
+Sustained appends into one organization at concurrency 8: **${fmt(load.rps, 0)}/s** (p99 ${load.p99} ms, ${load.non2xx + load.errors} non-2xx/errors).`;
+  return { md, figures };
 }
 
 // ---- part 2: compile and search as the organization grows -----------------------------------------
@@ -642,6 +727,11 @@ Each part below rewrites its own section; each names the machine and versions it
       const c = await partChannels(server);
       done("channels", c.md);
       summary.push(`channel compile / compile p95: ${fmt(c.ratio, 2)}×`);
+    }
+    if (PARTS.has("footprint")) {
+      const f = await partFootprint(server);
+      done("footprint", f.md);
+      summary.push(`footprint: ${f.figures.bytes.append_total} B per append, ${f.figures.appends_per_second_one_org} appends/s one org`);
     }
     if (PARTS.has("federation")) {
       log("part 7: federation");

@@ -535,4 +535,15 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    name: "0012_record_owner_backfill",
+    sql: `
+      -- Record ownership moved from the D1 record_owners table (dropped) to the IdRegistry shards:
+      -- queue every existing project, observation and claim id once more, so the alarm registers them.
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'record_owner', project_id, created_at FROM projects;
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'record_owner', observation_id, created_at FROM observations;
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'record_owner', claim_id, created_at FROM claims;
+      INSERT OR REPLACE INTO org_meta (name, value) SELECT 'job_due:record_owners', '0' WHERE EXISTS (SELECT 1 FROM outbox);
+    `,
+  },
 ];
