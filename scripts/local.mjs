@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const stateDir = resolve(root, process.env.SVC_STATE_DIR || ".wrangler/state");
 const wrangler = join(root, "node_modules", ".bin", "wrangler");
-const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_UPDATE_NOTIFIER: "1" };
+const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_UPDATE_NOTIFIER: "1", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
 
 /** The per-state-folder operator token: lets local tooling bootstrap organizations, nothing else. */
 export function operatorToken() {

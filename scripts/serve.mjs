@@ -22,27 +22,52 @@ const quiet = args.includes("--quiet");
 // wrangler.toml serves the operator console from console/dist: build it when a fresh clone has none.
 execFileSync(process.execPath, [join(root, "scripts", "build-console.mjs"), "--if-missing"], { stdio: "inherit" });
 
-const worker = await unstable_startWorker({
-  config: join(root, "wrangler.toml"),
-  bindings: {
-    OPERATOR_TOKEN: { type: "secret_text", value: operatorToken() },
-    // Dashboard passwords: the state folder's pepper (mode 600), and this server's own origin for passkeys.
-    PASSWORD_PEPPER: { type: "secret_text", value: passwordPepper() },
-    WEBAUTHN_ORIGINS: { type: "plain_text", value: `http://localhost:${port}` },
-    // Marks the embedded local server: loopback browser origins may call /mcp (see README "Security").
-    [LOCAL_MODE_BINDING]: { type: "plain_text", value: "true" },
-  },
-  dev: {
-    server: { hostname: "127.0.0.1", port },
-    // npm run dev opens the inspector on a loopback port it prints; npm start never opens one.
-    inspector: inspect ? { hostname: "127.0.0.1", port: 0 } : false,
-    persist: stateDir,
-    remote: false,
-    watch: inspect,
-    logLevel: quiet ? "warn" : "info",
-  },
+// The local server is offline by design: no fetch of Cloudflare's sample Request.cf object (offline it
+// printed a DNS stack trace on every start); requests get miniflare's placeholder cf instead.
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+
+/**
+ * Network failures (offline laptop, no DNS) are not bugs of ours: one line, no stack trace. The local
+ * server itself needs no network; wrangler may still try to reach out for optional extras.
+ */
+const NETWORK_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const isNetworkError = (err) =>
+  NETWORK_CODES.has(err?.code) || NETWORK_CODES.has(err?.cause?.code) || /fetch failed|getaddrinfo/i.test(String(err?.message));
+const oneLine = (err) => `${err?.message ?? err}${err?.cause?.code ? ` (${err.cause.code})` : ""}`;
+process.on("unhandledRejection", (err) => {
+  if (isNetworkError(err)) return console.warn(`serve: network unavailable, continuing offline: ${oneLine(err)}`);
+  console.error(err);
+  process.exit(1);
 });
-await worker.ready;
+
+let worker;
+try {
+  worker = await unstable_startWorker({
+    config: join(root, "wrangler.toml"),
+    bindings: {
+      OPERATOR_TOKEN: { type: "secret_text", value: operatorToken() },
+      // Dashboard passwords: the state folder's pepper (mode 600), and this server's own origin for passkeys.
+      PASSWORD_PEPPER: { type: "secret_text", value: passwordPepper() },
+      WEBAUTHN_ORIGINS: { type: "plain_text", value: `http://localhost:${port}` },
+      // Marks the embedded local server: loopback browser origins may call /mcp (see README "Security").
+      [LOCAL_MODE_BINDING]: { type: "plain_text", value: "true" },
+    },
+    dev: {
+      server: { hostname: "127.0.0.1", port },
+      // npm run dev opens the inspector on a loopback port it prints; npm start never opens one.
+      inspector: inspect ? { hostname: "127.0.0.1", port: 0 } : false,
+      persist: stateDir,
+      remote: false,
+      watch: inspect,
+      logLevel: quiet ? "warn" : "info",
+    },
+  });
+  await worker.ready;
+} catch (err) {
+  console.error(isNetworkError(err) ? `serve: the local server could not start, a network request failed: ${oneLine(err)}`
+    : `serve: the local server could not start: ${oneLine(err)}`);
+  process.exit(1);
+}
 if (inspect) console.log(`inspector (debugging only): ${await worker.inspectorUrl}`);
 
 let stopping = false;

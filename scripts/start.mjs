@@ -4,15 +4,34 @@
 // create the default organization, printing its owner key and temporary password once.
 // No debugger port is opened; `npm run dev` (this script with --inspect) opens one on loopback.
 import { execFileSync } from "node:child_process";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
+
+const port = Number(process.env.PORT || 8787);
+const url = `http://127.0.0.1:${port}`;
+
+// A busy port is said plainly, before anything is installed or the state folder is touched.
+const portProblem = await new Promise((resolve) => {
+  const probe = createServer();
+  probe.once("error", (err) => resolve(err.code === "EADDRINUSE" ? "in use" : err.code ?? String(err)));
+  probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(null)));
+});
+if (portProblem) {
+  console.error(`npm start: port ${port} on 127.0.0.1 is ${portProblem === "in use" ? "already in use (another npm start?)" : `not usable (${portProblem})`}.
+Stop that process, or start on another port: PORT=8788 npm start. Nothing was changed.`);
+  process.exit(1);
+}
 
 execFileSync(process.execPath, [new URL("./ensure-deps.mjs", import.meta.url).pathname], { stdio: "inherit" });
 const { applyLocalMigrations, bootstrapVia, operatorToken, serverFile, startDev, stateDir, waitHealthy } = await import("./local.mjs");
 
-const port = Number(process.env.PORT || 8787);
-const url = `http://127.0.0.1:${port}`;
-applyLocalMigrations();
+try {
+  applyLocalMigrations();
+} catch (err) {
+  console.error(`npm start: ${err.message}`);
+  process.exit(1);
+}
 const token = operatorToken();
 const child = startDev(port, { inspect: process.argv.includes("--inspect") });
 const stop = () => {
@@ -26,7 +45,13 @@ child.on("exit", (code) => {
   process.exit(code ?? 0);
 });
 
-await waitHealthy(url, child);
+try {
+  await waitHealthy(url, child);
+} catch (err) {
+  console.error(`npm start: ${err.message}`);
+  stop();
+  process.exit(1);
+}
 writeFileSync(serverFile(), JSON.stringify({ url, pid: process.pid }));
 const marker = join(stateDir, "default-org.json");
 if (!existsSync(marker)) {
@@ -37,6 +62,14 @@ Default organization ${org.org_id} created. Shown once; store them now:
   owner API key:       ${org.api_key}
   dashboard username:  ${org.owner_username}
   temporary password:  ${org.temporary_password}
+`);
+} else {
+  // A later start: say what exists and where, since the key was shown only the first time.
+  const known = JSON.parse(readFileSync(marker, "utf8"));
+  console.log(`
+Default organization ${known.org_id} (dashboard user ${known.owner_username}) exists; its state lives in ${stateDir}.
+Its owner key was shown on the first start only. Lost it? \`npm run -s bootstrap -- --json\` creates another
+organization, or start over with an empty folder: SVC_STATE_DIR=/tmp/svc-fresh npm start
 `);
 }
 console.log(`serving on ${url} (state: ${stateDir})`);

@@ -3,6 +3,8 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import type { OrgStore } from "../src/org/OrgStore";
 import { expect } from "vitest";
 import { bootstrapOrganization } from "../src/operator";
+import { buildMatcher } from "../src/http/router";
+import { ROUTES } from "../src/routes";
 import type { OwnershipRegistry } from "../src/registry/client";
 import { groupByShard } from "../src/registry/shards";
 
@@ -34,7 +36,24 @@ export async function call(
   } catch {
     json = undefined;
   }
+  await checkResponseSchema(method, path, res.status, json);
   return { status: res.status, headers: res.headers, text, json };
+}
+
+const matchRoute = buildMatcher(ROUTES);
+
+/**
+ * Every success answer the suite receives from a route that declares a `response` schema must match it
+ * (the schemas docs/openapi.json publishes), so the published shapes cannot drift from real answers.
+ */
+async function checkResponseSchema(method: string, path: string, status: number, json: any) {
+  if (status < 200 || status >= 300 || json?.data === undefined) return;
+  const url = new URL(`http://svc.test${path}`);
+  const m = await matchRoute(new Request(url, { method }), url);
+  if (m.kind !== "route" || m.route.auth !== "key" || !m.route.response) return;
+  const checked = m.route.response.safeParse(json.data);
+  if (!checked.success)
+    throw new Error(`${method} ${path}: the answer does not match the route's response schema: ${JSON.stringify(checked.error.issues.slice(0, 3))}`);
 }
 
 export const newOrg = () => bootstrapOrganization(env);

@@ -108,11 +108,10 @@ describe("MCP tools", () => {
     const r = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-11-25" });
     const published = r.json.result.tools.find((t: any) => t.name === "svc_search").inputSchema;
     const route = z.toJSONSchema(memoriesQuery, { io: "input", unrepresentable: "any" }) as { properties: Record<string, any> };
-    expect(Object.keys(published.properties).sort()).toEqual(Object.keys(route.properties).sort());
-    for (const [field, schema] of Object.entries(route.properties)) {
-      const { description: _d, ...shape } = published.properties[field];
-      expect(shape, field).toEqual(schema);
-    }
+    // One name per concept across tools: the route's `q` is the tool's `query`, as in svc_recall.
+    const asTool = (field: string) => (field === "q" ? "query" : field);
+    expect(Object.keys(published.properties).sort()).toEqual(Object.keys(route.properties).map(asTool).sort());
+    for (const [field, schema] of Object.entries(route.properties)) expect(published.properties[asTool(field)], field).toEqual(schema);
     expect(published.additionalProperties).toBe(false);
     // The route's bounds hold through the tool too.
     const tooMany = await tool(org.api_key, "svc_search", { limit: 101 });
@@ -179,7 +178,7 @@ describe("MCP tools", () => {
     const foreign = await tool(b.api_key, "svc_evidence", { claim_id: claimId });
     const missing = await tool(b.api_key, "svc_evidence", { claim_id: `claim_${"0".repeat(32)}` });
     expect(foreign).toEqual(missing);
-    const search = await tool(b.api_key, "svc_search", { q: "only" });
+    const search = await tool(b.api_key, "svc_search", { query: "only" });
     expect(search.structuredContent.items).toEqual([]);
   });
 
@@ -205,7 +204,7 @@ describe("MCP tools", () => {
     const claimId = c.claims[0].claim_id;
     const recall = await callTool("svc_recall", { query: "when are deploys", token_budget: 500 });
     expect(recall.items.map((i: any) => i.claim_id)).toContain(claimId);
-    expect((await callTool("svc_search", { q: "tuesday" })).items.map((i: any) => i.claim_id)).toEqual([claimId]);
+    expect((await callTool("svc_search", { query: "tuesday" })).items.map((i: any) => i.claim_id)).toEqual([claimId]);
     expect((await callTool("svc_evidence", { claim_id: claimId })).supporting[0].observation_id).toBe(o.observation_id);
     expect((await callTool("svc_feedback", { context_id: recall.context_id, outcome: "useful", claim_id: claimId })).feedback_id).toMatch(/^fb_/);
     const saved = await callTool("svc_checkpoint_save", { subject_id: "deploy", agent_id: "sdk", kind: "task_state", state: "step 3", ttl_seconds: 600 });
@@ -228,5 +227,95 @@ describe("MCP origin validation", () => {
     expect((await rpc(org.api_key, ping, { origin: "http://localhost:3000" })).status).toBe(403);
     expect((await rpc(org.api_key, ping, { origin: "http://svc.test" })).status).toBe(403);
     expect((await rpc(org.api_key, ping)).status).toBe(200);
+  });
+});
+
+describe("MCP tools an LLM can use", () => {
+  const sdkClient = async (key: string) => {
+    const transport = new StreamableHTTPClientTransport(new URL("http://svc.test/mcp"), {
+      requestInit: { headers: { authorization: `Bearer ${key}` } },
+      fetch: (input, init) => SELF.fetch(input as string, init as RequestInit),
+    });
+    const client = new Client({ name: "dx-test", version: "1.0.0" });
+    await client.connect(transport);
+    return client;
+  };
+  /** Paths of every property, at any depth, that carries no description. */
+  const undescribed = (schema: any, path = ""): string[] => {
+    if (!schema || typeof schema !== "object") return [];
+    const out: string[] = [];
+    for (const [k, v] of Object.entries<any>(schema.properties ?? {})) {
+      if (!v.description) out.push(`${path}${k}`);
+      out.push(...undescribed(v, `${path}${k}.`));
+    }
+    if (schema.items) out.push(...undescribed(schema.items, `${path}[].`));
+    for (const alt of [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])]) out.push(...undescribed(alt, path));
+    return out;
+  };
+
+  it("describes every input field and annotates every tool from its routes' flags (official SDK client)", async () => {
+    const org = await newOrg();
+    const client = await sdkClient(org.api_key);
+    const { tools } = await client.listTools();
+    expect(tools).toHaveLength(9);
+    for (const t of tools) {
+      expect(undescribed(t.inputSchema), t.name).toEqual([]);
+      expect(t.outputSchema, t.name).toBeDefined();
+      for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] as const)
+        expect(typeof t.annotations?.[hint], `${t.name} ${hint}`).toBe("boolean");
+    }
+    const hints = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
+    for (const name of ["svc_recall", "svc_search", "svc_evidence", "svc_checkpoint_load"])
+      expect(hints[name], name).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+    for (const name of ["svc_remember", "svc_consolidate", "svc_feedback", "svc_handoff"])
+      expect(hints[name], name).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false });
+    // A checkpoint save overwrites the previous one: destructive, and repeating it changes nothing more.
+    expect(hints.svc_checkpoint_save).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
+    // One name per concept: the words to look for are `query` in both tools that take them.
+    const inputs = Object.fromEntries(tools.map((t) => [t.name, Object.keys(t.inputSchema.properties ?? {})]));
+    expect(inputs.svc_search).toContain("query");
+    expect(inputs.svc_recall).toContain("query");
+    expect(Object.values(inputs).flat()).not.toContain("q");
+  });
+
+  it("remembers with defaults, and recalls structured items plus a text block for a prompt", async () => {
+    const org = await newOrg();
+    const client = await sdkClient(org.api_key);
+    const remembered = await client.callTool({ name: "svc_remember", arguments: { subject_id: "dx", content: "the staging database is called lemur" } });
+    expect(remembered.isError, JSON.stringify(remembered)).toBe(false);
+    const obsId = (remembered.structuredContent as any).observation_id;
+    const made = await client.callTool({ name: "svc_consolidate", arguments: { subject_id: "dx",
+      claims: [{ kind: "fact", statement: "The staging database is called lemur", sources: [{ observation_id: obsId, relation: "supports" }] }] } });
+    const claimId = (made.structuredContent as any).claims[0].claim_id;
+    const evidence = await call("GET", `/v1/claims/${claimId}/evidence`, { key: org.api_key });
+    expect(JSON.stringify(evidence.json.data.supporting)).toContain(obsId);
+    expect(evidence.json.data.supporting[0]).toMatchObject({ kind: "note", source: { type: "mcp" } });
+    const recall = await client.callTool({ name: "svc_recall", arguments: { query: "staging database name" } });
+    const structured = recall.structuredContent as any;
+    expect(structured.items).toHaveLength(1);
+    expect(structured.context_text).toContain("The staging database is called lemur");
+    expect(structured.context_text).toContain(structured.items[0].claim_id);
+    const blocks = recall.content as { type: string; text: string }[];
+    expect(JSON.parse(blocks[0].text)).toEqual(structured);
+    expect(blocks[1].text).toBe(structured.context_text);
+    const found = await client.callTool({ name: "svc_search", arguments: { query: "lemur" } });
+    expect((found.structuredContent as any).items).toHaveLength(1);
+  });
+
+  it("tool errors name arguments, never the HTTP body, and list allowed values", async () => {
+    const org = await newOrg();
+    const bad = await tool(org.api_key, "svc_remember", { subject_id: "dx", content: "x", kind: "nope", extra: 1 });
+    expect(bad.isError).toBe(true);
+    const text = bad.content[0].text;
+    expect(text).toContain('Invalid field "kind": must be one of: "message"');
+    expect(text).toContain('Unknown argument "extra"');
+    expect(text).not.toMatch(/body/i);
+    const empty = await tool(org.api_key, "svc_evidence", {});
+    expect(empty.content[0].text).toBe('VALIDATION_ERROR: Invalid field "claim_id": is required.');
+    const tooLong = await tool(org.api_key, "svc_checkpoint_save", { subject_id: "s", agent_id: "a", kind: "cursor", state: "x", ttl_seconds: 5, extra: 1 });
+    expect(tooLong.content[0].text).not.toMatch(/body/i);
+    const q = await tool(org.api_key, "svc_search", { q: "old name" });
+    expect(q.isError).toBe(true);
+    expect(q.content[0].text).toContain('Unknown argument "q"');
   });
 });

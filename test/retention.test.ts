@@ -261,7 +261,7 @@ describe("retention apply", () => {
         if (r.status === 404) return false;
         return has(Promise.resolve(r), cx, ox);
       }],
-      ["MCP svc_search", () => has(mcp("svc_search", { q: word }), cx)],
+      ["MCP svc_search", () => has(mcp("svc_search", { query: word }), cx)],
       ["MCP svc_recall", () => has(mcp("svc_recall", { query: word }), cx)],
       ["channel compile", () => has(call("POST", `/v1/channels/${channel}/context/compile`, { key: gw.key, body: { query: word } }), cx)],
       ["federation pull", async () => has(call("POST", "/v1/federation/pull", { key: owner, body: { peer_id: await peer(), include_memory: true } }), cx, ox)],

@@ -136,6 +136,10 @@ describe("delivery", () => {
     expect(d1.json.data.cursor).toBe(events[0].id);
     expect(sent).toHaveLength(1);
     const s = sent[0];
+    // What a receiver needs to act without parsing the body: the event, its resource and its time.
+    expect(s.headers["x-svc-event-id"]).toBe(events[0].id);
+    expect(s.headers["x-svc-resource"]).toBe(`observation/${id}`);
+    expect(s.headers["x-svc-timestamp"]).toBe(events[0].created_at);
     expect(JSON.parse(s.body)).toEqual({ subject_id: "subj-1", kind: "note", trust: "medium", visibility: "team" });
     expect(s.headers["x-svc-event"]).toBe("observation.appended");
     expect(s.headers["x-svc-delivery"]).toMatch(/^dlv_[0-9a-f]{32}$/);

@@ -61,6 +61,8 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   /** The body may be omitted entirely (all its fields are optional). */
   bodyOptional?: boolean;
   query?: Q;
+  /** The schema of `data` in a success answer (published in docs/openapi.json; the test suite checks real answers). */
+  response?: z.ZodType;
   /** Honours Idempotency-Key through the write helper. */
   idempotent?: boolean;
   /** Responds with NDJSON lines instead of an envelope. */
@@ -69,6 +71,11 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   ndjsonLines?: Record<string, z.ZodType>;
   /** A POST that only reads (compile, simulation, the MCP transport): open to the reader role. */
   readOnly?: boolean;
+  /**
+   * A write that replaces one record in place (an upsert): the same request twice leaves the same
+   * state, and an earlier value is lost. Published as MCP tool annotations (idempotent, destructive).
+   */
+  overwrites?: boolean;
   /**
    * A write the reader role may make where a write grant covers the target: the route says how to find
    * its target and the pipeline (executeRoute) checks requireWrite before the handler runs. A null

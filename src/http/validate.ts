@@ -2,12 +2,32 @@
 import { z } from "zod";
 import { ApiError } from "./errors";
 
-export function describeZodError(error: z.ZodError): string {
-  const issue = error.issues[0];
-  const field = issue.path.length ? issue.path.join(".") : "body";
+/** What the root of a validated value is called in messages: "body" over HTTP, "arguments" for MCP tools. */
+export type Root = "body" | "query" | "arguments";
+
+/** At most this many problems are named in one message; the rest are counted. */
+export const MAX_REPORTED_ISSUES = 10;
+
+function describeIssue(issue: z.core.$ZodIssue, root: Root): string {
+  if (issue.code === "unrecognized_keys") {
+    const where = issue.path.length ? ` in "${issue.path.join(".")}"` : "";
+    const what = root === "query" ? "query parameter" : root === "arguments" ? "argument" : "field";
+    return issue.keys.map((k) => `Unknown ${what} "${k}"${where}.`).join(" ");
+  }
+  const field = issue.path.length ? issue.path.join(".") : root;
   let message = issue.message;
   if (issue.code === "invalid_type" && /received undefined/i.test(message)) message = "is required";
+  // Enums and literals: always name what is allowed, even where a schema set its own message.
+  if (issue.code === "invalid_value" && issue.values.length)
+    message = `must be one of: ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
   return `Invalid field "${field}": ${message}.`.replace(/\.\.$/, ".");
+}
+
+/** Every problem (up to MAX_REPORTED_ISSUES) in one message, so a client fixes its request in one round trip. */
+export function describeZodError(error: z.ZodError, root: Root = "body"): string {
+  const shown = error.issues.slice(0, MAX_REPORTED_ISSUES).map((i) => describeIssue(i, root));
+  const rest = error.issues.length - shown.length;
+  return shown.join(" ") + (rest > 0 ? ` (${rest} more problem${rest === 1 ? "" : "s"} not shown.)` : "");
 }
 
 /**
@@ -40,19 +60,19 @@ export function illFormedPath(value: unknown, path: (string | number)[] = []): (
  * Every validation runs through here (bodies, queries, MCP tool arguments, import lines): first the
  * Unicode rule for all text, then the schema. Answers the data or a message naming the field.
  */
-export function validate<S extends z.ZodType>(schema: S, value: unknown):
+export function validate<S extends z.ZodType>(schema: S, value: unknown, root: Root = "body"):
   { success: true; data: z.infer<S> } | { success: false; message: string } {
   const bad = illFormedPath(value);
   if (bad) {
-    const field = bad.length ? bad.join(".").replace(new RegExp(LONE_SURROGATE, "gu"), "\uFFFD") : "body";
+    const field = bad.length ? bad.join(".").replace(new RegExp(LONE_SURROGATE, "gu"), "\uFFFD") : root;
     return { success: false, message: `Invalid field "${field}": must be well-formed Unicode (it holds a lone UTF-16 surrogate).` };
   }
   const result = schema.safeParse(value);
-  return result.success ? { success: true, data: result.data } : { success: false, message: describeZodError(result.error) };
+  return result.success ? { success: true, data: result.data } : { success: false, message: describeZodError(result.error, root) };
 }
 
-export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
-  const result = validate(schema, value);
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: Root = "body"): z.infer<S> {
+  const result = validate(schema, value, root);
   if (!result.success) throw new ApiError("VALIDATION_ERROR", result.message);
   return result.data;
 }
@@ -67,6 +87,20 @@ export function parseJsonBody(text: string | null, optional: boolean): unknown {
   } catch {
     throw new ApiError("VALIDATION_ERROR", "Request body is not valid JSON.");
   }
+}
+
+/**
+ * A query string against the route's query schema (none: no parameters at all). Query schemas are
+ * plain objects that would silently drop a misspelt parameter, so names outside the schema's shape are
+ * refused here, for every route at once, naming each.
+ */
+export function parseQuery(schema: z.ZodType | undefined, value: Record<string, unknown>): unknown {
+  const shape = schema && "shape" in schema ? (schema.shape as Record<string, unknown>) : {};
+  const unknown = Object.keys(value).filter((k) => !Object.hasOwn(shape, k));
+  if (unknown.length)
+    throw new ApiError("VALIDATION_ERROR", unknown.slice(0, MAX_REPORTED_ISSUES).map((k) => `Unknown query parameter "${k}".`).join(" ") +
+      (Object.keys(shape).length ? ` Allowed: ${Object.keys(shape).join(", ")}.` : " This route takes no query parameters."));
+  return schema ? parseWith(schema, value, "query") : undefined;
 }
 
 /** Query strings: first value of each name. */

@@ -28,15 +28,17 @@ async function callTool(session: Session, version: string, params: Record<string
   const tool = TOOLS_BY_NAME.get(params.name as string);
   if (!tool) return { error: { code: RPC.INVALID_PARAMS, message: `Unknown tool: ${String(params.name)}` } };
   const failure = (text: string) => ({ result: { content: [{ type: "text", text }], isError: true } });
-  const parsed = validate(tool.input, params.arguments ?? {});
+  const parsed = validate(tool.input, params.arguments ?? {}, "arguments");
   if (!parsed.success) return failure(`VALIDATION_ERROR: ${parsed.message}`);
   try {
     const { route, call } = tool.route(parsed.data);
     const reply = await executeRoute(session, route, call);
-    const data = reply.data as Record<string, unknown>;
+    const raw = reply.data as Record<string, unknown>;
+    const contextText = tool.contextText?.(raw);
+    const data = contextText === undefined ? raw : { ...raw, context_text: contextText };
     return {
       result: {
-        content: [{ type: "text", text: JSON.stringify(data) }],
+        content: [{ type: "text", text: JSON.stringify(data) }, ...(contextText === undefined ? [] : [{ type: "text", text: contextText }])],
         ...(supportsStructuredOutput(version) ? { structuredContent: data } : {}),
         isError: false,
       },
@@ -75,7 +77,7 @@ async function handleMessage(session: Session, version: string, msg: unknown): P
     case "ping":
       return rpcResult(id, {});
     case "tools/list":
-      return rpcResult(id, { tools: toolList(supportsStructuredOutput(version)) });
+      return rpcResult(id, { tools: toolList(version) });
     case "tools/call": {
       if (typeof params.name !== "string") return rpcError(id, RPC.INVALID_PARAMS, "params.name must be a tool name");
       if (params.arguments !== undefined && !isObject(params.arguments)) return rpcError(id, RPC.INVALID_PARAMS, "params.arguments must be an object");

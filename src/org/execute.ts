@@ -7,7 +7,7 @@ import { checkStage } from "../domains/dashboard/stages";
 import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { ApiError } from "../http/errors";
 import { type OrgRoute, routeId } from "../http/route";
-import { parseJsonBody, parseWith } from "../http/validate";
+import { parseJsonBody, parseQuery, parseWith } from "../http/validate";
 import type { Reply, RequestCtx } from "./request";
 
 /** Everything about a request that does not depend on which route runs. */
@@ -38,13 +38,13 @@ export async function executeRoute(session: Session, route: OrgRoute, call: Rout
     const value = call.bodyText !== undefined ? parseJsonBody(call.bodyText, route.bodyOptional ?? false) : call.body;
     if (value === undefined && !route.bodyOptional)
       throw new ApiError("VALIDATION_ERROR", "Request body is required and must be a JSON object.");
-    body = parseWith(route.body, value ?? {});
+    body = parseWith(route.body, value ?? {}, call.bodyText !== undefined ? "body" : "arguments");
   }
   const rc: RequestCtx = {
     ...session,
     routeId: routeId(route),
     params: call.params ?? {},
-    query: route.query ? parseWith(route.query, call.query ?? {}) : undefined,
+    query: parseQuery(route.query, call.query ?? {}),
     body,
     rawBody: route.rawBody ? (call.rawBody ?? null) : null,
     idempotent: route.idempotent ?? false,

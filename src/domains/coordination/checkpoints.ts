@@ -78,7 +78,7 @@ export const checkpointView = view;
 
 export const checkpointRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/checkpoints", scope: "checkpoints:write", body: checkpointBody,
+    method: "POST", path: "/v1/checkpoints", scope: "checkpoints:write", body: checkpointBody, overwrites: true,
     summary: "Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, updated } = saveCheckpoint(db, rc.caller, rc.body);

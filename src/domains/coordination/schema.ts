@@ -9,11 +9,12 @@ const intRange = (min: number, max: number) =>
     .min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`);
 
 export const checkpointBody = z.strictObject({
-  subject_id: nonEmpty(200),
-  agent_id: nonEmpty(200),
-  kind: z.enum(CHECKPOINT_KINDS),
-  state: z.string().max(MAX_STATE_CHARS, `must be at most ${MAX_STATE_CHARS} characters`),
-  ttl_seconds: intRange(60, 2_592_000),
+  subject_id: nonEmpty(200).describe("What the work is about (the same subject_id as its observations)."),
+  agent_id: nonEmpty(200).describe("Your agent's own stable name; one checkpoint per subject, agent and kind."),
+  kind: z.enum(CHECKPOINT_KINDS).describe("What sort of state this is."),
+  state: z.string().max(MAX_STATE_CHARS, `must be at most ${MAX_STATE_CHARS} characters`)
+    .describe("The state to resume from, as text (e.g. JSON), up to 64,000 characters."),
+  ttl_seconds: intRange(60, 2_592_000).describe("Seconds until it expires, 60 to 2,592,000 (30 days)."),
 });
 
 export const checkpointQuery = z.object({
@@ -35,10 +36,10 @@ export const leaseListQuery = z.object({
 });
 
 export const handoffBody = z.strictObject({
-  to_principal_id: nonEmpty(64),
-  context_id: nonEmpty(64).optional(),
-  checkpoint_id: nonEmpty(64).optional(),
-  note: z.string().max(2000).optional(),
+  to_principal_id: nonEmpty(64).describe("The principal (prn_ id) who should pick up the work."),
+  context_id: nonEmpty(64).optional().describe("A context_id from a recall, for the recipient to read."),
+  checkpoint_id: nonEmpty(64).optional().describe("A checkpoint_id from a checkpoint save, for the recipient to load."),
+  note: z.string().max(2000).optional().describe("What the recipient should do next."),
 });
 
 export const resolveHandoffBody = z.strictObject({ status: z.enum(["accepted", "rejected"]) });

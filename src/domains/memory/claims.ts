@@ -1,4 +1,5 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
+import { consolidationResponse, memoriesResponse } from "./responses";
 import { canRead, readableWhere } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
@@ -108,7 +109,7 @@ const isMemCursor = (v: unknown): v is [number, number] =>
 
 export const claimRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: targetInBody,
+    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, response: consolidationResponse, idempotent: true, grantWritable: targetInBody,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = materializeClaims(db, rc.caller, rc.body);
@@ -213,7 +214,7 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
+    method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery, response: memoriesResponse,
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
     handler: ({ db, caller, query }) => {
       const terms = queryTerms(query.q);

@@ -1,4 +1,5 @@
 // Context runs: compile a ranked pack into a token budget and record it; read it back; feedback.
+import { compileResponse, feedbackResponse } from "./responses";
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -76,7 +77,7 @@ function addFeedbackScore(db: Db, claimId: string, weight: number) {
 
 export const contextRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, readOnly: true,
+    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, response: compileResponse, readOnly: true,
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
     handler: (rc) => commitWrite(rc, (db) => {
       const run = compileRun(db, rc.caller, rc.body);
@@ -109,7 +110,7 @@ export const contextRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/context/:id/feedback", scope: "feedback:write", body: feedbackBody, idempotent: true,
+    method: "POST", path: "/v1/context/:id/feedback", scope: "feedback:write", body: feedbackBody, response: feedbackResponse, idempotent: true,
     summary: "Record an outcome for a run or one of its items (claim_id).",
     handler: (rc) => {
       const run = readableRun(rc.db, rc.caller, rc.params.id);

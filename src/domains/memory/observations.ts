@@ -1,4 +1,5 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
+import { projectResolveResponse, observationResponse } from "./responses";
 import { canWrite, isAdmin, workspaceVisible } from "../../access/policy";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
@@ -41,7 +42,7 @@ export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof o
 
 export const observationRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody,
+    method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody, response: projectResolveResponse,
     summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
     handler: (rc) => {
       const existing = projectByReference(rc.db, rc.body.reference);
@@ -69,7 +70,7 @@ export const observationRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: targetInBody,
+    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, response: observationResponse, idempotent: true, grantWritable: targetInBody,
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, data, touched } = appendObservation(db, rc.caller, rc.body);

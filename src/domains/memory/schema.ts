@@ -23,59 +23,76 @@ export const resolveProjectBody = z.strictObject({
   workspace_id: nonEmpty(100).optional(),
 });
 
+/** Where evidence came from; also svc_remember's (defaulted) source. */
+export const observationSource = z.strictObject({
+  type: nonEmpty(100).describe("The kind of source, e.g. chat, tool, document, mcp."),
+  ref: z.string().max(500).optional().describe("A pointer into the source: a message id, URL or file path."),
+}).describe("Where the evidence came from.");
+
 export const observationBody = z.strictObject({
-  subject_id: nonEmpty(200),
-  kind: z.enum(OBSERVATION_KINDS),
-  content: z.string().min(1, "must not be empty").max(MAX_CONTENT_CHARS, `must be at most ${MAX_CONTENT_CHARS} characters`),
-  source: z.strictObject({ type: nonEmpty(100), ref: z.string().max(500).optional() }),
-  trust: trustSchema.optional(),
-  visibility: visibility.optional(),
-  project_id: id("project").optional(),
+  subject_id: nonEmpty(200).describe("Who or what the evidence is about: your own stable id for a user, account, repository, task…"),
+  kind: z.enum(OBSERVATION_KINDS).describe("What sort of evidence this is."),
+  content: z.string().min(1, "must not be empty").max(MAX_CONTENT_CHARS, `must be at most ${MAX_CONTENT_CHARS} characters`)
+    .describe("The evidence itself, verbatim (up to 200,000 characters)."),
+  source: observationSource,
+  trust: trustSchema.optional().describe("How far to trust it: low, medium (default) or high; capped by the credential's trust ceiling."),
+  visibility: visibility.optional().describe("Who may read it: team (default) or private (only you)."),
+  project_id: id("project").optional().describe("A project_id from POST /v1/projects/resolve, to scope the evidence to one project."),
 });
 
 const sourceEntry = z.union([
-  z.strictObject({ observation_id: id("observation"), relation: z.enum(RELATIONS) }),
+  z.strictObject({
+    observation_id: id("observation").describe("An observation this claim is drawn from."),
+    relation: z.enum(RELATIONS).describe("How the observation bears on the claim."),
+  }),
   // Naming an existing claim in a contradicts source disputes it (DESIGN "Entry into disputed").
-  z.strictObject({ claim_id: id("claim"), relation: z.literal("contradicts") }),
+  z.strictObject({
+    claim_id: id("claim").describe("An active claim on the same subject that this claim disputes."),
+    relation: z.literal("contradicts").describe("Always contradicts: both claims become disputed."),
+  }),
 ], { error: "must be { observation_id, relation } or { claim_id, relation: \"contradicts\" }" });
 
 export const consolidationBody = z.strictObject({
-  subject_id: nonEmpty(200),
-  project_id: id("project").optional(),
+  subject_id: nonEmpty(200).describe("The subject every claim of this call is about (the observations' subject_id)."),
+  project_id: id("project").optional().describe("A project_id to scope the claims to."),
   claims: z.array(z.strictObject({
-    kind: z.enum(CLAIM_KINDS),
-    statement: nonEmpty(MAX_STATEMENT_CHARS),
-    visibility: visibility.optional(),
-    valid_to: z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" }).optional(),
-    sources: z.array(sourceEntry).min(1, "must name at least one source").max(50, "must have at most 50 entries"),
-  })).min(1, "must hold 1 to 50 claims").max(50, "must hold 1 to 50 claims"),
+    kind: z.enum(CLAIM_KINDS).describe("What sort of claim this is."),
+    statement: nonEmpty(MAX_STATEMENT_CHARS).describe("The claim as one self-contained sentence, as it should be recalled."),
+    visibility: visibility.optional().describe("team, or private (only you); defaults to private when any source is private."),
+    valid_to: z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" }).optional()
+      .describe("When the claim stops being true (ISO 8601, in the future); omit for open-ended."),
+    sources: z.array(sourceEntry).min(1, "must name at least one source").max(50, "must have at most 50 entries")
+      .describe("1 to 50 sources; at least one observation."),
+  })).min(1, "must hold 1 to 50 claims").max(50, "must hold 1 to 50 claims").describe("The claims to derive, 1 to 50."),
 });
 
 export const compileBody = z.strictObject({
-  query: z.string().max(4000).optional(),
-  subject_id: nonEmpty(200).optional(),
-  project_id: id("project").optional(),
-  kinds: z.array(z.enum(CLAIM_KINDS)).min(1).max(CLAIM_KINDS.length).optional(),
-  token_budget: z.number().int("must be an integer").min(1, "must be from 1 to 32000").max(32_000, "must be from 1 to 32000").default(1000),
-  max_items: z.number().int("must be an integer").min(1, "must be from 1 to 200").max(200, "must be from 1 to 200").default(50),
+  query: z.string().max(4000).optional().describe("The task or question to find relevant claims for, in plain words."),
+  subject_id: nonEmpty(200).optional().describe("Prefer claims about this subject."),
+  project_id: id("project").optional().describe("Prefer claims in this project."),
+  kinds: z.array(z.enum(CLAIM_KINDS)).min(1).max(CLAIM_KINDS.length).optional().describe("Only claims of these kinds."),
+  token_budget: z.number().int("must be an integer").min(1, "must be from 1 to 32000").max(32_000, "must be from 1 to 32000").default(1000)
+    .describe("At most this many tokens of claims (1 to 32,000)."),
+  max_items: z.number().int("must be an integer").min(1, "must be from 1 to 200").max(200, "must be from 1 to 200").default(50)
+    .describe("At most this many claims (1 to 200)."),
 });
 
 export const feedbackBody = z.strictObject({
-  outcome: z.enum(OUTCOMES),
-  claim_id: id("claim").optional(),
-  note: z.string().max(2000).optional(),
-  client_mutation_id: nonEmpty(200).optional(),
+  outcome: z.enum(OUTCOMES).describe("How the recalled context (or one claim in it) worked out."),
+  claim_id: id("claim").optional().describe("One claim of the context to rate; omit to rate the whole context."),
+  note: z.string().max(2000).optional().describe("A short free-text remark, kept with the feedback."),
+  client_mutation_id: nonEmpty(200).optional().describe("Your own unique id for this feedback; a repeat is refused as a conflict."),
 });
 
 export const memoriesQuery = z.object({
-  q: z.string().max(1000).optional(),
-  subject_id: z.string().max(200).optional(),
-  project_id: z.string().max(64).optional(),
-  status: z.enum(CLAIM_STATUSES).optional(),
-  visibility: visibility.optional(),
-  kind: z.enum(CLAIM_KINDS).optional(),
-  limit: limitParam(1, 100, 25),
-  after: z.string().max(512).optional(),
+  q: z.string().max(1000).optional().describe("Words that must all appear in the claim statement."),
+  subject_id: z.string().max(200).optional().describe("Only claims about this subject."),
+  project_id: z.string().max(64).optional().describe("Only claims in this project."),
+  status: z.enum(CLAIM_STATUSES).optional().describe("Only claims in this status (default: active and disputed)."),
+  visibility: visibility.optional().describe("Only team or only private claims."),
+  kind: z.enum(CLAIM_KINDS).optional().describe("Only claims of this kind."),
+  limit: limitParam(1, 100, 25).describe("Page size, 1 to 100 (default 25)."),
+  after: z.string().max(512).optional().describe("next_cursor from the previous page."),
 });
 
 export const supersedeBody = z.strictObject({ superseded_by: id("claim"), reason: z.string().max(1000).optional() });

@@ -61,6 +61,22 @@ const subscribed = (hook: WebhookRow, e: EventRow) => {
   return (kinds.includes("*") || kinds.includes(e.kind)) && (e.visibility === "team" || e.actor_id === hook.created_by);
 };
 
+/**
+ * SPEC's three headers, plus what a receiver needs to act without parsing the body first: the event id
+ * (stable across retries and across webhooks), the resource it is about as `type/id`, and when the
+ * event happened (ISO 8601; the same on every retry, so receivers can order and drop stale events).
+ * The signature still covers exactly the body, which is the stored payload.
+ */
+export const deliveryHeaders = (secret: string, event: EventRow, deliveryId: string): Record<string, string> => ({
+  "content-type": "application/json",
+  "x-svc-signature": signature(secret, event.payload),
+  "x-svc-event": event.kind,
+  "x-svc-delivery": deliveryId,
+  "x-svc-event-id": event.event_id,
+  "x-svc-resource": `${event.resource_type}/${event.resource_id}`,
+  "x-svc-timestamp": event.created_at,
+});
+
 interface Claimed {
   deliveryId: string;
   hook: WebhookRow;
@@ -102,10 +118,7 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, send
   try {
     status = await send(hook.url, {
       method: "POST", body,
-      headers: {
-        "content-type": "application/json", "x-svc-signature": signature(hook.secret, body),
-        "x-svc-event": job.event.kind, "x-svc-delivery": job.deliveryId,
-      },
+      headers: deliveryHeaders(hook.secret, job.event, job.deliveryId),
     });
   } catch {
     status = null; // network error or timeout

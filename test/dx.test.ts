@@ -1,0 +1,84 @@
+// Developer experience (issue 21): errors that teach.
+import { describe, expect, it } from "vitest";
+import { ROUTES } from "../src/routes";
+import { appendOk, call, consolidateOk, expectError, newOrg, obs, supports } from "./helpers";
+
+describe("errors that teach", () => {
+  it("an enum error lists the allowed values", async () => {
+    const org = await newOrg();
+    const r = await call("POST", "/v1/observations", { key: org.api_key, body: obs("s1", "x", { kind: "nope" }) });
+    expectError(r, 400, "VALIDATION_ERROR");
+    expect(r.json.error.message).toMatch(/Invalid field "kind": must be one of: "[a-z_]+"(, "[a-z_]+")+\./);
+    const q = await call("GET", "/v1/memories?status=nope", { key: org.api_key });
+    expectError(q, 400, "VALIDATION_ERROR");
+    expect(q.json.error.message).toContain('Invalid field "status": must be one of: "active"');
+  });
+
+  it("a body with several problems reports all of them, up to ten", async () => {
+    const org = await newOrg();
+    const r = await call("POST", "/v1/observations", { key: org.api_key, body: { kind: "nope", content: "", extra1: 1 } });
+    expectError(r, 400, "VALIDATION_ERROR");
+    const m = r.json.error.message as string;
+    for (const part of ['"kind"', '"content"', '"subject_id"', '"source"', 'Unknown field "extra1"']) expect(m).toContain(part);
+    const many = Object.fromEntries(Array.from({ length: 14 }, (_, i) => [`zz${i}`, 1]));
+    const r2 = await call("POST", "/v1/observations", { key: org.api_key, body: { ...obs("s1", "x"), ...many } });
+    expectError(r2, 400, "VALIDATION_ERROR");
+    expect(r2.json.error.message).toContain('Unknown field "zz0"');
+  });
+
+  it("an unknown query parameter is 400 naming it, on every route", async () => {
+    const org = await newOrg();
+    const r = await call("GET", "/v1/memories?qq=typo", { key: org.api_key });
+    expectError(r, 400, "VALIDATION_ERROR");
+    expect(r.json.error.message).toContain('Unknown query parameter "qq"');
+    expect(r.json.error.message).toContain("Allowed: q, subject_id");
+    const none = await call("GET", "/v1/principal?x=1", { key: org.api_key });
+    expectError(none, 400, "VALIDATION_ERROR");
+    expect(none.json.error.message).toContain('Unknown query parameter "x"');
+    // Every GET route of the table with a fixed path refuses an unknown parameter the same way.
+    for (const route of ROUTES) {
+      if (route.auth !== "key" || route.method !== "GET" || route.path.includes(":")) continue;
+      const res = await call("GET", `${route.path}?no_such_param=1`, { key: org.api_key });
+      expect(res.status, `${route.path}: ${res.text}`).toBe(400);
+      expect(res.json.error.message, route.path).toContain('"no_such_param"');
+    }
+  });
+
+  it("a reference to a missing project says how to create one", async () => {
+    const org = await newOrg();
+    const r = await call("POST", "/v1/observations", { key: org.api_key, body: obs("s1", "x", { project_id: "prj_missing" }) });
+    expectError(r, 400, "UNRESOLVED_REFERENCE");
+    expect(r.json.error.message).toContain("POST /v1/projects/resolve");
+    expect(r.json.error.message).toContain('"create": true');
+  });
+});
+
+describe("resolving a dispute (README memory loop recipe)", () => {
+  it("a new claim supersedes both sides; both leave compiled context and stay as history", async () => {
+    const org = await newOrg();
+    const key = org.api_key;
+    const o1 = await appendOk(key, obs("user-42", "I always drink coffee in the morning"));
+    const o2 = await appendOk(key, obs("user-42", "Switched to tea in the mornings"));
+    const o3 = await appendOk(key, obs("user-42", "Tea in the morning, coffee after lunch"));
+    const [original] = await consolidateOk(key, "user-42", [{ kind: "preference", statement: "Drinks coffee in the morning", sources: supports(o1) }]);
+    const [contra] = await consolidateOk(key, "user-42", [{ kind: "preference", statement: "Drinks tea in the morning",
+      sources: [...supports(o2), { claim_id: original, relation: "contradicts" }] }]);
+    const status = async (id: string) => (await call("GET", `/v1/claims/${id}/evidence`, { key })).json.data.claim;
+    expect((await status(original)).status).toBe("disputed");
+    expect((await status(contra)).status).toBe("disputed");
+
+    const [resolved] = await consolidateOk(key, "user-42", [{ kind: "preference", statement: "Drinks tea in the morning and coffee after lunch", sources: supports(o3) }]);
+    expect((await status(resolved)).status).toBe("active");
+    for (const old of [original, contra]) {
+      const r = await call("POST", `/v1/claims/${old}/supersede`, { key, body: { superseded_by: resolved, reason: "dispute resolved" } });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.data).toMatchObject({ status: "superseded", superseded_by: resolved });
+    }
+    const ctx = await call("POST", "/v1/context/compile", { key, body: { query: "what does user-42 drink in the morning", subject_id: "user-42" } });
+    expect(ctx.json.data.items.map((i: any) => i.claim_id)).toEqual([resolved]);
+    const current = await call("GET", "/v1/memories?subject_id=user-42", { key });
+    expect(current.json.data.items.map((i: any) => i.claim_id)).toEqual([resolved]);
+    const history = await call("GET", "/v1/memories?subject_id=user-42&status=superseded", { key });
+    expect(history.json.data.items.map((i: any) => i.claim_id).sort()).toEqual([original, contra].sort());
+  });
+});
