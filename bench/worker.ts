@@ -10,6 +10,8 @@
 //   dispatch took inside the object (`inside_ms`) and as the calling Worker saw it (`rpc_ms`).
 // - POST /__bench/sql: { key, sql, args?, reps? } one read-only statement run inside the org's
 //   Durable Object `reps` times (for looking into where compile time goes).
+// - POST /__bench/age: { key, days } moves every observation's and claim's created_at back by `days`
+//   (retention apply needs old records; the product never rewrites created_at).
 // - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
 // None of this is part of the product's route table (src/routes.ts).
 import { DurableObject } from "cloudflare:workers";
@@ -19,6 +21,8 @@ import { routeId } from "../src/http/route";
 import { buildMatcher } from "../src/http/router";
 import { orgForCredential } from "../src/index-db";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
+export { IdRegistry } from "../src/registry/IdRegistry";
+import { REGISTRY_SHARDS } from "../src/registry/shards";
 import { ROUTES } from "../src/routes";
 import { handle } from "../src/worker";
 
@@ -37,6 +41,34 @@ export class BenchOrgStore extends OrgStore {
     return { inside_ms: inside, ok: result.ok, status: result.ok ? result.status : 0, items: data?.items?.length };
   }
 
+
+  /** Bench-only: age every memory record by `days` (retention apply measures over old records). */
+  ageRecords(days: number): { observations: number; claims: number } {
+    const shift = `-${days} days`;
+    const sql = this.ctx.storage.sql;
+    sql.exec("UPDATE observations SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
+    sql.exec("UPDATE claims SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
+    // Counted, not rowsWritten (which also counts index entries).
+    const count = (table: string) => sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).one().n;
+    return { observations: count("observations"), claims: count("claims") };
+  }
+
+  /**
+   * Bench-only (footprint): this organization's SQLite size in bytes, after optionally copying its
+   * newest event or audit entry `copies` times (fresh ids), to measure what one more row costs.
+   */
+  footprint(copy?: { table: "events" | "audit_log"; copies: number }): { bytes: number } {
+    const statement = copy?.table === "events"
+      ? `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, created_at)
+         SELECT 'evt_' || lower(hex(randomblob(16))), kind, actor_id, resource_type, resource_id, payload, visibility, created_at
+         FROM events ORDER BY rowid DESC LIMIT 1`
+      : `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
+         SELECT 'aud_' || lower(hex(randomblob(16))), action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at,
+           prev_hash, entry_hash
+         FROM audit_log ORDER BY rowid DESC LIMIT 1`;
+    if (copy) this.ctx.storage.transactionSync(() => { for (let i = 0; i < copy.copies; i++) this.db.run(statement); });
+    return { bytes: this.ctx.storage.sql.databaseSize };
+  }
 
   /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */
   probeSql(query: string, args: unknown[], reps: number): { ms: number; rows: number; first: unknown } {
@@ -76,6 +108,7 @@ const orgByKeyHash = new Map<string, unknown>();
 function cachingIndex(db: D1Database): D1Database {
   return new Proxy(db, {
     get(target, prop) {
+      if (prop === "withSession") return (constraint?: string) => cachingIndex(target.withSession(constraint) as unknown as D1Database);
       if (prop === "prepare")
         return (query: string) => {
           const stmt = target.prepare(query);
@@ -148,6 +181,37 @@ export default {
       const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
       if (!orgId) return json(401, { error: "unknown key" });
       return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).probeSql(spec.sql, spec.args ?? [], spec.reps ?? 1));
+    }
+    if (url.pathname === "/__bench/age" && request.method === "POST") {
+      const spec = (await request.json()) as { key: string; days: number };
+      const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
+      if (!orgId) return json(401, { error: "unknown key" });
+      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).ageRecords(spec.days));
+  }
+
+    if (url.pathname === "/__bench/footprint" && request.method === "POST") {
+      const spec = (await request.json()) as { key: string; copy?: { table: "events" | "audit_log"; copies: number } };
+      const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
+      if (!orgId) return json(401, { error: "unknown key" });
+      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).footprint(spec.copy));
+    }
+    if (url.pathname === "/__bench/registry-entry" && request.method === "POST") {
+      // Bytes per registry row: claim n synthetic ids in ONE shard (ids:ff), measure, release them.
+      const n = Number(url.searchParams.get("n") ?? 2000);
+      const shard = env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName("ids:ff"));
+      const org = "org_" + "b".repeat(32);
+      const ids = Array.from({ length: n }, () => "obs_ff" + [...crypto.getRandomValues(new Uint8Array(15))].map((b) => b.toString(16).padStart(2, "0")).join(""));
+      const before = (await shard.size()).bytes;
+      for (let i = 0; i < n; i += 500) await shard.claim(org, ids.slice(i, i + 500), new Date().toISOString());
+      const after = (await shard.size()).bytes;
+      await shard.release(org, ids);
+      return json(200, { bytes_per_entry: (after - before) / n });
+    }
+    if (url.pathname === "/__bench/registry-size") {
+      // Every registry shard's rows and bytes, summed (wakes all 256 shards: bench only).
+      const sizes = await Promise.all(Array.from({ length: REGISTRY_SHARDS }, (_, i) =>
+        env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName(`ids:${i.toString(16).padStart(2, "0")}`)).size()));
+      return json(200, { rows: sizes.reduce((n, s) => n + s.rows, 0), bytes: sizes.reduce((n, s) => n + s.bytes, 0) });
     }
     if (url.pathname === "/__bench/clock") {
       const t0 = performance.now();

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation,retention] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -13,13 +13,19 @@
 //   login    dashboard login round trip (password, then passkey) p50, next to the password hash's
 //            cost per login measured inside the Durable Object
 //   channels channel compile over 1,000 active releases beside compile over the same 1,000 claims
+//   footprint  bytes per observation, claim (with FTS), event, audit entry and registry entry in a real
+//            organization, and the sustained appends per second one organization takes; writes
+//            docs/footprint.json, the input of `npm run plan` (not in the default parts)
 //   federation  pull and push throughput (events per second, 200 per call) and bundle import
 //            (bundles per second, 200 per push) between two organizations of the server
+//   retention POST /v1/retention/apply over a --retention-claims (default 50,000) claim organization
+//            whose records were aged past the policy (bench-only /__bench/age), pages of 500:
+//            records examined per second, dry run and real run, with 1% of the sources under a hold
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
 import { createHmac } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { freePort } from "./local.mjs";
 import { SoftAuthenticator } from "../test/authenticator.mjs";
@@ -29,7 +35,7 @@ import {
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation,retention").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -207,6 +213,88 @@ Inside the org Durable Object one append dispatch takes ${fmt(insideMean, 2)} ms
 
 Target: append ≥ 0.7× the bare insert at concurrency 8 → **${met}** (${fmt(ratios[8], 2)}×).`;
   return { md, ratios, cachedRatios, insideMean };
+}
+
+// ---- footprint: bytes per row and one organization's sustained write rate ------------------------
+
+const FOOTPRINT_N = Number(args["footprint-n"] ?? 2000);
+
+async function partFootprint(server) {
+  log(`footprint: ${FOOTPRINT_N} appends, ${FOOTPRINT_N} claims, ${FOOTPRINT_N} copied events and audit entries`);
+  const org = await newOrg(server);
+  const size = async (copy) => {
+    const r = await fetch(`${server.url}/__bench/footprint`, { method: "POST", body: JSON.stringify({ key: org.api_key, copy }) });
+    if (r.status !== 200) throw new Error(`footprint: ${r.status} ${await r.text()}`);
+    return (await r.json()).bytes;
+  };
+  // Warm up: the first rows of each table allocate pages that later rows share.
+  const o0 = await apiOk(server.url, org.api_key, "POST", "/v1/observations", JSON.parse(obsBody(0)));
+  await apiOk(server.url, org.api_key, "POST", "/v1/consolidations", { subject_id: "bench", claims: [
+    { kind: "fact", statement: "warm up claim", sources: [{ observation_id: o0.json.data.observation_id, relation: "supports" }] }] });
+
+  // Events and audit entries alone: copies of the newest real row with fresh ids.
+  let before = await size();
+  const perEvent = ((await size({ table: "events", copies: FOOTPRINT_N })) - before) / FOOTPRINT_N;
+  before = await size();
+  const perAudit = ((await size({ table: "audit_log", copies: FOOTPRINT_N })) - before) / FOOTPRINT_N;
+
+  // Appends: each writes one observation, one event and one audit entry (its outbox row is gone once registered).
+  before = await size();
+  await pool(FOOTPRINT_N, 8, (i) => apiOk(server.url, org.api_key, "POST", "/v1/observations", JSON.parse(obsBody(i))));
+  const perAppend = ((await size()) - before) / FOOTPRINT_N;
+  // One registry row: ids spread over 256 shards would not fill a page each, so measure one shard.
+  const perRegistryEntry = (await (await fetch(`${server.url}/__bench/registry-entry?n=${FOOTPRINT_N}`, { method: "POST" })).json()).bytes_per_entry;
+
+  // Claims, 50 per consolidation (the maximum): each claim writes its row, a source row, its FTS row and one event; one audit entry per call.
+  const sourceId = o0.json.data.observation_id;
+  const rand = prng(7);
+  const calls = Math.ceil(FOOTPRINT_N / 50);
+  before = await size();
+  await pool(calls, 4, (b) => apiOk(server.url, org.api_key, "POST", "/v1/consolidations", {
+    subject_id: `subject-${b % 20}`,
+    claims: Array.from({ length: 50 }, () => ({ kind: "fact", statement: statement(rand), sources: [{ observation_id: sourceId, relation: "supports" }] })),
+  }));
+  const perConsolidatedClaim = ((await size()) - before) / (calls * 50);
+
+  // Sustained appends per second into one organization (concurrency 8).
+  const load = await cannon({
+    url: `${server.url}/v1/observations`, method: "POST", connections: 8, body: obsBody(),
+    headers: { "content-type": "application/json", authorization: `Bearer ${org.api_key}` },
+  });
+  const figures = {
+    measured_at: new Date().toISOString(),
+    machine: machineLine(),
+    rows_per_measurement: FOOTPRINT_N,
+    bytes: {
+      observation: Math.round(perAppend - perEvent - perAudit),
+      claim: Math.round(perConsolidatedClaim - perEvent - perAudit / 50),
+      event: Math.round(perEvent),
+      audit_entry: Math.round(perAudit),
+      append_total: Math.round(perAppend),
+      consolidated_claim_total: Math.round(perConsolidatedClaim),
+      registry_entry: Math.round(perRegistryEntry),
+    },
+    appends_per_second_one_org: Math.round(load.rps),
+    append_p99_ms: load.p99,
+    notes: "claim includes its source link and FTS row; vectors are not stored yet (branch vectors) and add to claim when they land. " +
+      "append_total = observation + event + audit_entry; ~220-byte observation bodies, ~60-character claim statements.",
+  };
+  writeFileSync(new URL("../docs/footprint.json", import.meta.url), JSON.stringify(figures, null, 2) + "\n");
+  log("wrote docs/footprint.json");
+  const b = figures.bytes;
+  const md = `### Footprint: bytes per row and one organization's write rate
+
+Measured in a real organization of the bench server from \`ctx.storage.sql.databaseSize\` before and after ${FOOTPRINT_N} writes
+of each kind (events and audit entries: copies of a real row; observations: appends, net of their event and audit entry; claims:
+consolidations of 50, net of their events and a 50th of the audit entry). Written to \`docs/footprint.json\` for \`npm run plan\`.
+
+${table(["row", "bytes"], [
+    ["observation (~220-byte content)", String(b.observation)], ["claim (with source link and FTS; no vectors yet)", String(b.claim)],
+    ["event", String(b.event)], ["audit entry", String(b.audit_entry)], ["one append, all rows", String(b.append_total)],
+    ["one consolidated claim, all rows", String(b.consolidated_claim_total)], ["ownership registry entry", String(b.registry_entry)]])}
+
+Sustained appends into one organization at concurrency 8: **${fmt(load.rps, 0)}/s** (p99 ${load.p99} ms, ${load.non2xx + load.errors} non-2xx/errors).`;
+  return { md, figures };
 }
 
 // ---- part 2: compile and search as the organization grows -----------------------------------------
@@ -582,6 +670,54 @@ ${table(["measure", "items", "calls", "seconds", "per second"], [
   return { md, pull: pulled.events / pulled.seconds, push: pushedOk / pushSeconds, bundles: imported / importSeconds };
 }
 
+// ---- part 8: retention apply -------------------------------------------------------------------
+
+async function partRetention(server) {
+  const CLAIMS = Number(args["retention-claims"] ?? 50_000);
+  log(`part 8: retention apply over ${CLAIMS} claims`);
+  const org = await newOrg(server);
+  const seedS = await seedClaims(server, org.api_key, 0, CLAIMS, prng(17), []);
+  const aged = await (await fetch(`${server.url}/__bench/age`, { method: "POST", body: JSON.stringify({ key: org.api_key, days: 400 }) })).json();
+  // 1% of the source observations under a hold: their claims are held (the coverage check runs per page).
+  const probe = await (await fetch(`${server.url}/__bench/sql`, { method: "POST", body: JSON.stringify({ key: org.api_key,
+    sql: "SELECT json_group_array(observation_id) AS ids FROM (SELECT observation_id FROM observations ORDER BY rowid LIMIT ?)",
+    args: [Math.max(1, Math.round(aged.observations / 100))] }) })).json();
+  const obsIds = JSON.parse(probe.first.ids);
+  for (const id of obsIds)
+    await apiOk(server.url, org.api_key, "POST", "/v1/legal-holds", { target_type: "observation", target_id: id, reason: "bench" });
+  await apiOk(server.url, org.api_key, "POST", "/v1/policies", { type: "retention", name: "bench", status: "active",
+    rules: { rules: [{ record_type: "observation", max_age_days: 365 }, { record_type: "claim", max_age_days: 365 }] } });
+  const run = async (dryRun) => {
+    const t0 = Date.now();
+    const total = { examined: 0, excluded: 0, held: 0, pages: 0, pageMs: [] };
+    for (let after; ;) {
+      const r = await apiOk(server.url, org.api_key, "POST", "/v1/retention/apply", { limit: 500, dry_run: dryRun, ...(after ? { after } : {}) });
+      const d = r.json.data;
+      total.examined += d.examined; total.excluded += d.excluded; total.held += d.held; total.pages++; total.pageMs.push(r.ms);
+      if (d.done) break;
+      after = d.next_after;
+    }
+    return { ...total, s: (Date.now() - t0) / 1000 };
+  };
+  const dry = await run(true);
+  const real = await run(false);
+  const row = (name, r) => [name, r.examined.toLocaleString("en-US"), r.excluded.toLocaleString("en-US"), r.held.toLocaleString("en-US"),
+    String(r.pages), `${fmt(median(r.pageMs))} / ${fmt(percentile(r.pageMs, 95))}`, fmt(r.examined / r.s, 0)];
+  log(`  retention apply: ${fmt(real.examined / real.s, 0)} records examined/s (dry run ${fmt(dry.examined / dry.s, 0)}/s)`);
+  const md = `### 8. Retention apply
+
+One organization with ${aged.claims.toLocaleString("en-US")} claims and ${aged.observations.toLocaleString("en-US")} source observations
+(seeded in ${fmt(seedS, 0)} s), all aged 400 days by the bench-only \`/__bench/age\`, ${obsIds.length} source observations under a legal
+hold (their claims are held as dependents), and an active retention policy of 365 days for both record types.
+\`POST /v1/retention/apply\` with \`limit\` 500, resumed with \`next_after\` until \`done\`: first a dry run, then the real run
+(which writes \`retention_excluded_at\` and bumps each excluded claim's version).
+
+${table(["run", "examined", "excluded", "held", "pages", "page ms p50 / p95", "records examined / s"], [
+    row("dry run", dry), row("apply", real),
+  ])}`;
+  return { md, rate: real.examined / real.s, dryRate: dry.examined / dry.s };
+}
+
 // ---- main ---------------------------------------------------------------------------------------
 
 async function main() {
@@ -643,11 +779,21 @@ Each part below rewrites its own section; each names the machine and versions it
       done("channels", c.md);
       summary.push(`channel compile / compile p95: ${fmt(c.ratio, 2)}×`);
     }
+    if (PARTS.has("footprint")) {
+      const f = await partFootprint(server);
+      done("footprint", f.md);
+      summary.push(`footprint: ${f.figures.bytes.append_total} B per append, ${f.figures.appends_per_second_one_org} appends/s one org`);
+    }
     if (PARTS.has("federation")) {
       log("part 7: federation");
       const f = await partFederation(server);
       done("federation", f.md);
       if (f.pull) summary.push(`federation: pull ${fmt(f.pull, 0)} events/s, push ${fmt(f.push, 0)} events/s, import ${fmt(f.bundles, 0)} bundles/s`);
+    }
+    if (PARTS.has("retention")) {
+      const r = await partRetention(server);
+      done("retention", r.md);
+      summary.push(`retention apply: ${fmt(r.rate, 0)} records examined/s`);
     }
   } finally {
     await server.stop();

@@ -7,7 +7,7 @@
 //   3. applies the D1 migrations remotely,
 //   4. sets the OPERATOR_TOKEN and PASSWORD_PEPPER secrets (random, piped on stdin, never on a
 //      command line) and keeps the operator token in .deploy/secrets.json (mode 600) for bootstrap,
-//   5. deploys.
+//   5. builds the operator console (static assets) and deploys.
 // Then: SVC_OPERATOR_TOKEN=$(node -p 'require("./.deploy/secrets.json").OPERATOR_TOKEN') \
 //         npm run bootstrap -- --json --remote https://<worker>.workers.dev
 // --dry-run prints every command instead of running it (nothing is created or written).
@@ -48,6 +48,7 @@ export function plan({ database, vectorIndex, toml }) {
     { name: "apply D1 migrations", wrangler: ["d1", "migrations", "apply", "INDEX_DB", "--remote", ...cfg, ...envArgs(toml)] },
     { name: "set OPERATOR_TOKEN", wrangler: ["secret", "put", "OPERATOR_TOKEN", ...cfg, ...envArgs(toml)], secret: "OPERATOR_TOKEN" },
     { name: "set PASSWORD_PEPPER", wrangler: ["secret", "put", "PASSWORD_PEPPER", ...cfg, ...envArgs(toml)], secret: "PASSWORD_PEPPER" },
+    { name: "build the operator console", npm: ["run", "-s", "build:console"] },
     { name: "deploy", wrangler: ["deploy", ...cfg, ...envArgs(toml)] },
   ];
 }
@@ -79,7 +80,7 @@ async function main() {
       else writeFileSync(join(root, PRODUCTION_CONFIG), renderProductionConfig(toml, { databaseId }));
       continue;
     }
-    const shown = `wrangler ${step.wrangler.join(" ")}${step.secret ? " < (generated secret on stdin)" : ""}`;
+    const shown = step.npm ? `npm ${step.npm.join(" ")}` : `wrangler ${step.wrangler.join(" ")}${step.secret ? " < (generated secret on stdin)" : ""}`;
     if (dryRun) {
       console.log(`  ${shown}`);
       continue;
@@ -88,7 +89,7 @@ async function main() {
       mkdirSync(join(root, ".deploy"), { recursive: true });
       writeFileSync(secretsPath, JSON.stringify(secrets, null, 2), { mode: 0o600 });
     }
-    const r = spawnSync(wrangler, step.wrangler, { cwd: root, encoding: "utf8", input: step.secret ? secrets[step.secret] : undefined });
+    const r = spawnSync(step.npm ? "npm" : wrangler, step.npm ?? step.wrangler, { cwd: root, encoding: "utf8", input: step.secret ? secrets[step.secret] : undefined });
     const out = `${r.stdout ?? ""}${r.stderr ?? ""}`;
     if (r.status !== 0 && !(step.tolerate && step.tolerate.test(out))) {
       process.stderr.write(out);

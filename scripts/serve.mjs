@@ -12,6 +12,7 @@
 // pepper) are read from the state folder (operator.json, pepper.json; mode 600) into secret
 // bindings, never into argv or the environment.
 import { unstable_startWorker } from "wrangler";
+import { execFileSync } from "node:child_process";
 import { join, resolve } from "node:path";
 import { LOCAL_MODE_BINDING, operatorToken, passwordPepper, root, stateDir } from "./local.mjs";
 
@@ -27,6 +28,9 @@ const plainVars = Object.fromEntries(args.flatMap((a, i) => {
   const [name, ...value] = args[i + 1].split("=");
   return [[name, { type: "plain_text", value: value.join("=") }]];
 }));
+
+// wrangler.toml serves the operator console from console/dist: build it when a fresh clone has none.
+execFileSync(process.execPath, [join(root, "scripts", "build-console.mjs"), "--if-missing"], { stdio: "inherit" });
 
 const worker = await unstable_startWorker({
   config,

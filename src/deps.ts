@@ -1,14 +1,17 @@
 // What every org Durable Object is built with, beside the route table (src/routes.ts) and the job list
-// (src/jobs.ts): the outbound webhook sender and the observation purge guards. Passed in explicitly;
+// (src/jobs.ts): the outbound webhook sender, the observation purge guards and the ownership registry. Passed in explicitly;
 // a test replaces them on one object (OrgStore.deps), never in a module.
+import { legalHoldPurgeGuard } from "./domains/retention/holds";
 import { fetchSender, offlineSender } from "./domains/webhooks/delivery";
 import type { EdgeEnv } from "./http/route";
 import type { OrgDeps, PurgeGuard } from "./org/request";
+import { durableRegistry } from "./registry/client";
 
-/** Guards every purge consults; retention's legal-hold guard registers here. */
-export const PURGE_GUARDS: readonly PurgeGuard[] = [];
+/** Guards every purge consults: an active legal hold covering the observation blocks it (409). */
+export const PURGE_GUARDS: readonly PurgeGuard[] = [legalHoldPurgeGuard];
 
-export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER">): OrgDeps => ({
+export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "ID_REGISTRY">): OrgDeps => ({
   sendWebhook: env.WEBHOOK_SENDER === "offline" ? offlineSender : fetchSender,
   purgeGuards: PURGE_GUARDS,
+  registry: durableRegistry(env.ID_REGISTRY),
 });

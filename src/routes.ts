@@ -13,6 +13,7 @@ import { auditRoutes } from "./domains/audit/routes";
 import { dashboardLoginRoute, dashboardRoutes } from "./domains/dashboard/routes";
 import { governanceRoutes } from "./domains/governance/routes";
 import { federationRoutes } from "./domains/federation/routes";
+import { retentionRoutes } from "./domains/retention/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -29,6 +30,7 @@ export const ROUTES: readonly RouteDef[] = [
   dashboardLoginRoute, ...dashboardRoutes,
   ...governanceRoutes,
   ...federationRoutes,
+  ...retentionRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

@@ -16,6 +16,7 @@ import { ROUTES } from "./routes";
 import type { DispatchResult } from "./org/OrgStore";
 
 export { OrgStore } from "./org/OrgStore";
+export { IdRegistry } from "./registry/IdRegistry";
 
 const match = buildMatcher(ROUTES);
 

@@ -607,3 +607,80 @@ describe("governance routes: the same 404, the same unresolved reference, and th
       }
   }, 120_000); // many requests per role: slow when the whole suite shares the machine, not a timed test
 });
+
+describe("legal holds, retention and identity mappings: the same 404, the same unresolved reference, and the role matrix", () => {
+  const zero = "0".repeat(32);
+
+  it("answers foreign, invisible and missing ids identically", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const writer = await mintKey(org.api_key, { scopes: ["*"] });
+    const admin = await principalWithRole(org.api_key, "admin");
+    const hidden = await appendOk(writer.key, obs("s", "private", { visibility: "private" }));
+    // A hold on a record the admin cannot read: the hold answers the admin like a missing one.
+    const hold = (await call("POST", "/v1/legal-holds", { key: writer.key, body: { target_type: "observation", target_id: hidden, reason: "r" } }));
+    expectError(hold, 403, "FORBIDDEN"); // a member may not place holds
+    const wAdmin = await principalWithRole(org.api_key, "admin");
+    const held = (await call("POST", "/v1/legal-holds", { key: wAdmin.key, body: { target_type: "observation", target_id: await appendOk(wAdmin.key, obs("s", "p", { visibility: "private" })), reason: "r" } })).json.data.hold_id;
+    const mapping = (await call("POST", "/v1/identity-mappings", { key: org.api_key, body: { external_system: "slack", external_id: "U1", subject_id: "s" } })).json.data.mapping_id;
+    // [method, path, missing path, body, key that asks for the missing id, key to which the record is invisible]
+    const cases: [string, string, string, unknown, string, string?][] = [
+      ["POST", `/v1/legal-holds/${held}/release`, `/v1/legal-holds/hold_${zero}/release`, {}, admin.key, admin.key],
+      ["DELETE", `/v1/identity-mappings/${mapping}`, `/v1/identity-mappings/map_${zero}`, undefined, org.api_key],
+    ];
+    for (const [method, path, missingPath, body, own, invisibleTo] of cases) {
+      const missing = await call(method, missingPath, { key: own, body });
+      const answers = [await call(method, path, { key: other.api_key, body }), missing];
+      if (invisibleTo) answers.push(await call(method, path, { key: invisibleTo, body }));
+      for (const r of answers) {
+        expectError(r, 404, "NOT_FOUND");
+        expect(JSON.stringify(r.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
+      }
+    }
+    // Body references: hidden, foreign and missing targets are one 400 UNRESOLVED_REFERENCE.
+    const theirs = await appendOk(other.api_key, obs("s", "theirs"));
+    const theirClaim = (await consolidateOk(other.api_key, "s", [{ kind: "fact", statement: "t", sources: supports(theirs) }]))[0];
+    const refs: [string, string[]][] = [["observation", [hidden, theirs, `obs_${zero}`]], ["claim", [theirClaim, `claim_${zero}`]]];
+    for (const [target_type, ids] of refs) {
+      const answers = await Promise.all(ids.map((id) => call("POST", "/v1/legal-holds", { key: admin.key, body: { target_type, target_id: id, reason: "r" } })));
+      for (const r of answers) expectError(r, 400, "UNRESOLVED_REFERENCE");
+      expect(new Set(answers.map((r, i) => r.json.error.message.replace(ids[i], "ID"))).size, target_type).toBe(1);
+    }
+  }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
+
+  it("allows and refuses each route by role", async () => {
+    const org = await newOrg();
+    const roles = {
+      owner: await principalWithRole(org.api_key, "owner"),
+      admin: await principalWithRole(org.api_key, "admin"),
+      member: await principalWithRole(org.api_key, "member"),
+      reader: await principalWithRole(org.api_key, "reader"),
+    };
+    const p = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "r", status: "active", rules: { rules: [{ record_type: "claim", max_age_days: 9 }] } } });
+    expect(p.status, p.text).toBe(201);
+    let n = 0;
+    const team = () => appendOk(org.api_key, obs("matrix", `o${n++}`));
+    const writers = ["owner", "admin", "member"];
+    const rows: [string, () => Promise<[string, string, unknown?]>, string[]][] = [
+      ["place hold", async () => ["POST", "/v1/legal-holds", { target_type: "observation", target_id: await team(), reason: "r" }], ["owner", "admin"]],
+      ["release hold", async () => {
+        const h = (await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type: "observation", target_id: await team(), reason: "r" } })).json.data.hold_id;
+        return ["POST", `/v1/legal-holds/${h}/release`, {}];
+      }, ["owner", "admin"]],
+      ["apply retention", async () => ["POST", "/v1/retention/apply", { dry_run: true }], ["owner", "admin"]],
+      ["map identity", async () => ["POST", "/v1/identity-mappings", { external_system: "crm", external_id: `e${n++}`, subject_id: "s" }], writers],
+      ["list mappings", async () => ["GET", "/v1/identity-mappings"], [...writers, "reader"]],
+      ["retire mapping", async () => {
+        const m = (await call("POST", "/v1/identity-mappings", { key: org.api_key, body: { external_system: "crm", external_id: `e${n++}`, subject_id: "s" } })).json.data.mapping_id;
+        return ["DELETE", `/v1/identity-mappings/${m}`];
+      }, writers],
+    ];
+    for (const [name, build, allowed] of rows)
+      for (const [role, who] of Object.entries(roles)) {
+        const [method, path, body] = await build();
+        const r = await call(method, path, { key: who.key, body });
+        if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBeLessThan(300);
+        else expectError(r, 403, "FORBIDDEN");
+      }
+  }, 120_000);
+});

@@ -9,7 +9,7 @@ import { ApiError, translateStorageError } from "../src/http/errors";
 import type { EdgeEnv, PublicRoute } from "../src/http/route";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 import { handle } from "../src/worker";
-import { append, bareRequest, appendOk, call, expectError, inOrg, newOrg, obs, orgStub, supports } from "./helpers";
+import { append, bareRequest, appendOk, call, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";
 
 /** A D1 binding that prepares statements (lazily, as D1 does) but fails every query like an unreachable database. */
 const failingD1 = (): D1Database => {
@@ -113,16 +113,21 @@ describe("503 paths", () => {
     expect(minted).toEqual([{ key_id: expect.stringMatching(/^key_/), status: "revoked" }]);
   });
 
-  it("answers 503 UNAVAILABLE when the ownership index cannot be read during import, importing nothing", async () => {
+  it("answers 503 UNAVAILABLE when the ownership registry cannot answer during import, importing nothing", async () => {
     const org = await newOrg();
     const owner = (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id;
     const line = JSON.stringify({ type: "project", project_id: `prj_${"a".repeat(32)}`, reference: "imp", created_by: owner, created_at: "2026-01-01T00:00:00.000Z" });
-    const result = await dispatchWith(org.org_id, { INDEX_DB: failingD1() }, {
-      routeId: "POST /v1/import", keyHash: hashKey(org.api_key), bodyText: line, headers: { "content-type": "application/x-ndjson" },
+    const working = await inOrg(org.org_id, (o) => {
+      const deps = o.deps;
+      o.deps = { ...deps, registry: failingRegistry };
+      return deps;
     });
-    expect(result).toEqual({ ok: false, error: { code: "UNAVAILABLE", message: "The record ownership index is unavailable; nothing was imported." } });
+    const r = await call("POST", "/v1/import", { key: org.api_key, raw: line, headers: { "content-type": "application/x-ndjson" } });
+    expect(r.json).toMatchObject({ error: { code: "UNAVAILABLE", message: "The record ownership registry is unavailable; nothing was imported." } });
+    expect(r.status).toBe(503);
     expect(await inOrg(org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM projects")!.n)).toBe(0);
-    // The same import with the real index goes through: the line itself was fine.
+    await inOrg(org.org_id, (o) => { o.deps = working; });
+    // The same import with the real registry goes through: the line itself was fine.
     expect((await call("POST", "/v1/import", { key: org.api_key, raw: line, headers: { "content-type": "application/x-ndjson" } })).status).toBe(201);
   });
 
@@ -206,7 +211,10 @@ describe("a real route failing after a partial write leaves nothing behind", () 
     expect(ok.status, ok.text).toBe(201);
     const after = await tally(org.org_id);
     expect(after).toMatchObject({ claims: 2, sources: 2, events: (before.events as number) + 2, audit: (before.audit as number) + 2, replays: 2 });
-    expect(after.outbox).toBeGreaterThan(before.outbox as number);
+    // Its outbox rows were committed and carried to the ownership registry before the reply.
+    const created = ok.json.data.claims.map((c: { claim_id: string }) => c.claim_id);
+    expect(Object.keys(await registryOwners(created)).sort()).toEqual([...created].sort());
+    expect(after.outbox).toBe(before.outbox);
     expect(after.webhook_due_at).not.toBeNull();
   });
 });

@@ -3,6 +3,8 @@ import { env, runInDurableObject, SELF } from "cloudflare:test";
 import type { OrgStore } from "../src/org/OrgStore";
 import { expect } from "vitest";
 import { bootstrapOrganization } from "../src/operator";
+import type { OwnershipRegistry } from "../src/registry/client";
+import { groupByShard } from "../src/registry/shards";
 
 export interface CallResult {
   status: number;
@@ -71,6 +73,21 @@ export async function consolidateOk(key: string, subject: string, claims: Record
 }
 
 export const supports = (observation_id: string) => [{ observation_id, relation: "supports" }];
+
+/** An ownership registry whose every shard is unreachable (give it to one org object through its deps). */
+export const failingRegistry: OwnershipRegistry = {
+  claim: () => Promise.reject(new Error("registry unreachable (test)")),
+  register: () => Promise.reject(new Error("registry unreachable (test)")),
+  release: () => Promise.reject(new Error("registry unreachable (test)")),
+};
+
+/** The owner the ownership registry records for each id (ids it does not know are absent). */
+export async function registryOwners(ids: string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [shard, list] of groupByShard(ids))
+    Object.assign(out, await env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName(shard)).owners(list));
+  return out;
+}
 
 /** Run `fn` inside the organization's Durable Object (direct SQL checks, alarms). */
 export function orgStub(orgId: string): DurableObjectStub<OrgStore> {

@@ -671,18 +671,32 @@ describe("events", () => {
 });
 
 describe("record ownership outbox", () => {
-  it("carries created project, observation and claim ids to the global index from the alarm", async () => {
-    const { env, runDurableObjectAlarm } = await import("cloudflare:test");
-    const { orgStub } = await import("./helpers");
+  it("registers created project, observation and claim ids before the write answers", async () => {
+    const { registryOwners } = await import("./helpers");
     const org = await newOrg();
     const p = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "r", create: true } });
     const o = await appendOk(org.api_key, obs("s", "x", { project_id: p.json.data.project_id }));
     const [c] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "x", sources: supports(o) }]);
-    const queued = await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n);
-    expect(queued).toBe(3);
+    const ids = [p.json.data.project_id, o, c];
+    expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+  });
+
+  it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {
+    const { runDurableObjectAlarm } = await import("cloudflare:test");
+    const { failingRegistry, orgStub, registryOwners } = await import("./helpers");
+    const org = await newOrg();
+    const working = await inOrg(org.org_id, (x) => {
+      const before = x.deps;
+      x.deps = { ...before, registry: failingRegistry };
+      return before;
+    });
+    const o = await appendOk(org.api_key, obs("s", "x"));
+    expect(await registryOwners([o])).toEqual({});
+    expect(await inOrg(org.org_id, (x) => x.db.all<{ payload: string }>("SELECT payload FROM outbox").map((r) => r.payload))).toEqual([o]);
+    await inOrg(org.org_id, (x) => { x.deps = working; });
     expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
-    const owners = await env.INDEX_DB.prepare("SELECT record_id, org_id FROM record_owners WHERE org_id = ? ORDER BY record_id").bind(org.org_id).all();
-    expect(owners.results.map((r: any) => r.record_id).sort()).toEqual([p.json.data.project_id, o, c].sort());
+    expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
   });
 });

@@ -2,7 +2,8 @@ import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { claimLine, exportHeader, observationLine, projectLine } from "../src/domains/portability/schema";
 import { contentHash } from "../src/domains/memory/store";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, orgStub, supports } from "./helpers";
+import { durableRegistry } from "../src/registry/client";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";
 
 type Org = Awaited<ReturnType<typeof newOrg>>;
 
@@ -70,11 +71,15 @@ async function populate(org: Org) {
   return { projects: [p1, p2], observations: [o1, o2, o3, o4], claims: { liked, coffee, privateClaim, busy, avoids, dislikes } };
 }
 
-/** Forget org's ids in the shared D1 ownership index, as if the import target were another deployment. */
-async function forgetOwnership(orgId: string) {
+/** Forget the exported ids of org in the ownership registry, as if the import target were another deployment. */
+async function forgetOwnership(orgId: string, exportText: string) {
   await runDurableObjectAlarm(orgStub(orgId) as unknown as DurableObjectStub); // drain the outbox first
-  await env.INDEX_DB.prepare("DELETE FROM record_owners WHERE org_id = ?").bind(orgId).run();
+  await durableRegistry(env.ID_REGISTRY).release(orgId, recordIdsOf(exportText));
 }
+
+const recordIdsOf = (exportText: string): string[] => parseLines(exportText).slice(1)
+  .map((l: { project_id?: string; observation_id?: string; claim_id?: string; type: string }) =>
+    (l.type === "project" ? l.project_id : l.type === "observation" ? l.observation_id : l.claim_id)!);
 
 describe("export", () => {
   it("streams a header and one readable record per line in import order; tombstones without content", async () => {
@@ -162,7 +167,7 @@ describe("import", () => {
     const ids = await populate(a);
     const exported = await call("GET", "/v1/export?limit=2000", { key: a.api_key });
     const aLines = exported.text.split("\n").filter(Boolean).slice(1);
-    await forgetOwnership(a.org_id);
+    await forgetOwnership(a.org_id, exported.text);
 
     const b = await newOrg();
     const eventsBefore = await inOrg(b.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n);
@@ -198,8 +203,8 @@ describe("import", () => {
     expect(again.status, again.text).toBe(200);
     expect(again.json.data).toMatchObject({ imported: { projects: 0, observations: 0, claims: 0 }, skipped: { projects: 2, observations: 4, claims: 6 } });
     await runDurableObjectAlarm(orgStub(b.org_id) as unknown as DurableObjectStub);
-    const owned = await env.INDEX_DB.prepare("SELECT count(*) AS n FROM record_owners WHERE org_id = ?").bind(b.org_id).first<{ n: number }>();
-    expect(owned!.n).toBe(12);
+    const owners = await registryOwners(recordIdsOf(exported.text));
+    expect(Object.values(owners)).toEqual(Array(12).fill(b.org_id));
     expect((await importNdjson(b.api_key, exported.text)).status).toBe(200);
   });
 

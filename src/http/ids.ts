@@ -6,7 +6,7 @@ export const ID_PREFIX = {
   checkpoint: "chk_", lease: "lse_", handoff: "hnd_", audit: "aud_", request: "req_", session: "sess_",
   workspace: "wsp_", grant: "grt_", membership: "mbr_",
   policy: "pol_", approval: "apr_", channel: "chn_", release: "rel_",
-  peer: "peer_", filter: "flt_", federationLog: "fxl_",
+  peer: "peer_", filter: "flt_", federationLog: "fxl_", hold: "hold_", mapping: "map_",
 } as const;
 
 export function randomHex(bytes = 16): string {

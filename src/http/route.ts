@@ -12,6 +12,8 @@ export type Method = "GET" | "POST" | "PATCH" | "DELETE";
 export interface EdgeEnv {
   ORG: DurableObjectNamespace<import("../org/OrgStore").OrgStore>;
   INDEX_DB: D1Database;
+  /** The record-ownership registry: 256 IdRegistry shards (src/registry). */
+  ID_REGISTRY: DurableObjectNamespace<import("../registry/IdRegistry").IdRegistry>;
   SVC_RUNTIME?: string;
   SVC_REVISION?: string;
   MAINTENANCE_INTERVAL_SECONDS?: string;

@@ -1,8 +1,9 @@
 // The global D1 index: credential hash -> org id, the organization registry, username -> org id.
-// Exactly one indexed lookup per authenticated request.
+// Exactly one indexed lookup per authenticated request (on the nearest replica); nothing here grows
+// with the number of records (record ownership lives in src/registry).
 
 /** The D1 migration files under schema/d1, in order (a test checks this list against the folder). */
-export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql"] as const;
+export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql", "0004_drop_record_owners.sql"] as const;
 
 /**
  * Routing cache: key hash -> org id, per Worker isolate. Safe because the mapping never changes for a
@@ -14,10 +15,20 @@ const ROUTE_CACHE_MAX = 10_000;
 const ROUTE_CACHE_TTL_MS = 10 * 60_000;
 const routeCache = new Map<string, { orgId: string; until: number }>();
 
-export async function orgForCredential(db: D1Database, keyHash: string): Promise<string | null> {
+const CREDENTIAL_ORG = "SELECT org_id FROM credentials WHERE key_hash = ?";
+
+/**
+ * The organization a credential routes to. Read from the nearest replica (D1 Sessions API,
+ * "first-unconstrained"): safe, because the org Durable Object re-checks the key row on every request,
+ * so a stale replica can only route, never authorize (a revoked key it still knows fails in the DO).
+ * A miss is asked again of the primary, so a key created a moment ago never fails on a lagging replica.
+ * Writes (addCredential, removeCredential) use the primary.
+ */
+export async function orgForCredential(db: Pick<D1Database, "prepare" | "withSession">, keyHash: string): Promise<string | null> {
   const hit = routeCache.get(keyHash);
   if (hit && hit.until > Date.now()) return hit.orgId;
-  const row = await db.prepare("SELECT org_id FROM credentials WHERE key_hash = ?").bind(keyHash).first<{ org_id: string }>();
+  const row = await db.withSession("first-unconstrained").prepare(CREDENTIAL_ORG).bind(keyHash).first<{ org_id: string }>()
+    ?? await db.prepare(CREDENTIAL_ORG).bind(keyHash).first<{ org_id: string }>();
   if (!row) return null;
   if (routeCache.size >= ROUTE_CACHE_MAX) routeCache.delete(routeCache.keys().next().value!);
   routeCache.set(keyHash, { orgId: row.org_id, until: Date.now() + ROUTE_CACHE_TTL_MS });

@@ -14,7 +14,8 @@ import { bootstrapOrganization, type BootstrapResult } from "../domains/identity
 import { BACKGROUND_JOBS } from "../jobs";
 import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";
-import { maintenanceIntervalMs } from "./maintenance";
+import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
+import { drainRecordOwners } from "./outbox";
 import { getMeta } from "./meta";
 import { passwordLogin, type LoginResult } from "../domains/dashboard/login";
 import { revokeSessionById } from "../domains/dashboard/store";
@@ -70,10 +71,15 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       if (!route) throw new Error(`route ${input.routeId} is not an org route`);
       const caller = loadCaller(this.db, input.keyHash);
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
+      // A write that created record ids registers them before it answers (see registerCreatedIds).
+      let createdIds = false;
       const session: Session = {
         orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
         headers: input.headers, env: this.env, deps: this.deps,
-        jobDue: (job, dueAtMs, armAtMs) => this.jobDue(job, dueAtMs, armAtMs),
+        jobDue: (job, dueAtMs, armAtMs) => {
+          if (job === recordOwnersJob.name) createdIds = true;
+          this.jobDue(job, dueAtMs, armAtMs);
+        },
         eventsWritten: () => this.eventsWritten(),
       };
       const reply = await executeRoute(session, route, {
@@ -81,12 +87,26 @@ export class OrgStore extends DurableObject<EdgeEnv> {
         rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
       });
       await this.settleAlarmWork();
+      if (createdIds) await this.registerCreatedIds(input.orgId);
       await this.applyIndexWrites(input.orgId, reply);
       const { indexWrites: _applied, ...answer } = reply;
       return { ok: true, ...answer };
     } catch (err) {
       if (!(err instanceof ApiError)) console.error("request failed", input.routeId, err);
       return { ok: false, error: translateStorageError(err).toBody() };
+    }
+  }
+
+  /**
+   * New ids reach the ownership registry before the reply that reveals them, so no other organization
+   * can learn an id before the registry knows its owner (README "Record ownership"). One batch, one RPC
+   * per shard; a failure leaves the rows to the alarm's retry and the write stands.
+   */
+  private async registerCreatedIds(orgId: string): Promise<void> {
+    try {
+      await drainRecordOwners(this.db, this.deps.registry, orgId);
+    } catch (err) {
+      console.error("ownership registration failed; the outbox retries", err);
     }
   }
 

@@ -1,4 +1,5 @@
-// The organization's own background job: carrying the record-ownership outbox to the global D1 index.
+// The organization's own background job: carrying the record-ownership outbox to the registry (the retry
+// path: a creating write already registers its ids before it replies, see OrgStore.dispatch).
 // Domain jobs live in their domains; the list the alarm runs is src/jobs.ts.
 import { clock } from "../http/clock";
 import type { BackgroundJob } from "./jobs";
@@ -9,9 +10,9 @@ export const OUTBOX_RETRY_MS = 30_000;
 
 export const recordOwnersJob: BackgroundJob = {
   name: "record_owners",
-  async run({ db, indexDb, orgId }) {
+  async run({ db, deps, orgId }) {
     if (!orgId) return null;
-    return (await drainRecordOwners(db, indexDb, orgId)) ? clock.nowMs() : null;
+    return (await drainRecordOwners(db, deps.registry, orgId)) ? clock.nowMs() : null;
   },
   retryMs: () => OUTBOX_RETRY_MS,
 };

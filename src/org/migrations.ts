@@ -536,7 +536,60 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    name: "0012_webhook_start",
+    name: "0012_record_owner_backfill",
+    sql: `
+      -- Record ownership moved from the D1 record_owners table (dropped) to the IdRegistry shards:
+      -- queue every existing project, observation and claim id once more, so the alarm registers them.
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'record_owner', project_id, created_at FROM projects;
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'record_owner', observation_id, created_at FROM observations;
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'record_owner', claim_id, created_at FROM claims;
+      INSERT OR REPLACE INTO org_meta (name, value) SELECT 'job_due:record_owners', '0' WHERE EXISTS (SELECT 1 FROM outbox);
+    `,
+  },
+  {
+    name: "0013_retention_holds_mappings",
+    sql: `
+      -- Retention exclusion: set by POST /v1/retention/apply, cleared when a legal hold covers the
+      -- record. Every read predicate (records.ts retrievable) tests it; nothing is deleted.
+      ALTER TABLE observations ADD COLUMN retention_excluded_at TEXT;
+      ALTER TABLE claims ADD COLUMN retention_excluded_at TEXT;
+      -- Retention apply walks records by age: (created_at, id) ranges, oldest first.
+      CREATE INDEX claims_by_created ON claims(created_at, claim_id);
+      CREATE TABLE legal_holds (
+        hold_id TEXT PRIMARY KEY,
+        target_type TEXT NOT NULL,            -- 'claim' | 'observation'
+        target_id TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        status TEXT NOT NULL,                 -- 'active' | 'released'
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        released_by TEXT,
+        released_at TEXT
+      );
+      -- Coverage asks "is there an active hold on any of these ids".
+      CREATE INDEX legal_holds_active_by_target ON legal_holds(target_id) WHERE status = 'active';
+      CREATE INDEX legal_holds_by_created ON legal_holds(created_at, hold_id);
+      CREATE TABLE identity_mappings (
+        mapping_id TEXT PRIMARY KEY,
+        external_system TEXT NOT NULL,
+        external_id TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        status TEXT NOT NULL,                 -- 'active' | 'retired'
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        retired_by TEXT,
+        retired_at TEXT,
+        UNIQUE (external_system, external_id, version)
+      );
+      -- One active mapping per external identity.
+      CREATE UNIQUE INDEX identity_mappings_one_active ON identity_mappings(external_system, external_id) WHERE status = 'active';
+      CREATE INDEX identity_mappings_by_created ON identity_mappings(created_at, mapping_id);
+      CREATE INDEX identity_mappings_by_subject ON identity_mappings(subject_id, created_at);
+    `,
+  },
+  {
+    name: "0014_webhook_start",
     sql: `
       -- The event log position when the hook was registered: it receives only later events. Hooks
       -- registered before this migration keep receiving the whole log (0).

@@ -1,6 +1,8 @@
-// Carrying committed outbox rows to the global D1 index, in bounded batches, from the alarm.
-// Rows are deleted only after D1 accepted them, so a failed drain is simply retried next time.
+// Carrying committed outbox rows to the ownership registry (src/registry), in bounded batches: right
+// after the write that queued them (OrgStore.dispatch, before the reply) and from the alarm as the retry.
+// Rows are deleted only after the registry accepted them, so a failed drain is simply retried next time.
 import { clock } from "../http/clock";
+import type { OwnershipRegistry } from "../registry/client";
 import type { Db } from "./db";
 
 export const OUTBOX_BATCH = 200;
@@ -22,7 +24,7 @@ export const touchedAll = (...list: Touched[]): Touched =>
  * vector index: `index: (t) => [...t.created, ...t.changed]`) is one line here plus its drain.
  */
 export const OUTBOX_TOPICS: Record<string, (t: Touched) => string[]> = {
-  /** The global ownership index (D1 record_owners): which organization owns an id. */
+  /** The ownership registry (src/registry, 256 Durable Object shards): which organization owns an id. */
   record_owner: (t) => t.created,
 };
 
@@ -37,15 +39,19 @@ export function queueTouched(db: Db, touched: Touched, at: string): number {
   return queued;
 }
 
-/** Returns true when more rows remain. */
-export async function drainRecordOwners(db: Db, indexDb: D1Database, orgId: string): Promise<boolean> {
+/**
+ * Register one batch of created ids with the registry (one RPC per shard). Returns true when more rows
+ * remain. Safe to run concurrently with itself: registration is idempotent for the owner.
+ */
+export async function drainRecordOwners(db: Db, registry: OwnershipRegistry, orgId: string): Promise<boolean> {
   const rows = db.all<{ seq: number; payload: string }>(
     "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' ORDER BY seq LIMIT ?", OUTBOX_BATCH + 1);
   const batch = rows.slice(0, OUTBOX_BATCH);
   if (!batch.length) return false;
-  const at = clock.nowIso();
-  await indexDb.batch(batch.map((r) =>
-    indexDb.prepare("INSERT OR IGNORE INTO record_owners (record_id, org_id, created_at) VALUES (?, ?, ?)").bind(r.payload, orgId, at)));
-  db.run("DELETE FROM outbox WHERE topic = 'record_owner' AND seq <= ?", batch[batch.length - 1].seq);
+  const { conflicts } = await registry.register(orgId, batch.map((r) => r.payload), clock.nowIso());
+  // Only possible when this write's registration failed and another organization imported the id in
+  // that window (README "Record ownership"): the registry keeps the first owner; say so loudly.
+  if (conflicts.length) console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
+  db.run("DELETE FROM outbox WHERE topic = 'record_owner' AND seq IN (SELECT value FROM json_each(?))", JSON.stringify(batch.map((r) => r.seq)));
   return rows.length > OUTBOX_BATCH;
 }

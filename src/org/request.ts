@@ -53,6 +53,8 @@ export interface OrgDeps {
   sendWebhook: import("../domains/webhooks/delivery").Sender;
   /** Consulted by every observation purge, in order. */
   purgeGuards: readonly PurgeGuard[];
+  /** The record-ownership registry (src/registry): import claims ids in it, writes register theirs. */
+  registry: import("../registry/client").OwnershipRegistry;
 }
 
 export interface Reply {

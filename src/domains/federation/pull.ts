@@ -52,7 +52,8 @@ function scan(db: Db, peer: PeerRow, filters: FilterRow[], limit: number) {
       scanSeq = e.seq;
       scanned++;
       const row = facets.get(e.resource_id);
-      if (row && row.visibility === "team" && passes(filters, FEDERABLE_KINDS[e.kind as FederableKind], row)) served.push(e);
+      // Records retention excluded never cross (nor do their events).
+      if (row && row.visibility === "team" && row.retention_excluded_at == null && passes(filters, FEDERABLE_KINDS[e.kind as FederableKind], row)) served.push(e);
       if (served.length === limit) break;
     }
     if (batch.length < SCAN_BATCH && scanSeq === batch[batch.length - 1].seq && served.length < limit) {
@@ -76,7 +77,7 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
   const bundles: Record<string, unknown>[] = [];
   if (!claimIds.length) return { bundles, kept: served.length };
   const now = clock.nowIso();
-  const claims = new Map(claimsByIds(db, claimIds).filter((c) => c.visibility === "team" && c.status === "active" &&
+  const claims = new Map(claimsByIds(db, claimIds).filter((c) => c.visibility === "team" && c.status === "active" && c.retention_excluded_at == null &&
     (c.valid_to == null || c.valid_to > now) && passes(filters, "claim", c)).map((c) => [c.claim_id, c]));
   const sources = allSourcesByClaim(db, [...claims.keys()]);
   const bundled = new Set<string>();
@@ -87,7 +88,7 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
     const own = sources.get(c.claim_id) ?? [];
     const evidence = observationsByIds(db, [...new Set(own.map((s) => s.observation_id))]);
     if (!own.length || evidence.length !== new Set(own.map((s) => s.observation_id)).size ||
-      evidence.some((o) => o.visibility !== "team" || o.purged_at != null || o.content == null || !passes(filters, "observation", o)))
+      evidence.some((o) => o.visibility !== "team" || o.purged_at != null || o.retention_excluded_at != null || o.content == null || !passes(filters, "observation", o)))
       continue;
     const bundle = signBundle(peer.shared_secret, {
       source_org_id: orgId,

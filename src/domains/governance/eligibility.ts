@@ -1,10 +1,10 @@
 // THE release eligibility rule (DESIGN "Eligible"), one pure function checked at release create,
 // approve and activate, and again for every release at channel compile time:
-//   the claim's current version equals the pinned version; it is active, unexpired and team-visible;
+//   the claim's current version equals the pinned version; it is active, unexpired, not excluded by
+//   retention and team-visible;
 //   every supporting source's trust is at least the channel's min_trust; its trust is `verified`; and,
 //   when the active `release` policy has require_approved_claim, an approved claim approval of exactly
 //   that version exists.
-// Retention exclusion joins this list when the retention issue adds it to claims.
 import { type Trust, trustRank } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
@@ -15,6 +15,7 @@ export const INELIGIBLE = {
   stale_version: "the claim changed since this version was pinned",
   not_active: "the claim is not active",
   expired: "the claim has expired",
+  retention_excluded: "retention has excluded the claim from retrieval",
   not_team: "the claim is not team-visible",
   source_below_min_trust: "a supporting source's trust is below the channel's min_trust",
   not_verified: "the claim's trust is not verified",
@@ -34,6 +35,7 @@ export function ineligibility(ctx: EligibilityContext, pin: { claim_id: string; 
   if (!c || c.version !== pin.claim_version) return "stale_version";
   if (c.status !== "active") return "not_active";
   if (c.valid_to != null && c.valid_to <= ctx.now) return "expired";
+  if (c.retention_excluded_at != null) return "retention_excluded";
   if (c.visibility !== "team") return "not_team";
   // Before the claim's own trust: a claim's trust is the lowest of its supporting sources', so a
   // verified claim always passes this; checking it first names the channel's floor when it is the cause.

@@ -81,10 +81,11 @@ export const observationRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge",
-    grantWritable: (rc) => readableObservation(rc.db, rc.caller, rc.params.id),
+    // evenExcluded: purging deletes, so what retention hid may still be purged (a hold still blocks it).
+    grantWritable: (rc) => readableObservation(rc.db, rc.caller, rc.params.id, { evenExcluded: true }),
     summary: "Irreversibly tombstone an observation: content gone, id, hash and provenance kept.",
     handler: (rc) => {
-      const obs = readableObservation(rc.db, rc.caller, rc.params.id);
+      const obs = readableObservation(rc.db, rc.caller, rc.params.id, { evenExcluded: true });
       if (!obs) throw notFound("Observation");
       if (obs.author_id !== rc.caller.principalId && !isAdmin(rc.caller))
         throw forbidden("Only the observation's author, an owner or an admin may purge it.");

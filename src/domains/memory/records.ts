@@ -9,8 +9,9 @@
 // opts)` in JS. Who may read a record (visibility, authorship, grants) is decided by the authorization
 // module (src/access/policy.ts: readableWhere/canRead), which also decides events and other
 // non-record reads; this module composes it with what makes a memory record retrievable at all
-// (validity: a claim's status and valid_to). Retention exclusion and workspace roles are added to
-// retrievable/canRetrieve and nowhere else: every read of these tables below is built on them.
+// (validity: a claim's status and valid_to; retention: retention_excluded_at). Retention exclusion
+// and workspace roles are added to retrievable/canRetrieve and nowhere else: every read of these
+// tables below is built on them.
 import { canRead, readableWhere } from "../../access/policy";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
@@ -38,6 +39,8 @@ export interface ObservationRow {
   author_id: string;
   created_at: string;
   purged_at: string | null;
+  /** Set by retention apply: out of every retrieval until a legal hold restores it. */
+  retention_excluded_at?: string | null;
 }
 
 export interface ClaimRow {
@@ -58,6 +61,8 @@ export interface ClaimRow {
   author_id: string;
   created_at: string;
   updated_at: string;
+  /** Set by retention apply: out of every retrieval until a legal hold restores it. */
+  retention_excluded_at?: string | null;
 }
 
 export interface SourceRow {
@@ -77,6 +82,11 @@ export interface Retrieval {
   current?: boolean;
   /** Claims: valid now (valid_to unset or later), whatever the status. */
   valid?: boolean;
+  /**
+   * Include records retention excluded. Only for acting on a record rather than retrieving it: a purge
+   * (deleting what retention hid) and a legal hold (which restores it). Never for a read.
+   */
+  evenExcluded?: boolean;
 }
 
 /** A memory record as the authorization module sees it. */
@@ -97,6 +107,7 @@ export const isCurrentClaim = (c: { status: string; valid_to: string | null }, n
 export function retrievable(caller: Caller, alias: string, opts: Retrieval = {}): [string, ...unknown[]] {
   const [readable, ...args] = readableWhere(caller, alias);
   const parts = [readable];
+  if (!opts.evenExcluded) parts.push(`${alias}.retention_excluded_at IS NULL`);
   if (opts.current) parts.push(`${alias}.status IN ('active', 'disputed')`);
   if (opts.current || opts.valid) {
     parts.push(`(${alias}.valid_to IS NULL OR ${alias}.valid_to > ?)`);
@@ -105,11 +116,13 @@ export function retrievable(caller: Caller, alias: string, opts: Retrieval = {})
   return [parts.join(" AND "), ...args];
 }
 
-type RecordLike = { visibility: string; author_id: string; subject_id: string; project_id: string | null };
+type RecordLike = { visibility: string; author_id: string; subject_id: string; project_id: string | null;
+  retention_excluded_at?: string | null };
 
-/** retrievable, for a row already read. */
+/** retrievable, for a row already read (read with its retention_excluded_at: `SELECT *` does). */
 export function canRetrieve(caller: Caller, r: RecordLike & { status?: string; valid_to?: string | null }, opts: Retrieval = {}): boolean {
   if (!canRead(caller, guarded(r))) return false;
+  if (!opts.evenExcluded && r.retention_excluded_at != null) return false;
   const claim = { status: r.status ?? "", valid_to: r.valid_to ?? null };
   if (opts.current && !isCurrentClaim(claim)) return false;
   if (opts.valid && !isCurrent(claim)) return false;
@@ -161,16 +174,17 @@ export interface RecordFacets {
   subject_id: string;
   trust: string;
   visibility: string;
+  retention_excluded_at: string | null;
 }
 
 export const observationFacets = (db: Db, ids: string[]) =>
   db.all<RecordFacets>(
-    "SELECT observation_id AS id, kind, subject_id, trust, visibility FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))",
+    "SELECT observation_id AS id, kind, subject_id, trust, visibility, retention_excluded_at FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))",
     JSON.stringify(ids));
 
 export const claimFacets = (db: Db, ids: string[]) =>
   db.all<RecordFacets>(
-    "SELECT claim_id AS id, kind, subject_id, trust, visibility FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))",
+    "SELECT claim_id AS id, kind, subject_id, trust, visibility, retention_excluded_at FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))",
     JSON.stringify(ids));
 
 /** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
@@ -213,9 +227,9 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
   return { ...created(c.claim_id), seq };
 }
 
-export type ClaimChange = Partial<Pick<ClaimRow, "status" | "valid_to" | "superseded_by">>;
+export type ClaimChange = Partial<Pick<ClaimRow, "status" | "valid_to" | "superseded_by" | "retention_excluded_at">>;
 
-/** A claim's state change (status move, expiry): every change bumps its version. */
+/** A claim's state change (status move, expiry, retention exclusion or restoration): every change bumps its version. */
 export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touched {
   const sets = Object.keys(change).map((k) => `${k} = ?`);
   db.run(`UPDATE claims SET ${sets.join(", ")}, version = version + 1, updated_at = ? WHERE claim_id = ?`,
@@ -282,6 +296,7 @@ export interface ClaimFacts {
   visibility: string;
   trust: string;
   author_id: string;
+  retention_excluded_at: string | null;
   /** Trust of each observation the claim names with relation `supports`. */
   supporting_trusts: string[];
 }
@@ -291,7 +306,7 @@ export function claimFacts(db: Db, claimIds: string[]): Map<string, ClaimFacts> 
   const out = new Map<string, ClaimFacts>();
   if (!claimIds.length) return out;
   for (const c of db.all<Omit<ClaimFacts, "supporting_trusts"> & { supporting: string | null }>(
-    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.trust, c.author_id,
+    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.trust, c.author_id, c.retention_excluded_at,
             (SELECT group_concat(o.trust) FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
               WHERE s.claim_id = c.claim_id AND s.relation = 'supports') AS supporting
        FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?))`, JSON.stringify([...new Set(claimIds)]))) {
@@ -510,4 +525,79 @@ export function exportRows(db: Db, caller: Caller, type: ExportTable, after: num
   const [where, args] = exportWindow(caller, type);
   return db.all<Record<string, unknown> & { r: number }>(
     `SELECT ${t.position} AS r, ${t.alias}.* FROM ${t.sql} WHERE ${where} ORDER BY ${t.position} LIMIT ?`, after, upTo, ...args, limit);
+}
+
+// ---- retention and legal holds ------------------------------------------------------------------
+
+export type RecordType = "observation" | "claim";
+
+const RECORD_TABLE: Record<RecordType, { table: string; id: string }> = {
+  observation: { table: "observations", id: "observation_id" },
+  claim: { table: "claims", id: "claim_id" },
+};
+
+/**
+ * The source links touching these records: every (claim, observation) pair where the claim is one of
+ * `claims` or the observation one of `observations` (the edges legal-hold coverage follows).
+ */
+export function sourceLinks(db: Db, records: { observations: string[]; claims: string[] }) {
+  if (!records.observations.length && !records.claims.length) return [];
+  return db.all<{ claim_id: string; observation_id: string }>(
+    `SELECT claim_id, observation_id FROM claim_sources WHERE claim_id IN (SELECT value FROM json_each(?))
+     UNION SELECT claim_id, observation_id FROM claim_sources WHERE observation_id IN (SELECT value FROM json_each(?))`,
+    JSON.stringify(records.claims), JSON.stringify(records.observations));
+}
+
+/** One rule of a retention policy as the candidate scan applies it (cutoff: created before it). */
+export interface RetentionMatch {
+  cutoff: string;
+  kinds?: string[];
+  visibility?: string;
+}
+
+/**
+ * One page of retention candidates of a type, oldest first after a (created_at, id) cursor: records
+ * not yet excluded that some rule matches. Walks the (created_at, id) index, so a page costs its size.
+ */
+export function retentionCandidates(db: Db, type: RecordType, rules: RetentionMatch[], after: [string, string], limit: number) {
+  if (!rules.length) return [];
+  const t = RECORD_TABLE[type];
+  const args: unknown[] = [];
+  const any = rules.map((r) => {
+    const parts = ["x.created_at < ?"];
+    args.push(r.cutoff);
+    if (r.kinds) { parts.push("x.kind IN (SELECT value FROM json_each(?))"); args.push(JSON.stringify(r.kinds)); }
+    if (r.visibility) { parts.push("x.visibility = ?"); args.push(r.visibility); }
+    return `(${parts.join(" AND ")})`;
+  });
+  const latest = rules.map((r) => r.cutoff).sort().at(-1)!;
+  return db.all<{ id: string; created_at: string }>(
+    `SELECT x.${t.id} AS id, x.created_at FROM ${t.table} x
+      WHERE x.created_at < ? AND (x.created_at, x.${t.id}) > (?, ?) AND x.retention_excluded_at IS NULL AND (${any.join(" OR ")})
+      ORDER BY x.created_at, x.${t.id} LIMIT ?`,
+    latest, ...after, ...args, limit);
+}
+
+/** Exclude observations from retrieval (retention apply). */
+export function excludeObservations(db: Db, ids: string[], at: string): Touched {
+  if (!ids.length) return changed();
+  db.run("UPDATE observations SET retention_excluded_at = ? WHERE observation_id IN (SELECT value FROM json_each(?)) AND retention_excluded_at IS NULL",
+    at, JSON.stringify(ids));
+  return changed(...ids);
+}
+
+/** Bring excluded observations back into retrieval (a legal hold covers them). */
+export function restoreObservations(db: Db, ids: string[]): Touched {
+  if (!ids.length) return changed();
+  db.run("UPDATE observations SET retention_excluded_at = NULL WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+  return changed(...ids);
+}
+
+/** Which of these records retention has excluded. */
+export function excludedAmong(db: Db, records: { observations: string[]; claims: string[] }) {
+  const of = (type: RecordType, ids: string[]) => ids.length ? db.all<{ id: string }>(
+    `SELECT ${RECORD_TABLE[type].id} AS id FROM ${RECORD_TABLE[type].table}
+      WHERE ${RECORD_TABLE[type].id} IN (SELECT value FROM json_each(?)) AND retention_excluded_at IS NOT NULL`,
+    JSON.stringify(ids)).map((r) => r.id) : [];
+  return { observations: of("observation", records.observations), claims: of("claim", records.claims) };
 }

@@ -5,7 +5,7 @@ import { unresolved } from "../../http/errors";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import {
-  type ClaimRow, type ObservationRow, type SourceRow, canRetrieve, getClaim, getObservation, getProject, retrievableClaimIds,
+  type ClaimRow, type ObservationRow, type Retrieval, type SourceRow, canRetrieve, getClaim, getObservation, getProject, retrievableClaimIds,
   sourcesByClaim,
 } from "./records";
 
@@ -24,9 +24,9 @@ export function requireProject(db: Db, projectId: string | undefined): string | 
 
 export { unresolved }; // defined in http/errors; re-exported for this domain's importers
 
-export function readableObservation(db: Db, caller: Caller, id: string): ObservationRow | null {
+export function readableObservation(db: Db, caller: Caller, id: string, opts: Retrieval = {}): ObservationRow | null {
   const row = getObservation(db, id);
-  return row && canRetrieve(caller, row) ? row : null;
+  return row && canRetrieve(caller, row, opts) ? row : null;
 }
 
 export function readableClaim(db: Db, caller: Caller, id: string): ClaimRow | null {

@@ -3,6 +3,8 @@
 // events (nothing new happened); the batch writes one `import.applied` audit entry with counts.
 import { isAdmin } from "../../access/policy";
 import { trustAtMost } from "../../auth/trust";
+import { clock } from "../../http/clock";
+import type { OwnershipRegistry } from "../../registry/client";
 import { ApiError, conflict, forbidden, invalid } from "../../http/errors";
 import { validate } from "../../http/validate";
 import type { Db } from "../../org/db";
@@ -31,9 +33,6 @@ export interface ImportFile {
   observations: Entry<ObservationLine>[];
   claims: Entry<ClaimLine>[];
 }
-
-/** D1 allows 100 bound parameters per statement. */
-const OWNER_LOOKUP_CHUNK = 100;
 
 const idOf = (r: ProjectLine | ObservationLine | ClaimLine) =>
   r.type === "project" ? r.project_id : r.type === "observation" ? r.observation_id : r.claim_id;
@@ -96,26 +95,30 @@ export const importIds = (file: ImportFile) =>
   [...file.projects, ...file.observations, ...file.claims].map((e) => idOf(e.rec));
 
 /**
- * 409 when any id already belongs to another organization of this deployment, per the global D1
- * ownership index. That index trails each organization's writes by its outbox drain (see README).
+ * Claims every id for this organization in the ownership registry (one RPC per shard, first claimer
+ * wins, all-or-nothing per shard). 409 when any id belongs to another organization; 503 when the
+ * registry cannot answer. Returns the ids this call newly claimed, to release if the import fails.
  */
-export async function refuseForeignIds(indexDb: D1Database, orgId: string, ids: string[]): Promise<void> {
-  const statements: D1PreparedStatement[] = [];
-  for (let i = 0; i < ids.length; i += OWNER_LOOKUP_CHUNK) {
-    const chunk = ids.slice(i, i + OWNER_LOOKUP_CHUNK);
-    statements.push(indexDb.prepare(
-      `SELECT record_id, org_id FROM record_owners WHERE record_id IN (${chunk.map(() => "?").join(", ")})`).bind(...chunk));
-  }
-  let results: D1Result<{ record_id: string; org_id: string }>[];
+export async function claimIds(registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<string[]> {
+  let result: { foreign: string[]; added: string[] };
   try {
-    results = await indexDb.batch<{ record_id: string; org_id: string }>(statements);
+    result = await registry.claim(orgId, ids, clock.nowIso());
   } catch (err) {
-    console.error("record ownership lookup failed", err);
-    throw new ApiError("UNAVAILABLE", "The record ownership index is unavailable; nothing was imported.");
+    console.error("record ownership claim failed", err);
+    throw new ApiError("UNAVAILABLE", "The record ownership registry is unavailable; nothing was imported.");
   }
-  const foreign = results.flatMap((r) => r.results).filter((r) => r.org_id !== orgId).map((r) => r.record_id);
-  if (foreign.length)
+  const { foreign, added } = result;
+  if (foreign.length) {
+    await releaseQuietly(registry, orgId, added);
     throw conflict(`${foreign.length} imported id(s) already belong to another organization: ${foreign.slice(0, 3).join(", ")}${foreign.length > 3 ? ", …" : ""}.`);
+  }
+  return added;
+}
+
+/** Undo claims of an import that did not commit; a failure only leaves unused reservations (README). */
+async function releaseQuietly(registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<void> {
+  if (!ids.length) return;
+  await registry.release(orgId, ids).catch((err) => console.error("releasing import claims failed", err));
 }
 
 /** The record as it exists here, in line form, or null when the id is new to this organization. */
@@ -228,7 +231,12 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
 
 export async function importBatch(rc: RequestCtx): Promise<Reply> {
   const file = parseImport(rc.rawBody, rc.caller);
-  // The one read outside the Durable Object; everything it cannot know is re-checked in the transaction.
-  await refuseForeignIds(rc.env.INDEX_DB, rc.orgId, importIds(file));
-  return commitWrite(rc, (db) => applyImport(db, rc, file));
+  // The one call outside the Durable Object; everything it cannot know is re-checked in the transaction.
+  const claimed = await claimIds(rc.deps.registry, rc.orgId, importIds(file));
+  try {
+    return commitWrite(rc, (db) => applyImport(db, rc, file));
+  } catch (err) {
+    await releaseQuietly(rc.deps.registry, rc.orgId, claimed);
+    throw err;
+  }
 }

@@ -1,0 +1,103 @@
+// The Memory Atlas (POST /v1/memory-views/compile, DESIGN "Memory Atlas") drawn with Cytoscape.js.
+// Node types differ by colour and shape, edge types by colour and line style; a table lists the
+// same nodes and edges for keyboard and screen-reader use.
+import cytoscape from "cytoscape";
+import { ApiFailure, api } from "./api";
+import { errorBox, field, h, select, table } from "./dom";
+import { guarded } from "./auth";
+
+const LENSES = ["evidence_trace", "workspace_graph", "review_queue", "neighborhood", "conflict_freshness", "scope_preview", "knowledge_release"];
+
+export const NODE_STYLE: Record<string, { color: string; shape: cytoscape.Css.NodeShape }> = {
+  claim: { color: "#1f6feb", shape: "round-rectangle" },
+  observation: { color: "#2da44e", shape: "ellipse" },
+  subject: { color: "#bf8700", shape: "diamond" },
+  project: { color: "#8250df", shape: "hexagon" },
+  context: { color: "#57606a", shape: "rectangle" },
+  release: { color: "#cf222e", shape: "star" },
+  channel: { color: "#e16f24", shape: "triangle" },
+  approval: { color: "#1b7c83", shape: "pentagon" },
+  hold: { color: "#24292f", shape: "octagon" },
+  proposal: { color: "#bc4c00", shape: "vee" },
+};
+export const EDGE_STYLE: Record<string, { color: string; line: "solid" | "dashed" | "dotted" }> = {
+  supports: { color: "#2da44e", line: "solid" },
+  contradicts: { color: "#cf222e", line: "solid" },
+  qualifies: { color: "#bf8700", line: "dashed" },
+  "selected-in": { color: "#57606a", line: "dotted" },
+  "released-as": { color: "#e16f24", line: "dashed" },
+  about: { color: "#8c959f", line: "dotted" },
+  supersedes: { color: "#8250df", line: "solid" },
+  related: { color: "#1b7c83", line: "dashed" },
+};
+
+function legend(): HTMLElement {
+  const item = (name: string, color: string, edge = false) => {
+    const el = h("span", { class: edge ? "edge" : null }, name);
+    el.style.setProperty("--c", color);
+    return el;
+  };
+  return h("div", { "aria-hidden": "true" },
+    h("div", { class: "legend" }, "Nodes:", Object.entries(NODE_STYLE).map(([t, s]) => item(t, s.color))),
+    h("div", { class: "legend" }, "Edges:", Object.entries(EDGE_STYLE).map(([t, s]) => item(t, s.color, true))));
+}
+
+export async function atlasPage(main: HTMLElement, params: URLSearchParams): Promise<void> {
+  const out = h("section", { "aria-label": "Atlas result" });
+  const form = guarded(h("form", { "aria-label": "Compile an Atlas view", class: "inline" },
+    select("Lens", "lens", LENSES),
+    field("Focus claim id (evidence_trace)", "focus_id", { value: params.get("focus_id") ?? "", size: 30 }),
+    field("Subject id (neighborhood)", "subject_id", { value: params.get("subject_id") ?? "", size: 20 }),
+    field("Workspace id", "workspace_id", { value: params.get("workspace_id") ?? "", size: 20 }),
+    field("Max nodes", "max_nodes", { type: "number", min: 25, max: 300, value: params.get("max_nodes") ?? "100", size: 4 }),
+    h("button", { type: "submit" }, "Draw")), async (v) => {
+    await draw(out, v);
+  });
+  (form.elements.namedItem("lens") as HTMLSelectElement).value = params.get("lens") ?? "workspace_graph";
+  main.append(h("h1", null, "Memory Atlas"), form, legend(), out);
+  await draw(out, Object.fromEntries(new FormData(form).entries()) as Record<string, string>);
+}
+
+async function draw(out: HTMLElement, v: Record<string, string>): Promise<void> {
+  const body: Record<string, unknown> = { lens: v.lens, max_nodes: Number(v.max_nodes || 100) };
+  if (v.lens === "evidence_trace") body.focus_id = v.focus_id;
+  if (v.lens === "neighborhood") body.subject_id = v.subject_id;
+  if (v.workspace_id) body.workspace_id = v.workspace_id;
+  let view: any;
+  try {
+    view = await api("POST", "/v1/memory-views/compile", { body });
+  } catch (e) {
+    if (e instanceof ApiFailure && e.status === 404 && e.message === "Unknown endpoint.")
+      out.replaceChildren(h("p", { class: "notice", id: "atlas-unavailable", role: "alert" },
+        "This server has no Memory Atlas route yet (POST /v1/memory-views/compile answers 404 Unknown endpoint)."));
+    else out.replaceChildren(errorBox((e as Error).message));
+    return;
+  }
+  const labelOf = new Map<string, string>(view.nodes.map((n: any) => [n.id, n.label]));
+  const graph = h("div", { id: "atlas-graph", role: "img", "aria-label": `Graph of ${view.nodes.length} nodes and ${view.edges.length} edges; the tables below list them.` });
+  out.replaceChildren(
+    h("p", { id: "atlas-summary" }, `${view.nodes.length} nodes, ${view.edges.length} edges`,
+      view.truncated ? ` — truncated at max_nodes; withheld ${view.withheld.nodes} nodes, ${view.withheld.edges} edges.` : "."),
+    graph,
+    h("details", null, h("summary", null, "Nodes and edges as tables"),
+      table(["Node", "Type", "Label", "Status", "Trust", "Kind"], view.nodes.map((n: any) => [n.id, n.type, n.label, n.status ?? "", n.trust ?? "", n.kind ?? ""]), "Nodes"),
+      table(["From", "Edge", "To"], view.edges.map((e: any) => [labelOf.get(e.source) ?? e.source, e.type, labelOf.get(e.target) ?? e.target]), "Edges")));
+  const cy = cytoscape({
+    container: graph,
+    elements: [
+      ...view.nodes.map((n: any) => ({ data: { id: n.id, type: n.type, label: short(n.label) } })),
+      ...view.edges.map((e: any, i: number) => ({ data: { id: `e${i}`, source: e.source, target: e.target, type: e.type } })),
+    ],
+    style: [
+      { selector: "node", style: { label: "data(label)", "font-size": 10, "text-wrap": "ellipsis", "text-max-width": "120px", "text-valign": "bottom", "text-margin-y": 4 } },
+      ...Object.entries(NODE_STYLE).map(([type, s]) => ({ selector: `node[type = "${type}"]`, style: { "background-color": s.color, shape: s.shape } })),
+      { selector: "edge", style: { width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle" } },
+      ...Object.entries(EDGE_STYLE).map(([type, s]) => ({ selector: `edge[type = "${type}"]`, style: { "line-color": s.color, "target-arrow-color": s.color, "line-style": s.line } })),
+    ] as any,
+    layout: { name: view.nodes.length > 60 ? "grid" : "cose", animate: false },
+    wheelSensitivity: 0.3,
+  });
+  (window as any).__atlas = { nodes: cy.nodes().length, edges: cy.edges().length };
+}
+
+const short = (s: string) => (s && s.length > 40 ? s.slice(0, 39) + "…" : s ?? "");

@@ -1,0 +1,228 @@
+// Memories, a claim's evidence and lifecycle, the event feed, webhooks, keys and accounts.
+import { SCOPES } from "../../src/auth/scope-names";
+import { api } from "./api";
+import { guarded } from "./auth";
+import { announce, confirmDialog, errorBox, field, h, select, table } from "./dom";
+
+type Go = (hash: string) => void;
+const CLAIM_STATUSES = ["", "active", "disputed", "superseded", "revoked"];
+const CLAIM_KINDS = ["", "fact", "preference", "decision", "instruction", "summary"];
+const VISIBILITIES = ["", "private", "team"];
+const TRUST = ["", "low", "medium", "high", "verified"];
+const ROLES = ["reader", "member", "admin", "owner"];
+
+/** The search the memories page shows: kept in memory so the back link from a claim returns to it. */
+let search: { filters: Record<string, string>; cursors: string[] } = { filters: {}, cursors: [] };
+
+export async function memoriesPage(main: HTMLElement, go: Go): Promise<void> {
+  const results = h("section", { "aria-label": "Results", "aria-live": "polite" });
+  const f = search.filters;
+  const form = guarded(h("form", { "aria-label": "Search memories", class: "inline", role: "search" },
+    field("Search", "q", { type: "search", value: f.q ?? "", autofocus: true }),
+    select("Status", "status", CLAIM_STATUSES), select("Kind", "kind", CLAIM_KINDS), select("Visibility", "visibility", VISIBILITIES),
+    field("Subject id", "subject_id", { value: f.subject_id ?? "", size: 14 }), field("Project id", "project_id", { value: f.project_id ?? "", size: 14 }),
+    field("Per page", "limit", { type: "number", min: 1, max: 100, value: f.limit ?? "25", size: 4 }),
+    h("button", { type: "submit" }, "Search")), async (v) => {
+    search = { filters: v, cursors: [] };
+    await load();
+  });
+  for (const name of ["status", "kind", "visibility"]) (form.elements.namedItem(name) as HTMLSelectElement).value = f[name] ?? "";
+
+  /** `quiet`: the first load on arrival keeps whatever status line the login left (e.g. recovery codes remaining). */
+  async function load(quiet = false): Promise<void> {
+    const after = search.cursors.at(-1);
+    let data: any;
+    try {
+      data = await api("GET", "/v1/memories", { query: { ...search.filters, after } });
+    } catch (e) {
+      results.replaceChildren(errorBox((e as Error).message));
+      return;
+    }
+    const page = search.cursors.length + 1;
+    results.replaceChildren(
+      h("h2", null, `Page ${page}`),
+      data.items.length
+        ? table(["Statement", "Kind", "Status", "Trust", "Subject", "Valid to"], data.items.map((c: any) => [
+          h("a", { href: `#/claim/${encodeURIComponent(c.claim_id)}` }, c.statement), c.kind, c.status, c.trust, c.subject_id ?? "", c.valid_to ?? ""]))
+        : h("p", null, "No memories match."),
+      h("div", { class: "inline" },
+        search.cursors.length ? h("button", { type: "button", class: "secondary", on: { click: () => { search.cursors.pop(); void load(); } } }, "Previous page") : null,
+        data.has_more ? h("button", { type: "button", class: "secondary", on: { click: () => { search.cursors.push(data.next_cursor); void load(); } } }, "Next page") : null));
+    results.dataset.query = search.filters.q ?? "";
+    if (!quiet) announce(`${data.items.length} memories on page ${page}.`);
+  }
+  main.append(h("h1", null, "Memories"), form, results);
+  await load(true);
+}
+
+function observationRows(list: any[]) {
+  return list.map((o) => [o.observation_id, o.kind, o.trust, o.content ?? "(purged)", o.created_at]);
+}
+
+export async function claimPage(main: HTMLElement, go: Go, claimId: string): Promise<void> {
+  const ev = await api("GET", `/v1/claims/${encodeURIComponent(claimId)}/evidence`);
+  const c = ev.claim;
+  const act = (label: string, path: string, extra: Record<string, unknown>, warn: string) =>
+    guarded(h("form", { "aria-label": label, class: "inline" },
+      ...(path === "supersede" ? [field("Superseded by (claim id)", "superseded_by", { required: true, size: 30 })] : []),
+      field("Reason", "reason", { maxlength: 1000 }),
+      h("button", { type: "submit", class: "danger" }, label)), async (v) => {
+      if (!(await confirmDialog(`${label}?`, warn, label))) return;
+      const body: Record<string, unknown> = { ...extra, ...(v.reason ? { reason: v.reason } : {}) };
+      if (v.superseded_by) body.superseded_by = v.superseded_by;
+      await api("POST", `/v1/claims/${encodeURIComponent(claimId)}/${path}`, { body });
+      announce(`Claim: ${label.toLowerCase()} done.`, true);
+      go(`#/claim/${encodeURIComponent(claimId)}?t=${Date.now()}`);
+    });
+  main.append(
+    h("p", null, h("a", { href: "#/memories" }, "← Back to memories")),
+    h("h1", null, c.statement),
+    table(["Claim", "Kind", "Status", "Trust", "Visibility", "Subject", "Valid from", "Valid to", "Version"],
+      [[c.claim_id, c.kind, c.status, c.trust, c.visibility, c.subject_id ?? "", c.valid_from ?? "", c.valid_to ?? "", String(c.version ?? "")]]),
+    h("p", null, h("a", { href: `#/atlas?lens=evidence_trace&focus_id=${encodeURIComponent(c.claim_id)}` }, "Open this claim's evidence trace in the Atlas")),
+    h("h2", { id: "evidence" }, "Evidence"),
+    h("p", { class: "hidden-count" }, ev.hidden_source_count
+      ? `${ev.hidden_source_count} source${ev.hidden_source_count === 1 ? "" : "s"} hidden (you may not read them).`
+      : "No hidden sources."),
+    ...(["supporting", "contradicting", "qualifying"] as const).map((rel) => h("section", { "aria-label": rel },
+      h("h2", null, `${rel[0].toUpperCase()}${rel.slice(1)} (${ev[rel].length})`),
+      ev[rel].length ? table(["Observation", "Kind", "Trust", "Content", "Created"], observationRows(ev[rel])) : h("p", { class: "muted" }, "None."))),
+    h("h2", null, "Lifecycle"),
+    act("Supersede", "supersede", {}, "The claim becomes superseded by the other claim; this cannot be undone."),
+    act("Revoke", "revoke", {}, "The claim is revoked and leaves memories and compiles; this cannot be undone."),
+    act("Expire", "expire", {}, "The claim's valid_to becomes now; it leaves current memories."));
+}
+
+export async function eventsPage(main: HTMLElement): Promise<void> {
+  const rows = h("tbody");
+  const events: any[] = [];
+  let cursor: string | undefined;
+  let timer: number | undefined;
+  const render = (e: any) => rows.prepend(h("tr", null, [e.created_at, e.kind, e.resource_type, e.resource_id, e.actor_id].map((c) => h("td", null, c))));
+  async function poll(): Promise<number> {
+    const data = await api("GET", "/v1/events", { query: { after: cursor, limit: 200 } });
+    for (const e of data.events) {
+      events.push(e);
+      render(e);
+    }
+    if (data.events.length) cursor = data.events.at(-1).id;
+    return data.events.length;
+  }
+  const status = h("p", { class: "muted", "aria-live": "polite" });
+  const watch = h("button", { type: "button", "aria-pressed": "false", on: { click: () => {
+    if (timer) {
+      clearInterval(timer);
+      timer = undefined;
+      watch.setAttribute("aria-pressed", "false");
+      watch.textContent = "Watch live";
+      status.textContent = "Stopped.";
+      return;
+    }
+    watch.setAttribute("aria-pressed", "true");
+    watch.textContent = "Stop watching";
+    status.textContent = "Watching: new events appear at the top every 3 seconds.";
+    timer = window.setInterval(async () => {
+      if (!main.isConnected) return clearInterval(timer);
+      try {
+        const n = await poll();
+        if (n) status.textContent = `${n} new event${n === 1 ? "" : "s"}.`;
+      } catch (e) {
+        status.textContent = (e as Error).message;
+      }
+    }, 3000);
+  } } }, "Watch live");
+  while ((await poll()) === 200);
+  main.append(h("h1", null, "Event feed"), watch, status,
+    h("table", null, h("thead", null, h("tr", null, ["Time", "Kind", "Resource type", "Resource", "Actor"].map((t) => h("th", { scope: "col" }, t)))), rows));
+}
+
+export async function webhooksPage(main: HTMLElement): Promise<void> {
+  const { webhooks } = await api("GET", "/v1/webhooks");
+  const detail = h("section", { "aria-live": "polite" });
+  main.append(h("h1", null, "Webhooks"),
+    webhooks.length
+      ? table(["URL", "Status", "Events", "Failures", ""], webhooks.map((w: any) => [w.url, w.status, (w.events ?? []).join(", "), String(w.failure_count ?? 0),
+        h("button", { type: "button", class: "secondary", on: { click: async () => {
+          try {
+            const { deliveries } = await api("GET", `/v1/webhooks/${encodeURIComponent(w.webhook_id)}/deliveries`);
+            detail.replaceChildren(h("h2", null, `Deliveries of ${w.url}`),
+              deliveries.length
+                ? table(["Delivery", "Event", "Status", "Attempts", "Response", "Last attempt", "Next retry"], deliveries.map((d: any) =>
+                  [d.id, d.event_id, d.status, String(d.attempts), d.response_status == null ? "" : String(d.response_status), d.last_attempt_at ?? "", d.next_retry_at ?? ""]))
+                : h("p", null, "No deliveries yet."));
+          } catch (e) {
+            detail.replaceChildren(errorBox((e as Error).message));
+          }
+        } } }, "Deliveries")]))
+      : h("p", null, "No webhooks registered."),
+    detail);
+}
+
+export async function keysPage(main: HTMLElement, refresh: () => void): Promise<void> {
+  const keys: any[] = [];
+  let after: string | undefined;
+  do {
+    const page = await api("GET", "/v1/keys", { query: { limit: 200, after } });
+    keys.push(...page.keys);
+    after = page.has_more ? page.next_cursor : undefined;
+  } while (after);
+  const minted = h("div", { "aria-live": "polite" });
+  const form = guarded(h("form", { "aria-label": "Mint a key" },
+    field("Label", "label", { required: true, maxlength: 200 }),
+    select("Trust ceiling", "max_trust", TRUST),
+    h("label", null, h("input", { type: "checkbox", name: "all_scopes" }), " All scopes (*)"),
+    h("fieldset", { class: "scopes" }, h("legend", null, "Scopes"),
+      SCOPES.map((s) => h("label", null, h("input", { type: "checkbox", name: "scope", value: s }), s))),
+    h("button", { type: "submit" }, "Mint key")), async (v) => {
+    const chosen = [...form.querySelectorAll<HTMLInputElement>("input[name=scope]:checked")].map((i) => i.value);
+    const scopes = v.all_scopes ? "*" : chosen;
+    if (scopes !== "*" && !scopes.length) throw new Error("Choose at least one scope.");
+    const key = await api("POST", "/v1/keys", { body: { label: v.label, scopes, ...(v.max_trust ? { max_trust: v.max_trust } : {}) } });
+    announce(`Key ${key.key_id} minted.`, true);
+    await refresh();
+    const shown = document.getElementById("minted-key");
+    shown?.replaceChildren(h("div", { class: "notice", role: "alert" },
+      h("p", null, `Key ${key.key_id} ("${key.label}"). Its raw value is shown once; copy it now:`),
+      h("p", { class: "secret", tabindex: "0", "aria-label": "Raw key" }, key.key)));
+  });
+  minted.id = "minted-key";
+  main.append(h("h1", null, "API keys"), minted,
+    table(["Key", "Label", "Principal", "Scopes", "Trust", "Status", "Created", ""], keys.map((k) => [k.key_id, k.label, k.principal_id,
+      Array.isArray(k.scopes) ? k.scopes.join(" ") : k.scopes, k.max_trust, k.status, k.created_at,
+      k.status === "active" ? h("button", { type: "button", class: "danger", "aria-label": `Revoke key ${k.label}`, on: { click: async () => {
+        if (!(await confirmDialog("Revoke key?", `Key "${k.label}" (${k.key_id}) fails from its next request on.`, "Revoke"))) return;
+        try {
+          await api("DELETE", `/v1/keys/${encodeURIComponent(k.key_id)}`);
+          announce(`Key ${k.key_id} revoked.`, true);
+          refresh();
+        } catch (e) {
+          main.prepend(errorBox((e as Error).message));
+        }
+      } } }, "Revoke") : ""])),
+    h("h2", null, "Mint a key"), form);
+}
+
+export async function accountsPage(main: HTMLElement): Promise<void> {
+  const created = h("div", { "aria-live": "polite" });
+  let principals: any[] | null = null;
+  try {
+    principals = (await api("GET", "/v1/principals", { query: { limit: 200 } })).principals;
+  } catch {
+    principals = null; // members cannot list principals; they may still create accounts with keys:manage
+  }
+  main.append(h("h1", null, "Operator accounts"), created,
+    h("h2", null, "Create an account"),
+    guarded(h("form", { "aria-label": "Create an account" },
+      field("Username", "username", { required: true, minlength: 3, maxlength: 64, pattern: "[a-z0-9][a-z0-9._\\-]{2,63}", autocomplete: "off" }),
+      field("Display name", "display_name", { maxlength: 200 }),
+      select("Role", "role", ROLES),
+      h("button", { type: "submit" }, "Create account")), async (v) => {
+      const account = await api("POST", "/v1/operator-accounts",
+        { body: { username: v.username, role: v.role, ...(v.display_name ? { display_name: v.display_name } : {}) } });
+      created.replaceChildren(h("div", { class: "notice", role: "alert" },
+        h("p", null, `Account ${account.username} (${v.role}) created. Its temporary password is shown once; hand it over now:`),
+        h("p", { class: "secret", tabindex: "0", "aria-label": "Temporary password" }, account.temporary_password)));
+    }),
+    ...(principals ? [h("h2", null, "People and agents"),
+      table(["Principal", "Kind", "Name", "Role", "Created"], principals.map((p) => [p.principal_id, p.kind, p.display_name, p.role ?? "", p.created_at]))] : []));
+}
