@@ -3,8 +3,9 @@
 // summarize timings, and rewrite one marked section of docs/BENCHMARKS.md.
 //
 // Each server runs a snapshot of the code taken when it starts (`wrangler deploy --dry-run` into the
-// temporary folder, then `wrangler dev --no-bundle` on that bundle), so edits made to the working
-// tree while a run is going on neither reload nor break it.
+// temporary folder, then scripts/serve.mjs --no-bundle on that bundle), so edits made to the working
+// tree while a run is going on neither reload nor break it. Like `npm start`, it opens no inspector
+// and puts no secret on a command line (the token and pepper are files in its state folder).
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { cpus, totalmem, tmpdir, platform, release } from "node:os";
@@ -37,7 +38,7 @@ export function parseArgs(argv = process.argv.slice(2)) {
  * Start a server for `config` (a wrangler config path relative to the repository) on a free
  * loopback port with a fresh temporary state folder. Returns { url, port, stateDir, token, stop }.
  */
-export async function startServer({ config = "wrangler.toml", label = "server", vars = {} } = {}) {
+export async function startServer({ config = "wrangler.toml", label = "server", vars = {}, pepper } = {}) {
   const stateDir = mkdtempSync(join(tmpdir(), `svc-${label}-`));
   const token = (await import("node:crypto")).randomBytes(32).toString("hex");
   const build = join(stateDir, "build");
@@ -55,17 +56,22 @@ export async function startServer({ config = "wrangler.toml", label = "server", 
   writeFileSync(snapConfig, text);
   const persist = join(stateDir, "state");
   mkdirSync(persist, { recursive: true });
+  // scripts/serve.mjs reads these from its state folder (SVC_STATE_DIR) into secret bindings.
+  writeFileSync(join(persist, "operator.json"), JSON.stringify({ token }), { mode: 0o600 });
+  if (pepper) writeFileSync(join(persist, "pepper.json"), JSON.stringify({ pepper }), { mode: 0o600 });
   const m = spawnSync(wrangler, ["d1", "migrations", "apply", "INDEX_DB", "--local", "--persist-to", persist, "-c", snapConfig],
     { cwd: root, env: quietEnv, encoding: "utf8" });
   if (m.status !== 0) throw new Error(`applying local D1 migrations failed:\n${m.stdout}\n${m.stderr}`);
   const port = await freePort();
   const logFile = join(stateDir, "wrangler.log");
   const fd = openSync(logFile, "a");
-  const args = ["dev", "--no-bundle", "-c", snapConfig, "--local", "--ip", "127.0.0.1", "--port", String(port),
-    "--persist-to", persist, "--var", `OPERATOR_TOKEN:${token}`, "--show-interactive-dev-session=false",
-    "--inspector-port", "0", "--log-level", "warn"];
-  for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
-  const child = spawn(wrangler, args, { cwd: root, env: quietEnv, stdio: ["ignore", fd, fd], detached: true });
+  const args = [join(root, "scripts", "serve.mjs"), "--port", String(port), "--config", snapConfig, "--no-bundle", "--quiet"];
+  // Plain, non-secret values only: they are on the command line.
+  for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}=${v}`);
+  const env = { ...quietEnv, SVC_STATE_DIR: persist };
+  delete env.OPERATOR_TOKEN;
+  delete env.SVC_OPERATOR_TOKEN;
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ["ignore", fd, fd], detached: true });
   const url = `http://127.0.0.1:${port}`;
   let stopped = false;
   const stop = async ({ keep = false } = {}) => {
@@ -185,7 +191,7 @@ export function machineLine() {
   const v = versions();
   return `Measured ${v.date} on ${v.cpu}, ${v.memory}, ${v.os}; Node ${v.node}, wrangler ${v.wrangler}, ` +
     `workerd ${v.workerd}, autocannon ${v.autocannon}; commit ${v.commit} (plus uncommitted changes, if any). ` +
-    `Local workerd via \`wrangler dev --local\`; the machine is shared, so compare ratios from the same run.`;
+    `Local workerd via wrangler's dev API (\`scripts/serve.mjs\`, no inspector); the machine is shared, so compare ratios from the same run.`;
 }
 
 export const BENCH_DOC = join(root, "docs", "BENCHMARKS.md");

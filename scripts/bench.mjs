@@ -772,7 +772,7 @@ ${table(["lens", "p50 / p95 ms", "nodes", "edges", "withheld nodes", "samples"],
 async function main() {
   const started = Date.now();
   const server = await startServer({ config: "bench/wrangler.toml", label: "bench",
-    vars: { PASSWORD_PEPPER: (await import("node:crypto")).randomBytes(32).toString("hex"), WEBAUTHN_ORIGINS: BENCH_ORIGIN } });
+    pepper: (await import("node:crypto")).randomBytes(32).toString("hex"), vars: { WEBAUTHN_ORIGINS: BENCH_ORIGIN } });
   log(`bench server ${server.url} (state ${server.stateDir})`);
   writeSection("speed", `## Speed (\`npm run bench\`)
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // The local server process behind `npm start`, `npm run dev`, `npm run bootstrap` and the MCP
 // conformance runner: wrangler's programmatic dev API on local workerd, in this process.
-//   node scripts/serve.mjs --port N [--inspect] [--quiet]
+//   node scripts/serve.mjs --port N [--inspect] [--quiet] [--config PATH] [--no-bundle] [--var NAME=VALUE]...
+// --config serves another wrangler config (the benchmarks' bench/wrangler.toml, or a snapshot of one
+// whose main is an already bundled worker.js: then --no-bundle); --var adds or overrides a plain-text
+// binding and is for non-secret values only (it is on the command line).
 // Why not `wrangler dev`: its CLI always opens a V8 inspector (a WebSocket on loopback that accepts
 // any Origin and evaluates code inside the Worker serving every organization), and `--var` would put
 // the operator token on the command line, readable by every local user in the process list. Here the
@@ -10,7 +13,7 @@
 // bindings, never into argv or the environment.
 import { unstable_startWorker } from "wrangler";
 import { execFileSync } from "node:child_process";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { LOCAL_MODE_BINDING, operatorToken, passwordPepper, root, stateDir } from "./local.mjs";
 
 const args = process.argv.slice(2);
@@ -18,6 +21,13 @@ const portAt = args.indexOf("--port");
 const port = Number(portAt >= 0 ? args[portAt + 1] : process.env.PORT || 8787);
 const inspect = args.includes("--inspect");
 const quiet = args.includes("--quiet");
+const configAt = args.indexOf("--config");
+const config = configAt >= 0 ? resolve(root, args[configAt + 1]) : join(root, "wrangler.toml");
+const plainVars = Object.fromEntries(args.flatMap((a, i) => {
+  if (a !== "--var") return [];
+  const [name, ...value] = args[i + 1].split("=");
+  return [[name, { type: "plain_text", value: value.join("=") }]];
+}));
 
 // wrangler.toml serves the operator console from console/dist: build it when a fresh clone has none.
 execFileSync(process.execPath, [join(root, "scripts", "build-console.mjs"), "--if-missing"], { stdio: "inherit" });
@@ -43,7 +53,8 @@ process.on("unhandledRejection", (err) => {
 let worker;
 try {
   worker = await unstable_startWorker({
-    config: join(root, "wrangler.toml"),
+    config,
+    ...(args.includes("--no-bundle") ? { build: { bundle: false } } : {}),
     bindings: {
       OPERATOR_TOKEN: { type: "secret_text", value: operatorToken() },
       // Dashboard passwords: the state folder's pepper (mode 600), and this server's own origin for passkeys.
@@ -51,6 +62,7 @@ try {
       WEBAUTHN_ORIGINS: { type: "plain_text", value: `http://localhost:${port}` },
       // Marks the embedded local server: loopback browser origins may call /mcp (see README "Security").
       [LOCAL_MODE_BINDING]: { type: "plain_text", value: "true" },
+      ...plainVars,
     },
     dev: {
       server: { hostname: "127.0.0.1", port },

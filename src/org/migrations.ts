@@ -608,4 +608,13 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX claim_approvals_by_status ON claim_approvals(status, created_at);
     `,
   },
+  {
+    name: "0015_webhook_start",
+    sql: `
+      -- The event log position when the hook was registered: it receives only later events. Hooks
+      -- registered before this migration keep receiving the whole log (0).
+      ALTER TABLE webhooks ADD COLUMN from_seq INTEGER NOT NULL DEFAULT 0;
+      CREATE INDEX webhooks_by_creator ON webhooks(created_by);
+    `,
+  },
 ];

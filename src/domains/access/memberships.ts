@@ -133,6 +133,7 @@ export const membershipRoutes = [
         if (m.workspace_id === null && m.role === "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be removed.");
         const now = clock.nowIso();
         let grantsRevoked = 0;
+        let webhooksDisabled = 0;
         if (m.workspace_id === null) {
           // Leaving the organization: every membership ends, and every key of the principal and of the
           // principals it created stops working, with every grant it held or they gave (and their delegations).
@@ -141,12 +142,14 @@ export const membershipRoutes = [
           const reached = revokeWhatPrincipalReaches(db, m.principal_id, rc.caller.principalId, now);
           for (const keyHash of reached.keyHashes) revoked.push({ op: "remove_credential", keyHash });
           grantsRevoked = reached.grantsRevoked;
+          webhooksDisabled = reached.webhooksDisabled;
         } else {
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, rc.caller.principalId, m.membership_id);
         }
-        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, keys_revoked: revoked.length, grants_revoked: grantsRevoked },
+        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, keys_revoked: revoked.length, grants_revoked: grantsRevoked,
+          webhooks_disabled: webhooksDisabled },
           audit: { action: "membership.removed", resourceType: "membership", resourceId: m.membership_id,
-            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, keys_revoked: revoked.length, grants_revoked: grantsRevoked } } };
+            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, keys_revoked: revoked.length, grants_revoked: grantsRevoked, webhooks_disabled: webhooksDisabled } } };
       });
       return { ...reply, indexWrites: revoked };
     },

@@ -18,8 +18,8 @@ export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: 
 /**
  * A principal leaves the organization: its keys and the keys of every principal it created (and they
  * created, transitively) are revoked, and so are the grants it held, the grants any of them gave, and
- * everything delegated from those. Answers the revoked keys' hashes (for the credential index) and
- * the number of grants revoked.
+ * everything delegated from those, and their webhooks are disabled. Answers the revoked keys' hashes
+ * (for the credential index), the number of grants revoked and of webhooks disabled.
  */
 export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: string, at: string) {
   const reached = db.all<{ principal_id: string }>(
@@ -33,5 +33,10 @@ export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: stri
   const roots = db.all<{ grant_id: string }>(
     `SELECT grant_id FROM grants WHERE revoked_at IS NULL AND (grantee_id = ? OR granted_by IN (SELECT value FROM json_each(?)))`,
     principalId, JSON.stringify(reached)).map((g) => g.grant_id);
-  return { keyHashes, grantsRevoked: revokeGrantsCascade(db, roots, by, at).length };
+  // Their webhooks stop too: a hook delivers on its creator's behalf, and that authority has ended.
+  const webhooksDisabled = db.all(
+    `UPDATE webhooks SET status = 'disabled', updated_at = ?
+      WHERE created_by IN (SELECT value FROM json_each(?)) AND status <> 'disabled' RETURNING 1`,
+    at, JSON.stringify(reached)).length;
+  return { keyHashes, grantsRevoked: revokeGrantsCascade(db, roots, by, at).length, webhooksDisabled };
 }

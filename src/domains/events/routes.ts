@@ -5,7 +5,7 @@ import { orgRoute } from "../../http/route";
 import { limitParam } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { EventRow } from "../../org/events";
-import { ok } from "../../org/request";
+import { type Caller, ok } from "../../org/request";
 import { EVENT_KINDS } from "../../org/write";
 
 
@@ -23,6 +23,17 @@ export const teamEventsAfter = (db: Db, afterSeq: number, kinds: readonly string
     `SELECT * FROM events WHERE seq > ? AND kind IN (SELECT value FROM json_each(?)) AND visibility = 'team' ORDER BY seq LIMIT ?`,
     afterSeq, JSON.stringify(kinds), limit);
 
+/**
+ * The position of an event the caller may read, for `after`: an event it cannot read is as unknown
+ * as a random id (404), so a cursor never confirms that someone else's event exists.
+ */
+export function readableEventSeq(db: Db, caller: Caller, eventId: string): number {
+  const [visible, ...who] = readableWhere(caller, "e", "actor_id", { targets: false });
+  const anchor = db.first<{ seq: number }>(`SELECT e.seq FROM events e WHERE e.event_id = ? AND ${visible}`, eventId, ...who);
+  if (!anchor) throw notFound("Event");
+  return anchor.seq;
+}
+
 const listEventsQuery = z.object({
   after: z.string().max(64).optional(),
   limit: limitParam(1, 200, 50),
@@ -34,12 +45,7 @@ export const eventRoutes = [
     method: "GET", path: "/v1/events", scope: "events:read", query: listEventsQuery,
     summary: "Domain events in commit order after an event id; metadata only.",
     handler: ({ db, caller, query }) => {
-      let afterSeq = 0;
-      if (query.after) {
-        const anchor = db.first<{ seq: number }>("SELECT seq FROM events WHERE event_id = ?", query.after);
-        if (!anchor) throw notFound("Event");
-        afterSeq = anchor.seq;
-      }
+      const afterSeq = query.after ? readableEventSeq(db, caller, query.after) : 0;
       const [visible, ...who] = readableWhere(caller, "e", "actor_id", { targets: false });
       const rows = db.all<EventRow>(
         `SELECT * FROM events e WHERE e.seq > ? ${query.kind ? "AND e.kind = ?" : ""} AND ${visible}

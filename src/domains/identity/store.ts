@@ -110,3 +110,18 @@ export function keyView(row: KeyRow) {
 export const principalView = (p: PrincipalRow) => ({
   principal_id: p.principal_id, kind: p.kind, display_name: p.display_name, role: p.role, created_at: p.created_at,
 });
+
+/**
+ * A principal as the authorization module sees it when it acts without a request (e.g. a webhook
+ * delivering on its creator's behalf): its current role and active grants; null once removed.
+ * It holds no key, so it carries no scopes and the lowest ceiling.
+ */
+export function principalCaller(db: Db, principalId: string): Caller | null {
+  const p = getPrincipal(db, principalId);
+  if (!p) return null;
+  const workspaces = db.first<{ roles: string }>(
+    `SELECT json_group_object(workspace_id, role) AS roles FROM memberships
+      WHERE principal_id = ? AND workspace_id IS NOT NULL AND removed_at IS NULL`, principalId)!.roles;
+  return { principalId, keyId: "", scopes: [], maxTrust: "low", role: p.role, grants: loadGrants(db, principalId),
+    workspaces: JSON.parse(workspaces) as Record<string, Role> };
+}

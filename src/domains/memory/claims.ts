@@ -1,6 +1,6 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
 import { consolidationResponse, memoriesResponse } from "./responses";
-import { canRead, readableWhere } from "../../access/policy";
+import { canRead, readableWhere, requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, pageOf } from "../../http/cursor";
@@ -51,6 +51,9 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
   }
   const missingClaims = disputedIds.filter((id) => !disputed.has(id));
   if (missingClaims.length) throw unresolved("claim", missingClaims);
+  // Disputing changes the disputed claim: it needs write authority over that claim's target, not
+  // only over the new claim's (checked once readable, so a hidden claim still looks missing).
+  for (const c of disputed.values()) requireWrite(caller, { subject_id: c.subject_id, project_id: c.project_id });
   for (const c of disputed.values()) {
     if (c.subject_id !== input.subject_id) throw invalid(`Claim ${c.claim_id} is about another subject and cannot be disputed here.`);
     if (c.status !== "active" && c.status !== "disputed") throw invalid(`Claim ${c.claim_id} is ${c.status} and cannot be disputed.`);

@@ -1,6 +1,7 @@
 // POST /v1/import: restores exported projects, observations and claims with their ids, hashes, trust,
 // visibility, statuses, sources and timestamps, as one atomic batch. Restored history emits no domain
 // events (nothing new happened); the batch writes one `import.applied` audit entry with counts.
+import { isAdmin } from "../../access/policy";
 import { trustAtMost } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { OwnershipRegistry } from "../../registry/client";
@@ -135,14 +136,28 @@ function currentLine(db: Db, rec: ProjectLine | ObservationLine | ClaimLine): ob
   return row && claimLineOf(row, allSourcesOf(db, row.claim_id));
 }
 
-/** New entries only: an identical existing record is skipped (idempotent re-import), a different one is 409. */
-function onlyNew<T extends ProjectLine | ObservationLine | ClaimLine>(db: Db, entries: Entry<T>[]): Entry<T>[] {
-  return entries.filter(({ line, rec }) => {
+/**
+ * Authorship as this caller may record it. Restoring another principal's authorship is an owner/admin
+ * act: anyone else's import records itself as the author (and project creator) of what it imports, so
+ * a member cannot plant a record, e.g. a private instruction, that another principal then reads as its own.
+ */
+function authoredBy<T extends ProjectLine | ObservationLine | ClaimLine>(caller: Caller, rec: T): T {
+  if (isAdmin(caller)) return rec;
+  return rec.type === "project" ? { ...rec, created_by: caller.principalId } : { ...rec, author_id: caller.principalId };
+}
+
+/**
+ * New entries only, with the authorship the caller may record: an existing record identical to the line
+ * as given or as this caller would write it is skipped (idempotent re-import), a different one is 409.
+ */
+function onlyNew<T extends ProjectLine | ObservationLine | ClaimLine>(db: Db, caller: Caller, entries: Entry<T>[]): Entry<T>[] {
+  return entries.flatMap(({ line, rec: given }) => {
+    const rec = authoredBy(caller, given);
     const existing = currentLine(db, rec);
-    if (!existing) return true;
-    if (canonical(existing) !== canonical(rec))
+    if (!existing) return [{ line, rec }];
+    if (canonical(existing) !== canonical(rec) && canonical(existing) !== canonical(given))
       throw conflict(`Line ${line}: ${idOf(rec)} already exists in this organization with different fields.`);
-    return false;
+    return [];
   });
 }
 
@@ -150,9 +165,9 @@ const unique = (ids: (string | null)[]) => [...new Set(ids.filter((id): id is st
 
 /** The transactional half: re-checks everything against this organization's rows, then writes. */
 function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
-  const projects = onlyNew(db, file.projects);
-  const observations = onlyNew(db, file.observations);
-  const claims = onlyNew(db, file.claims);
+  const projects = onlyNew(db, rc.caller, file.projects);
+  const observations = onlyNew(db, rc.caller, file.observations);
+  const claims = onlyNew(db, rc.caller, file.claims);
 
   for (const { line, rec } of projects)
     if (projectByReference(db, rec.reference))
@@ -172,8 +187,8 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     });
   if (missingObservations.length) throw unresolved("observation", missingObservations);
 
-  // Authorship is restored as exported. An author who is not a principal here gets a key-less member
-  // principal with that id, so private records stay readable by their author once an owner or admin
+  // Authorship is restored as exported (owners and admins; see authoredBy). An author who is not a
+  // principal here gets a key-less member principal with that id, so private records stay readable by their author once an owner or admin
   // mints that principal a key (POST /v1/keys with principal_id).
   let principalsCreated = 0;
   for (const id of unique([...projects.map((e) => e.rec.created_by), ...[...observations, ...claims].map((e) => e.rec.author_id)])) {

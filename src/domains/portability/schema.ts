@@ -30,7 +30,7 @@ const timestamp = z.iso.datetime({ precision: 3, error: "must be an ISO 8601 UTC
 // Not trimmed: imported values are restored exactly as exported.
 const text = (max: number) => z.string().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
 const visibility = z.enum(VISIBILITIES);
-const authorId = principalId.describe("restored as is; an author unknown here becomes a key-less member principal");
+const authorId = principalId.describe("restored as is by an owner or admin (anyone else's import records itself); an author unknown here becomes a key-less member principal");
 
 export const projectLine = z.strictObject({
   type: z.literal("project"),

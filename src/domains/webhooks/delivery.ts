@@ -8,12 +8,14 @@
 import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { readableWhere } from "../../access/policy";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
 import { type EventRow } from "../../org/events";
 import type { BackgroundJob } from "../../org/jobs";
 import { getMeta, setMeta } from "../../org/meta";
+import { principalCaller } from "../identity/store";
 
 export const BACKOFF_MS = [60_000, 300_000, 1_800_000, 7_200_000, 43_200_000] as const;
 export const MAX_ATTEMPTS = BACKOFF_MS.length;
@@ -31,6 +33,8 @@ export interface WebhookRow {
   status: "active" | "paused" | "disabled";
   failure_count: number;
   created_by: string;
+  /** The event log position at registration: the hook receives only later events. */
+  from_seq: number;
   created_at: string;
   updated_at: string;
 }
@@ -57,8 +61,7 @@ export const signature = (secret: string, body: string) => "sha256=" + bytesToHe
 
 const subscribed = (hook: WebhookRow, e: EventRow) => {
   const kinds = JSON.parse(hook.events) as string[];
-  // A hook sees what its creator could read through GET /v1/events.
-  return (kinds.includes("*") || kinds.includes(e.kind)) && (e.visibility === "team" || e.actor_id === hook.created_by);
+  return kinds.includes("*") || kinds.includes(e.kind);
 };
 
 /**
@@ -77,6 +80,20 @@ export const deliveryHeaders = (secret: string, event: EventRow, deliveryId: str
   "x-svc-timestamp": event.created_at,
 });
 
+/**
+ * The ids of the events in (afterSeq, upToSeq] that the hook's creator may read now, decided like
+ * GET /v1/events (readableWhere with the creator's current role and grants); none once the creator is
+ * removed, and none from before the hook was registered.
+ */
+function readableByCreator(db: Db, hook: WebhookRow, afterSeq: number, upToSeq: number): Set<string> {
+  const creator = principalCaller(db, hook.created_by);
+  if (!creator) return new Set();
+  const [visible, ...who] = readableWhere(creator, "e", "actor_id", { targets: false });
+  return new Set(db.all<{ event_id: string }>(
+    `SELECT e.event_id FROM events e WHERE e.seq > ? AND e.seq <= ? AND ${visible}`,
+    Math.max(afterSeq, hook.from_seq), upToSeq, ...who).map((e) => e.event_id));
+}
+
 interface Claimed {
   deliveryId: string;
   hook: WebhookRow;
@@ -90,9 +107,11 @@ export function claimDeliveries(db: Db, storage: DurableObjectStorage, afterSeq:
     const hooks = db.all<WebhookRow>("SELECT * FROM webhooks WHERE status = 'active' ORDER BY created_at, webhook_id");
     const jobs: Claimed[] = [];
     const at = clock.nowIso();
+    const lastSeq = events.length ? events[events.length - 1].seq : afterSeq;
+    const readable = new Map(hooks.map((h) => [h.webhook_id, events.length ? readableByCreator(db, h, afterSeq, lastSeq) : new Set<string>()]));
     for (const event of events)
       for (const hook of hooks) {
-        if (!subscribed(hook, event)) continue;
+        if (!subscribed(hook, event) || !readable.get(hook.webhook_id)!.has(event.event_id)) continue;
         const deliveryId = newId(ID_PREFIX.delivery);
         const claimed = db.all(
           `INSERT INTO deliveries (delivery_id, webhook_id, event_id, status, attempts, created_at)
@@ -100,14 +119,15 @@ export function claimDeliveries(db: Db, storage: DurableObjectStorage, afterSeq:
           deliveryId, hook.webhook_id, event.event_id, at).length;
         if (claimed) jobs.push({ deliveryId, hook, event });
       }
-    return { jobs, events, lastSeq: events.length ? events[events.length - 1].seq : afterSeq };
+    return { jobs, events, lastSeq };
   });
 }
 
 async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, send: Sender): Promise<void> {
   const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id);
-  if (!hook || hook.status !== "active") {
-    // Paused, disabled or deleted since the claim: release the claim so nothing is lost or sent.
+  // Re-checked at the send: paused, disabled or deleted since the claim, or the creator may no longer
+  // read the event (a grant revoked, the creator removed): release the claim so nothing is sent.
+  if (!hook || hook.status !== "active" || !readableByCreator(db, hook, job.event.seq - 1, job.event.seq).has(job.event.event_id)) {
     db.run("DELETE FROM deliveries WHERE delivery_id = ?", job.deliveryId);
     return;
   }

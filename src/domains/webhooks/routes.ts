@@ -1,14 +1,16 @@
 // Webhook registration, pause/resume, deletion, the delivery list and the manual drain.
 // Webhook administration emits no domain events (SPEC) but every change is audited.
+import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { clock } from "../../http/clock";
-import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
+import { decodeCursor, encodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
-import type { RequestCtx } from "../../org/request";
+import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
+import { readableEventSeq } from "../events/routes";
 import { drainEvents, pendingDeliveries, type WebhookRow } from "./delivery";
 import { createWebhookBody, deliverBody, deliveriesQuery, MAX_WEBHOOKS_PER_ORG } from "./schema";
 
@@ -39,21 +41,37 @@ function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused"
   });
 }
 
+/**
+ * The drain's cursor is opaque: a position in the organization's event log, never an event id (the
+ * last event scanned may be one the caller cannot read). `after` takes such a cursor or, as before,
+ * an event id the caller may read (an unreadable one is as unknown as a random id).
+ */
+const isDrainCursor = (v: unknown): v is ["drain", number] =>
+  Array.isArray(v) && v.length === 2 && v[0] === "drain" && Number.isInteger(v[1]) && v[1] >= 0;
+const drainCursor = (seq: number) => encodeCursor(["drain", seq]);
+const drainPosition = (db: Db, caller: Caller, after: string) =>
+  after.startsWith(ID_PREFIX.event) ? readableEventSeq(db, caller, after) : decodeCursor(after, isDrainCursor)[1];
+
 export const webhookRoutes = [
   orgRoute({
     method: "POST", path: "/v1/webhooks", scope: "webhooks:write", body: createWebhookBody,
     summary: "Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned.",
     handler: (rc) => commitWrite(rc, (db) => {
+      // A hook reads events on its creator's behalf: registering one needs the right to read them.
+      if (!hasScope(rc.caller.scopes, "events:read")) throw forbidden(missingScopeMessage("events:read"));
       if (db.first<{ n: number }>("SELECT count(*) AS n FROM webhooks")!.n >= MAX_WEBHOOKS_PER_ORG)
         throw conflict(`An organization may register at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`);
       const now = clock.nowIso();
       const events = rc.body.events.includes("*") ? ["*"] : [...new Set(rc.body.events)];
+      // It receives the events committed after this one, not the organization's history.
+      const fromSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
       const row: WebhookRow = { webhook_id: newId(ID_PREFIX.webhook), url: rc.body.url, secret: rc.body.secret,
-        events: JSON.stringify(events), status: "active", failure_count: 0, created_by: rc.caller.principalId, created_at: now, updated_at: now };
+        events: JSON.stringify(events), status: "active", failure_count: 0, created_by: rc.caller.principalId, from_seq: fromSeq,
+        created_at: now, updated_at: now };
       db.run(
-        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?)`,
-        row.webhook_id, row.url, row.secret, row.events, row.created_by, now, now);
+        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
+         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?, ?)`,
+        row.webhook_id, row.url, row.secret, row.events, row.created_by, fromSeq, now, now);
       return { status: 201, data: view(row),
         audit: { action: "webhook.created", resourceType: "webhook", resourceId: row.webhook_id, detail: { events } } };
     }),
@@ -122,16 +140,11 @@ export const webhookRoutes = [
     summary: "Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks.",
     handler: async (rc) => {
       const { db, storage, body } = rc;
-      let afterSeq = 0;
-      if (body.after) {
-        const anchor = db.first<{ seq: number }>("SELECT seq FROM events WHERE event_id = ?", body.after);
-        if (!anchor) throw notFound("Event");
-        afterSeq = anchor.seq;
-      }
+      const afterSeq = body.after ? drainPosition(db, rc.caller, body.after) : 0;
       // Delivery rows are claimed and settled by drainEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
       const out = await drainEvents(db, storage, afterSeq, body.limit, rc.deps.sendWebhook);
-      const data = { events_drained: out.eventsDrained, cursor: out.lastEventId ?? body.after ?? null, pending_deliveries: pendingDeliveries(db) };
+      const data = { events_drained: out.eventsDrained, cursor: drainCursor(out.lastSeq), pending_deliveries: pendingDeliveries(db) };
       return commitWrite(rc, () => ({ status: 200, data,
         audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } }));
     },
