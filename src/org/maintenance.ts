@@ -49,12 +49,16 @@ export function runMaintenance(db: Db, storage: DurableObjectStorage): number | 
     const expiredLeases = db.all(
       `UPDATE leases SET released_at = expires_at WHERE lease_id IN
          (SELECT lease_id FROM leases WHERE released_at IS NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SWEEP_BATCH).length;
-    more = expiredCheckpoints === SWEEP_BATCH || expiredLeases === SWEEP_BATCH;
+    const expiredSnapshots = db.all(
+      `DELETE FROM search_snapshots WHERE snapshot_id IN
+         (SELECT snapshot_id FROM search_snapshots WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SWEEP_BATCH).length;
+    more = expiredCheckpoints === SWEEP_BATCH || expiredLeases === SWEEP_BATCH || expiredSnapshots === SWEEP_BATCH;
   });
   if (more) return clock.nowMs();
   const next = db.first<{ at: string | null }>(
     `SELECT min(at) AS at FROM (
        SELECT min(expires_at) AS at FROM checkpoints
-       UNION ALL SELECT min(expires_at) AS at FROM leases WHERE released_at IS NULL)`);
+       UNION ALL SELECT min(expires_at) AS at FROM leases WHERE released_at IS NULL
+       UNION ALL SELECT min(expires_at) AS at FROM search_snapshots)`);
   return next?.at ? Date.parse(next.at) : null;
 }

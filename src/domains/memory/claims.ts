@@ -2,7 +2,7 @@
 import { requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { decodeCursor, pageOf } from "../../http/cursor";
+import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -12,12 +12,12 @@ import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";
 import { commitWrite, type EventInput } from "../../org/write";
 import type { z } from "zod";
-import { matchAll, queryTerms } from "./fts";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
   type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
   memoriesPage, observationsByIds,
 } from "./records";
+import { searchMemories } from "./search";
 import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
@@ -104,10 +104,6 @@ function requireWritableClaim(db: Db, caller: Caller, id: string): ClaimRow {
   requireWrite(caller, claim);
   return claim;
 }
-
-
-const isMemCursor = (v: unknown): v is [number, number] =>
-  Array.isArray(v) && v.length === 2 && typeof v[0] === "number" && Number.isInteger(v[1]);
 
 export const claimRoutes = [
   orgRoute({
@@ -218,15 +214,14 @@ export const claimRoutes = [
   orgRoute({
     method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
-    handler: ({ db, caller, query }) => {
-      const terms = queryTerms(query.q);
-      if (query.q !== undefined && !terms.length) return ok({ items: [], has_more: false, next_cursor: null });
-      const rows = memoriesPage(db, caller, {
-        status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind,
-        match: terms.length ? matchAll(terms) : undefined,
-        after: query.after ? decodeCursor(query.after, isMemCursor) : undefined, limit: query.limit,
-      });
-      const { page, ...more } = pageOf(rows, query.limit, (c) => [c.rank, c.seq]);
+    handler: ({ db, caller, query, scheduleAlarm }) => {
+      const filter = { status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind };
+      if (query.q !== undefined) {
+        const { page, ...more } = searchMemories(db, caller, filter, query.q, query.limit, query.after, scheduleAlarm);
+        return ok({ items: claimViewsFor(db, caller, page), ...more });
+      }
+      const rows = memoriesPage(db, caller, filter, query.after ? decodeCursor(query.after, isSeqCursor)[0] : undefined, query.limit);
+      const { page, ...more } = pageOf(rows, query.limit, (c) => [c.seq]);
       return ok({ items: claimViewsFor(db, caller, page), ...more });
     },
   }),

@@ -20,14 +20,15 @@ import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import { ftsTokens, matchAny, rankingTerms, stemKey } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, claimsHolding, claimsWritten, lexicalCandidates, scopedCandidates } from "./records";
+import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, type TermStats } from "./fts";
+import { type CandidateRow, type ClaimRow, candidatesAt, lexicalCandidates, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens } from "./tokens";
 
 /**
  * Candidates per way in (lexical, subject, project): 2.5 times the largest pack (max_items 200). Was
  * 1000; at 500 recall is unchanged and compile in a 10,000-claim organization is faster by a fifth
- * (docs/BENCHMARKS.md), since per-candidate work is most of compile's cost.
+ * (docs/BENCHMARKS.md), since per-candidate work is most of compile's cost. Lexical selection reads
+ * at most this many of each query term's newest matches, then keeps the best this many by bm25.
  */
 export const CANDIDATE_LIMIT = 500;
 /** Best matches whose neighbours are looked up when common words were left out of selection. */
@@ -38,7 +39,7 @@ export const WEIGHTS = {
   lexical: 1.0,
   /** Times the best decayed lexical score among matching neighbours (0..1). */
   context: 0.3,
-  /** Neighbours: at most this many claims apart (by write order), same subject... */
+  /** Neighbours: at most this many claims apart (by write order, counting claims the caller may read), same subject... */
   contextSpan: 2,
   /** ...written within this many minutes of each other... */
   contextWindowMinutes: 60,
@@ -69,142 +70,158 @@ export interface RankedClaim {
 
 type Candidate = CandidateRow;
 
-/** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
-function selectCandidates(db: Db, caller: Caller, f: CompileFilters, terms: string[]): Candidate[] {
+interface WeightedTerm {
+  term: string;
+  stems: string[];
+  /** Team claims holding the term (shared statistics). */
+  held: number;
+  weight: number;
+}
+
+/**
+ * Each query term's stems and idf weight, ln(1 + (N - n + 0.5) / (n + 0.5)) with N the team claims
+ * and n those holding it (never zero, unlike bm25's idf, so a common word still counts a little).
+ */
+function weightTerms(stats: TermStats, words: string[]): WeightedTerm[] {
+  const total = stats.rows;
+  return words.map((term) => {
+    const stems = phraseStems(term);
+    const n = phraseHeld(stats, stems);
+    return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
+  });
+}
+
+/**
+ * The terms that select lexical candidates: a word held by half the claims or more gets no weight
+ * from bm25 (its idf is floored at zero), so it selects nothing either, unless no other word is left.
+ * A word no team claim holds selects too (only claims the caller may read privately can hold it).
+ */
+function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
+  const telling = terms.filter((t) => t.held > 0 && t.held < total / 2);
+  const chosen = telling.length ? telling : terms;
+  return [...chosen, ...terms.filter((t) => t.held === 0 && !chosen.includes(t))];
+}
+
+// ---- candidates ----------------------------------------------------------------------------------
+
+/**
+ * Lexical candidates: each selecting term's newest CANDIDATE_LIMIT readable matches (a bounded read
+ * whatever the organization's size), scored by bm25 over the shared statistics, best CANDIDATE_LIMIT
+ * kept. `rank` carries the bm25 score (higher is better).
+ */
+function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
+  stems: (c: Candidate) => string[]): Candidate[] {
   const byId = new Map<string, Candidate>();
-  if (terms.length)
-    for (const row of lexicalCandidates(db, caller, f.kinds, matchAny(terms), CANDIDATE_LIMIT)) byId.set(row.claim_id, row);
+  for (const t of selecting)
+    for (const row of lexicalCandidates(db, caller, f.kinds, matchAny([t.term]), CANDIDATE_LIMIT))
+      if (!byId.has(row.claim_id)) byId.set(row.claim_id, row);
+  const phrases = selecting.map((t) => t.stems);
+  const scored = [...byId.values()].map((c) => ({ ...c, rank: bm25(stems(c), phrases, stats) })).filter((c) => c.rank > 0);
+  scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);
+  return scored.slice(0, CANDIDATE_LIMIT);
+}
+
+/** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
+function selectCandidates(db: Db, caller: Caller, f: CompileFilters, lexical: Candidate[], hasTerms: boolean): Candidate[] {
+  const byId = new Map<string, Candidate>(lexical.map((c) => [c.claim_id, c]));
   // Claims about the named subject or project are candidates even without a lexical match; with
   // neither a query nor a scope, the newest claims are.
   const scopes: ({ column: "subject_id" | "project_id"; value: string } | null)[] = [];
   if (f.subject_id) scopes.push({ column: "subject_id", value: f.subject_id });
   if (f.project_id) scopes.push({ column: "project_id", value: f.project_id });
-  if (!terms.length && !scopes.length) scopes.push(null);
+  if (!hasTerms && !scopes.length) scopes.push(null);
   for (const scope of scopes)
     for (const row of scopedCandidates(db, caller, f.kinds, scope, CANDIDATE_LIMIT))
       if (!byId.has(row.claim_id)) byId.set(row.claim_id, row);
   return [...byId.values()];
 }
 
-interface WeightedTerm {
-  term: string;
-  stems: string[];
-  /** Claims whose index entry holds the term. */
-  held: number;
-  weight: number;
-}
-
-/**
- * Each query term's claims_fts stems and idf weight, ln(1 + (N - n + 0.5) / (n + 0.5)) with n the
- * claims holding it (never zero, unlike bm25's idf, so a common word still counts a little).
- */
-function weightTerms(db: Db, terms: string[]): { total: number; terms: WeightedTerm[] } {
-  const total = claimsWritten(db);
-  return {
-    total,
-    terms: terms.map((term) => {
-      const n = claimsHolding(db, term);
-      const stems = ftsTokens(term).map(stemKey);
-      return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
-    }),
-  };
-}
-
-/**
- * The terms that select lexical candidates: a word held by half the claims or more gets no weight
- * from bm25 (its idf is floored at zero), so it selects nothing either, unless no other word is left.
- * This keeps candidate selection, whose cost grows with the matches it ranks, from ranking most of
- * a large organization for a word that says nothing.
- */
-function selectingTerms(weighted: { total: number; terms: WeightedTerm[] }): string[] {
-  const telling = weighted.terms.filter((t) => t.held > 0 && t.held < weighted.total / 2).map((t) => t.term);
-  return telling.length ? telling : weighted.terms.map((t) => t.term);
-}
-
-/**
- * Token -> stem, memoized for the isolate: a pure function of the token (no tenant data leaves it),
- * bounded, and dropped whole when full. Stemming every word of up to CANDIDATE_LIMIT statements anew
- * on each compile was the largest part of coverage's cost.
- */
-const STEMS = new Map<string, string>();
-const STEMS_MAX = 50_000;
-
-function stemsOf(text: string): Set<string> {
-  const have = new Set<string>();
-  for (const tok of ftsTokens(text)) {
-    let k = STEMS.get(tok);
-    if (k === undefined) {
-      if (STEMS.size >= STEMS_MAX) STEMS.clear();
-      STEMS.set(tok, (k = stemKey(tok)));
-    }
-    have.add(k);
-  }
-  return have;
-}
-
-/** Share of the terms' weight whose stems all occur in `text` (1 when no term carries weight). */
-function coverage(text: string, terms: WeightedTerm[]): number {
+/** Share of the terms' weight whose stems all occur in `have` (1 when no term carries weight). */
+function coverage(have: Set<string>, terms: WeightedTerm[]): number {
   const total = terms.reduce((n, t) => n + t.weight, 0);
   if (total <= 0) return 1;
-  const have = stemsOf(text);
   let held = 0;
   for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.has(s))) held += t.weight;
   return held / total;
 }
 
-/** Whether `text` holds at least one of the terms (by stems). */
-function holdsAny(text: string, terms: WeightedTerm[]): boolean {
-  const have = stemsOf(text);
-  return terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.has(s)));
-}
+/** Whether `have` holds at least one of the terms (by stems). */
+const holdsAny = (have: Set<string>, terms: WeightedTerm[]) =>
+  terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.has(s)));
 
 /**
  * Claims within `contextSpan` of the best matches that candidate selection left out (they hold only
- * words too common to select): found by write order, under the same filters, kept when they hold a
- * query word. They can then rank as context of the match next to them, as they would had every word
- * selected candidates.
+ * words too common to select): found by write order as the caller sees it, under the same filters,
+ * kept when they hold a query word. They can then rank as context of the match next to them, as they
+ * would had every word selected candidates.
  */
 function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: Candidate[], present: Set<number>,
-  terms: WeightedTerm[]): Candidate[] {
-  const seqs = new Set<number>();
-  for (const c of best)
-    for (let d = 1; d <= WEIGHTS.contextSpan; d++)
-      for (const seq of [c.seq - d, c.seq + d]) if (seq > 0 && !present.has(seq)) seqs.add(seq);
-  if (!seqs.size) return [];
-  return candidatesAt(db, caller, f.kinds, [...seqs].sort((a, b) => a - b)).filter((c) => holdsAny(c.statement, terms)).sort((a, b) => a.seq - b.seq);
+  terms: WeightedTerm[], stemSet: (c: Candidate) => Set<string>): Candidate[] {
+  const around = readableNeighbours(db, caller, best.map((c) => c.seq), WEIGHTS.contextSpan);
+  const seqs = [...new Set([...around.values()].flatMap((n) => [...n.before, ...n.after]))].filter((s) => !present.has(s));
+  if (!seqs.length) return [];
+  return candidatesAt(db, caller, f.kinds, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stemSet(c), terms)).sort((a, b) => a.seq - b.seq);
+}
+
+// ---- score ---------------------------------------------------------------------------------------
+
+/**
+ * Each matching claim's neighbours within `contextSpan` and their distance, by write order as the
+ * caller sees it (claims it cannot read are skipped, so they move no score).
+ */
+function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Map<number, { seq: number; d: number }[]> {
+  const out = new Map<number, { seq: number; d: number }[]>();
+  for (const [seq, n] of readableNeighbours(db, caller, matching.map((c) => c.seq), WEIGHTS.contextSpan))
+    out.set(seq, [...n.before.map((s, i) => ({ seq: s, d: i + 1 })), ...n.after.map((s, i) => ({ seq: s, d: i + 1 }))]);
+  return out;
 }
 
 export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedClaim[] {
-  const weighted = weightTerms(db, rankingTerms(f.query));
-  const terms = weighted.terms;
-  const selecting = selectingTerms(weighted);
-  const candidates = selectCandidates(db, caller, f, selecting);
-  // bm25 ranks are negative, more negative = better; normalize against the best match to 0..1.
-  const best = Math.min(0, ...candidates.map((c) => c.rank ?? 0));
-  const lexicalHits = candidates.filter((c) => c.rank != null);
-  // Lexical score of every claim that holds a query word (only those may receive context).
+  const words = rankingTerms(f.query);
+  const stats = sharedTermStats(db, words.flatMap(phraseStems));
+  const terms = weightTerms(stats, words);
+  const selecting = selectingTerms(terms, stats.rows);
+  const stemSets = new Map<number, Set<string>>();
+  const stemLists = new Map<number, string[]>();
+  const stems = (c: Candidate) => {
+    let s = stemLists.get(c.seq);
+    if (!s) stemLists.set(c.seq, (s = stemsOf(c.statement)));
+    return s;
+  };
+  const stemSet = (c: Candidate) => {
+    let s = stemSets.get(c.seq);
+    if (!s) stemSets.set(c.seq, (s = new Set(stems(c))));
+    return s;
+  };
+  // Candidates.
+  const lexicalHits = selecting.length ? lexicalSelection(db, caller, f, selecting, stats, stems) : [];
+  const candidates = selectCandidates(db, caller, f, lexicalHits, words.length > 0);
+  // Lexical score of every claim that holds a query word (only those may receive context):
+  // bm25 normalized to the best match (0..1), times coverage.
+  const best = Math.max(0, ...lexicalHits.map((c) => c.rank!));
   const lexical = new Map<number, number>();
-  for (const c of lexicalHits)
-    lexical.set(c.seq, (best < 0 ? c.rank! / best : 0) * coverage(c.statement, terms));
+  for (const c of lexicalHits) lexical.set(c.seq, (best > 0 ? c.rank! / best : 0) * coverage(stemSet(c), terms));
+  const contextHits = [...lexicalHits];
   if (selecting.length < terms.length && lexicalHits.length) {
     const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
-    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms)) {
+    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms, stemSet)) {
       candidates.push(c);
       lexical.set(c.seq, 0);
     }
   }
-  const bySeq = new Map(lexicalHits.map((c) => [c.seq, c]));
+  // Score.
+  const bySeq = new Map(contextHits.map((c) => [c.seq, c]));
+  const pairs = contextNeighbours(db, caller, candidates.filter((c) => lexical.has(c.seq)));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const contextOf = (c: Candidate): number => {
     if (!lexical.has(c.seq)) return 0;
     const at = Date.parse(c.created_at);
     let ctx = 0;
-    for (let d = 1; d <= WEIGHTS.contextSpan; d++)
-      for (const seq of [c.seq - d, c.seq + d]) {
-        const nb = bySeq.get(seq);
-        if (!nb || nb.subject_id !== c.subject_id || Math.abs(Date.parse(nb.created_at) - at) > windowMs) continue;
-        ctx = Math.max(ctx, Math.pow(WEIGHTS.contextDecay, d - 1) * lexical.get(seq)!);
-      }
+    for (const { seq, d } of pairs.get(c.seq) ?? []) {
+      const nb = bySeq.get(seq);
+      if (!nb || nb.subject_id !== c.subject_id || Math.abs(Date.parse(nb.created_at) - at) > windowMs) continue;
+      ctx = Math.max(ctx, Math.pow(WEIGHTS.contextDecay, d - 1) * lexical.get(seq)!);
+    }
     return ctx;
   };
   const now = clock.nowMs();
@@ -223,6 +240,7 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedCla
       (c.status === "disputed" ? WEIGHTS.disputed : 0);
     return { claim: c, score: Math.round(score * 1e6) / 1e6, tokens: estimateTokens(c.statement) };
   });
+  // Pack order.
   ranked.sort((a, b) => b.score - a.score || b.claim.seq - a.claim.seq);
   return ranked;
 }
