@@ -1,11 +1,15 @@
-// Context compile ranking. Candidates are authorized, current claims (filters applied in SQL before
-// anything is ranked): those matching any informative query word (FTS5, stopwords left out), plus
-// claims about the named subject or project. Each gets a score from lexical relevance, its context,
+// Context compile ranking, in three steps: candidates -> score -> pack (another way in, e.g. vector
+// candidates, adds to selectCandidates and to the score). Candidates are authorized, current claims
+// (filters applied in SQL before anything is ranked): those matching any informative query word
+// (FTS5, stopwords left out; at most LEXICAL_READS read, whatever the organization's size), plus
+// claims about the named subject or project. Every statistic comes from team claims only (records.ts
+// sharedTermStats), and context counts only claims the caller may read: no score depends on a
+// record the caller cannot read. Each gets a score from lexical relevance, its context,
 // subject/project match, trust, recency and past feedback; the pack takes them greedily by score into
 // the token budget. Deterministic: equal input and equal state give the same pack (ties break on
 // newest claim first).
 //
-// Lexical relevance = bm25 (normalized to the best candidate) × coverage, the share of the query's
+// Lexical relevance = bm25 (FTS5's formula over the shared statistics, normalized to the best candidate) × coverage, the share of the query's
 // terms the claim holds, each term weighted by its idf: a claim that matches one rare word many times
 // no longer beats one that holds every word of the question. Context: a matching claim written right
 // next to another matching claim (same subject, at most `contextSpan` claims apart, within
@@ -21,16 +25,21 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, type TermStats } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, lexicalCandidates, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
+import { type CandidateRow, type ClaimRow, candidatesAt, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens } from "./tokens";
 
 /**
  * Candidates per way in (lexical, subject, project): 2.5 times the largest pack (max_items 200). Was
  * 1000; at 500 recall is unchanged and compile in a 10,000-claim organization is faster by a fifth
  * (docs/BENCHMARKS.md), since per-candidate work is most of compile's cost. Lexical selection reads
- * at most this many of each query term's newest matches, then keeps the best this many by bm25.
+ * at most this many matches in all (see lexicalSelection).
  */
 export const CANDIDATE_LIMIT = 500;
+/**
+ * Lexical matches read per compile, in all: twice CANDIDATE_LIMIT. At 500, LoCoMo recall at 2000
+ * tokens lost one evidence turn (docs/BENCHMARKS.md); at 1000 it is unchanged.
+ */
+export const LEXICAL_READS = 1000;
 /** Best matches whose neighbours are looked up when common words were left out of selection. */
 export const CONTEXT_SOURCES = 100;
 
@@ -105,20 +114,31 @@ function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
 // ---- candidates ----------------------------------------------------------------------------------
 
 /**
- * Lexical candidates: each selecting term's newest CANDIDATE_LIMIT readable matches (a bounded read
- * whatever the organization's size), scored by bm25 over the shared statistics, best CANDIDATE_LIMIT
- * kept. `rank` carries the bm25 score (higher is better).
+ * Lexical candidates: at most LEXICAL_READS matches read in all, whatever the organization's size. The
+ * selecting terms take turns, rarest first (by the shared statistics), each reading its newest
+ * readable matches up to an equal share of what is left; a term with fewer matches leaves the rest
+ * of its share to the commoner ones. The union is scored by bm25 over the shared statistics (`rank`,
+ * higher is better). Where every selecting term has fewer matches than its share (any organization
+ * below a few thousand claims), this is every match, as ranking all matches was before.
  */
 function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
-  stems: (c: Candidate) => string[]): Candidate[] {
-  const byId = new Map<string, Candidate>();
-  for (const t of selecting)
-    for (const row of lexicalCandidates(db, caller, f.kinds, matchAny([t.term]), CANDIDATE_LIMIT))
-      if (!byId.has(row.claim_id)) byId.set(row.claim_id, row);
+  stemsOf: (c: { seq: number; statement: string }) => string[]): Candidate[] {
+  const matches = new Map<number, { seq: number; statement: string }>();
+  const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
+  let left = LEXICAL_READS;
+  order.forEach((t, i) => {
+    const share = Math.floor(left / (order.length - i));
+    if (share <= 0) return;
+    const rows = lexicalMatches(db, caller, f.kinds, matchAny([t.term]), share);
+    left -= rows.length;
+    for (const row of rows) matches.set(row.seq, row);
+  });
   const phrases = selecting.map((t) => t.stems);
-  const scored = [...byId.values()].map((c) => ({ ...c, rank: bm25(stems(c), phrases, stats) })).filter((c) => c.rank > 0);
+  const scored = [...matches.values()].map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) })).filter((c) => c.rank > 0);
   scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);
-  return scored.slice(0, CANDIDATE_LIMIT);
+  const kept = new Map(scored.slice(0, CANDIDATE_LIMIT).map((c) => [c.seq, c.rank]));
+  return candidatesAt(db, caller, f.kinds, [...kept.keys()]).map((c) => ({ ...c, rank: kept.get(c.seq)! }))
+    .sort((a, b) => b.rank - a.rank || b.seq - a.seq);
 }
 
 /** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
@@ -137,17 +157,17 @@ function selectCandidates(db: Db, caller: Caller, f: CompileFilters, lexical: Ca
 }
 
 /** Share of the terms' weight whose stems all occur in `have` (1 when no term carries weight). */
-function coverage(have: Set<string>, terms: WeightedTerm[]): number {
+function coverage(have: string[], terms: WeightedTerm[]): number {
   const total = terms.reduce((n, t) => n + t.weight, 0);
   if (total <= 0) return 1;
   let held = 0;
-  for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.has(s))) held += t.weight;
+  for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.includes(s))) held += t.weight;
   return held / total;
 }
 
 /** Whether `have` holds at least one of the terms (by stems). */
-const holdsAny = (have: Set<string>, terms: WeightedTerm[]) =>
-  terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.has(s)));
+const holdsAny = (have: string[], terms: WeightedTerm[]) =>
+  terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.includes(s)));
 
 /**
  * Claims within `contextSpan` of the best matches that candidate selection left out (they hold only
@@ -156,62 +176,96 @@ const holdsAny = (have: Set<string>, terms: WeightedTerm[]) =>
  * would had every word selected candidates.
  */
 function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: Candidate[], present: Set<number>,
-  terms: WeightedTerm[], stemSet: (c: Candidate) => Set<string>): Candidate[] {
+  terms: WeightedTerm[], stems: (c: Candidate) => string[]): Candidate[] {
   const around = readableNeighbours(db, caller, best.map((c) => c.seq), WEIGHTS.contextSpan);
   const seqs = [...new Set([...around.values()].flatMap((n) => [...n.before, ...n.after]))].filter((s) => !present.has(s));
   if (!seqs.length) return [];
-  return candidatesAt(db, caller, f.kinds, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stemSet(c), terms)).sort((a, b) => a.seq - b.seq);
+  return candidatesAt(db, caller, f.kinds, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stems(c), terms)).sort((a, b) => a.seq - b.seq);
 }
 
 // ---- score ---------------------------------------------------------------------------------------
 
 /**
- * Each matching claim's neighbours within `contextSpan` and their distance, by write order as the
- * caller sees it (claims it cannot read are skipped, so they move no score).
+ * Pairs of matching claims that are context of each other, with their distance: same subject, written
+ * within the window, and at most `contextSpan` apart by write order as the caller sees it (1 + the
+ * claims it may read written between them; claims it cannot read are skipped, so they move no score).
+ * Every matching claim is readable, so only claims at most `contextSpan` apart in the matching list
+ * itself can qualify; SQL counts the readable claims between those few pairs.
  */
 function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Map<number, { seq: number; d: number }[]> {
+  const list = [...matching].sort((a, b) => a.seq - b.seq);
+  const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
+  const pairs: [Candidate, Candidate][] = [];
+  for (let i = 0; i < list.length; i++)
+    for (let j = i + 1; j < list.length && j - i <= WEIGHTS.contextSpan; j++)
+      if (list[i].subject_id === list[j].subject_id && Math.abs(Date.parse(list[j].created_at) - Date.parse(list[i].created_at)) <= windowMs)
+        pairs.push([list[i], list[j]]);
+  const gaps = pairs.map(([a, b]) => (b.seq - a.seq > 1 ? [a.seq, b.seq] as [number, number] : null));
+  const asked = gaps.flatMap((g) => (g ? [g] : []));
+  const counts = readableBetween(db, caller, asked, WEIGHTS.contextSpan);
   const out = new Map<number, { seq: number; d: number }[]>();
-  for (const [seq, n] of readableNeighbours(db, caller, matching.map((c) => c.seq), WEIGHTS.contextSpan))
-    out.set(seq, [...n.before.map((s, i) => ({ seq: s, d: i + 1 })), ...n.after.map((s, i) => ({ seq: s, d: i + 1 }))]);
+  let k = 0;
+  pairs.forEach(([a, b], i) => {
+    const d = 1 + (gaps[i] ? counts[k++] : 0);
+    if (d > WEIGHTS.contextSpan) return;
+    out.set(a.seq, [...(out.get(a.seq) ?? []), { seq: b.seq, d }]);
+    out.set(b.seq, [...(out.get(b.seq) ?? []), { seq: a.seq, d }]);
+  });
   return out;
 }
 
-export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedClaim[] {
+/** Called at the end of each phase of rankClaims (the bench's profile passes one; nothing else does). */
+export type PhaseMark = (phase: string) => void;
+
+/**
+ * A claim's statement as stems, memoized per organization (keyed by its Db, so no tenant's data is
+ * ever looked up for another) and bounded: a statement never changes, and tokenizing the same recent
+ * matches on every compile was most of lexical selection's cost after its reads.
+ */
+const STATEMENT_STEMS = new WeakMap<Db, Map<number, string[]>>();
+const STATEMENT_STEMS_MAX = 20_000;
+
+export function statementStems(db: Db, c: { seq: number; statement: string }): string[] {
+  let memo = STATEMENT_STEMS.get(db);
+  if (!memo) STATEMENT_STEMS.set(db, (memo = new Map()));
+  let s = memo.get(c.seq);
+  if (!s) {
+    if (memo.size >= STATEMENT_STEMS_MAX) memo.clear();
+    memo.set(c.seq, (s = stemsOf(c.statement)));
+  }
+  return s;
+}
+
+export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}): RankedClaim[] {
   const words = rankingTerms(f.query);
   const stats = sharedTermStats(db, words.flatMap(phraseStems));
+  mark("term statistics");
   const terms = weightTerms(stats, words);
   const selecting = selectingTerms(terms, stats.rows);
-  const stemSets = new Map<number, Set<string>>();
-  const stemLists = new Map<number, string[]>();
-  const stems = (c: Candidate) => {
-    let s = stemLists.get(c.seq);
-    if (!s) stemLists.set(c.seq, (s = stemsOf(c.statement)));
-    return s;
-  };
-  const stemSet = (c: Candidate) => {
-    let s = stemSets.get(c.seq);
-    if (!s) stemSets.set(c.seq, (s = new Set(stems(c))));
-    return s;
-  };
+  const stems = (c: { seq: number; statement: string }) => statementStems(db, c);
   // Candidates.
   const lexicalHits = selecting.length ? lexicalSelection(db, caller, f, selecting, stats, stems) : [];
+  mark("lexical candidates (read + bm25)");
   const candidates = selectCandidates(db, caller, f, lexicalHits, words.length > 0);
+  mark("scoped candidates");
   // Lexical score of every claim that holds a query word (only those may receive context):
   // bm25 normalized to the best match (0..1), times coverage.
   const best = Math.max(0, ...lexicalHits.map((c) => c.rank!));
   const lexical = new Map<number, number>();
-  for (const c of lexicalHits) lexical.set(c.seq, (best > 0 ? c.rank! / best : 0) * coverage(stemSet(c), terms));
+  for (const c of lexicalHits) lexical.set(c.seq, (best > 0 ? c.rank! / best : 0) * coverage(stems(c), terms));
   const contextHits = [...lexicalHits];
   if (selecting.length < terms.length && lexicalHits.length) {
     const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
-    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms, stemSet)) {
+    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms, stems)) {
       candidates.push(c);
       lexical.set(c.seq, 0);
     }
   }
+  mark("coverage + common-word neighbours");
   // Score.
   const bySeq = new Map(contextHits.map((c) => [c.seq, c]));
   const pairs = contextNeighbours(db, caller, candidates.filter((c) => lexical.has(c.seq)));
+  mark("context neighbours");
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const contextOf = (c: Candidate): number => {
     if (!lexical.has(c.seq)) return 0;
@@ -242,6 +296,7 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedCla
   });
   // Pack order.
   ranked.sort((a, b) => b.score - a.score || b.claim.seq - a.claim.seq);
+  mark("score + sort");
   return ranked;
 }
 

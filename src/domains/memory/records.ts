@@ -278,14 +278,14 @@ export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq
 }
 
 /**
- * Memories search's candidates: the newest `window` claims matching an FTS5 MATCH expression that
+ * Memories search's candidates (what ranking needs of them): the newest `window` claims matching an FTS5 MATCH expression that
  * pass the list's retrieval and filters (applied in the same statement, before anything is ranked).
  * Newest first by rowid, so FTS5 walks its doclists backwards and stops at the window.
  */
-export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number): ClaimRow[] {
+export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
   const [where, args] = memoriesWhere(caller, f);
-  return db.all(
-    `SELECT c.* FROM claims_fts f JOIN claims c ON c.seq = f.rowid WHERE claims_fts MATCH ? AND ${where}
+  return db.all<Pick<ClaimRow, "seq" | "claim_id" | "statement">>(
+    `SELECT c.seq, c.claim_id, c.statement FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid WHERE claims_fts MATCH ? AND ${where}
       ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
 }
 
@@ -293,7 +293,8 @@ export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match
 export function memoriesByIds(db: Db, caller: Caller, f: MemoriesFilter, ids: string[]): ClaimRow[] {
   if (!ids.length) return [];
   const [where, args] = memoriesWhere(caller, f);
-  return db.all(`SELECT c.* FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${where}`,
+  // CROSS JOIN keeps the planner on the ids (one unique-index lookup each), never a scan of claims_current.
+  return db.all(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.claim_id = j.value WHERE ${where}`,
     JSON.stringify(ids), ...args);
 }
 
@@ -318,13 +319,14 @@ function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, u
 
 /**
  * The newest `limit` candidates matching an FTS5 MATCH expression (ranking calls it once per query
- * term). Newest first by rowid, so FTS5 walks the term's doclist backwards and stops at the limit:
- * the cost is bounded by the limit, not by how many claims of the organization hold the term.
+ * term), with what lexical scoring needs of them; candidatesAt reads the kept ones whole. Newest first
+ * by rowid, so FTS5 walks the term's doclist backwards and stops at the limit: the cost is bounded by
+ * the limit, not by how many claims of the organization hold the term.
  */
-export function lexicalCandidates(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number): CandidateRow[] {
+export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number) {
   const [where, args] = candidateWhere(caller, kinds);
-  return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, NULL AS rank FROM claims_fts f JOIN claims c ON c.seq = f.rowid ${joinFeedback}
+  return db.all<Pick<ClaimRow, "seq" | "statement">>(
+    `SELECT c.seq, c.statement FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid
       WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
     match, ...args, limit);
 }
@@ -343,7 +345,7 @@ export function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undef
 export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, NULL AS rank FROM claims c ${joinFeedback} WHERE c.seq IN (SELECT value FROM json_each(?)) AND ${where}`,
+    `SELECT ${candidateCols}, NULL AS rank FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value ${joinFeedback} WHERE ${where}`,
     JSON.stringify(seqs), ...args);
 }
 
@@ -363,6 +365,20 @@ export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: nu
      FROM json_each(?) h`,
     ...args, n, ...args, n, JSON.stringify(seqs));
   for (const r of rows) out.set(r.seq, { before: JSON.parse(r.before), after: JSON.parse(r.after) });
+  return out;
+}
+
+/** For each (a, b) pair of write positions, how many claims between them the caller may retrieve, counted up to `cap`. */
+export function readableBetween(db: Db, caller: Caller, pairs: [number, number][], cap: number): number[] {
+  if (!pairs.length) return [];
+  const [ok, ...args] = retrievable(caller, "c");
+  const rows = db.all<{ i: number; n: number }>(
+    `SELECT p.key AS i, (SELECT count(*) FROM (SELECT 1 FROM claims c
+        WHERE c.seq > p.value ->> 0 AND c.seq < p.value ->> 1 AND ${ok} LIMIT ?)) AS n
+     FROM json_each(?) p`,
+    ...args, cap, JSON.stringify(pairs));
+  const out = new Array<number>(pairs.length).fill(0);
+  for (const r of rows) out[r.i] = r.n;
   return out;
 }
 

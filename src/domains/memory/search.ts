@@ -14,7 +14,8 @@ import { ApiError } from "../../http/errors";
 import { randomHex } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import { bm25, matchAll, phraseStems, queryTerms, stemsOf } from "./fts";
+import { bm25, matchAll, phraseStems, queryTerms } from "./fts";
+import { statementStems } from "./ranking";
 import { type ClaimRow, type MemoriesFilter, memoriesByIds, memoriesMatches, sharedTermStats } from "./records";
 
 /** Matches ranked per search: the newest this many. */
@@ -40,14 +41,20 @@ export interface SearchPage {
   next_cursor: string | null;
 }
 
-/** Search matches, best first: bm25 over the shared statistics, ties oldest first. */
-function rankedMatches(db: Db, caller: Caller, f: MemoriesFilter, words: string[]): ClaimRow[] {
+/** Search matches' claim ids, best first: bm25 over the shared statistics, ties oldest first. */
+function rankedMatches(db: Db, caller: Caller, f: MemoriesFilter, words: string[]): string[] {
   const phrases = words.map(phraseStems);
   const stats = sharedTermStats(db, phrases.flat());
   const rows = memoriesMatches(db, caller, f, matchAll(words), SEARCH_WINDOW);
-  const scored = rows.map((c) => ({ c, score: bm25(stemsOf(c.statement), phrases, stats) }));
+  const scored = rows.map((c) => ({ c, score: bm25(statementStems(db, c), phrases, stats) }));
   scored.sort((a, b) => b.score - a.score || a.c.seq - b.c.seq);
-  return scored.map((x) => x.c);
+  return scored.map((x) => x.c.claim_id);
+}
+
+/** The rows of `ids` that still pass, in the order of `ids`. */
+function rowsInOrder(db: Db, caller: Caller, f: MemoriesFilter, ids: string[]): ClaimRow[] {
+  const found = new Map(memoriesByIds(db, caller, f, ids).map((c) => [c.claim_id, c]));
+  return ids.flatMap((id) => found.get(id) ?? []);
 }
 
 export function searchMemories(db: Db, caller: Caller, f: MemoriesFilter, q: string, limit: number, after: string | undefined,
@@ -57,14 +64,15 @@ export function searchMemories(db: Db, caller: Caller, f: MemoriesFilter, q: str
   if (after !== undefined) return laterPage(db, caller, f, queryKey, decodeCursor(after, isSnapshotCursor), limit);
   if (!words.length) return { page: [], has_more: false, next_cursor: null };
   const ranked = rankedMatches(db, caller, f, words);
-  if (ranked.length <= limit) return { page: ranked, has_more: false, next_cursor: null };
+  const page = rowsInOrder(db, caller, f, ranked.slice(0, limit));
+  if (ranked.length <= limit) return { page, has_more: false, next_cursor: null };
   const id = randomHex(16);
   const expiresAt = clock.nowMs() + SNAPSHOT_TTL_MS;
   db.run("DELETE FROM search_snapshots WHERE expires_at <= ?", clock.nowIso());
   db.run("INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_ids, expires_at) VALUES (?, ?, ?, ?, ?)",
-    id, caller.principalId, queryKey, JSON.stringify(ranked.slice(limit).map((c) => c.claim_id)), new Date(expiresAt).toISOString());
+    id, caller.principalId, queryKey, JSON.stringify(ranked.slice(limit)), new Date(expiresAt).toISOString());
   scheduleAlarm(expiresAt);
-  return { page: ranked.slice(0, limit), has_more: true, next_cursor: encodeCursor({ s: id, o: 0 }) };
+  return { page, has_more: true, next_cursor: encodeCursor({ s: id, o: 0 }) };
 }
 
 /** A later page: the snapshot's order from the cursor's position, each item re-checked now. */
