@@ -113,8 +113,22 @@ describe("observations", () => {
       const org = await newOrg();
       await append(org.api_key, obs("s", "one"), { "idempotency-key": "k2" });
       expectError(await append(org.api_key, obs("s", "two"), { "idempotency-key": "k2" }), 409, "CONFLICT");
-      const c = await call("POST", "/v1/consolidations", { key: org.api_key, body: obs("s", "one"), headers: { "idempotency-key": "k2" } });
-      expect([400, 409]).toContain(c.status);
+    });
+
+    it("409s the same key and the same valid body on another path (params are part of the request)", async () => {
+      const org = await newOrg();
+      const o = await appendOk(org.api_key, obs("s", "x"));
+      await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "tuesday deploys", sources: supports(o) }]);
+      const compile = async () => (await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday" } })).json.data.context_id;
+      const [first, second] = [await compile(), await compile()];
+      const feedback = (ctx: string) => call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "used" }, headers: { "idempotency-key": "k-fb" } });
+      expect((await feedback(first)).status).toBe(201);
+      // The body is valid for both runs, so the request reaches the idempotency check: a replay of the
+      // first run's answer would be wrong, the second run is a different request.
+      expectError(await feedback(second), 409, "CONFLICT");
+      const stored = await inOrg(org.org_id, (db) => db.db.all<{ context_id: string }>("SELECT context_id FROM feedback"));
+      expect(stored).toEqual([{ context_id: first }]);
+      expect((await feedback(first)).json.meta.replayed).toBe(true);
     });
 
     it("trims the key to 200 characters and scopes it per organization", async () => {
@@ -340,10 +354,14 @@ describe("claim lifecycle", () => {
 
   it("expires by setting valid_to now, keeps status, reports already_expired on repeat", async () => {
     const { org, a } = await twoClaims();
+    // Move the service clock a day ahead: valid_to must be the service's "now", not any past instant.
+    clock.advance(86_400_000);
+    const from = clock.nowMs();
     const e1 = await call("POST", `/v1/claims/${a}/expire`, { key: org.api_key, body: { reason: "stale" } });
     expect(e1.status).toBe(200);
     expect(e1.json.data).toMatchObject({ status: "active", already_expired: false });
-    expect(Date.parse(e1.json.data.valid_to)).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(e1.json.data.valid_to)).toBeGreaterThanOrEqual(from);
+    expect(Date.parse(e1.json.data.valid_to)).toBeLessThanOrEqual(clock.nowMs());
     clock.advance(5);
     const e2 = await call("POST", `/v1/claims/${a}/expire`, { key: org.api_key });
     expect(e2.json.data.already_expired).toBe(true);

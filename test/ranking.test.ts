@@ -2,6 +2,7 @@
 // principal's private claims (issue 13 item 3), and search pages stay stable under writes (item 9).
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
+import { rankTexts } from "../src/domains/memory/ranking";
 import { SNAPSHOT_TTL_MS } from "../src/domains/memory/search";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
@@ -188,7 +189,7 @@ describe("memories search paging", () => {
     expect(expired.json.error.message).toBe(forged.json.error.message);
   });
 
-  it("sweeps expired snapshots in the alarm's expiry sweep", async () => {
+  it("sweeps expired snapshots in the alarm's search snapshot job", async () => {
     const { org } = await seeded();
     await call("GET", "/v1/memories?q=walrus&limit=3", { key: org.api_key });
     const count = () => inOrg(org.org_id, (o) =>
@@ -197,5 +198,30 @@ describe("memories search paging", () => {
     clock.advance(SNAPSHOT_TTL_MS + 1);
     await inOrg(org.org_id, (o) => o.alarm());
     expect(await count()).toBe(0);
+  });
+});
+
+describe("rankTexts (channel compile's use of compile's scoring)", () => {
+  const at = "2026-01-01T00:00:00.000Z";
+  const text = (seq: number, statement: string, subject_id = "s1") =>
+    ({ seq, statement, subject_id, project_id: null, trust: "verified", status: "active", created_at: at, feedback: null });
+
+  it("scores from the served texts alone: context counts served neighbours, not gaps left by other records", () => {
+    const served = (laterSeq: number) => rankTexts([
+      text(1, "the ferry leaves the harbour at noon"),
+      text(laterSeq, "ferry tickets cost five euros"),
+      text(laterSeq + 1, "the bus stops at the square", "s2"),
+    ], { query: "ferry noon" }, Date.parse(at));
+    const adjacent = served(2);
+    // Releases of other channels (or records the gateway cannot see) written in between change nothing.
+    const apart = served(40);
+    expect(apart.map((r) => [r.candidate.statement, r.score])).toEqual(adjacent.map((r) => [r.candidate.statement, r.score]));
+    // The second ferry text holds a query word next to the best match, so it carries context (which
+    // it would not about another subject): the neighbours above are really counted.
+    const otherSubject = rankTexts([text(1, "the ferry leaves the harbour at noon"), text(40, "ferry tickets cost five euros", "s3"),
+      text(41, "the bus stops at the square", "s2")],
+      { query: "ferry noon" }, Date.parse(at));
+    expect(apart.find((r) => r.candidate.seq === 40)!.score).toBeGreaterThan(otherSubject.find((r) => r.candidate.seq === 40)!.score);
+    expect(adjacent.map((r) => r.candidate.statement)).not.toContain("the bus stops at the square");
   });
 });

@@ -11,6 +11,8 @@ export interface Caller {
   role: Role;
   /** Active grants held by the principal, loaded with the key on every request. */
   grants: import("../access/policy").HeldGrant[];
+  /** Set when the credential is a dashboard session (keyId is then its session_id). */
+  session?: { sessionId: string; accountId: string; stage: import("../domains/dashboard/stages").SessionStage };
 }
 
 export interface RequestCtx<B = unknown, Q = unknown> {
@@ -29,10 +31,28 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   env: import("../http/route").EdgeEnv;
   /** Selected request headers, lower-case names (see DispatchInput.headers). */
   headers: Record<string, string>;
-  /** Schedules the org's alarm no later than `atMs` (coordination expiry, background work). */
-  scheduleAlarm(atMs: number): void;
-  /** Told by commitWrite that events were committed (background delivery may want to run). */
+  /** Whether the route honours Idempotency-Key (its `idempotent` flag): commitWrite reads this. */
+  idempotent: boolean;
+  /** What the org Durable Object was built with (outbound sender, purge guards). */
+  deps: OrgDeps;
+  /**
+   * Makes the named background job (src/jobs.ts) due at `dueAtMs`, stored in the current transaction,
+   * and arms the alarm no later than `armAtMs` (default: the due time; later batches work).
+   */
+  jobDue(job: string, dueAtMs: number, armAtMs?: number): void;
+  /** Told by commitWrite that events were committed (jobs such as webhook delivery may become due). */
   eventsWritten(): void;
+}
+
+/** A veto on purging an observation (e.g. an active legal hold): a message blocks it with 409 CONFLICT. */
+export type PurgeGuard = (db: Db, observationId: string) => string | null;
+
+/** Dependencies of the org Durable Object, passed in rather than patched into modules (see src/deps.ts). */
+export interface OrgDeps {
+  /** The outbound webhook call. */
+  sendWebhook: import("../domains/webhooks/delivery").Sender;
+  /** Consulted by every observation purge, in order. */
+  purgeGuards: readonly PurgeGuard[];
 }
 
 export interface Reply {
@@ -50,10 +70,15 @@ export interface Reply {
   indexWrites?: IndexWrite[];
   /** A bare (non-envelope) JSON response, e.g. JSON-RPC for /mcp; body undefined means an empty body. */
   bare?: { body: unknown };
+  /**
+   * The envelope already serialized by the handler (envelopeText), sent byte for byte with extra
+   * response headers computed over exactly those bytes (e.g. a signature of the raw body).
+   */
+  exact?: { text: string; headers: Record<string, string> };
 }
 
 export type IndexWrite =
-  | { op: "add_credential"; keyHash: string; keyId: string }
+  | { op: "add_credential"; keyHash: string; keyId: string; kind?: "api_key" | "dashboard_session" }
   | { op: "remove_credential"; keyHash: string };
 
 export const ok = (data: unknown, meta?: Record<string, unknown>): Reply => ({ status: 200, data, meta });

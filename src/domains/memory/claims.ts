@@ -1,5 +1,5 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { requireWrite } from "../../access/policy";
+import { canRead, readableWhere, targetInBody } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
@@ -17,7 +17,7 @@ import {
   type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
   memoriesPage, observationsByIds,
 } from "./records";
-import { searchMemories } from "./search";
+import { searchMemories, searchSnapshotsJob } from "./search";
 import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
@@ -27,9 +27,11 @@ const claimEvent = (kind: EventInput["kind"], c: NewClaim, extra: Record<string,
   payload: { subject_id: c.subject_id, kind: c.kind, status: c.status, version: c.version, ...extra },
 });
 
-/** Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool. */
+/**
+ * Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool (which runs
+ * the route): the write grant was checked by the pipeline.
+ */
 export function materializeClaims(db: Db, caller: Caller, input: ConsolidationInput) {
-  requireWrite(caller, { subject_id: input.subject_id, project_id: input.project_id ?? null });
   const projectId = requireProject(db, input.project_id);
   const now = clock.nowIso();
 
@@ -98,16 +100,12 @@ function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
   return claim;
 }
 
-/** A lifecycle move needs the claim readable and, for a reader, a write grant covering it. */
-function requireWritableClaim(db: Db, caller: Caller, id: string): ClaimRow {
-  const claim = requireClaim(db, caller, id);
-  requireWrite(caller, claim);
-  return claim;
-}
+/** A lifecycle move needs the claim readable and, for a reader, a write grant covering it (checked by the pipeline). */
+const claimTarget = (rc: { db: Db; caller: Caller; params: Record<string, string> }) => readableClaim(rc.db, rc.caller, rc.params.id);
 
 export const claimRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: true,
+    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: targetInBody,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = materializeClaims(db, rc.caller, rc.body);
@@ -122,14 +120,14 @@ export const claimRoutes = [
           ...out.disputed.map((id) => ({ action: "claim.disputed", resourceType: "claim", resourceId: id })),
         ],
       };
-    }, { idempotent: true }),
+    }),
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: true, body: supersedeBody,
+    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: claimTarget, body: supersedeBody,
     summary: "Supersede an active or disputed claim by another active claim.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status !== "active" && claim.status !== "disputed")
         throw invalid(`Claim is ${claim.status}; only active or disputed claims can be superseded.`);
       const by = readableClaim(rc.db, rc.caller, rc.body.superseded_by);
@@ -151,10 +149,10 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     summary: "Revoke a claim that is not superseded; a repeat reports already_revoked.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status === "superseded") throw invalid("Claim is superseded and cannot be revoked.");
       if (claim.status === "revoked")
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_revoked: true });
@@ -172,10 +170,10 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     summary: "Set valid_to to now (status unchanged); a repeat reports already_expired.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (!isCurrent(claim))
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_expired: true });
       return commitWrite(rc, (db) => {
@@ -214,10 +212,11 @@ export const claimRoutes = [
   orgRoute({
     method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
-    handler: ({ db, caller, query, scheduleAlarm }) => {
+    handler: ({ db, caller, query, jobDue }) => {
       const filter = { status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind };
       if (query.q !== undefined) {
-        const { page, ...more } = searchMemories(db, caller, filter, query.q, query.limit, query.after, scheduleAlarm);
+        const { page, ...more } = searchMemories(db, caller, filter, query.q, query.limit, query.after,
+          (atMs) => jobDue(searchSnapshotsJob.name, atMs));
         return ok({ items: claimViewsFor(db, caller, page), ...more });
       }
       const rows = memoriesPage(db, caller, filter, query.after ? decodeCursor(query.after, isSeqCursor)[0] : undefined, query.limit);

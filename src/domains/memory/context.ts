@@ -38,8 +38,8 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
   if (!run) return null;
   if (run.actor_id === caller.principalId) return run;
   const delegated = db.first<{ n: number }>(
-    `SELECT count(*) AS n FROM handoffs WHERE context_id = ? AND to_principal_id = ? AND status IN ('pending', 'accepted')`,
-    contextId, caller.principalId);
+    `SELECT count(*) AS n FROM handoffs WHERE context_id = ? AND from_principal_id = ? AND to_principal_id = ? AND status IN ('pending', 'accepted')`,
+    contextId, run.actor_id, caller.principalId);
   return delegated && delegated.n > 0 ? run : null;
 }
 
@@ -139,7 +139,7 @@ export const contextRoutes = [
           audit: { action: "feedback.recorded", resourceType: "feedback", resourceId: feedbackId,
             detail: { context_id: run.context_id, claim_id: rc.body.claim_id ?? null, outcome: rc.body.outcome } },
         };
-      }, { idempotent: true });
+      });
     },
   }),
 ];

@@ -1,5 +1,5 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
-import { requireWrite } from "../../access/policy";
+import { isAdmin, targetInBody } from "../../access/policy";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
@@ -17,18 +17,11 @@ import { contentHash, observationView, readableObservation, requireProject } fro
 import type { z } from "zod";
 
 /**
- * Seam for retention: each guard may veto a purge (an active legal hold will register one here).
- * Returning a message blocks the purge with 409 CONFLICT.
- */
-export type PurgeGuard = (db: Db, observationId: string) => string | null;
-export const purgeGuards: PurgeGuard[] = [];
-
-/**
  * Append one observation. Shared by POST /v1/observations and the MCP remember tool, so both answer
- * with the same reply (`data`). The caller commits, passing `touched` on.
+ * with the same reply (`data`). The caller commits, passing `touched` on. The write grant was checked
+ * by the pipeline (the routes are grantWritable).
  */
 export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>) {
-  requireWrite(caller, { subject_id: body.subject_id, project_id: body.project_id ?? null });
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
   const row: ObservationRow = {
@@ -70,7 +63,7 @@ export const observationRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: true,
+    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: targetInBody,
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
@@ -83,19 +76,19 @@ export const observationRoutes = [
         audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id },
         touched,
       };
-    }, { idempotent: true }),
+    }),
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge", grantWritable: true,
+    method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge",
+    grantWritable: (rc) => readableObservation(rc.db, rc.caller, rc.params.id),
     summary: "Irreversibly tombstone an observation: content gone, id, hash and provenance kept.",
     handler: (rc) => {
       const obs = readableObservation(rc.db, rc.caller, rc.params.id);
       if (!obs) throw notFound("Observation");
-      requireWrite(rc.caller, obs);
-      if (obs.author_id !== rc.caller.principalId && rc.caller.role !== "owner" && rc.caller.role !== "admin")
+      if (obs.author_id !== rc.caller.principalId && !isAdmin(rc.caller))
         throw forbidden("Only the observation's author, an owner or an admin may purge it.");
-      for (const guard of purgeGuards) {
+      for (const guard of rc.deps.purgeGuards) {
         const blocked = guard(rc.db, obs.observation_id);
         if (blocked) throw new ApiError("CONFLICT", blocked);
       }

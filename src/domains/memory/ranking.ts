@@ -20,6 +20,10 @@
 // weight, so it selects no candidates (ranking every claim that holds it is what grew compile's cost
 // with the organization); claims holding only such words are looked up next to the best matches,
 // where context can still lift them. Measured effect of each signal: docs/BENCHMARKS.md.
+//
+// The scoring itself (`scoreCandidates`) is pure and shared: compile (rankClaims) feeds it claims
+// with SQL-side statistics and neighbours; channel compile (rankTexts) feeds it released snapshots
+// with statistics and neighbours computed over the served snapshots only.
 import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
@@ -192,18 +196,30 @@ function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: C
  * Every matching claim is readable, so only claims at most `contextSpan` apart in the matching list
  * itself can qualify; SQL counts the readable claims between those few pairs.
  */
-function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Map<number, { seq: number; d: number }[]> {
+function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neighbours {
+  return contextPairs(matching, (asked) => readableBetween(db, caller, asked, WEIGHTS.contextSpan));
+}
+
+/** Matching item seq -> its context neighbours (seq) with their distance. */
+type Neighbours = Map<number, { seq: number; d: number }[]>;
+
+/**
+ * The pairing behind contextNeighbours, pure: `between` answers, for each asked pair of seqs, how many
+ * items the caller may read lie strictly between them (compile asks SQL; channel compile counts the
+ * served snapshots).
+ */
+function contextPairs(matching: ScoringCandidate[], between: (asked: [number, number][]) => number[]): Neighbours {
   const list = [...matching].sort((a, b) => a.seq - b.seq);
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
-  const pairs: [Candidate, Candidate][] = [];
+  const pairs: [ScoringCandidate, ScoringCandidate][] = [];
   for (let i = 0; i < list.length; i++)
     for (let j = i + 1; j < list.length && j - i <= WEIGHTS.contextSpan; j++)
       if (list[i].subject_id === list[j].subject_id && Math.abs(Date.parse(list[j].created_at) - Date.parse(list[i].created_at)) <= windowMs)
         pairs.push([list[i], list[j]]);
   const gaps = pairs.map(([a, b]) => (b.seq - a.seq > 1 ? [a.seq, b.seq] as [number, number] : null));
   const asked = gaps.flatMap((g) => (g ? [g] : []));
-  const counts = readableBetween(db, caller, asked, WEIGHTS.contextSpan);
-  const out = new Map<number, { seq: number; d: number }[]>();
+  const counts = asked.length ? between(asked) : [];
+  const out: Neighbours = new Map();
   let k = 0;
   pairs.forEach(([a, b], i) => {
     const d = 1 + (gaps[i] ? counts[k++] : 0);
@@ -248,12 +264,7 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
   mark("lexical candidates (read + bm25)");
   const candidates = selectCandidates(db, caller, f, lexicalHits, words.length > 0);
   mark("scoped candidates");
-  // Lexical score of every claim that holds a query word (only those may receive context):
-  // bm25 normalized to the best match (0..1), times coverage.
-  const best = Math.max(0, ...lexicalHits.map((c) => c.rank!));
-  const lexical = new Map<number, number>();
-  for (const c of lexicalHits) lexical.set(c.seq, (best > 0 ? c.rank! / best : 0) * coverage(stems(c), terms));
-  const contextHits = [...lexicalHits];
+  const lexical = lexicalScores(lexicalHits, terms, stems);
   if (selecting.length < terms.length && lexicalHits.length) {
     const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
     for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms, stems)) {
@@ -262,12 +273,57 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
     }
   }
   mark("coverage + common-word neighbours");
-  // Score.
-  const bySeq = new Map(contextHits.map((c) => [c.seq, c]));
   const pairs = contextNeighbours(db, caller, candidates.filter((c) => lexical.has(c.seq)));
   mark("context neighbours");
+  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs())
+    .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
+  mark("score + sort");
+  return ranked;
+}
+
+// ---- The scoring itself: pure, over candidate texts, shared by compile and channel compile -------
+
+/** What scoring reads of a candidate: a claim (compile) or a released snapshot (channel compile). */
+export interface ScoringCandidate {
+  /** Write order: context neighbours are at most contextSpan apart in it, as the caller sees it. */
+  seq: number;
+  statement: string;
+  subject_id: string;
+  project_id: string | null;
+  trust: string;
+  status: string;
+  created_at: string;
+  feedback: number | null;
+}
+
+export interface Scored<C> {
+  candidate: C;
+  score: number;
+  tokens: number;
+}
+
+/**
+ * Lexical score (0..1) of every lexical match: bm25 (`rank`, positive, higher is better) normalized to
+ * the best match, times coverage.
+ */
+function lexicalScores(hits: { seq: number; statement: string; rank: number | null }[], terms: WeightedTerm[],
+  stems: (c: { seq: number; statement: string }) => string[]): Map<number, number> {
+  const best = Math.max(0, ...hits.map((c) => c.rank ?? 0));
+  const lexical = new Map<number, number>();
+  for (const c of hits) lexical.set(c.seq, (best > 0 ? (c.rank ?? 0) / best : 0) * coverage(stems(c), terms));
+  return lexical;
+}
+
+/**
+ * Score and order candidates. `lexical` holds the lexical score of every candidate that holds a query
+ * word (only those may receive context); `sources` are the lexical matches, which give context to
+ * their `pairs` neighbours.
+ */
+function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, sources: ScoringCandidate[],
+  pairs: Neighbours, f: CompileFilters, now: number): Scored<C>[] {
+  const bySeq = new Map(sources.map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
-  const contextOf = (c: Candidate): number => {
+  const contextOf = (c: C): number => {
     if (!lexical.has(c.seq)) return 0;
     const at = Date.parse(c.created_at);
     let ctx = 0;
@@ -278,7 +334,6 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
     }
     return ctx;
   };
-  const now = clock.nowMs();
   const maxTrust = TRUST_LEVELS.length - 1;
   const ranked = candidates.map((c) => {
     const ageDays = Math.max(0, (now - Date.parse(c.created_at)) / 86_400_000);
@@ -292,17 +347,44 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
       WEIGHTS.recency * Math.pow(0.5, ageDays / WEIGHTS.recencyHalfLifeDays) +
       WEIGHTS.feedback * feedback +
       (c.status === "disputed" ? WEIGHTS.disputed : 0);
-    return { claim: c, score: Math.round(score * 1e6) / 1e6, tokens: estimateTokens(c.statement) };
+    return { candidate: c, score: Math.round(score * 1e6) / 1e6, tokens: estimateTokens(c.statement) };
   });
   // Pack order.
-  ranked.sort((a, b) => b.score - a.score || b.claim.seq - a.claim.seq);
-  mark("score + sort");
+  ranked.sort((a, b) => b.score - a.score || b.candidate.seq - a.candidate.seq);
   return ranked;
 }
 
+/**
+ * Rank texts that are not in claims_fts (channel compile ranks released snapshots) with the same
+ * scoring as compile. The statistics bm25 and the term weights read, and the neighbours context
+ * counts, come from the given texts only (the set the caller is served), so nothing outside them (no
+ * other channel, no canonical claim) influences a score. Every text holding a query word is a
+ * candidate: the set is already bounded by the caller. Reads nothing; pure.
+ */
+export function rankTexts<C extends ScoringCandidate>(texts: C[], f: CompileFilters, now: number): Scored<C>[] {
+  const docs = new Map(texts.map((t) => [t.seq, stemsOf(t.statement)]));
+  const stems = (c: { seq: number; statement: string }) => docs.get(c.seq) ?? stemsOf(c.statement);
+  const df = new Map<string, number>();
+  let tokens = 0;
+  for (const d of docs.values()) {
+    tokens += d.length;
+    for (const s of new Set(d)) df.set(s, (df.get(s) ?? 0) + 1);
+  }
+  const stats: TermStats = { rows: texts.length, tokens, held: (s) => df.get(s) ?? 0 };
+  const terms = weightTerms(stats, rankingTerms(f.query));
+  if (!terms.length) return scoreCandidates(texts, new Map(), [], new Map(), f, now);
+  const phrases = terms.map((t) => t.stems);
+  const hits = texts.filter((t) => holdsAny(stems(t), terms)).map((t) => ({ ...t, rank: bm25(stems(t), phrases, stats) }));
+  const lexical = lexicalScores(hits, terms, stems);
+  // Distance by write order as the gateway sees it: the served snapshots between two matches.
+  const order = new Map([...docs.keys()].sort((a, b) => a - b).map((seq, i) => [seq, i]));
+  const pairs = contextPairs(hits, (asked) => asked.map(([a, b]) => order.get(b)! - order.get(a)! - 1));
+  return scoreCandidates(hits, lexical, hits, pairs, f, now);
+}
+
 /** Greedy pack: highest score first; an item that does not fit is skipped so smaller ones may still fit. */
-export function pack(ranked: RankedClaim[], tokenBudget: number, maxItems: number): RankedClaim[] {
-  const out: RankedClaim[] = [];
+export function pack<R extends { tokens: number }>(ranked: R[], tokenBudget: number, maxItems: number): R[] {
+  const out: R[] = [];
   let used = 0;
   for (const r of ranked) {
     if (out.length >= maxItems) break;

@@ -13,6 +13,7 @@ import { decodeCursor, encodeCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
 import { randomHex } from "../../http/ids";
 import type { Db } from "../../org/db";
+import type { BackgroundJob } from "../../org/jobs";
 import type { Caller } from "../../org/request";
 import { bm25, matchAll, phraseStems, queryTerms } from "./fts";
 import { statementStems } from "./ranking";
@@ -116,3 +117,24 @@ function remaining(db: Db, caller: Caller, f: MemoriesFilter, ids: string[], pos
   for (let p = pos; p < ids.length; p += 100) if (memoriesByIds(db, caller, f, ids.slice(p, p + 100)).length) return true;
   return false;
 }
+
+/** Expired snapshots deleted per run of the sweep. */
+export const SNAPSHOT_SWEEP_BATCH = 500;
+
+/**
+ * The search snapshot sweep, a named background job (src/jobs.ts): deletes expired snapshots in
+ * bounded batches. Reads never depend on it having run (a cursor's snapshot is checked for expiry).
+ */
+export const searchSnapshotsJob: BackgroundJob = {
+  name: "search_snapshots",
+  run({ db }) {
+    const now = clock.nowIso();
+    const deleted = db.all(
+      `DELETE FROM search_snapshots WHERE snapshot_id IN
+         (SELECT snapshot_id FROM search_snapshots WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SNAPSHOT_SWEEP_BATCH).length;
+    if (deleted === SNAPSHOT_SWEEP_BATCH) return clock.nowMs();
+    const next = db.first<{ at: string | null }>("SELECT min(expires_at) AS at FROM search_snapshots");
+    return next?.at ? Date.parse(next.at) : null;
+  },
+  retryMs: () => 60_000,
+};

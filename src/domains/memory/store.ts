@@ -1,7 +1,7 @@
 // Views of memory records as a caller sees them, and the reference checks routes share. No SQL here:
 // the records themselves are read and written only through ./records (re-exported for other domains).
 import { sha256Hex } from "../../auth/credentials";
-import { ApiError } from "../../http/errors";
+import { unresolved } from "../../http/errors";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import {
@@ -22,8 +22,7 @@ export function requireProject(db: Db, projectId: string | undefined): string | 
   return projectId;
 }
 
-export const unresolved = (type: string, ids: string[]) =>
-  new ApiError("UNRESOLVED_REFERENCE", `Unresolved ${type} reference: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`);
+export { unresolved }; // defined in http/errors; re-exported for this domain's importers
 
 export function readableObservation(db: Db, caller: Caller, id: string): ObservationRow | null {
   const row = getObservation(db, id);

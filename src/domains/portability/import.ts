@@ -3,7 +3,7 @@
 // events (nothing new happened); the batch writes one `import.applied` audit entry with counts.
 import { trustAtMost } from "../../auth/trust";
 import { ApiError, conflict, forbidden, invalid } from "../../http/errors";
-import { describeZodError } from "../../http/validate";
+import { validate } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
@@ -66,8 +66,8 @@ export function parseImport(body: string | null, caller: Caller): ImportFile {
     if (++records > MAX_IMPORT_LINES) throw invalid(`An import holds at most ${MAX_IMPORT_LINES} record lines.`);
     const schema = type === "project" ? projectLine : type === "observation" ? observationLine : type === "claim" ? claimLine : null;
     if (!schema) throw invalid(`Line ${line}: Invalid field "type": must be "project", "observation" or "claim".`);
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) throw invalid(`Line ${line}: ${describeZodError(parsed.error)}`);
+    const parsed = validate(schema, value);
+    if (!parsed.success) throw invalid(`Line ${line}: ${parsed.message}`);
     const rec = parsed.data;
     const id = idOf(rec);
     if (ids.has(id)) throw invalid(`Line ${line}: duplicate id ${id}.`);
