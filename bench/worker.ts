@@ -12,6 +12,8 @@
 //   Durable Object `reps` times (for looking into where compile time goes).
 // - POST /__bench/age: { key, days } moves every observation's and claim's created_at back by `days`
 //   (retention apply needs old records; the product never rewrites created_at).
+// - POST /__bench/profile: { key, bodies, reps? } compile's phases (rankClaims' marks, pack, JSON)
+//   timed inside the org's Durable Object, mean ms per compile.
 // - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
 // None of this is part of the product's route table (src/routes.ts).
 import { DurableObject } from "cloudflare:workers";
@@ -20,6 +22,8 @@ import type { EdgeEnv } from "../src/http/route";
 import { routeId } from "../src/http/route";
 import { buildMatcher } from "../src/http/router";
 import { orgForCredential } from "../src/index-db";
+import { type CompileFilters, pack, rankClaims } from "../src/domains/memory/ranking";
+import { loadCaller } from "../src/domains/identity/store";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
 import { REGISTRY_SHARDS } from "../src/registry/shards";
@@ -68,6 +72,30 @@ export class BenchOrgStore extends OrgStore {
          FROM audit_log ORDER BY rowid DESC LIMIT 1`;
     if (copy) this.ctx.storage.transactionSync(() => { for (let i = 0; i < copy.copies; i++) this.db.run(statement); });
     return { bytes: this.ctx.storage.sql.databaseSize };
+  }
+
+  /**
+   * Bench-only profile of compile: rank and pack each body `reps` times with the caller of `key`,
+   * summing the time of each phase of rankClaims, then the pack and the response's JSON.
+   */
+  profileCompile(key: string, bodies: CompileFilters[], reps: number): Record<string, number> {
+    const caller = loadCaller(this.db, hashKey(key));
+    if (!caller) throw new Error("unknown key");
+    const total: Record<string, number> = {};
+    for (let r = 0; r < reps; r++)
+      for (const body of bodies) {
+        let t = performance.now();
+        const mark = (phase: string) => {
+          const now = performance.now();
+          total[phase] = (total[phase] ?? 0) + now - t;
+          t = now;
+        };
+        const items = pack(rankClaims(this.db, caller, body, mark), 1000, 50);
+        JSON.stringify(items.map((i) => ({ claim_id: i.claim.claim_id, statement: i.claim.statement, score: i.score, tokens: i.tokens })));
+        mark("pack + JSON");
+      }
+    const n = reps * bodies.length;
+    return Object.fromEntries(Object.entries(total).map(([k, v]) => [k, v / n]));
   }
 
   /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */
@@ -212,6 +240,13 @@ export default {
       const sizes = await Promise.all(Array.from({ length: REGISTRY_SHARDS }, (_, i) =>
         env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName(`ids:${i.toString(16).padStart(2, "0")}`)).size()));
       return json(200, { rows: sizes.reduce((n, s) => n + s.rows, 0), bytes: sizes.reduce((n, s) => n + s.bytes, 0) });
+  }
+
+    if (url.pathname === "/__bench/profile" && request.method === "POST") {
+      const spec = (await request.json()) as { key: string; bodies: CompileFilters[]; reps?: number };
+      const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
+      if (!orgId) return json(401, { error: "unknown key" });
+      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).profileCompile(spec.key, spec.bodies, spec.reps ?? 1));
     }
     if (url.pathname === "/__bench/clock") {
       const t0 = performance.now();

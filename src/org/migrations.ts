@@ -617,4 +617,39 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX webhooks_by_creator ON webhooks(created_by);
     `,
   },
+  {
+    // Ranking statistics over team claims only (every reader of the organization may read those), kept
+    // by the claim writers in the same transaction, so that no score depends on a record the caller
+    // cannot read and no query counts postings. Backfilled here through a throwaway index of the team
+    // claims, which tokenizes exactly as claims_fts does.
+    name: "0016_ranking_statistics",
+    sql: `
+      CREATE TABLE claim_terms (
+        term TEXT PRIMARY KEY,              -- a claims_fts term (porter stem)
+        claims INTEGER NOT NULL             -- team claims holding it
+      ) WITHOUT ROWID;
+      CREATE TABLE claim_corpus (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        claims INTEGER NOT NULL,            -- team claims
+        tokens INTEGER NOT NULL             -- their total tokens (bm25's average length)
+      );
+      CREATE VIRTUAL TABLE backfill_team_fts USING fts5(statement, content='', tokenize='porter unicode61');
+      INSERT INTO backfill_team_fts (rowid, statement) SELECT seq, statement FROM claims WHERE visibility = 'team' AND workspace_id IS NULL;
+      CREATE VIRTUAL TABLE backfill_team_vocab USING fts5vocab(backfill_team_fts, 'row');
+      INSERT INTO claim_terms (term, claims) SELECT term, doc FROM backfill_team_vocab;
+      INSERT INTO claim_corpus (id, claims, tokens) VALUES (1,
+        (SELECT count(*) FROM claims WHERE visibility = 'team' AND workspace_id IS NULL), (SELECT coalesce(sum(cnt), 0) FROM backfill_team_vocab));
+      DROP TABLE backfill_team_vocab;
+      DROP TABLE backfill_team_fts;
+      -- Result snapshots of memories search, so that its pages neither skip nor repeat under writes.
+      CREATE TABLE search_snapshots (
+        snapshot_id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL,         -- the only caller its cursor works for
+        query_key TEXT NOT NULL,            -- the search it answers (q and filters)
+        claim_ids TEXT NOT NULL,            -- JSON array, best first
+        expires_at TEXT NOT NULL
+      );
+      CREATE INDEX search_snapshots_by_expiry ON search_snapshots(expires_at);
+    `,
+  },
 ];

@@ -3,7 +3,7 @@ import { consolidationResponse, memoriesResponse } from "./responses";
 import { canRead, readableWhere, requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { decodeCursor, pageOf } from "../../http/cursor";
+import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -13,11 +13,11 @@ import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";
 import { commitWrite, type EventInput } from "../../org/write";
 import type { z } from "zod";
-import { matchAll, queryTerms } from "./fts";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
   type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
   memoriesPage, observationsByIds, projectWorkspace, targetInBody } from "./records";
+import { searchMemories, searchSnapshotsJob } from "./search";
 import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
@@ -105,10 +105,6 @@ function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
 
 /** A lifecycle move needs the claim readable and, for a reader, a write grant covering it (checked by the pipeline). */
 const claimTarget = (rc: { db: Db; caller: Caller; params: Record<string, string> }) => readableClaim(rc.db, rc.caller, rc.params.id);
-
-
-const isMemCursor = (v: unknown): v is [number, number] =>
-  Array.isArray(v) && v.length === 2 && typeof v[0] === "number" && Number.isInteger(v[1]);
 
 export const claimRoutes = [
   orgRoute({
@@ -219,15 +215,15 @@ export const claimRoutes = [
   orgRoute({
     method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery, response: memoriesResponse,
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
-    handler: ({ db, caller, query }) => {
-      const terms = queryTerms(query.q);
-      if (query.q !== undefined && !terms.length) return ok({ items: [], has_more: false, next_cursor: null });
-      const rows = memoriesPage(db, caller, {
-        status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind,
-        match: terms.length ? matchAll(terms) : undefined,
-        after: query.after ? decodeCursor(query.after, isMemCursor) : undefined, limit: query.limit,
-      });
-      const { page, ...more } = pageOf(rows, query.limit, (c) => [c.rank, c.seq]);
+    handler: ({ db, caller, query, jobDue }) => {
+      const filter = { status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind };
+      if (query.q !== undefined) {
+        const { page, ...more } = searchMemories(db, caller, filter, query.q, query.limit, query.after,
+          (atMs) => jobDue(searchSnapshotsJob.name, atMs));
+        return ok({ items: claimViewsFor(db, caller, page), ...more });
+      }
+      const rows = memoriesPage(db, caller, filter, query.after ? decodeCursor(query.after, isSeqCursor)[0] : undefined, query.limit);
+      const { page, ...more } = pageOf(rows, query.limit, (c) => [c.seq]);
       return ok({ items: claimViewsFor(db, caller, page), ...more });
     },
   }),

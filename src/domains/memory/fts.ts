@@ -175,3 +175,80 @@ function stemBytes(word: string): string {
   if (w.length > 1 && w.endsWith("ll") && measure(w, w.length - 1) > 1) w = w.slice(0, -1);
   return w;
 }
+
+// ---- index terms and statistics ------------------------------------------------------------------
+
+/**
+ * Token -> stem, memoized for the isolate: a pure function of the token (no tenant data leaves it),
+ * bounded, and dropped whole when full. Stemming every word of every candidate anew on each query
+ * was the largest part of ranking's cost.
+ */
+const STEMS = new Map<string, string>();
+const STEMS_MAX = 50_000;
+
+/** The stems of `text` in order, as claims_fts indexes it (one per token, repeats kept). */
+export function stemsOf(text: string): string[] {
+  return ftsTokens(text).map((tok) => {
+    let k = STEMS.get(tok);
+    if (k === undefined) {
+      if (STEMS.size >= STEMS_MAX) STEMS.clear();
+      STEMS.set(tok, (k = stemKey(tok)));
+    }
+    return k;
+  });
+}
+
+const utf8Text = new TextDecoder();
+
+/** A stem key as FTS5 stores the term (UTF-8 text; stemKey works on bytes), the key of claim_terms. */
+export const storedTerm = (key: string): string =>
+  ASCII.test(key) ? key : utf8Text.decode(Uint8Array.from(key, (c) => c.charCodeAt(0)));
+
+/** Corpus statistics for bm25: rows, their total tokens, and rows holding each term (stem keys). */
+export interface TermStats {
+  rows: number;
+  tokens: number;
+  held: (stem: string) => number;
+}
+
+/** A query phrase (one quoted query word) as the stems it tokenizes to. */
+export const phraseStems = (word: string): string[] => ftsTokens(word).map(stemKey);
+
+/** Occurrences of the phrase in a stemmed text (adjacent stems in order). */
+export function phraseCount(stems: string[], phrase: string[]): number {
+  if (!phrase.length) return 0;
+  let n = 0;
+  outer: for (let i = 0; i + phrase.length <= stems.length; i++) {
+    for (let j = 0; j < phrase.length; j++) if (stems[i + j] !== phrase[j]) continue outer;
+    n++;
+  }
+  return n;
+}
+
+/** Rows holding a phrase: its rarest stem's count (exact for one word; an upper bound otherwise). */
+export const phraseHeld = (stats: TermStats, phrase: string[]): number =>
+  phrase.length ? Math.min(...phrase.map((s) => stats.held(s))) : 0;
+
+const K1 = 1.2;
+const B = 0.75;
+
+/**
+ * Okapi BM25 as SQLite FTS5's bm25() computes it (k1 1.2, b 0.75, idf floored at 1e-6), but over the
+ * given statistics instead of every row of the index, and positive (higher is better). Ranking passes
+ * statistics of records every reader may read, so no score depends on a record the caller cannot read.
+ */
+export function bm25(stems: string[], phrases: string[][], stats: TermStats): number {
+  const rows = Math.max(stats.rows, 1);
+  const avgdl = stats.rows > 0 && stats.tokens > 0 ? stats.tokens / stats.rows : Math.max(stems.length, 1);
+  const norm = K1 * (1 - B + (B * stems.length) / avgdl);
+  let score = 0;
+  for (const p of phrases) {
+    const tf = phraseCount(stems, p);
+    if (!tf) continue;
+    const n = phraseHeld(stats, p);
+    let idf = Math.log((rows - n + 0.5) / (n + 0.5));
+    if (idf <= 0) idf = 1e-6;
+    score += (idf * tf * (K1 + 1)) / (tf + norm);
+  }
+  return score;
+}

@@ -1,11 +1,15 @@
-// Context compile ranking. Candidates are authorized, current claims (filters applied in SQL before
-// anything is ranked): those matching any informative query word (FTS5, stopwords left out), plus
-// claims about the named subject or project. Each gets a score from lexical relevance, its context,
+// Context compile ranking, in three steps: candidates -> score -> pack (another way in, e.g. vector
+// candidates, adds to selectCandidates and to the score). Candidates are authorized, current claims
+// (filters applied in SQL before anything is ranked): those matching any informative query word
+// (FTS5, stopwords left out; at most LEXICAL_READS read, whatever the organization's size), plus
+// claims about the named subject or project. Every statistic comes from team claims only (records.ts
+// sharedTermStats), and context counts only claims the caller may read: no score depends on a
+// record the caller cannot read. Each gets a score from lexical relevance, its context,
 // subject/project match, trust, recency and past feedback; the pack takes them greedily by score into
 // the token budget. Deterministic: equal input and equal state give the same pack (ties break on
 // newest claim first).
 //
-// Lexical relevance = bm25 (normalized to the best candidate) × coverage, the share of the query's
+// Lexical relevance = bm25 (FTS5's formula over the shared statistics, normalized to the best candidate) × coverage, the share of the query's
 // terms the claim holds, each term weighted by its idf: a claim that matches one rare word many times
 // no longer beats one that holds every word of the question. Context: a matching claim written right
 // next to another matching claim (same subject, at most `contextSpan` claims apart, within
@@ -16,20 +20,30 @@
 // weight, so it selects no candidates (ranking every claim that holds it is what grew compile's cost
 // with the organization); claims holding only such words are looked up next to the best matches,
 // where context can still lift them. Measured effect of each signal: docs/BENCHMARKS.md.
+//
+// The scoring itself (`scoreCandidates`) is pure and shared: compile (rankClaims) feeds it claims
+// with SQL-side statistics and neighbours; channel compile (rankTexts) feeds it released snapshots
+// with statistics and neighbours computed over the served snapshots only.
 import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import { ftsTokens, matchAny, rankingTerms, stemKey } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, claimsHolding, claimsWritten, lexicalCandidates, scopedCandidates } from "./records";
+import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, type TermStats } from "./fts";
+import { type CandidateRow, type ClaimRow, candidatesAt, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens } from "./tokens";
 
 /**
  * Candidates per way in (lexical, subject, project): 2.5 times the largest pack (max_items 200). Was
  * 1000; at 500 recall is unchanged and compile in a 10,000-claim organization is faster by a fifth
- * (docs/BENCHMARKS.md), since per-candidate work is most of compile's cost.
+ * (docs/BENCHMARKS.md), since per-candidate work is most of compile's cost. Lexical selection reads
+ * at most this many matches in all (see lexicalSelection).
  */
 export const CANDIDATE_LIMIT = 500;
+/**
+ * Lexical matches read per compile, in all: twice CANDIDATE_LIMIT. At 500, LoCoMo recall at 2000
+ * tokens lost one evidence turn (docs/BENCHMARKS.md); at 1000 it is unchanged.
+ */
+export const LEXICAL_READS = 1000;
 /** Best matches whose neighbours are looked up when common words were left out of selection. */
 export const CONTEXT_SOURCES = 100;
 
@@ -38,7 +52,7 @@ export const WEIGHTS = {
   lexical: 1.0,
   /** Times the best decayed lexical score among matching neighbours (0..1). */
   context: 0.3,
-  /** Neighbours: at most this many claims apart (by write order), same subject... */
+  /** Neighbours: at most this many claims apart (by write order, counting claims the caller may read), same subject... */
   contextSpan: 2,
   /** ...written within this many minutes of each other... */
   contextWindowMinutes: 60,
@@ -69,138 +83,209 @@ export interface RankedClaim {
 
 type Candidate = CandidateRow;
 
+interface WeightedTerm {
+  term: string;
+  stems: string[];
+  /** Team claims holding the term (shared statistics). */
+  held: number;
+  weight: number;
+}
+
+/**
+ * Each query term's stems and idf weight, ln(1 + (N - n + 0.5) / (n + 0.5)) with N the team claims
+ * and n those holding it (never zero, unlike bm25's idf, so a common word still counts a little).
+ */
+function weightTerms(stats: TermStats, words: string[]): WeightedTerm[] {
+  const total = stats.rows;
+  return words.map((term) => {
+    const stems = phraseStems(term);
+    const n = phraseHeld(stats, stems);
+    return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
+  });
+}
+
+/**
+ * The terms that select lexical candidates: a word held by half the claims or more gets no weight
+ * from bm25 (its idf is floored at zero), so it selects nothing either, unless no other word is left.
+ * A word no team claim holds selects too (only claims the caller may read privately can hold it).
+ */
+function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
+  const telling = terms.filter((t) => t.held > 0 && t.held < total / 2);
+  const chosen = telling.length ? telling : terms;
+  return [...chosen, ...terms.filter((t) => t.held === 0 && !chosen.includes(t))];
+}
+
+// ---- candidates ----------------------------------------------------------------------------------
+
+/**
+ * Lexical candidates: at most LEXICAL_READS matches read in all, whatever the organization's size. The
+ * selecting terms take turns, rarest first (by the shared statistics), each reading its newest
+ * readable matches up to an equal share of what is left; a term with fewer matches leaves the rest
+ * of its share to the commoner ones. The union is scored by bm25 over the shared statistics (`rank`,
+ * higher is better). Where every selecting term has fewer matches than its share (any organization
+ * below a few thousand claims), this is every match, as ranking all matches was before.
+ */
+function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
+  stemsOf: (c: { seq: number; statement: string }) => string[]): Candidate[] {
+  const matches = new Map<number, { seq: number; statement: string }>();
+  const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
+  let left = LEXICAL_READS;
+  order.forEach((t, i) => {
+    const share = Math.floor(left / (order.length - i));
+    if (share <= 0) return;
+    const rows = lexicalMatches(db, caller, f.kinds, matchAny([t.term]), share);
+    left -= rows.length;
+    for (const row of rows) matches.set(row.seq, row);
+  });
+  const phrases = selecting.map((t) => t.stems);
+  const scored = [...matches.values()].map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) })).filter((c) => c.rank > 0);
+  scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);
+  const kept = new Map(scored.slice(0, CANDIDATE_LIMIT).map((c) => [c.seq, c.rank]));
+  return candidatesAt(db, caller, f.kinds, [...kept.keys()]).map((c) => ({ ...c, rank: kept.get(c.seq)! }))
+    .sort((a, b) => b.rank - a.rank || b.seq - a.seq);
+}
+
 /** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
-function selectCandidates(db: Db, caller: Caller, f: CompileFilters, terms: string[]): Candidate[] {
-  const byId = new Map<string, Candidate>();
-  if (terms.length)
-    for (const row of lexicalCandidates(db, caller, f.kinds, matchAny(terms), CANDIDATE_LIMIT)) byId.set(row.claim_id, row);
+function selectCandidates(db: Db, caller: Caller, f: CompileFilters, lexical: Candidate[], hasTerms: boolean): Candidate[] {
+  const byId = new Map<string, Candidate>(lexical.map((c) => [c.claim_id, c]));
   // Claims about the named subject or project are candidates even without a lexical match; with
   // neither a query nor a scope, the newest claims are.
   const scopes: ({ column: "subject_id" | "project_id"; value: string } | null)[] = [];
   if (f.subject_id) scopes.push({ column: "subject_id", value: f.subject_id });
   if (f.project_id) scopes.push({ column: "project_id", value: f.project_id });
-  if (!terms.length && !scopes.length) scopes.push(null);
+  if (!hasTerms && !scopes.length) scopes.push(null);
   for (const scope of scopes)
     for (const row of scopedCandidates(db, caller, f.kinds, scope, CANDIDATE_LIMIT))
       if (!byId.has(row.claim_id)) byId.set(row.claim_id, row);
   return [...byId.values()];
 }
 
-interface WeightedTerm {
-  term: string;
-  stems: string[];
-  /** Claims whose index entry holds the term. */
-  held: number;
-  weight: number;
-}
-
-/**
- * Each query term's claims_fts stems and idf weight, ln(1 + (N - n + 0.5) / (n + 0.5)) with n the
- * claims holding it (never zero, unlike bm25's idf, so a common word still counts a little).
- */
-function weightTerms(db: Db, terms: string[]): { total: number; terms: WeightedTerm[] } {
-  return weighTerms(terms, claimsWritten(db), (term) => claimsHolding(db, term));
-}
-
-/** The idf weights of `terms` over a corpus of `total` texts, `held(term)` of which hold the term. */
-function weighTerms(terms: string[], total: number, held: (term: string) => number): { total: number; terms: WeightedTerm[] } {
-  return {
-    total,
-    terms: terms.map((term) => {
-      const n = held(term);
-      const stems = ftsTokens(term).map(stemKey);
-      return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
-    }),
-  };
-}
-
-/**
- * The terms that select lexical candidates: a word held by half the claims or more gets no weight
- * from bm25 (its idf is floored at zero), so it selects nothing either, unless no other word is left.
- * This keeps candidate selection, whose cost grows with the matches it ranks, from ranking most of
- * a large organization for a word that says nothing.
- */
-function selectingTerms(weighted: { total: number; terms: WeightedTerm[] }): string[] {
-  const telling = weighted.terms.filter((t) => t.held > 0 && t.held < weighted.total / 2).map((t) => t.term);
-  return telling.length ? telling : weighted.terms.map((t) => t.term);
-}
-
-/**
- * Token -> stem, memoized for the isolate: a pure function of the token (no tenant data leaves it),
- * bounded, and dropped whole when full. Stemming every word of up to CANDIDATE_LIMIT statements anew
- * on each compile was the largest part of coverage's cost.
- */
-const STEMS = new Map<string, string>();
-const STEMS_MAX = 50_000;
-
-function stemList(text: string): string[] {
-  const out: string[] = [];
-  for (const tok of ftsTokens(text)) {
-    let k = STEMS.get(tok);
-    if (k === undefined) {
-      if (STEMS.size >= STEMS_MAX) STEMS.clear();
-      STEMS.set(tok, (k = stemKey(tok)));
-    }
-    out.push(k);
-  }
-  return out;
-}
-
-const stemsOf = (text: string): Set<string> => new Set(stemList(text));
-
-/** Share of the terms' weight whose stems all occur in a text's stems (1 when no term carries weight). */
-function coverage(have: Set<string>, terms: WeightedTerm[]): number {
+/** Share of the terms' weight whose stems all occur in `have` (1 when no term carries weight). */
+function coverage(have: string[], terms: WeightedTerm[]): number {
   const total = terms.reduce((n, t) => n + t.weight, 0);
   if (total <= 0) return 1;
   let held = 0;
-  for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.has(s))) held += t.weight;
+  for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.includes(s))) held += t.weight;
   return held / total;
 }
 
-/** Whether `text` holds at least one of the terms (by stems). */
-function holdsAny(text: string, terms: WeightedTerm[]): boolean {
-  const have = stemsOf(text);
-  return terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.has(s)));
-}
+/** Whether `have` holds at least one of the terms (by stems). */
+const holdsAny = (have: string[], terms: WeightedTerm[]) =>
+  terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.includes(s)));
 
 /**
  * Claims within `contextSpan` of the best matches that candidate selection left out (they hold only
- * words too common to select): found by write order, under the same filters, kept when they hold a
- * query word. They can then rank as context of the match next to them, as they would had every word
- * selected candidates.
+ * words too common to select): found by write order as the caller sees it, under the same filters,
+ * kept when they hold a query word. They can then rank as context of the match next to them, as they
+ * would had every word selected candidates.
  */
 function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: Candidate[], present: Set<number>,
-  terms: WeightedTerm[]): Candidate[] {
-  const seqs = new Set<number>();
-  for (const c of best)
-    for (let d = 1; d <= WEIGHTS.contextSpan; d++)
-      for (const seq of [c.seq - d, c.seq + d]) if (seq > 0 && !present.has(seq)) seqs.add(seq);
-  if (!seqs.size) return [];
-  return candidatesAt(db, caller, f.kinds, [...seqs].sort((a, b) => a - b)).filter((c) => holdsAny(c.statement, terms)).sort((a, b) => a.seq - b.seq);
+  terms: WeightedTerm[], stems: (c: Candidate) => string[]): Candidate[] {
+  const around = readableNeighbours(db, caller, best.map((c) => c.seq), WEIGHTS.contextSpan);
+  const seqs = [...new Set([...around.values()].flatMap((n) => [...n.before, ...n.after]))].filter((s) => !present.has(s));
+  if (!seqs.length) return [];
+  return candidatesAt(db, caller, f.kinds, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stems(c), terms)).sort((a, b) => a.seq - b.seq);
 }
 
-export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedClaim[] {
-  const weighted = weightTerms(db, rankingTerms(f.query));
-  const terms = weighted.terms;
-  const selecting = selectingTerms(weighted);
-  const candidates = selectCandidates(db, caller, f, selecting);
-  const lexical = lexicalScores(candidates, terms);
-  if (selecting.length < terms.length && lexical.size) {
-    const top = candidates.filter((c) => c.rank != null)
-      .sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
-    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms)) {
+// ---- score ---------------------------------------------------------------------------------------
+
+/**
+ * Pairs of matching claims that are context of each other, with their distance: same subject, written
+ * within the window, and at most `contextSpan` apart by write order as the caller sees it (1 + the
+ * claims it may read written between them; claims it cannot read are skipped, so they move no score).
+ * Every matching claim is readable, so only claims at most `contextSpan` apart in the matching list
+ * itself can qualify; SQL counts the readable claims between those few pairs.
+ */
+function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neighbours {
+  return contextPairs(matching, (asked) => readableBetween(db, caller, asked, WEIGHTS.contextSpan));
+}
+
+/** Matching item seq -> its context neighbours (seq) with their distance. */
+type Neighbours = Map<number, { seq: number; d: number }[]>;
+
+/**
+ * The pairing behind contextNeighbours, pure: `between` answers, for each asked pair of seqs, how many
+ * items the caller may read lie strictly between them (compile asks SQL; channel compile counts the
+ * served snapshots).
+ */
+function contextPairs(matching: ScoringCandidate[], between: (asked: [number, number][]) => number[]): Neighbours {
+  const list = [...matching].sort((a, b) => a.seq - b.seq);
+  const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
+  const pairs: [ScoringCandidate, ScoringCandidate][] = [];
+  for (let i = 0; i < list.length; i++)
+    for (let j = i + 1; j < list.length && j - i <= WEIGHTS.contextSpan; j++)
+      if (list[i].subject_id === list[j].subject_id && Math.abs(Date.parse(list[j].created_at) - Date.parse(list[i].created_at)) <= windowMs)
+        pairs.push([list[i], list[j]]);
+  const gaps = pairs.map(([a, b]) => (b.seq - a.seq > 1 ? [a.seq, b.seq] as [number, number] : null));
+  const asked = gaps.flatMap((g) => (g ? [g] : []));
+  const counts = asked.length ? between(asked) : [];
+  const out: Neighbours = new Map();
+  let k = 0;
+  pairs.forEach(([a, b], i) => {
+    const d = 1 + (gaps[i] ? counts[k++] : 0);
+    if (d > WEIGHTS.contextSpan) return;
+    out.set(a.seq, [...(out.get(a.seq) ?? []), { seq: b.seq, d }]);
+    out.set(b.seq, [...(out.get(b.seq) ?? []), { seq: a.seq, d }]);
+  });
+  return out;
+}
+
+/** Called at the end of each phase of rankClaims (the bench's profile passes one; nothing else does). */
+export type PhaseMark = (phase: string) => void;
+
+/**
+ * A claim's statement as stems, memoized per organization (keyed by its Db, so no tenant's data is
+ * ever looked up for another) and bounded: a statement never changes, and tokenizing the same recent
+ * matches on every compile was most of lexical selection's cost after its reads.
+ */
+const STATEMENT_STEMS = new WeakMap<Db, Map<number, string[]>>();
+const STATEMENT_STEMS_MAX = 20_000;
+
+export function statementStems(db: Db, c: { seq: number; statement: string }): string[] {
+  let memo = STATEMENT_STEMS.get(db);
+  if (!memo) STATEMENT_STEMS.set(db, (memo = new Map()));
+  let s = memo.get(c.seq);
+  if (!s) {
+    if (memo.size >= STATEMENT_STEMS_MAX) memo.clear();
+    memo.set(c.seq, (s = stemsOf(c.statement)));
+  }
+  return s;
+}
+
+export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}): RankedClaim[] {
+  const words = rankingTerms(f.query);
+  const stats = sharedTermStats(db, words.flatMap(phraseStems));
+  mark("term statistics");
+  const terms = weightTerms(stats, words);
+  const selecting = selectingTerms(terms, stats.rows);
+  const stems = (c: { seq: number; statement: string }) => statementStems(db, c);
+  // Candidates.
+  const lexicalHits = selecting.length ? lexicalSelection(db, caller, f, selecting, stats, stems) : [];
+  mark("lexical candidates (read + bm25)");
+  const candidates = selectCandidates(db, caller, f, lexicalHits, words.length > 0);
+  mark("scoped candidates");
+  const lexical = lexicalScores(lexicalHits, terms, stems);
+  if (selecting.length < terms.length && lexicalHits.length) {
+    const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
+    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms, stems)) {
       candidates.push(c);
       lexical.set(c.seq, 0);
     }
   }
-  return scoreCandidates(candidates, lexical, f, clock.nowMs()).map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
+  mark("coverage + common-word neighbours");
+  const pairs = contextNeighbours(db, caller, candidates.filter((c) => lexical.has(c.seq)));
+  mark("context neighbours");
+  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs())
+    .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
+  mark("score + sort");
+  return ranked;
 }
 
 // ---- The scoring itself: pure, over candidate texts, shared by compile and channel compile -------
 
 /** What scoring reads of a candidate: a claim (compile) or a released snapshot (channel compile). */
 export interface ScoringCandidate {
-  /** Write order: neighbours for context are at most contextSpan apart in it. */
+  /** Write order: context neighbours are at most contextSpan apart in it, as the caller sees it. */
   seq: number;
   statement: string;
   subject_id: string;
@@ -209,10 +294,6 @@ export interface ScoringCandidate {
   status: string;
   created_at: string;
   feedback: number | null;
-  /** bm25 rank (negative, lower is better) when the candidate matched the query lexically, else null. */
-  rank: number | null;
-  /** The statement's stems, when the caller already has them (else they are computed). */
-  stems?: Set<string>;
 }
 
 export interface Scored<C> {
@@ -221,33 +302,36 @@ export interface Scored<C> {
   tokens: number;
 }
 
-/** Lexical score (0..1) of every lexical match: bm25 normalized to the best match, times coverage. */
-function lexicalScores(candidates: ScoringCandidate[], terms: WeightedTerm[]): Map<number, number> {
-  // bm25 ranks are negative, more negative = better; normalize against the best match to 0..1.
-  const best = Math.min(0, ...candidates.map((c) => c.rank ?? 0));
+/**
+ * Lexical score (0..1) of every lexical match: bm25 (`rank`, positive, higher is better) normalized to
+ * the best match, times coverage.
+ */
+function lexicalScores(hits: { seq: number; statement: string; rank: number | null }[], terms: WeightedTerm[],
+  stems: (c: { seq: number; statement: string }) => string[]): Map<number, number> {
+  const best = Math.max(0, ...hits.map((c) => c.rank ?? 0));
   const lexical = new Map<number, number>();
-  for (const c of candidates)
-    if (c.rank != null) lexical.set(c.seq, (best < 0 ? c.rank / best : 0) * coverage(c.stems ?? stemsOf(c.statement), terms));
+  for (const c of hits) lexical.set(c.seq, (best > 0 ? (c.rank ?? 0) / best : 0) * coverage(stems(c), terms));
   return lexical;
 }
 
 /**
  * Score and order candidates. `lexical` holds the lexical score of every candidate that holds a query
- * word (only those may receive context); lexical matches (rank not null) give context to neighbours.
+ * word (only those may receive context); `sources` are the lexical matches, which give context to
+ * their `pairs` neighbours.
  */
-function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, f: CompileFilters, now: number): Scored<C>[] {
-  const bySeq = new Map(candidates.filter((c) => c.rank != null).map((c) => [c.seq, c]));
+function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, sources: ScoringCandidate[],
+  pairs: Neighbours, f: CompileFilters, now: number): Scored<C>[] {
+  const bySeq = new Map(sources.map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const contextOf = (c: C): number => {
     if (!lexical.has(c.seq)) return 0;
     const at = Date.parse(c.created_at);
     let ctx = 0;
-    for (let d = 1; d <= WEIGHTS.contextSpan; d++)
-      for (const seq of [c.seq - d, c.seq + d]) {
-        const nb = bySeq.get(seq);
-        if (!nb || nb.subject_id !== c.subject_id || Math.abs(Date.parse(nb.created_at) - at) > windowMs) continue;
-        ctx = Math.max(ctx, Math.pow(WEIGHTS.contextDecay, d - 1) * lexical.get(seq)!);
-      }
+    for (const { seq, d } of pairs.get(c.seq) ?? []) {
+      const nb = bySeq.get(seq);
+      if (!nb || nb.subject_id !== c.subject_id || Math.abs(Date.parse(nb.created_at) - at) > windowMs) continue;
+      ctx = Math.max(ctx, Math.pow(WEIGHTS.contextDecay, d - 1) * lexical.get(seq)!);
+    }
     return ctx;
   };
   const maxTrust = TRUST_LEVELS.length - 1;
@@ -265,43 +349,37 @@ function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: M
       (c.status === "disputed" ? WEIGHTS.disputed : 0);
     return { candidate: c, score: Math.round(score * 1e6) / 1e6, tokens: estimateTokens(c.statement) };
   });
+  // Pack order.
   ranked.sort((a, b) => b.score - a.score || b.candidate.seq - a.candidate.seq);
   return ranked;
 }
 
 /**
  * Rank texts that are not in claims_fts (channel compile ranks released snapshots) with the same
- * scoring as compile. What SQLite computes for claims is computed here over the given texts only, as
- * FTS5 does (bm25 with k1 1.2, b 0.75, idf floored near zero; a term is a phrase of its stems), so
- * nothing outside them (no other channel, no canonical claim) influences a score. Every text holding
- * a query word is a candidate: the set is already bounded by the caller.
+ * scoring as compile. The statistics bm25 and the term weights read, and the neighbours context
+ * counts, come from the given texts only (the set the caller is served), so nothing outside them (no
+ * other channel, no canonical claim) influences a score. Every text holding a query word is a
+ * candidate: the set is already bounded by the caller. Reads nothing; pure.
  */
-export function rankTexts<C extends Omit<ScoringCandidate, "rank">>(texts: C[], f: CompileFilters, now: number): Scored<C & { rank: number | null }>[] {
-  const docs = texts.map((t) => stemList(t.statement));
-  const words = rankingTerms(f.query);
-  const termStems = words.map((w) => ftsTokens(w).map(stemKey));
-  const counts = docs.map((d) => termStems.map((ts) => phraseCount(d, ts)));
-  const held = words.map((_, i) => counts.filter((c) => c[i] > 0).length);
-  const weighted = weighTerms(words, texts.length, (term) => held[words.indexOf(term)]);
-  const avgLen = docs.reduce((n, d) => n + d.length, 0) / Math.max(1, docs.length);
-  const idf = held.map((n) => Math.max(1e-6, Math.log((texts.length - n + 0.5) / (n + 0.5))));
-  const candidates: (C & { rank: number | null })[] = [];
-  texts.forEach((t, i) => {
-    if (!words.length) return candidates.push({ ...t, rank: null });
-    if (!counts[i].some((n) => n > 0)) return;
-    const norm = 1.2 * (1 - 0.75 + (0.75 * docs[i].length) / (avgLen || 1));
-    const bm25 = counts[i].reduce((sum, n, k) => sum + (idf[k] * n * 2.2) / (n + norm), 0);
-    candidates.push({ ...t, rank: -bm25, stems: new Set(docs[i]) });
-  });
-  return scoreCandidates(candidates, lexicalScores(candidates, weighted.terms), f, now);
-}
-
-/** Occurrences of the stems `phrase` in order in `doc` (FTS5 phrase matching). */
-function phraseCount(doc: string[], phrase: string[]): number {
-  if (!phrase.length) return 0;
-  let n = 0;
-  for (let i = 0; i + phrase.length <= doc.length; i++) if (phrase.every((p, j) => doc[i + j] === p)) n++;
-  return n;
+export function rankTexts<C extends ScoringCandidate>(texts: C[], f: CompileFilters, now: number): Scored<C>[] {
+  const docs = new Map(texts.map((t) => [t.seq, stemsOf(t.statement)]));
+  const stems = (c: { seq: number; statement: string }) => docs.get(c.seq) ?? stemsOf(c.statement);
+  const df = new Map<string, number>();
+  let tokens = 0;
+  for (const d of docs.values()) {
+    tokens += d.length;
+    for (const s of new Set(d)) df.set(s, (df.get(s) ?? 0) + 1);
+  }
+  const stats: TermStats = { rows: texts.length, tokens, held: (s) => df.get(s) ?? 0 };
+  const terms = weightTerms(stats, rankingTerms(f.query));
+  if (!terms.length) return scoreCandidates(texts, new Map(), [], new Map(), f, now);
+  const phrases = terms.map((t) => t.stems);
+  const hits = texts.filter((t) => holdsAny(stems(t), terms)).map((t) => ({ ...t, rank: bm25(stems(t), phrases, stats) }));
+  const lexical = lexicalScores(hits, terms, stems);
+  // Distance by write order as the gateway sees it: the served snapshots between two matches.
+  const order = new Map([...docs.keys()].sort((a, b) => a - b).map((seq, i) => [seq, i]));
+  const pairs = contextPairs(hits, (asked) => asked.map(([a, b]) => order.get(b)! - order.get(a)! - 1));
+  return scoreCandidates(hits, lexical, hits, pairs, f, now);
 }
 
 /** Greedy pack: highest score first; an item that does not fit is skipped so smaller ones may still fit. */

@@ -17,6 +17,7 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Touched } from "../../org/outbox";
 import type { Caller } from "../../org/request";
+import { stemsOf, storedTerm, type TermStats } from "./fts";
 
 export interface ProjectRow {
   project_id: string;
@@ -229,14 +230,16 @@ export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id">;
 
 /** A claim with its sources in order, and its full-text index entry. Also reports its write position (seq). */
 export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: string; relation: string }[]): Touched & { seq: number } {
-  const { seq } = db.first<{ seq: number }>(
+  const { seq, workspace_id } = db.first<{ seq: number; workspace_id: string | null }>(
     `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
        valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at, workspace_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?)) RETURNING seq`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?)) RETURNING seq, workspace_id`,
     c.claim_id, c.subject_id, c.project_id, c.kind, c.statement, c.status, c.visibility, c.trust, c.version,
     c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at, c.project_id,
   )!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
+  // Workspace records are readable by the workspace's members only: they stay out of the statistics.
+  if (c.visibility === "team" && workspace_id == null) countSharedTerms(db, c.statement);
   sources.forEach((s, position) =>
     db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
       c.claim_id, position, s.observation_id, s.relation));
@@ -372,19 +375,13 @@ export interface MemoriesFilter {
   project_id?: string;
   visibility?: string;
   kind?: string;
-  /** An FTS5 MATCH expression: search (ranked) instead of list (newest first). */
-  match?: string;
-  /** Search: the last [rank, seq] seen; list: [_, seq]. */
-  after?: [number, number];
-  limit: number;
 }
 
 /**
- * One page (limit + 1 rows, to tell has_more) of GET /v1/memories. Without a status: current claims;
- * active or disputed: those still valid; superseded or revoked lists are history. Retrieval, validity
- * and filters sit in the same WHERE as the match: applied before ranking and paging.
+ * Retrieval, validity and the filters of GET /v1/memories, on claims aliased c. Without a status:
+ * current claims; active or disputed: those still valid; superseded or revoked lists are history.
  */
-export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter): (ClaimRow & { rank: number })[] {
+function memoriesWhere(caller: Caller, f: MemoriesFilter): [string, unknown[]] {
   const [ok, ...args] = retrievable(caller, "c", f.status ? { valid: f.status === "active" || f.status === "disputed" } : { current: true });
   const where = [ok];
   if (f.status) {
@@ -396,27 +393,40 @@ export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter): (ClaimR
       where.push(`c.${k} = ?`);
       args.push(f[k]);
     }
-  if (f.match !== undefined) {
-    if (f.after) {
-      const [rank, seq] = f.after;
-      where.push("(f.rank > ? OR (f.rank = ? AND c.seq > ?))");
-      args.push(rank, rank, seq);
-    }
-    return db.all(
-      `SELECT c.*, f.rank AS rank FROM claims_fts f JOIN claims c ON c.seq = f.rowid
-        WHERE claims_fts MATCH ? AND ${where.join(" AND ")} ORDER BY f.rank, c.seq LIMIT ?`,
-      f.match, ...args, f.limit + 1);
-  }
-  if (f.after) {
-    where.push("c.seq < ?");
-    args.push(f.after[1]);
-  }
-  return db.all(`SELECT c.*, 0 AS rank FROM claims c WHERE ${where.join(" AND ")} ORDER BY c.seq DESC LIMIT ?`, ...args, f.limit + 1);
+  return [where.join(" AND "), args];
+}
+
+/** One page (limit + 1 rows, to tell has_more) of the memories list, newest first, after a seq. */
+export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq: number | undefined, limit: number): ClaimRow[] {
+  const [where, args] = memoriesWhere(caller, f);
+  return db.all(`SELECT c.* FROM claims c WHERE ${where}${afterSeq !== undefined ? " AND c.seq < ?" : ""} ORDER BY c.seq DESC LIMIT ?`,
+    ...args, ...(afterSeq !== undefined ? [afterSeq] : []), limit + 1);
+}
+
+/**
+ * Memories search's candidates (what ranking needs of them): the newest `window` claims matching an FTS5 MATCH expression that
+ * pass the list's retrieval and filters (applied in the same statement, before anything is ranked).
+ * Newest first by rowid, so FTS5 walks its doclists backwards and stops at the window.
+ */
+export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
+  const [where, args] = memoriesWhere(caller, f);
+  return db.all<Pick<ClaimRow, "seq" | "claim_id" | "statement">>(
+    `SELECT c.seq, c.claim_id, c.statement FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid WHERE claims_fts MATCH ? AND ${where}
+      ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
+}
+
+/** The claims among `ids` that still pass the memories list's retrieval and filters (any order). */
+export function memoriesByIds(db: Db, caller: Caller, f: MemoriesFilter, ids: string[]): ClaimRow[] {
+  if (!ids.length) return [];
+  const [where, args] = memoriesWhere(caller, f);
+  // CROSS JOIN keeps the planner on the ids (one unique-index lookup each), never a scan of claims_current.
+  return db.all(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.claim_id = j.value WHERE ${where}`,
+    JSON.stringify(ids), ...args);
 }
 
 // ---- compile ranking's reads ---------------------------------------------------------------------
 
-/** A compile candidate: a current, retrievable claim with its bm25 rank (lexical hits) and feedback score. */
+/** A compile candidate: a current, retrievable claim with its feedback score (rank: set by ranking, bm25 of lexical hits). */
 export type CandidateRow = ClaimRow & { rank: number | null; feedback: number | null };
 
 const candidateCols = "c.*, fb.score AS feedback";
@@ -433,12 +443,17 @@ function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, u
   return [where.join(" AND "), args];
 }
 
-/** The best `limit` lexical matches of an FTS5 MATCH expression, best first. */
-export function lexicalCandidates(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number): CandidateRow[] {
+/**
+ * The newest `limit` candidates matching an FTS5 MATCH expression (ranking calls it once per query
+ * term), with what lexical scoring needs of them; candidatesAt reads the kept ones whole. Newest first
+ * by rowid, so FTS5 walks the term's doclist backwards and stops at the limit: the cost is bounded by
+ * the limit, not by how many claims of the organization hold the term.
+ */
+export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number) {
   const [where, args] = candidateWhere(caller, kinds);
-  return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, f.rank AS rank FROM claims_fts f JOIN claims c ON c.seq = f.rowid ${joinFeedback}
-      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rank LIMIT ?`,
+  return db.all<Pick<ClaimRow, "seq" | "statement">>(
+    `SELECT c.seq, c.statement FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid
+      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
     match, ...args, limit);
 }
 
@@ -456,16 +471,68 @@ export function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undef
 export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, NULL AS rank FROM claims c ${joinFeedback} WHERE c.seq IN (SELECT value FROM json_each(?)) AND ${where}`,
+    `SELECT ${candidateCols}, NULL AS rank FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value ${joinFeedback} WHERE ${where}`,
     JSON.stringify(seqs), ...args);
 }
 
-/** Claims ever written (the idf's N: write positions, so it is one index lookup, not a count). */
-export const claimsWritten = (db: Db) => db.first<{ n: number | null }>("SELECT max(seq) AS n FROM claims")?.n ?? 0;
+/**
+ * For each write position, the nearest `n` claims before and after it that the caller may retrieve (in
+ * any status): write order as the caller sees it, skipping what it cannot read. One statement; each
+ * side is a backward or forward walk of the primary key that stops at the n-th readable claim.
+ */
+export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number): Map<number, { before: number[]; after: number[] }> {
+  const out = new Map<number, { before: number[]; after: number[] }>();
+  if (!seqs.length) return out;
+  const [ok, ...args] = retrievable(caller, "c");
+  const rows = db.all<{ seq: number; before: string; after: string }>(
+    `SELECT h.value AS seq,
+       (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c WHERE c.seq < h.value AND ${ok} ORDER BY c.seq DESC LIMIT ?)) AS before,
+       (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c WHERE c.seq > h.value AND ${ok} ORDER BY c.seq LIMIT ?)) AS after
+     FROM json_each(?) h`,
+    ...args, n, ...args, n, JSON.stringify(seqs));
+  for (const r of rows) out.set(r.seq, { before: JSON.parse(r.before), after: JSON.parse(r.after) });
+  return out;
+}
 
-/** Claims whose full-text entry holds a quoted term. */
-export const claimsHolding = (db: Db, term: string) =>
-  db.first<{ n: number }>("SELECT count(*) AS n FROM claims_fts WHERE claims_fts MATCH ?", `"${term}"`)?.n ?? 0;
+/** For each (a, b) pair of write positions, how many claims between them the caller may retrieve, counted up to `cap`. */
+export function readableBetween(db: Db, caller: Caller, pairs: [number, number][], cap: number): number[] {
+  if (!pairs.length) return [];
+  const [ok, ...args] = retrievable(caller, "c");
+  const rows = db.all<{ i: number; n: number }>(
+    `SELECT p.key AS i, (SELECT count(*) FROM (SELECT 1 FROM claims c
+        WHERE c.seq > p.value ->> 0 AND c.seq < p.value ->> 1 AND ${ok} LIMIT ?)) AS n
+     FROM json_each(?) p`,
+    ...args, cap, JSON.stringify(pairs));
+  const out = new Array<number>(pairs.length).fill(0);
+  for (const r of rows) out[r.i] = r.n;
+  return out;
+}
+
+// ---- ranking statistics -------------------------------------------------------------------------
+// bm25 and term weights count team claims outside any workspace only, in any status: every reader of
+// the organization may read those, so no score, order or count depends on a record the caller cannot read. Kept by
+// insertClaim in the writer's transaction (claims never change visibility or leave the table).
+
+/** A team claim's terms and length join the shared statistics. */
+function countSharedTerms(db: Db, statement: string) {
+  const stems = stemsOf(statement);
+  db.run(
+    `INSERT INTO claim_terms (term, claims) SELECT value, 1 FROM json_each(?) WHERE true
+      ON CONFLICT (term) DO UPDATE SET claims = claims + 1`, JSON.stringify([...new Set(stems)].map(storedTerm)));
+  db.run(
+    `INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, 1, ?)
+      ON CONFLICT (id) DO UPDATE SET claims = claims + 1, tokens = tokens + excluded.tokens`, stems.length);
+}
+
+/** The shared statistics for the given stem keys: one indexed lookup per term, never a count. */
+export function sharedTermStats(db: Db, stems: string[]): TermStats {
+  const corpus = db.first<{ claims: number; tokens: number }>("SELECT claims, tokens FROM claim_corpus WHERE id = 1");
+  const keys = [...new Set(stems)];
+  const byTerm = new Map(db.all<{ term: string; claims: number }>(
+    "SELECT term, claims FROM claim_terms WHERE term IN (SELECT value FROM json_each(?))",
+    JSON.stringify(keys.map(storedTerm))).map((r) => [r.term, r.claims]));
+  return { rows: corpus?.claims ?? 0, tokens: corpus?.tokens ?? 0, held: (stem) => byTerm.get(storedTerm(stem)) ?? 0 };
+}
 
 // ---- directories --------------------------------------------------------------------------------
 

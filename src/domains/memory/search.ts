@@ -1,0 +1,140 @@
+// Memories search (GET /v1/memories?q=): lexical search ranked by bm25 over the shared statistics, and
+// paged through a short-lived result snapshot so that pages neither skip nor repeat under writes.
+//
+// Candidates: the newest SEARCH_WINDOW claims holding every query word that pass the list's retrieval
+// and filters (one bounded read, whatever the organization's size). Score: bm25 over the statistics
+// of team claims (records.ts sharedTermStats), so no score or order depends on a record the caller
+// cannot read. Pages: the first page is answered directly; when more remain, the rest of the order
+// (claim ids only) is stored as a snapshot bound to the caller and the search, for SNAPSHOT_TTL_MS,
+// and the cursor names the snapshot and a position in it. Each later page re-checks its items now
+// (a claim the caller can no longer read, or that no longer passes the filters, is left out).
+import { clock } from "../../http/clock";
+import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { ApiError } from "../../http/errors";
+import { randomHex } from "../../http/ids";
+import type { Db } from "../../org/db";
+import type { BackgroundJob } from "../../org/jobs";
+import type { Caller } from "../../org/request";
+import { bm25, matchAll, phraseStems, queryTerms } from "./fts";
+import { statementStems } from "./ranking";
+import { type ClaimRow, type MemoriesFilter, memoriesByIds, memoriesMatches, sharedTermStats } from "./records";
+
+/** Matches ranked per search: the newest this many. */
+export const SEARCH_WINDOW = 1000;
+/** How long a search's later pages stay stable (at least ten minutes, as promised in the README). */
+export const SNAPSHOT_TTL_MS = 15 * 60_000;
+
+interface SnapshotCursor {
+  s: string;
+  o: number;
+}
+
+const isSnapshotCursor = (v: unknown): v is SnapshotCursor =>
+  typeof v === "object" && v !== null && typeof (v as SnapshotCursor).s === "string" && /^[0-9a-f]{32}$/.test((v as SnapshotCursor).s) &&
+  Number.isInteger((v as SnapshotCursor).o) && (v as SnapshotCursor).o >= 0 && Object.keys(v).length === 2;
+
+/** One answer for a cursor that is malformed, expired, another caller's or another search's: none is told apart. */
+const badCursor = () => new ApiError("VALIDATION_ERROR", 'Invalid field "after": not a cursor this service issued to you for this search, or it expired.');
+
+export interface SearchPage {
+  page: ClaimRow[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+/** Search matches' claim ids, best first: bm25 over the shared statistics, ties oldest first. */
+function rankedMatches(db: Db, caller: Caller, f: MemoriesFilter, words: string[]): string[] {
+  const phrases = words.map(phraseStems);
+  const stats = sharedTermStats(db, phrases.flat());
+  const rows = memoriesMatches(db, caller, f, matchAll(words), SEARCH_WINDOW);
+  const scored = rows.map((c) => ({ c, score: bm25(statementStems(db, c), phrases, stats) }));
+  scored.sort((a, b) => b.score - a.score || a.c.seq - b.c.seq);
+  return scored.map((x) => x.c.claim_id);
+}
+
+/** The rows of `ids` that still pass, in the order of `ids`. */
+function rowsInOrder(db: Db, caller: Caller, f: MemoriesFilter, ids: string[]): ClaimRow[] {
+  const found = new Map(memoriesByIds(db, caller, f, ids).map((c) => [c.claim_id, c]));
+  return ids.flatMap((id) => found.get(id) ?? []);
+}
+
+export function searchMemories(db: Db, caller: Caller, f: MemoriesFilter, q: string, limit: number, after: string | undefined,
+  scheduleAlarm: (atMs: number) => void): SearchPage {
+  const words = queryTerms(q);
+  const queryKey = JSON.stringify([words, f.status ?? null, f.subject_id ?? null, f.project_id ?? null, f.visibility ?? null, f.kind ?? null]);
+  if (after !== undefined) return laterPage(db, caller, f, queryKey, decodeCursor(after, isSnapshotCursor), limit);
+  if (!words.length) return { page: [], has_more: false, next_cursor: null };
+  const ranked = rankedMatches(db, caller, f, words);
+  const page = rowsInOrder(db, caller, f, ranked.slice(0, limit));
+  if (ranked.length <= limit) return { page, has_more: false, next_cursor: null };
+  const id = randomHex(16);
+  const expiresAt = clock.nowMs() + SNAPSHOT_TTL_MS;
+  db.run("DELETE FROM search_snapshots WHERE expires_at <= ?", clock.nowIso());
+  db.run("INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_ids, expires_at) VALUES (?, ?, ?, ?, ?)",
+    id, caller.principalId, queryKey, JSON.stringify(ranked.slice(limit)), new Date(expiresAt).toISOString());
+  scheduleAlarm(expiresAt);
+  return { page, has_more: true, next_cursor: encodeCursor({ s: id, o: 0 }) };
+}
+
+/** A later page: the snapshot's order from the cursor's position, each item re-checked now. */
+function laterPage(db: Db, caller: Caller, f: MemoriesFilter, queryKey: string, cursor: SnapshotCursor, limit: number): SearchPage {
+  const snap = db.first<{ claim_ids: string }>(
+    "SELECT claim_ids FROM search_snapshots WHERE snapshot_id = ? AND principal_id = ? AND query_key = ? AND expires_at > ?",
+    cursor.s, caller.principalId, queryKey, clock.nowIso());
+  if (!snap) throw badCursor();
+  const ids: string[] = JSON.parse(snap.claim_ids);
+  const page: ClaimRow[] = [];
+  let pos = cursor.o;
+  let hasMore = false;
+  while (pos < ids.length) {
+    const chunk = ids.slice(pos, pos + limit + 1);
+    const found = new Map(memoriesByIds(db, caller, f, chunk).map((c) => [c.claim_id, c]));
+    let i = 0;
+    for (; i < chunk.length; i++) {
+      const c = found.get(chunk[i]);
+      if (!c) continue;
+      if (page.length === limit) {
+        hasMore = true;
+        break;
+      }
+      page.push(c);
+    }
+    if (hasMore) break;
+    pos += chunk.length;
+    if (page.length === limit) {
+      // Whether anything after this page still passes decides has_more.
+      hasMore = remaining(db, caller, f, ids, pos);
+      break;
+    }
+  }
+  if (!hasMore) return { page, has_more: false, next_cursor: null };
+  const next = ids.indexOf(page[page.length - 1].claim_id, cursor.o) + 1;
+  return { page, has_more: true, next_cursor: encodeCursor({ s: cursor.s, o: next }) };
+}
+
+/** Does any snapshot item from `pos` on still pass? */
+function remaining(db: Db, caller: Caller, f: MemoriesFilter, ids: string[], pos: number): boolean {
+  for (let p = pos; p < ids.length; p += 100) if (memoriesByIds(db, caller, f, ids.slice(p, p + 100)).length) return true;
+  return false;
+}
+
+/** Expired snapshots deleted per run of the sweep. */
+export const SNAPSHOT_SWEEP_BATCH = 500;
+
+/**
+ * The search snapshot sweep, a named background job (src/jobs.ts): deletes expired snapshots in
+ * bounded batches. Reads never depend on it having run (a cursor's snapshot is checked for expiry).
+ */
+export const searchSnapshotsJob: BackgroundJob = {
+  name: "search_snapshots",
+  run({ db }) {
+    const now = clock.nowIso();
+    const deleted = db.all(
+      `DELETE FROM search_snapshots WHERE snapshot_id IN
+         (SELECT snapshot_id FROM search_snapshots WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SNAPSHOT_SWEEP_BATCH).length;
+    if (deleted === SNAPSHOT_SWEEP_BATCH) return clock.nowMs();
+    const next = db.first<{ at: string | null }>("SELECT min(expires_at) AS at FROM search_snapshots");
+    return next?.at ? Date.parse(next.at) : null;
+  },
+  retryMs: () => 60_000,
+};

@@ -1,0 +1,248 @@
+// Ranking and search see only what the caller may read: no score, order or count depends on another
+// principal's private claims (issue 13 item 3), and search pages stay stable under writes (item 9).
+import { describe, expect, it } from "vitest";
+import { clock } from "../src/http/clock";
+import { rankTexts } from "../src/domains/memory/ranking";
+import { SNAPSHOT_TTL_MS } from "../src/domains/memory/search";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+
+/** The caller's own writes: team claims, and private ones (one word, "quokka", held by no team claim). */
+const OWN_TEAM = [
+  "the deploy pipeline for billing runs nightly checks",
+  "billing invoices are published to staging after checks",
+  "the staging cluster hosts the billing pipeline",
+  "lunch is served at noon in the atrium",
+  "nightly checks compare invoices with the ledger",
+  "the ledger service owns invoices and refunds",
+];
+const OWN_PRIVATE = [
+  "my billing notes mention the quokka ledger",
+  "private reminder: staging checks for the quokka invoices",
+];
+/** Another principal's private claims: many, full of the query words. */
+const OTHERS = (i: number) =>
+  `billing billing invoices ledger quokka staging checks pipeline nightly ${i % 2 ? "refunds" : "deploy"} secret ${i}`;
+
+const QUERIES = [
+  { query: "billing invoices ledger", token_budget: 400 },
+  { query: "quokka staging checks", token_budget: 400 },
+  { query: "nightly pipeline refunds", token_budget: 60, subject_id: "s" },
+];
+const SEARCHES = ["billing", "checks invoices", "quokka", "ledger"];
+
+/** Ids (by order of first appearance), timestamps and opaque cursors replaced: what is left must be equal. */
+function normalized(value: unknown): string {
+  const ids = new Map<string, string>();
+  return JSON.stringify(value)
+    .replace(/\b([a-z]+_)[0-9a-f]{32}\b/g, (id, prefix) => {
+      if (!ids.has(id)) ids.set(id, `${prefix}${ids.size}`);
+      return ids.get(id)!;
+    })
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "<time>")
+    .replace(/"next_cursor":"[^"]+"/g, '"next_cursor":"<cursor>"')
+    .replace(/"request_id":"[^"]+"/g, "");
+}
+
+/** One organization: the caller writes its claims one by one; with `others`, another principal's private claims land between them. */
+async function organization(others: false | "private" | "workspace") {
+  const org = await newOrg();
+  const me = await mintKey(org.api_key, { scopes: ["*"] });
+  const other = await mintKey(org.api_key, { scopes: ["*"] });
+  const mine = await appendOk(me.key, obs("s", "team evidence"));
+  const minePrivate = await appendOk(me.key, obs("s", "private evidence", { visibility: "private" }));
+  // "workspace": the other principal's claims are team claims of a workspace the caller is not in.
+  let project: string | undefined;
+  if (others === "workspace") {
+    const ws = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "closed" } })).json.data.workspace_id;
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: other.principal_id, role: "member", workspace_id: ws } })).status).toBe(201);
+    project = (await call("POST", "/v1/projects/resolve", { key: other.key, body: { reference: "closed", create: true, workspace_id: ws } })).json.data.project_id;
+    expect(project).toMatch(/^prj_/);
+  }
+  const theirs = others === "private" ? await appendOk(other.key, obs("s", "their evidence", { visibility: "private" }))
+    : others === "workspace" ? await appendOk(other.key, obs("s", "their evidence", { project_id: project })) : null;
+  let n = 0;
+  const interleave = async () => {
+    if (!theirs) return;
+    const r = await call("POST", "/v1/consolidations", { key: other.key, body: { subject_id: "s", ...(project ? { project_id: project } : {}),
+      claims: Array.from({ length: 12 }, () => ({ kind: "fact", statement: OTHERS(n++), sources: supports(theirs) })) } });
+    expect(r.status, r.text).toBe(201);
+  };
+  await interleave();
+  for (const statement of OWN_TEAM) {
+    await consolidateOk(me.key, "s", [{ kind: "fact", statement, sources: supports(mine) }]);
+    await interleave();
+  }
+  for (const statement of OWN_PRIVATE) {
+    await consolidateOk(me.key, "s", [{ kind: "fact", statement, sources: supports(minePrivate), visibility: "private" }]);
+    await interleave();
+  }
+  return { org, me };
+}
+
+/** Everything the caller is told by compile and search (every page) for the fixed queries. */
+async function answers(key: string) {
+  const out: unknown[] = [];
+  for (const body of QUERIES) {
+    const r = await call("POST", "/v1/context/compile", { key, body });
+    expect(r.status, r.text).toBe(201);
+    out.push(r.json.data);
+  }
+  for (const q of SEARCHES) {
+    let url = `/v1/memories?q=${encodeURIComponent(q)}&limit=2`;
+    for (;;) {
+      const r = await call("GET", url, { key });
+      expect(r.status, r.text).toBe(200);
+      out.push(r.json.data);
+      if (!r.json.data.has_more) break;
+      url = `/v1/memories?q=${encodeURIComponent(q)}&limit=2&after=${r.json.data.next_cursor}`;
+    }
+  }
+  return out;
+}
+
+describe("ranking sees only what the caller may read", () => {
+  it("answers compile and search identically whether or not another principal holds private claims full of the query words", async () => {
+    const alone = await organization(false);
+    const crowded = await organization("private");
+    // Recency moves with the clock; far in the future it is zero for both, so scores compare exactly.
+    clock.advance(100 * 365 * 86_400_000);
+    const a = await answers(alone.me.key);
+    const b = await answers(crowded.me.key);
+    // The answers are not trivial: compile packs the caller's private claims too, and search pages.
+    expect(JSON.stringify(a)).toContain("quokka ledger");
+    expect((a[0] as { items: unknown[] }).items.length).toBeGreaterThan(3);
+    expect(a.length).toBeGreaterThan(QUERIES.length + SEARCHES.length);
+    expect(JSON.stringify(b)).not.toContain("secret");
+    expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
+  });
+
+  it("answers identically whether or not a workspace the caller is not in holds team claims full of the query words", async () => {
+    const alone = await organization(false);
+    const walled = await organization("workspace");
+    clock.advance(100 * 365 * 86_400_000);
+    const a = await answers(alone.me.key);
+    const b = await answers(walled.me.key);
+    expect(JSON.stringify(b)).not.toContain("secret");
+    expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
+  });
+
+  it("keeps the shared statistics over team claims only, in the writer's transaction", async () => {
+    const { org } = await organization("private");
+    const stats = await inOrg(org.org_id, (o) => {
+      const db = o.db;
+      return {
+        corpus: db.first<{ claims: number }>("SELECT claims FROM claim_corpus"),
+        secret: db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'secret'"),
+        billing: db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'bill'"),
+      };
+    });
+    expect(stats.corpus?.claims).toBe(OWN_TEAM.length);
+    expect(stats.secret).toBeNull();
+    expect(stats.billing?.claims).toBe(3);
+  });
+});
+
+describe("memories search paging", () => {
+  async function seeded() {
+    const org = await newOrg();
+    const o = await appendOk(org.api_key, obs("s", "x"));
+    const ids = await consolidateOk(org.api_key, "s",
+      Array.from({ length: 7 }, (_, i) => ({ kind: "fact", statement: `walrus ${"tusk ".repeat(i)}fact ${i}`, sources: supports(o) })));
+    return { org, o, ids };
+  }
+
+  it("neither skips nor repeats when writes between pages would reorder the results", async () => {
+    const { org, o, ids } = await seeded();
+    const first = await call("GET", "/v1/memories?q=walrus&limit=3", { key: org.api_key });
+    expect(first.json.data.has_more).toBe(true);
+    const seen: string[] = first.json.data.items.map((c: { claim_id: string }) => c.claim_id);
+    // New claims that rank above everything, and a change of the statistics every score depends on.
+    await consolidateOk(org.api_key, "s", Array.from({ length: 6 }, () => ({ kind: "fact", statement: "walrus walrus walrus", sources: supports(o) })));
+    clock.advance(10 * 60_000);
+    let cursor = first.json.data.next_cursor;
+    while (cursor) {
+      const r = await call("GET", `/v1/memories?q=walrus&limit=3&after=${cursor}`, { key: org.api_key });
+      expect(r.status, r.text).toBe(200);
+      seen.push(...r.json.data.items.map((c: { claim_id: string }) => c.claim_id));
+      cursor = r.json.data.next_cursor;
+    }
+    expect(seen).toHaveLength(ids.length);
+    expect([...seen].sort()).toEqual([...ids].sort());
+  });
+
+  it("leaves out an item that stopped matching the filters, without skipping the rest", async () => {
+    const { org, ids } = await seeded();
+    const first = await call("GET", "/v1/memories?q=walrus&limit=3", { key: org.api_key });
+    const shown = first.json.data.items.map((c: { claim_id: string }) => c.claim_id);
+    const later = ids.filter((id) => !shown.includes(id));
+    expect((await call("POST", `/v1/claims/${later[0]}/revoke`, { key: org.api_key })).status).toBe(200);
+    const rest: string[] = [];
+    let cursor = first.json.data.next_cursor;
+    while (cursor) {
+      const r = await call("GET", `/v1/memories?q=walrus&limit=3&after=${cursor}`, { key: org.api_key });
+      rest.push(...r.json.data.items.map((c: { claim_id: string }) => c.claim_id));
+      cursor = r.json.data.next_cursor;
+    }
+    expect(rest.sort()).toEqual(later.slice(1).sort());
+  });
+
+  it("binds the cursor to its caller and its search, answers any other use like a forged cursor, and expires it", async () => {
+    const { org } = await seeded();
+    const other = await mintKey(org.api_key, { scopes: ["*"] });
+    const first = await call("GET", "/v1/memories?q=walrus&limit=3", { key: org.api_key });
+    const cursor: string = first.json.data.next_cursor;
+    // Opaque: it carries no claim id, score or position of another record.
+    expect(cursor).not.toMatch(/claim_/);
+    expect(atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))).not.toMatch(/claim_|walrus/);
+    const forged = await call("GET", "/v1/memories?q=walrus&limit=3&after=eyJzIjoiMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAiLCJvIjowfQ", { key: org.api_key });
+    expectError(forged, 400, "VALIDATION_ERROR");
+    const stolen = await call("GET", `/v1/memories?q=walrus&limit=3&after=${cursor}`, { key: other.key });
+    expectError(stolen, 400, "VALIDATION_ERROR");
+    expect(stolen.json.error.message).toBe(forged.json.error.message);
+    const otherSearch = await call("GET", `/v1/memories?q=tusk&limit=3&after=${cursor}`, { key: org.api_key });
+    expectError(otherSearch, 400, "VALIDATION_ERROR");
+    expect(otherSearch.json.error.message).toBe(forged.json.error.message);
+    clock.advance(10 * 60_000);
+    expect((await call("GET", `/v1/memories?q=walrus&limit=3&after=${cursor}`, { key: org.api_key })).status).toBe(200);
+    clock.advance(SNAPSHOT_TTL_MS - 10 * 60_000 + 1);
+    const expired = await call("GET", `/v1/memories?q=walrus&limit=3&after=${cursor}`, { key: org.api_key });
+    expectError(expired, 400, "VALIDATION_ERROR");
+    expect(expired.json.error.message).toBe(forged.json.error.message);
+  });
+
+  it("sweeps expired snapshots in the alarm's search snapshot job", async () => {
+    const { org } = await seeded();
+    await call("GET", "/v1/memories?q=walrus&limit=3", { key: org.api_key });
+    const count = () => inOrg(org.org_id, (o) =>
+      o.db.first<{ n: number }>("SELECT count(*) AS n FROM search_snapshots")!.n);
+    expect(await count()).toBe(1);
+    clock.advance(SNAPSHOT_TTL_MS + 1);
+    await inOrg(org.org_id, (o) => o.alarm());
+    expect(await count()).toBe(0);
+  });
+});
+
+describe("rankTexts (channel compile's use of compile's scoring)", () => {
+  const at = "2026-01-01T00:00:00.000Z";
+  const text = (seq: number, statement: string, subject_id = "s1") =>
+    ({ seq, statement, subject_id, project_id: null, trust: "verified", status: "active", created_at: at, feedback: null });
+
+  it("scores from the served texts alone: context counts served neighbours, not gaps left by other records", () => {
+    const served = (laterSeq: number) => rankTexts([
+      text(1, "the ferry leaves the harbour at noon"),
+      text(laterSeq, "ferry tickets cost five euros"),
+      text(laterSeq + 1, "the bus stops at the square", "s2"),
+    ], { query: "ferry noon" }, Date.parse(at));
+    const adjacent = served(2);
+    // Releases of other channels (or records the gateway cannot see) written in between change nothing.
+    const apart = served(40);
+    expect(apart.map((r) => [r.candidate.statement, r.score])).toEqual(adjacent.map((r) => [r.candidate.statement, r.score]));
+    // The second ferry text holds a query word next to the best match, so it carries context (which
+    // it would not about another subject): the neighbours above are really counted.
+    const otherSubject = rankTexts([text(1, "the ferry leaves the harbour at noon"), text(40, "ferry tickets cost five euros", "s3"),
+      text(41, "the bus stops at the square", "s2")],
+      { query: "ferry noon" }, Date.parse(at));
+    expect(apart.find((r) => r.candidate.seq === 40)!.score).toBeGreaterThan(otherSubject.find((r) => r.candidate.seq === 40)!.score);
+    expect(adjacent.map((r) => r.candidate.statement)).not.toContain("the bus stops at the square");
+  });
+});
