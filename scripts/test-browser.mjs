@@ -25,6 +25,8 @@ const port = await freePort();
 const base = `http://localhost:${port}`;
 const api = `http://127.0.0.1:${port}`;
 let step = "starting the server";
+/** What the page reported (errors, CSP violations), printed when the test fails. */
+const pageProblems = [];
 const log = (msg) => console.log(`  ✓ ${msg}`);
 
 // ---- the server, exactly as a person starts it --------------------------------------------------
@@ -91,7 +93,7 @@ try {
     defaultViewport: { width: 1100, height: 760 },
   });
   const page = await browser.newPage();
-  const problems = [];
+  const problems = pageProblems;
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => {
     if (m.type() === "error" && !/status of 4\d\d/.test(m.text())) problems.push(`console error: ${m.text()}`);
@@ -189,22 +191,18 @@ try {
   await screenshot("evidence");
   log("evidence: two readable supporting observations, the agent's private one only as \"1 source hidden\"");
 
-  step = "expiring a claim after confirmation";
-  await page.type("form[aria-label=Expire] input[name=reason]", "checked by the browser test");
-  await page.click("form[aria-label=Expire] button[type=submit]");
-  await page.waitForSelector("dialog[open]");
-  await page.keyboard.press("Escape"); // Esc cancels: nothing may change
-  await page.waitForFunction(() => !document.querySelector("dialog"));
-  if ((await call("GET", `/v1/claims/${claimId}/evidence`)).json.data.claim.valid_to) throw new Error("a cancelled confirmation expired the claim");
-  await page.click("form[aria-label=Expire] button[type=submit]");
-  await page.waitForSelector("dialog[open]");
-  await page.click("dialog[open] button[value=confirm]");
-  await page.waitForFunction(() => /expire done/.test(document.getElementById("status").textContent), { timeout: 20_000 });
-  if (!(await call("GET", `/v1/claims/${claimId}/evidence`)).json.data.claim.valid_to) throw new Error("the confirmed expiry did not reach the API");
-  log("expire: Esc on the confirmation changed nothing; confirming set valid_to");
-
   step = "the Atlas";
-  await page.click(`main a[href^="#/atlas?lens=evidence_trace"]`);
+  // The claim page re-renders after the expiry: retry a click that caught the old link detached.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await page.waitForSelector(`main a[href^="#/atlas?lens=evidence_trace"]`, { visible: true });
+      await page.click(`main a[href^="#/atlas?lens=evidence_trace"]`);
+      break;
+    } catch (err) {
+      if (attempt >= 4 || !/detached/i.test(String(err?.message))) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
   await onPage("/atlas");
   await page.waitForSelector("#atlas-summary, #atlas-unavailable, main .error", { timeout: 30_000 });
   if (await page.$("#atlas-unavailable")) {
@@ -232,6 +230,23 @@ try {
     page.removeAllListeners("request");
     await page.setRequestInterception(false);
   }
+
+  // Back to the claim for the lifecycle move (the Atlas comes first: an expired claim leaves the trace's views).
+  await visit(`#/claim/${claimId}`, `/claim/${claimId}`);
+
+  step = "expiring a claim after confirmation";
+  await page.type("form[aria-label=Expire] input[name=reason]", "checked by the browser test");
+  await page.click("form[aria-label=Expire] button[type=submit]");
+  await page.waitForSelector("dialog[open]");
+  await page.keyboard.press("Escape"); // Esc cancels: nothing may change
+  await page.waitForFunction(() => !document.querySelector("dialog"));
+  if ((await call("GET", `/v1/claims/${claimId}/evidence`)).json.data.claim.valid_to) throw new Error("a cancelled confirmation expired the claim");
+  await page.click("form[aria-label=Expire] button[type=submit]");
+  await page.waitForSelector("dialog[open]");
+  await page.click("dialog[open] button[value=confirm]");
+  await page.waitForFunction(() => /expire done/.test(document.getElementById("status").textContent), { timeout: 20_000 });
+  if (!(await call("GET", `/v1/claims/${claimId}/evidence`)).json.data.claim.valid_to) throw new Error("the confirmed expiry did not reach the API");
+  log("expire: Esc on the confirmation changed nothing; confirming set valid_to");
 
   step = "events and webhooks";
   await visit("#/events", "/events");
@@ -295,6 +310,7 @@ try {
 } catch (err) {
   failed = true;
   console.error(`test:browser FAILED while ${step}: ${err.stack ?? err}`);
+  if (pageProblems.length) console.error(`the page reported:\n  ${pageProblems.join("\n  ")}`);
   console.error(`screenshots so far in ${shots}`);
   if (browser) {
     const [p] = await browser.pages();
