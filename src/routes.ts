@@ -10,6 +10,7 @@ import { mcpRoutes } from "./mcp/routes";
 import { accessRoutes } from "./domains/access/routes";
 import { portabilityRoutes } from "./domains/portability/routes";
 import { auditRoutes } from "./domains/audit/routes";
+import { modelRoutes } from "./domains/models/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -23,6 +24,7 @@ export const ROUTES: readonly RouteDef[] = [
   ...mcpRoutes,
   ...portabilityRoutes,
   ...auditRoutes,
+  ...modelRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

@@ -320,6 +320,8 @@ describe("role matrix on mutating routes", () => {
       ["GET", "/v1/principals", () => undefined, ["owner", "admin"]],
       ["GET", "/v1/audit", () => undefined, ["owner", "admin"]],
       ["POST", "/v1/access/simulate", () => ({ principal_id: bobId, action: "read" }), ["owner"]],
+      ["GET", "/v1/models/config", () => undefined, [...anyone, "reader"]],
+      ["POST", "/v1/models/probe", () => ({ kind: "embedding", text: "role matrix" }), anyone],
     ];
     for (const [method, path, body, allowed] of matrix)
       for (const [role, k] of Object.entries(keys)) {

@@ -1,0 +1,165 @@
+// The embedded default index: vectors in the organization's own SQLite (table local_vectors, int8
+// with a scale), searched by brute force over an int8 copy kept in memory by the Durable Object.
+// Fine to about 50,000 vectors per organization (docs/BENCHMARKS.md); beyond that use Vectorize.
+// The cache is loaded on the first query and kept in step by this class, the table's only writer.
+import type { Db } from "../org/db";
+import { guardBackend, MAX_TOP_K, type VectorHit, type VectorIndex } from "./types";
+
+interface Cache {
+  dims: number;
+  ids: string[];
+  slot: Map<string, number>;
+  data: Int8Array;
+  /** 1 / |int8 vector|: dot(int8, unit query) * invNorm is the cosine. */
+  invNorm: Float32Array;
+}
+
+export function quantize(values: Float32Array): { data: Int8Array; invNorm: number } {
+  let max = 0;
+  for (const x of values) max = Math.max(max, Math.abs(x));
+  const data = new Int8Array(values.length);
+  let n = 0;
+  for (let i = 0; i < values.length; i++) {
+    data[i] = max > 0 ? Math.round((values[i] / max) * 127) : 0;
+    n += data[i] * data[i];
+  }
+  return { data, invNorm: n > 0 ? 1 / Math.sqrt(n) : 0 };
+}
+
+export class LocalVectorIndex implements VectorIndex {
+  readonly provider = "local" as const;
+  private cache: Cache | null = null;
+  constructor(private readonly db: Db) {}
+
+  async upsert(items: { id: string; values: Float32Array }[]): Promise<void> {
+    return guardBackend("index", async () => this.upsertNow(items));
+  }
+
+  private upsertNow(items: { id: string; values: Float32Array }[]): void {
+    for (const it of items) {
+      const q = quantize(it.values);
+      this.db.run(
+        `INSERT INTO local_vectors (record_id, dimensions, inv_norm, data) VALUES (?, ?, ?, ?)
+         ON CONFLICT (record_id) DO UPDATE SET dimensions = excluded.dimensions, inv_norm = excluded.inv_norm, data = excluded.data`,
+        it.id, it.values.length, q.invNorm, q.data.buffer);
+      this.put(it.id, q.data, q.invNorm);
+    }
+  }
+
+  async remove(ids: string[]): Promise<void> {
+    return guardBackend("index", async () => this.removeNow(ids));
+  }
+
+  private removeNow(ids: string[]): void {
+    if (!ids.length) return;
+    this.db.run("DELETE FROM local_vectors WHERE record_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+    for (const id of ids) this.drop(id);
+  }
+
+  async query(values: Float32Array, topK: number): Promise<VectorHit[]> {
+    return guardBackend("index", async () => this.queryNow(values, topK));
+  }
+
+  private queryNow(values: Float32Array, topK: number): VectorHit[] {
+    const c = this.load(values.length);
+    const k = Math.min(MAX_TOP_K, Math.max(1, topK));
+    const n = c.ids.length;
+    const dims = c.dims;
+    // Keep the k best in a small array sorted descending (k ≤ 100, so insertion is cheap).
+    const bestScore: number[] = [];
+    const bestSlot: number[] = [];
+    for (let s = 0; s < n; s++) {
+      let dot = 0;
+      const base = s * dims;
+      for (let i = 0; i < dims; i++) dot += c.data[base + i] * values[i];
+      const score = dot * c.invNorm[s];
+      if (bestScore.length === k && score <= bestScore[k - 1]) continue;
+      let at = bestScore.length;
+      while (at > 0 && bestScore[at - 1] < score) at--;
+      bestScore.splice(at, 0, score);
+      bestSlot.splice(at, 0, s);
+      if (bestScore.length > k) { bestScore.pop(); bestSlot.pop(); }
+    }
+    return bestSlot.map((s, i) => ({ id: c.ids[s], score: bestScore[i] }));
+  }
+
+  async present(ids: string[]): Promise<Set<string>> {
+    return guardBackend("index", async () => this.presentNow(ids));
+  }
+
+  private presentNow(ids: string[]): Set<string> {
+    const rows = this.db.all<{ record_id: string }>(
+      "SELECT record_id FROM local_vectors WHERE record_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+    return new Set(rows.map((r) => r.record_id));
+  }
+
+  async appliedUpTo(): Promise<number | null> {
+    return null; // synchronous: a write is visible at once
+  }
+
+  /** Number of vectors held (all dimensions). */
+  count(): number {
+    return this.db.first<{ n: number }>("SELECT count(*) AS n FROM local_vectors")?.n ?? 0;
+  }
+
+  private load(dims: number): Cache {
+    if (this.cache && this.cache.dims === dims) return this.cache;
+    const rows = this.db.all<{ record_id: string; inv_norm: number; data: ArrayBuffer }>(
+      "SELECT record_id, inv_norm, data FROM local_vectors WHERE dimensions = ? ORDER BY record_id", dims);
+    const cap = Math.max(1024, rows.length * 2);
+    const c: Cache = { dims, ids: [], slot: new Map(), data: new Int8Array(cap * dims), invNorm: new Float32Array(cap) };
+    for (const r of rows) {
+      c.slot.set(r.record_id, c.ids.length);
+      c.data.set(new Int8Array(r.data), c.ids.length * dims);
+      c.invNorm[c.ids.length] = r.inv_norm;
+      c.ids.push(r.record_id);
+    }
+    return (this.cache = c);
+  }
+
+  private put(id: string, data: Int8Array, invNorm: number): void {
+    const c = this.cache;
+    if (!c) return;
+    if (data.length !== c.dims) { this.drop(id); return; }
+    let s = c.slot.get(id);
+    if (s === undefined) {
+      s = c.ids.length;
+      if ((s + 1) * c.dims > c.data.length) {
+        const grown = new Int8Array(c.data.length * 2);
+        grown.set(c.data);
+        c.data = grown;
+        const norms = new Float32Array(c.invNorm.length * 2);
+        norms.set(c.invNorm);
+        c.invNorm = norms;
+      }
+      c.ids.push(id);
+      c.slot.set(id, s);
+    }
+    c.data.set(data, s * c.dims);
+    c.invNorm[s] = invNorm;
+  }
+
+  private drop(id: string): void {
+    const c = this.cache;
+    const s = c?.slot.get(id);
+    if (!c || s === undefined) return;
+    // Move the last vector into the freed slot.
+    const last = c.ids.length - 1;
+    if (s !== last) {
+      c.data.copyWithin(s * c.dims, last * c.dims, (last + 1) * c.dims);
+      c.invNorm[s] = c.invNorm[last];
+      c.ids[s] = c.ids[last];
+      c.slot.set(c.ids[s], s);
+    }
+    c.ids.pop();
+    c.slot.delete(id);
+  }
+}
+
+/** One index object per organization Durable Object (its Db), so the in-memory copy is reused. */
+const INDEXES = new WeakMap<Db, LocalVectorIndex>();
+export function localIndexFor(db: Db): LocalVectorIndex {
+  let idx = INDEXES.get(db);
+  if (!idx) INDEXES.set(db, (idx = new LocalVectorIndex(db)));
+  return idx;
+}

@@ -1,0 +1,53 @@
+// Builds the configured backends for one organization. Which backend runs is decided by the config
+// snapshot alone; a configured backend whose binding is missing is "unusable" (routes answer as if
+// the capability were absent and GET /v1/models/config reports it as partial).
+import type { Db } from "../org/db";
+import { type ModelConfig, type ModelEnv, modelConfig } from "./config";
+import { LocalEmbedder } from "./local-embedder";
+import { localIndexFor } from "./local-index";
+import { type ExtractionAi, WorkersAiExtractor } from "./extraction";
+import type { Embedder, VectorIndex } from "./types";
+import { VectorizeIndexBackend, type VectorizeBinding } from "./vectorize";
+import { type EmbeddingAi, WorkersAiEmbedder } from "./workers-ai";
+
+export interface VectorBindings {
+  AI?: unknown;
+  VECTORIZE?: unknown;
+}
+
+export interface VectorRuntime {
+  config: ModelConfig;
+  /** null: no usable embedder configured. */
+  embedder: Embedder | null;
+  /** null: no usable index configured. */
+  index: VectorIndex | null;
+  /** null: extraction disabled (or unusable). */
+  extractor: WorkersAiExtractor | null;
+}
+
+export function embedderFor(config: ModelConfig, env: VectorBindings): Embedder | null {
+  if (config.embedding.status !== "enabled") return null;
+  if (config.embedding.provider === "local") return new LocalEmbedder();
+  if (config.embedding.provider === "workers-ai") return new WorkersAiEmbedder(env.AI as EmbeddingAi);
+  return null;
+}
+
+export function vectorRuntime(config: ModelConfig, env: VectorBindings, db: Db, orgId: string): VectorRuntime {
+  let index: VectorIndex | null = null;
+  if (config.vector_index.status === "enabled") {
+    if (config.vector_index.provider === "local") index = localIndexFor(db);
+    else if (config.vector_index.provider === "vectorize") index = new VectorizeIndexBackend(env.VECTORIZE as VectorizeBinding, orgId);
+  }
+  const extractor = config.extraction.status === "enabled" ? new WorkersAiExtractor(env.AI as ExtractionAi) : null;
+  return { config, embedder: embedderFor(config, env), index, extractor };
+}
+
+/** Vector retrieval is possible: an embedder and an index whose dimensions agree. */
+export const hasVectors = (rt: VectorRuntime): rt is VectorRuntime & { embedder: Embedder; index: VectorIndex } =>
+  rt.config.vectors.status === "enabled" && rt.embedder !== null && rt.index !== null;
+
+/** The runtime for a request inside the organization's Durable Object. */
+export function runtimeFor(rc: { env: object; db: Db; orgId: string }, now: () => string): VectorRuntime {
+  const env = rc.env as ModelEnv;
+  return vectorRuntime(modelConfig(env, now), env, rc.db, rc.orgId);
+}
