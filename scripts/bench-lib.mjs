@@ -256,3 +256,20 @@ export function zipfWord(rand) {
   return VOCAB[lo];
 }
 export const statement = (rand) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
+
+/** Fill the vector index (verify pages, then drain to empty); returns vectors indexed, or null without the routes. */
+export async function fillIndex(server, key) {
+  for (let after, i = 0; i < 1000; i++) {
+    const v = await api(server.url, key, "POST", "/v1/index/verify", after ? { after } : {});
+    if (v.status !== 200) return null;
+    after = v.json.data.next_after;
+    if (!after) break;
+  }
+  let indexed = 0;
+  for (let i = 0; i < 1000; i++) {
+    const d = await apiOk(server.url, key, "POST", "/v1/index/drain", { limit: 100 });
+    indexed += d.json.data.indexed;
+    if (d.json.data.remaining === 0) return indexed;
+  }
+  throw new Error("the index queue did not drain");
+}

@@ -11,6 +11,7 @@ import { accessRoutes } from "./domains/access/routes";
 import { portabilityRoutes } from "./domains/portability/routes";
 import { auditRoutes } from "./domains/audit/routes";
 import { modelRoutes } from "./domains/models/routes";
+import { indexingRoutes } from "./domains/indexing/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -25,6 +26,7 @@ export const ROUTES: readonly RouteDef[] = [
   ...portabilityRoutes,
   ...auditRoutes,
   ...modelRoutes,
+  ...indexingRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

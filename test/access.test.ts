@@ -322,6 +322,9 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/access/simulate", () => ({ principal_id: bobId, action: "read" }), ["owner"]],
       ["GET", "/v1/models/config", () => undefined, [...anyone, "reader"]],
       ["POST", "/v1/models/probe", () => ({ kind: "embedding", text: "role matrix" }), anyone],
+      ["POST", "/v1/index/drain", () => ({ limit: 1 }), ["owner", "admin"]],
+      ["POST", "/v1/index/verify", () => ({ limit: 1 }), ["owner", "admin"]],
+      ["POST", "/v1/enrichment/drain", () => ({}), ["owner", "admin"]],
     ];
     for (const [method, path, body, allowed] of matrix)
       for (const [role, k] of Object.entries(keys)) {

