@@ -12,6 +12,9 @@ export default defineConfig({
         bindings: {
           TEST_D1_MIGRATIONS: d1Migrations,
           TEST_D1_MIGRATION_FILES: readdirSync("./schema/d1").filter((f) => f.endsWith(".sql")).sort(),
+          // Tests never reach the network: every org object is built with the offline webhook sender;
+          // a test that observes deliveries gives its own object a recording sender (OrgStore.deps).
+          WEBHOOK_SENDER: "offline",
         },
       },
     }),

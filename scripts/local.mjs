@@ -1,5 +1,5 @@
 // Shared by start.mjs and bootstrap.mjs: the local state folder, its operator token, local D1
-// migrations, and starting `wrangler dev` on local workerd.
+// migrations, and starting the local server (scripts/serve.mjs: local workerd, no inspector).
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
@@ -31,16 +31,27 @@ export function applyLocalMigrations() {
   }
 }
 
-export function startDev(port, { quiet = false } = {}) {
-  const args = ["dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", stateDir,
-    "--var", `OPERATOR_TOKEN:${operatorToken()}`, "--show-interactive-dev-session=false", "--inspector-port", "0"];
-  return spawn(wrangler, args, { cwd: root, env: quietEnv, stdio: quiet ? "ignore" : ["ignore", "inherit", "inherit"], detached: false });
+/** The Worker binding that tells the code it is the embedded local server (set only by serve.mjs). */
+export const LOCAL_MODE_BINDING = "SVC_LOCAL_MODE";
+
+/**
+ * Start scripts/serve.mjs on 127.0.0.1:port. No secret goes on its command line or into its
+ * environment: it reads the operator token from the state folder itself. `inspect` (npm run dev
+ * only) opens a V8 inspector on loopback for debugging.
+ */
+export function startDev(port, { quiet = false, inspect = false } = {}) {
+  operatorToken(); // create it now, so the child only reads it
+  const args = [join(root, "scripts", "serve.mjs"), "--port", String(port), ...(inspect ? ["--inspect"] : []), ...(quiet ? ["--quiet"] : [])];
+  const env = { ...quietEnv, SVC_STATE_DIR: stateDir };
+  delete env.OPERATOR_TOKEN;
+  delete env.SVC_OPERATOR_TOKEN;
+  return spawn(process.execPath, args, { cwd: root, env, stdio: quiet ? "ignore" : ["ignore", "inherit", "inherit"], detached: false });
 }
 
 export async function waitHealthy(url, child, ms = 120_000) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    if (child && child.exitCode != null) throw new Error(`wrangler dev exited with ${child.exitCode}`);
+    if (child && child.exitCode != null) throw new Error(`the local server exited with ${child.exitCode}`);
     try {
       const r = await fetch(`${url}/healthz`);
       if (r.ok) return;

@@ -2,6 +2,7 @@
 // npm start: install if needed, apply local migrations, serve the whole API on local workerd at
 // 127.0.0.1:${PORT:-8787} with state in ${SVC_STATE_DIR:-.wrangler/state}, and on the first run
 // create the default organization, printing its owner key and temporary password once.
+// No debugger port is opened; `npm run dev` (this script with --inspect) opens one on loopback.
 import { execFileSync } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +14,7 @@ const port = Number(process.env.PORT || 8787);
 const url = `http://127.0.0.1:${port}`;
 applyLocalMigrations();
 const token = operatorToken();
-const child = startDev(port);
+const child = startDev(port, { inspect: process.argv.includes("--inspect") });
 const stop = () => {
   rmSync(serverFile(), { force: true });
   child.kill("SIGTERM");

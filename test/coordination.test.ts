@@ -136,9 +136,12 @@ describe("leases", () => {
     expectError(await call("POST", `/v1/leases/${id}/force-release`, { key: member.key }), 403, "FORBIDDEN");
     expectError(await call("POST", `/v1/leases/${id}/force-release`, { key: other.api_key }), 404, "NOT_FOUND");
     expectError(await call("DELETE", `/v1/leases/${id}`, { key: other.api_key }), 404, "NOT_FOUND");
+    clock.advance(5_000);
+    const from = clock.nowMs();
     const f = await call("POST", `/v1/leases/${id}/force-release`, { key: org.api_key });
     expect(f.status).toBe(200);
-    expect(f.json.data.released_at).not.toBeNull();
+    expect(Date.parse(f.json.data.released_at)).toBeGreaterThanOrEqual(from);
+    expect(Date.parse(f.json.data.released_at)).toBeLessThanOrEqual(clock.nowMs());
     expect((await call("POST", "/v1/leases", { key: org.api_key, body: res })).status).toBe(201);
   });
 

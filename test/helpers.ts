@@ -78,3 +78,18 @@ export function orgStub(orgId: string): DurableObjectStub<OrgStore> {
 }
 export const inOrg = <R>(orgId: string, fn: (o: OrgStore) => R | Promise<R>): Promise<R> =>
   runInDurableObject(orgStub(orgId) as unknown as DurableObjectStub, (o) => fn(o as unknown as OrgStore));
+
+/**
+ * The audit chain's formula written out from the README ("Audit"), independent of the product code:
+ * entry_hash = sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type,
+ * resource_id, request_id, JSON.stringify(metadata), created_at])). The array holds only strings and
+ * nulls, so its canonical JSON is plain JSON.stringify.
+ */
+export async function readmeAuditHash(prevHash: string, e: {
+  id: string; action: string; actor_id: string; key_id: string | null; resource_type: string;
+  resource_id: string | null; request_id: string | null; metadataJson: string; created_at: string;
+}): Promise<string> {
+  const text = prevHash + JSON.stringify([e.id, e.action, e.actor_id, e.key_id, e.resource_type, e.resource_id, e.request_id, e.metadataJson, e.created_at]);
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -3,8 +3,10 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/http/errors";
 import { applyEnrichment, runEnrichment } from "../src/domains/indexing/enrichment";
-import { indexQueueSize, queueIndex } from "../src/domains/indexing/queue";
+import { indexQueueSize } from "../src/domains/indexing/queue";
 import { applyDrain, runDrain, runVerify } from "../src/domains/indexing/service";
+import { indexDrainJob } from "../src/domains/indexing/background";
+import { jobDueAt } from "../src/org/jobs";
 import { rankClaims } from "../src/domains/memory/ranking";
 import { loadCaller } from "../src/domains/identity/store";
 import { sha256Hex } from "../src/auth/credentials";
@@ -64,7 +66,8 @@ describe("index drain and verify on the embedded default", () => {
     expect(run.json.meta.degraded).toEqual({ vectors: false, model: true });
     expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id)).toContain(id);
     const audit = await call("GET", "/v1/audit?action=index.drained", { key: org.api_key });
-    expect(audit.json.data.entries.at(-1).metadata).toEqual({ drained: 1, indexed: 1, removed: 0, skipped: 0 });
+    // The write queued two rows (the observation and the claim); only the claim is retrieved, so embedded.
+    expect(audit.json.data.entries.at(-1).metadata).toEqual({ drained: 2, indexed: 1, removed: 0, skipped: 1 });
   });
 
   it("a vector hit brings in a claim that shares no word with the query", async () => {
@@ -137,21 +140,22 @@ describe("the production backends (typed fakes of Ai and Vectorize)", () => {
     const b = await claimOk(org.api_key, "s", "second statement about limes");
     await inOrg(org.org_id, async (o) => {
       const { ai, vectorize, rt } = production(o.db, org.org_id);
-      queueIndex(o.db, [a, b], NOW());
+      // Two observations and two claims were written: four rows queued by the writes themselves.
       for (const failing of ["ai", "vectorize"] as const) {
         ai.failing = failing === "ai";
         vectorize.failing = failing === "vectorize";
         const err = await runDrain(o.db, rt, 50, NOW()).catch((e) => e);
         expect(err).toBeInstanceOf(ApiError);
         expect(err.code).toBe("UNAVAILABLE");
-        expect(err.meta).toEqual({ pending: 2, retryable: true });
-        expect(indexQueueSize(o.db)).toBe(2);
+        expect(err.meta).toEqual({ pending: 4, retryable: true });
+        expect(indexQueueSize(o.db)).toBe(4);
       }
       ai.failing = vectorize.failing = false;
       const plan = await runDrain(o.db, rt, 50, NOW());
       applyDrain(o.db, plan, NOW());
       expect(plan).toMatchObject({ model: "@cf/baai/bge-small-en-v1.5", dimensions: 384 });
       expect([...plan.indexed].sort()).toEqual([a, b].sort());
+      expect(plan.skipped).toBe(2);
       expect(indexQueueSize(o.db)).toBe(0);
       vectorize.apply();
       expect(vectorize.ids(org.org_id)).toEqual([a, b].sort());
@@ -164,7 +168,6 @@ describe("the production backends (typed fakes of Ai and Vectorize)", () => {
     await inOrg(org.org_id, async (o) => {
       const { vectorize, rt } = production(o.db, org.org_id);
       vectorize.now = () => 1; // mutations stamped long before the drain's indexed_at
-      queueIndex(o.db, [a], NOW());
       const plan = await runDrain(o.db, rt, 50, NOW());
       applyDrain(o.db, plan, NOW());
       const pending = await runVerify(o.db, rt, 100, undefined, NOW());
@@ -222,6 +225,78 @@ describe("enrichment", () => {
       expect(o.db.first<{ n: number }>("SELECT count(*) AS n FROM claims")!.n).toBe(claimsBefore);
       // A plan computed before another drain advanced the ledger stores nothing.
       expect(applyEnrichment(o.db, plan, NOW())).toBeNull();
+    });
+  });
+});
+
+describe("the queue follows every write", () => {
+  it("writes queue index rows; drain after revoke, supersede and expire removes their vectors", async () => {
+    const org = await newOrg();
+    const k = org.api_key;
+    const [c1, c2, c3] = [await claimOk(k, "s", "one about apples"), await claimOk(k, "s", "two about pears"), await claimOk(k, "s", "three about plums")];
+    const o = await appendOk(k, obs("s", "to be purged"));
+    const drain = async () => (await call("POST", "/v1/index/drain", { key: k, body: { limit: 100 } })).json.data;
+    expect(await drain()).toMatchObject({ indexed: 3, removed: 0, remaining: 0 });
+    const held = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string }>("SELECT record_id FROM local_vectors ORDER BY record_id").map((r) => r.record_id));
+    expect(await held()).toEqual([c1, c2, c3].sort());
+    const c4 = await claimOk(k, "s", "four about quinces");
+    expect((await call("POST", `/v1/claims/${c1}/revoke`, { key: k, body: {} })).status).toBe(200);
+    expect((await call("POST", `/v1/claims/${c2}/supersede`, { key: k, body: { superseded_by: c4 } })).status).toBe(200);
+    expect((await call("POST", `/v1/claims/${c3}/expire`, { key: k, body: {} })).status).toBe(200);
+    expect((await call("DELETE", `/v1/observations/${o}`, { key: k })).status).toBe(200);
+    const d = await drain();
+    expect(d).toMatchObject({ indexed: 1, removed: 3, remaining: 0 });
+    expect(await held()).toEqual([c4]);
+    const v = await call("POST", "/v1/index/verify", { key: k, body: {} });
+    expect(v.json.data).toMatchObject({ checked: 1, present: 1, missing: 0 });
+    const r = await call("POST", "/v1/context/compile", { key: k, body: { query: "apples pears plums" } });
+    expect(r.text).not.toMatch(new RegExp(`${c1}|${c2}|${c3}`));
+  });
+
+  it("over HTTP with Workers AI and Vectorize fakes: 503 with meta.pending and retryable, queue untouched; compile degrades", async () => {
+    const org = await newOrg();
+    await claimOk(org.api_key, "s", "a statement about figs");
+    const ai = new FakeAi();
+    const vectorize = new FakeVectorize();
+    await inOrg(org.org_id, (o) => {
+      const bindings = { AI: ai, VECTORIZE: vectorize };
+      o.deps = { ...o.deps, models: { config: readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", ...bindings }, NOW()), bindings } };
+    });
+    const queued = () => inOrg(org.org_id, (o) => indexQueueSize(o.db));
+    ai.failing = true;
+    const r = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
+    expectError(r, 503, "UNAVAILABLE");
+    expect(r.json.meta).toMatchObject({ pending: 2, retryable: true });
+    expect(await queued()).toBe(2);
+    ai.failing = false;
+    vectorize.failing = true;
+    expectError(await call("POST", "/v1/index/drain", { key: org.api_key, body: {} }), 503, "UNAVAILABLE");
+    expect(await queued()).toBe(2);
+    const degraded = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "figs" } });
+    expect(degraded.status).toBe(201);
+    expect(degraded.json.meta.degraded.vectors).toBe(true);
+    vectorize.failing = false;
+    const ok = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
+    expect(ok.json.data).toMatchObject({ drained: 2, indexed: 1, skipped: 1, remaining: 0, model: "@cf/baai/bge-small-en-v1.5", dimensions: 384 });
+    vectorize.apply();
+    const hybrid = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "figs" } });
+    expect(hybrid.json.meta.degraded.vectors).toBe(false);
+    expect(vectorize.queries.every((q) => q.namespace === org.org_id && q.topK === 100 && q.returnValues === false && q.returnMetadata === "none")).toBe(true);
+  });
+
+  it("the background job drains the queue when the timer runs and vectors are configured", async () => {
+    const org = await newOrg();
+    const id = await claimOk(org.api_key, "s", "a statement about dates");
+    await inOrg(org.org_id, async (o) => {
+      expect(jobDueAt(o.db, indexDrainJob.name)).not.toBeNull();
+      const ctx = { db: o.db, storage: (o as unknown as { ctx: DurableObjectState }).ctx.storage, indexDb: undefined as never,
+        orgId: org.org_id, deps: o.deps };
+      // No timer (interval 0): the job leaves the queue for POST /v1/index/drain.
+      expect(await indexDrainJob.run({ ...ctx, maintenanceIntervalMs: 0 })).toBeNull();
+      expect(indexQueueSize(o.db)).toBe(2);
+      expect(await indexDrainJob.run({ ...ctx, maintenanceIntervalMs: 15_000 })).toBeNull();
+      expect(indexQueueSize(o.db)).toBe(0);
+      expect(o.db.first("SELECT 1 AS x FROM local_vectors WHERE record_id = ?", id)).toBeTruthy();
     });
   });
 });

@@ -2,6 +2,8 @@ import { SELF } from "cloudflare:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { memoriesQuery } from "../src/domains/memory/schema";
 import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
 
 const rpc = (key: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -101,6 +103,23 @@ describe("MCP tools", () => {
     }
   });
 
+  it("publishes svc_search's input as GET /v1/memories' query fields, with the route's limits", async () => {
+    const org = await newOrg();
+    const r = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-11-25" });
+    const published = r.json.result.tools.find((t: any) => t.name === "svc_search").inputSchema;
+    const route = z.toJSONSchema(memoriesQuery, { io: "input", unrepresentable: "any" }) as { properties: Record<string, any> };
+    expect(Object.keys(published.properties).sort()).toEqual(Object.keys(route.properties).sort());
+    for (const [field, schema] of Object.entries(route.properties)) {
+      const { description: _d, ...shape } = published.properties[field];
+      expect(shape, field).toEqual(schema);
+    }
+    expect(published.additionalProperties).toBe(false);
+    // The route's bounds hold through the tool too.
+    const tooMany = await tool(org.api_key, "svc_search", { limit: 101 });
+    expect(tooMany.isError).toBe(true);
+    expect(tooMany.content[0].text).toContain("limit");
+  });
+
   it("svc_remember appends an observation without an event, but audited", async () => {
     const org = await newOrg();
     const res = await tool(org.api_key, "svc_remember", { subject_id: "mcp-s", kind: "note", content: "remember this", source: { type: "mcp" } });
@@ -111,6 +130,17 @@ describe("MCP tools", () => {
       `SELECT (SELECT count(*) FROM observations) AS obs, (SELECT count(*) FROM events) AS ev,
               (SELECT count(*) FROM audit_log WHERE action = 'observation.appended') AS aud`));
     expect(counts).toEqual({ obs: 1, ev: 0, aud: 1 });
+  });
+
+  it("svc_remember answers like POST /v1/observations, project_id included", async () => {
+    const org = await newOrg();
+    const prj = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "mcp-proj", create: true } });
+    const body = { subject_id: "mcp-s", project_id: prj.json.data.project_id, kind: "note", content: "scoped", source: { type: "mcp" } };
+    const res = await tool(org.api_key, "svc_remember", body);
+    expect(res.isError).toBe(false);
+    expect(res.structuredContent.project_id).toBe(prj.json.data.project_id);
+    const http = await call("POST", "/v1/observations", { key: org.api_key, body });
+    expect(Object.keys(res.structuredContent).sort()).toEqual(Object.keys(http.json.data).sort());
   });
 
   it("omits structuredContent before 2025-06-18", async () => {
@@ -189,13 +219,14 @@ describe("MCP tools", () => {
 });
 
 describe("MCP origin validation", () => {
-  it("rejects browser origins other than loopback or this host; accepts clients without Origin", async () => {
+  it("rejects browser origins that are not configured (loopback only in local mode, never this host); accepts clients without Origin", async () => {
     const org = await newOrg();
     const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
     expect((await rpc(org.api_key, ping, { origin: "https://evil.example.com" })).status).toBe(403);
     expect((await rpc(org.api_key, ping, { origin: "null" })).status).toBe(403);
-    expect((await rpc(org.api_key, ping, { origin: "http://localhost:3000" })).status).toBe(200);
-    expect((await rpc(org.api_key, ping, { origin: "http://svc.test" })).status).toBe(200);
+    // The test runtime is not the embedded local server (no SVC_LOCAL_MODE): loopback is not special.
+    expect((await rpc(org.api_key, ping, { origin: "http://localhost:3000" })).status).toBe(403);
+    expect((await rpc(org.api_key, ping, { origin: "http://svc.test" })).status).toBe(403);
     expect((await rpc(org.api_key, ping)).status).toBe(200);
   });
 });

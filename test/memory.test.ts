@@ -1,7 +1,12 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
+import { claimRoutes } from "../src/domains/memory/claims";
+import { eventRoutes } from "../src/domains/events/routes";
+import { evidenceOf, getClaim } from "../src/domains/memory/records";
+import { Db } from "../src/org/db";
 import type { OrgStore } from "../src/org/OrgStore";
+import type { Caller } from "../src/org/request";
 import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
 
 
@@ -108,8 +113,22 @@ describe("observations", () => {
       const org = await newOrg();
       await append(org.api_key, obs("s", "one"), { "idempotency-key": "k2" });
       expectError(await append(org.api_key, obs("s", "two"), { "idempotency-key": "k2" }), 409, "CONFLICT");
-      const c = await call("POST", "/v1/consolidations", { key: org.api_key, body: obs("s", "one"), headers: { "idempotency-key": "k2" } });
-      expect([400, 409]).toContain(c.status);
+    });
+
+    it("409s the same key and the same valid body on another path (params are part of the request)", async () => {
+      const org = await newOrg();
+      const o = await appendOk(org.api_key, obs("s", "x"));
+      await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "tuesday deploys", sources: supports(o) }]);
+      const compile = async () => (await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday" } })).json.data.context_id;
+      const [first, second] = [await compile(), await compile()];
+      const feedback = (ctx: string) => call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "used" }, headers: { "idempotency-key": "k-fb" } });
+      expect((await feedback(first)).status).toBe(201);
+      // The body is valid for both runs, so the request reaches the idempotency check: a replay of the
+      // first run's answer would be wrong, the second run is a different request.
+      expectError(await feedback(second), 409, "CONFLICT");
+      const stored = await inOrg(org.org_id, (db) => db.db.all<{ context_id: string }>("SELECT context_id FROM feedback"));
+      expect(stored).toEqual([{ context_id: first }]);
+      expect((await feedback(first)).json.meta.replayed).toBe(true);
     });
 
     it("trims the key to 200 characters and scopes it per organization", async () => {
@@ -335,10 +354,14 @@ describe("claim lifecycle", () => {
 
   it("expires by setting valid_to now, keeps status, reports already_expired on repeat", async () => {
     const { org, a } = await twoClaims();
+    // Move the service clock a day ahead: valid_to must be the service's "now", not any past instant.
+    clock.advance(86_400_000);
+    const from = clock.nowMs();
     const e1 = await call("POST", `/v1/claims/${a}/expire`, { key: org.api_key, body: { reason: "stale" } });
     expect(e1.status).toBe(200);
     expect(e1.json.data).toMatchObject({ status: "active", already_expired: false });
-    expect(Date.parse(e1.json.data.valid_to)).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(e1.json.data.valid_to)).toBeGreaterThanOrEqual(from);
+    expect(Date.parse(e1.json.data.valid_to)).toBeLessThanOrEqual(clock.nowMs());
     clock.advance(5);
     const e2 = await call("POST", `/v1/claims/${a}/expire`, { key: org.api_key });
     expect(e2.json.data.already_expired).toBe(true);
@@ -466,17 +489,31 @@ describe("memories list", () => {
     expect((await call("GET", "/v1/memories?q=okapi", { key: a.key })).json.data.items).toHaveLength(6);
   });
 
-  it("uses indexes for the hot queries", async () => {
+  it("uses indexes for the hot queries the code runs", async () => {
     const org = await newOrg();
+    // Statements are captured from the real code paths (route handlers and record readers), then explained.
     const plans = await inOrg(org.org_id, (o) => {
-      const plan = (sql: string, ...args: unknown[]) =>
-        o.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...args).map((r) => r.detail).join(" | ");
+      const ran: [string, unknown[]][] = [];
+      const db = new (class extends Db {
+        override all<T>(query: string, ...args: unknown[]): T[] { ran.push([query, args]); return super.all<T>(query, ...args); }
+        override first<T>(query: string, ...args: unknown[]): T | null { ran.push([query, args]); return super.first<T>(query, ...args); }
+      })(o.db.sql);
+      const caller: Caller = { principalId: "prn_x", keyId: "key_x", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [] };
+      const explain = (run: () => unknown) => {
+        ran.length = 0;
+        run();
+        expect(ran.length).toBeGreaterThan(0);
+        return ran.map(([sql, args]) =>
+          o.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...args).map((r) => r.detail).join(" | ")).join(" || ");
+      };
+      const handler = (routes: readonly any[], path: string) => routes.find((r) => r.method === "GET" && r.path === path).handler;
+      const memories = handler(claimRoutes, "/v1/memories");
       return {
-        bySubject: plan("SELECT * FROM claims c WHERE c.subject_id = ? AND c.status IN ('active','disputed') ORDER BY c.seq DESC LIMIT 25", "s"),
-        search: plan("SELECT c.* FROM claims_fts f JOIN claims c ON c.seq = f.rowid WHERE claims_fts MATCH ? ORDER BY f.rank LIMIT 25", "x"),
-        evidence: plan("SELECT o.*, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id WHERE s.claim_id = ?", "c"),
-        claim: plan("SELECT * FROM claims WHERE claim_id = ?", "c"),
-        events: plan("SELECT * FROM events e WHERE e.seq > ? AND e.kind = ? ORDER BY e.seq LIMIT 50", 0, "k"),
+        bySubject: explain(() => memories({ db, caller, query: { subject_id: "s", limit: 25 } })),
+        search: explain(() => memories({ db, caller, query: { q: "x", limit: 25 } })),
+        evidence: explain(() => evidenceOf(db, "c")),
+        claim: explain(() => getClaim(db, "c")),
+        events: explain(() => handler(eventRoutes, "/v1/events")({ db, caller, query: { kind: "claim.revoked", limit: 50 } })),
       };
     });
     expect(plans.bySubject).toContain("USING INDEX claims_by_subject");
@@ -641,12 +678,12 @@ describe("record ownership outbox", () => {
     const p = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "r", create: true } });
     const o = await appendOk(org.api_key, obs("s", "x", { project_id: p.json.data.project_id }));
     const [c] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "x", sources: supports(o) }]);
-    const queued = await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n);
+    const queued = await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n);
     expect(queued).toBe(3);
     expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
     const owners = await env.INDEX_DB.prepare("SELECT record_id, org_id FROM record_owners WHERE org_id = ? ORDER BY record_id").bind(org.org_id).all();
     expect(owners.results.map((r: any) => r.record_id).sort()).toEqual([p.json.data.project_id, o, c].sort());
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
   });
 });
 

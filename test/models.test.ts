@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { probe } from "../src/domains/models/routes";
 import { modelConfig, readModelConfig } from "../src/vector/config";
+import { maintenanceIntervalMs } from "../src/org/maintenance";
 import { vectorRuntime } from "../src/vector/runtime";
 import { FakeAi } from "./fakes/vector";
 import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
@@ -75,6 +76,15 @@ describe("configuration snapshot", () => {
       "INSERT INTO indexed_records (record_id, model, dimensions, indexed_at) VALUES ('claim_x', 'old-model', 384, ?)", AT));
     const r = await call("GET", "/v1/models/config", { key: org.api_key });
     expect(r.json.data.drift).toEqual({ status: "drifted", indexed: 1, indexed_with_other_model: 1 });
+  });
+});
+
+describe("the timer rule (SPEC: interval above zero, and vectors configured or an interval given)", () => {
+  it("defaults to 15 s only when a vector capability is configured", () => {
+    expect(maintenanceIntervalMs({})).toBe(15_000);
+    expect(maintenanceIntervalMs({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" })).toBe(0);
+    expect(maintenanceIntervalMs({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none", MAINTENANCE_INTERVAL_SECONDS: "30" })).toBe(30_000);
+    expect(maintenanceIntervalMs({ MAINTENANCE_INTERVAL_SECONDS: "0" })).toBe(0);
   });
 });
 

@@ -1,11 +1,10 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { verify } from "@octokit/webhooks-methods";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { fetchSender } from "../src/domains/webhooks/delivery";
-import { delivery } from "../src/domains/webhooks/routes";
+import { claimDeliveries, fetchSender, RECLAIM_AFTER_MS, type Sender } from "../src/domains/webhooks/delivery";
 import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
 import { clock } from "../src/http/clock";
-import { appendOk, call, expectError, inOrg, mintKey, newOrg, obs, orgStub } from "./helpers";
+import { appendOk, call, expectError, inOrg, mintKey, newOrg as newBareOrg, obs, orgStub } from "./helpers";
 
 const secret = "s3cret-s3cret-s3cret";
 
@@ -18,13 +17,24 @@ interface Sent {
 let sent: Sent[] = [];
 let respond: (n: number) => number | Promise<number> = () => 200;
 
+const recordingSender: Sender = async (url, init) => {
+  sent.push({ url, headers: init.headers, body: init.body });
+  return respond(sent.length);
+};
+
+/** Give one organization's Durable Object another outbound sender (its dependency, not a module global). */
+const useSender = (orgId: string, send: Sender) => inOrg(orgId, (o) => { o.deps = { ...o.deps, sendWebhook: send }; });
+
+/** Every organization in this file delivers to the recording sender. */
+const newOrg = async () => {
+  const org = await newBareOrg();
+  await useSender(org.org_id, recordingSender);
+  return org;
+};
+
 beforeEach(() => {
   sent = [];
   respond = () => 200;
-  delivery.send = async (url, init) => {
-    sent.push({ url, headers: init.headers, body: init.body });
-    return respond(sent.length);
-  };
 });
 afterEach(() => {
   vi.restoreAllMocks();
@@ -120,7 +130,10 @@ describe("delivery", () => {
     const d1 = await drain(org.api_key, { limit: 200 });
     expect(d1.status).toBe(200);
     expect(d1.json.data).toMatchObject({ events_drained: 1, pending_deliveries: 0 });
-    expect(d1.json.data.cursor).toMatch(/^evt_/);
+    // The cursor is the last event drained: the observation's.
+    const events = (await call("GET", "/v1/events", { key: org.api_key })).json.data.events;
+    expect(events.map((e: any) => e.resource_id)).toEqual([id]);
+    expect(d1.json.data.cursor).toBe(events[0].id);
     expect(sent).toHaveLength(1);
     const s = sent[0];
     expect(JSON.parse(s.body)).toEqual({ subject_id: "subj-1", kind: "note", trust: "medium", visibility: "team" });
@@ -288,7 +301,7 @@ describe("delivery", () => {
 describe("the real sender", () => {
   it("does not follow redirects: a 3xx is a failure; only 2xx succeeds", async () => {
     const org = await newOrg();
-    delivery.send = fetchSender;
+    await useSender(org.org_id, fetchSender);
     const calls: RequestInit[] = [];
     vi.spyOn(globalThis, "fetch").mockImplementation(async (_url, init) => {
       calls.push(init as RequestInit);
@@ -299,7 +312,8 @@ describe("the real sender", () => {
     await drain(org.api_key);
     expect(calls).toHaveLength(1);
     expect(calls[0].redirect).toBe("manual");
-    expect(calls[0].signal).toBeDefined();
+    // A timeout signal bounds every delivery attempt.
+    expect(calls[0].signal).toBeInstanceOf(AbortSignal);
     const h = (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
     expect(h.failure_count).toBe(1);
   });
@@ -324,5 +338,55 @@ describe("background repair", () => {
     await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub);
     await drain(org.api_key);
     expect(sent).toHaveLength(2);
+  });
+});
+
+describe("reclaiming a delivery whose sender died", () => {
+  /** The crash: the delivery rows are claimed ('sending') and the instance dies before it sends. */
+  const claimThenCrash = (orgId: string) => inOrg(orgId, (o) =>
+    claimDeliveries(o.db, (o as unknown as { ctx: DurableObjectState }).ctx.storage, 0, 50).jobs.map((j) => j.deliveryId));
+  const deliveries = async (key: string) =>
+    (await call("GET", `/v1/webhooks/${(await call("GET", "/v1/webhooks", { key })).json.data.webhooks[0].webhook_id}/deliveries`, { key })).json.data.deliveries;
+
+  it("sends a claim left 'sending' past the timeout again, exactly once, under the same delivery id", async () => {
+    const org = await newOrg();
+    await register(org.api_key);
+    await appendOk(org.api_key, obs("s", "x"));
+    const claimed = await claimThenCrash(org.org_id);
+    expect(claimed).toHaveLength(1);
+
+    // Within the timeout the claim may still be in flight: nothing is resent, and it is reported pending.
+    clock.advance(RECLAIM_AFTER_MS - 1_000);
+    const early = await drain(org.api_key);
+    expect(sent).toHaveLength(0);
+    expect(early.json.data.pending_deliveries).toBe(1);
+    expect((await deliveries(org.api_key))[0]).toMatchObject({ id: claimed[0], status: "sending", attempts: 0 });
+
+    clock.advance(1_000);
+    const reclaimed = await drain(org.api_key);
+    expect(sent.map((s) => s.headers["x-svc-delivery"])).toEqual(claimed);
+    expect(reclaimed.json.data.pending_deliveries).toBe(0);
+    expect(await deliveries(org.api_key)).toMatchObject([{ id: claimed[0], status: "delivered", attempts: 1, response_status: 200 }]);
+
+    // Delivered is final: later drains, however late, never send it again.
+    clock.advance(RECLAIM_AFTER_MS * 2);
+    await drain(org.api_key);
+    expect(sent).toHaveLength(1);
+  });
+
+  it("the background job reclaims it too, waking when the claim becomes reclaimable", async () => {
+    const org = await newOrg();
+    await register(org.api_key);
+    await appendOk(org.api_key, obs("s", "x"));
+    const claimed = await claimThenCrash(org.org_id);
+    const claimedAt = Date.parse((await deliveries(org.api_key))[0].created_at);
+    const stub = orgStub(org.org_id) as unknown as DurableObjectStub;
+    clock.advance(15_000); // background delivery is due; the claim is not reclaimable yet
+    await runDurableObjectAlarm(stub);
+    expect(sent).toHaveLength(0);
+    expect(await inOrg(org.org_id, (o) => (o as unknown as { ctx: DurableObjectState }).ctx.storage.getAlarm())).toBe(claimedAt + RECLAIM_AFTER_MS);
+    clock.advance(RECLAIM_AFTER_MS);
+    await runDurableObjectAlarm(stub);
+    expect(sent.map((s) => s.headers["x-svc-delivery"])).toEqual(claimed);
   });
 });

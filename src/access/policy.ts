@@ -48,11 +48,12 @@ export const covers = (g: GrantTarget, r: { subject_id?: string | null; project_
   (g.type === "project" && r.project_id !== undefined && g.id === (r.project_id ?? null)) ||
   (g.type === "subject" && r.subject_id != null && g.id === r.subject_id);
 
-const isAdminRole = (caller: Caller) => caller.role === "owner" || caller.role === "admin";
+/** Owners and admins: the organization-wide roles that administer (the one definition). */
+export const isAdmin = (caller: Pick<Caller, "role">) => caller.role === "owner" || caller.role === "admin";
 
 /** Does the caller hold `permission` over a target (for delegation: you may only grant what you hold)? */
 export function holds(caller: Caller, permission: Permission, target: GrantTarget): boolean {
-  if (isAdminRole(caller)) return true;
+  if (isAdmin(caller)) return true;
   return caller.grants.some((g) => g.permissions.includes(permission) &&
     (g.type === "organization" || (g.type === target.type && g.id === target.id)));
 }
@@ -62,13 +63,20 @@ export function canRead(caller: Caller, r: Guarded): boolean {
   return caller.grants.some((g) => g.permissions.includes("read") && covers(g, r));
 }
 
-export function canWrite(caller: Caller, target: { subject_id?: string | null; project_id?: string | null }): boolean {
+/** What a write lands on, for write grants: its subject and project (null: unscoped memory). */
+export type WriteTarget = { subject_id?: string | null; project_id?: string | null };
+
+/** The write target a request body names (appends and consolidations): for grantWritable routes. */
+export const targetInBody = (rc: { body: { subject_id: string; project_id?: string | null } }): WriteTarget =>
+  ({ subject_id: rc.body.subject_id, project_id: rc.body.project_id ?? null });
+
+export function canWrite(caller: Caller, target: WriteTarget): boolean {
   if (caller.role !== "reader") return true;
   return caller.grants.some((g) => g.permissions.includes("write") && covers(g, target));
 }
 
 /** canWrite as a check for the routes a reader may use under a write grant (see grantWritable). */
-export function requireWrite(caller: Caller, target: { subject_id?: string | null; project_id?: string | null }): void {
+export function requireWrite(caller: Caller, target: WriteTarget): void {
   if (!canWrite(caller, target)) throw new ApiError("FORBIDDEN", "The reader role cannot write here without a write grant.");
 }
 

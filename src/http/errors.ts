@@ -48,14 +48,22 @@ export const forbidden = (message: string) => new ApiError("FORBIDDEN", message)
 export const conflict = (message: string) => new ApiError("CONFLICT", message);
 
 /**
+ * 400 UNRESOLVED_REFERENCE: a reference in the body names nothing the caller can see. Missing,
+ * foreign-organization and invisible records get this same answer. Names at most three ids.
+ */
+export const unresolved = (type = "record", ids: readonly string[] = []) =>
+  new ApiError("UNRESOLVED_REFERENCE", ids.length
+    ? `Unresolved ${type} reference: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`
+    : `A referenced ${type} does not exist.`);
+
+/**
  * Translate a storage failure into the SPEC's codes. SQLite messages are matched, never returned:
  * the client only sees our own message.
  */
 export function translateStorageError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const text = String((err as Error)?.message ?? err);
-  if (/FOREIGN KEY constraint failed/i.test(text))
-    return new ApiError("UNRESOLVED_REFERENCE", "A referenced record does not exist.");
+  if (/FOREIGN KEY constraint failed/i.test(text)) return unresolved();
   if (/UNIQUE constraint failed|constraint failed/i.test(text))
     return new ApiError("CONFLICT", "The write conflicts with an existing record.");
   if (/no such table|unable to open database|readonly database|read-only/i.test(text))

@@ -4,6 +4,7 @@ import type { z } from "zod";
 import type { Role } from "../auth/roles";
 import type { Scope } from "../auth/scopes";
 import type { Reply, RequestCtx } from "../org/request";
+import type { WriteTarget } from "../access/policy";
 
 export type Method = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -16,6 +17,15 @@ export interface EdgeEnv {
   OPERATOR_TOKEN?: string;
   /** Comma-separated extra origins (scheme://host[:port]) allowed to call /mcp from a browser. */
   MCP_ALLOWED_ORIGINS?: string;
+  /** "offline": outbound webhook sends never open a connection and fail (the test environment). */
+  WEBHOOK_SENDER?: string;
+  /** Model backends (src/vector/config.ts): chosen by these variables, never by which bindings exist. */
+  EMBEDDING_PROVIDER?: string;
+  VECTOR_INDEX?: string;
+  EXTRACTION_PROVIDER?: string;
+  /** Workers AI and Vectorize: declared only in wrangler.toml's [env.production]. */
+  AI?: Ai;
+  VECTORIZE?: Vectorize;
 }
 
 interface RouteBase {
@@ -49,10 +59,12 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   /** A POST that only reads (compile, simulation, the MCP transport): open to the reader role. */
   readOnly?: boolean;
   /**
-   * A write the reader role may make where a write grant covers the target; the handler checks
-   * canWrite itself. Every other non-GET route is closed to readers.
+   * A write the reader role may make where a write grant covers the target: the route says how to find
+   * its target and the pipeline (executeRoute) checks requireWrite before the handler runs. A null
+   * target (e.g. the path id names nothing readable) is left to the handler's own 404. Every other
+   * non-GET route is closed to readers.
    */
-  grantWritable?: boolean;
+  grantWritable?: (rc: RequestCtx<z.infer<B>, z.infer<Q>>) => WriteTarget | null;
   /** The body is not JSON (e.g. NDJSON import): handed to the handler as rc.rawBody, unparsed. */
   rawBody?: boolean;
   /**

@@ -1,6 +1,9 @@
 // Path matching over the route table. itty-router matches the path pattern; the table decides the
 // method, so a known path with the wrong method is a 405 listing the methods the table allows.
+// An `:id` segment matches only its record's id form (DESIGN's id table: prefix + 32 lowercase hex),
+// so `/v1/observations/batch` is an unknown path (404), not a wrong method on `/v1/observations/:id`.
 import { IttyRouter } from "itty-router";
+import { ID_PREFIX, isId } from "./ids";
 import type { RouteDef } from "./route";
 
 export type Match =
@@ -8,15 +11,51 @@ export type Match =
   | { kind: "method_not_allowed"; allowed: string[] }
   | { kind: "unknown" };
 
+const idOf = (prefix: string) => (value: string) => isId(prefix, value);
+
+/**
+ * What an `:id` segment accepts, by the collection segment before it. A route with an `:id` after
+ * any other segment fails at startup (and in every test), so each new collection declares its form here.
+ */
+export const ID_FORMS: Readonly<Record<string, (value: string) => boolean>> = {
+  observations: idOf(ID_PREFIX.observation), claims: idOf(ID_PREFIX.claim), context: idOf(ID_PREFIX.context),
+  checkpoints: idOf(ID_PREFIX.checkpoint), keys: idOf(ID_PREFIX.key), grants: idOf(ID_PREFIX.grant),
+  memberships: idOf(ID_PREFIX.membership), leases: idOf(ID_PREFIX.lease), handoffs: idOf(ID_PREFIX.handoff),
+  webhooks: idOf(ID_PREFIX.webhook), events: idOf(ID_PREFIX.event), workspaces: idOf(ID_PREFIX.workspace),
+  "dashboard-sessions": idOf(ID_PREFIX.session), passkeys: idOf("pk_"), policies: idOf("pol_"),
+  "claim-approvals": idOf("apr_"), channels: idOf("chn_"), "knowledge-releases": idOf("rel_"), "legal-holds": idOf("hold_"),
+  "identity-mappings": idOf("map_"), peers: idOf("peer_"), "operator-accounts": idOf("acct_"),
+  // "~" names unscoped memory (records with no project).
+  projects: (v) => v === "~" || isId(ID_PREFIX.project, v),
+  // Subject ids are caller-chosen strings.
+  subjects: (v) => v.length > 0,
+};
+
+/** For one path pattern: each parameter's name and the id form it must have. */
+function paramForms(path: string): [string, (value: string) => boolean][] {
+  const segments = path.split("/");
+  return segments.flatMap((seg, i) => {
+    if (!seg.startsWith(":")) return [];
+    const form = ID_FORMS[segments[i - 1] ?? ""];
+    if (!form) throw new Error(`Route ${path}: declare the id form of "${segments[i - 1]}/${seg}" in ID_FORMS (src/http/router.ts).`);
+    return [[seg.slice(1), form] as [string, (value: string) => boolean]];
+  });
+}
+
 export function buildMatcher(routes: readonly RouteDef[]) {
   const byPath = new Map<string, RouteDef[]>();
   for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
+  const forms = new Map([...byPath.keys()].map((p) => [p, paramForms(p)]));
   const router = IttyRouter();
   // Literal segments win over parameters: /v1/webhooks/deliver before /v1/webhooks/:id.
   const specificity = (path: string) => path.split("/").map((seg) => (seg.startsWith(":") ? "1" : "0")).join("");
   const paths = [...byPath.keys()].sort((a, b) => (specificity(a) < specificity(b) ? -1 : specificity(a) > specificity(b) ? 1 : 0));
   for (const path of paths)
-    router.all(path, (req) => ({ path, params: { ...(req.params as Record<string, string>) } }));
+    router.all(path, (req) => {
+      const params = { ...(req.params as Record<string, string>) };
+      // Returning nothing lets the next pattern try; none left means an unknown path.
+      return forms.get(path)!.every(([name, ok]) => ok(params[name] ?? "")) ? { path, params } : undefined;
+    });
 
   // Paths without parameters resolve from a map (the hot routes are literal); the rest go to itty.
   const literal = new Map([...byPath.keys()].filter((p) => !p.includes(":")).map((p) => [p, p]));

@@ -10,9 +10,50 @@ export function describeZodError(error: z.ZodError): string {
   return `Invalid field "${field}": ${message}.`.replace(/\.\.$/, ".");
 }
 
-export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+/**
+ * The path of the first string (or object key) in `value` that is not well-formed Unicode, i.e. holds
+ * a lone UTF-16 surrogate (JSON's "\ud800" escape can produce one; UTF-8 bytes never can). Such a
+ * string cannot be stored, hashed and exported consistently, so no field may carry one.
+ */
+// With the u flag a surrogate pair is one code point, so only lone surrogates match.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+const wellFormed = (s: string) => !LONE_SURROGATE.test(s);
+
+export function illFormedPath(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
+  if (typeof value === "string") return wellFormed(value) ? null : path;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = illFormedPath(value[i], [...path, i]);
+      if (found) return found;
+    }
+  } else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      if (!wellFormed(k)) return [...path, k];
+      const found = illFormedPath(v, [...path, k]);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+/**
+ * Every validation runs through here (bodies, queries, MCP tool arguments, import lines): first the
+ * Unicode rule for all text, then the schema. Answers the data or a message naming the field.
+ */
+export function validate<S extends z.ZodType>(schema: S, value: unknown):
+  { success: true; data: z.infer<S> } | { success: false; message: string } {
+  const bad = illFormedPath(value);
+  if (bad) {
+    const field = bad.length ? bad.join(".").replace(new RegExp(LONE_SURROGATE, "gu"), "\uFFFD") : "body";
+    return { success: false, message: `Invalid field "${field}": must be well-formed Unicode (it holds a lone UTF-16 surrogate).` };
+  }
   const result = schema.safeParse(value);
-  if (!result.success) throw new ApiError("VALIDATION_ERROR", describeZodError(result.error));
+  return result.success ? { success: true, data: result.data } : { success: false, message: describeZodError(result.error) };
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const result = validate(schema, value);
+  if (!result.success) throw new ApiError("VALIDATION_ERROR", result.message);
   return result.data;
 }
 

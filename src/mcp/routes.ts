@@ -2,7 +2,7 @@
 // stream: GET /mcp is a 405 from the route table). Replies are application/json, never SSE.
 import { ApiError, INTERNAL_MESSAGE } from "../http/errors";
 import { orgRoute } from "../http/route";
-import { describeZodError } from "../http/validate";
+import { validate } from "../http/validate";
 import { executeRoute, type Session } from "../org/execute";
 import type { Reply, RequestCtx } from "../org/request";
 import { REVISION } from "../domains/health/routes";
@@ -28,8 +28,8 @@ async function callTool(session: Session, version: string, params: Record<string
   const tool = TOOLS_BY_NAME.get(params.name as string);
   if (!tool) return { error: { code: RPC.INVALID_PARAMS, message: `Unknown tool: ${String(params.name)}` } };
   const failure = (text: string) => ({ result: { content: [{ type: "text", text }], isError: true } });
-  const parsed = tool.input.safeParse(params.arguments ?? {});
-  if (!parsed.success) return failure(`VALIDATION_ERROR: ${describeZodError(parsed.error)}`);
+  const parsed = validate(tool.input, params.arguments ?? {});
+  if (!parsed.success) return failure(`VALIDATION_ERROR: ${parsed.message}`);
   try {
     const { route, call } = tool.route(parsed.data);
     const reply = await executeRoute(session, route, call);
@@ -96,11 +96,12 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 /**
  * DNS-rebinding protection (MCP Streamable HTTP: servers MUST validate Origin). Clients that are not
- * browsers send no Origin and pass; a browser origin must be loopback, this service's own host, or
- * listed in MCP_ALLOWED_ORIGINS. The bearer key remains the real gate.
+ * browsers send no Origin and pass. A browser origin must be listed in MCP_ALLOWED_ORIGINS, or be a
+ * loopback origin while this is the embedded local server (SVC_LOCAL_MODE, set only by
+ * scripts/serve.mjs). Never "the same as Host": a rebound DNS name makes the attacker's page and
+ * this service share a host. The bearer key remains the real gate.
  */
-function originAllowed(rc: RequestCtx): boolean {
-  const origin = rc.headers.origin;
+export function originAllowed(origin: string | undefined, env: { MCP_ALLOWED_ORIGINS?: string; SVC_LOCAL_MODE?: string }): boolean {
   if (origin === undefined) return true;
   let url: URL;
   try {
@@ -108,13 +109,13 @@ function originAllowed(rc: RequestCtx): boolean {
   } catch {
     return false;
   }
-  if (LOOPBACK_HOSTS.has(url.hostname) || url.host === rc.headers.host) return true;
-  const extra = (rc.env.MCP_ALLOWED_ORIGINS ?? "").split(",").map((o) => o.trim()).filter(Boolean);
-  return extra.includes(url.origin);
+  if (env.SVC_LOCAL_MODE === "true" && LOOPBACK_HOSTS.has(url.hostname) && (url.protocol === "http:" || url.protocol === "https:")) return true;
+  const configured = (env.MCP_ALLOWED_ORIGINS ?? "").split(",").map((o) => o.trim()).filter(Boolean);
+  return configured.includes(url.origin);
 }
 
 export async function handleMcp(rc: RequestCtx): Promise<Reply> {
-  if (!originAllowed(rc)) return bare(403, rpcError(null, RPC.INVALID_REQUEST, "Forbidden: Origin not allowed"));
+  if (!originAllowed(rc.headers.origin, rc.env)) return bare(403, rpcError(null, RPC.INVALID_REQUEST, "Forbidden: Origin not allowed"));
   if (!acceptsJson(rc.headers.accept)) return bare(406, rpcError(null, RPC.INVALID_REQUEST, "Not Acceptable: the client must accept application/json"));
   if (!/^application\/json\s*(;|$)/i.test(rc.headers["content-type"] ?? ""))
     return bare(415, rpcError(null, RPC.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"));

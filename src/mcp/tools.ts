@@ -3,13 +3,14 @@
 // Key management, membership, retention, webhook, federation, release and Atlas operations are
 // deliberately absent.
 import { z } from "zod";
+import { targetInBody } from "../access/policy";
 import { checkpointRoutes } from "../domains/coordination/checkpoints";
 import { handoffRoutes } from "../domains/coordination/handoffs";
 import { CHECKPOINT_KINDS, checkpointBody, handoffBody } from "../domains/coordination/schema";
 import { claimRoutes } from "../domains/memory/claims";
 import { contextRoutes } from "../domains/memory/context";
-import { insertObservation } from "../domains/memory/observations";
-import { CLAIM_KINDS, CLAIM_STATUSES, compileBody, consolidationBody, feedbackBody, observationBody } from "../domains/memory/schema";
+import { appendObservation } from "../domains/memory/observations";
+import { compileBody, consolidationBody, feedbackBody, memoriesQuery, observationBody } from "../domains/memory/schema";
 import type { OrgRoute } from "../http/route";
 import type { RouteCall } from "../org/execute";
 import { commitWrite } from "../org/write";
@@ -28,16 +29,14 @@ const find = (routes: readonly AnyRoute[], method: string, path: string): AnyRou
  * deliberately through POST /v1/observations. It is still audited and indexed like any observation.
  */
 const rememberRoute: OrgRoute<typeof observationBody> = {
-  auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: true,
+  auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: targetInBody,
   summary: "MCP svc_remember",
   handler: (rc) => commitWrite(rc, (db) => {
-    const row = insertObservation(db, rc.caller, rc.body);
+    const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
     return {
-      status: 201,
-      data: { observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id, kind: row.kind,
-        trust: row.trust, visibility: row.visibility, created_at: row.created_at },
+      status: 201, data,
       audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id, detail: { via: "mcp" } },
-      owned: [row.observation_id],
+      touched,
     };
   }),
 };
@@ -55,14 +54,11 @@ export interface ToolDef {
 const loose = <T extends z.ZodRawShape>(shape: T) => z.looseObject(shape);
 const claimOut = loose({ claim_id: z.string(), statement: z.string(), kind: z.string(), status: z.string() });
 
+/** GET /v1/memories' own query schema (one source of its fields and limits), strict for tool arguments. */
 const searchInput = z.strictObject({
-  q: z.string().max(1000).optional().describe("Words that must all appear in the claim statement."),
-  subject_id: z.string().max(200).optional(),
-  project_id: z.string().max(64).optional(),
-  status: z.enum(CLAIM_STATUSES).optional(),
-  kind: z.enum(CLAIM_KINDS).optional(),
-  limit: z.number().int().min(1).max(100).optional(),
-  after: z.string().max(512).optional().describe("next_cursor from a previous page."),
+  ...memoriesQuery.shape,
+  q: memoriesQuery.shape.q.describe("Words that must all appear in the claim statement."),
+  after: memoriesQuery.shape.after.describe("next_cursor from a previous page."),
 });
 
 const loadInput = z.strictObject({

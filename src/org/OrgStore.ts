@@ -1,7 +1,7 @@
 // One Durable Object per organization, holding all of that tenant's state in its own SQLite.
 // The class stays thin: it migrates, authenticates the key row, and hands the request to
-// executeRoute (scope, role, validation, handler); background work lives in maintenance.ts and SQL
-// in the domains.
+// executeRoute (scope, role, validation, handler); background work is the job list (src/jobs.ts) run
+// by the alarm, and SQL lives in the domains. Its dependencies (src/deps.ts) are passed in.
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../http/clock";
 import { ApiError, type ErrorBody, translateStorageError } from "../http/errors";
@@ -11,13 +11,15 @@ import { addCredential, removeCredential } from "../index-db";
 import { ORG_ROUTES } from "../routes";
 import { loadCaller, revokeKey } from "../domains/identity/store";
 import { bootstrapOrganization, type BootstrapResult } from "../domains/identity/bootstrap";
-import { runAlarm } from "./maintenance";
-import { markDeliveryDue, maintenanceIntervalMs } from "../domains/webhooks/delivery";
-import { delivery } from "../domains/webhooks/routes";
+import { BACKGROUND_JOBS } from "../jobs";
+import { orgDeps } from "../deps";
+import { type JobContext, markJobDue, runDueJobs } from "./jobs";
+import { maintenanceIntervalMs } from "./maintenance";
+import { getMeta } from "./meta";
 import { Db } from "./db";
-import { appliedCount, migrate } from "./migrate";
+import { appliedMigrations, migrate, migrationMismatch } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
-import type { IndexWrite, Reply } from "./request";
+import type { IndexWrite, OrgDeps, Reply } from "./request";
 import { normalizeIdempotencyKey } from "./write";
 
 export interface DispatchInput {
@@ -39,11 +41,14 @@ export type DispatchResult =
 
 export class OrgStore extends DurableObject<EdgeEnv> {
   readonly db: Db;
+  /** Built from env (src/deps.ts). A test may give one object other dependencies (e.g. a recording sender). */
+  deps: OrgDeps;
   private migrationError: string | null = null;
 
   constructor(ctx: DurableObjectState, env: EdgeEnv) {
     super(ctx, env);
     this.db = new Db(ctx.storage.sql);
+    this.deps = orgDeps(env);
     ctx.blockConcurrencyWhile(async () => {
       try {
         migrate(this.db, ctx.storage);
@@ -64,8 +69,8 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
       const session: Session = {
         orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
-        headers: input.headers, env: this.env,
-        scheduleAlarm: (atMs) => this.scheduleAlarm(atMs),
+        headers: input.headers, env: this.env, deps: this.deps,
+        jobDue: (job, dueAtMs, armAtMs) => this.jobDue(job, dueAtMs, armAtMs),
         eventsWritten: () => this.eventsWritten(),
       };
       const reply = await executeRoute(session, route, {
@@ -105,19 +110,32 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     return bootstrapOrganization(this.db, this.ctx.storage, orgId, username);
   }
 
+  /** Re-checked on every call: the applied migrations by name against the list, not by count. */
   async readiness(): Promise<{ ok: boolean; applied: number; expected: number; error?: string }> {
+    const expected = ORG_MIGRATIONS.length;
     try {
-      const applied = appliedCount(this.db);
-      return { ok: !this.migrationError && applied === ORG_MIGRATIONS.length, applied, expected: ORG_MIGRATIONS.length };
+      const applied = appliedMigrations(this.db);
+      const error = this.migrationError ?? migrationMismatch(applied, ORG_MIGRATIONS);
+      if (error) return { ok: false, applied: applied.length, expected, error };
+      return { ok: applied.length === expected, applied: applied.length, expected };
     } catch {
-      return { ok: false, applied: 0, expected: ORG_MIGRATIONS.length, error: "storage check failed" };
+      return { ok: false, applied: 0, expected, error: "storage check failed" };
     }
   }
 
-  /** Events were committed: background delivery may become due (stored with the write). */
+  /** A job has work from `dueAtMs` (stored in the caller's transaction); the alarm fires by `armAtMs`. */
+  private jobDue(job: string, dueAtMs: number, armAtMs = dueAtMs): void {
+    if (!BACKGROUND_JOBS.some((j) => j.name === job)) throw new Error(`no background job named ${job}`);
+    markJobDue(this.db, job, dueAtMs);
+    this.scheduleAlarm(armAtMs);
+  }
+
+  /** Events were committed: jobs that follow events (webhook delivery) may become due. */
   private eventsWritten(): void {
-    const wake = markDeliveryDue(this.db, maintenanceIntervalMs(this.env));
-    if (wake != null) this.scheduleAlarm(wake);
+    for (const job of BACKGROUND_JOBS) {
+      const at = job.dueAfterEvents?.(this.db, maintenanceIntervalMs(this.env));
+      if (at != null) this.jobDue(job.name, at);
+    }
   }
 
   /** Alarm changes requested during the current request; dispatch awaits them before answering. */
@@ -143,13 +161,14 @@ export class OrgStore extends DurableObject<EdgeEnv> {
     await Promise.all(work);
   }
 
-  /** Background work (src/org/maintenance.ts), then re-armed for the earliest pending step. */
+  /** Runs the background jobs that are due (src/jobs.ts), then re-arms for the earliest due time left. */
   override async alarm(): Promise<void> {
     this.armedAt = null; // this alarm has fired; whatever is set below is the next one
-    const next = await runAlarm({
-      db: this.db, storage: this.ctx.storage, indexDb: this.env.INDEX_DB,
-      maintenanceIntervalMs: maintenanceIntervalMs(this.env), send: delivery.send,
-    });
+    const ctx: JobContext = {
+      db: this.db, storage: this.ctx.storage, indexDb: this.env.INDEX_DB, orgId: getMeta(this.db, "org_id"),
+      maintenanceIntervalMs: maintenanceIntervalMs(this.env), deps: this.deps,
+    };
+    const next = await runDueJobs(BACKGROUND_JOBS, ctx);
     if (next != null) {
       await this.ctx.storage.setAlarm(next);
       this.armedAt = next;

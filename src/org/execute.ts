@@ -1,6 +1,8 @@
-// Running one route inside the org Durable Object: scope and role checks, validation, the handler.
-// HTTP requests (OrgStore.dispatch) and MCP tool calls both come through here, so a tool can never
-// do more than the route it mirrors.
+// Running one route inside the org Durable Object: scope and role checks, validation, the write-grant
+// check of grantWritable routes, then the handler. The route's flags are honoured here and nowhere
+// else (idempotent reaches commitWrite through the RequestCtx). HTTP requests (OrgStore.dispatch) and
+// MCP tool calls both come through here, so a tool can never do more than the route it mirrors.
+import { requireWrite } from "../access/policy";
 import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { ApiError } from "../http/errors";
 import { type OrgRoute, routeId } from "../http/route";
@@ -8,7 +10,7 @@ import { parseJsonBody, parseWith } from "../http/validate";
 import type { Reply, RequestCtx } from "./request";
 
 /** Everything about a request that does not depend on which route runs. */
-export type Session = Omit<RequestCtx, "routeId" | "params" | "query" | "body" | "rawBody" | "idempotencyKey">;
+export type Session = Omit<RequestCtx, "routeId" | "params" | "query" | "body" | "rawBody" | "idempotencyKey" | "idempotent">;
 
 export interface RouteCall {
   params?: Record<string, string>;
@@ -43,7 +45,12 @@ export async function executeRoute(session: Session, route: OrgRoute, call: Rout
     query: route.query ? parseWith(route.query, call.query ?? {}) : undefined,
     body,
     rawBody: route.rawBody ? (call.rawBody ?? null) : null,
-    idempotencyKey: call.idempotencyKey ?? null,
+    idempotent: route.idempotent ?? false,
+    idempotencyKey: route.idempotent ? (call.idempotencyKey ?? null) : null,
   };
+  if (route.grantWritable && caller.role === "reader") {
+    const target = route.grantWritable(rc);
+    if (target) requireWrite(caller, target);
+  }
   return route.handler(rc);
 }

@@ -1,60 +1,32 @@
-// The org alarm's work, idempotent and bounded per run: expiry sweeps, the record-ownership outbox,
-// and background webhook delivery when due. Each step reports when it wants to run again; a failing
-// step is logged and retried later. Reads never depend on any of this having run.
-import { runDueDelivery, type Sender } from "../domains/webhooks/delivery";
+// The organization's own background job: carrying the record-ownership outbox to the global D1 index.
+// Domain jobs live in their domains; the list the alarm runs is src/jobs.ts.
 import { clock } from "../http/clock";
-import type { Db } from "./db";
-import { getMeta } from "./meta";
+import type { BackgroundJob } from "./jobs";
 import { drainRecordOwners } from "./outbox";
+import { type ModelEnv, modelConfig } from "../vector/config";
 
 /** Retry delay after a failed outbox drain. */
 export const OUTBOX_RETRY_MS = 30_000;
 
-export interface AlarmDeps {
-  db: Db;
-  storage: DurableObjectStorage;
-  indexDb: D1Database;
-  maintenanceIntervalMs: number;
-  send: Sender;
-}
+export const recordOwnersJob: BackgroundJob = {
+  name: "record_owners",
+  async run({ db, indexDb, orgId }) {
+    if (!orgId) return null;
+    return (await drainRecordOwners(db, indexDb, orgId)) ? clock.nowMs() : null;
+  },
+  retryMs: () => OUTBOX_RETRY_MS,
+};
 
-/** Runs every step; returns when the alarm should fire next, or null when nothing is pending. */
-export async function runAlarm(deps: AlarmDeps): Promise<number | null> {
-  const wakeAt: number[] = [];
-  const nextExpiry = runMaintenance(deps.db, deps.storage);
-  if (nextExpiry != null) wakeAt.push(nextExpiry);
-  const orgId = getMeta(deps.db, "org_id");
-  if (orgId) {
-    try {
-      if (await drainRecordOwners(deps.db, deps.indexDb, orgId)) wakeAt.push(clock.nowMs());
-    } catch (err) {
-      console.error("outbox drain failed; retrying", err);
-      wakeAt.push(clock.nowMs() + OUTBOX_RETRY_MS);
-    }
-  }
-  const delivery = await runDueDelivery(deps.db, deps.storage, deps.maintenanceIntervalMs, deps.send);
-  if (delivery != null) wakeAt.push(delivery);
-  return wakeAt.length ? Math.min(...wakeAt) : null;
-}
+/** SPEC "Who drives delivery": the timer's default period. */
+export const DEFAULT_MAINTENANCE_INTERVAL_MS = 15_000;
 
-export const SWEEP_BATCH = 500;
-
-export function runMaintenance(db: Db, storage: DurableObjectStorage): number | null {
-  const now = clock.nowIso();
-  let more = false;
-  storage.transactionSync(() => {
-    const expiredCheckpoints = db.all(
-      `DELETE FROM checkpoints WHERE checkpoint_id IN
-         (SELECT checkpoint_id FROM checkpoints WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SWEEP_BATCH).length;
-    const expiredLeases = db.all(
-      `UPDATE leases SET released_at = expires_at WHERE lease_id IN
-         (SELECT lease_id FROM leases WHERE released_at IS NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SWEEP_BATCH).length;
-    more = expiredCheckpoints === SWEEP_BATCH || expiredLeases === SWEEP_BATCH;
-  });
-  if (more) return clock.nowMs();
-  const next = db.first<{ at: string | null }>(
-    `SELECT min(at) AS at FROM (
-       SELECT min(expires_at) AS at FROM checkpoints
-       UNION ALL SELECT min(expires_at) AS at FROM leases WHERE released_at IS NULL)`);
-  return next?.at ? Date.parse(next.at) : null;
+/**
+ * The maintenance interval in ms (0: no background timer). SPEC's rule: the timer runs only when the
+ * interval is above zero and either an interval was given explicitly or a vector capability is
+ * configured (then at the default period).
+ */
+export function maintenanceIntervalMs(env: { MAINTENANCE_INTERVAL_SECONDS?: string } & ModelEnv): number {
+  const given = env.MAINTENANCE_INTERVAL_SECONDS?.trim();
+  if (given) return Math.max(0, Number(given) || 0) * 1000;
+  return modelConfig(env, () => new Date().toISOString()).vectors.status === "enabled" ? DEFAULT_MAINTENANCE_INTERVAL_MS : 0;
 }

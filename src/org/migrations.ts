@@ -305,7 +305,37 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    name: "0007_vector_index",
+    name: "0007_job_due_times",
+    sql: `
+      -- Background work became named jobs, each with its own due time in org_meta ('job_due:<name>').
+      -- Carry over the webhook delivery due time, and make the other jobs due at once where they have
+      -- work waiting, so the first alarm after the upgrade runs them.
+      INSERT INTO org_meta (name, value) SELECT 'job_due:webhook_delivery', value FROM org_meta WHERE name = 'webhook_due_at';
+      DELETE FROM org_meta WHERE name = 'webhook_due_at';
+      INSERT INTO org_meta (name, value) SELECT 'job_due:record_owners', '0' WHERE EXISTS (SELECT 1 FROM outbox);
+      INSERT INTO org_meta (name, value) SELECT 'job_due:expiry_sweep', '0'
+        WHERE EXISTS (SELECT 1 FROM checkpoints) OR EXISTS (SELECT 1 FROM leases WHERE released_at IS NULL);
+    `,
+  },
+  {
+    name: "0008_revocation_provenance",
+    sql: `
+      -- The grant a delegated grant was re-shared from (NULL: given on the grantor's role), so revoking
+      -- a grant revokes everything delegated from it.
+      ALTER TABLE grants ADD COLUMN delegated_from TEXT REFERENCES grants(grant_id);
+      CREATE INDEX grants_by_source ON grants(delegated_from) WHERE delegated_from IS NOT NULL;
+      CREATE INDEX grants_by_grantor ON grants(granted_by);
+      -- Who created a principal (NULL: nobody, e.g. the bootstrap owner), so removing a principal
+      -- revokes the keys of the principals it created. Backfilled from the first organization membership,
+      -- which has always recorded it.
+      ALTER TABLE principals ADD COLUMN created_by TEXT;
+      UPDATE principals SET created_by = NULLIF((SELECT m.created_by FROM memberships m
+        WHERE m.principal_id = principals.principal_id AND m.workspace_id IS NULL ORDER BY m.created_at, m.rowid LIMIT 1), principal_id);
+      CREATE INDEX principals_by_creator ON principals(created_by) WHERE created_by IS NOT NULL;
+    `,
+  },
+  {
+    name: "0009_vector_index",
     sql: `
       -- The embedded default vector index: int8 vectors with 1/|v| (src/vector/local-index.ts).
       CREATE TABLE local_vectors (

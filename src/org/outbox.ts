@@ -5,9 +5,38 @@ import type { Db } from "./db";
 
 export const OUTBOX_BATCH = 200;
 
-/** Queue created record ids for the ownership index (inside the write's transaction). */
-export function queueRecordOwners(db: Db, ids: string[], at: string): void {
-  for (const id of ids) db.run("INSERT INTO outbox (topic, payload, created_at) VALUES ('record_owner', ?, ?)", id, at);
+/** What a write did to memory records, by id, as the record writers (src/domains/memory/records.ts) report it. */
+export interface Touched {
+  /** Projects, observations and claims created. */
+  created: string[];
+  /** Existing records changed (a claim's state, an observation's tombstone). */
+  changed: string[];
+}
+
+/** Several writers' reports as one. */
+export const touchedAll = (...list: Touched[]): Touched =>
+  ({ created: list.flatMap((t) => t.created), changed: list.flatMap((t) => t.changed) });
+
+/**
+ * Outbox topics and the touched ids each carries, one outbox row per (topic, id). A new consumer (the
+ * vector index: `index: (t) => [...t.created, ...t.changed]`) is one line here plus its drain.
+ */
+export const OUTBOX_TOPICS: Record<string, (t: Touched) => string[]> = {
+  /** The global ownership index (D1 record_owners): which organization owns an id. */
+  record_owner: (t) => t.created,
+  /** The vector index (src/domains/indexing): created and changed records, drained by POST /v1/index/drain. */
+  index: (t) => [...t.created, ...t.changed].filter((id) => id.startsWith("obs_") || id.startsWith("claim_")),
+};
+
+/** Queue the outbox rows of a write (inside its transaction). Returns how many rows were queued. */
+export function queueTouched(db: Db, touched: Touched, at: string): number {
+  let queued = 0;
+  for (const [topic, idsOf] of Object.entries(OUTBOX_TOPICS))
+    for (const id of new Set(idsOf(touched))) {
+      db.run("INSERT INTO outbox (topic, payload, created_at) VALUES (?, ?, ?)", topic, id, at);
+      queued++;
+    }
+  return queued;
 }
 
 /** Returns true when more rows remain. */

@@ -29,10 +29,30 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   env: import("../http/route").EdgeEnv;
   /** Selected request headers, lower-case names (see DispatchInput.headers). */
   headers: Record<string, string>;
-  /** Schedules the org's alarm no later than `atMs` (coordination expiry, background work). */
-  scheduleAlarm(atMs: number): void;
-  /** Told by commitWrite that events were committed (background delivery may want to run). */
+  /** Whether the route honours Idempotency-Key (its `idempotent` flag): commitWrite reads this. */
+  idempotent: boolean;
+  /** What the org Durable Object was built with (outbound sender, purge guards). */
+  deps: OrgDeps;
+  /**
+   * Makes the named background job (src/jobs.ts) due at `dueAtMs`, stored in the current transaction,
+   * and arms the alarm no later than `armAtMs` (default: the due time; later batches work).
+   */
+  jobDue(job: string, dueAtMs: number, armAtMs?: number): void;
+  /** Told by commitWrite that events were committed (jobs such as webhook delivery may become due). */
   eventsWritten(): void;
+}
+
+/** A veto on purging an observation (e.g. an active legal hold): a message blocks it with 409 CONFLICT. */
+export type PurgeGuard = (db: Db, observationId: string) => string | null;
+
+/** Dependencies of the org Durable Object, passed in rather than patched into modules (see src/deps.ts). */
+export interface OrgDeps {
+  /** The outbound webhook call. */
+  sendWebhook: import("../domains/webhooks/delivery").Sender;
+  /** Consulted by every observation purge, in order. */
+  purgeGuards: readonly PurgeGuard[];
+  /** The model configuration snapshot and the bindings its backends use (src/vector/runtime.ts). */
+  models: import("../vector/runtime").ModelDeps;
 }
 
 export interface Reply {

@@ -6,7 +6,9 @@ import { clock } from "../http/clock";
 import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "./db";
-import { queueRecordOwners } from "./outbox";
+import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "../domains/indexing/background";
+import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
+import { type Touched, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
 /** The eleven event kinds of SPEC "Events"; nothing else is ever emitted. */
@@ -41,8 +43,8 @@ export interface WriteOutcome {
   meta?: Record<string, unknown>;
   events?: EventInput[];
   audit: AuditInput | AuditInput[];
-  /** Ids of projects, observations and claims this write created: queued for the global ownership index. */
-  owned?: string[];
+  /** Memory records this write created or changed, as the record writers reported them: turned into outbox rows per topic. */
+  touched?: Touched;
 }
 
 /** How soon after a write the alarm carries its outbox rows to the global index (batches writes). */
@@ -105,8 +107,8 @@ export function insertAudit(
  * caller sent one) the replay record, all in one transaction. A replay of the same request answers the
  * stored response with status 200 and meta.replayed true; the same key with another request is 409.
  */
-export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts: { idempotent?: boolean } = {}): Reply {
-  const idemKey = opts.idempotent ? rc.idempotencyKey : null;
+export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Reply {
+  const idemKey = rc.idempotent ? rc.idempotencyKey : null;
   // The request identity includes the caller: another principal reusing the key is a different
   // request (409), never a replay of someone else's response.
   const requestHash = idemKey ? sha256Hex(canonical([rc.caller.principalId, rc.routeId, rc.params, rc.body ?? null])) : null;
@@ -127,11 +129,11 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome, opts
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
-    if (out.owned?.length) {
-      queueRecordOwners(rc.db, out.owned, at);
-      rc.scheduleAlarm(clock.nowMs() + OUTBOX_DELAY_MS);
+    if (out.touched && queueTouched(rc.db, out.touched, at)) {
+      rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
+      if (drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
     }
-    const meta = opts.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
+    const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(
         "INSERT INTO idempotency (idem_key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?)",

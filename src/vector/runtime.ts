@@ -46,8 +46,17 @@ export function vectorRuntime(config: ModelConfig, env: VectorBindings, db: Db, 
 export const hasVectors = (rt: VectorRuntime): rt is VectorRuntime & { embedder: Embedder; index: VectorIndex } =>
   rt.config.vectors.status === "enabled" && rt.embedder !== null && rt.index !== null;
 
-/** The runtime for a request inside the organization's Durable Object. */
-export function runtimeFor(rc: { env: object; db: Db; orgId: string }, now: () => string): VectorRuntime {
-  const env = rc.env as ModelEnv;
-  return vectorRuntime(modelConfig(env, now), env, rc.db, rc.orgId);
+/** What an organization's Durable Object is given (OrgDeps.models): a test may give fakes instead. */
+export interface ModelDeps {
+  config: ModelConfig;
+  bindings: VectorBindings;
+}
+
+/** From the Worker's env: the isolate's snapshot, and the bindings (used only where the config says so). */
+export const modelDeps = (env: ModelEnv): ModelDeps =>
+  ({ config: modelConfig(env, () => new Date().toISOString()), bindings: { AI: env.AI, VECTORIZE: env.VECTORIZE } });
+
+/** The runtime for one organization's Durable Object. */
+export function runtimeFor(ctx: { deps: { models: ModelDeps }; db: Db; orgId: string | undefined }): VectorRuntime {
+  return vectorRuntime(ctx.deps.models.config, ctx.deps.models.bindings, ctx.db, ctx.orgId ?? "");
 }

@@ -1,40 +1,20 @@
 // Directories of what the caller may read: projects and subjects backed by readable records, and
 // their bounded lists of canonical references. A project or subject with nothing readable is a 404,
 // exactly like a missing one.
-import { readableWhere } from "../../access/policy";
 import { afterPair, decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
-import { getProject } from "../memory/store";
+import { type RecordScope, getProject, recordReferences, retrievableProjects, retrievableSubjects } from "../memory/records";
 import { listQuery } from "./schema";
 
 /** `~` selects explicit unscoped memory (records with no project). */
 export const UNSCOPED = "~";
 
-type Scope = { column: "project_id" | "subject_id"; value: string | null };
-
-/** Readable observation and claim ids in one project or subject, oldest first, after a cursor. */
-function references(db: Db, caller: Caller, scope: Scope, after: [string, string], limit: number) {
-  const [ro, ...roArgs] = readableWhere(caller, "o");
-  const [rc, ...rcArgs] = readableWhere(caller, "c");
-  const match = (alias: string) => (scope.value === null ? `${alias}.${scope.column} IS NULL` : `${alias}.${scope.column} = ?`);
-  const value = scope.value === null ? [] : [scope.value];
-  return db.all<{ type: string; id: string; subject_id: string; project_id: string | null; created_at: string }>(
-    `SELECT * FROM (
-       SELECT 'observation' AS type, o.observation_id AS id, o.subject_id, o.project_id, o.created_at FROM observations o
-        WHERE ${match("o")} AND ${ro}
-       UNION ALL
-       SELECT 'claim' AS type, c.claim_id AS id, c.subject_id, c.project_id, c.created_at FROM claims c
-        WHERE ${match("c")} AND ${rc})
-     WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
-    ...value, ...roArgs, ...value, ...rcArgs, ...after, limit + 1);
-}
-
-function hasReadable(db: Db, caller: Caller, scope: Scope): boolean {
-  return references(db, caller, scope, ["", ""], 0).length > 0;
+function hasReadable(db: Db, caller: Caller, scope: RecordScope): boolean {
+  return recordReferences(db, caller, scope, ["", ""], 0).length > 0;
 }
 
 export const directoryRoutes = [
@@ -42,16 +22,7 @@ export const directoryRoutes = [
     method: "GET", path: "/v1/projects", scope: "projects:read", query: listQuery,
     summary: "Projects backed by records the caller may read.",
     handler: ({ db, caller, query }) => {
-      const [at, id] = afterPair(query.after);
-      const [ro, ...roArgs] = readableWhere(caller, "o");
-      const [rc, ...rcArgs] = readableWhere(caller, "c");
-      const rows = db.all<{ project_id: string; reference: string; created_at: string }>(
-        `SELECT p.project_id, p.reference, p.created_at FROM projects p
-          WHERE (p.created_at, p.project_id) > (?, ?)
-            AND (EXISTS (SELECT 1 FROM observations o WHERE o.project_id = p.project_id AND ${ro})
-              OR EXISTS (SELECT 1 FROM claims c WHERE c.project_id = p.project_id AND ${rc}))
-          ORDER BY p.created_at, p.project_id LIMIT ?`,
-        at, id, ...roArgs, ...rcArgs, query.limit + 1);
+      const rows = retrievableProjects(db, caller, afterPair(query.after), query.limit);
       const p = pageOf(rows, query.limit, (r) => [r.created_at, r.project_id]);
       return ok({ projects: p.page, has_more: p.has_more, next_cursor: p.next_cursor });
     },
@@ -63,10 +34,10 @@ export const directoryRoutes = [
     handler: ({ db, caller, params, query }) => {
       const projectId = params.id === UNSCOPED ? null : params.id;
       const project = projectId === null ? null : getProject(db, projectId);
-      const scope: Scope = { column: "project_id", value: projectId };
+      const scope: RecordScope = { column: "project_id", value: projectId };
       if ((projectId !== null && !project) || !hasReadable(db, caller, scope)) throw notFound("Project");
       const after = afterPair(query.after);
-      const p = pageOf(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
+      const p = pageOf(recordReferences(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
       return ok({
         project_id: projectId, reference: project?.reference ?? null,
         references: p.page.map(({ type, id, subject_id, created_at }) => ({ type, id, subject_id, created_at })),
@@ -80,14 +51,7 @@ export const directoryRoutes = [
     summary: "Subjects of records the caller may read, in order.",
     handler: ({ db, caller, query }) => {
       const after = query.after ? decodeCursor(query.after, (v): v is [string] => Array.isArray(v) && typeof v[0] === "string")[0] : "";
-      const [ro, ...roArgs] = readableWhere(caller, "o");
-      const [rc, ...rcArgs] = readableWhere(caller, "c");
-      const rows = db.all<{ subject_id: string }>(
-        `SELECT subject_id FROM (
-           SELECT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro}
-           UNION SELECT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc})
-         ORDER BY subject_id LIMIT ?`,
-        after, ...roArgs, after, ...rcArgs, query.limit + 1);
+      const rows = retrievableSubjects(db, caller, after, query.limit);
       const p = pageOf(rows, query.limit, (r) => [r.subject_id]);
       return ok({ subjects: p.page, has_more: p.has_more, next_cursor: p.next_cursor });
     },
@@ -97,10 +61,10 @@ export const directoryRoutes = [
     method: "GET", path: "/v1/subjects/:id/references", scope: "subjects:read", query: listQuery,
     summary: "Readable observation and claim ids about a subject, and its namespaced references.",
     handler: ({ db, caller, params, query }) => {
-      const scope: Scope = { column: "subject_id", value: params.id };
+      const scope: RecordScope = { column: "subject_id", value: params.id };
       if (!hasReadable(db, caller, scope)) throw notFound("Subject");
       const after = afterPair(query.after);
-      const p = pageOf(references(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
+      const p = pageOf(recordReferences(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
       // Namespaced references: the subject itself and the projects (by reference) its readable records belong to.
       const projects = [...new Set(p.page.flatMap((r) => (r.project_id ? [r.project_id] : [])))]
         .flatMap((id) => { const pr = getProject(db, id); return pr ? [`project:${pr.reference}`] : []; });

@@ -1,11 +1,12 @@
 // Grants: additive, append-and-revoke delegations of read, write, approve or admin authority over the
 // organization, a project (null: unscoped memory) or a subject. You may only grant what you hold
 // (owners and admins hold everything); the decision to refuse comes before any lookup of the target,
-// so a target you cannot reach looks exactly like a missing one.
-import { type GrantTarget, PERMISSIONS, type Permission, holds } from "../../access/policy";
+// so a target you cannot reach looks exactly like a missing one. A grant re-shared from a grant you
+// hold records it in delegated_from, and revoking a grant revokes everything delegated from it.
+import { type GrantTarget, PERMISSIONS, type Permission, holds, isAdmin } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
-import { forbidden, notFound } from "../../http/errors";
+import { forbidden, notFound, unresolved } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -14,7 +15,8 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
-import { getProject, unresolved } from "../memory/store";
+import { getProject } from "../memory/store";
+import { revokeGrantsCascade } from "./revocation";
 import { grantBody, listQuery } from "./schema";
 
 interface GrantRow {
@@ -27,6 +29,7 @@ interface GrantRow {
   can_approve: number;
   can_admin: number;
   granted_by: string;
+  delegated_from: string | null;
   created_at: string;
   revoked_at: string | null;
   revoked_by: string | null;
@@ -38,7 +41,7 @@ const permissionsOf = (g: GrantRow): Permission[] =>
 export const grantView = (g: GrantRow) => ({
   grant_id: g.grant_id, principal_id: g.grantee_id, target: { type: g.target_type, id: g.target_id },
   permissions: permissionsOf(g), status: g.revoked_at ? "revoked" : "active", granted_by: g.granted_by,
-  created_at: g.created_at, revoked_at: g.revoked_at,
+  delegated_from: g.delegated_from, created_at: g.created_at, revoked_at: g.revoked_at,
 });
 
 export const targetOf = (body: z.infer<typeof grantBody>): GrantTarget =>
@@ -46,7 +49,20 @@ export const targetOf = (body: z.infer<typeof grantBody>): GrantTarget =>
     : "project" in body ? { type: "project", id: body.project }
     : { type: "subject", id: body.subject };
 
-const isAdmin = (c: Caller) => c.role === "owner" || c.role === "admin";
+
+/**
+ * Where a new grant's authority comes from: null for owners and admins (their role), otherwise the one
+ * active grant of the caller that holds every requested permission on the target (so that revoking it
+ * revokes the new grant too). Permissions held only across several grants are delegated one grant at a time.
+ */
+function delegationSource(caller: Caller, permissions: Permission[], target: GrantTarget): { from: string | null } | { missing: Permission[] } {
+  const missing = permissions.filter((p) => !holds(caller, p, target));
+  if (missing.length) return { missing };
+  if (isAdmin(caller)) return { from: null };
+  const source = caller.grants.find((g) => permissions.every((p) => g.permissions.includes(p)) &&
+    (g.type === "organization" || (g.type === target.type && g.id === target.id)));
+  return source ? { from: source.grantId } : { missing: permissions };
+}
 
 /** Owners and admins see every grant; others see the grants they hold or gave. */
 function visibleGrant(db: Db, caller: Caller, id: string): GrantRow | null {
@@ -62,8 +78,9 @@ export const grantRoutes = [
     handler: (rc) => {
       const target = targetOf(rc.body);
       const permissions = [...new Set(rc.body.permissions)];
-      const missing = permissions.filter((p) => !holds(rc.caller, p, target));
-      if (missing.length) throw forbidden(`You may only delegate authority you hold; missing "${missing.join('", "')}" on this target.`);
+      const source = delegationSource(rc.caller, permissions, target);
+      if ("missing" in source)
+        throw forbidden(`You may only delegate authority you hold, from one grant of yours; missing "${source.missing.join('", "')}" on this target.`);
       if (!getPrincipal(rc.db, rc.body.principal_id)) throw unresolved("principal", [rc.body.principal_id]);
       if (target.type === "project" && target.id !== null && !getProject(rc.db, target.id)) throw unresolved("project", [target.id]);
       return commitWrite(rc, (db) => {
@@ -71,16 +88,16 @@ export const grantRoutes = [
           grant_id: newId(ID_PREFIX.grant), grantee_id: rc.body.principal_id, target_type: target.type, target_id: target.id,
           can_read: +permissions.includes("read"), can_write: +permissions.includes("write"),
           can_approve: +permissions.includes("approve"), can_admin: +permissions.includes("admin"),
-          granted_by: rc.caller.principalId, created_at: clock.nowIso(), revoked_at: null, revoked_by: null,
+          granted_by: rc.caller.principalId, delegated_from: source.from, created_at: clock.nowIso(), revoked_at: null, revoked_by: null,
         };
         db.run(
-          `INSERT INTO grants (grant_id, grantee_id, target_type, target_id, can_read, can_write, can_approve, can_admin, granted_by, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO grants (grant_id, grantee_id, target_type, target_id, can_read, can_write, can_approve, can_admin, granted_by, delegated_from, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           row.grant_id, row.grantee_id, row.target_type, row.target_id, row.can_read, row.can_write, row.can_approve, row.can_admin,
-          row.granted_by, row.created_at);
+          row.granted_by, row.delegated_from, row.created_at);
         return { status: 201, data: grantView(row),
           audit: { action: "grant.created", resourceType: "grant", resourceId: row.grant_id,
-            detail: { principal_id: row.grantee_id, target_type: row.target_type, permissions } } };
+            detail: { principal_id: row.grantee_id, target_type: row.target_type, permissions, delegated_from: row.delegated_from } } };
       });
     },
   }),
@@ -102,16 +119,19 @@ export const grantRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/grants/:id", scope: "grants:write",
-    summary: "Revoke a grant (owner, admin or its grantor); keys narrow on their next request.",
+    summary: "Revoke a grant and every grant delegated from it (owner, admin or its grantor); keys narrow on their next request.",
     handler: (rc) => {
       const g = visibleGrant(rc.db, rc.caller, rc.params.id);
       if (!g) throw notFound("Grant");
       if (!isAdmin(rc.caller) && g.granted_by !== rc.caller.principalId) throw forbidden("Only the grantor, an owner or an admin may revoke a grant.");
       return commitWrite(rc, (db) => {
         const already = g.revoked_at != null;
-        if (!already) db.run("UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE grant_id = ?", clock.nowIso(), rc.caller.principalId, g.grant_id);
-        return { status: 200, data: { ...grantView(db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", g.grant_id)!), already_revoked: already },
-          audit: { action: "grant.revoked", resourceType: "grant", resourceId: g.grant_id } };
+        // Also sweeps delegations of an already revoked grant that predate delegated_from cascades.
+        const revoked = revokeGrantsCascade(db, [g.grant_id], rc.caller.principalId, clock.nowIso());
+        const delegatedRevoked = revoked.filter((id) => id !== g.grant_id).length;
+        return { status: 200, data: { ...grantView(db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", g.grant_id)!),
+          already_revoked: already, delegated_revoked: delegatedRevoked },
+          audit: { action: "grant.revoked", resourceType: "grant", resourceId: g.grant_id, detail: { delegated_revoked: delegatedRevoked } } };
       });
     },
   }),

@@ -13,6 +13,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { getPrincipal } from "../identity/store";
 import { unresolved } from "../memory/store";
+import { revokeWhatPrincipalReaches } from "./revocation";
 import { listQuery, membershipBody, membershipListQuery, workspaceBody } from "./schema";
 
 export interface MembershipRow {
@@ -131,18 +132,21 @@ export const membershipRoutes = [
       const reply = commitWrite(rc, (db) => {
         if (m.workspace_id === null && m.role === "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be removed.");
         const now = clock.nowIso();
+        let grantsRevoked = 0;
         if (m.workspace_id === null) {
-          // Leaving the organization: every membership ends and every key stops working.
+          // Leaving the organization: every membership ends, and every key of the principal and of the
+          // principals it created stops working, with every grant it held or they gave (and their delegations).
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE principal_id = ? AND removed_at IS NULL", now, rc.caller.principalId, m.principal_id);
           db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", now, m.principal_id);
-          for (const k of db.all<{ key_hash: string }>("UPDATE api_keys SET status = 'revoked', revoked_at = ? WHERE principal_id = ? AND status = 'active' RETURNING key_hash", now, m.principal_id))
-            revoked.push({ op: "remove_credential", keyHash: k.key_hash });
+          const reached = revokeWhatPrincipalReaches(db, m.principal_id, rc.caller.principalId, now);
+          for (const keyHash of reached.keyHashes) revoked.push({ op: "remove_credential", keyHash });
+          grantsRevoked = reached.grantsRevoked;
         } else {
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, rc.caller.principalId, m.membership_id);
         }
-        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, keys_revoked: revoked.length },
+        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, keys_revoked: revoked.length, grants_revoked: grantsRevoked },
           audit: { action: "membership.removed", resourceType: "membership", resourceId: m.membership_id,
-            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, keys_revoked: revoked.length } } };
+            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, keys_revoked: revoked.length, grants_revoked: grantsRevoked } } };
       });
       return { ...reply, indexWrites: revoked };
     },

@@ -2,13 +2,14 @@
 // principal, gate by gate. It impersonates nobody (no key of theirs is used) and discloses nothing of
 // the record but the decision inputs: visibility, authorship as a yes/no, and the ids of the grants
 // that apply.
-import { type Guarded, type HeldGrant, canRead, canWrite, covers, loadGrants } from "../../access/policy";
+import { type Guarded, type HeldGrant, canWrite, covers, loadGrants } from "../../access/policy";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";
-import { guarded, unresolved } from "../memory/store";
+import { canRetrieve, getClaim, getObservation, guarded } from "../memory/records";
+import { unresolved } from "../memory/store";
 import { simulateBody } from "./schema";
 
 export const simulateRoutes = [
@@ -19,14 +20,15 @@ export const simulateRoutes = [
       const principal = getPrincipal(db, body.principal_id);
       if (!principal) throw unresolved("principal", [body.principal_id]);
       let record: Guarded | null = null;
+      let recordRow: Parameters<typeof canRetrieve>[1] | null = null;
       let target: { type: string; id: string | null };
       if (body.record_id !== undefined) {
-        const table = body.record_id.startsWith("obs_") ? "observations" : body.record_id.startsWith("claim_") ? "claims" : null;
-        const row = table && db.first<{ visibility: string; author_id: string; subject_id: string; project_id: string | null }>(
-          `SELECT visibility, author_id, subject_id, project_id FROM ${table} WHERE ${table === "claims" ? "claim_id" : "observation_id"} = ?`, body.record_id);
+        const type = body.record_id.startsWith("obs_") ? "observation" : body.record_id.startsWith("claim_") ? "claim" : null;
+        const row = type === "observation" ? getObservation(db, body.record_id) : type === "claim" ? getClaim(db, body.record_id) : null;
         if (!row) throw notFound("Record");
+        recordRow = row;
         record = guarded(row);
-        target = { type: table === "claims" ? "claim" : "observation", id: body.record_id };
+        target = { type: type!, id: body.record_id };
       } else if (body.subject !== undefined) target = { type: "subject", id: body.subject };
       else if (body.project !== undefined) target = { type: "project", id: body.project };
       else target = { type: "organization", id: null };
@@ -43,8 +45,8 @@ export const simulateRoutes = [
         : { applies: false, passed: null };
       const role = { role: principal.role, passed: body.action === "read" || principal.role !== "reader" };
       const allowed = body.action === "read"
-        ? (record ? canRead(subject, record) : true)
-        : canWrite(subject, scopeOf) && (record ? canRead(subject, record) : true);
+        ? (recordRow ? canRetrieve(subject, recordRow) : true)
+        : canWrite(subject, scopeOf) && (recordRow ? canRetrieve(subject, recordRow) : true);
       return ok({
         principal_id: principal.principal_id, action: body.action, target,
         gates: { role, visibility, grant: { passed: applicable.length > 0, grant_ids: applicable } },

@@ -11,6 +11,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { checkpointBody, checkpointQuery } from "./schema";
+import { expirySweepJob } from "./expiry";
 
 export interface CheckpointRow {
   checkpoint_id: string;
@@ -30,9 +31,9 @@ const view = (c: CheckpointRow) => ({
   ttl_seconds: c.ttl_seconds, writer_id: c.writer_id, created_at: c.created_at, updated_at: c.updated_at, expires_at: c.expires_at,
 });
 
-/** The caller may read it: the writer, or the recipient of a live handoff naming it. */
+/** The caller may read it: the writer, or the recipient of a live handoff from the writer naming it. */
 const READABLE = `(c.writer_id = ? OR EXISTS (SELECT 1 FROM handoffs h WHERE h.checkpoint_id = c.checkpoint_id
-  AND h.to_principal_id = ? AND h.status IN ('pending', 'accepted')))`;
+  AND h.from_principal_id = c.writer_id AND h.to_principal_id = ? AND h.status IN ('pending', 'accepted')))`;
 
 export function readableCheckpoint(db: Db, caller: Caller, id: string): CheckpointRow | null {
   return db.first<CheckpointRow>(`SELECT * FROM checkpoints c WHERE ${READABLE} AND c.checkpoint_id = ? AND c.expires_at > ?`,
@@ -81,7 +82,7 @@ export const checkpointRoutes = [
     summary: "Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, updated } = saveCheckpoint(db, rc.caller, rc.body);
-      rc.scheduleAlarm(Date.parse(row.expires_at));
+      rc.jobDue(expirySweepJob.name, Date.parse(row.expires_at));
       return {
         status: updated ? 200 : 201, data: { ...view(row), updated },
         audit: { action: updated ? "checkpoint.updated" : "checkpoint.created", resourceType: "checkpoint", resourceId: row.checkpoint_id,

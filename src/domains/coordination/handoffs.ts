@@ -1,5 +1,6 @@
 // Handoffs: offer work to another principal, optionally carrying a context run and a checkpoint,
-// which the recipient may then read while the handoff is pending or accepted.
+// which the recipient may then read while the handoff is pending or accepted. Only the sender's own run
+// and checkpoint can be handed off.
 import { clock } from "../../http/clock";
 import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
@@ -43,8 +44,11 @@ const eventPayload = (h: HandoffRow) => ({
 export function createHandoff(db: Db, caller: Caller, body: z.infer<typeof handoffBody>) {
   if (body.to_principal_id === caller.principalId) throw invalid(`Invalid field "to_principal_id": cannot hand off to yourself.`);
   if (!getPrincipal(db, body.to_principal_id)) throw unresolved("principal", [body.to_principal_id]);
-  if (body.context_id !== undefined && !readableRun(db, caller, body.context_id)) throw unresolved("context", [body.context_id]);
-  if (body.checkpoint_id !== undefined && !readableCheckpoint(db, caller, body.checkpoint_id))
+  // Only the sender's own run and checkpoint: what was handed to the sender is not its to pass on, so
+  // a delegation never outlives the handoff that carried it.
+  if (body.context_id !== undefined && readableRun(db, caller, body.context_id)?.actor_id !== caller.principalId)
+    throw unresolved("context", [body.context_id]);
+  if (body.checkpoint_id !== undefined && readableCheckpoint(db, caller, body.checkpoint_id)?.writer_id !== caller.principalId)
     throw unresolved("checkpoint", [body.checkpoint_id]);
   const row: HandoffRow = {
     handoff_id: newId(ID_PREFIX.handoff), from_principal_id: caller.principalId, to_principal_id: body.to_principal_id,

@@ -10,6 +10,7 @@ import type { RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { leaseBody, leaseListQuery } from "./schema";
+import { expirySweepJob } from "./expiry";
 
 interface LeaseRow {
   lease_id: string;
@@ -67,7 +68,7 @@ export const leaseRoutes = [
            VALUES (?, ?, ?, ?, ?, ?, ?)`,
           row.lease_id, row.resource_type, row.resource_id, row.holder_id, row.ttl_seconds, row.acquired_at, row.expires_at);
       }
-      rc.scheduleAlarm(Date.parse(expiresAt));
+      rc.jobDue(expirySweepJob.name, Date.parse(expiresAt));
       return {
         status: renewed ? 200 : 201, data: { ...view(row), renewed },
         events: [{ kind: "lease.acquired", resourceType: "lease", resourceId: row.lease_id,

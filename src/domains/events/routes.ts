@@ -3,19 +3,10 @@ import { readableWhere } from "../../access/policy";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { limitParam } from "../../http/validate";
+import type { EventRow } from "../../org/events";
 import { ok } from "../../org/request";
 import { EVENT_KINDS } from "../../org/write";
 
-interface EventRow {
-  seq: number;
-  event_id: string;
-  kind: string;
-  actor_id: string;
-  resource_type: string;
-  resource_id: string;
-  payload: string;
-  created_at: string;
-}
 
 const eventView = (e: EventRow) => ({
   id: e.event_id, kind: e.kind, actor_id: e.actor_id, resource_type: e.resource_type,

@@ -2,7 +2,8 @@
 import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
 import { dataResponse, errorResponse } from "../../http/envelope";
 import type { EdgeEnv, PublicRoute } from "../../http/route";
-import { maintenanceIntervalMs } from "../webhooks/delivery";
+import { maintenanceIntervalMs } from "../../org/maintenance";
+import { modelConfig } from "../../vector/config";
 
 export const REVISION = "0.10.0";
 
@@ -15,10 +16,12 @@ export const backgroundRepair = (env: EdgeEnv): "enabled" | "external" | "disabl
   maintenanceIntervalMs(env) > 0 ? "enabled" : "disabled";
 
 async function readiness(env: EdgeEnv) {
+  const models = modelConfig(env, () => new Date().toISOString());
   const checks: Record<string, "ok" | "failing"> = { index_db: "ok", org_store: "ok" };
   let indexApplied = 0;
   let orgApplied = 0;
   let orgExpected = 0;
+  let orgError: string | undefined;
   try {
     indexApplied = await appliedMigrationCount(env.INDEX_DB);
   } catch {
@@ -30,6 +33,7 @@ async function readiness(env: EdgeEnv) {
     const r = await probe.readiness();
     orgApplied = r.applied;
     orgExpected = r.expected;
+    orgError = r.error;
     if (!r.ok) checks.org_store = "failing";
   } catch {
     checks.org_store = "failing";
@@ -44,10 +48,11 @@ async function readiness(env: EdgeEnv) {
     schema: {
       applied, expected,
       index_db: { applied: indexApplied, expected: D1_MIGRATIONS.length },
-      org_store: { applied: orgApplied, expected: orgExpected },
+      org_store: { applied: orgApplied, expected: orgExpected, ...(orgError ? { error: orgError } : {}) },
     },
     checks,
-    capabilities: { background_repair: backgroundRepair(env), maintenance_interval_seconds: maintenanceIntervalMs(env) / 1000, vectors: false, model: false },
+    capabilities: { background_repair: backgroundRepair(env), maintenance_interval_seconds: maintenanceIntervalMs(env) / 1000, 
+      vectors: models.vectors.status === "enabled", model: models.extraction.status === "enabled" },
   };
 }
 

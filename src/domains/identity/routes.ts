@@ -1,16 +1,26 @@
+import { isAdmin } from "../../access/policy";
 import { holdsAll, normalizeScopes } from "../../auth/scopes";
-import { roleRank } from "../../auth/roles";
+import { type Role, roleRank } from "../../auth/roles";
 import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
 import { afterPair, pageOf } from "../../http/cursor";
-import { ApiError, forbidden, notFound } from "../../http/errors";
+import { forbidden, notFound, unresolved } from "../../http/errors";
 import { orgRoute } from "../../http/route";
+import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { liveMembershipsOf } from "../access/memberships";
 import { listQuery, mintKeyBody } from "./schema";
 import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
 
-const isAdmin = (role: string) => role === "owner" || role === "admin";
+
+/**
+ * The one rule for minting and revoking a key of another principal: owner or admin only (others get
+ * `hidden`, answered like a missing record), and never for a principal of a higher role.
+ */
+function keyAuthority(caller: Caller, target: { role: Role } | null): "ok" | "hidden" | "higher" {
+  if (!target || !isAdmin(caller)) return "hidden";
+  return roleRank(target.role) > roleRank(caller.role) ? "higher" : "ok";
+}
 
 export const identityRoutes = [
   orgRoute({
@@ -37,12 +47,10 @@ export const identityRoutes = [
         let principal: PrincipalRow;
         if (body.principal_id && body.principal_id !== caller.principalId) {
           const target = getPrincipal(db, body.principal_id);
-          // Keys for another principal: owner/admin only, and never for a principal of higher role.
-          if (!target || !isAdmin(caller.role))
-            throw new ApiError("UNRESOLVED_REFERENCE", `principal not found: ${body.principal_id}`);
-          if (roleRank(target.role) > roleRank(caller.role))
-            throw forbidden("A key cannot be minted for a principal with a higher role.");
-          principal = target;
+          const authority = keyAuthority(caller, target);
+          if (authority === "hidden") throw unresolved("principal", [body.principal_id]);
+          if (authority === "higher") throw forbidden("A key cannot be minted for a principal with a higher role.");
+          principal = target!;
         } else if (body.principal_id) {
           principal = getPrincipal(db, caller.principalId)!;
         } else {
@@ -66,7 +74,7 @@ export const identityRoutes = [
     summary: "Key metadata with status; owner/admin see every key, others their own principal's.",
     handler: ({ db, caller, query }) => {
       const after = afterPair(query.after);
-      const mine = !isAdmin(caller.role);
+      const mine = !isAdmin(caller);
       const rows = db.all<KeyRow>(
         `SELECT * FROM api_keys WHERE (created_at, key_id) > (?, ?) ${mine ? "AND principal_id = ?" : ""}
           ORDER BY created_at, key_id LIMIT ?`,
@@ -82,7 +90,14 @@ export const identityRoutes = [
     summary: "Revoke a key; it fails with 401 from the next request on.",
     handler: (rc) => {
       const key = getKey(rc.db, rc.params.id);
-      if (!key || (!isAdmin(rc.caller.role) && key.principal_id !== rc.caller.principalId)) throw notFound("Key");
+      if (!key) throw notFound("Key");
+      if (key.principal_id !== rc.caller.principalId) {
+        // The minting rule: an admin cannot revoke an owner's key (nor lock the organization out).
+        const holder = rc.db.first<{ role: Role }>("SELECT role FROM principals WHERE principal_id = ?", key.principal_id);
+        const authority = keyAuthority(rc.caller, holder);
+        if (authority === "hidden") throw notFound("Key");
+        if (authority === "higher") throw forbidden("A key of a principal with a higher role cannot be revoked.");
+      }
       const reply = commitWrite(rc, (db) => {
         const already = key.status === "revoked";
         if (!already) revokeKey(db, key.key_id);

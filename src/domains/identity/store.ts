@@ -49,8 +49,8 @@ export function insertPrincipal(
 ): PrincipalRow {
   const createdBy = opts.createdBy;
   const row: PrincipalRow = { principal_id: opts.principalId ?? newId(ID_PREFIX.principal), kind, display_name: displayName, role, created_at: clock.nowIso() };
-  db.run("INSERT INTO principals (principal_id, kind, display_name, role, created_at) VALUES (?, ?, ?, ?, ?)",
-    row.principal_id, row.kind, row.display_name, row.role, row.created_at);
+  db.run("INSERT INTO principals (principal_id, kind, display_name, role, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)",
+    row.principal_id, row.kind, row.display_name, row.role, row.created_at, createdBy ?? null);
   db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, NULL, ?, ?, ?)",
     newId(ID_PREFIX.membership), row.principal_id, role, createdBy ?? row.principal_id, row.created_at);
   return row;

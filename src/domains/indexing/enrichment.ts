@@ -10,7 +10,7 @@ import { getMeta, setMeta } from "../../org/meta";
 import type { ProposedClaim } from "../../vector/extraction";
 import type { VectorRuntime } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { observationsAfter, observationsAfterCount } from "./memory-sql";
+import { observationsAfter, observationsAfterCount } from "../memory/records";
 
 export const ENRICHMENT_POSITION = "enrichment_after_seq";
 

@@ -8,7 +8,7 @@ import type { Db } from "../../org/db";
 import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { claimsForIndex, currentClaimsAfter } from "./memory-sql";
+import { claimsForIndex, currentClaimsAfter } from "../memory/records";
 import { ackIndexQueue, indexQueueSize, peekIndexQueue, queueIndex, queuedAmong } from "./queue";
 
 export function requireVectors(rt: VectorRuntime) {

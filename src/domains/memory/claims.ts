@@ -1,5 +1,5 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { canRead, readableWhere, requireWrite } from "../../access/policy";
+import { canRead, readableWhere, targetInBody } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, pageOf } from "../../http/cursor";
@@ -9,34 +9,37 @@ import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
+import { type Touched, touchedAll } from "../../org/outbox";
 import { commitWrite, type EventInput } from "../../org/write";
 import type { z } from "zod";
 import { matchAll, queryTerms } from "./fts";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
-  type ClaimRow, type ObservationRow, claimViewFor, claimViewsFor, guarded, isCurrent, observationView, readableClaim, getClaim,
-  requireProject, unresolved, updateClaim,
-} from "./store";
+  type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
+  memoriesPage, observationsByIds,
+} from "./records";
+import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
 
-const claimEvent = (kind: EventInput["kind"], c: ClaimRow, extra: Record<string, unknown> = {}): EventInput => ({
+const claimEvent = (kind: EventInput["kind"], c: NewClaim, extra: Record<string, unknown> = {}): EventInput => ({
   kind, resourceType: "claim", resourceId: c.claim_id, visibility: c.visibility,
   payload: { subject_id: c.subject_id, kind: c.kind, status: c.status, version: c.version, ...extra },
 });
 
-/** Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool. */
+/**
+ * Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool (which runs
+ * the route): the write grant was checked by the pipeline.
+ */
 export function materializeClaims(db: Db, caller: Caller, input: ConsolidationInput) {
-  requireWrite(caller, { subject_id: input.subject_id, project_id: input.project_id ?? null });
   const projectId = requireProject(db, input.project_id);
   const now = clock.nowIso();
 
   // Resolve every referenced observation and claim once; unknown, invisible and purged look the same.
   const obsIds = [...new Set(input.claims.flatMap((c) => c.sources.flatMap((s) => ("observation_id" in s ? [s.observation_id] : []))))];
   const observations = new Map<string, ObservationRow>();
-  for (const o of db.all<ObservationRow>(
-    "SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(obsIds)))
-    if (o.purged_at == null && canRead(caller, guarded(o))) observations.set(o.observation_id, o);
+  for (const o of observationsByIds(db, obsIds))
+    if (o.purged_at == null && canRetrieve(caller, o)) observations.set(o.observation_id, o);
   const missingObs = obsIds.filter((id) => !observations.has(id));
   if (missingObs.length) throw unresolved("observation", missingObs);
 
@@ -54,6 +57,7 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
   }
 
   const created: ClaimRow[] = [];
+  const touched: Touched[] = [];
   const events: EventInput[] = [];
   const newlyDisputed = new Set<string>();
   for (const spec of input.claims) {
@@ -66,35 +70,27 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
     const disputes = spec.sources.flatMap((s) => ("claim_id" in s ? [s.claim_id] : []));
     const hasContradiction = spec.sources.some((s) => s.relation === "contradicts");
     if (spec.valid_to && spec.valid_to <= now) throw invalid(`Invalid field "valid_to": must be in the future.`);
-    const row: ClaimRow = {
-      seq: 0, claim_id: newId(ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
+    const row: NewClaim = {
+      claim_id: newId(ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
       statement: spec.statement, status: hasContradiction ? "disputed" : "active",
       // A claim drawn from private evidence stays private unless the caller says otherwise.
       visibility: spec.visibility ?? (anyPrivate ? "private" : "team"), trust, version: 1, valid_from: now,
       valid_to: spec.valid_to ? new Date(spec.valid_to).toISOString() : null, superseded_by: null,
       disputes: JSON.stringify(disputes), author_id: caller.principalId, created_at: now, updated_at: now,
     };
-    row.seq = db.first<{ seq: number }>(
-      `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
-         valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, NULL, ?, ?, ?, ?) RETURNING seq`,
-      row.claim_id, row.subject_id, row.project_id, row.kind, row.statement, row.status, row.visibility, row.trust,
-      row.valid_from, row.valid_to, row.disputes, row.author_id, row.created_at, row.updated_at,
-    )!.seq;
-    db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", row.seq, row.statement);
-    obsSources.forEach((s, position) =>
-      db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
-        row.claim_id, position, s.observation_id, s.relation));
+    const inserted = insertClaim(db, row, obsSources);
+    touched.push(inserted);
     for (const id of disputes) newlyDisputed.add(id);
-    created.push(row);
+    created.push({ ...row, seq: inserted.seq });
     events.push(claimEvent("claim.materialized", row, { trust: row.trust, visibility: row.visibility, project_id: row.project_id }));
   }
-  for (const id of newlyDisputed) if (disputed.get(id)!.status === "active") updateClaim(db, id, { status: "disputed" });
+  for (const id of newlyDisputed) if (disputed.get(id)!.status === "active") touched.push(changeClaim(db, id, { status: "disputed" }));
 
   return {
     claims: claimViewsFor(db, caller, created),
     events,
     disputed: [...newlyDisputed],
+    touched: touchedAll(...touched),
   };
 }
 
@@ -104,12 +100,8 @@ function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
   return claim;
 }
 
-/** A lifecycle move needs the claim readable and, for a reader, a write grant covering it. */
-function requireWritableClaim(db: Db, caller: Caller, id: string): ClaimRow {
-  const claim = requireClaim(db, caller, id);
-  requireWrite(caller, claim);
-  return claim;
-}
+/** A lifecycle move needs the claim readable and, for a reader, a write grant covering it (checked by the pipeline). */
+const claimTarget = (rc: { db: Db; caller: Caller; params: Record<string, string> }) => readableClaim(rc.db, rc.caller, rc.params.id);
 
 
 const isMemCursor = (v: unknown): v is [number, number] =>
@@ -117,7 +109,7 @@ const isMemCursor = (v: unknown): v is [number, number] =>
 
 export const claimRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: true,
+    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: targetInBody,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = materializeClaims(db, rc.caller, rc.body);
@@ -126,32 +118,33 @@ export const claimRoutes = [
         data: { claims: out.claims, model_used: false },
         meta: { model: "disabled" },
         events: out.events,
-        owned: out.claims.map((c) => c.claim_id),
+        touched: out.touched,
         audit: [
           ...out.claims.map((c) => ({ action: "claim.materialized", resourceType: "claim", resourceId: c.claim_id })),
           ...out.disputed.map((id) => ({ action: "claim.disputed", resourceType: "claim", resourceId: id })),
         ],
       };
-    }, { idempotent: true }),
+    }),
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: true, body: supersedeBody,
+    method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: claimTarget, body: supersedeBody,
     summary: "Supersede an active or disputed claim by another active claim.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status !== "active" && claim.status !== "disputed")
         throw invalid(`Claim is ${claim.status}; only active or disputed claims can be superseded.`);
       const by = readableClaim(rc.db, rc.caller, rc.body.superseded_by);
       if (!by || by.status !== "active" || by.claim_id === claim.claim_id)
         throw invalid(`Invalid field "superseded_by": must name another active claim.`);
       return commitWrite(rc, (db) => {
-        updateClaim(db, claim.claim_id, { status: "superseded", superseded_by: by.claim_id });
+        const touched = changeClaim(db, claim.claim_id, { status: "superseded", superseded_by: by.claim_id });
         const after = getClaim(db, claim.claim_id)!;
         return {
           status: 200, data: claimViewFor(db, rc.caller, after),
           // The event is as visible as the superseded claim, so it names a private replacement by no id.
           events: [claimEvent("claim.superseded", after, by.visibility === "team" ? { superseded_by: by.claim_id } : {})],
+          touched,
           audit: { action: "claim.superseded", resourceType: "claim", resourceId: claim.claim_id,
             detail: { superseded_by: by.claim_id, reason: rc.body.reason ?? null } },
         };
@@ -160,19 +153,20 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     summary: "Revoke a claim that is not superseded; a repeat reports already_revoked.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status === "superseded") throw invalid("Claim is superseded and cannot be revoked.");
       if (claim.status === "revoked")
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_revoked: true });
       return commitWrite(rc, (db) => {
-        updateClaim(db, claim.claim_id, { status: "revoked" });
+        const touched = changeClaim(db, claim.claim_id, { status: "revoked" });
         const after = getClaim(db, claim.claim_id)!;
         return {
           status: 200, data: { ...claimViewFor(db, rc.caller, after), already_revoked: false },
           events: [claimEvent("claim.revoked", after)],
+          touched,
           audit: { action: "claim.revoked", resourceType: "claim", resourceId: claim.claim_id, detail: { reason: rc.body.reason ?? null } },
         };
       });
@@ -180,18 +174,19 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: true, body: reasonBody, bodyOptional: true,
+    method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     summary: "Set valid_to to now (status unchanged); a repeat reports already_expired.",
     handler: (rc) => {
-      const claim = requireWritableClaim(rc.db, rc.caller, rc.params.id);
+      const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (!isCurrent(claim))
         return ok({ ...claimViewFor(rc.db, rc.caller, claim), already_expired: true });
       return commitWrite(rc, (db) => {
-        updateClaim(db, claim.claim_id, { valid_to: clock.nowIso() });
+        const touched = changeClaim(db, claim.claim_id, { valid_to: clock.nowIso() });
         const after = getClaim(db, claim.claim_id)!;
         return {
           status: 200, data: { ...claimViewFor(db, rc.caller, after), already_expired: false },
           events: [claimEvent("claim.expired", after, { valid_to: after.valid_to })],
+          touched,
           audit: { action: "claim.expired", resourceType: "claim", resourceId: claim.claim_id, detail: { reason: rc.body.reason ?? null } },
         };
       });
@@ -203,13 +198,11 @@ export const claimRoutes = [
     summary: "Readable supporting, contradicting and qualifying observations, plus hidden_source_count.",
     handler: ({ db, caller, params }) => {
       const claim = requireClaim(db, caller, params.id);
-      const rows = db.all<ObservationRow & { relation: string }>(
-        `SELECT o.*, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
-          WHERE s.claim_id = ? ORDER BY s.position`, claim.claim_id);
+      const rows = evidenceOf(db, claim.claim_id);
       const groups = { supports: [] as unknown[], contradicts: [] as unknown[], qualifies: [] as unknown[] };
       let hidden = 0;
       for (const r of rows) {
-        if (!canRead(caller, guarded(r))) hidden++;
+        if (!canRetrieve(caller, r)) hidden++;
         else groups[r.relation as keyof typeof groups].push({ ...observationView(r), relation: r.relation });
       }
       return ok({
@@ -224,46 +217,13 @@ export const claimRoutes = [
     method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
     handler: ({ db, caller, query }) => {
-      const [readable, ...who] = readableWhere(caller, "c");
-      const where = [readable];
-      const args: unknown[] = [...who];
-      if (query.status) {
-        where.push("c.status = ?");
-        args.push(query.status);
-      } else where.push("c.status IN ('active', 'disputed')");
-      // Validity: active and disputed claims must be current; superseded/revoked lists are history.
-      if (!query.status || query.status === "active" || query.status === "disputed") {
-        where.push("(c.valid_to IS NULL OR c.valid_to > ?)");
-        args.push(clock.nowIso());
-      }
-      for (const f of ["subject_id", "project_id", "visibility", "kind"] as const)
-        if (query[f] !== undefined) {
-          where.push(`c.${f} = ?`);
-          args.push(query[f]);
-        }
       const terms = queryTerms(query.q);
       if (query.q !== undefined && !terms.length) return ok({ items: [], has_more: false, next_cursor: null });
-      let rows: (ClaimRow & { rank: number })[];
-      if (terms.length) {
-        // Authorization, validity and filters sit in the same WHERE as the match: applied before ranking and paging.
-        if (query.after) {
-          const [rank, seq] = decodeCursor(query.after, isMemCursor);
-          where.push("(f.rank > ? OR (f.rank = ? AND c.seq > ?))");
-          args.push(rank, rank, seq);
-        }
-        rows = db.all(
-          `SELECT c.*, f.rank AS rank FROM claims_fts f JOIN claims c ON c.seq = f.rowid
-            WHERE claims_fts MATCH ? AND ${where.join(" AND ")} ORDER BY f.rank, c.seq LIMIT ?`,
-          matchAll(terms), ...args, query.limit + 1);
-      } else {
-        if (query.after) {
-          const [, seq] = decodeCursor(query.after, isMemCursor);
-          where.push("c.seq < ?");
-          args.push(seq);
-        }
-        rows = db.all(`SELECT c.*, 0 AS rank FROM claims c WHERE ${where.join(" AND ")} ORDER BY c.seq DESC LIMIT ?`,
-          ...args, query.limit + 1);
-      }
+      const rows = memoriesPage(db, caller, {
+        status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind,
+        match: terms.length ? matchAll(terms) : undefined,
+        after: query.after ? decodeCursor(query.after, isMemCursor) : undefined, limit: query.limit,
+      });
       const { page, ...more } = pageOf(rows, query.limit, (c) => [c.rank, c.seq]);
       return ok({ items: claimViewsFor(db, caller, page), ...more });
     },

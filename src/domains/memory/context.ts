@@ -1,5 +1,4 @@
 // Context runs: compile a ranked pack into a token budget and record it; read it back; feedback.
-import { canRead } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -13,7 +12,7 @@ import { pack, rankClaims } from "./ranking";
 import { vectorHits } from "../indexing/retrieval";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
-import { type ClaimRow, guarded, isCurrent } from "./store";
+import { canRetrieve, contextRunClaims, isCurrentClaim } from "./records";
 
 export const DEGRADED = { vectors: true, model: true } as const;
 
@@ -41,8 +40,8 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
   if (!run) return null;
   if (run.actor_id === caller.principalId) return run;
   const delegated = db.first<{ n: number }>(
-    `SELECT count(*) AS n FROM handoffs WHERE context_id = ? AND to_principal_id = ? AND status IN ('pending', 'accepted')`,
-    contextId, caller.principalId);
+    `SELECT count(*) AS n FROM handoffs WHERE context_id = ? AND from_principal_id = ? AND to_principal_id = ? AND status IN ('pending', 'accepted')`,
+    contextId, run.actor_id, caller.principalId);
   return delegated && delegated.n > 0 ? run : null;
 }
 
@@ -85,7 +84,7 @@ export const contextRoutes = [
       // The vector lookup (an embedding and an index query) runs before the transaction; its hits
       // are re-authorized inside it, with every other candidate. degraded.vectors is false only when
       // the index answered this query with hits (not when vectors are off, failed, or hold nothing yet).
-      const vectors = await vectorHits(runtimeFor(rc, clock.nowIso), rc.body.query);
+      const vectors = await vectorHits(runtimeFor(rc), rc.body.query);
       return commitWrite(rc, (db) => {
         const run = compileRun(db, rc.caller, rc.body, vectors);
         return {
@@ -103,13 +102,11 @@ export const contextRoutes = [
     handler: ({ db, caller, params }) => {
       const run = readableRun(db, caller, params.id);
       if (!run) throw notFound("Context");
-      const rows = db.all<ClaimRow & { score: number; tokens: number }>(
-        `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
-          WHERE i.context_id = ? ORDER BY i.position`, run.context_id);
+      const rows = contextRunClaims(db, run.context_id);
       // Items the caller can no longer read are left out without a trace.
-      const items = rows.filter((c) => canRead(caller, guarded(c))).map((c) => ({
+      const items = rows.filter((c) => canRetrieve(caller, c)).map((c) => ({
         claim_id: c.claim_id, statement: c.statement, kind: c.kind, status: c.status, trust: c.trust,
-        current: (c.status === "active" || c.status === "disputed") && isCurrent(c), score: c.score, tokens: c.tokens,
+        current: isCurrentClaim(c), score: c.score, tokens: c.tokens,
       }));
       return ok({
         context_id: run.context_id, query: run.query, subject_id: run.subject_id, project_id: run.project_id,
@@ -150,7 +147,7 @@ export const contextRoutes = [
           audit: { action: "feedback.recorded", resourceType: "feedback", resourceId: feedbackId,
             detail: { context_id: run.context_id, claim_id: rc.body.claim_id ?? null, outcome: rc.body.outcome } },
         };
-      }, { idempotent: true });
+      });
     },
   }),
 ];

@@ -1,5 +1,5 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
-import { requireWrite } from "../../access/policy";
+import { isAdmin, targetInBody } from "../../access/policy";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
@@ -12,19 +12,16 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { contentHash, getObservation, observationView, readableObservation, requireProject, type ObservationRow, type ProjectRow } from "./store";
+import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, projectByReference, tombstone } from "./records";
+import { contentHash, observationView, readableObservation, requireProject } from "./store";
 import type { z } from "zod";
 
 /**
- * Seam for retention: each guard may veto a purge (an active legal hold will register one here).
- * Returning a message blocks the purge with 409 CONFLICT.
+ * Append one observation. Shared by POST /v1/observations and the MCP remember tool, so both answer
+ * with the same reply (`data`). The caller commits, passing `touched` on. The write grant was checked
+ * by the pipeline (the routes are grantWritable).
  */
-export type PurgeGuard = (db: Db, observationId: string) => string | null;
-export const purgeGuards: PurgeGuard[] = [];
-
-/** Shared by POST /v1/observations and the MCP remember tool. Returns the new row; the caller commits. */
-export function insertObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>): ObservationRow {
-  requireWrite(caller, { subject_id: body.subject_id, project_id: body.project_id ?? null });
+export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>) {
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
   const row: ObservationRow = {
@@ -34,13 +31,12 @@ export function insertObservation(db: Db, caller: Caller, body: z.infer<typeof o
     trust, visibility: body.visibility ?? DEFAULT_VISIBILITY, author_id: caller.principalId,
     created_at: clock.nowIso(), purged_at: null,
   };
-  db.run(
-    `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
-       source_ref, trust, visibility, author_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    row.observation_id, row.subject_id, row.project_id, row.kind, row.content, row.content_hash, row.source_type,
-    row.source_ref, row.trust, row.visibility, row.author_id, row.created_at,
-  );
-  return row;
+  const touched = insertObservation(db, row);
+  const data = {
+    observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id,
+    project_id: row.project_id, kind: row.kind, trust: row.trust, visibility: row.visibility, created_at: row.created_at,
+  };
+  return { row, data, touched };
 }
 
 export const observationRoutes = [
@@ -48,7 +44,7 @@ export const observationRoutes = [
     method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody,
     summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
     handler: (rc) => {
-      const existing = rc.db.first<ProjectRow>("SELECT * FROM projects WHERE reference = ?", rc.body.reference);
+      const existing = projectByReference(rc.db, rc.body.reference);
       if (existing) return ok({ project_id: existing.project_id, reference: existing.reference, created: false });
       if (!rc.body.create) throw notFound("Project");
       if (!hasScope(rc.caller.scopes, "projects:create")) throw forbidden(missingScopeMessage("projects:create"));
@@ -56,60 +52,56 @@ export const observationRoutes = [
         const project: ProjectRow = {
           project_id: newId(ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
         };
-        db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES (?, ?, ?, ?)",
-          project.project_id, project.reference, project.created_by, project.created_at);
+        const touched = insertProject(db, project);
         return {
           status: 201, data: { project_id: project.project_id, reference: project.reference, created: true },
           audit: { action: "project.created", resourceType: "project", resourceId: project.project_id },
-          owned: [project.project_id],
+          touched,
         };
       });
     },
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: true,
+    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: targetInBody,
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
     handler: (rc) => commitWrite(rc, (db) => {
-      const row = insertObservation(db, rc.caller, rc.body);
+      const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
       return {
-        status: 201,
-        data: {
-          observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id,
-          project_id: row.project_id, kind: row.kind, trust: row.trust, visibility: row.visibility, created_at: row.created_at,
-        },
+        status: 201, data,
         events: [{
           kind: "observation.appended", resourceType: "observation", resourceId: row.observation_id, visibility: row.visibility,
           payload: { subject_id: row.subject_id, kind: row.kind, trust: row.trust, visibility: row.visibility },
         }],
         audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id },
-        owned: [row.observation_id],
+        touched,
       };
-    }, { idempotent: true }),
+    }),
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge", grantWritable: true,
+    method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge",
+    grantWritable: (rc) => readableObservation(rc.db, rc.caller, rc.params.id),
     summary: "Irreversibly tombstone an observation: content gone, id, hash and provenance kept.",
     handler: (rc) => {
       const obs = readableObservation(rc.db, rc.caller, rc.params.id);
       if (!obs) throw notFound("Observation");
-      requireWrite(rc.caller, obs);
-      if (obs.author_id !== rc.caller.principalId && rc.caller.role !== "owner" && rc.caller.role !== "admin")
+      if (obs.author_id !== rc.caller.principalId && !isAdmin(rc.caller))
         throw forbidden("Only the observation's author, an owner or an admin may purge it.");
-      for (const guard of purgeGuards) {
+      for (const guard of rc.deps.purgeGuards) {
         const blocked = guard(rc.db, obs.observation_id);
         if (blocked) throw new ApiError("CONFLICT", blocked);
       }
       return commitWrite(rc, (db) => {
         const already = obs.purged_at != null;
-        if (!already) db.run("UPDATE observations SET content = NULL, purged_at = ? WHERE observation_id = ?", clock.nowIso(), obs.observation_id);
+        const touched = already ? undefined : tombstone(db, obs.observation_id);
         const after = getObservation(db, obs.observation_id)!;
         return {
           status: 200,
           data: { ...observationView(after), already_purged: already },
           audit: { action: "observation.purged", resourceType: "observation", resourceId: obs.observation_id,
             detail: { content_hash: obs.content_hash, already_purged: already } },
+          touched,
         };
       });
     },

@@ -18,11 +18,10 @@
 // where context can still lift them. Measured effect of each signal: docs/BENCHMARKS.md.
 import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { readableWhere } from "../../access/policy";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ftsTokens, matchAny, rankingTerms, stemKey } from "./fts";
-import type { ClaimRow } from "./store";
+import { type CandidateRow, type ClaimRow, candidatesAt, claimSeqs, claimsHolding, claimsWritten, lexicalCandidates, scopedCandidates } from "./records";
 import { estimateTokens } from "./tokens";
 
 /**
@@ -70,43 +69,21 @@ export interface RankedClaim {
   tokens: number;
 }
 
-type Candidate = ClaimRow & { rank: number | null; feedback: number | null };
+type Candidate = CandidateRow;
 
-const cols = "c.*, fb.score AS feedback";
-const joinFb = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
-
-/** Authorization, validity and kind filters, applied in SQL to every way a candidate comes in. */
-function candidateFilter(caller: Caller, f: CompileFilters): { where: string[]; args: unknown[] } {
-  const [readable, ...who] = readableWhere(caller, "c");
-  const where = [readable, "c.status IN ('active', 'disputed')", "(c.valid_to IS NULL OR c.valid_to > ?)"];
-  const args: unknown[] = [...who, clock.nowIso()];
-  if (f.kinds?.length) {
-    where.push("c.kind IN (SELECT value FROM json_each(?))");
-    args.push(JSON.stringify(f.kinds));
-  }
-  return { where, args };
-}
-
+/** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
 function selectCandidates(db: Db, caller: Caller, f: CompileFilters, terms: string[]): Candidate[] {
-  const { where, args } = candidateFilter(caller, f);
   const byId = new Map<string, Candidate>();
-  if (terms.length) {
-    for (const row of db.all<Candidate>(
-      `SELECT ${cols}, f.rank AS rank FROM claims_fts f JOIN claims c ON c.seq = f.rowid ${joinFb}
-        WHERE claims_fts MATCH ? AND ${where.join(" AND ")} ORDER BY f.rank LIMIT ?`,
-      matchAny(terms), ...args, CANDIDATE_LIMIT)) byId.set(row.claim_id, row);
-  }
+  if (terms.length)
+    for (const row of lexicalCandidates(db, caller, f.kinds, matchAny(terms), CANDIDATE_LIMIT)) byId.set(row.claim_id, row);
   // Claims about the named subject or project are candidates even without a lexical match; with
   // neither a query nor a scope, the newest claims are.
-  const scoped: [string, string][] = [];
-  if (f.subject_id) scoped.push(["subject_id", f.subject_id]);
-  if (f.project_id) scoped.push(["project_id", f.project_id]);
-  if (!terms.length && !scoped.length) scoped.push(["1", "1"]);
-  for (const [col, value] of scoped)
-    for (const row of db.all<Candidate>(
-      `SELECT ${cols}, NULL AS rank FROM claims c ${joinFb} WHERE ${col === "1" ? "1 = ?" : `c.${col} = ?`} AND ${where.join(" AND ")}
-        ORDER BY c.seq DESC LIMIT ?`,
-      col === "1" ? 1 : value, ...args, CANDIDATE_LIMIT))
+  const scopes: ({ column: "subject_id" | "project_id"; value: string } | null)[] = [];
+  if (f.subject_id) scopes.push({ column: "subject_id", value: f.subject_id });
+  if (f.project_id) scopes.push({ column: "project_id", value: f.project_id });
+  if (!terms.length && !scopes.length) scopes.push(null);
+  for (const scope of scopes)
+    for (const row of scopedCandidates(db, caller, f.kinds, scope, CANDIDATE_LIMIT))
       if (!byId.has(row.claim_id)) byId.set(row.claim_id, row);
   return [...byId.values()];
 }
@@ -124,11 +101,11 @@ interface WeightedTerm {
  * claims holding it (never zero, unlike bm25's idf, so a common word still counts a little).
  */
 function weightTerms(db: Db, terms: string[]): { total: number; terms: WeightedTerm[] } {
-  const total = db.first<{ n: number | null }>("SELECT max(seq) AS n FROM claims")?.n ?? 0;
+  const total = claimsWritten(db);
   return {
     total,
     terms: terms.map((term) => {
-      const n = db.first<{ n: number }>("SELECT count(*) AS n FROM claims_fts WHERE claims_fts MATCH ?", `"${term}"`)?.n ?? 0;
+      const n = claimsHolding(db, term);
       const stems = ftsTokens(term).map(stemKey);
       return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
     }),
@@ -196,23 +173,17 @@ function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: C
     for (let d = 1; d <= WEIGHTS.contextSpan; d++)
       for (const seq of [c.seq - d, c.seq + d]) if (seq > 0 && !present.has(seq)) seqs.add(seq);
   if (!seqs.size) return [];
-  const { where, args } = candidateFilter(caller, f);
-  return db.all<Candidate>(
-    `SELECT ${cols}, NULL AS rank FROM claims c ${joinFb} WHERE c.seq IN (SELECT value FROM json_each(?)) AND ${where.join(" AND ")}`,
-    JSON.stringify([...seqs].sort((a, b) => a - b)), ...args,
-  ).filter((c) => holdsAny(c.statement, terms)).sort((a, b) => a.seq - b.seq);
+  return candidatesAt(db, caller, f.kinds, [...seqs].sort((a, b) => a - b)).filter((c) => holdsAny(c.statement, terms)).sort((a, b) => a.seq - b.seq);
 }
 
 /**
- * Vector hits join the candidates through the same filter as every other way in, so a hit the caller
- * may not read, or that is no longer current, is dropped before it can score.
+ * Vector hits join the candidates through the same retrieval predicate as every other way in (by
+ * write position), so a hit the caller may not read, or that is no longer current, is dropped before
+ * it can score.
  */
 function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, ids: string[]): Candidate[] {
   if (!ids.length) return [];
-  const { where, args } = candidateFilter(caller, f);
-  return db.all<Candidate>(
-    `SELECT ${cols}, NULL AS rank FROM claims c ${joinFb} WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${where.join(" AND ")}`,
-    JSON.stringify(ids), ...args);
+  return candidatesAt(db, caller, f.kinds, claimSeqs(db, ids));
 }
 
 /** `vectors`: the query's nearest claim ids with their cosine similarity (hybrid compile), if any. */

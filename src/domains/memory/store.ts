@@ -1,65 +1,19 @@
-// SQL of the memory loop: projects, observations, claims and their sources, context runs, feedback.
-import { canRead, readableWhere } from "../../access/policy";
+// Views of memory records as a caller sees them, and the reference checks routes share. No SQL here:
+// the records themselves are read and written only through ./records (re-exported for other domains).
 import { sha256Hex } from "../../auth/credentials";
-import { clock } from "../../http/clock";
-import { ApiError } from "../../http/errors";
+import { unresolved } from "../../http/errors";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
+import {
+  type ClaimRow, type ObservationRow, type SourceRow, canRetrieve, getClaim, getObservation, getProject, retrievableClaimIds,
+  sourcesByClaim,
+} from "./records";
 
-export interface ProjectRow {
-  project_id: string;
-  reference: string;
-  created_by: string;
-  created_at: string;
-}
-
-export interface ObservationRow {
-  observation_id: string;
-  subject_id: string;
-  project_id: string | null;
-  kind: string;
-  content: string | null;
-  content_hash: string;
-  source_type: string;
-  source_ref: string | null;
-  trust: string;
-  visibility: string;
-  author_id: string;
-  created_at: string;
-  purged_at: string | null;
-}
-
-export interface ClaimRow {
-  seq: number;
-  claim_id: string;
-  subject_id: string;
-  project_id: string | null;
-  kind: string;
-  statement: string;
-  status: string;
-  visibility: string;
-  trust: string;
-  version: number;
-  valid_from: string;
-  valid_to: string | null;
-  superseded_by: string | null;
-  disputes: string;
-  author_id: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface SourceRow {
-  claim_id: string;
-  position: number;
-  observation_id: string;
-  relation: string;
-}
+export {
+  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, getClaim, getObservation, getProject, guarded, isCurrent,
+} from "./records";
 
 export const contentHash = (content: string) => "sha256:" + sha256Hex(content);
-
-export const getProject = (db: Db, projectId: string) =>
-  db.first<ProjectRow>("SELECT * FROM projects WHERE project_id = ?", projectId);
 
 /** A body reference to a project that does not exist: 400 UNRESOLVED_REFERENCE. */
 export function requireProject(db: Db, projectId: string | undefined): string | null {
@@ -68,45 +22,17 @@ export function requireProject(db: Db, projectId: string | undefined): string | 
   return projectId;
 }
 
-export const unresolved = (type: string, ids: string[]) =>
-  new ApiError("UNRESOLVED_REFERENCE", `Unresolved ${type} reference: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`);
-
-/** A memory record (observation or claim) as the authorization module sees it. */
-export const guarded = (r: { visibility: string; author_id: string; subject_id: string; project_id: string | null }) =>
-  ({ visibility: r.visibility, owner: r.author_id, subject_id: r.subject_id, project_id: r.project_id });
-
-export const getObservation = (db: Db, id: string) => db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", id);
-export const getClaim = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id);
+export { unresolved }; // defined in http/errors; re-exported for this domain's importers
 
 export function readableObservation(db: Db, caller: Caller, id: string): ObservationRow | null {
   const row = getObservation(db, id);
-  return row && canRead(caller, guarded(row)) ? row : null;
+  return row && canRetrieve(caller, row) ? row : null;
 }
 
 export function readableClaim(db: Db, caller: Caller, id: string): ClaimRow | null {
   const row = getClaim(db, id);
-  return row && canRead(caller, guarded(row)) ? row : null;
+  return row && canRetrieve(caller, row) ? row : null;
 }
-
-/**
- * Sources of claims as the caller may see them: a source observation the caller cannot read is left
- * out entirely (its id never appears; the evidence view reports only hidden_source_count).
- */
-export function sourcesByClaim(db: Db, caller: Caller, claimIds: string[]): Map<string, SourceRow[]> {
-  const out = new Map<string, SourceRow[]>();
-  if (!claimIds.length) return out;
-  const [readable, ...who] = readableWhere(caller, "o");
-  const rows = db.all<SourceRow>(
-    `SELECT s.* FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
-      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${readable} ORDER BY s.claim_id, s.position`,
-    JSON.stringify(claimIds), ...who);
-  for (const r of rows) out.set(r.claim_id, [...(out.get(r.claim_id) ?? []), r]);
-  return out;
-}
-
-export const sourcesOf = (db: Db, caller: Caller, claimId: string) => sourcesByClaim(db, caller, [claimId]).get(claimId) ?? [];
-
-export const isCurrent = (c: Pick<ClaimRow, "valid_to">, nowIso = clock.nowIso()) => c.valid_to == null || c.valid_to > nowIso;
 
 export function claimView(c: ClaimRow, sources: SourceRow[]) {
   return {
@@ -116,15 +42,6 @@ export function claimView(c: ClaimRow, sources: SourceRow[]) {
     sources: sources.map((s) => ({ observation_id: s.observation_id, relation: s.relation })),
     created_at: c.created_at, updated_at: c.updated_at,
   };
-}
-
-/** Claim ids among `ids` that the caller may read. */
-export function readableClaimIds(db: Db, caller: Caller, ids: string[]): Set<string> {
-  if (!ids.length) return new Set();
-  const [readable, ...who] = readableWhere(caller, "c");
-  return new Set(db.all<{ claim_id: string }>(
-    `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${readable}`,
-    JSON.stringify(ids), ...who).map((r) => r.claim_id));
 }
 
 /** The claim ids a claim names (disputes, superseded_by). */
@@ -140,7 +57,7 @@ export function withVisibleReferences<T extends { disputes: string[]; superseded
 /** Claims as the caller sees them: sources, disputes and superseded_by limited to what it may read. */
 export function claimViewsFor(db: Db, caller: Caller, rows: ClaimRow[]) {
   const sources = sourcesByClaim(db, caller, rows.map((c) => c.claim_id));
-  const visible = readableClaimIds(db, caller, claimReferences(rows));
+  const visible = retrievableClaimIds(db, caller, claimReferences(rows));
   return rows.map((c) => withVisibleReferences(claimView(c, sources.get(c.claim_id) ?? []), visible));
 }
 
@@ -154,11 +71,4 @@ export function observationView(o: ObservationRow) {
     trust: o.trust, visibility: o.visibility, author_id: o.author_id, created_at: o.created_at,
     purged: o.purged_at != null, purged_at: o.purged_at,
   };
-}
-
-/** Mutate a claim row (status moves, expiry) and bump its version. */
-export function updateClaim(db: Db, claimId: string, changes: Partial<Pick<ClaimRow, "status" | "valid_to" | "superseded_by">>): void {
-  const sets = Object.keys(changes).map((k) => `${k} = ?`);
-  db.run(`UPDATE claims SET ${sets.join(", ")}, version = version + 1, updated_at = ? WHERE claim_id = ?`,
-    ...Object.values(changes), clock.nowIso(), claimId);
 }

@@ -1,6 +1,5 @@
 // Model diagnostics: the configuration snapshot and a bounded probe. Neither changes configuration,
 // and neither ever answers a credential, a prompt, a raw provider response or an embedding.
-import { clock } from "../../http/clock";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import { ok } from "../../org/request";
@@ -59,7 +58,7 @@ export const modelRoutes = [
     method: "GET", path: "/v1/models/config", scope: "models:read",
     summary: "The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.",
     handler: (rc) => {
-      const rt = runtimeFor(rc, clock.nowIso);
+      const rt = runtimeFor(rc);
       return ok({ ...rt.config, drift: drift(rc.db, rt) });
     },
   }),
@@ -68,7 +67,7 @@ export const modelRoutes = [
     method: "POST", path: "/v1/models/probe", scope: "models:probe", body: probeBody,
     summary: "One bounded embedding or extraction call; answers metadata only and appends a metadata-only audit entry.",
     handler: async (rc) => {
-      const result = await probe(runtimeFor(rc, clock.nowIso), rc.body.kind, rc.body.text);
+      const result = await probe(runtimeFor(rc), rc.body.kind, rc.body.text);
       return commitWrite(rc, () => ({
         status: 200, data: result,
         audit: { action: "models.probed", resourceType: "model", resourceId: null,

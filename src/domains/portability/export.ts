@@ -3,16 +3,15 @@
 // The page's extent is planned from row positions alone (so the header can carry the continuation),
 // then the records are streamed 50 rows per read: memory stays constant however large the
 // organization or its records are.
-import { readableWhere } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import {
-  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, claimReferences, claimView, observationView,
-  readableClaimIds, sourcesByClaim, withVisibleReferences,
-} from "../memory/store";
+  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, exportPositions, exportRows, retrievableClaimIds, sourcesByClaim,
+} from "../memory/records";
+import { claimReferences, claimView, observationView, withVisibleReferences } from "../memory/store";
 import { EXPORT_FORMAT_VERSION, type ExportType, IMPORT_ORDER, type exportQuery } from "./schema";
 import type { z } from "zod";
 
@@ -27,40 +26,15 @@ export const observationLineOf = (o: ObservationRow) => ({ type: "observation" a
 export const claimLineOf = (c: ClaimRow, sources: SourceRow[]) =>
   ({ type: "claim" as const, ...claimView(c, sources), author_id: c.author_id });
 
-const TABLE: Record<ExportType, { sql: string; alias: string; rowid: string; readable: boolean }> = {
-  projects: { sql: "projects p", alias: "p", rowid: "p.rowid", readable: false }, // filtered by its records, see window()
-  observations: { sql: "observations o", alias: "o", rowid: "o.rowid", readable: true },
-  claims: { sql: "claims c", alias: "c", rowid: "c.seq", readable: true },
-};
-
-/** The WHERE clause shared by planning and streaming: position window plus what the caller may read. */
-function window(caller: Caller, type: ExportType): [string, unknown[]] {
-  const t = TABLE[type];
-  if (!t.readable) {
-    // A project is exported to the principal that created it, or to one that can read a record in it
-    // (the GET /v1/projects rule): a project holding only others' private records stays unnamed.
-    const [ro, ...roArgs] = readableWhere(caller, "o");
-    const [rc, ...rcArgs] = readableWhere(caller, "c");
-    return [`${t.rowid} > ? AND ${t.rowid} <= ? AND (p.created_by = ?
-      OR EXISTS (SELECT 1 FROM observations o WHERE o.project_id = p.project_id AND ${ro})
-      OR EXISTS (SELECT 1 FROM claims c WHERE c.project_id = p.project_id AND ${rc}))`, [caller.principalId, ...roArgs, ...rcArgs]];
-  }
-  const [readable, ...who] = readableWhere(caller, t.alias);
-  return [`${t.rowid} > ? AND ${t.rowid} <= ? AND ${readable}`, who];
-}
-
 /** Rows of one type in (after, upTo], as [position, serialized line]. */
 function chunk(db: Db, caller: Caller, type: ExportType, after: number, upTo: number): [number, string][] {
-  const t = TABLE[type];
-  const [where, who] = window(caller, type);
-  const rows = db.all<Record<string, unknown> & { r: number }>(
-    `SELECT ${t.rowid} AS r, ${t.alias}.* FROM ${t.sql} WHERE ${where} ORDER BY ${t.rowid} LIMIT ?`, after, upTo, ...who, CHUNK_ROWS);
+  const rows = exportRows(db, caller, type, after, upTo, CHUNK_ROWS);
   if (type === "projects") return rows.map((p) => [p.r, JSON.stringify(projectLineOf(p as unknown as ProjectRow))]);
   if (type === "observations") return rows.map((o) => [o.r, JSON.stringify(observationLineOf(o as unknown as ObservationRow))]);
   // Sources the caller cannot read are left out, exactly as in every other claim view.
   const claims = rows as unknown as ClaimRow[];
   const sources = sourcesByClaim(db, caller, claims.map((c) => c.claim_id));
-  const visible = readableClaimIds(db, caller, claimReferences(claims));
+  const visible = retrievableClaimIds(db, caller, claimReferences(claims));
   return claims.map((c) => [c.seq, JSON.stringify(withVisibleReferences(claimLineOf(c, sources.get(c.claim_id) ?? []), visible))]);
 }
 
@@ -91,22 +65,15 @@ function planPage(db: Db, caller: Caller, types: ExportType[], from: Cursor | nu
   const startIndex = from ? types.indexOf(from[0]) : 0;
   for (let i = startIndex; i < types.length; i++) {
     const type = types[i];
-    const t = TABLE[type];
-    const [where, who] = window(caller, type);
     const start = from && i === startIndex ? from[1] : 0;
-    const positions = db.all<{ r: number }>(
-      `SELECT ${t.rowid} AS r FROM ${t.sql} WHERE ${where} ORDER BY ${t.rowid} LIMIT ?`,
-      start, Number.MAX_SAFE_INTEGER, ...who, limit - records + 1).map((x) => x.r);
+    const positions = exportPositions(db, caller, type, start, Number.MAX_SAFE_INTEGER, limit - records + 1);
     const take = positions.slice(0, limit - records);
     if (take.length) segments.push({ type, after: start, upTo: take[take.length - 1], count: take.length });
     records += take.length;
     // Looking one record past the page makes has_more exact.
     if (positions.length > take.length) return { segments, records, next: [type, take.length ? take[take.length - 1] : start] };
     if (records === limit) {
-      const rest = types.slice(i + 1).find((later) => {
-        const [w, args] = window(caller, later);
-        return db.first(`SELECT 1 FROM ${TABLE[later].sql} WHERE ${w} LIMIT 1`, 0, Number.MAX_SAFE_INTEGER, ...args);
-      });
+      const rest = types.slice(i + 1).find((later) => exportPositions(db, caller, later, 0, Number.MAX_SAFE_INTEGER, 1).length > 0);
       return { segments, records, next: rest ? [rest, 0] : null };
     }
   }

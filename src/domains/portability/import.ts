@@ -1,15 +1,18 @@
 // POST /v1/import: restores exported projects, observations and claims with their ids, hashes, trust,
 // visibility, statuses, sources and timestamps, as one atomic batch. Restored history emits no domain
 // events (nothing new happened); the batch writes one `import.applied` audit entry with counts.
-import { canRead } from "../../access/policy";
 import { trustAtMost } from "../../auth/trust";
 import { ApiError, conflict, forbidden, invalid } from "../../http/errors";
-import { describeZodError } from "../../http/validate";
+import { validate } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
-import { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, contentHash, getClaim, getObservation, guarded, unresolved } from "../memory/store";
+import {
+  allSourcesOf, canRetrieve, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference,
+} from "../memory/records";
+import { contentHash, unresolved } from "../memory/store";
+import { touchedAll } from "../../org/outbox";
 import { claimLineOf, observationLineOf, projectLineOf } from "./export";
 import {
   type ClaimLine, type ObservationLine, type ProjectLine, EXPORT_FORMAT_VERSION, MAX_IMPORT_LINES, claimLine,
@@ -63,8 +66,8 @@ export function parseImport(body: string | null, caller: Caller): ImportFile {
     if (++records > MAX_IMPORT_LINES) throw invalid(`An import holds at most ${MAX_IMPORT_LINES} record lines.`);
     const schema = type === "project" ? projectLine : type === "observation" ? observationLine : type === "claim" ? claimLine : null;
     if (!schema) throw invalid(`Line ${line}: Invalid field "type": must be "project", "observation" or "claim".`);
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) throw invalid(`Line ${line}: ${describeZodError(parsed.error)}`);
+    const parsed = validate(schema, value);
+    if (!parsed.success) throw invalid(`Line ${line}: ${parsed.message}`);
     const rec = parsed.data;
     const id = idOf(rec);
     if (ids.has(id)) throw invalid(`Line ${line}: duplicate id ${id}.`);
@@ -117,7 +120,7 @@ export async function refuseForeignIds(indexDb: D1Database, orgId: string, ids: 
 /** The record as it exists here, in line form, or null when the id is new to this organization. */
 function currentLine(db: Db, rec: ProjectLine | ObservationLine | ClaimLine): object | null {
   if (rec.type === "project") {
-    const row = db.first<ProjectRow>("SELECT * FROM projects WHERE project_id = ?", rec.project_id);
+    const row = getProject(db, rec.project_id);
     return row && projectLineOf(row);
   }
   if (rec.type === "observation") {
@@ -126,7 +129,7 @@ function currentLine(db: Db, rec: ProjectLine | ObservationLine | ClaimLine): ob
   }
   const row = getClaim(db, rec.claim_id);
   // All of its sources: a line exported by someone who could not read one of them is not identical.
-  return row && claimLineOf(row, db.all<SourceRow>("SELECT * FROM claim_sources WHERE claim_id = ? ORDER BY position", row.claim_id));
+  return row && claimLineOf(row, allSourcesOf(db, row.claim_id));
 }
 
 /** New entries only: an identical existing record is skipped (idempotent re-import), a different one is 409. */
@@ -149,20 +152,20 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
   const claims = onlyNew(db, file.claims);
 
   for (const { line, rec } of projects)
-    if (db.first("SELECT 1 FROM projects WHERE reference = ?", rec.reference))
+    if (projectByReference(db, rec.reference))
       throw conflict(`Line ${line}: another project of this organization already uses this reference.`);
 
   // A reference resolves to a record in this request or one that already exists here (readable, for observations).
   const batchProjects = new Set(file.projects.map((e) => e.rec.project_id));
   const missingProjects = unique([...observations, ...claims].map((e) => e.rec.project_id))
-    .filter((id) => !batchProjects.has(id) && !db.first("SELECT 1 FROM projects WHERE project_id = ?", id));
+    .filter((id) => !batchProjects.has(id) && !getProject(db, id));
   if (missingProjects.length) throw unresolved("project", missingProjects);
   const batchObservations = new Set(file.observations.map((e) => e.rec.observation_id));
   const missingObservations = unique(claims.flatMap((e) => e.rec.sources.map((s) => s.observation_id)))
     .filter((id) => {
       if (batchObservations.has(id)) return false;
-      const row = db.first<ObservationRow>("SELECT visibility, author_id, subject_id, project_id FROM observations WHERE observation_id = ?", id);
-      return !row || !canRead(rc.caller, guarded(row));
+      const row = getObservation(db, id);
+      return !row || !canRetrieve(rc.caller, row);
     });
   if (missingObservations.length) throw unresolved("observation", missingObservations);
 
@@ -176,29 +179,20 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     principalsCreated++;
   }
 
-  for (const { rec: p } of projects)
-    db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES (?, ?, ?, ?)",
-      p.project_id, p.reference, p.created_by, p.created_at);
-  for (const { rec: o } of observations)
-    db.run(
-      `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
-         source_ref, trust, visibility, author_id, created_at, purged_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      o.observation_id, o.subject_id, o.project_id, o.kind, o.content, o.content_hash, o.source.type, o.source.ref ?? null,
-      o.trust, o.visibility, o.author_id, o.created_at, o.purged_at,
-    );
-  for (const { rec: c } of claims) {
-    const { seq } = db.first<{ seq: number }>(
-      `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
-         valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
-      c.claim_id, c.subject_id, c.project_id, c.kind, c.statement, c.status, c.visibility, c.trust, c.version,
-      c.valid_from, c.valid_to, c.superseded_by, JSON.stringify(c.disputes), c.author_id, c.created_at, c.updated_at,
-    )!;
-    db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
-    c.sources.forEach((s, position) =>
-      db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
-        c.claim_id, position, s.observation_id, s.relation));
-  }
+  const touched = [
+    ...projects.map(({ rec: p }) => insertProject(db, p)),
+    ...observations.map(({ rec: o }) => insertObservation(db, {
+      observation_id: o.observation_id, subject_id: o.subject_id, project_id: o.project_id, kind: o.kind, content: o.content,
+      content_hash: o.content_hash, source_type: o.source.type, source_ref: o.source.ref ?? null, trust: o.trust,
+      visibility: o.visibility, author_id: o.author_id, created_at: o.created_at, purged_at: o.purged_at,
+    })),
+    ...claims.map(({ rec: c }) => insertClaim(db, {
+      claim_id: c.claim_id, subject_id: c.subject_id, project_id: c.project_id, kind: c.kind, statement: c.statement,
+      status: c.status, visibility: c.visibility, trust: c.trust, version: c.version, valid_from: c.valid_from,
+      valid_to: c.valid_to, superseded_by: c.superseded_by, disputes: JSON.stringify(c.disputes), author_id: c.author_id,
+      created_at: c.created_at, updated_at: c.updated_at,
+    }, c.sources)),
+  ];
 
   const imported = { projects: projects.length, observations: observations.length, claims: claims.length };
   const skipped = {
@@ -206,15 +200,14 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     observations: file.observations.length - observations.length,
     claims: file.claims.length - claims.length,
   };
-  const owned = [...projects, ...observations, ...claims].map((e) => idOf(e.rec));
   return {
-    status: owned.length ? 201 : 200,
+    status: touched.length ? 201 : 200,
     data: { imported, skipped, principals_created: principalsCreated },
     audit: {
       action: "import.applied", resourceType: "organization", resourceId: rc.orgId,
       detail: { imported, skipped, principals_created: principalsCreated },
     },
-    owned,
+    touched: touchedAll(...touched),
   };
 }
 

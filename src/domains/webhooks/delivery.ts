@@ -2,20 +2,26 @@
 // transaction before sending anything, so a concurrent or replayed drain finds the rows and never
 // resends. One attempt per delivery: success -> delivered; failure -> pending with next_retry_at from
 // the backoff table (recorded, never re-attempted, per SPEC) and one more consecutive failure on the
-// hook; ten in a row disable it. No response body is ever read or stored.
+// hook; ten in a row disable it. No response body is ever read or stored. A claim whose sender died
+// (the row left 'sending' past RECLAIM_AFTER_MS) is sent again under the same delivery id: the unique
+// (webhook, event) row keeps it one delivery, and receivers deduplicate on X-Svc-Delivery.
 import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
-import { deleteMeta, getMeta, setMeta } from "../../org/meta";
+import { type EventRow } from "../../org/events";
+import type { BackgroundJob } from "../../org/jobs";
+import { getMeta, setMeta } from "../../org/meta";
 
 export const BACKOFF_MS = [60_000, 300_000, 1_800_000, 7_200_000, 43_200_000] as const;
 export const MAX_ATTEMPTS = BACKOFF_MS.length;
 export const DISABLE_AFTER_FAILURES = 10;
 export const SEND_TIMEOUT_MS = 10_000;
 export const BACKGROUND_BATCH = 50;
+/** A 'sending' row older than this lost its sender (an instance that died mid-send): send it again. */
+export const RECLAIM_AFTER_MS = 6 * SEND_TIMEOUT_MS;
 
 export interface WebhookRow {
   webhook_id: string;
@@ -29,16 +35,10 @@ export interface WebhookRow {
   updated_at: string;
 }
 
-interface EventRow {
-  seq: number;
-  event_id: string;
-  kind: string;
-  actor_id: string;
-  payload: string;
-  visibility: string;
-}
-
-/** The outbound call, injected so tests and benchmarks can observe it. Resolves with the HTTP status. */
+/**
+ * The outbound call, a dependency of the org Durable Object (OrgDeps.sendWebhook) so tests and
+ * benchmarks can observe it. Resolves with the HTTP status.
+ */
 export type Sender = (url: string, init: { method: "POST"; headers: Record<string, string>; body: string }) => Promise<number>;
 
 export const fetchSender: Sender = async (url, init) => {
@@ -46,6 +46,11 @@ export const fetchSender: Sender = async (url, init) => {
   const res = await fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(SEND_TIMEOUT_MS) });
   await res.body?.cancel();
   return res.status;
+};
+
+/** Never opens a connection: every send fails (WEBHOOK_SENDER=offline; the test environment). */
+export const offlineSender: Sender = async (url) => {
+  throw new Error(`webhook sending is offline; not sending to ${url}`);
 };
 
 export const signature = (secret: string, body: string) => "sha256=" + bytesToHex(hmac(sha256, utf8ToBytes(secret), utf8ToBytes(body)));
@@ -56,19 +61,18 @@ const subscribed = (hook: WebhookRow, e: EventRow) => {
   return (kinds.includes("*") || kinds.includes(e.kind)) && (e.visibility === "team" || e.actor_id === hook.created_by);
 };
 
-interface Job {
+interface Claimed {
   deliveryId: string;
   hook: WebhookRow;
   event: EventRow;
 }
 
 /** Claim delivery rows for the events after `afterSeq`; returns the jobs and the last seq scanned. */
-function claim(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: number) {
+export function claimDeliveries(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: number) {
   return storage.transactionSync(() => {
-    const events = db.all<EventRow>(
-      "SELECT seq, event_id, kind, actor_id, payload, visibility FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit);
+    const events = db.all<EventRow>("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit);
     const hooks = db.all<WebhookRow>("SELECT * FROM webhooks WHERE status = 'active' ORDER BY created_at, webhook_id");
-    const jobs: Job[] = [];
+    const jobs: Claimed[] = [];
     const at = clock.nowIso();
     for (const event of events)
       for (const hook of hooks) {
@@ -84,7 +88,7 @@ function claim(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: n
   });
 }
 
-async function attempt(db: Db, storage: DurableObjectStorage, job: Job, send: Sender): Promise<void> {
+async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, send: Sender): Promise<void> {
   const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id);
   if (!hook || hook.status !== "active") {
     // Paused, disabled or deleted since the claim: release the claim so nothing is lost or sent.
@@ -92,6 +96,8 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Job, send: Se
     return;
   }
   const body = job.event.payload; // exactly as stored
+  // The send starts now: a row still 'sending' long after this lost its sender (see reclaimStale).
+  db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", clock.nowIso(), job.deliveryId);
   let status: number | null = null;
   try {
     status = await send(hook.url, {
@@ -123,9 +129,41 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Job, send: Se
 export const pendingDeliveries = (db: Db) =>
   db.first<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE status IN ('pending', 'sending')")!.n;
 
-/** One drain pass over up to `limit` events after `afterSeq`. Sends sequentially (bounded work per call). */
+/**
+ * Re-claim deliveries whose sender died between claim and settle: rows left 'sending' since before
+ * RECLAIM_AFTER_MS ago (stamped at claim, and again when the send starts). Returns them to send again.
+ */
+export function reclaimStale(db: Db, storage: DurableObjectStorage, limit: number): Claimed[] {
+  return storage.transactionSync(() => {
+    const now = clock.nowMs();
+    const stale = db.all<{ delivery_id: string; webhook_id: string; event_id: string }>(
+      `UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id IN
+         (SELECT delivery_id FROM deliveries WHERE status = 'sending' AND coalesce(last_attempt_at, created_at) <= ? ORDER BY seq LIMIT ?)
+       RETURNING delivery_id, webhook_id, event_id`, isoAt(now), isoAt(now - RECLAIM_AFTER_MS), limit);
+    const out: Claimed[] = [];
+    for (const d of stale) {
+      const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", d.webhook_id);
+      const event = db.first<EventRow>("SELECT * FROM events WHERE event_id = ?", d.event_id);
+      if (hook && event) out.push({ deliveryId: d.delivery_id, hook, event });
+    }
+    return out;
+  });
+}
+
+/** When the oldest live 'sending' row becomes reclaimable, or null when none is in flight. */
+function nextReclaimAt(db: Db): number | null {
+  const oldest = db.first<{ at: string | null }>(
+    "SELECT min(coalesce(last_attempt_at, created_at)) AS at FROM deliveries WHERE status = 'sending'")?.at;
+  return oldest ? Date.parse(oldest) + RECLAIM_AFTER_MS : null;
+}
+
+/**
+ * One drain pass: first re-send claims abandoned by a dead sender, then up to `limit` events after
+ * `afterSeq`. Sends sequentially (bounded work per call).
+ */
 export async function drainEvents(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: number, send: Sender) {
-  const { jobs, events, lastSeq } = claim(db, storage, afterSeq, limit);
+  for (const job of reclaimStale(db, storage, limit)) await attempt(db, storage, job, send);
+  const { jobs, events, lastSeq } = claimDeliveries(db, storage, afterSeq, limit);
   for (const job of jobs) await attempt(db, storage, job, send);
   return { eventsDrained: events.length, lastEventId: events.length ? events[events.length - 1].event_id : null, lastSeq };
 }
@@ -145,37 +183,17 @@ export async function backgroundDrain(db: Db, storage: DurableObjectStorage, sen
 }
 
 /**
- * New events make background delivery due within one interval. Called inside the write's transaction,
- * so the due time is stored with the events; returns when the alarm should wake (null: nothing due).
+ * Background delivery, a named job (src/jobs.ts): new events make it due one maintenance interval
+ * later (stored with the write); it then continues from its own cursor. With the interval at 0 there
+ * is no background delivery at all (the manual drain still works).
  */
-export function markDeliveryDue(db: Db, intervalMs: number): number | null {
-  if (intervalMs <= 0 || !hasActiveHooks(db)) return null;
-  const due = clock.nowMs() + intervalMs;
-  const current = Number(getMeta(db, "webhook_due_at") ?? Infinity);
-  if (due < current) setMeta(db, "webhook_due_at", String(due));
-  return Math.min(due, current);
-}
-
-/**
- * The alarm's delivery step: runs only once delivery is due (an alarm woken early for other work
- * delivers nothing ahead of time). Returns when to wake next for delivery, or null.
- */
-export async function runDueDelivery(db: Db, storage: DurableObjectStorage, intervalMs: number, send: Sender): Promise<number | null> {
-  const dueAt = getMeta(db, "webhook_due_at");
-  if (intervalMs <= 0 || dueAt === undefined) return null;
-  if (Number(dueAt) > clock.nowMs()) return Number(dueAt);
-  let next: number | null = null;
-  try {
-    if (await backgroundDrain(db, storage, send)) next = clock.nowMs();
-  } catch (err) {
-    console.error("background webhook delivery failed; retrying", err);
-    next = clock.nowMs() + intervalMs;
-  }
-  if (next == null) deleteMeta(db, "webhook_due_at");
-  else setMeta(db, "webhook_due_at", String(next));
-  return next;
-}
-
-/** The maintenance interval in ms (0: no background timer). */
-export const maintenanceIntervalMs = (env: { MAINTENANCE_INTERVAL_SECONDS?: string }) =>
-  Math.max(0, Number(env.MAINTENANCE_INTERVAL_SECONDS ?? 0) || 0) * 1000;
+export const webhookDeliveryJob: BackgroundJob = {
+  name: "webhook_delivery",
+  dueAfterEvents: (db, intervalMs) => (intervalMs > 0 && hasActiveHooks(db) ? clock.nowMs() + intervalMs : null),
+  async run({ db, storage, maintenanceIntervalMs, deps }) {
+    if (maintenanceIntervalMs <= 0) return null;
+    if (await backgroundDrain(db, storage, deps.sendWebhook)) return clock.nowMs();
+    return nextReclaimAt(db);
+  },
+  retryMs: ({ maintenanceIntervalMs }) => maintenanceIntervalMs,
+};

@@ -9,7 +9,7 @@ import type { Db } from "../../org/db";
 import type { RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import { drainEvents, fetchSender, pendingDeliveries, type Sender, type WebhookRow } from "./delivery";
+import { drainEvents, pendingDeliveries, type WebhookRow } from "./delivery";
 import { createWebhookBody, deliverBody, deliveriesQuery, MAX_WEBHOOKS_PER_ORG } from "./schema";
 
 export const SIGNING = {
@@ -38,9 +38,6 @@ function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused"
       audit: { action, resourceType: "webhook", resourceId: hook.webhook_id } };
   });
 }
-
-/** Tests and benchmarks may swap the outbound sender; production always uses fetch. */
-export const delivery: { send: Sender } = { send: fetchSender };
 
 export const webhookRoutes = [
   orgRoute({
@@ -133,7 +130,7 @@ export const webhookRoutes = [
       }
       // Delivery rows are claimed and settled by drainEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
-      const out = await drainEvents(db, storage, afterSeq, body.limit, delivery.send);
+      const out = await drainEvents(db, storage, afterSeq, body.limit, rc.deps.sendWebhook);
       const data = { events_drained: out.eventsDrained, cursor: out.lastEventId ?? body.after ?? null, pending_deliveries: pendingDeliveries(db) };
       return commitWrite(rc, () => ({ status: 200, data,
         audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } }));

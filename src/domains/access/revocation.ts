@@ -1,0 +1,37 @@
+// Revocation that reaches what a principal delegated or created. Called inside the revoking route's
+// commitWrite, so the whole cascade lands in the same transaction and applies from the next request
+// (every request re-reads the key row and the caller's active grants).
+import type { Db } from "../../org/db";
+
+/** Revoke these grants and, transitively, every grant delegated from them; answers the ids revoked now. */
+export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: string): string[] {
+  if (!grantIds.length) return [];
+  return db.all<{ grant_id: string }>(
+    `WITH RECURSIVE doomed(grant_id) AS (
+       SELECT value FROM json_each(?)
+       UNION SELECT g.grant_id FROM grants g JOIN doomed d ON g.delegated_from = d.grant_id)
+     UPDATE grants SET revoked_at = ?, revoked_by = ?
+      WHERE grant_id IN (SELECT grant_id FROM doomed) AND revoked_at IS NULL RETURNING grant_id`,
+    JSON.stringify(grantIds), at, by).map((g) => g.grant_id);
+}
+
+/**
+ * A principal leaves the organization: its keys and the keys of every principal it created (and they
+ * created, transitively) are revoked, and so are the grants it held, the grants any of them gave, and
+ * everything delegated from those. Answers the revoked keys' hashes (for the credential index) and
+ * the number of grants revoked.
+ */
+export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: string, at: string) {
+  const reached = db.all<{ principal_id: string }>(
+    `WITH RECURSIVE made(principal_id) AS (
+       SELECT ? UNION SELECT p.principal_id FROM principals p JOIN made m ON p.created_by = m.principal_id)
+     SELECT principal_id FROM made`, principalId).map((p) => p.principal_id);
+  const keyHashes = db.all<{ key_hash: string }>(
+    `UPDATE api_keys SET status = 'revoked', revoked_at = ?
+      WHERE principal_id IN (SELECT value FROM json_each(?)) AND status = 'active' RETURNING key_hash`,
+    at, JSON.stringify(reached)).map((k) => k.key_hash);
+  const roots = db.all<{ grant_id: string }>(
+    `SELECT grant_id FROM grants WHERE revoked_at IS NULL AND (grantee_id = ? OR granted_by IN (SELECT value FROM json_each(?)))`,
+    principalId, JSON.stringify(reached)).map((g) => g.grant_id);
+  return { keyHashes, grantsRevoked: revokeGrantsCascade(db, roots, by, at).length };
+}

@@ -1,0 +1,76 @@
+// Named background jobs run by the org alarm. Each job keeps its own due time in org_meta
+// ("job_due:<name>"), written in the same transaction as the change that makes it due; the alarm runs
+// the jobs that are due and re-arms for the earliest due time left (`nextAlarm`). The list itself is
+// src/jobs.ts, beside the route table; nothing in src/org names a domain's background work.
+import { clock } from "../http/clock";
+import type { Db } from "./db";
+import { deleteMeta, getMeta, setMeta } from "./meta";
+import type { OrgDeps } from "./request";
+
+export interface JobContext {
+  db: Db;
+  storage: DurableObjectStorage;
+  indexDb: D1Database;
+  /** Undefined only before the organization was bootstrapped. */
+  orgId: string | undefined;
+  /** The background maintenance interval (0: no background timer). */
+  maintenanceIntervalMs: number;
+  deps: OrgDeps;
+}
+
+export interface BackgroundJob {
+  name: string;
+  /** Does one bounded step of work; returns when it wants to run again (null: nothing pending). */
+  run(ctx: JobContext): Promise<number | null> | number | null;
+  /** How long to wait after the job threw before trying again. */
+  retryMs(ctx: JobContext): number;
+  /** When committed events make this job due (called inside the write's transaction); null: they do not. */
+  dueAfterEvents?(db: Db, maintenanceIntervalMs: number): number | null;
+}
+
+const dueKey = (name: string) => `job_due:${name}`;
+
+export function jobDueAt(db: Db, name: string): number | null {
+  const v = getMeta(db, dueKey(name));
+  return v === undefined ? null : Number(v);
+}
+
+/** Make a job due no later than `atMs` (call inside the write's transaction). Returns the job's due time. */
+export function markJobDue(db: Db, name: string, atMs: number): number {
+  const current = jobDueAt(db, name);
+  if (current != null && current <= atMs) return current;
+  setMeta(db, dueKey(name), String(atMs));
+  return atMs;
+}
+
+/** The earliest due time among the jobs, or null when none has work pending. Pure. */
+export function nextAlarm(jobs: readonly { dueAt: number | null }[]): number | null {
+  let next: number | null = null;
+  for (const { dueAt } of jobs) if (dueAt != null && Number.isFinite(dueAt) && (next == null || dueAt < next)) next = dueAt;
+  return next;
+}
+
+/**
+ * Run every job that is due, in list order; a failing job is logged and retried later without
+ * stopping the others. Returns when the alarm should fire next, or null when nothing is pending.
+ */
+export async function runDueJobs(jobs: readonly BackgroundJob[], ctx: JobContext): Promise<number | null> {
+  for (const job of jobs) {
+    const due = jobDueAt(ctx.db, job.name);
+    if (due == null || due > clock.nowMs()) continue;
+    let next: number | null;
+    try {
+      next = await job.run(ctx);
+    } catch (err) {
+      console.error(`background job ${job.name} failed; retrying`, err);
+      next = clock.nowMs() + job.retryMs(ctx);
+    }
+    // A request may have made the job due again while it ran (requests interleave at awaits): keep that.
+    const now = jobDueAt(ctx.db, job.name);
+    const madeDueMeanwhile = now != null && now !== due ? now : null;
+    const keep = nextAlarm([{ dueAt: next }, { dueAt: madeDueMeanwhile }]);
+    if (keep == null) deleteMeta(ctx.db, dueKey(job.name));
+    else setMeta(ctx.db, dueKey(job.name), String(keep));
+  }
+  return nextAlarm(jobs.map((j) => ({ dueAt: jobDueAt(ctx.db, j.name) })));
+}

@@ -1,0 +1,110 @@
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { healthRoutes } from "../src/domains/health/routes";
+import type { PublicRoute } from "../src/http/route";
+import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
+import { ORG_MIGRATIONS } from "../src/org/migrations";
+import type { OrgStore } from "../src/org/OrgStore";
+import { inOrg, orgStub } from "./helpers";
+
+const storageOf = (o: OrgStore) => (o as unknown as { ctx: DurableObjectState }).ctx.storage;
+const upTo = (name: string) => ORG_MIGRATIONS.slice(0, ORG_MIGRATIONS.findIndex((m) => m.name === name) + 1);
+const before = (name: string) => ORG_MIGRATIONS.slice(0, ORG_MIGRATIONS.findIndex((m) => m.name === name));
+
+/** A fresh object whose storage is wiped, so a test can run the migration list only up to a point. */
+async function inEmptyObject<R>(fn: (o: OrgStore, storage: DurableObjectStorage) => R | Promise<R>): Promise<R> {
+  return inOrg(`migration-test-${crypto.randomUUID()}`, async (o) => {
+    const storage = storageOf(o);
+    await storage.deleteAll();
+    expect(o.db.all("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'")).toEqual([]);
+    return fn(o, storage);
+  });
+}
+
+describe("migrationMismatch (applied migrations checked by name against the list)", () => {
+  const list = [{ name: "a", sql: "" }, { name: "b", sql: "" }, { name: "c", sql: "" }];
+  it("accepts any prefix of the list", () => {
+    expect(migrationMismatch([], list)).toBeNull();
+    expect(migrationMismatch([{ version: 1, name: "a" }, { version: 2, name: "b" }], list)).toBeNull();
+  });
+  it("refuses an applied name the list does not have, even when the count matches", () => {
+    expect(migrationMismatch([{ version: 1, name: "a" }, { version: 2, name: "x" }], list)).toMatch(/x is not in the migration list/);
+  });
+  it("refuses migrations applied out of order", () => {
+    expect(migrationMismatch([{ version: 1, name: "b" }, { version: 2, name: "a" }], list)).toMatch(/b was applied out of order/);
+    expect(migrationMismatch([{ version: 1, name: "a" }, { version: 3, name: "b" }], list)).toMatch(/out of order/);
+  });
+});
+
+describe("the org migration runner", () => {
+  it("refuses to run on an unknown applied migration and readiness reports it", async () => {
+    const id = `migration-test-${crypto.randomUUID()}`;
+    await inOrg(id, async (o) => {
+      expect(await o.readiness()).toEqual({ ok: true, applied: ORG_MIGRATIONS.length, expected: ORG_MIGRATIONS.length });
+      // Same count as the list, one name the list does not have: counting would call this ready.
+      o.db.run("UPDATE _migrations SET name = '0003_renamed_elsewhere' WHERE version = 3");
+      expect(() => migrate(o.db, storageOf(o))).toThrow(/0003_renamed_elsewhere is not in the migration list/);
+      expect(await o.readiness()).toMatchObject({ ok: false, error: expect.stringMatching(/0003_renamed_elsewhere/) });
+    });
+    // And /readyz carries it when the probe object is the one that disagrees.
+    await inOrg("readiness-probe", (o) => o.db.run("UPDATE _migrations SET name = 'zzz_unknown' WHERE version = 1"));
+    try {
+      const readyz = healthRoutes.find((r) => r.path === "/readyz") as PublicRoute;
+      const res = await readyz.edge(env, "req_test");
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { error: { meta?: unknown }; meta: { checks: Record<string, string>; schema: { org_store: { error?: string } } } };
+      expect(body.meta.checks.org_store).toBe("failing");
+      expect(body.meta.schema.org_store.error).toMatch(/zzz_unknown is not in the migration list/);
+    } finally {
+      await inOrg("readiness-probe", (o) => o.db.run("UPDATE _migrations SET name = ? WHERE version = 1", ORG_MIGRATIONS[0].name));
+    }
+  });
+
+  it("applies the whole list to an empty object and records every name in order", async () => {
+    await inEmptyObject((o, storage) => {
+      expect(migrate(o.db, storage, before("0006_access_model"))).toBe(5);
+      expect(migrate(o.db, storage)).toBe(ORG_MIGRATIONS.length);
+      expect(appliedMigrations(o.db).map((m) => m.name)).toEqual(ORG_MIGRATIONS.map((m) => m.name));
+    });
+  });
+});
+
+describe("migrations that backfill data", () => {
+  it("0006_access_model gives every existing principal an organization membership with its role", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0006_access_model"));
+      o.db.run(`INSERT INTO principals (principal_id, kind, display_name, role, created_at) VALUES
+        ('prn_a', 'human', 'a', 'owner', '2026-01-01T00:00:00.000Z'), ('prn_b', 'agent', 'b', 'reader', '2026-01-02T00:00:00.000Z')`);
+      migrate(o.db, storage, upTo("0006_access_model"));
+      expect(o.db.all("SELECT principal_id, workspace_id, role, created_by, created_at FROM memberships ORDER BY principal_id")).toEqual([
+        { principal_id: "prn_a", workspace_id: null, role: "owner", created_by: "prn_a", created_at: "2026-01-01T00:00:00.000Z" },
+        { principal_id: "prn_b", workspace_id: null, role: "reader", created_by: "prn_b", created_at: "2026-01-02T00:00:00.000Z" },
+      ]);
+      expect(o.db.all<{ membership_id: string }>("SELECT membership_id FROM memberships").every((m) => /^mbr_[0-9a-f]{32}$/.test(m.membership_id))).toBe(true);
+    });
+  });
+
+  it("0007_job_due_times carries the webhook due time over and makes waiting outbox and expiry work due", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0007_job_due_times"));
+      o.db.run("INSERT INTO org_meta (name, value) VALUES ('webhook_due_at', '1795000000000'), ('webhook_cursor', '12')");
+      o.db.run("INSERT INTO outbox (topic, payload, created_at) VALUES ('record_owner', 'obs_1', 'now')");
+      o.db.run(`INSERT INTO leases (lease_id, resource_type, resource_id, holder_id, ttl_seconds, acquired_at, expires_at)
+        VALUES ('lse_1', 'r', '1', 'prn_a', 30, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:30.000Z')`);
+      migrate(o.db, storage, upTo("0007_job_due_times"));
+      expect(o.db.all("SELECT name, value FROM org_meta ORDER BY name")).toEqual([
+        { name: "job_due:expiry_sweep", value: "0" },
+        { name: "job_due:record_owners", value: "0" },
+        { name: "job_due:webhook_delivery", value: "1795000000000" },
+        { name: "webhook_cursor", value: "12" },
+      ]);
+    });
+  });
+
+  it("0007_job_due_times makes nothing due in an organization without waiting work", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, upTo("0007_job_due_times"));
+      expect(o.db.all("SELECT name FROM org_meta")).toEqual([]);
+    });
+  });
+});

@@ -1,0 +1,76 @@
+// src/domains/memory/records.ts is the only module with SQL on the memory tables: retention, vectors
+// and workspace roles rely on every read going through its one predicate and every write reporting
+// what it touched. This scans the source text, so a new statement anywhere else fails here.
+import { describe, expect, it } from "vitest";
+import { changeClaim, getClaim, tombstone } from "../src/domains/memory/records";
+import { queueTouched } from "../src/org/outbox";
+import { appendOk, consolidateOk, inOrg, newOrg, obs, supports } from "./helpers";
+
+declare global {
+  /** Vite's compile-time glob import (vitest transforms it; typed here rather than pulling in vite/client). */
+  interface ImportMeta {
+    glob(pattern: string, opts: { query: string; import: string; eager: true }): Record<string, unknown>;
+  }
+}
+
+const SOURCES = import.meta.glob("../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+
+const MEMORY_TABLES = ["projects", "observations", "claims", "claim_sources", "claims_fts"];
+/** Where SQL on them may appear: their owner, and the append-only schema history. */
+const OWNERS = ["../src/domains/memory/records.ts", "../src/org/migrations.ts"];
+
+// SQL keywords are written upper case in this codebase; prose ("turn observations into claims") is not.
+const STATEMENT = new RegExp(`\\b(?:FROM|INTO|UPDATE|JOIN)\\s+(${MEMORY_TABLES.join("|")})\\b`, "g");
+
+/** [file, table, line] for every statement naming a memory table outside its owners. */
+function strayMemorySql(sources: Record<string, string>): [string, string, number][] {
+  const found: [string, string, number][] = [];
+  for (const [file, text] of Object.entries(sources)) {
+    if (OWNERS.includes(file)) continue;
+    for (const m of text.matchAll(STATEMENT)) found.push([file, m[1], text.slice(0, m.index).split("\n").length]);
+  }
+  return found;
+}
+
+describe("memory record ownership", () => {
+  it("scans the whole source tree", () => {
+    const files = Object.keys(SOURCES);
+    expect(files).toContain("../src/domains/memory/records.ts");
+    expect(files).toContain("../src/domains/memory/claims.ts");
+    expect(files.length).toBeGreaterThan(40);
+    // The owner really holds the statements the scan looks for (so the pattern is not blind).
+    expect(strayMemorySql({ "../src/x.ts": SOURCES["../src/domains/memory/records.ts"] }).map(([, t]) => t).sort())
+      .toEqual(expect.arrayContaining(MEMORY_TABLES));
+  });
+
+  it("keeps SQL on projects, observations, claims, claim_sources and claims_fts in memory/records.ts", () => {
+    expect(strayMemorySql(SOURCES)).toEqual([]);
+  });
+
+  it("catches a statement written outside the owner, across lines, but not prose", () => {
+    expect(strayMemorySql({ "../src/domains/other/memory-sql.ts": 'db.all(`SELECT o.* FROM\n  observations o JOIN claim_sources s ON 1`) // turn observations into claims' }))
+      .toEqual([["../src/domains/other/memory-sql.ts", "observations", 1], ["../src/domains/other/memory-sql.ts", "claim_sources", 2]]);
+  });
+});
+
+describe("memory record writers", () => {
+  it("report what they touched; a claim change bumps its version; the outbox carries created ids per topic", async () => {
+    const org = await newOrg();
+    const o = await appendOk(org.api_key, obs("s", "x"));
+    const [claim] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "writers report", sources: supports(o) }]);
+    const out = await inOrg(org.org_id, (store) => {
+      const changed = changeClaim(store.db, claim, { status: "revoked" });
+      const purged = tombstone(store.db, o);
+      const before = store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n;
+      const queued = queueTouched(store.db, { created: ["obs_new", "obs_new"], changed: [claim] }, "2026-01-01T00:00:00.000Z");
+      const rows = store.db.all<{ topic: string; payload: string }>("SELECT topic, payload FROM outbox ORDER BY seq DESC LIMIT ?", queued);
+      return { changed, purged, version: getClaim(store.db, claim)!.version, added: store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n - before, queued, rows };
+    });
+    expect(out.changed).toEqual({ created: [], changed: [claim] });
+    expect(out.purged).toEqual({ created: [], changed: [o] });
+    expect(out.version).toBe(2);
+    // record_owner carries created ids; index carries created and changed observations and claims.
+    expect(out).toMatchObject({ queued: 3, added: 3 });
+    expect(out.rows.map((r) => `${r.topic} ${r.payload}`).sort()).toEqual([`index ${claim}`, "index obs_new", "record_owner obs_new"].sort());
+  });
+});
