@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,vectors] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -10,6 +10,7 @@
 //   tenants  the same append load spread over 100 organizations vs one
 //   drain    webhook drain to a loopback receiver (if the routes exist), and export of the large
 //            organization: records per second and peak workerd memory
+//   vectors  compile with and without vectors at the same sizes, two servers, same content
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
@@ -24,7 +25,7 @@ import {
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,vectors").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -192,26 +193,8 @@ async function partScale(server) {
       const mi = await timedInside(server, org.api_key, "GET", "/v1/memories", { query: { q: s, limit: "25" } });
       lat.searchIn.push(mi.inside_ms);
     }
-    // The same compiles once more with the vector index filled (hybrid): same run, same organization.
-    const tIdx = Date.now();
-    const vectorsIndexed = await fillIndex(server, org.api_key);
-    const indexS = (Date.now() - tIdx) / 1000;
-    const vec = { http: [], inside: [], hybrid: 0 };
-    if (vectorsIndexed != null) {
-      for (let i = 0; i < 10; i++) await api(server.url, org.api_key, "POST", "/v1/context/compile", { query: compileQueries[i], token_budget: 1000 });
-      for (let i = 0; i < SAMPLES && Date.now() < DEADLINE; i++) {
-        const q = compileQueries[i % compileQueries.length];
-        const c = await apiOk(server.url, org.api_key, "POST", "/v1/context/compile", { query: q, token_budget: 1000 });
-        vec.http.push(c.ms);
-        if (c.json.meta?.degraded?.vectors === false) vec.hybrid++;
-        const ci = await timedInside(server, org.api_key, "POST", "/v1/context/compile", { body: { query: q, token_budget: 1000 } });
-        vec.inside.push(ci.inside_ms);
-      }
-    }
     const r = {
-      size, seedS, indexS, vectorsIndexed,
-      vHttp50: median(vec.http), vHttp95: percentile(vec.http, 95), vIn50: median(vec.inside), vIn95: percentile(vec.inside, 95),
-      vHybrid: vec.hybrid, vN: vec.http.length,
+      size, seedS,
       cHttp50: median(lat.compileHttp), cHttp95: percentile(lat.compileHttp, 95),
       cIn50: median(lat.compileIn), cIn95: percentile(lat.compileIn, 95),
       sHttp50: median(lat.searchHttp), sHttp95: percentile(lat.searchHttp, 95),
@@ -219,7 +202,6 @@ async function partScale(server) {
       items: median(lat.items), n: lat.compileHttp.length,
     };
     results[size] = r;
-    log(`  ${size}: compile with vectors http p50 ${fmt(r.vHttp50)} p95 ${fmt(r.vHttp95)} inside p50 ${fmt(r.vIn50)} p95 ${fmt(r.vIn95)} (index filled in ${fmt(indexS)} s)`);
     log(`  ${size}: compile http p50 ${fmt(r.cHttp50)} p95 ${fmt(r.cHttp95)} inside p50 ${fmt(r.cIn50)} p95 ${fmt(r.cIn95)}; ` +
       `search http p50 ${fmt(r.sHttp50)} p95 ${fmt(r.sHttp95)} inside p50 ${fmt(r.sIn50)} p95 ${fmt(r.sIn95)}`);
   }
@@ -233,14 +215,6 @@ async function partScale(server) {
       `${fmt(r.cHttp95 / base.cHttp95, 2)}× / ${fmt(r.cIn95 / Math.max(1, base.cIn95), 2)}×`,
       `${fmt(r.sHttp95 / base.sHttp95, 2)}×`, String(r.items), String(r.n)]);
   }
-  const vrows = SIZES.filter((size) => results[size]?.vN).map((size) => {
-    const r = results[size];
-    return [size.toLocaleString("en-US"), `${fmt(r.indexS, 1)} s`, `${fmt(r.cHttp50)} / ${fmt(r.cHttp95)}`, `${fmt(r.vHttp50)} / ${fmt(r.vHttp95)}`,
-      `${fmt(r.cIn50, 0)} / ${fmt(r.cIn95, 0)}`, `${fmt(r.vIn50, 0)} / ${fmt(r.vIn95, 0)}`,
-      `${fmt(r.vHttp95 / r.cHttp95, 2)}× / ${fmt(r.vIn95 / Math.max(1, r.cIn95), 2)}×`, `${r.vHybrid} of ${r.vN}`];
-  });
-  const rMax = results[SIZES[SIZES.length - 1]];
-  const vGrowth = rMax?.vN ? rMax.vHttp95 / rMax.cHttp95 : NaN;
   const r10 = results[10_000], r1 = results[1_000];
   const growth = r10 && r1 ? r10.cHttp95 / r1.cHttp95 : NaN;
   const md = `### 2. Compile and search as the organization grows
@@ -255,18 +229,69 @@ timed inside it (\`/__bench/timed\`; workerd's clock has 1 ms resolution, so ins
 ${table(["claims", "seeding time (rate)", "compile HTTP p50 / p95", "compile inside DO p50 / p95", "search HTTP p50 / p95", "search inside DO p50 / p95",
   "compile p95 vs first size (HTTP / inside)", "search p95 vs first size", "items per pack (median)", "samples"], rows)}
 
-Target: compile p95 at 10k claims within 2× of 1k → **${Number.isFinite(growth) ? (growth <= 2 ? "met" : "missed") : "not measured"}** (${fmt(growth, 2)}× over HTTP).
-
-Compile with and without vectors (embedded default: local embedder and int8 index in the Durable Object), the same
-organization and queries: first lexical only (the vector index still empty), then after filling the index
-(\`POST /v1/index/verify\` pages, then \`POST /v1/index/drain\` until empty; its time is in the second column).
-The synthetic vocabulary is not English, so most query vectors are zero: the scan's cost is all there, its hits are not.
-
-${vrows.length ? table(["claims", "index filled in", "lexical HTTP p50 / p95", "hybrid HTTP p50 / p95", "lexical inside p50 / p95",
-  "hybrid inside p50 / p95", "hybrid p95 vs lexical (HTTP / inside)", "hybrid packs"], vrows) : "(not measured: no vector routes)"}
-
-Target: compile p95 with vectors at ${rMax ? rMax.size.toLocaleString("en-US") : "the largest size"} claims within 2× of lexical-only → **${Number.isFinite(vGrowth) ? (vGrowth <= 2 ? "met" : "missed") : "not measured"}** (${fmt(vGrowth, 2)}× over HTTP).`;
+Target: compile p95 at 10k claims within 2× of 1k → **${Number.isFinite(growth) ? (growth <= 2 ? "met" : "missed") : "not measured"}** (${fmt(growth, 2)}× over HTTP).`;
   return { md, org, growth, largest: have };
+}
+
+// ---- part 5: compile with and without vectors ----------------------------------------------------
+
+/**
+ * Two servers from the same bundle, both without a background timer: one with the embedded vector
+ * backends (the default), one with vectors off (EMBEDDING_PROVIDER and VECTOR_INDEX none). Both get
+ * the same organization content (same seed); the vector one's index is filled at each size; then the
+ * same compiles alternate between them.
+ */
+async function partVectors(vecServer, lexServer) {
+  log("part 5: compile with and without vectors");
+  const orgs = { vec: await newOrg(vecServer), lex: await newOrg(lexServer) };
+  const rands = { vec: prng(42), lex: prng(42) };
+  const qrand = prng(7);
+  const compileQueries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => zipfWord(qrand)).join(" "));
+  const rows = [];
+  let have = 0, last = null;
+  for (const size of SIZES) {
+    if (Date.now() > DEADLINE) { log("  time bound reached"); break; }
+    await seedClaims(vecServer, orgs.vec.api_key, have, size, rands.vec, []);
+    await seedClaims(lexServer, orgs.lex.api_key, have, size, rands.lex, []);
+    have = size;
+    const t0 = Date.now();
+    const held = await fillIndex(vecServer, orgs.vec.api_key);
+    const fillS = (Date.now() - t0) / 1000;
+    log(`  ${size} claims; ${held} vectors indexed in ${fmt(fillS)} s; measuring`);
+    const lat = { vec: { http: [], inside: [], used: 0 }, lex: { http: [], inside: [], used: 0 } };
+    for (const [k, server] of [["vec", vecServer], ["lex", lexServer]])
+      for (let i = 0; i < 10; i++) await api(server.url, orgs[k].api_key, "POST", "/v1/context/compile", { query: compileQueries[i], token_budget: 1000 });
+    for (let i = 0; i < SAMPLES && Date.now() < DEADLINE; i++) {
+      const q = compileQueries[i % compileQueries.length];
+      for (const [k, server] of i % 2 ? [["lex", lexServer], ["vec", vecServer]] : [["vec", vecServer], ["lex", lexServer]]) {
+        const c = await apiOk(server.url, orgs[k].api_key, "POST", "/v1/context/compile", { query: q, token_budget: 1000 });
+        lat[k].http.push(c.ms);
+        if (c.json.meta?.degraded?.vectors === false) lat[k].used++;
+        lat[k].inside.push((await timedInside(server, orgs[k].api_key, "POST", "/v1/context/compile", { body: { query: q, token_budget: 1000 } })).inside_ms);
+      }
+    }
+    const p = (k, key, q) => percentile(lat[k][key], q);
+    last = { size, ratio: p("vec", "http", 95) / p("lex", "http", 95), ratioIn: p("vec", "inside", 95) / Math.max(1, p("lex", "inside", 95)) };
+    rows.push([size.toLocaleString("en-US"), `${held} in ${fmt(fillS, 1)} s`,
+      `${fmt(p("lex", "http", 50))} / ${fmt(p("lex", "http", 95))}`, `${fmt(p("vec", "http", 50))} / ${fmt(p("vec", "http", 95))}`,
+      `${fmt(p("lex", "inside", 50), 0)} / ${fmt(p("lex", "inside", 95), 0)}`, `${fmt(p("vec", "inside", 50), 0)} / ${fmt(p("vec", "inside", 95), 0)}`,
+      `${fmt(last.ratio, 2)}× / ${fmt(last.ratioIn, 2)}×`, `${lat.lex.used} / ${lat.vec.used} of ${lat.vec.http.length}`]);
+    log(`  ${size}: lexical p95 ${fmt(p("lex", "http", 95))} ms, hybrid p95 ${fmt(p("vec", "http", 95))} ms`);
+  }
+  const md = `### 5. Compile with and without vectors
+
+Two servers from the same bundle, neither with a background timer: the embedded default (local embedder, int8 vector
+index in the Durable Object) and the same with \`EMBEDDING_PROVIDER\` and \`VECTOR_INDEX\` \`none\`. Each holds one organization
+with the same synthetic claims as part 2 (same seed); at each size the first one's index is filled (\`POST /v1/index/verify\`
+pages, then \`POST /v1/index/drain\` until empty; time in the second column). Then ${SAMPLES} identical compiles (4-word query,
+\`token_budget\` 1000) alternate between them, over HTTP and timed inside the object. The synthetic words are not English, so
+most query vectors are zero: the full scan and the extra candidates cost what they always cost, but the hits carry no meaning.
+
+${table(["claims", "vectors indexed", "lexical HTTP p50 / p95", "hybrid HTTP p50 / p95", "lexical inside p50 / p95", "hybrid inside p50 / p95",
+  "hybrid p95 vs lexical (HTTP / inside)", "packs with vectors (lexical / hybrid server)"], rows)}
+
+Target: compile p95 with vectors at ${last ? last.size.toLocaleString("en-US") : "the largest size"} claims within 2× of lexical-only → **${last ? (last.ratio <= 2 ? "met" : "missed") : "not measured"}** (${last ? fmt(last.ratio, 2) : "n/a"}× over HTTP).`;
+  return { md, ratio: last?.ratio };
 }
 
 // ---- part 3: many tenants -------------------------------------------------------------------------
@@ -429,6 +454,20 @@ Each part below rewrites its own section; each names the machine and versions it
       scale = await partScale(server);
       done("scale", scale.md);
       summary.push(`compile p95 10k/1k: ${fmt(scale.growth, 2)}×`);
+    }
+    if (PARTS.has("vectors")) {
+      // Both without a timer, so the lexical server never drains and the vector one only when told.
+      const vecServer = await startServer({ config: "bench/wrangler.toml", label: "bench-vec", vars: { MAINTENANCE_INTERVAL_SECONDS: "0" } });
+      const lexServer = await startServer({ config: "bench/wrangler.toml", label: "bench-lex",
+        vars: { MAINTENANCE_INTERVAL_SECONDS: "0", EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" } });
+      try {
+        const v = await partVectors(vecServer, lexServer);
+        done("vectors", v.md);
+        summary.push(`compile p95 with/without vectors at the largest size: ${fmt(v.ratio, 2)}×`);
+      } finally {
+        await vecServer.stop();
+        await lexServer.stop();
+      }
     }
     if (PARTS.has("tenants")) {
       const t = await partTenants(server);

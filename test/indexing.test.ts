@@ -129,7 +129,11 @@ describe("index drain and verify on the embedded default", () => {
       const r = await call("POST", "/v1/context/compile", { key: bob.key, body: { query } });
       expect(r.text).not.toContain(secret);
       expect(r.text).not.toContain("flowerpot");
+      // Not even the degraded flag tells bob that the index matched something he cannot read.
+      expect(r.json.meta.degraded.vectors).toBe(true);
     }
+    const own = await call("POST", "/v1/context/compile", { key: alice.key, body: { query: "spare key blue flowerpot" } });
+    expect(own.json.meta.degraded.vectors).toBe(false);
   });
 });
 

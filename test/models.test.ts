@@ -68,6 +68,9 @@ describe("configuration snapshot", () => {
     expect(r.text).not.toMatch(/svc_sk_/);
     const narrow = await mintKey(org.api_key, { scopes: ["models:probe"] });
     expectError(await call("GET", "/v1/models/config", { key: narrow.key }), 403, "FORBIDDEN");
+    // Counts span every principal's claims: a member sees only whether vectors drifted.
+    const member = await mintKey(org.api_key, { scopes: ["models:read"] });
+    expect((await call("GET", "/v1/models/config", { key: member.key })).json.data.drift).toEqual({ status: "none" });
   });
 
   it("reports drift when records were indexed with another model", async () => {

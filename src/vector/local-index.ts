@@ -65,20 +65,34 @@ export class LocalVectorIndex implements VectorIndex {
     const k = Math.min(MAX_TOP_K, Math.max(1, topK));
     const n = c.ids.length;
     const dims = c.dims;
-    // Keep the k best in a small array sorted descending (k ≤ 100, so insertion is cheap).
+    const data = c.data;
+    const norms = c.invNorm;
+    // Hot loop: locals only, four independent sums (measured about twice as fast as one).
+    const scores = new Float32Array(n);
+    for (let s = 0, base = 0; s < n; s++, base += dims) {
+      let a = 0, b = 0, e = 0, f = 0, i = 0;
+      for (; i + 3 < dims; i += 4) {
+        a += data[base + i] * values[i];
+        b += data[base + i + 1] * values[i + 1];
+        e += data[base + i + 2] * values[i + 2];
+        f += data[base + i + 3] * values[i + 3];
+      }
+      for (; i < dims; i++) a += data[base + i] * values[i];
+      scores[s] = (a + b + e + f) * norms[s];
+    }
+    // The k best, kept sorted descending (k ≤ 100, so insertion is cheap and rare after the start).
     const bestScore: number[] = [];
     const bestSlot: number[] = [];
+    let floor = -Infinity;
     for (let s = 0; s < n; s++) {
-      let dot = 0;
-      const base = s * dims;
-      for (let i = 0; i < dims; i++) dot += c.data[base + i] * values[i];
-      const score = dot * c.invNorm[s];
-      if (bestScore.length === k && score <= bestScore[k - 1]) continue;
+      const score = scores[s];
+      if (bestScore.length === k && score <= floor) continue;
       let at = bestScore.length;
       while (at > 0 && bestScore[at - 1] < score) at--;
       bestScore.splice(at, 0, score);
       bestSlot.splice(at, 0, s);
       if (bestScore.length > k) { bestScore.pop(); bestSlot.pop(); }
+      if (bestScore.length === k) floor = bestScore[k - 1];
     }
     return bestSlot.map((s, i) => ({ id: c.ids[s], score: bestScore[i] }));
   }

@@ -1,6 +1,6 @@
-// The index queue: outbox rows of topic "index", one record id each, written in the same transaction
-// as the change that makes a record's vector stale (creation, a lifecycle move, a purge) or by verify
-// as a repair. Drain takes them in order and deletes exactly the rows it handled.
+// The index queue: outbox rows of topic "index", one record id each. Every write queues them in its own
+// transaction (src/org/outbox.ts: created and changed observations and claims); verify queues repairs
+// here. Drain takes them in order and deletes exactly the rows it handled.
 import type { Db } from "../../org/db";
 
 export const INDEX_TOPIC = "index";

@@ -9,7 +9,7 @@ import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
 import { claimsForIndex, currentClaimsAfter } from "../memory/records";
-import { ackIndexQueue, indexQueueSize, peekIndexQueue, queueIndex, queuedAmong } from "./queue";
+import { ackIndexQueue, indexQueueSize, peekIndexQueue, queuedAmong } from "./queue";
 
 export function requireVectors(rt: VectorRuntime) {
   if (!hasVectors(rt))
@@ -125,4 +125,3 @@ export async function runVerify(db: Db, rt: VectorRuntime, limit: number, after:
   };
 }
 
-export { queueIndex };

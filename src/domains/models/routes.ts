@@ -59,7 +59,10 @@ export const modelRoutes = [
     summary: "The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.",
     handler: (rc) => {
       const rt = runtimeFor(rc);
-      return ok({ ...rt.config, drift: drift(rc.db, rt) });
+      const d = drift(rc.db, rt);
+      // The counts cover every principal's claims, private ones included: owners and admins only.
+      const admin = rc.caller.role === "owner" || rc.caller.role === "admin";
+      return ok({ ...rt.config, drift: admin ? d : { status: d.status } });
     },
   }),
 
