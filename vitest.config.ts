@@ -15,6 +15,9 @@ export default defineConfig({
           // Tests never reach the network: every org object is built with the offline webhook sender;
           // a test that observes deliveries gives its own object a recording sender (OrgStore.deps).
           WEBHOOK_SENDER: "offline",
+          // Dashboard accounts: a fixed test pepper; WebAuthn RP ID defaults to "localhost".
+          PASSWORD_PEPPER: "test-pepper-not-a-secret",
+          WEBAUTHN_ORIGINS: "http://localhost:8787",
         },
       },
     }),

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain,vectors] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
+// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation,vectors] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -10,6 +10,11 @@
 //   tenants  the same append load spread over 100 organizations vs one
 //   drain    webhook drain to a loopback receiver (if the routes exist), and export of the large
 //            organization: records per second and peak workerd memory
+//   login    dashboard login round trip (password, then passkey) p50, next to the password hash's
+//            cost per login measured inside the Durable Object
+//   channels channel compile over 1,000 active releases beside compile over the same 1,000 claims
+//   federation  pull and push throughput (events per second, 200 per call) and bundle import
+//            (bundles per second, 200 per push) between two organizations of the server
 //   vectors  compile with and without vectors at the same sizes, two servers, same content
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
@@ -18,6 +23,7 @@ import { createHmac } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { freePort } from "./local.mjs";
+import { SoftAuthenticator } from "../test/authenticator.mjs";
 import {
   fillIndex,
   api, apiOk, fmt, log, machineLine, median, newOrg, parseArgs, percentile, pool, prng, progress, sleep, startServer, statement,
@@ -25,7 +31,7 @@ import {
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,vectors").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation,vectors").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -71,6 +77,74 @@ function workerdRss(server) {
   return total;
 }
 const mib = (b) => (b / 2 ** 20).toFixed(0);
+
+// ---- part 5: dashboard login round trip -----------------------------------------------------------
+
+/** The bench server's WebAuthn origin (any string the server lists in WEBAUTHN_ORIGINS). */
+const BENCH_ORIGIN = "http://localhost";
+
+async function partLogin(server) {
+  log("part 5: dashboard login round trip");
+  const org = await newOrg(server);
+  const username = `bench-${Date.now().toString(36)}`;
+  const created = await apiOk(server.url, org.api_key, "POST", "/v1/operator-accounts", { username, role: "member" });
+  const login = async (password) => {
+    const t0 = performance.now();
+    const r = await fetch(`${server.url}/v1/dashboard-sessions`, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username, password }),
+    });
+    const j = await r.json();
+    if (r.status !== 201) throw new Error(`login -> ${r.status} ${JSON.stringify(j)}`);
+    return { ...j.data, ms: performance.now() - t0 };
+  };
+  const temp = created.json.data.temporary_password;
+  const password = `bench password ${Date.now()}`;
+  await apiOk(server.url, (await login(temp)).session_token, "PATCH", "/v1/operator-accounts/current/password", { current_password: temp, new_password: password });
+  const full = (await login(password)).session_token;
+  const auth = new SoftAuthenticator(BENCH_ORIGIN, "localhost");
+  const reg = await apiOk(server.url, full, "POST", "/v1/operator-accounts/current/passkeys/options", {});
+  await apiOk(server.url, full, "POST", "/v1/operator-accounts/current/passkeys", { response: await auth.create(reg.json.data.options) });
+  const n = Number(args["login-samples"] ?? 30);
+  const rows = { trip: [], password: [], options: [], assertion: [], client: [] };
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const staged = await login(password);
+    const o = await apiOk(server.url, staged.session_token, "POST", "/v1/dashboard-sessions/current/passkey-options", {});
+    const c0 = performance.now();
+    const response = await auth.get(o.json.data.options);
+    const client = performance.now() - c0;
+    const done = await apiOk(server.url, staged.session_token, "POST", "/v1/dashboard-sessions/current/passkey", { response });
+    rows.trip.push(performance.now() - t0 - client);
+    rows.password.push(staged.ms);
+    rows.options.push(o.ms);
+    rows.assertion.push(done.ms);
+    rows.client.push(client);
+    await apiOk(server.url, done.json.data.session_token, "DELETE", "/v1/dashboard-sessions/current");
+  }
+  // The hash's cost: a route whose only real work is one password verification, against one that has none.
+  const hashRoute = [], plainRoute = [];
+  for (let i = 0; i < n; i++) {
+    hashRoute.push((await timedInside(server, org.api_key, "POST", "/v1/operator-accounts/current/recovery-codes", { body: { current_password: org.temporary_password } })).inside_ms);
+    plainRoute.push((await timedInside(server, org.api_key, "GET", "/v1/operator-accounts/current/passkeys")).inside_ms);
+  }
+  const hashMs = median(hashRoute) - median(plainRoute);
+  const md = `### 5. Dashboard login round trip
+
+${n} logins of one account with a passkey: \`POST /v1/dashboard-sessions\` (password, stage \`staged\`), then
+\`…/passkey-options\` and \`…/passkey\` (assertion, stage \`full\`), over HTTP; the software authenticator's own
+signing time is left out. The password hash is PBKDF2-SHA256 at 100,000 iterations over an HMAC of the
+password with the pepper; its cost per login is measured inside the org Durable Object as the median
+of a route that verifies one password minus that of a route that verifies none.
+
+${table(["step", "p50 ms", "p95 ms"], [
+  ["round trip (password + options + assertion)", fmt(median(rows.trip)), fmt(percentile(rows.trip, 95))],
+  ["password login", fmt(median(rows.password)), fmt(percentile(rows.password, 95))],
+  ["assertion options", fmt(median(rows.options)), fmt(percentile(rows.options, 95))],
+  ["assertion verification", fmt(median(rows.assertion)), fmt(percentile(rows.assertion, 95))],
+  ["password hash per login (inside the DO)", fmt(hashMs), ""],
+])}`;
+  return { md, p50: median(rows.trip), hashMs };
+}
 
 // ---- part 1: append vs bare insert --------------------------------------------------------------
 
@@ -233,7 +307,7 @@ Target: compile p95 at 10k claims within 2× of 1k → **${Number.isFinite(growt
   return { md, org, growth, largest: have };
 }
 
-// ---- part 5: compile with and without vectors ----------------------------------------------------
+// ---- part 8: compile with and without vectors ----------------------------------------------------
 
 /**
  * Two servers from the same bundle, both without a background timer: one with the embedded vector
@@ -242,7 +316,7 @@ Target: compile p95 at 10k claims within 2× of 1k → **${Number.isFinite(growt
  * same compiles alternate between them.
  */
 async function partVectors(vecServer, lexServer) {
-  log("part 5: compile with and without vectors");
+  log("part 8: compile with and without vectors");
   const orgs = { vec: await newOrg(vecServer), lex: await newOrg(lexServer) };
   const rands = { vec: prng(42), lex: prng(42) };
   const qrand = prng(7);
@@ -278,7 +352,7 @@ async function partVectors(vecServer, lexServer) {
       `${fmt(last.ratio, 2)}× / ${fmt(last.ratioIn, 2)}×`, `${lat.lex.used} / ${lat.vec.used} of ${lat.vec.http.length}`]);
     log(`  ${size}: lexical p95 ${fmt(p("lex", "http", 95))} ms, hybrid p95 ${fmt(p("vec", "http", 95))} ms`);
   }
-  const md = `### 5. Compile with and without vectors
+  const md = `### 8. Compile with and without vectors
 
 Two servers from the same bundle, neither with a background timer: the embedded default (local embedder, int8 vector
 index in the Durable Object) and the same with \`EMBEDDING_PROVIDER\` and \`VECTOR_INDEX\` \`none\`. Each holds one organization
@@ -427,11 +501,156 @@ ${mib(bytes)} MiB of NDJSON). workerd resident memory (sampled every 50 ms): ${m
 (+${mib(peak - base)} MiB while exporting).`;
 }
 
+// ---- part 5: channel compile over released knowledge ----------------------------------------------
+
+const RELEASES = Number(args.releases ?? 1000);
+
+async function partChannels(server) {
+  log(`part 5: channel compile over ${RELEASES} active releases vs compile over the same claims`);
+  const org = await newOrg(server);
+  const rand = prng(11);
+  const qrand = prng(13);
+  const gateway = await apiOk(server.url, org.api_key, "POST", "/v1/keys", { label: "gateway", scopes: ["channel:compile"] });
+  const gw = gateway.json.data;
+  const channel = (await apiOk(server.url, org.api_key, "POST", "/v1/channels",
+    { name: "bench", audiences: ["public"], min_trust: "high", gateway_principal_id: gw.principal_id })).json.data.channel_id;
+  // Verified claims (the release-eligible trust), 50 per consolidation, then one release each.
+  const claimIds = [];
+  const t0 = Date.now();
+  await pool(Math.ceil(RELEASES / 50), 4, async (b) => {
+    const n = Math.min(50, RELEASES - b * 50);
+    const o = await apiOk(server.url, org.api_key, "POST", "/v1/observations", {
+      subject_id: `subject-${b % 20}`, kind: "document", content: `released source ${b}`, source: { type: "bench" }, trust: "verified",
+    });
+    const claims = Array.from({ length: n }, () => ({ kind: "fact", statement: statement(rand),
+      sources: [{ observation_id: o.json.data.observation_id, relation: "supports" }] }));
+    const c = await apiOk(server.url, org.api_key, "POST", "/v1/consolidations", { subject_id: `subject-${b % 20}`, claims });
+    claimIds.push(...c.json.data.claims.map((x) => x.claim_id));
+  }, { deadline: DEADLINE, onProgress: progress("seeding verified claims", 10_000) });
+  await pool(claimIds.length, 4, async (i) => {
+    const r = await apiOk(server.url, org.api_key, "POST", "/v1/knowledge-releases", { claim_id: claimIds[i], channel_id: channel });
+    const id = r.json.data.release_id;
+    await apiOk(server.url, org.api_key, "POST", `/v1/knowledge-releases/${id}/approve`, {});
+    await apiOk(server.url, org.api_key, "POST", `/v1/knowledge-releases/${id}/activate`, {});
+  }, { deadline: DEADLINE, onProgress: progress("releasing", 10_000) });
+  const seedS = (Date.now() - t0) / 1000;
+  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => zipfWord(qrand)).join(" "));
+  const path = `/v1/channels/${channel}/context/compile`;
+  for (let i = 0; i < 10; i++) {
+    await api(server.url, gw.key, "POST", path, { query: queries[i], token_budget: 1000 });
+    await api(server.url, org.api_key, "POST", "/v1/context/compile", { query: queries[i], token_budget: 1000 });
+  }
+  const lat = { chHttp: [], chIn: [], cHttp: [], cIn: [], chItems: [], cItems: [] };
+  for (let i = 0; i < SAMPLES && Date.now() < DEADLINE; i++) {
+    const q = queries[i % queries.length];
+    // Alternate the two routes and vantage points so drift on the shared machine hits both alike.
+    const ch = await apiOk(server.url, gw.key, "POST", path, { query: q, token_budget: 1000 });
+    lat.chHttp.push(ch.ms);
+    lat.chItems.push(ch.json.data.items.length);
+    lat.chIn.push((await timedInside(server, gw.key, "POST", path, { body: { query: q, token_budget: 1000 } })).inside_ms);
+    const c = await apiOk(server.url, org.api_key, "POST", "/v1/context/compile", { query: q, token_budget: 1000 });
+    lat.cHttp.push(c.ms);
+    lat.cItems.push(c.json.data.items.length);
+    lat.cIn.push((await timedInside(server, org.api_key, "POST", "/v1/context/compile", { body: { query: q, token_budget: 1000 } })).inside_ms);
+  }
+  const row = (name, http, inside, items) => [name, `${fmt(median(http))} / ${fmt(percentile(http, 95))}`,
+    `${fmt(median(inside), 0)} / ${fmt(percentile(inside, 95), 0)}`, String(median(items)), String(http.length)];
+  const ratio = percentile(lat.chHttp, 95) / percentile(lat.cHttp, 95);
+  log(`  channel compile p95 ${fmt(percentile(lat.chHttp, 95))} ms vs compile p95 ${fmt(percentile(lat.cHttp, 95))} ms`);
+  const md = `### 6. Channel compile over released knowledge
+
+One organization with ${claimIds.length.toLocaleString("en-US")} verified claims (the same synthetic statements as part 2), each
+released into one channel and activated (seeded in ${fmt(seedS, 0)} s). ${lat.chHttp.length} samples each, alternating:
+\`POST /v1/channels/:id/context/compile\` by the channel's gateway (every active release is rechecked for eligibility,
+then ranked with compile's scoring) and \`POST /v1/context/compile\` over the same claims by the owner (which also records
+a run), with the same 4-word query and \`token_budget\` 1000, over HTTP and timed inside the Durable Object. Latency in
+ms (p50 / p95).
+
+${table(["route", "HTTP p50 / p95", "inside DO p50 / p95", "items per pack (median)", "samples"], [
+    row(`channel compile (${claimIds.length} active releases)`, lat.chHttp, lat.chIn, lat.chItems),
+    row(`compile (${claimIds.length} claims)`, lat.cHttp, lat.cIn, lat.cItems),
+  ])}
+
+Channel compile p95 / compile p95 over HTTP: **${fmt(ratio, 2)}×**.`;
+  return { md, ratio };
+}
+
+// ---- part 7: federation ------------------------------------------------------------------------
+
+async function partFederation(server) {
+  const a = await newOrg(server);
+  const b = await newOrg(server);
+  const probe = await api(server.url, a.api_key, "GET", "/v1/federation/peers");
+  if (probe.status === 404) return { md: "Federation: **not measured** — `/v1/federation/peers` does not exist in this build." };
+  const secret = "bench-federation-secret-0123456789";
+  const sign = (raw) => "sha256=" + createHmac("sha256", secret).update(raw).digest("hex");
+  const EVENTS = Number(args["federation-events"] ?? 2000);
+  const BUNDLES = Math.min(EVENTS, Number(args["federation-bundles"] ?? 1000));
+  let endpoints = 0;
+  const peer = async (org, direction) => {
+    const p = await apiOk(server.url, org.api_key, "POST", "/v1/federation/peers",
+      { endpoint: `https://bench-${process.pid}-${endpoints++}.example.com`, shared_secret: secret, direction });
+    for (const resource_type of ["observation", "claim"])
+      await apiOk(server.url, org.api_key, "POST", `/v1/federation/peers/${p.json.data.peer_id}/filters`, { resource_type });
+    return p.json.data.peer_id;
+  };
+  const [eventsPeer, memoryPeer, intoB] = [await peer(a, "pull"), await peer(a, "pull"), await peer(b, "push")];
+  const { results: ids } = await pool(EVENTS, 8, async (i) => (await apiOk(server.url, a.api_key, "POST", "/v1/observations", JSON.parse(obsBody(i)))).json.data.observation_id,
+    { deadline: DEADLINE, onProgress: progress("federation observations", 10_000) });
+  for (let i = 0; i < BUNDLES; i += 50)
+    await apiOk(server.url, a.api_key, "POST", "/v1/consolidations", { subject_id: "bench", claims: ids.slice(i, Math.min(i + 50, BUNDLES))
+      .map((id, j) => ({ kind: "fact", statement: `federated claim ${i + j}`, sources: [{ observation_id: id, relation: "supports" }] })) });
+  const pullAll = async (peerId, includeMemory) => {
+    const pages = [];
+    const t0 = performance.now();
+    for (let guard = 0; guard < 10_000; guard++) {
+      const r = await apiOk(server.url, a.api_key, "POST", "/v1/federation/pull", { peer_id: peerId, limit: 200, include_memory: includeMemory });
+      pages.push(r.json.data);
+      if (!r.json.data.has_more) break;
+    }
+    return { pages, seconds: (performance.now() - t0) / 1000, events: pages.reduce((n, p) => n + p.events.length, 0) };
+  };
+  const pushRaw = async (body) => {
+    const raw = JSON.stringify({ peer_id: intoB, exchange_id: `bench-${Math.random().toString(16).slice(2)}`, sent_at: new Date().toISOString(), ...body });
+    const res = await fetch(`${server.url}/v1/federation/push`, { method: "POST", body: raw,
+      headers: { authorization: `Bearer ${b.api_key}`, "content-type": "application/json", "x-svc-peer-signature": sign(raw) } });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`push -> ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text).data;
+  };
+  const pulled = await pullAll(eventsPeer, false);
+  let t0 = performance.now(), pushedOk = 0;
+  for (const page of pulled.pages) if (page.events.length) pushedOk += (await pushRaw({ events: page.events })).results.filter((x) => x.status === "success").length;
+  const pushSeconds = (performance.now() - t0) / 1000;
+  const withMemory = await pullAll(memoryPeer, true);
+  const bundles = withMemory.pages.flatMap((p) => p.bundles ?? []);
+  t0 = performance.now();
+  let imported = 0;
+  for (let i = 0; i < bundles.length; i += 200)
+    imported += (await pushRaw({ events: [], bundles: bundles.slice(i, i + 200) })).bundles.filter((x) => x.status === "success").length;
+  const importSeconds = (performance.now() - t0) / 1000;
+  const rate = (n, s) => fmt(n / s, 0);
+  const md = `### 7. Federation
+
+Two organizations of the bench server stand in for two deployments. A holds ${EVENTS} observations and ${BUNDLES} claims (one
+source each), so ${pulled.events} federable team events; peers filter \`observation\` and \`claim\`. Pages of 200 (\`limit\` 200),
+sequential calls, each response signed over its bytes and each push signature-checked over its raw body.
+
+${table(["measure", "items", "calls", "seconds", "per second"], [
+    ["pull (events)", pulled.events, pulled.pages.length, fmt(pulled.seconds, 2), `**${rate(pulled.events, pulled.seconds)} events/s**`],
+    ["push (events, recorded)", pushedOk, pulled.pages.filter((p) => p.events.length).length, fmt(pushSeconds, 2), `**${rate(pushedOk, pushSeconds)} events/s**`],
+    ["pull with include_memory (events)", withMemory.events, withMemory.pages.length, fmt(withMemory.seconds, 2), `${rate(withMemory.events, withMemory.seconds)} events/s (${bundles.length} bundles)`],
+    ["bundle import (push, 200 bundles per call)", imported, Math.ceil(bundles.length / 200), fmt(importSeconds, 2), `**${rate(imported, importSeconds)} bundles/s**`],
+  ])}`;
+  return { md, pull: pulled.events / pulled.seconds, push: pushedOk / pushSeconds, bundles: imported / importSeconds };
+}
+
 // ---- main ---------------------------------------------------------------------------------------
 
 async function main() {
   const started = Date.now();
-  const server = await startServer({ config: "bench/wrangler.toml", label: "bench" });
+  const server = await startServer({ config: "bench/wrangler.toml", label: "bench",
+    vars: { PASSWORD_PEPPER: (await import("node:crypto")).randomBytes(32).toString("hex"), WEBAUTHN_ORIGINS: BENCH_ORIGIN } });
   log(`bench server ${server.url} (state ${server.stateDir})`);
   writeSection("speed", `## Speed (\`npm run bench\`)
 
@@ -490,6 +709,22 @@ Each part below rewrites its own section; each names the machine and versions it
       parts.push(w.md);
       if (w.rate) summary.push(`webhook drain: ${fmt(w.rate, 0)} events/s`);
       done("drain", `### 4. Webhook drain and export\n\n${parts.join("\n\n")}`);
+    }
+    if (PARTS.has("login")) {
+      const l = await partLogin(server);
+      done("login", l.md);
+      summary.push(`login round trip p50: ${fmt(l.p50)} ms (password hash ${fmt(l.hashMs)} ms)`);
+    }
+    if (PARTS.has("channels")) {
+      const c = await partChannels(server);
+      done("channels", c.md);
+      summary.push(`channel compile / compile p95: ${fmt(c.ratio, 2)}×`);
+    }
+    if (PARTS.has("federation")) {
+      log("part 7: federation");
+      const f = await partFederation(server);
+      done("federation", f.md);
+      if (f.pull) summary.push(`federation: pull ${fmt(f.pull, 0)} events/s, push ${fmt(f.push, 0)} events/s, import ${fmt(f.bundles, 0)} bundles/s`);
     }
   } finally {
     await server.stop();

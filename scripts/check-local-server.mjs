@@ -3,7 +3,7 @@
 // Starts the local server exactly as `npm start` does (scripts/local.mjs startDev) on a free port with
 // a temporary state folder, then asserts, for the whole process tree:
 //   - none of its listening TCP ports speaks the V8 inspector protocol (/json/version, /json/list);
-//   - the operator token appears in no process's command line (/proc/*/cmdline, readable by anyone)
+//   - the operator token and password pepper appear in no process's command line (/proc/*/cmdline, readable by anyone)
 //     and in no environment of the tree.
 // Linux only (reads /proc); elsewhere it says so and passes.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
@@ -73,16 +73,14 @@ const port = await local.freePort();
 const child = local.startDev(port, { quiet: true });
 try {
   await local.waitHealthy(`http://127.0.0.1:${port}`, child);
-  const token = local.operatorToken();
+  const secrets = { "operator token": local.operatorToken(), "password pepper": local.passwordPepper() };
   const tree = descendants(child.pid);
   const ports = listeningPorts(tree);
   if (!ports.includes(port)) failures.push(`the served port ${port} is not among the tree's listening ports ${ports.join(",")}`);
   for (const p of ports) if (await speaksInspector(p)) failures.push(`port ${p} answers the inspector protocol`);
-  for (const pid of pids()) {
-    if (read(`/proc/${pid}/cmdline`)?.includes(token)) failures.push(`the operator token is on the command line of pid ${pid}`);
-  }
-  for (const pid of tree) {
-    if (read(`/proc/${pid}/environ`)?.includes(token)) failures.push(`the operator token is in the environment of pid ${pid}`);
+  for (const [name, secret] of Object.entries(secrets)) {
+    for (const pid of pids()) if (read(`/proc/${pid}/cmdline`)?.includes(secret)) failures.push(`the ${name} is on the command line of pid ${pid}`);
+    for (const pid of tree) if (read(`/proc/${pid}/environ`)?.includes(secret)) failures.push(`the ${name} is in the environment of pid ${pid}`);
   }
 } catch (err) {
   failures.push(String(err?.message ?? err));
@@ -94,4 +92,4 @@ if (failures.length) {
   console.error(`check-local-server: FAILED\n  ${failures.join("\n  ")}`);
   process.exit(1);
 }
-console.log("check-local-server: no inspector port, no token in any command line or environment");
+console.log("check-local-server: no inspector port, no secret in any command line or environment");

@@ -48,6 +48,16 @@ export function startDev(port, { quiet = false, inspect = false } = {}) {
   return spawn(process.execPath, args, { cwd: root, env, stdio: quiet ? "ignore" : ["ignore", "inherit", "inherit"], detached: false });
 }
 
+/** The per-state-folder dashboard password pepper (mode 600); serve.mjs reads it into a secret binding. */
+export function passwordPepper() {
+  mkdirSync(stateDir, { recursive: true });
+  const file = join(stateDir, "pepper.json");
+  if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")).pepper;
+  const pepper = randomBytes(32).toString("hex");
+  writeFileSync(file, JSON.stringify({ pepper }), { mode: 0o600 });
+  return pepper;
+}
+
 export async function waitHealthy(url, child, ms = 120_000) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {

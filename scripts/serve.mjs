@@ -5,11 +5,12 @@
 // Why not `wrangler dev`: its CLI always opens a V8 inspector (a WebSocket on loopback that accepts
 // any Origin and evaluates code inside the Worker serving every organization), and `--var` would put
 // the operator token on the command line, readable by every local user in the process list. Here the
-// inspector stays closed unless --inspect (npm run dev) asks for it, and the token is read from the
-// state folder's operator.json (mode 600) into a secret binding, never into argv or the environment.
+// inspector stays closed unless --inspect (npm run dev) asks for it, and the token (and the password
+// pepper) are read from the state folder (operator.json, pepper.json; mode 600) into secret
+// bindings, never into argv or the environment.
 import { unstable_startWorker } from "wrangler";
 import { join } from "node:path";
-import { LOCAL_MODE_BINDING, operatorToken, root, stateDir } from "./local.mjs";
+import { LOCAL_MODE_BINDING, operatorToken, passwordPepper, root, stateDir } from "./local.mjs";
 
 const args = process.argv.slice(2);
 const portAt = args.indexOf("--port");
@@ -21,6 +22,9 @@ const worker = await unstable_startWorker({
   config: join(root, "wrangler.toml"),
   bindings: {
     OPERATOR_TOKEN: { type: "secret_text", value: operatorToken() },
+    // Dashboard passwords: the state folder's pepper (mode 600), and this server's own origin for passkeys.
+    PASSWORD_PEPPER: { type: "secret_text", value: passwordPepper() },
+    WEBAUTHN_ORIGINS: { type: "plain_text", value: `http://localhost:${port}` },
     // Marks the embedded local server: loopback browser origins may call /mcp (see README "Security").
     [LOCAL_MODE_BINDING]: { type: "plain_text", value: "true" },
   },

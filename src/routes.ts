@@ -10,6 +10,9 @@ import { mcpRoutes } from "./mcp/routes";
 import { accessRoutes } from "./domains/access/routes";
 import { portabilityRoutes } from "./domains/portability/routes";
 import { auditRoutes } from "./domains/audit/routes";
+import { dashboardLoginRoute, dashboardRoutes } from "./domains/dashboard/routes";
+import { governanceRoutes } from "./domains/governance/routes";
+import { federationRoutes } from "./domains/federation/routes";
 import { modelRoutes } from "./domains/models/routes";
 import { indexingRoutes } from "./domains/indexing/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
@@ -25,6 +28,9 @@ export const ROUTES: readonly RouteDef[] = [
   ...mcpRoutes,
   ...portabilityRoutes,
   ...auditRoutes,
+  dashboardLoginRoute, ...dashboardRoutes,
+  ...governanceRoutes,
+  ...federationRoutes,
   ...modelRoutes,
   ...indexingRoutes,
 ];

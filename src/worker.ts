@@ -20,13 +20,19 @@ export { OrgStore } from "./org/OrgStore";
 const match = buildMatcher(ROUTES);
 
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
-const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin"] as const;
+const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
 const forwardedHeaders = (request: Request, url: URL) => ({
   ...Object.fromEntries(FORWARDED_HEADERS.flatMap((name) => (request.headers.has(name) ? [[name, request.headers.get(name)!]] : []))),
   host: url.host,
 });
 
-export async function handle(request: Request, env: EdgeEnv): Promise<Response> {
+/** What the edge waits with; tests pass one that moves the clock helper instead of sleeping. */
+export interface EdgeDeps {
+  wait: (ms: number) => Promise<void>;
+}
+const defaultDeps: EdgeDeps = { wait: (ms) => scheduler.wait(ms) };
+
+export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = defaultDeps): Promise<Response> {
   const requestId = newId(ID_PREFIX.request);
   try {
     const url = new URL(request.url);
@@ -40,7 +46,8 @@ export async function handle(request: Request, env: EdgeEnv): Promise<Response> 
     const route = m.route;
 
     const bodyText = await readBodyText(request);
-    if (route.auth === "public") return await route.edge(env, requestId);
+    if (route.auth === "public")
+      return await route.edge(env, requestId, { bodyText, authorization: request.headers.get("authorization"), wait: deps.wait });
 
     const token = bearerToken(request.headers.get("authorization"));
     if (!token) throw new ApiError("UNAUTHENTICATED", "A Bearer svc_sk_ credential is required.");
@@ -69,6 +76,11 @@ export async function handle(request: Request, env: EdgeEnv): Promise<Response> 
         return new Response(null, { status: result.status, headers });
       }
       return new Response(JSON.stringify(result.bare.body), { status: result.status, headers });
+    }
+    if (result.exact) {
+      const headers = baseHeaders(requestId);
+      for (const [name, value] of Object.entries(result.exact.headers)) headers.set(name, value);
+      return new Response(result.exact.text, { status: result.status, headers });
     }
     if (result.stream) return new Response(result.stream, { status: result.status, headers: baseHeaders(requestId, "application/x-ndjson") });
     if (result.ndjson) {

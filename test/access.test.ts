@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sign } from "../src/domains/federation/signing";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 /** A key holding every scope for a new principal with `role`. */
@@ -321,6 +322,37 @@ describe("the same 404 for foreign, invisible and missing records", () => {
     expect((await call("POST", `/v1/leases/${lease}/force-release`, { key: org.api_key })).status).toBe(200);
     expect((await call("DELETE", `/v1/memberships/${live}`, { key: org.api_key })).status).toBe(200);
   });
+
+  it("holds for organization-wide records (federation peers): foreign and missing answer alike", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const peer = (await call("POST", "/v1/federation/peers", { key: org.api_key,
+      body: { endpoint: "https://uniform.example.com", shared_secret: "0123456789abcdef", direction: "bidirectional" } })).json.data.peer_id;
+    const zero = `peer_${"0".repeat(32)}`;
+    const paths: [string, (id: string) => string, unknown?][] = [
+      ["POST", (id) => `/v1/federation/peers/${id}/suspend`],
+      ["POST", (id) => `/v1/federation/peers/${id}/filters`, { resource_type: "observation" }],
+      ["GET", (id) => `/v1/federation/peers/${id}/filters`],
+      ["GET", (id) => `/v1/federation/log?peer_id=${id}`],
+    ];
+    for (const [method, path, body] of paths) {
+      const foreign = await call(method, path(peer), { key: other.api_key, body });
+      const missing = await call(method, path(zero), { key: other.api_key, body });
+      for (const r of [foreign, missing]) expectError(r, 404, "NOT_FOUND");
+      expect(JSON.stringify(foreign.json.error), `${method} ${path(peer)}`).toBe(JSON.stringify(missing.json.error));
+    }
+    // A body reference: 400 UNRESOLVED_REFERENCE, naming only the id the caller sent.
+    for (const path of ["/v1/federation/pull", "/v1/federation/push"]) {
+      const send = (id: string) => {
+        const raw = JSON.stringify(path.endsWith("pull") ? { peer_id: id } : { peer_id: id, exchange_id: "x", sent_at: new Date().toISOString(), events: [] });
+        return call("POST", path, { key: other.api_key, raw, headers: { "content-type": "application/json", "x-svc-peer-signature": sign("0123456789abcdef", raw) } });
+      };
+      const foreign = await send(peer);
+      const missing = await send(zero);
+      for (const r of [foreign, missing]) expectError(r, 400, "UNRESOLVED_REFERENCE");
+      expect(foreign.json.error.message.replace(peer, zero), path).toBe(missing.json.error.message);
+    }
+  });
 });
 
 describe("role matrix on mutating routes", () => {
@@ -335,6 +367,8 @@ describe("role matrix on mutating routes", () => {
     const anyone = ["owner", "admin", "member"];
     const lease = (await call("POST", "/v1/leases", { key: keys.member.key, body: { resource_type: "r", resource_id: "held", ttl_seconds: 600 } })).json.data.lease_id;
     const bobId = (await mintKey(org.api_key, { scopes: ["*"] })).principal_id;
+    const fedPeer = (await call("POST", "/v1/federation/peers", { key: org.api_key,
+      body: { endpoint: "https://matrix.example.com", shared_secret: "0123456789abcdef", direction: "pull" } })).json.data.peer_id;
     let n = 0;
     const matrix: [string, string, () => unknown, string[], number][] = [
       ["POST", "/v1/observations", () => obs("s", `x${n++}`), anyone, 201],
@@ -344,6 +378,7 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/keys", () => ({ label: "k", scopes: ["events:read"] }), anyone, 201],
       ["POST", "/v1/webhooks", () => ({ url: "https://hooks.example.com/x", secret: "0123456789abcdef", events: ["*"] }), anyone, 201],
       ["POST", "/v1/workspaces", () => ({ name: `w${n++}` }), anyone, 201],
+      ["POST", "/v1/operator-accounts", () => ({ username: `matrix-${Date.now().toString(36)}-${n++}`, role: "member" }), anyone, 201],
       ["POST", "/v1/context/compile", () => ({}), [...anyone, "reader"], 201],
       ["POST", "/v1/memberships", () => ({ principal_id: bobId, role: "member", workspace_id: undefined }), ["owner", "admin"], 201],
       ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["read"], subject: `s${n++}` }), ["owner", "admin"], 201],
@@ -351,6 +386,9 @@ describe("role matrix on mutating routes", () => {
       ["GET", "/v1/principals", () => undefined, ["owner", "admin"], 200],
       ["GET", "/v1/audit", () => undefined, ["owner", "admin"], 200],
       ["POST", "/v1/access/simulate", () => ({ principal_id: bobId, action: "read" }), ["owner"], 200],
+      ["POST", "/v1/federation/peers", () => ({ endpoint: `https://m${n++}.example.com`, shared_secret: "0123456789abcdef", direction: "pull" }), ["owner", "admin"], 201],
+      ["POST", `/v1/federation/peers/${fedPeer}/filters`, () => ({ resource_type: "observation" }), ["owner", "admin"], 201],
+      ["POST", "/v1/federation/pull", () => ({ peer_id: fedPeer }), anyone, 200],
       ["GET", "/v1/models/config", () => undefined, [...anyone, "reader"], 200],
       ["POST", "/v1/models/probe", () => ({ kind: "embedding", text: "role matrix" }), anyone, 200],
       ["POST", "/v1/index/drain", () => ({ limit: 1 }), ["owner", "admin"], 200],
@@ -381,6 +419,9 @@ describe("role matrix on the remaining mutating routes", () => {
     let n = 0;
     const ownerObservation = () => appendOk(owner.key, obs("matrix", `o${n++}`));
     const ownerClaim = async () => (await consolidateOk(owner.key, "matrix", [{ kind: "fact", statement: `c${n++}`, sources: supports(await ownerObservation()) }]))[0];
+    const fedPeer = async (direction = "bidirectional") => (await call("POST", "/v1/federation/peers", { key: owner.key,
+      body: { endpoint: `https://m${n++}.example.com`, shared_secret: "0123456789abcdef", direction } })).json.data.peer_id;
+    const pushPeer = await fedPeer("push");
     const hook = async () => (await call("POST", "/v1/webhooks", { key: owner.key, body: { url: "https://hooks.example.com/m", secret: "0123456789abcdef", events: ["*"] } })).json.data.webhook_id;
     // Each row: how to build the request for a caller, which roles succeed (the rest get 403), and the success status.
     const rows: [string, (who: Who) => Promise<[string, string, unknown?]>, string[], number][] = [
@@ -405,6 +446,8 @@ describe("role matrix on the remaining mutating routes", () => {
       ["revoke own key", async (who) => who === roles.reader ? ["DELETE", `/v1/keys/key_${"0".repeat(32)}`]
         : ["DELETE", `/v1/keys/${(await call("POST", "/v1/keys", { key: who.key, body: { label: "m", scopes: ["events:read"], principal_id: who.principal_id } })).json.data.key_id}`], ["owner", "admin", "member"], 200],
       ["revoke a grant", async (who) => ["DELETE", `/v1/grants/${(await call("POST", "/v1/grants", { key: owner.key, body: { principal_id: who.principal_id, permissions: ["read"], subject: `g${n++}` } })).json.data.grant_id}`], ["owner", "admin"], 200],
+      ["suspend a federation peer", async () => ["POST", `/v1/federation/peers/${await fedPeer()}/suspend`], ["owner", "admin"], 200],
+      ["federation push", async () => ["POST", "/v1/federation/push", undefined], ["owner", "admin", "member"], 200],
       ["remove a membership", async () => {
         const w = (await call("POST", "/v1/workspaces", { key: owner.key, body: { name: `w${n++}` } })).json.data.workspace_id;
         const m = await call("POST", "/v1/memberships", { key: owner.key, body: { principal_id: roles.member.principal_id, role: "member", workspace_id: w } });
@@ -414,7 +457,10 @@ describe("role matrix on the remaining mutating routes", () => {
     for (const [name, build, allowed, success] of rows)
       for (const [role, who] of Object.entries(roles)) {
         const [method, path, body] = await build(who);
-        const r = name === "import"
+        const signed = (raw: string) => ({ key: who.key, raw, headers: { "content-type": "application/json", "x-svc-peer-signature": sign("0123456789abcdef", raw) } });
+        const r = name === "federation push"
+          ? await call(method, path, signed(JSON.stringify({ peer_id: pushPeer, exchange_id: `m${n++}`, sent_at: new Date().toISOString(), events: [] })))
+          : name === "import"
           ? await call(method, path, { key: who.key, raw: JSON.stringify({ type: "project", project_id: `prj_${(n++).toString(16).padStart(32, "0")}`, reference: `imp${n}`, created_by: who.principal_id, created_at: "2026-01-01T00:00:00.000Z" }), headers: { "content-type": "application/x-ndjson" } })
           : await call(method, path, { key: who.key, body });
         if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBe(success);
@@ -448,4 +494,121 @@ describe("claim references to hidden claims", () => {
     const list = await call("GET", "/v1/memories", { key: bob.key });
     expect(list.json.data.items.find((c: any) => c.claim_id === shared).disputes).toEqual([old]);
   });
+});
+
+describe("governance routes: the same 404, the same unresolved reference, and the role matrix", () => {
+  const zero = "0".repeat(32);
+  async function verifiedClaim(key: string, statement: string, visibility = "team") {
+    const subject = `gov-${statement}`;
+    const o = await appendOk(key, obs(subject, statement, { trust: "verified", visibility }));
+    return (await consolidateOk(key, subject, [{ kind: "fact", statement, visibility, sources: supports(o) }]))[0];
+  }
+
+  it("answers foreign, invisible and missing path ids identically on every governance route", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"], max_trust: "verified" });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const policy = (await call("POST", "/v1/policies", { key: org.api_key, body: { type: "approval", name: "p", rules: { separation_of_duty: false } } })).json.data.policy_id;
+    const hidden = await verifiedClaim(alice.key, "hidden", "private");
+    const approval = (await call("POST", "/v1/claim-approvals", { key: alice.key, body: { claim_id: hidden } })).json.data.approval_id;
+    const channel = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: "c", audiences: ["a"], min_trust: "low", gateway_principal_id: gw.principal_id } })).json.data.channel_id;
+    const rel = (await call("POST", "/v1/knowledge-releases", { key: alice.key, body: { claim_id: await verifiedClaim(alice.key, "shared"), channel_id: channel } })).json.data.release_id;
+    // [method, path, missing path, body, the key of this organization that asks for the missing id, a key to which the record is invisible]
+    const cases: [string, string, string, unknown, string, string?][] = [
+      ["PATCH", `/v1/policies/${policy}`, `/v1/policies/pol_${zero}`, { expected_version: 1, status: "retired" }, org.api_key],
+      ["POST", `/v1/claim-approvals/${approval}/decide`, `/v1/claim-approvals/apr_${zero}/decide`, { decision: "approved" }, bob.key, bob.key],
+      ["PATCH", `/v1/channels/${channel}`, `/v1/channels/chn_${zero}`, { status: "paused", expected_version: 1 }, bob.key],
+      ["POST", `/v1/knowledge-releases/${rel}/approve`, `/v1/knowledge-releases/rel_${zero}/approve`, {}, bob.key],
+      ["POST", `/v1/knowledge-releases/${rel}/activate`, `/v1/knowledge-releases/rel_${zero}/activate`, {}, bob.key],
+      ["POST", `/v1/knowledge-releases/${rel}/revoke`, `/v1/knowledge-releases/rel_${zero}/revoke`, {}, bob.key],
+      ["POST", `/v1/channels/${channel}/context/compile`, `/v1/channels/chn_${zero}/context/compile`, {}, gw.key],
+    ];
+    for (const [method, path, missingPath, body, own, invisibleTo] of cases) {
+      const missing = await call(method, missingPath, { key: own, body });
+      const answers = [await call(method, path, { key: other.api_key, body }), missing];
+      if (invisibleTo) answers.push(await call(method, path, { key: invisibleTo, body }));
+      for (const r of answers) {
+        expectError(r, 404, "NOT_FOUND");
+        expect(JSON.stringify(r.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
+      }
+    }
+    // Body references: hidden, missing and foreign records are one 400 UNRESOLVED_REFERENCE.
+    const theirClaim = await verifiedClaim(other.api_key, "theirs");
+    const theirGw = await mintKey(other.api_key, { scopes: ["channel:compile"] });
+    const theirChannel = (await call("POST", "/v1/channels", { key: other.api_key, body: { name: "c", audiences: ["a"], min_trust: "low", gateway_principal_id: theirGw.principal_id } })).json.data.channel_id;
+    const shared = await verifiedClaim(org.api_key, "shared-2");
+    const refs: [string, (id: string) => unknown, string[]][] = [
+      ["/v1/claim-approvals", (id) => ({ claim_id: id }), [hidden, theirClaim, `claim_${zero}`]],
+      ["/v1/knowledge-releases", (id) => ({ claim_id: id, channel_id: channel }), [hidden, theirClaim, `claim_${zero}`]],
+      ["/v1/knowledge-releases", (id) => ({ claim_id: shared, channel_id: id }), [theirChannel, `chn_${zero}`]],
+      ["/v1/channels", (id) => ({ name: `n${id}`, audiences: ["a"], min_trust: "low", gateway_principal_id: id }), [theirGw.principal_id, `prn_${zero}`]],
+    ];
+    for (const [path, body, ids] of refs) {
+      const answers = await Promise.all(ids.map((id) => call("POST", path, { key: bob.key, body: body(id) })));
+      for (const r of answers) expectError(r, 400, "UNRESOLVED_REFERENCE");
+      expect(new Set(answers.map((r, i) => r.json.error.message.replace(ids[i], "ID"))).size, path).toBe(1);
+    }
+  });
+
+  it("allows and refuses each governance route by role", async () => {
+    const org = await newOrg();
+    const roles = {
+      owner: await principalWithRole(org.api_key, "owner"),
+      admin: await principalWithRole(org.api_key, "admin"),
+      member: await principalWithRole(org.api_key, "member"),
+      reader: await principalWithRole(org.api_key, "reader"),
+    };
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const channel = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: "shared", audiences: ["a"], min_trust: "low", gateway_principal_id: gw.principal_id } })).json.data.channel_id;
+    let n = 0;
+    const claim = () => verifiedClaim(org.api_key, `m${n++}`);
+    const releaseIn = async (...moves: string[]) => {
+      const id = (await call("POST", "/v1/knowledge-releases", { key: org.api_key, body: { claim_id: await claim(), channel_id: channel } })).json.data.release_id;
+      for (const m of moves) await call("POST", `/v1/knowledge-releases/${id}/${m}`, { key: org.api_key, body: {} });
+      return id;
+    };
+    type Who = { key: string; principal_id: string };
+    const writers = ["owner", "admin", "member"];
+    const everyone = [...writers, "reader"];
+    const rows: [string, (who: Who) => Promise<[string, string, unknown?]>, string[]][] = [
+      ["create policy", async () => ["POST", "/v1/policies", { type: "approval", name: `p${n++}`, rules: { separation_of_duty: false } }], ["owner", "admin"]],
+      ["change policy", async () => {
+        const p = (await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: `r${n++}`, rules: { rules: [{ record_type: "claim", max_age_days: 9 }] } } })).json.data.policy_id;
+        return ["PATCH", `/v1/policies/${p}`, { expected_version: 1, status: "retired" }];
+      }, ["owner", "admin"]],
+      ["list policies", async () => ["GET", "/v1/policies"], everyone],
+      ["submit approval", async () => ["POST", "/v1/claim-approvals", { claim_id: await claim() }], writers],
+      ["decide approval", async () => {
+        const a = (await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: await claim() } })).json.data.approval_id;
+        return ["POST", `/v1/claim-approvals/${a}/decide`, { decision: "approved" }];
+      }, writers],
+      ["list approvals", async () => ["GET", "/v1/claim-approvals"], everyone],
+      ["create channel", async () => ["POST", "/v1/channels", { name: `c${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: (await mintKey(org.api_key, { scopes: ["channel:compile"] })).principal_id }], writers],
+      ["change channel", async () => {
+        const g = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+        const c = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: `c${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: g.principal_id } })).json.data.channel_id;
+        return ["PATCH", `/v1/channels/${c}`, { status: "paused", expected_version: 1 }];
+      }, writers],
+      ["list channels", async () => ["GET", "/v1/channels"], everyone],
+      ["create release", async () => ["POST", "/v1/knowledge-releases", { claim_id: await claim(), channel_id: channel }], writers],
+      ["approve release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn()}/approve`, {}], writers],
+      ["activate release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve")}/activate`, {}], writers],
+      ["revoke release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve", "activate")}/revoke`, {}], writers],
+      ["list releases", async () => ["GET", "/v1/knowledge-releases"], everyone],
+      // A read-only POST: any role may compile the channel it is the gateway of.
+      ["channel compile", async (who) => {
+        const c = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: `g${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: who.principal_id } })).json.data.channel_id;
+        return ["POST", `/v1/channels/${c}/context/compile`, {}];
+      }, everyone],
+    ];
+    for (const [name, build, allowed] of rows)
+      for (const [role, who] of Object.entries(roles)) {
+        const [method, path, body] = await build(who);
+        const r = await call(method, path, { key: who.key, body });
+        if (allowed.includes(role)) expect(r.status, `${role} ${name}: ${r.text}`).toBeLessThan(300);
+        else expectError(r, 403, "FORBIDDEN");
+      }
+  }, 120_000); // many requests per role: slow when the whole suite shares the machine, not a timed test
 });

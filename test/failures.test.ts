@@ -9,7 +9,7 @@ import { ApiError, translateStorageError } from "../src/http/errors";
 import type { EdgeEnv, PublicRoute } from "../src/http/route";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 import { handle } from "../src/worker";
-import { append, appendOk, call, expectError, inOrg, newOrg, obs, orgStub, supports } from "./helpers";
+import { append, bareRequest, appendOk, call, expectError, inOrg, newOrg, obs, orgStub, supports } from "./helpers";
 
 /** A D1 binding that prepares statements (lazily, as D1 does) but fails every query like an unreachable database. */
 const failingD1 = (): D1Database => {
@@ -39,7 +39,7 @@ const translatedInOrg = (orgId: string, fn: (o: OrgStore) => void) =>
 
 const readyz = (envOverride: Partial<EdgeEnv>) => {
   const route = healthRoutes.find((r) => r.path === "/readyz") as PublicRoute;
-  return route.edge({ ...env, ...envOverride } as EdgeEnv, "req_test");
+  return route.edge({ ...env, ...envOverride } as EdgeEnv, "req_test", bareRequest);
 };
 
 describe("storage errors become the SPEC's codes, never SQLite's text", () => {

@@ -231,6 +231,9 @@ describe("routing: absent routes are 404, id segments match only their id form (
     observations: "obs_" + ZEROS, claims: "claim_" + ZEROS, context: "ctx_" + ZEROS, checkpoints: "chk_" + ZEROS,
     keys: "key_" + ZEROS, grants: "grt_" + ZEROS, memberships: "mbr_" + ZEROS, leases: "lse_" + ZEROS,
     handoffs: "hnd_" + ZEROS, webhooks: "whk_" + ZEROS, events: "evt_" + ZEROS, projects: "prj_" + ZEROS, subjects: "any subject",
+    passkeys: "pk_" + ZEROS, policies: "pol_" + ZEROS, "claim-approvals": "apr_" + ZEROS, channels: "chn_" + ZEROS,
+    "knowledge-releases": "rel_" + ZEROS, "legal-holds": "hold_" + ZEROS, "identity-mappings": "map_" + ZEROS, peers: "peer_" + ZEROS,
+    workspaces: "wsp_" + ZEROS,
   };
   const idRoutes = ROUTES.filter((r) => r.path.includes(":id"));
   const fill = (path: string, id: (collection: string) => string) =>

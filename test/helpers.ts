@@ -93,3 +93,6 @@ export async function readmeAuditHash(prevHash: string, e: {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/** A public route's request with no body, no credential and no waiting (health and readiness probes). */
+export const bareRequest = { bodyText: null, authorization: null, wait: async () => {} };

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { type BackgroundJob, jobDueAt, markJobDue, nextAlarm, runDueJobs } from "../src/org/jobs";
 import type { OrgStore } from "../src/org/OrgStore";
-import { appendOk, call, expectError, inOrg, newOrg, obs, orgStub } from "./helpers";
+import { appendOk, bareRequest, call, expectError, inOrg, newOrg, obs, orgStub } from "./helpers";
 
 describe("nextAlarm", () => {
   it("is null when no job has work pending", () => {
@@ -123,7 +123,7 @@ describe("readiness reports who drives background work", () => {
     const { healthRoutes } = await import("../src/domains/health/routes");
     const route = healthRoutes.find((r) => r.path === "/readyz")!;
     // A copy of this environment with one variable changed: nothing global is touched.
-    const res = await route.edge({ ...env, ...over }, "req_test");
+    const res = await route.edge({ ...env, ...over }, "req_test", bareRequest);
     expect(res.status).toBe(200);
     return ((await res.json()) as { data: { capabilities: Record<string, unknown> } }).data.capabilities;
   };

@@ -5,7 +5,7 @@ import type { PublicRoute } from "../src/http/route";
 import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
 import type { OrgStore } from "../src/org/OrgStore";
-import { inOrg, orgStub } from "./helpers";
+import { bareRequest, inOrg, orgStub } from "./helpers";
 
 const storageOf = (o: OrgStore) => (o as unknown as { ctx: DurableObjectState }).ctx.storage;
 const upTo = (name: string) => ORG_MIGRATIONS.slice(0, ORG_MIGRATIONS.findIndex((m) => m.name === name) + 1);
@@ -50,7 +50,7 @@ describe("the org migration runner", () => {
     await inOrg("readiness-probe", (o) => o.db.run("UPDATE _migrations SET name = 'zzz_unknown' WHERE version = 1"));
     try {
       const readyz = healthRoutes.find((r) => r.path === "/readyz") as PublicRoute;
-      const res = await readyz.edge(env, "req_test");
+      const res = await readyz.edge(env, "req_test", bareRequest);
       expect(res.status).toBe(503);
       const body = (await res.json()) as { error: { meta?: unknown }; meta: { checks: Record<string, string>; schema: { org_store: { error?: string } } } };
       expect(body.meta.checks.org_store).toBe("failing");

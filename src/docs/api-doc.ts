@@ -18,15 +18,18 @@ export function renderApiDoc(routes: readonly RouteDef[]): string {
   for (const r of routes) {
     const scope = r.auth === "public" ? "public" : (r.scope ?? "any valid credential");
     const roles = r.auth === "key" && r.roles ? r.roles.join(", ") : "";
-    out.push(`| ${r.method} | \`${r.path}\` | ${r.auth === "public" ? "none" : "Bearer"} | ${scope} | ${roles} | ${r.summary} |`);
+    // Routes limited to some dashboard session stages name them (api_key, password_change, staged, full).
+    const auth = r.auth === "public" ? "none" : r.stages ? `Bearer (${r.stages.join(", ")})` : "Bearer";
+    out.push(`| ${r.method} | \`${r.path}\` | ${auth} | ${scope} | ${roles} | ${r.summary} |`);
   }
   out.push("");
   for (const r of routes) {
-    if (r.auth !== "key" || (!r.body && !r.query && !r.ndjsonLines)) continue;
+    if (r.auth !== "key" || (!r.body && !r.query && !r.ndjsonLines && !r.rawBodySchema)) continue;
     out.push(`## ${r.method} ${r.path}`, "");
     if (r.idempotent) out.push("Honours `Idempotency-Key`.", "");
     if (r.query) out.push(schemaBlock("Query", r.query));
     if (r.body) out.push(schemaBlock(r.bodyOptional ? "Body (optional)" : "Body", r.body));
+    if (r.rawBodySchema) out.push(schemaBlock("Body (raw bytes, validated by the route)", r.rawBodySchema));
     for (const [type, schema] of Object.entries(r.ndjsonLines ?? {})) out.push(schemaBlock(`NDJSON line \`${type}\``, schema));
   }
   return out.join("\n");

@@ -8,11 +8,12 @@ export function baseHeaders(requestId: string, contentType = JSON_TYPE): Headers
   return new Headers({ "content-type": contentType, "cache-control": "no-store", "x-request-id": requestId });
 }
 
+/** The exact bytes of a success envelope; a handler that signs its response signs this text. */
+export const envelopeText = (requestId: string, data: unknown, meta: Record<string, unknown> = {}): string =>
+  JSON.stringify({ data, meta: { ...meta, request_id: requestId } });
+
 export function dataResponse(requestId: string, status: number, data: unknown, meta: Record<string, unknown> = {}): Response {
-  return new Response(JSON.stringify({ data, meta: { ...meta, request_id: requestId } }), {
-    status,
-    headers: baseHeaders(requestId),
-  });
+  return new Response(envelopeText(requestId, data, meta), { status, headers: baseHeaders(requestId) });
 }
 
 export function errorResponse(requestId: string, error: ErrorBody | ApiError, extraHeaders?: Record<string, string>): Response {

@@ -5,6 +5,8 @@ export const ID_PREFIX = {
   event: "evt_", delivery: "dlv_", webhook: "whk_", project: "prj_", principal: "prn_",
   checkpoint: "chk_", lease: "lse_", handoff: "hnd_", audit: "aud_", request: "req_", session: "sess_",
   workspace: "wsp_", grant: "grt_", membership: "mbr_",
+  policy: "pol_", approval: "apr_", channel: "chn_", release: "rel_",
+  peer: "peer_", filter: "flt_", federationLog: "fxl_",
 } as const;
 
 export function randomHex(bytes = 16): string {

@@ -3,6 +3,7 @@
 import type { z } from "zod";
 import type { Role } from "../auth/roles";
 import type { Scope } from "../auth/scopes";
+import type { CredentialStage } from "../domains/dashboard/stages";
 import type { Reply, RequestCtx } from "../org/request";
 import type { WriteTarget } from "../access/policy";
 
@@ -19,6 +20,13 @@ export interface EdgeEnv {
   MCP_ALLOWED_ORIGINS?: string;
   /** "offline": outbound webhook sends never open a connection and fail (the test environment). */
   WEBHOOK_SENDER?: string;
+  /** Dashboard accounts (src/domains/dashboard): the password pepper secret and the WebAuthn relying party. */
+  PASSWORD_PEPPER?: string;
+  /** Default "localhost"; the empty string disables passkey enrollment and assertion. */
+  WEBAUTHN_RP_ID?: string;
+  WEBAUTHN_RP_NAME?: string;
+  /** Comma-separated origins allowed in WebAuthn client data (default https://<RP ID>). */
+  WEBAUTHN_ORIGINS?: string;
   /** Model backends (src/vector/config.ts): chosen by these variables, never by which bindings exist. */
   EMBEDDING_PROVIDER?: string;
   VECTOR_INDEX?: string;
@@ -34,10 +42,18 @@ interface RouteBase {
   summary: string;
 }
 
-/** Served by the front Worker itself without a credential (health, readiness). */
+/** What a public route may read of its request, and the edge's injected dependencies. */
+export interface PublicRequest {
+  bodyText: string | null;
+  authorization: string | null;
+  /** Waits without CPU (scheduler.wait); tests pass one that moves the clock helper instead. */
+  wait: (ms: number) => Promise<void>;
+}
+
+/** Served by the front Worker itself without a credential (health, readiness, dashboard login). */
 export interface PublicRoute extends RouteBase {
   auth: "public";
-  edge: (env: EdgeEnv, requestId: string) => Promise<Response>;
+  edge: (env: EdgeEnv, requestId: string, req: PublicRequest) => Promise<Response>;
 }
 
 /** Authenticated, served inside the organization's Durable Object. */
@@ -65,8 +81,17 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
    * non-GET route is closed to readers.
    */
   grantWritable?: (rc: RequestCtx<z.infer<B>, z.infer<Q>>) => WriteTarget | null;
+  /**
+   * Which credentials may call the route (src/domains/dashboard/stages.ts): an API key and the stages
+   * of a dashboard session. Default: an API key or a full session. Enforced once, in executeRoute.
+   */
+  stages?: readonly CredentialStage[];
+  /** Acts only on the caller's own dashboard account or session: open to every role, readers included. */
+  ownAccount?: boolean;
   /** The body is not JSON (e.g. NDJSON import): handed to the handler as rc.rawBody, unparsed. */
   rawBody?: boolean;
+  /** The JSON schema a rawBody route applies itself after reading the raw bytes (published in docs/API.md). */
+  rawBodySchema?: z.ZodType;
   /**
    * Runs inside the org Durable Object. Writes go through commitWrite (one transactionSync). A handler
    * may be async only to read something outside the DO first (e.g. the D1 index); it must then

@@ -2,7 +2,7 @@
 // Exactly one indexed lookup per authenticated request.
 
 /** The D1 migration files under schema/d1, in order (a test checks this list against the folder). */
-export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql"] as const;
+export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql"] as const;
 
 /**
  * Routing cache: key hash -> org id, per Worker isolate. Safe because the mapping never changes for a

@@ -16,6 +16,9 @@ import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";
 import { maintenanceIntervalMs } from "./maintenance";
 import { getMeta } from "./meta";
+import { passwordLogin, type LoginResult } from "../domains/dashboard/login";
+import { revokeSessionById } from "../domains/dashboard/store";
+import { pepperOf } from "../domains/identity/passwords";
 import { Db } from "./db";
 import { appliedMigrations, migrate, migrationMismatch } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
@@ -31,7 +34,7 @@ export interface DispatchInput {
   idempotencyKey: string | null;
   keyHash: string;
   requestId: string;
-  /** The few request headers routes may read (lower-case names): accept, content-type, mcp-protocol-version, origin, host. */
+  /** The few request headers routes may read (lower-case names): accept, content-type, mcp-protocol-version, origin, x-svc-peer-signature, host. */
   headers: Record<string, string>;
 }
 
@@ -91,11 +94,13 @@ export class OrgStore extends DurableObject<EdgeEnv> {
   private async applyIndexWrites(orgId: string, reply: Reply): Promise<void> {
     for (const w of reply.indexWrites ?? ([] as IndexWrite[])) {
       if (w.op === "add_credential") {
+        const kind = w.kind ?? "api_key";
         try {
-          await addCredential(this.env.INDEX_DB, w.keyHash, orgId, "api_key", clock.nowIso());
+          await addCredential(this.env.INDEX_DB, w.keyHash, orgId, kind, clock.nowIso());
         } catch (err) {
           // The raw key never reached the caller; retire the row so nothing half-made remains usable.
-          revokeKey(this.db, w.keyId);
+          if (kind === "dashboard_session") revokeSessionById(this.db, w.keyId);
+          else revokeKey(this.db, w.keyId);
           throw new ApiError("UNAVAILABLE", "The credential index is unavailable; the key was not created.");
         }
       } else {
@@ -107,7 +112,19 @@ export class OrgStore extends DurableObject<EdgeEnv> {
 
   /** Creates the organization's owner principal, account and key (no HTTP route does this). */
   async bootstrap(orgId: string, username: string): Promise<BootstrapResult> {
-    return bootstrapOrganization(this.db, this.ctx.storage, orgId, username);
+    return bootstrapOrganization(this.db, this.ctx.storage, orgId, username, pepperOf(this.env));
+  }
+
+  /** Password login for POST /v1/dashboard-sessions (the front Worker found this org by username). */
+  async login(input: { username: string; password: string; requestId: string }): Promise<LoginResult> {
+    try {
+      if (this.migrationError) throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
+      return await passwordLogin({ db: this.db, storage: this.ctx.storage, env: this.env, requestId: input.requestId }, input.username, input.password);
+    } catch (err) {
+      if (!(err instanceof ApiError)) console.error("login failed", err);
+      const e = translateStorageError(err);
+      return { ok: false, error: { code: "UNAVAILABLE", message: e.code === "UNAVAILABLE" ? e.message : "Storage is unavailable." } };
+    }
   }
 
   /** Re-checked on every call: the applied migrations by name against the list, not by count. */

@@ -3,6 +3,7 @@
 // else (idempotent reaches commitWrite through the RequestCtx). HTTP requests (OrgStore.dispatch) and
 // MCP tool calls both come through here, so a tool can never do more than the route it mirrors.
 import { requireWrite } from "../access/policy";
+import { checkStage } from "../domains/dashboard/stages";
 import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { ApiError } from "../http/errors";
 import { type OrgRoute, routeId } from "../http/route";
@@ -26,10 +27,11 @@ export interface RouteCall {
 
 export async function executeRoute(session: Session, route: OrgRoute, call: RouteCall): Promise<Reply> {
   const { caller } = session;
+  checkStage(caller, route);
   if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
   if (route.roles && !route.roles.includes(caller.role))
     throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
-  if (caller.role === "reader" && route.method !== "GET" && !route.readOnly && !route.grantWritable)
+  if (caller.role === "reader" && route.method !== "GET" && !route.readOnly && !route.grantWritable && !route.ownAccount)
     throw new ApiError("FORBIDDEN", "The reader role cannot write.");
   let body: unknown;
   if (route.body) {

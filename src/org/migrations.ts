@@ -335,7 +335,208 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    name: "0009_vector_index",
+    name: "0009_dashboard_accounts",
+    sql: `
+      -- password_hash now holds the self-describing form pbkdf2-sha256$<iterations>$<salt>$<hash> (peppered);
+      -- rows from before keep the bare hex hash with password_salt and are upgraded at their next login.
+      ALTER TABLE operator_accounts ADD COLUMN display_name TEXT;
+      ALTER TABLE operator_accounts ADD COLUMN password_changed_at TEXT;
+      CREATE TABLE dashboard_sessions (
+        session_id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,          -- SHA-256 hex of the svc_sk_ session token
+        account_id TEXT NOT NULL REFERENCES operator_accounts(account_id),
+        stage TEXT NOT NULL,                    -- 'password_change' | 'staged' | 'full'
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+      CREATE INDEX dashboard_sessions_by_account ON dashboard_sessions(account_id) WHERE revoked_at IS NULL;
+      CREATE TABLE passkeys (
+        passkey_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES operator_accounts(account_id),
+        credential_id TEXT NOT NULL UNIQUE,     -- base64url
+        public_key TEXT NOT NULL,               -- base64url COSE key
+        counter INTEGER NOT NULL,
+        transports TEXT NOT NULL,               -- JSON array
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at TEXT
+      );
+      CREATE INDEX passkeys_by_account ON passkeys(account_id) WHERE revoked_at IS NULL;
+      CREATE TABLE webauthn_challenges (
+        challenge TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        purpose TEXT NOT NULL,                  -- 'register' | 'authenticate'
+        expires_at TEXT NOT NULL,
+        used_at TEXT
+      );
+      CREATE TABLE recovery_codes (
+        account_id TEXT NOT NULL REFERENCES operator_accounts(account_id),
+        code_hash TEXT NOT NULL,                -- SHA-256 hex of the normalized code
+        created_at TEXT NOT NULL,
+        used_at TEXT,
+        PRIMARY KEY (account_id, code_hash)
+      );
+    `,
+  },
+  {
+    name: "0010_governance",
+    sql: `
+      CREATE TABLE policies (
+        policy_id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,                  -- 'approval' | 'release' | 'retention'
+        name TEXT NOT NULL UNIQUE,
+        rules TEXT NOT NULL,                 -- JSON, shape per type (governance/schema.ts)
+        status TEXT NOT NULL,                -- 'draft' | 'active' | 'retired'
+        version INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      -- At most one active policy per type.
+      CREATE UNIQUE INDEX policies_one_active ON policies(type) WHERE status = 'active';
+      CREATE INDEX policies_by_created ON policies(created_at, policy_id);
+      -- Every version a policy has had, the current one included.
+      CREATE TABLE policy_versions (
+        policy_id TEXT NOT NULL REFERENCES policies(policy_id),
+        version INTEGER NOT NULL,
+        rules TEXT NOT NULL,
+        status TEXT NOT NULL,
+        changed_by TEXT NOT NULL,
+        changed_at TEXT NOT NULL,
+        PRIMARY KEY (policy_id, version)
+      );
+      CREATE TABLE claim_approvals (
+        approval_id TEXT PRIMARY KEY,
+        claim_id TEXT NOT NULL REFERENCES claims(claim_id),
+        claim_version INTEGER NOT NULL,
+        status TEXT NOT NULL,                -- 'pending' | 'approved' | 'rejected'
+        evidence TEXT NOT NULL,              -- JSON { observation_ids, hidden_source_count } as the submitter saw it
+        note TEXT,
+        submitted_by TEXT NOT NULL,
+        decided_by TEXT,
+        decided_at TEXT,
+        decision_note TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX claim_approvals_one_pending ON claim_approvals(claim_id, claim_version) WHERE status = 'pending';
+      CREATE INDEX claim_approvals_by_claim ON claim_approvals(claim_id, claim_version, status);
+      CREATE INDEX claim_approvals_by_created ON claim_approvals(created_at, approval_id);
+      CREATE TABLE channels (
+        channel_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        audiences TEXT NOT NULL,             -- JSON array of strings
+        min_trust TEXT NOT NULL,
+        gateway_principal_id TEXT NOT NULL REFERENCES principals(principal_id),
+        status TEXT NOT NULL,                -- 'active' | 'paused' | 'disabled' (final)
+        version INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      -- One channel per gateway principal (a disabled channel no longer holds it).
+      CREATE UNIQUE INDEX channels_one_per_gateway ON channels(gateway_principal_id) WHERE status != 'disabled';
+      CREATE INDEX channels_by_created ON channels(created_at, channel_id);
+      CREATE TABLE knowledge_releases (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        release_id TEXT NOT NULL UNIQUE,
+        channel_id TEXT NOT NULL REFERENCES channels(channel_id),
+        claim_id TEXT NOT NULL REFERENCES claims(claim_id),
+        claim_version INTEGER NOT NULL,
+        status TEXT NOT NULL,                -- 'draft' | 'approved' | 'active' | 'revoked'
+        snapshot TEXT NOT NULL,              -- JSON, immutable: what the channel serves
+        created_by TEXT NOT NULL,
+        approved_by TEXT,
+        approved_at TEXT,
+        activated_at TEXT,
+        revoked_by TEXT,
+        revoked_at TEXT,
+        created_at TEXT NOT NULL
+      );
+      -- One active release of a claim per channel.
+      CREATE UNIQUE INDEX knowledge_releases_one_active ON knowledge_releases(channel_id, claim_id) WHERE status = 'active';
+      CREATE INDEX knowledge_releases_by_channel ON knowledge_releases(channel_id, status, seq);
+    `,
+  },
+  {
+    name: "0011_federation",
+    sql: `
+      CREATE TABLE federation_peers (
+        peer_id TEXT PRIMARY KEY,
+        endpoint TEXT NOT NULL UNIQUE,        -- one endpoint per organization
+        shared_secret TEXT NOT NULL,          -- HMAC key; never returned
+        direction TEXT NOT NULL,              -- 'push' | 'pull' | 'bidirectional': what the peer may do here
+        status TEXT NOT NULL,                 -- 'active' | 'suspended'
+        label TEXT,
+        cursor TEXT,                          -- last event id served to the peer (reported)
+        scan_seq INTEGER NOT NULL DEFAULT 0,  -- events.seq scanned so far (internal; never leaves)
+        remote_org_id TEXT,                   -- pinned by the first signed bundle the peer pushes
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        suspended_at TEXT,
+        last_exchange_at TEXT
+      );
+      CREATE INDEX federation_peers_by_created ON federation_peers(created_at, peer_id);
+      CREATE TABLE federation_filters (
+        filter_id TEXT PRIMARY KEY,
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        resource_type TEXT NOT NULL,          -- 'observation' | 'claim'
+        include_kinds TEXT,                   -- JSON array or NULL (any kind)
+        exclude_subjects TEXT,                -- JSON array or NULL
+        min_trust TEXT,
+        created_by TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX federation_filters_by_peer ON federation_filters(peer_id, created_at);
+      CREATE TABLE federation_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        log_id TEXT NOT NULL UNIQUE,
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        operation TEXT NOT NULL,              -- 'pull' | 'push'
+        counts TEXT NOT NULL,                 -- JSON { events, success, conflict, rejected, bundles }
+        cursor_before TEXT,
+        cursor_after TEXT,
+        request_id TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX federation_log_by_peer ON federation_log(peer_id, seq);
+      -- Push replay identity: the same exchange_id answers its stored result.
+      CREATE TABLE federation_exchanges (
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        exchange_id TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (peer_id, exchange_id)
+      );
+      -- Events a peer pushed (metadata only), keyed by the peer's event id.
+      CREATE TABLE federation_inbox (
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        remote_event_id TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        resource_type TEXT NOT NULL,
+        resource_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        remote_created_at TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        PRIMARY KEY (peer_id, remote_event_id)
+      );
+      -- Records imported from a peer's bundles: (peer, remote id) -> the new local id.
+      CREATE TABLE federation_imports (
+        peer_id TEXT NOT NULL REFERENCES federation_peers(peer_id),
+        remote_id TEXT NOT NULL,
+        record_type TEXT NOT NULL,            -- 'observation' | 'claim'
+        local_id TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (peer_id, remote_id)
+      );
+    `,
+  },
+  {
+    name: "0012_vector_index",
     sql: `
       -- The embedded default vector index: int8 vectors with 1/|v| (src/vector/local-index.ts).
       CREATE TABLE local_vectors (

@@ -11,6 +11,8 @@ export interface Caller {
   role: Role;
   /** Active grants held by the principal, loaded with the key on every request. */
   grants: import("../access/policy").HeldGrant[];
+  /** Set when the credential is a dashboard session (keyId is then its session_id). */
+  session?: { sessionId: string; accountId: string; stage: import("../domains/dashboard/stages").SessionStage };
 }
 
 export interface RequestCtx<B = unknown, Q = unknown> {
@@ -70,10 +72,15 @@ export interface Reply {
   indexWrites?: IndexWrite[];
   /** A bare (non-envelope) JSON response, e.g. JSON-RPC for /mcp; body undefined means an empty body. */
   bare?: { body: unknown };
+  /**
+   * The envelope already serialized by the handler (envelopeText), sent byte for byte with extra
+   * response headers computed over exactly those bytes (e.g. a signature of the raw body).
+   */
+  exact?: { text: string; headers: Record<string, string> };
 }
 
 export type IndexWrite =
-  | { op: "add_credential"; keyHash: string; keyId: string }
+  | { op: "add_credential"; keyHash: string; keyId: string; kind?: "api_key" | "dashboard_session" }
   | { op: "remove_credential"; keyHash: string };
 
 export const ok = (data: unknown, meta?: Record<string, unknown>): Reply => ({ status: 200, data, meta });

@@ -3,6 +3,7 @@ import { readableWhere } from "../../access/policy";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { limitParam } from "../../http/validate";
+import type { Db } from "../../org/db";
 import type { EventRow } from "../../org/events";
 import { ok } from "../../org/request";
 import { EVENT_KINDS } from "../../org/write";
@@ -12,6 +13,15 @@ const eventView = (e: EventRow) => ({
   id: e.event_id, kind: e.kind, actor_id: e.actor_id, resource_type: e.resource_type,
   resource_id: e.resource_id, payload: JSON.parse(e.payload), created_at: e.created_at,
 });
+
+/**
+ * Team events of the given kinds after a position in the log, in commit order (federation reads
+ * through this: nothing private ever leaves the organization).
+ */
+export const teamEventsAfter = (db: Db, afterSeq: number, kinds: readonly string[], limit: number) =>
+  db.all<EventRow>(
+    `SELECT * FROM events WHERE seq > ? AND kind IN (SELECT value FROM json_each(?)) AND visibility = 'team' ORDER BY seq LIMIT ?`,
+    afterSeq, JSON.stringify(kinds), limit);
 
 const listEventsQuery = z.object({
   after: z.string().max(64).optional(),

@@ -5,6 +5,7 @@ import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
 import { getMeta, setMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
+import { insertAccount } from "../dashboard/store";
 import { hashPassword, temporaryPassword } from "./passwords";
 import { insertKey, insertPrincipal } from "./store";
 
@@ -18,20 +19,18 @@ export interface BootstrapResult {
   temporary_password: string;
 }
 
-export async function bootstrapOrganization(db: Db, storage: DurableObjectStorage, orgId: string, username: string): Promise<BootstrapResult> {
+export async function bootstrapOrganization(
+  db: Db, storage: DurableObjectStorage, orgId: string, username: string, pepper: string,
+): Promise<BootstrapResult> {
   const password = temporaryPassword();
-  const { hash, salt } = await hashPassword(password);
+  const hash = await hashPassword(password, pepper);
   return storage.transactionSync(() => {
     const existing = getMeta(db, "org_id");
     if (existing) throw new Error(`organization ${existing} is already bootstrapped`);
     setMeta(db, "org_id", orgId);
     const owner = insertPrincipal(db, "human", username, "owner");
-    const accountId = newId("acct_");
-    db.run(
-      `INSERT INTO operator_accounts (account_id, principal_id, username, password_hash, password_salt, temporary_password, created_at)
-       VALUES (?, ?, ?, ?, ?, 1, ?)`,
-      accountId, owner.principal_id, username, hash, salt, clock.nowIso(),
-    );
+    // Its first login is stage password_change (temporary_password = 1).
+    const accountId = insertAccount(db, owner.principal_id, username, null, hash);
     const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified");
     const who = { actorId: owner.principal_id, keyId: null, requestId: null };
     insertAudit(db, who, [

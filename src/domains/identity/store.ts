@@ -7,6 +7,7 @@ import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
+import type { SessionStage } from "../dashboard/stages";
 
 export interface KeyRow {
   key_id: string;
@@ -27,19 +28,30 @@ export interface PrincipalRow {
   created_at: string;
 }
 
-/** Re-read on every request: revocation and role changes take effect immediately, nothing is cached. */
+/**
+ * Re-read on every request: revocation, expiry and role changes take effect immediately, nothing is
+ * cached. One statement per request: an API key or a live dashboard session (DESIGN: a full session
+ * acts as its account's principal with scopes *, ceiling verified for owners and high otherwise), the
+ * principal's role and whether it holds any grant.
+ */
 export function loadCaller(db: Db, keyHash: string): Caller | null {
-  // One statement per request: the key, its principal's role and whether it holds any grant.
-  const row = db.first<{ key_id: string; principal_id: string; scopes: string; max_trust: Trust; role: Role; has_grants: number }>(
-    `SELECT k.key_id, k.principal_id, k.scopes, k.max_trust, p.role,
-            EXISTS (SELECT 1 FROM grants g WHERE g.grantee_id = k.principal_id AND g.revoked_at IS NULL) AS has_grants
-       FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
-      WHERE k.key_hash = ? AND k.status = 'active' AND p.removed_at IS NULL`,
-    keyHash,
+  const row = db.first<{ credential_id: string; principal_id: string; scopes: string; max_trust: Trust; role: Role;
+    account_id: string | null; stage: SessionStage | null; has_grants: number }>(
+    `SELECT c.*, EXISTS (SELECT 1 FROM grants g WHERE g.grantee_id = c.principal_id AND g.revoked_at IS NULL) AS has_grants
+       FROM (SELECT k.key_id AS credential_id, k.principal_id, k.scopes, k.max_trust, p.role, NULL AS account_id, NULL AS stage
+               FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
+              WHERE k.key_hash = ? AND k.status = 'active' AND p.removed_at IS NULL
+             UNION ALL
+             SELECT s.session_id, a.principal_id, '["*"]', CASE p.role WHEN 'owner' THEN 'verified' ELSE 'high' END, p.role, s.account_id, s.stage
+               FROM dashboard_sessions s JOIN operator_accounts a ON a.account_id = s.account_id
+               JOIN principals p ON p.principal_id = a.principal_id
+              WHERE s.key_hash = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND p.removed_at IS NULL) c`,
+    keyHash, keyHash, clock.nowIso(),
   );
   if (!row) return null;
-  return { keyId: row.key_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role,
-    grants: row.has_grants ? loadGrants(db, row.principal_id) : [] };
+  return { keyId: row.credential_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role,
+    grants: row.has_grants ? loadGrants(db, row.principal_id) : [],
+    ...(row.stage ? { session: { sessionId: row.credential_id, accountId: row.account_id!, stage: row.stage } } : {}) };
 }
 
 /** A new principal joins the organization with `role`: the principal row and its organization membership. */

@@ -101,11 +101,15 @@ interface WeightedTerm {
  * claims holding it (never zero, unlike bm25's idf, so a common word still counts a little).
  */
 function weightTerms(db: Db, terms: string[]): { total: number; terms: WeightedTerm[] } {
-  const total = claimsWritten(db);
+  return weighTerms(terms, claimsWritten(db), (term) => claimsHolding(db, term));
+}
+
+/** The idf weights of `terms` over a corpus of `total` texts, `held(term)` of which hold the term. */
+function weighTerms(terms: string[], total: number, held: (term: string) => number): { total: number; terms: WeightedTerm[] } {
   return {
     total,
     terms: terms.map((term) => {
-      const n = claimsHolding(db, term);
+      const n = held(term);
       const stems = ftsTokens(term).map(stemKey);
       return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
     }),
@@ -131,24 +135,25 @@ function selectingTerms(weighted: { total: number; terms: WeightedTerm[] }): str
 const STEMS = new Map<string, string>();
 const STEMS_MAX = 50_000;
 
-function stemsOf(text: string): Set<string> {
-  const have = new Set<string>();
+function stemList(text: string): string[] {
+  const out: string[] = [];
   for (const tok of ftsTokens(text)) {
     let k = STEMS.get(tok);
     if (k === undefined) {
       if (STEMS.size >= STEMS_MAX) STEMS.clear();
       STEMS.set(tok, (k = stemKey(tok)));
     }
-    have.add(k);
+    out.push(k);
   }
-  return have;
+  return out;
 }
 
-/** Share of the terms' weight whose stems all occur in `text` (1 when no term carries weight). */
-function coverage(text: string, terms: WeightedTerm[]): number {
+const stemsOf = (text: string): Set<string> => new Set(stemList(text));
+
+/** Share of the terms' weight whose stems all occur in a text's stems (1 when no term carries weight). */
+function coverage(have: Set<string>, terms: WeightedTerm[]): number {
   const total = terms.reduce((n, t) => n + t.weight, 0);
   if (total <= 0) return 1;
-  const have = stemsOf(text);
   let held = 0;
   for (const t of terms) if (t.weight > 0 && t.stems.every((s) => have.has(s))) held += t.weight;
   return held / total;
@@ -192,17 +197,10 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, vectors?: 
   const terms = weighted.terms;
   const selecting = selectingTerms(weighted);
   const candidates = selectCandidates(db, caller, f, selecting);
-  const vectorScore = (c: Candidate) =>
-    bestSimilarity > 0 ? Math.max(0, vectors!.get(c.claim_id) ?? 0) / bestSimilarity : 0;
-  // bm25 ranks are negative, more negative = better; normalize against the best match to 0..1.
-  const best = Math.min(0, ...candidates.map((c) => c.rank ?? 0));
-  const lexicalHits = candidates.filter((c) => c.rank != null);
-  // Lexical score of every claim that holds a query word (only those may receive context).
-  const lexical = new Map<number, number>();
-  for (const c of lexicalHits)
-    lexical.set(c.seq, (best < 0 ? c.rank! / best : 0) * coverage(c.statement, terms));
-  if (selecting.length < terms.length && lexicalHits.length) {
-    const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
+  const lexical = lexicalScores(candidates, terms);
+  if (selecting.length < terms.length && lexical.size) {
+    const top = candidates.filter((c) => c.rank != null)
+      .sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
     for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms)) {
       candidates.push(c);
       lexical.set(c.seq, 0);
@@ -214,9 +212,55 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, vectors?: 
     const have = new Set(candidates.map((c) => c.claim_id));
     for (const c of vectorCandidates(db, caller, f, [...vectors.keys()].filter((id) => !have.has(id)))) candidates.push(c);
   }
-  const bySeq = new Map(lexicalHits.map((c) => [c.seq, c]));
+  const vectorScore = (c: Candidate) => bestSimilarity > 0 ? Math.max(0, vectors!.get(c.claim_id) ?? 0) / bestSimilarity : 0;
+  return scoreCandidates(candidates, lexical, f, clock.nowMs(), vectorScore)
+    .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
+}
+
+// ---- The scoring itself: pure, over candidate texts, shared by compile and channel compile -------
+
+/** What scoring reads of a candidate: a claim (compile) or a released snapshot (channel compile). */
+export interface ScoringCandidate {
+  /** Write order: neighbours for context are at most contextSpan apart in it. */
+  seq: number;
+  statement: string;
+  subject_id: string;
+  project_id: string | null;
+  trust: string;
+  status: string;
+  created_at: string;
+  feedback: number | null;
+  /** bm25 rank (negative, lower is better) when the candidate matched the query lexically, else null. */
+  rank: number | null;
+  /** The statement's stems, when the caller already has them (else they are computed). */
+  stems?: Set<string>;
+}
+
+export interface Scored<C> {
+  candidate: C;
+  score: number;
+  tokens: number;
+}
+
+/** Lexical score (0..1) of every lexical match: bm25 normalized to the best match, times coverage. */
+function lexicalScores(candidates: ScoringCandidate[], terms: WeightedTerm[]): Map<number, number> {
+  // bm25 ranks are negative, more negative = better; normalize against the best match to 0..1.
+  const best = Math.min(0, ...candidates.map((c) => c.rank ?? 0));
+  const lexical = new Map<number, number>();
+  for (const c of candidates)
+    if (c.rank != null) lexical.set(c.seq, (best < 0 ? c.rank / best : 0) * coverage(c.stems ?? stemsOf(c.statement), terms));
+  return lexical;
+}
+
+/**
+ * Score and order candidates. `lexical` holds the lexical score of every candidate that holds a query
+ * word (only those may receive context); lexical matches (rank not null) give context to neighbours.
+ */
+function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, f: CompileFilters, now: number,
+  vectorScore: (c: C) => number = () => 0): Scored<C>[] {
+  const bySeq = new Map(candidates.filter((c) => c.rank != null).map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
-  const contextOf = (c: Candidate): number => {
+  const contextOf = (c: C): number => {
     if (!lexical.has(c.seq)) return 0;
     const at = Date.parse(c.created_at);
     let ctx = 0;
@@ -228,7 +272,6 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, vectors?: 
       }
     return ctx;
   };
-  const now = clock.nowMs();
   const maxTrust = TRUST_LEVELS.length - 1;
   const ranked = candidates.map((c) => {
     const ageDays = Math.max(0, (now - Date.parse(c.created_at)) / 86_400_000);
@@ -243,15 +286,50 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, vectors?: 
       WEIGHTS.recency * Math.pow(0.5, ageDays / WEIGHTS.recencyHalfLifeDays) +
       WEIGHTS.feedback * feedback +
       (c.status === "disputed" ? WEIGHTS.disputed : 0);
-    return { claim: c, score: Math.round(score * 1e6) / 1e6, tokens: estimateTokens(c.statement) };
+    return { candidate: c, score: Math.round(score * 1e6) / 1e6, tokens: estimateTokens(c.statement) };
   });
-  ranked.sort((a, b) => b.score - a.score || b.claim.seq - a.claim.seq);
+  ranked.sort((a, b) => b.score - a.score || b.candidate.seq - a.candidate.seq);
   return ranked;
 }
 
+/**
+ * Rank texts that are not in claims_fts (channel compile ranks released snapshots) with the same
+ * scoring as compile. What SQLite computes for claims is computed here over the given texts only, as
+ * FTS5 does (bm25 with k1 1.2, b 0.75, idf floored near zero; a term is a phrase of its stems), so
+ * nothing outside them (no other channel, no canonical claim) influences a score. Every text holding
+ * a query word is a candidate: the set is already bounded by the caller.
+ */
+export function rankTexts<C extends Omit<ScoringCandidate, "rank">>(texts: C[], f: CompileFilters, now: number): Scored<C & { rank: number | null }>[] {
+  const docs = texts.map((t) => stemList(t.statement));
+  const words = rankingTerms(f.query);
+  const termStems = words.map((w) => ftsTokens(w).map(stemKey));
+  const counts = docs.map((d) => termStems.map((ts) => phraseCount(d, ts)));
+  const held = words.map((_, i) => counts.filter((c) => c[i] > 0).length);
+  const weighted = weighTerms(words, texts.length, (term) => held[words.indexOf(term)]);
+  const avgLen = docs.reduce((n, d) => n + d.length, 0) / Math.max(1, docs.length);
+  const idf = held.map((n) => Math.max(1e-6, Math.log((texts.length - n + 0.5) / (n + 0.5))));
+  const candidates: (C & { rank: number | null })[] = [];
+  texts.forEach((t, i) => {
+    if (!words.length) return candidates.push({ ...t, rank: null });
+    if (!counts[i].some((n) => n > 0)) return;
+    const norm = 1.2 * (1 - 0.75 + (0.75 * docs[i].length) / (avgLen || 1));
+    const bm25 = counts[i].reduce((sum, n, k) => sum + (idf[k] * n * 2.2) / (n + norm), 0);
+    candidates.push({ ...t, rank: -bm25, stems: new Set(docs[i]) });
+  });
+  return scoreCandidates(candidates, lexicalScores(candidates, weighted.terms), f, now);
+}
+
+/** Occurrences of the stems `phrase` in order in `doc` (FTS5 phrase matching). */
+function phraseCount(doc: string[], phrase: string[]): number {
+  if (!phrase.length) return 0;
+  let n = 0;
+  for (let i = 0; i + phrase.length <= doc.length; i++) if (phrase.every((p, j) => doc[i + j] === p)) n++;
+  return n;
+}
+
 /** Greedy pack: highest score first; an item that does not fit is skipped so smaller ones may still fit. */
-export function pack(ranked: RankedClaim[], tokenBudget: number, maxItems: number): RankedClaim[] {
-  const out: RankedClaim[] = [];
+export function pack<R extends { tokens: number }>(ranked: R[], tokenBudget: number, maxItems: number): R[] {
+  const out: R[] = [];
   let used = 0;
   for (const r of ranked) {
     if (out.length >= maxItems) break;

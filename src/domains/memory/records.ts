@@ -150,6 +150,29 @@ export const getObservation = (db: Db, id: string) =>
 export const observationsByIds = (db: Db, ids: string[]) =>
   db.all<ObservationRow>("SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
 
+/** Claims by id, in one statement. */
+export const claimsByIds = (db: Db, ids: string[]) =>
+  db.all<ClaimRow>("SELECT * FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+
+/** What a federation filter judges (kind, subject, trust) and visibility, without content: cheap for a long scan. */
+export interface RecordFacets {
+  id: string;
+  kind: string;
+  subject_id: string;
+  trust: string;
+  visibility: string;
+}
+
+export const observationFacets = (db: Db, ids: string[]) =>
+  db.all<RecordFacets>(
+    "SELECT observation_id AS id, kind, subject_id, trust, visibility FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids));
+
+export const claimFacets = (db: Db, ids: string[]) =>
+  db.all<RecordFacets>(
+    "SELECT claim_id AS id, kind, subject_id, trust, visibility FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids));
+
 /** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
 export function insertObservation(db: Db, o: ObservationRow): Touched {
   db.run(
@@ -227,6 +250,77 @@ export function retrievableClaimIds(db: Db, caller: Caller, ids: string[]): Set<
   return new Set(db.all<{ claim_id: string }>(
     `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
     JSON.stringify(ids), ...args).map((r) => r.claim_id));
+}
+
+/** Every source of each claim (not only those some caller may read), in order (federation bundles). */
+export function allSourcesByClaim(db: Db, claimIds: string[]): Map<string, SourceRow[]> {
+  const out = new Map<string, SourceRow[]>();
+  for (const r of db.all<SourceRow>(
+    "SELECT * FROM claim_sources WHERE claim_id IN (SELECT value FROM json_each(?)) ORDER BY claim_id, position", JSON.stringify(claimIds)))
+    out.set(r.claim_id, [...(out.get(r.claim_id) ?? []), r]);
+  return out;
+}
+
+/** Sources of one claim as the caller may see them (see sourcesByClaim). */
+export const sourcesOf = (db: Db, caller: Caller, claimId: string) => sourcesByClaim(db, caller, [claimId]).get(claimId) ?? [];
+
+/** Observation ids among `ids` that the caller may retrieve. */
+export function retrievableObservationIds(db: Db, caller: Caller, ids: string[]): Set<string> {
+  if (!ids.length) return new Set();
+  const [ok, ...args] = retrievable(caller, "o");
+  return new Set(db.all<{ observation_id: string }>(
+    `SELECT o.observation_id FROM observations o WHERE o.observation_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
+    JSON.stringify([...new Set(ids)]), ...args).map((r) => r.observation_id));
+}
+
+/** What release eligibility needs to know about a claim now (governance). */
+export interface ClaimFacts {
+  claim_id: string;
+  version: number;
+  status: string;
+  valid_to: string | null;
+  visibility: string;
+  trust: string;
+  author_id: string;
+  /** Trust of each observation the claim names with relation `supports`. */
+  supporting_trusts: string[];
+}
+
+/** Current facts of many claims in one statement (channel compile checks every release at once). */
+export function claimFacts(db: Db, claimIds: string[]): Map<string, ClaimFacts> {
+  const out = new Map<string, ClaimFacts>();
+  if (!claimIds.length) return out;
+  for (const c of db.all<Omit<ClaimFacts, "supporting_trusts"> & { supporting: string | null }>(
+    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.trust, c.author_id,
+            (SELECT group_concat(o.trust) FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
+              WHERE s.claim_id = c.claim_id AND s.relation = 'supports') AS supporting
+       FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?))`, JSON.stringify([...new Set(claimIds)]))) {
+    const { supporting, ...facts } = c;
+    out.set(c.claim_id, { ...facts, supporting_trusts: supporting ? supporting.split(",") : [] });
+  }
+  return out;
+}
+
+/** Every source of a claim, readable or not, with the hash that pins its content (release snapshots). */
+export const claimSourceHashes = (db: Db, claimId: string) =>
+  db.all<{ observation_id: string; relation: string; content_hash: string }>(
+    `SELECT s.observation_id, s.relation, o.content_hash FROM claim_sources s
+       JOIN observations o ON o.observation_id = s.observation_id WHERE s.claim_id = ? ORDER BY s.position`, claimId);
+
+/**
+ * One page of claim approvals whose claim the caller may retrieve (filtered in SQL before paging, so
+ * hidden approvals leave no gap and no count), ordered by (created_at, approval_id).
+ */
+export function retrievableApprovalsPage<T>(db: Db, caller: Caller, f: { claim_id?: string; status?: string },
+  after: [string, string], limit: number): T[] {
+  const [ok, ...args] = retrievable(caller, "c");
+  const where = [ok, "(a.created_at, a.approval_id) > (?, ?)"];
+  args.push(...after);
+  if (f.claim_id) { where.push("a.claim_id = ?"); args.push(f.claim_id); }
+  if (f.status) { where.push("a.status = ?"); args.push(f.status); }
+  return db.all<T>(
+    `SELECT a.* FROM claim_approvals a JOIN claims c ON c.claim_id = a.claim_id WHERE ${where.join(" AND ")}
+      ORDER BY a.created_at, a.approval_id LIMIT ?`, ...args, limit + 1);
 }
 
 /** Every source observation of a claim with its relation, in order; the caller filters with canRetrieve. */

@@ -1,0 +1,34 @@
+// The stage gate: which credentials may call a route. A dashboard session in stage `password_change`
+// or `staged` can call only the routes that name that stage; a `full` session acts as its account's
+// principal wherever an API key may. Enforced in ONE place (executeRoute) from the route's `stages` flag.
+import { forbidden } from "../../http/errors";
+import type { Caller } from "../../org/request";
+
+export const SESSION_STAGES = ["password_change", "staged", "full"] as const;
+export type SessionStage = (typeof SESSION_STAGES)[number];
+export type CredentialStage = "api_key" | SessionStage;
+
+/** Every product route: an API key or a full dashboard session. */
+export const DEFAULT_STAGES: readonly CredentialStage[] = ["api_key", "full"];
+
+/** Lifetimes from creation, no sliding (DESIGN "Dashboard accounts, sessions, passkeys"). */
+export const SESSION_LIFETIME_MS: Record<SessionStage, number> = {
+  password_change: 15 * 60_000,
+  staged: 5 * 60_000,
+  full: 60 * 60_000,
+};
+
+export const credentialStage = (caller: Caller): CredentialStage => caller.session?.stage ?? "api_key";
+
+export function checkStage(caller: Caller, route: { stages?: readonly CredentialStage[] }): void {
+  const allowed = route.stages ?? DEFAULT_STAGES;
+  const stage = credentialStage(caller);
+  if (allowed.includes(stage)) return;
+  if (stage === "password_change")
+    throw forbidden("Replace the temporary password first (PATCH /v1/operator-accounts/current/password); then log in again.");
+  if (stage === "staged")
+    throw forbidden("Complete the second factor first: a passkey assertion or a recovery code.");
+  if (allowed.includes("staged") && !allowed.includes("full"))
+    throw forbidden("This route requires a staged dashboard session (after the password, before the second factor).");
+  throw forbidden("This route requires a full dashboard session.");
+}

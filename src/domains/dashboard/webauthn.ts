@@ -1,0 +1,78 @@
+// WebAuthn through @simplewebauthn/server (pinned; it runs unchanged on workerd). The stored challenge
+// is consumed inside the library's expectedChallenge callback, so verification and single use are one
+// step: a replayed response, or one for another session, purpose or after expiry, fails.
+import {
+  generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse,
+  type AuthenticationResponseJSON, type RegistrationResponseJSON, type WebAuthnCredential,
+} from "@simplewebauthn/server";
+import { isoBase64URL } from "@simplewebauthn/server/helpers";
+import { invalid } from "../../http/errors";
+import type { EdgeEnv } from "../../http/route";
+import type { AccountRow, PasskeyRow } from "./store";
+
+export interface RelyingParty {
+  rpId: string;
+  rpName: string;
+  origins: string[];
+}
+
+/** ES256 and RS256, passed explicitly (DESIGN). */
+const ALGORITHMS = [-7, -257];
+/** Matches the stored challenge's lifetime. */
+const TIMEOUT_MS = 5 * 60_000;
+
+/** The configured relying party; WEBAUTHN_RP_ID="" disables passkey enrollment and assertion (400). */
+export function relyingParty(env: EdgeEnv): RelyingParty {
+  const rpId = env.WEBAUTHN_RP_ID ?? "localhost";
+  if (rpId === "") throw invalid("Passkeys are not configured.");
+  const origins = (env.WEBAUTHN_ORIGINS ?? `https://${rpId}`).split(",").map((o) => o.trim()).filter(Boolean);
+  return { rpId, rpName: env.WEBAUTHN_RP_NAME || "svc-memory", origins };
+}
+
+const transportsOf = (p: PasskeyRow) => JSON.parse(p.transports) as string[];
+
+export const registrationOptions = (rp: RelyingParty, account: AccountRow, existing: PasskeyRow[]) =>
+  generateRegistrationOptions({
+    rpName: rp.rpName, rpID: rp.rpId, userName: account.username, userDisplayName: account.display_name ?? account.username,
+    userID: new TextEncoder().encode(account.account_id) as Uint8Array<ArrayBuffer>, attestationType: "none", timeout: TIMEOUT_MS,
+    excludeCredentials: existing.map((p) => ({ id: p.credential_id, transports: transportsOf(p) })),
+    authenticatorSelection: { residentKey: "preferred", userVerification: "preferred" },
+    supportedAlgorithmIDs: ALGORITHMS,
+  });
+
+export const authenticationOptions = (rp: RelyingParty, passkeys: PasskeyRow[]) =>
+  generateAuthenticationOptions({
+    rpID: rp.rpId, timeout: TIMEOUT_MS, userVerification: "preferred",
+    allowCredentials: passkeys.map((p) => ({ id: p.credential_id, transports: transportsOf(p) })),
+  });
+
+/** A verified registration's credential, or null for anything the library refuses. */
+export async function verifyRegistration(rp: RelyingParty, response: unknown, consume: (challenge: string) => boolean) {
+  try {
+    const r = await verifyRegistrationResponse({
+      response: response as RegistrationResponseJSON, expectedChallenge: consume, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
+      requireUserVerification: false, supportedAlgorithmIDs: ALGORITHMS,
+    });
+    if (!r.verified) return null;
+    const c = r.registrationInfo.credential;
+    return { credentialId: c.id, publicKey: c.publicKey, counter: c.counter };
+  } catch {
+    return null;
+  }
+}
+
+/** A verified assertion's new counter, or null (bad signature, counter regression, wrong origin/RP, challenge). */
+export async function verifyAssertion(rp: RelyingParty, response: unknown, credential: WebAuthnCredential, consume: (challenge: string) => boolean) {
+  try {
+    const r = await verifyAuthenticationResponse({
+      response: response as AuthenticationResponseJSON, expectedChallenge: consume, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
+      credential, requireUserVerification: false,
+    });
+    return r.verified ? { newCounter: r.authenticationInfo.newCounter } : null;
+  } catch {
+    return null;
+  }
+}
+
+export const encodePublicKey = (key: Uint8Array) => isoBase64URL.fromBuffer(key as Uint8Array<ArrayBuffer>);
+export const decodePublicKey = (text: string) => isoBase64URL.toBuffer(text);

@@ -1,0 +1,60 @@
+// Federation (DESIGN part 2): peers and their filters are administered by owners and admins here;
+// pull and push are called by the other deployment with a key of this organization it holds.
+import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
+import { orgRoute } from "../../http/route";
+import { ok } from "../../org/request";
+import { addFilter, createPeer, listFilters, listPeersRoute, suspend } from "./peers";
+import { pull } from "./pull";
+import { push } from "./push";
+import { createFilterBody, createPeerBody, logQuery, pullBody, pushBody } from "./schema";
+import { logPage, logView, requirePeer } from "./store";
+
+const ADMINS = ["owner", "admin"] as const;
+
+export const federationRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/federation/peers", scope: "federation:write", roles: ADMINS, body: createPeerBody,
+    summary: "Register a peer deployment (one per endpoint); the shared secret is never returned.",
+    handler: createPeer,
+  }),
+  orgRoute({
+    method: "GET", path: "/v1/federation/peers", scope: "federation:read",
+    summary: "Peers with status, direction and sync cursor.",
+    handler: listPeersRoute,
+  }),
+  orgRoute({
+    method: "POST", path: "/v1/federation/peers/:id/suspend", scope: "federation:write", roles: ADMINS,
+    summary: "Suspend a peer: its pull and push are then 403.",
+    handler: suspend,
+  }),
+  orgRoute({
+    method: "POST", path: "/v1/federation/peers/:id/filters", scope: "federation:write", roles: ADMINS, body: createFilterBody,
+    summary: "Add a filter; filters bind both directions, and a resource type without one never crosses.",
+    handler: addFilter,
+  }),
+  orgRoute({
+    method: "GET", path: "/v1/federation/peers/:id/filters", scope: "federation:read",
+    summary: "A peer's filters.",
+    handler: listFilters,
+  }),
+  orgRoute({
+    method: "POST", path: "/v1/federation/pull", scope: "federation:write", body: pullBody,
+    summary: "Called by the peer: up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response.",
+    handler: pull,
+  }),
+  orgRoute({
+    method: "POST", path: "/v1/federation/push", scope: "federation:write", rawBody: true, rawBodySchema: pushBody,
+    summary: "Called by the peer: signed events and bundles; per-entry success, conflict or rejected; exchange_id replays.",
+    handler: push,
+  }),
+  orgRoute({
+    method: "GET", path: "/v1/federation/log", scope: "federation:read", query: logQuery,
+    summary: "The exchange log of one peer, oldest first.",
+    handler: ({ db, query }) => {
+      const peer = requirePeer(db, query.peer_id);
+      const afterSeq = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;
+      const { page, ...more } = pageOf(logPage(db, peer.peer_id, afterSeq, query.limit), query.limit, (l) => [l.seq]);
+      return ok({ entries: page.map(logView), ...more });
+    },
+  }),
+];

@@ -1,0 +1,59 @@
+// THE release eligibility rule (DESIGN "Eligible"), one pure function checked at release create,
+// approve and activate, and again for every release at channel compile time:
+//   the claim's current version equals the pinned version; it is active, unexpired and team-visible;
+//   every supporting source's trust is at least the channel's min_trust; its trust is `verified`; and,
+//   when the active `release` policy has require_approved_claim, an approved claim approval of exactly
+//   that version exists.
+// Retention exclusion joins this list when the retention issue adds it to claims.
+import { type Trust, trustRank } from "../../auth/trust";
+import { clock } from "../../http/clock";
+import type { Db } from "../../org/db";
+import { type ClaimFacts, claimFacts } from "../memory/records";
+import { activeRules } from "./store";
+
+export const INELIGIBLE = {
+  stale_version: "the claim changed since this version was pinned",
+  not_active: "the claim is not active",
+  expired: "the claim has expired",
+  not_team: "the claim is not team-visible",
+  source_below_min_trust: "a supporting source's trust is below the channel's min_trust",
+  not_verified: "the claim's trust is not verified",
+  not_approved: "the active release policy requires an approved claim approval of this version",
+} as const;
+export type Ineligible = keyof typeof INELIGIBLE;
+
+export interface EligibilityContext {
+  facts: Map<string, ClaimFacts>;
+  /** null: no active release policy requires approval. Else `claim_id:version` of approved approvals. */
+  approved: Set<string> | null;
+  now: string;
+}
+
+export function ineligibility(ctx: EligibilityContext, pin: { claim_id: string; claim_version: number }, minTrust: string): Ineligible | null {
+  const c = ctx.facts.get(pin.claim_id);
+  if (!c || c.version !== pin.claim_version) return "stale_version";
+  if (c.status !== "active") return "not_active";
+  if (c.valid_to != null && c.valid_to <= ctx.now) return "expired";
+  if (c.visibility !== "team") return "not_team";
+  // Before the claim's own trust: a claim's trust is the lowest of its supporting sources', so a
+  // verified claim always passes this; checking it first names the channel's floor when it is the cause.
+  if (c.supporting_trusts.some((t) => trustRank(t as Trust) < trustRank(minTrust as Trust))) return "source_below_min_trust";
+  if (c.trust !== "verified") return "not_verified";
+  if (ctx.approved && !ctx.approved.has(`${c.claim_id}:${c.version}`)) return "not_approved";
+  return null;
+}
+
+/** Load what `ineligibility` needs for a set of claims, in a bounded number of statements. */
+export function eligibilityContext(db: Db, claimIds: string[]): EligibilityContext {
+  const rules = activeRules(db, "release");
+  let approved: Set<string> | null = null;
+  if (rules?.require_approved_claim) {
+    approved = new Set(db.all<{ k: string }>(
+      `SELECT claim_id || ':' || claim_version AS k FROM claim_approvals
+        WHERE status = 'approved' AND claim_id IN (SELECT value FROM json_each(?))`,
+      JSON.stringify([...new Set(claimIds)])).map((r) => r.k));
+  }
+  return { facts: claimFacts(db, claimIds), approved, now: clock.nowIso() };
+}
+
+export const ineligibleMessage = (reason: Ineligible) => `The claim is not eligible for release (${reason}): ${INELIGIBLE[reason]}.`;

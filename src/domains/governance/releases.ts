@@ -1,0 +1,155 @@
+// Knowledge releases: an immutable snapshot of one exact claim version for one channel.
+//   create (eligible, else 400 naming the reason; a given claim_version must be current, else 409) -> draft
+//   approve (from draft; separation of duty per the release policy; no longer eligible 409)     -> approved
+//   activate (from approved; no longer eligible 409; one active release per claim and channel)   -> active   release.published
+//   revoke (from draft, approved or active)                                                      -> revoked  release.revoked
+// Any other move is 400. Events carry ids and versions only.
+import { requireSeparationOfDuty } from "../../access/duty";
+import { clock } from "../../http/clock";
+import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
+import { conflict, invalid, notFound } from "../../http/errors";
+import { ID_PREFIX, newId } from "../../http/ids";
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import type { Caller, RequestCtx } from "../../org/request";
+import { ok } from "../../org/request";
+import { type EventInput, commitWrite } from "../../org/write";
+import { readableClaim, unresolved } from "../memory/store";
+import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibility";
+import { claimSourceHashes, retrievableObservationIds } from "../memory/records";
+import { releaseBody, releaseListQuery, releaseMoveBody } from "./schema";
+import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease } from "./store";
+
+/** The view for one caller: snapshot evidence it cannot read is dropped and counted. */
+function releaseViews(db: Db, caller: Caller, rows: ReleaseRow[]) {
+  const snapshots = rows.map((r) => JSON.parse(r.snapshot) as Snapshot);
+  const readable = retrievableObservationIds(db, caller, snapshots.flatMap((s) => s.evidence.map((e) => e.observation_id)));
+  return rows.map((r, i) => {
+    const evidence = snapshots[i].evidence.filter((e) => readable.has(e.observation_id));
+    return {
+      release_id: r.release_id, channel_id: r.channel_id, claim_id: r.claim_id, claim_version: r.claim_version, status: r.status,
+      snapshot: { ...snapshots[i], evidence }, hidden_source_count: snapshots[i].evidence.length - evidence.length,
+      created_by: r.created_by, approved_by: r.approved_by, approved_at: r.approved_at, activated_at: r.activated_at,
+      revoked_by: r.revoked_by, revoked_at: r.revoked_at, created_at: r.created_at,
+    };
+  });
+}
+
+const releaseEvent = (kind: "release.published" | "release.revoked", r: ReleaseRow): EventInput => ({
+  kind, resourceType: "release", resourceId: r.release_id,
+  payload: { release_id: r.release_id, channel_id: r.channel_id, claim_id: r.claim_id, claim_version: r.claim_version },
+});
+
+/** 409 when the release's pinned claim version is no longer eligible for its channel. */
+function requireStillEligible(db: Db, r: ReleaseRow, channel: ChannelRow) {
+  const reason = ineligibility(eligibilityContext(db, [r.claim_id]), r, channel.min_trust);
+  if (reason) throw conflict(ineligibleMessage(reason));
+}
+
+/** A status move of one release, committed with its audit entry (and event, for publish and revoke). */
+function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
+  return commitWrite(rc, (db) => {
+    const r = getRelease(db, rc.params.id);
+    if (!r) throw notFound("Release");
+    const channel = getChannel(db, r.channel_id)!;
+    const at = clock.nowIso();
+    const me = rc.caller.principalId;
+    let next: ReleaseRow;
+    let events: EventInput[] = [];
+    if (action === "approve") {
+      if (r.status !== "draft") throw invalid(`Only a draft release can be approved; this one is ${r.status}.`);
+      requireSeparationOfDuty(db, rc.caller, { act: "approve_release", created_by: r.created_by });
+      requireStillEligible(db, r, channel);
+      next = { ...r, status: "approved", approved_by: me, approved_at: at };
+      db.run("UPDATE knowledge_releases SET status = 'approved', approved_by = ?, approved_at = ? WHERE release_id = ?", me, at, r.release_id);
+    } else if (action === "activate") {
+      if (r.status !== "approved") throw invalid(`Only an approved release can be activated; this one is ${r.status}.`);
+      if (channel.status === "disabled") throw invalid("The release's channel is disabled.");
+      requireStillEligible(db, r, channel);
+      const active = db.first<{ release_id: string }>(
+        "SELECT release_id FROM knowledge_releases WHERE channel_id = ? AND claim_id = ? AND status = 'active'", r.channel_id, r.claim_id);
+      if (active) throw conflict(`Release ${active.release_id} of this claim is already active in the channel; revoke it first.`);
+      next = { ...r, status: "active", activated_at: at };
+      db.run("UPDATE knowledge_releases SET status = 'active', activated_at = ? WHERE release_id = ?", at, r.release_id);
+      events = [releaseEvent("release.published", next)];
+    } else {
+      if (r.status === "revoked") throw invalid("The release is already revoked.");
+      next = { ...r, status: "revoked", revoked_by: me, revoked_at: at };
+      db.run("UPDATE knowledge_releases SET status = 'revoked', revoked_by = ?, revoked_at = ? WHERE release_id = ?", me, at, r.release_id);
+      events = [releaseEvent("release.revoked", next)];
+    }
+    return {
+      status: 200, data: releaseViews(db, rc.caller, [next])[0], events,
+      audit: { action: `release.${action}d`, resourceType: "release", resourceId: r.release_id,
+        detail: { channel_id: r.channel_id, claim_id: r.claim_id, claim_version: r.claim_version, from_status: r.status } },
+    };
+  });
+}
+
+export const releaseRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/knowledge-releases", scope: "releases:write", body: releaseBody,
+    summary: "Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible.",
+    handler: (rc) => commitWrite(rc, (db) => {
+      const claim = readableClaim(db, rc.caller, rc.body.claim_id);
+      if (!claim) throw unresolved("claim", [rc.body.claim_id]);
+      const channel = getChannel(db, rc.body.channel_id);
+      if (!channel) throw unresolved("channel", [rc.body.channel_id]);
+      if (channel.status === "disabled") throw invalid(`Invalid field "channel_id": the channel is disabled.`);
+      if (rc.body.claim_version !== undefined && rc.body.claim_version !== claim.version)
+        throw conflict(`Stale claim_version ${rc.body.claim_version}: the claim is at version ${claim.version}.`);
+      const pin = { claim_id: claim.claim_id, claim_version: claim.version };
+      const reason = ineligibility(eligibilityContext(db, [claim.claim_id]), pin, channel.min_trust);
+      if (reason) throw invalid(ineligibleMessage(reason));
+      const snapshot: Snapshot = {
+        subject_id: claim.subject_id, kind: claim.kind, statement: claim.statement, trust: claim.trust, valid_to: claim.valid_to,
+        evidence: claimSourceHashes(db, claim.claim_id),
+      };
+      const row: ReleaseRow = {
+        seq: 0, release_id: newId(ID_PREFIX.release), channel_id: channel.channel_id, ...pin, status: "draft",
+        snapshot: JSON.stringify(snapshot), created_by: rc.caller.principalId, approved_by: null, approved_at: null,
+        activated_at: null, revoked_by: null, revoked_at: null, created_at: clock.nowIso(),
+      };
+      db.run(
+        `INSERT INTO knowledge_releases (release_id, channel_id, claim_id, claim_version, status, snapshot, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        row.release_id, row.channel_id, row.claim_id, row.claim_version, row.status, row.snapshot, row.created_by, row.created_at);
+      return {
+        status: 201, data: releaseViews(db, rc.caller, [row])[0],
+        audit: { action: "release.created", resourceType: "release", resourceId: row.release_id,
+          detail: { channel_id: row.channel_id, claim_id: row.claim_id, claim_version: row.claim_version } },
+      };
+    }),
+  }),
+
+  orgRoute({
+    method: "GET", path: "/v1/knowledge-releases", scope: "releases:read", query: releaseListQuery,
+    summary: "List releases (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
+    handler: ({ db, caller, query }) => {
+      const where = ["seq > ?"];
+      const args: unknown[] = [query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0];
+      if (query.channel_id) { where.push("channel_id = ?"); args.push(query.channel_id); }
+      if (query.status) { where.push("status = ?"); args.push(query.status); }
+      const rows = db.all<ReleaseRow>(`SELECT * FROM knowledge_releases WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
+        ...args, query.limit + 1);
+      const { page, ...rest } = pageOf(rows, query.limit, (r) => [r.seq]);
+      return ok({ releases: releaseViews(db, caller, page), ...rest });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/knowledge-releases/:id/approve", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    summary: "Approve a draft release that is still eligible; separation of duty per the release policy.",
+    handler: (rc) => move(rc, "approve"),
+  }),
+  orgRoute({
+    method: "POST", path: "/v1/knowledge-releases/:id/activate", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    summary: "Activate an approved, still-eligible release (event release.published).",
+    handler: (rc) => move(rc, "activate"),
+  }),
+  orgRoute({
+    method: "POST", path: "/v1/knowledge-releases/:id/revoke", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    summary: "Revoke a draft, approved or active release (event release.revoked); history is kept.",
+    handler: (rc) => move(rc, "revoke"),
+  }),
+];
