@@ -346,3 +346,25 @@ describe("release eligibility", () => {
     expect(ineligibility(ctx({ ...facts, retention_excluded_at: clock.nowIso() }), { claim_id: "c", claim_version: 2 }, "low")).toBe("retention_excluded");
   });
 });
+
+describe("governance records follow the one predicate", () => {
+  it("answers an approval of a retention-excluded claim exactly like a missing one", async () => {
+    const org = await newOrg();
+    const o = await appendOk(org.api_key, obs(unique("s"), "aging evidence"));
+    const [claim] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "aging claim", sources: supports(o) }]);
+    const submitted = await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: claim } });
+    expect(submitted.status, submitted.text).toBe(201);
+    clock.advance(400 * DAY);
+    try {
+      await retentionPolicy(org.api_key);
+      expect((await applyAll(org.api_key)).excluded).toBeGreaterThan(0);
+      const decide = (id: string) => call("POST", `/v1/claim-approvals/${id}/decide`, { key: org.api_key, body: { decision: "approved" } });
+      const excluded = await decide(submitted.json.data.approval_id);
+      const missing = await decide(`apr_${"0".repeat(32)}`);
+      expectError(excluded, 404, "NOT_FOUND");
+      expect(excluded.json.error).toEqual(missing.json.error);
+    } finally {
+      clock.advance(-400 * DAY);
+    }
+  });
+});

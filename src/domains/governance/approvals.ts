@@ -1,7 +1,6 @@
 // Claim approvals: a submitter pins one current claim version with the evidence it could see; another
 // principal decides. Visible only to callers who may read the claim (else 404, like a missing one).
 // Audited, never evented.
-import { canRead } from "../../access/policy";
 import { requireSeparationOfDuty } from "../../access/duty";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
@@ -12,8 +11,8 @@ import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import { getClaim, guarded, isCurrent, readableClaim, unresolved } from "../memory/store";
-import { claimSourceHashes, sourcesOf, retrievableApprovalsPage, retrievableObservationIds } from "../memory/records";
+import { getClaim, isCurrent, readableClaim, unresolved } from "../memory/store";
+import { canRetrieve, claimSourceHashes, sourcesOf, retrievableApprovalsPage, retrievableObservationIds } from "../memory/records";
 import { approvalBody, approvalListQuery, decideBody } from "./schema";
 import { type ApprovalRow, getApproval } from "./store";
 
@@ -22,7 +21,7 @@ function visibleApproval(db: Db, caller: Caller, id: string): ApprovalRow | null
   const a = getApproval(db, id);
   if (!a) return null;
   const claim = getClaim(db, a.claim_id);
-  return claim && canRead(caller, guarded(claim)) ? a : null;
+  return claim && canRetrieve(caller, claim) ? a : null;
 }
 
 /**
