@@ -154,7 +154,16 @@ try {
   /** Every field, button and link of the page is named for assistive technology (labels, text or aria-label). */
   const checkLabels = async () => {
     const unnamed = await page.evaluate(() => [...document.querySelectorAll("main input:not([type=hidden]), main select, main textarea, main button, main a, #nav a, #nav button")]
-      .filter((el) => (el.labels?.length ? ![...el.labels].some((l) => l.textContent.trim()) : !(el.getAttribute("aria-label") || el.textContent.trim())))
+      .filter((el) => {
+        if (el.getAttribute("aria-label")?.trim()) return false;
+        if (!el.labels?.length) return !el.textContent.trim(); // buttons and links: their text (an unlabelled input has none)
+        // A label's own words, without the text of the control it wraps (a select's options).
+        return ![...el.labels].some((l) => {
+          const words = l.cloneNode(true);
+          words.querySelectorAll("input, select, textarea").forEach((c) => c.remove());
+          return words.textContent.trim();
+        });
+      })
       .map((el) => el.outerHTML.slice(0, 120)));
     if (unnamed.length) throw new Error(`controls without a label on ${await page.evaluate(() => location.hash)}:\n${unnamed.join("\n")}`);
   };
