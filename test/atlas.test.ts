@@ -1,7 +1,9 @@
 // The Memory Atlas (POST /v1/memory-views/compile) and workspaces that scope records.
 import { describe, expect, it } from "vitest";
+import { clock } from "../src/http/clock";
 import { appendOk, call, type CallResult, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
+const DAY = 86_400_000;
 const view = (key: string, body: Record<string, unknown>) => call("POST", "/v1/memory-views/compile", { key, body });
 const viewOk = async (key: string, body: Record<string, unknown>) => {
   const r = await view(key, body);
@@ -261,6 +263,30 @@ describe("Memory Atlas leaks nothing", () => {
     {
       const run = await call("POST", "/v1/context/compile", { key: writer.key, body: { query: "visible" } });
       hidden.push({ why: "another principal's context run", ids: [run.json.data.context_id], labels: [] });
+    }
+    {
+      // Readable to the reader in every other way (team, no workspace), then excluded by retention:
+      // evidence, a claim sharing a readable source and awaiting approval, a claim disputing a readable
+      // claim, and a subject known only through them.
+      const o = await appendOk(writer.key, obs("leak-retained", "wolfram retained evidence", { kind: "event" }));
+      const [c] = await consolidateOk(writer.key, "leak", [{ kind: "decision", statement: "wolfram retained claim",
+        sources: [{ observation_id: o, relation: "supports" }, { observation_id: seen, relation: "supports" }] }]);
+      const [d] = await consolidateOk(writer.key, "leak", [{ kind: "decision", statement: "wolfram retained disputer",
+        sources: [{ observation_id: o, relation: "supports" }, { claim_id: x, relation: "contradicts" }] }]);
+      const a = await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: c } });
+      expect(a.status, a.text).toBe(201);
+      expect(JSON.stringify(await viewOk(reader.key, { lens: "neighborhood", subject_id: "leak" }))).toContain("wolfram");
+      const policy = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "atlas-leak", status: "active",
+        rules: { rules: [{ record_type: "observation", max_age_days: 30, kinds: ["event"] }, { record_type: "claim", max_age_days: 30, kinds: ["decision"] }] } } });
+      expect(policy.status, policy.text).toBe(201);
+      clock.advance(40 * DAY);
+      try {
+        const applied = await call("POST", "/v1/retention/apply", { key: org.api_key, body: {} });
+        expect(applied.json.data, applied.text).toMatchObject({ excluded: 3, done: true });
+      } finally {
+        clock.advance(-40 * DAY);
+      }
+      hidden.push({ why: "records excluded by retention", ids: [o, c, d, a.json.data.approval_id, "subject:leak-retained"], labels: ["wolfram"] });
     }
     {
       const o = await appendOk(other.api_key, obs("leak", "xenon foreign evidence"));
