@@ -191,6 +191,44 @@ describe("Memory Atlas lenses", () => {
     expectError(await view(org.api_key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` }), 400, "UNRESOLVED_REFERENCE");
   });
 
+  it("legal holds: active holds on the view's records, as hold nodes for hold administrators only", async () => {
+    const org = await newOrg();
+    const a = await appendOk(org.api_key, obs("held", "ocelot held evidence"));
+    const [c] = await consolidateOk(org.api_key, "held", [{ kind: "fact", statement: "ocelot held claim", sources: supports(a) }]);
+    const hold = async (target_type: string, target_id: string, reason: string) => {
+      const r = await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type, target_id, reason } });
+      expect(r.status, r.text).toBe(201);
+      return r.json.data.hold_id as string;
+    };
+    const onClaim = await hold("claim", c, "litigation 42: preserve the ocelot claim");
+    const onSource = await hold("observation", a, "regulator request 7");
+    const released = await hold("claim", c, "an earlier matter");
+    expect((await call("POST", `/v1/legal-holds/${released}/release`, { key: org.api_key })).status).toBe(200);
+
+    const v = await viewOk(org.api_key, { lens: "evidence_trace", focus_id: c });
+    wellFormed(v);
+    expect(v.nodes.find((n) => n.id === onClaim)).toEqual({ id: onClaim, type: "hold", label: "litigation 42: preserve the ocelot claim", status: "active" });
+    expect(v.nodes.find((n) => n.id === onSource)).toMatchObject({ type: "hold", label: "regulator request 7" });
+    expect(has(v, onClaim, c, "holds") && has(v, onSource, a, "holds")).toBe(true);
+    expect(ids(v)).not.toContain(released);
+    // Every lens that draws the held records draws their holds.
+    expect(has(await viewOk(org.api_key, { lens: "neighborhood", subject_id: "held" }), onClaim, c, "holds")).toBe(true);
+    expect(has(await viewOk(org.api_key, { lens: "workspace_graph" }), onClaim, c, "holds")).toBe(true);
+
+    // Not for a member, nor for an owner's key without retention:write: no node, edge or count.
+    const memberKey = await mintKey(org.api_key, { scopes: ["*"] });
+    const narrowOwnerKey = await mintKey(org.api_key, { scopes: ["views:compile"], principal_id: (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id });
+    for (const key of [memberKey.key, narrowOwnerKey.key]) {
+      const seen = await viewOk(key, { lens: "evidence_trace", focus_id: c });
+      expect(seen.nodes.map((n) => n.type)).not.toContain("hold");
+      expect(JSON.stringify(seen)).not.toContain("hold_");
+      expect(seen.withheld).toEqual({ nodes: "0", edges: "0" });
+    }
+    // Releasing the last hold on a record takes its node away.
+    expect((await call("POST", `/v1/legal-holds/${onClaim}/release`, { key: org.api_key })).status).toBe(200);
+    expect(ids(await viewOk(org.api_key, { lens: "evidence_trace", focus_id: c }))).not.toContain(onClaim);
+  });
+
   it("validates every field, and lens arguments belong to their lens", async () => {
     const org = await newOrg();
     const bad: [Record<string, unknown>, string][] = [
@@ -292,6 +330,11 @@ describe("Memory Atlas leaks nothing", () => {
       const o = await appendOk(other.api_key, obs("leak", "xenon foreign evidence"));
       const [c] = await consolidateOk(other.api_key, "leak", [{ kind: "fact", statement: "xenon foreign claim", sources: supports(o) }]);
       hidden.push({ why: "another organization", ids: [o, c], labels: ["xenon"] });
+    }
+    {
+      const h = await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type: "claim", target_id: x, reason: "vanadium legal matter" } });
+      expect(h.status, h.text).toBe(201);
+      hidden.push({ why: "a legal hold on a readable claim (shown to hold administrators only)", ids: [h.json.data.hold_id], labels: ["vanadium"] });
     }
 
     const after = await snapshot();
