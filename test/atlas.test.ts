@@ -191,6 +191,32 @@ describe("Memory Atlas lenses", () => {
     expectError(await view(org.api_key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` }), 400, "UNRESOLVED_REFERENCE");
   });
 
+  it("review_queue: enrichment proposals from readable observations, once the ledger table exists", async () => {
+    const org = await newOrg();
+    const writer = await mintKey(org.api_key, { scopes: ["*"] });
+    const open = await appendOk(writer.key, obs("prop", "narwhal open evidence"));
+    const secret = await appendOk(writer.key, obs("prop", "narwhal secret evidence", { visibility: "private" }));
+    // Without the vectors work's ledger the lens has no proposals (and no error).
+    expect((await viewOk(org.api_key, { lens: "review_queue" })).nodes.map((n) => n.type)).not.toContain("proposal");
+    // The ledger's shape as the vectors branch defines it (DESIGN: candidate claims for review, never canonical).
+    const [seen, hiddenProposal] = [`prop_${"1".repeat(32)}`, `prop_${"2".repeat(32)}`];
+    await inOrg(org.org_id, (o) => {
+      o.db.run(`CREATE TABLE enrichment_proposals (proposal_id TEXT PRIMARY KEY, observation_id TEXT NOT NULL, subject_id TEXT NOT NULL,
+        kind TEXT NOT NULL, statement TEXT NOT NULL, status TEXT NOT NULL, model TEXT NOT NULL, created_at TEXT NOT NULL)`);
+      const at = new Date().toISOString();
+      o.db.run("INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal proposed claim', 'pending', 'test', ?)", seen, open, at);
+      o.db.run("INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal hidden proposal', 'pending', 'test', ?)", hiddenProposal, secret, at);
+    });
+    const v = await viewOk(org.api_key, { lens: "review_queue" });
+    wellFormed(v);
+    expect(v.nodes.find((n) => n.id === seen)).toMatchObject({ type: "proposal", label: "narwhal proposed claim", status: "pending", kind: "fact" });
+    expect(has(v, open, seen, "proposed-as")).toBe(true);
+    expect(JSON.stringify(v)).not.toContain(hiddenProposal);
+    expect(JSON.stringify(v)).not.toContain("narwhal hidden");
+    expect(v.withheld).toEqual({ nodes: "0", edges: "0" });
+    expect(ids(await viewOk(writer.key, { lens: "review_queue" }))).toContain(hiddenProposal);
+  });
+
   it("legal holds: active holds on the view's records, as hold nodes for hold administrators only", async () => {
     const org = await newOrg();
     const a = await appendOk(org.api_key, obs("held", "ocelot held evidence"));

@@ -11,7 +11,7 @@ import type { Caller } from "../../org/request";
 import type { ApprovalRow, ReleaseRow } from "../governance/store";
 import {
   type ClaimRow, type ObservationRow, atlasClaims, canRetrieve, disputedClaims, disputingClaims, expiringClaims, getClaim,
-  retrievableClaimIds, retrievableClaims, retrievableEvidence, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
+  retrievableClaimIds, retrievableClaims, retrievableEvidence, retrievableProposals, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
   sharedSourcePairs, subjectRetrievable,
 } from "../memory/records";
 import { type AtlasNode, AtlasGraph, type EdgeType, fetchCap, labelOf, subjectNodeId } from "./graph";
@@ -156,7 +156,12 @@ const reviewQueue: LensFn = (db, caller, _body, g) => {
     if (c) { g.add(claimNode(c)); g.edge(c.claim_id, r.release_id, "released-as"); }
   }
   for (const c of disputed) g.add(claimNode(c));
-  // Enrichment proposals (node type "proposal") join this lens when the vectors work lands its ledger.
+  // Enrichment proposals, each from an observation the caller may retrieve (none until the ledger exists).
+  for (const p of retrievableProposals(db, caller, cap)) {
+    g.add({ id: p.proposal_id, type: "proposal", label: labelOf(p.statement, p.proposal_id), status: p.proposal_status, kind: p.proposal_kind });
+    g.add(observationNode(p));
+    g.edge(p.observation_id, p.proposal_id, "proposed-as");
+  }
   return undefined;
 };
 

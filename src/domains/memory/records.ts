@@ -673,6 +673,23 @@ export function rowsWithRetrievableClaim<T>(db: Db, caller: Caller, table: "clai
       WHERE ${where} AND ${ok} ORDER BY g.created_at DESC LIMIT ?`, ...whereArgs, ...args, limit);
 }
 
+/** A proposal with its source observation (the observation's own columns). */
+export type ProposalRow = ObservationRow & { proposal_id: string; proposal_kind: string; statement: string; proposal_status: string };
+
+/**
+ * Pending enrichment proposals (DESIGN "Vector index, model diagnostics, enrichment": candidate claims
+ * in a review ledger, never canonical) whose source observation the caller may retrieve, newest first.
+ * The ledger belongs to the vectors work; until its table exists there are none.
+ */
+export function retrievableProposals(db: Db, caller: Caller, limit: number): ProposalRow[] {
+  if (!db.first("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'enrichment_proposals'")) return [];
+  const [ro, ...args] = retrievable(caller, "o");
+  return db.all<ProposalRow>(
+    `SELECT o.*, p.proposal_id, p.kind AS proposal_kind, p.statement, p.status AS proposal_status FROM enrichment_proposals p
+       JOIN observations o ON o.observation_id = p.observation_id
+      WHERE p.status = 'pending' AND ${ro} ORDER BY p.created_at DESC, p.proposal_id DESC LIMIT ?`, ...args, limit);
+}
+
 // ---- export -------------------------------------------------------------------------------------
 
 export type ExportTable = "projects" | "observations" | "claims";
