@@ -1,6 +1,13 @@
 // The Memory Atlas (POST /v1/memory-views/compile) and workspaces that scope records.
 import { describe, expect, it } from "vitest";
+import { hashKey } from "../src/auth/credentials";
+import { compileView } from "../src/domains/atlas/lenses";
+import { atlasBody } from "../src/domains/atlas/schema";
+import { loadCaller } from "../src/domains/identity/store";
+import { insertClaim } from "../src/domains/memory/records";
+import { newId } from "../src/http/ids";
 import { clock } from "../src/http/clock";
+import { Db } from "../src/org/db";
 import { appendOk, call, type CallResult, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const DAY = 86_400_000;
@@ -216,6 +223,38 @@ describe("Memory Atlas lenses", () => {
     expect(v.withheld).toEqual({ nodes: "0", edges: "0" });
     expect(ids(await viewOk(writer.key, { lens: "review_queue" }))).toContain(hiddenProposal);
   });
+
+  it("workspace_graph costs what the caller may read, not the claims it cannot (rows read stay flat)", async () => {
+    const org = await newOrg();
+    const writer = await mintKey(org.api_key, { scopes: ["*"] });
+    const reader = await mintKey(org.api_key, { scopes: ["*"] });
+    const open = await appendOk(writer.key, obs("cost", "open evidence"));
+    await consolidateOk(writer.key, "cost", Array.from({ length: 30 }, (_, i) => ({ kind: "fact", statement: `open ${i}`, sources: supports(open) })));
+    /** Rows SQLite reads for the reader's workspace_graph at max_nodes 25 (and the view, which must not change). */
+    const measure = () => inOrg(org.org_id, async (o) => {
+      const caller = loadCaller(o.db, await hashKey(reader.key))!;
+      let rowsRead = 0;
+      const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
+        ? (...a: Parameters<SqlStorage["exec"]>) => { const cur = t.exec(...a); const rows = cur.toArray(); rowsRead += cur.rowsRead; return { toArray: () => rows }; }
+        : Reflect.get(t, k, t) }));
+      const view = compileView(counting, caller, atlasBody.parse({ lens: "workspace_graph", max_nodes: 25 }));
+      return { rowsRead, view };
+    });
+    const before = await measure();
+    // 2,000 newer claims the reader cannot see: another principal's private ones.
+    // (Written with the records module's own writer: 2,000 consolidations would only slow the test.)
+    const secret = await appendOk(writer.key, obs("cost", "secret evidence", { visibility: "private" }));
+    await inOrg(org.org_id, (o) => {
+      const at = clock.nowIso();
+      for (let i = 0; i < 2000; i++)
+        insertClaim(o.db, { claim_id: newId("claim_"), subject_id: "cost-hidden", project_id: null, kind: "fact", statement: `secret ${i}`,
+          status: "active", visibility: "private", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
+          disputes: "[]", author_id: writer.principal_id, created_at: at, updated_at: at }, supports(secret));
+    });
+    const after = await measure();
+    expect(after.view).toEqual(before.view);
+    expect(after.rowsRead, `rows read ${before.rowsRead} -> ${after.rowsRead}`).toBeLessThan(before.rowsRead + 200);
+  }, 60_000);
 
   it("legal holds: active holds on the view's records, as hold nodes for hold administrators only", async () => {
     const org = await newOrg();
