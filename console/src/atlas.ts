@@ -32,6 +32,9 @@ export const EDGE_STYLE: Record<string, { color: string; line: "solid" | "dashed
   // The route also joins review-queue claims to their approvals and releases to their channels.
   "submitted-as": { color: "#1b7c83", line: "dotted" },
   "published-in": { color: "#e16f24", line: "dotted" },
+  // A legal hold points at the record it keeps; an observation at the enrichment it proposed.
+  holds: { color: "#24292f", line: "solid" },
+  "proposed-as": { color: "#bc4c00", line: "dotted" },
 };
 
 function legend(): HTMLElement {
