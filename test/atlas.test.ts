@@ -198,6 +198,41 @@ describe("Memory Atlas lenses", () => {
     expectError(await view(org.api_key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` }), 400, "UNRESOLVED_REFERENCE");
   });
 
+  it("governance nodes only for keys that could list them: approvals need approvals:read, releases and channels releases:read", async () => {
+    const org = await newOrg();
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const [c] = await consolidateOk(org.api_key, "gov-atlas", [{ kind: "fact", statement: "gov atlas claim", sources: supports(await appendOk(org.api_key, obs("gov-atlas", "e", { trust: "verified" }))) }]);
+    const approval = (await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: c } })).json.data.approval_id as string;
+    const ch = await call("POST", "/v1/channels", { key: org.api_key, body: { name: "gov-atlas-channel", audiences: ["public"], min_trust: "low", gateway_principal_id: gw.principal_id } });
+    expect(ch.status, ch.text).toBe(201);
+    const channel = ch.json.data.channel_id as string;
+    const rel = await call("POST", "/v1/knowledge-releases", { key: org.api_key, body: { claim_id: c, channel_id: channel } });
+    expect(rel.status, rel.text).toBe(201);
+    const release = rel.json.data.release_id as string;
+
+    const all = await viewOk(org.api_key, { lens: "review_queue" });
+    expect(ids(all)).toEqual(expect.arrayContaining([approval, release]));
+    expect(ids(await viewOk(org.api_key, { lens: "knowledge_release" }))).toContain(channel);
+
+    const viewsOnly = await mintKey(org.api_key, { scopes: ["views:compile"] });
+    for (const lens of ["review_queue", "knowledge_release"]) {
+      const v = await viewOk(viewsOnly.key, { lens });
+      wellFormed(v);
+      for (const hidden of [approval, release, channel, "gov-atlas-channel"]) expect(JSON.stringify(v), lens).not.toContain(hidden);
+      expect(v.withheld).toEqual({ nodes: "0", edges: "0" });
+    }
+    // A channel id it cannot list is as unknown as a random one.
+    const unknown = await view(viewsOnly.key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` });
+    const known = await view(viewsOnly.key, { lens: "knowledge_release", channel_id: channel });
+    expectError(known, 400, "UNRESOLVED_REFERENCE");
+    expect(known.json.error.message.replace(channel, "ID")).toBe(unknown.json.error.message.replace(`chn_${"0".repeat(32)}`, "ID"));
+
+    const approver = await mintKey(org.api_key, { scopes: ["views:compile", "approvals:read"] });
+    const v = await viewOk(approver.key, { lens: "review_queue" });
+    expect(ids(v)).toContain(approval);
+    expect(ids(v)).not.toContain(release);
+  });
+
   it("review_queue: enrichment proposals from readable observations, once the ledger table exists", async () => {
     const org = await newOrg();
     const writer = await mintKey(org.api_key, { scopes: ["*"] });

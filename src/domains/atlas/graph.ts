@@ -45,7 +45,8 @@ export class AtlasGraph {
   /** Set by a lens when its bounded fetch itself stopped short of everything authorized. */
   moreExisted = false;
 
-  constructor(readonly maxNodes: number) {}
+  /** `sees` says which node types the caller may see at all; a node of another type is never a candidate. */
+  constructor(readonly maxNodes: number, readonly sees: (type: NodeType) => boolean = () => true) {}
 
   has(id: string) { return this.nodes.has(id); }
   /** The ids of the nodes in the view, of the given types. */
@@ -55,6 +56,7 @@ export class AtlasGraph {
 
   /** Offer an authorized node: kept while there is room, otherwise counted as withheld. */
   add(node: AtlasNode): boolean {
+    if (!this.sees(node.type)) return false;
     if (this.nodes.has(node.id)) return true;
     if (this.candidates.has(node.id)) return false;
     this.candidates.add(node.id);

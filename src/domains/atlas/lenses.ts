@@ -14,7 +14,7 @@ import {
   retrievableClaimIds, retrievableClaims, retrievableEvidence, retrievableProposals, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
   sharedSourcePairs, subjectRetrievable,
 } from "../memory/records";
-import { type AtlasNode, AtlasGraph, type EdgeType, fetchCap, labelOf, subjectNodeId } from "./graph";
+import { type AtlasNode, AtlasGraph, type EdgeType, type NodeType, fetchCap, labelOf, subjectNodeId } from "./graph";
 import type { AtlasBody, Lens } from "./schema";
 import { activeHoldsOn, channelById, channelsByIds, itemsOfRuns, openChannels, readableRunsSelecting } from "./store";
 
@@ -175,6 +175,11 @@ const scopePreview: LensFn = (db, caller, _body, g) => {
 const knowledgeRelease: LensFn = (db, caller, body, g) => {
   const cap = fetchCap(g.maxNodes);
   let channels;
+  if (!g.sees("channel")) {
+    // A key that cannot list channels learns nothing of them, not even whether an id exists.
+    if (body.channel_id !== undefined) throw unresolved("channel", [body.channel_id]);
+    return undefined;
+  }
   if (body.channel_id !== undefined) {
     const channel = channelById(db, body.channel_id);
     if (!channel) throw unresolved("channel", [body.channel_id]);
@@ -208,12 +213,19 @@ const LENS: Record<Lens, LensFn> = {
 };
 
 /**
- * Legal holds are shown to those who administer them (owner or admin role, and a key holding
- * retention:write, what POST /v1/legal-holds takes): an active hold on a claim or observation of the
- * view becomes a `hold` node (label: its reason) with an edge to the record it names. Coverage of
- * dependents is implied, not drawn. Everyone else sees no trace of a hold.
+ * Which node types a caller sees at all. Memory records are authorized row by row in each lens
+ * (retrievable); governance records only by keys that could list them (GET /v1/claim-approvals needs
+ * approvals:read, GET /v1/knowledge-releases and /v1/channels releases:read); legal holds only by
+ * those who administer them (owner or admin role, and a key holding retention:write, what POST
+ * /v1/legal-holds takes). A hold's coverage of dependents is implied, not drawn.
  */
-const seesHolds = (caller: Caller) => isAdmin(caller) && hasScope(caller.scopes, "retention:write");
+const TYPE_READ_RULE: Partial<Record<NodeType, (caller: Caller) => boolean>> = {
+  approval: (c) => hasScope(c.scopes, "approvals:read"),
+  release: (c) => hasScope(c.scopes, "releases:read"),
+  channel: (c) => hasScope(c.scopes, "releases:read"),
+  hold: (c) => isAdmin(c) && hasScope(c.scopes, "retention:write"),
+};
+const seesType = (caller: Caller) => (type: NodeType) => TYPE_READ_RULE[type]?.(caller) ?? true;
 
 function holdsOfView(db: Db, g: AtlasGraph) {
   for (const h of activeHoldsOn(db, g.idsOf("claim", "observation"), fetchCap(g.maxNodes))) {
@@ -224,8 +236,8 @@ function holdsOfView(db: Db, g: AtlasGraph) {
 
 /** Compile one view: the lens fills a graph bounded by max_nodes; the graph renders the response. */
 export function compileView(db: Db, caller: Caller, body: AtlasBody) {
-  const g = new AtlasGraph(body.max_nodes);
+  const g = new AtlasGraph(body.max_nodes, seesType(caller));
   const focus = LENS[body.lens](db, caller, body, g);
-  if (seesHolds(caller)) holdsOfView(db, g);
+  if (g.sees("hold")) holdsOfView(db, g);
   return g.view(body.lens, focus);
 }
