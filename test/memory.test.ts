@@ -679,7 +679,7 @@ describe("record ownership outbox", () => {
     const [c] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "x", sources: supports(o) }]);
     const ids = [p.json.data.project_id, o, c];
     expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
   });
 
   it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {
@@ -693,11 +693,11 @@ describe("record ownership outbox", () => {
     });
     const o = await appendOk(org.api_key, obs("s", "x"));
     expect(await registryOwners([o])).toEqual({});
-    expect(await inOrg(org.org_id, (x) => x.db.all<{ payload: string }>("SELECT payload FROM outbox").map((r) => r.payload))).toEqual([o]);
+    expect(await inOrg(org.org_id, (x) => x.db.all<{ payload: string }>("SELECT payload FROM outbox WHERE topic = 'record_owner'").map((r) => r.payload))).toEqual([o]);
     await inOrg(org.org_id, (x) => { x.deps = working; });
     expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
     expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
   });
 });
 

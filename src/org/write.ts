@@ -6,7 +6,8 @@ import { clock } from "../http/clock";
 import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "./db";
-import { recordOwnersJob } from "./maintenance";
+import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "../domains/indexing/background";
+import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
 import { type Touched, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
@@ -128,7 +129,10 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Rep
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
-    if (out.touched && queueTouched(rc.db, out.touched, at)) rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
+    if (out.touched && queueTouched(rc.db, out.touched, at)) {
+      rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
+      if (drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
+    }
     const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(
