@@ -51,7 +51,7 @@ export async function startServer({ config = "wrangler.toml", label = "server", 
   const cfgDir = resolve(configPath, "..");
   const text = readFileSync(configPath, "utf8")
     .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(join(build, "worker.js"))}`)
-    .replace(/^(\s*migrations_dir\s*=\s*)"([^"]+)"/m, (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`);
+    .replace(/^(\s*(?:migrations_dir|directory)\s*=\s*)"([^"]+)"/gm, (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`);
   const snapConfig = join(stateDir, "wrangler.toml");
   writeFileSync(snapConfig, text);
   const persist = join(stateDir, "state");
@@ -262,3 +262,32 @@ export function zipfWord(rand) {
   return VOCAB[lo];
 }
 export const statement = (rand) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
+
+/**
+ * Fill the vector index the way an operator would: verify pages (queueing whatever the index lacks),
+ * then drain until the queue is empty (the server's own timer may drain part of it first). Returns the
+ * claims the index then holds (a last verify pass), or null when the server has no vector routes.
+ */
+export async function fillIndex(server, key) {
+  const verifyAll = async () => {
+    let present = 0, missing = 0;
+    for (let after, i = 0; i < 1000; i++) {
+      const v = await api(server.url, key, "POST", "/v1/index/verify", after ? { after } : {});
+      if (v.status !== 200) return null;
+      present += v.json.data.present;
+      missing += v.json.data.missing + (v.json.data.pending ?? 0);
+      after = v.json.data.next_after;
+      if (!after) break;
+    }
+    return { present, missing };
+  };
+  if (!(await verifyAll())) return null;
+  for (let i = 0; ; i++) {
+    if (i >= 2000) throw new Error("the index queue did not drain");
+    const d = await apiOk(server.url, key, "POST", "/v1/index/drain", { limit: 100 });
+    if (d.json.data.remaining === 0) break;
+  }
+  const after = await verifyAll();
+  if (after.missing) throw new Error(`${after.missing} claims still missing from the index after draining`);
+  return after.present;
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation,retention,atlas] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000,200000]
+// npm run bench [-- --parts append,scale,tenants,drain,login,channels,federation,retention,atlas,vectors] [--duration 5] [--rounds 3] [--sizes 1000,10000,50000,200000]
 //
 // Speed, measured against the same local runtime, never by timed tests. One private server runs
 // bench/wrangler.toml: the product's Worker unchanged plus bench-only routes under /__bench/ (a bare
@@ -23,6 +23,7 @@
 //            records examined per second, dry run and real run, with 1% of the sources under a hold
 //   atlas    each Memory Atlas lens's p50/p95 at max_nodes 300 in a 50,000-claim organization
 //            (--atlas-claims N for a smaller run on a busy machine)
+//   vectors  compile with and without vectors at the same sizes, two servers, same content
 // Rounds alternate the compared cases so that drift on this shared machine hits both alike; the
 // tables report medians and ratios measured within the same run. Writes docs/BENCHMARKS.md.
 import autocannon from "autocannon";
@@ -32,12 +33,13 @@ import { createServer } from "node:http";
 import { freePort } from "./local.mjs";
 import { SoftAuthenticator } from "../test/authenticator.mjs";
 import {
+  fillIndex,
   api, apiOk, fmt, log, machineLine, median, newOrg, parseArgs, percentile, pool, prng, progress, sleep, startServer, statement,
   table, writeSection, zipfWord,
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation,retention,atlas").split(","));
+const PARTS = new Set(String(args.parts ?? "append,scale,tenants,drain,login,channels,federation,retention,atlas,vectors").split(","));
 const DURATION = Number(args.duration ?? 5); // seconds per autocannon measurement
 const ROUNDS = Number(args.rounds ?? 3);
 const CONCURRENCY = [1, 8, 32];
@@ -568,6 +570,67 @@ ${table(["phase", ...measured.map((s) => s.toLocaleString("en-US"))], profileRow
   return { md, org, growth, largest: have };
 }
 
+// ---- part 8: compile with and without vectors ----------------------------------------------------
+
+/**
+ * Two servers from the same bundle, both without a background timer: one with the embedded vector
+ * backends (the default), one with vectors off (EMBEDDING_PROVIDER and VECTOR_INDEX none). Both get
+ * the same organization content (same seed); the vector one's index is filled at each size; then the
+ * same compiles alternate between them.
+ */
+async function partVectors(vecServer, lexServer) {
+  log("part 8: compile with and without vectors");
+  const orgs = { vec: await newOrg(vecServer), lex: await newOrg(lexServer) };
+  const rands = { vec: prng(42), lex: prng(42) };
+  const qrand = prng(7);
+  const compileQueries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => zipfWord(qrand)).join(" "));
+  const rows = [];
+  let have = 0, last = null;
+  for (const size of SIZES) {
+    if (Date.now() > DEADLINE) { log("  time bound reached"); break; }
+    await seedClaims(vecServer, orgs.vec.api_key, have, size, rands.vec, []);
+    await seedClaims(lexServer, orgs.lex.api_key, have, size, rands.lex, []);
+    have = size;
+    const t0 = Date.now();
+    const held = await fillIndex(vecServer, orgs.vec.api_key);
+    const fillS = (Date.now() - t0) / 1000;
+    log(`  ${size} claims; ${held} vectors indexed in ${fmt(fillS)} s; measuring`);
+    const lat = { vec: { http: [], inside: [], used: 0 }, lex: { http: [], inside: [], used: 0 } };
+    for (const [k, server] of [["vec", vecServer], ["lex", lexServer]])
+      for (let i = 0; i < 10; i++) await api(server.url, orgs[k].api_key, "POST", "/v1/context/compile", { query: compileQueries[i], token_budget: 1000 });
+    for (let i = 0; i < SAMPLES && Date.now() < DEADLINE; i++) {
+      const q = compileQueries[i % compileQueries.length];
+      for (const [k, server] of i % 2 ? [["lex", lexServer], ["vec", vecServer]] : [["vec", vecServer], ["lex", lexServer]]) {
+        const c = await apiOk(server.url, orgs[k].api_key, "POST", "/v1/context/compile", { query: q, token_budget: 1000 });
+        lat[k].http.push(c.ms);
+        if (c.json.meta?.degraded?.vectors === false) lat[k].used++;
+        lat[k].inside.push((await timedInside(server, orgs[k].api_key, "POST", "/v1/context/compile", { body: { query: q, token_budget: 1000 } })).inside_ms);
+      }
+    }
+    const p = (k, key, q) => percentile(lat[k][key], q);
+    last = { size, ratio: p("vec", "http", 95) / p("lex", "http", 95), ratioIn: p("vec", "inside", 95) / Math.max(1, p("lex", "inside", 95)) };
+    rows.push([size.toLocaleString("en-US"), `${held} in ${fmt(fillS, 1)} s`,
+      `${fmt(p("lex", "http", 50))} / ${fmt(p("lex", "http", 95))}`, `${fmt(p("vec", "http", 50))} / ${fmt(p("vec", "http", 95))}`,
+      `${fmt(p("lex", "inside", 50), 0)} / ${fmt(p("lex", "inside", 95), 0)}`, `${fmt(p("vec", "inside", 50), 0)} / ${fmt(p("vec", "inside", 95), 0)}`,
+      `${fmt(last.ratio, 2)}× / ${fmt(last.ratioIn, 2)}×`, `${lat.lex.used} / ${lat.vec.used} of ${lat.vec.http.length}`]);
+    log(`  ${size}: lexical p95 ${fmt(p("lex", "http", 95))} ms, hybrid p95 ${fmt(p("vec", "http", 95))} ms`);
+  }
+  const md = `### 8. Compile with and without vectors
+
+Two servers from the same bundle, neither with a background timer: the embedded default (local embedder, int8 vector
+index in the Durable Object) and the same with \`EMBEDDING_PROVIDER\` and \`VECTOR_INDEX\` \`none\`. Each holds one organization
+with the same synthetic claims as part 2 (same seed); at each size the first one's index is filled (\`POST /v1/index/verify\`
+pages, then \`POST /v1/index/drain\` until empty; time in the second column). Then ${SAMPLES} identical compiles (4-word query,
+\`token_budget\` 1000) alternate between them, over HTTP and timed inside the object. The synthetic words are not English, so
+most query vectors are zero: the full scan and the extra candidates cost what they always cost, but the hits carry no meaning.
+
+${table(["claims", "vectors indexed", "lexical HTTP p50 / p95", "hybrid HTTP p50 / p95", "lexical inside p50 / p95", "hybrid inside p50 / p95",
+  "hybrid p95 vs lexical (HTTP / inside)", "packs with vectors (lexical / hybrid server)"], rows)}
+
+Target: compile p95 with vectors at ${last ? last.size.toLocaleString("en-US") : "the largest size"} claims within 2× of lexical-only → **${last ? (last.ratio <= 2 ? "met" : "missed") : "not measured"}** (${last ? fmt(last.ratio, 2) : "n/a"}× over HTTP).`;
+  return { md, ratio: last?.ratio };
+}
+
 // ---- part 3: many tenants -------------------------------------------------------------------------
 
 async function partTenants(server) {
@@ -973,6 +1036,20 @@ Each part below rewrites its own section; each names the machine and versions it
       scale = await partScale(server);
       done("scale", scale.md);
       summary.push(`compile p95 10k/1k: ${fmt(scale.growth, 2)}×`);
+    }
+    if (PARTS.has("vectors")) {
+      // Both without a timer, so the lexical server never drains and the vector one only when told.
+      const vecServer = await startServer({ config: "bench/wrangler.toml", label: "bench-vec", vars: { MAINTENANCE_INTERVAL_SECONDS: "0" } });
+      const lexServer = await startServer({ config: "bench/wrangler.toml", label: "bench-lex",
+        vars: { MAINTENANCE_INTERVAL_SECONDS: "0", EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" } });
+      try {
+        const v = await partVectors(vecServer, lexServer);
+        done("vectors", v.md);
+        summary.push(`compile p95 with/without vectors at the largest size: ${fmt(v.ratio, 2)}×`);
+      } finally {
+        await vecServer.stop();
+        await lexServer.stop();
+      }
     }
     if (PARTS.has("tenants")) {
       const t = await partTenants(server);

@@ -6,12 +6,14 @@ import { fetchSender, offlineSender } from "./domains/webhooks/delivery";
 import type { EdgeEnv } from "./http/route";
 import type { OrgDeps, PurgeGuard } from "./org/request";
 import { durableRegistry } from "./registry/client";
+import { modelDeps } from "./vector/runtime";
 
 /** Guards every purge consults: an active legal hold covering the observation blocks it (409). */
 export const PURGE_GUARDS: readonly PurgeGuard[] = [legalHoldPurgeGuard];
 
-export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "ID_REGISTRY">): OrgDeps => ({
+export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "ID_REGISTRY" | "EMBEDDING_PROVIDER" | "VECTOR_INDEX" | "EXTRACTION_PROVIDER" | "AI" | "VECTORIZE">): OrgDeps => ({
   sendWebhook: env.WEBHOOK_SENDER === "offline" ? offlineSender : fetchSender,
   purgeGuards: PURGE_GUARDS,
   registry: durableRegistry(env.ID_REGISTRY),
+  models: modelDeps(env),
 });

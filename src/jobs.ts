@@ -5,11 +5,13 @@ import { searchSnapshotsJob } from "./domains/memory/search";
 import { webhookDeliveryJob } from "./domains/webhooks/delivery";
 import type { BackgroundJob } from "./org/jobs";
 import { recordOwnersJob } from "./org/maintenance";
+import { indexDrainJob } from "./domains/indexing/background";
 
 export const BACKGROUND_JOBS: readonly BackgroundJob[] = [
   expirySweepJob,
   recordOwnersJob,
   webhookDeliveryJob,
   searchSnapshotsJob,
+  indexDrainJob,
 ];
 

@@ -15,6 +15,8 @@ import { governanceRoutes } from "./domains/governance/routes";
 import { federationRoutes } from "./domains/federation/routes";
 import { retentionRoutes } from "./domains/retention/routes";
 import { atlasRoutes } from "./domains/atlas/routes";
+import { modelRoutes } from "./domains/models/routes";
+import { indexingRoutes } from "./domains/indexing/routes";
 import { type OrgRoute, type RouteDef, routeId } from "./http/route";
 
 export const ROUTES: readonly RouteDef[] = [
@@ -33,6 +35,8 @@ export const ROUTES: readonly RouteDef[] = [
   ...federationRoutes,
   ...retentionRoutes,
   ...atlasRoutes,
+  ...modelRoutes,
+  ...indexingRoutes,
 ];
 
 export const ORG_ROUTES = new Map<string, OrgRoute>(

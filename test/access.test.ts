@@ -404,6 +404,11 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/federation/peers", () => ({ endpoint: `https://m${n++}.example.com`, shared_secret: "0123456789abcdef", direction: "pull" }), ["owner", "admin"], 201],
       ["POST", `/v1/federation/peers/${fedPeer}/filters`, () => ({ resource_type: "observation" }), ["owner", "admin"], 201],
       ["POST", "/v1/federation/pull", () => ({ peer_id: fedPeer }), anyone, 200],
+      ["GET", "/v1/models/config", () => undefined, [...anyone, "reader"], 200],
+      ["POST", "/v1/models/probe", () => ({ kind: "embedding", text: "role matrix" }), anyone, 200],
+      ["POST", "/v1/index/drain", () => ({ limit: 1 }), ["owner", "admin"], 200],
+      ["POST", "/v1/index/verify", () => ({ limit: 1 }), ["owner", "admin"], 200],
+      ["POST", "/v1/enrichment/drain", () => ({}), ["owner", "admin"], 200],
     ];
     for (const [method, path, body, allowed, success] of matrix)
       for (const [role, k] of Object.entries(keys)) {

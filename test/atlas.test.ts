@@ -233,18 +233,15 @@ describe("Memory Atlas lenses", () => {
     expect(ids(v)).not.toContain(release);
   });
 
-  it("review_queue: enrichment proposals from readable observations, once the ledger table exists", async () => {
+  it("review_queue: pending enrichment proposals from readable observations", async () => {
     const org = await newOrg();
     const writer = await mintKey(org.api_key, { scopes: ["*"] });
     const open = await appendOk(writer.key, obs("prop", "narwhal open evidence"));
     const secret = await appendOk(writer.key, obs("prop", "narwhal secret evidence", { visibility: "private" }));
-    // Without the vectors work's ledger the lens has no proposals (and no error).
     expect((await viewOk(org.api_key, { lens: "review_queue" })).nodes.map((n) => n.type)).not.toContain("proposal");
-    // The ledger's shape as the vectors branch defines it (DESIGN: candidate claims for review, never canonical).
+    // Rows as enrichment drain writes them (DESIGN: candidate claims for review, never canonical).
     const [seen, hiddenProposal] = [`prop_${"1".repeat(32)}`, `prop_${"2".repeat(32)}`];
     await inOrg(org.org_id, (o) => {
-      o.db.run(`CREATE TABLE enrichment_proposals (proposal_id TEXT PRIMARY KEY, observation_id TEXT NOT NULL, subject_id TEXT NOT NULL,
-        kind TEXT NOT NULL, statement TEXT NOT NULL, status TEXT NOT NULL, model TEXT NOT NULL, created_at TEXT NOT NULL)`);
       const at = new Date().toISOString();
       o.db.run("INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal proposed claim', 'pending', 'test', ?)", seen, open, at);
       o.db.run("INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal hidden proposal', 'pending', 'test', ?)", hiddenProposal, secret, at);

@@ -285,7 +285,7 @@ describe("readiness", () => {
     expect(r.json.data.ready).toBe(true);
     expect(r.json.data.schema.applied).toBe(r.json.data.schema.expected);
     // The test Worker runs wrangler.toml's MAINTENANCE_INTERVAL_SECONDS = "15": the alarm drives delivery.
-    expect(r.json.data.capabilities).toEqual({ background_repair: "enabled", maintenance_interval_seconds: 15, vectors: false, model: false });
+    expect(r.json.data.capabilities).toEqual({ background_repair: "enabled", maintenance_interval_seconds: 15, vectors: true, model: false });
     expect(r.json.data.checks).toEqual({ index_db: "ok", org_store: "ok" });
   });
 

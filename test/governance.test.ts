@@ -451,9 +451,10 @@ describe("channel compile", () => {
     expect(items[0]).toMatchObject({ claim_id: claims[0], statement: statements[0], kind: "fact", trust: "verified" });
     expect(items[0].score).toBeGreaterThan(items[1].score);
     expect(r.json.data.tokens_used).toBe(items.reduce((s: number, i: any) => s + i.tokens, 0));
-    // The same scoring as compile: the same question orders the same claims the same way.
+    // The same scoring as compile: the same question orders the same claims the same way (compile may
+    // also pack a vector hit once the background job indexed these claims; channel compile has none).
     const canonical = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "when does the ferry leave" } });
-    expect(canonical.json.data.items.map((i: any) => i.claim_id).filter((id: string) => claims.includes(id))).toEqual([claims[0], claims[1]]);
+    expect(canonical.json.data.items.map((i: any) => i.claim_id).filter((id: string) => claims.includes(id)).slice(0, 2)).toEqual([claims[0], claims[1]]);
     // Without a query every served snapshot is a candidate; the budget and max_items bound the pack.
     expect((await compileChannel(gw.key, ch.channel_id)).json.data.items).toHaveLength(3);
     expect((await compileChannel(gw.key, ch.channel_id, { max_items: 1 })).json.data.items).toHaveLength(1);

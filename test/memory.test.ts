@@ -679,7 +679,7 @@ describe("record ownership outbox", () => {
     const [c] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "x", sources: supports(o) }]);
     const ids = [p.json.data.project_id, o, c];
     expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
   });
 
   it("concurrent writes each register their own ids once, never each other's again", async () => {
@@ -713,11 +713,11 @@ describe("record ownership outbox", () => {
     });
     const o = await appendOk(org.api_key, obs("s", "x"));
     expect(await registryOwners([o])).toEqual({});
-    expect(await inOrg(org.org_id, (x) => x.db.all<{ payload: string }>("SELECT payload FROM outbox").map((r) => r.payload))).toEqual([o]);
+    expect(await inOrg(org.org_id, (x) => x.db.all<{ payload: string }>("SELECT payload FROM outbox WHERE topic = 'record_owner'").map((r) => r.payload))).toEqual([o]);
     await inOrg(org.org_id, (x) => { x.deps = working; });
     expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
     expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
   });
 });
 

@@ -43,8 +43,12 @@ function normalized(value: unknown): string {
     .replace(/"request_id":"[^"]+"/g, "");
 }
 
-/** One organization: the caller writes its claims one by one; with `others`, another principal's private claims land between them. */
-async function organization(others: false | "private" | "workspace") {
+/**
+ * One organization: the caller writes its claims one by one; with `others`, another principal's private
+ * claims (or team claims of a closed workspace, or the caller's own claims that retention then excludes)
+ * land between them. The vector index is filled at the end, so compile is hybrid (authorized kNN).
+ */
+async function organization(others: false | "private" | "workspace" | "retention") {
   const org = await newOrg();
   const me = await mintKey(org.api_key, { scopes: ["*"] });
   const other = await mintKey(org.api_key, { scopes: ["*"] });
@@ -58,13 +62,18 @@ async function organization(others: false | "private" | "workspace") {
     project = (await call("POST", "/v1/projects/resolve", { key: other.key, body: { reference: "closed", create: true, workspace_id: ws } })).json.data.project_id;
     expect(project).toMatch(/^prj_/);
   }
+  // "retention": the caller's own private preference claims (private: outside the shared statistics),
+  // excluded by a retention policy on preferences once they are old.
+  const writer = others === "retention" ? me : other;
   const theirs = others === "private" ? await appendOk(other.key, obs("s", "their evidence", { visibility: "private" }))
-    : others === "workspace" ? await appendOk(other.key, obs("s", "their evidence", { project_id: project })) : null;
+    : others === "workspace" ? await appendOk(other.key, obs("s", "their evidence", { project_id: project }))
+    : others === "retention" ? await appendOk(me.key, obs("s", "old evidence", { visibility: "private" })) : null;
   let n = 0;
   const interleave = async () => {
     if (!theirs) return;
-    const r = await call("POST", "/v1/consolidations", { key: other.key, body: { subject_id: "s", ...(project ? { project_id: project } : {}),
-      claims: Array.from({ length: 12 }, () => ({ kind: "fact", statement: OTHERS(n++), sources: supports(theirs) })) } });
+    const r = await call("POST", "/v1/consolidations", { key: writer.key, body: { subject_id: "s", ...(project ? { project_id: project } : {}),
+      claims: Array.from({ length: 12 }, () => ({ kind: others === "retention" ? "preference" : "fact", statement: OTHERS(n++), sources: supports(theirs),
+        ...(others === "retention" ? { visibility: "private" } : {}) })) } });
     expect(r.status, r.text).toBe(201);
   };
   await interleave();
@@ -76,7 +85,26 @@ async function organization(others: false | "private" | "workspace") {
     await consolidateOk(me.key, "s", [{ kind: "fact", statement, sources: supports(minePrivate), visibility: "private" }]);
     await interleave();
   }
+  if (others === "retention") {
+    const p = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "old preferences", status: "active",
+      rules: { rules: [{ record_type: "claim", max_age_days: 365, kinds: ["preference"] }] } } });
+    expect(p.status, p.text).toBe(201);
+    clock.advance(400 * 86_400_000);
+    const r = await call("POST", "/v1/retention/apply", { key: org.api_key, body: { limit: 500 } });
+    expect(r.json.data, r.text).toMatchObject({ excluded: 12 * (OWN_TEAM.length + OWN_PRIVATE.length + 1), done: true });
+  }
+  await fillIndex(org.api_key);
   return { org, me };
+}
+
+/** Drain the vector index queue (compile then ranks vector hits too). */
+async function fillIndex(key: string) {
+  for (let i = 0; i < 100; i++) {
+    const r = await call("POST", "/v1/index/drain", { key, body: { limit: 100 } });
+    expect(r.status, r.text).toBe(200);
+    if (r.json.data.remaining === 0) return;
+  }
+  throw new Error("the index queue never drained");
 }
 
 /** Everything the caller is told by compile and search (every page) for the fixed queries. */
@@ -85,7 +113,7 @@ async function answers(key: string) {
   for (const body of QUERIES) {
     const r = await call("POST", "/v1/context/compile", { key, body });
     expect(r.status, r.text).toBe(201);
-    out.push(r.json.data);
+    out.push(r.json.data, r.json.meta.degraded);
   }
   for (const q of SEARCHES) {
     let url = `/v1/memories?q=${encodeURIComponent(q)}&limit=2`;
@@ -111,6 +139,8 @@ describe("ranking sees only what the caller may read", () => {
     // The answers are not trivial: compile packs the caller's private claims too, and search pages.
     expect(JSON.stringify(a)).toContain("quokka ledger");
     expect((a[0] as { items: unknown[] }).items.length).toBeGreaterThan(3);
+    // ...and vector hits took part (meta.degraded.vectors false), so the kNN path is what is compared.
+    expect(a[1]).toMatchObject({ vectors: false });
     expect(a.length).toBeGreaterThan(QUERIES.length + SEARCHES.length);
     expect(JSON.stringify(b)).not.toContain("secret");
     expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
@@ -122,6 +152,16 @@ describe("ranking sees only what the caller may read", () => {
     clock.advance(100 * 365 * 86_400_000);
     const a = await answers(alone.me.key);
     const b = await answers(walled.me.key);
+    expect(JSON.stringify(b)).not.toContain("secret");
+    expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
+  });
+
+  it("answers identically whether or not the caller's own claims full of the query words were excluded by retention", async () => {
+    const alone = await organization(false);
+    const retained = await organization("retention");
+    clock.advance(100 * 365 * 86_400_000);
+    const a = await answers(alone.me.key);
+    const b = await answers(retained.me.key);
     expect(JSON.stringify(b)).not.toContain("secret");
     expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
   });

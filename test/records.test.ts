@@ -69,6 +69,8 @@ describe("memory record writers", () => {
     expect(out.changed).toEqual({ created: [], changed: [claim] });
     expect(out.purged).toEqual({ created: [], changed: [o] });
     expect(out.version).toBe(2);
-    expect(out).toMatchObject({ queued: 1, added: 1, rows: [{ topic: "record_owner", payload: "obs_new" }] });
+    // record_owner carries created ids; index carries created and changed observations and claims.
+    expect(out).toMatchObject({ queued: 3, added: 3 });
+    expect(out.rows.map((r) => `${r.topic} ${r.payload}`).sort()).toEqual([`index ${claim}`, "index obs_new", "record_owner obs_new"].sort());
   });
 });

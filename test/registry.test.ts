@@ -52,7 +52,7 @@ describe("ownership across organizations through import", () => {
   it("refuses them after the outbox drained too, and lets the owner re-import its own export", async () => {
     const { a, text, ids } = await exportedOrg();
     await runDurableObjectAlarm(orgStub(a.org_id) as unknown as DurableObjectStub);
-    expect(await inOrg(a.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+    expect(await inOrg(a.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
     const b = await newOrg();
     expectError(await importNdjson(b.api_key, text), 409, "CONFLICT");
     expect(await recordCount(b.org_id)).toBe(0);
@@ -95,7 +95,7 @@ describe("registry unavailable", () => {
     expectError(r, 503, "UNAVAILABLE");
     expect(await recordCount(b.org_id)).toBe(0);
     expect(await inOrg(b.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM audit_log")!.n)).toBe(auditBefore);
-    expect(await inOrg(b.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+    expect(await inOrg(b.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
     expect(await registryOwners(ids)).toEqual({});
   });
 });

@@ -29,6 +29,13 @@ export interface EdgeEnv {
   WEBAUTHN_RP_NAME?: string;
   /** Comma-separated origins allowed in WebAuthn client data (default https://<RP ID>). */
   WEBAUTHN_ORIGINS?: string;
+  /** Model backends (src/vector/config.ts): chosen by these variables, never by which bindings exist. */
+  EMBEDDING_PROVIDER?: string;
+  VECTOR_INDEX?: string;
+  EXTRACTION_PROVIDER?: string;
+  /** Workers AI and Vectorize: declared only in wrangler.toml's [env.production]. */
+  AI?: Ai;
+  VECTORIZE?: Vectorize;
 }
 
 interface RouteBase {

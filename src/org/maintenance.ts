@@ -4,6 +4,7 @@
 import { clock } from "../http/clock";
 import type { BackgroundJob } from "./jobs";
 import { drainRecordOwners } from "./outbox";
+import { type ModelEnv, modelConfig } from "../vector/config";
 
 /** Retry delay after a failed outbox drain. */
 export const OUTBOX_RETRY_MS = 30_000;
@@ -17,6 +18,16 @@ export const recordOwnersJob: BackgroundJob = {
   retryMs: () => OUTBOX_RETRY_MS,
 };
 
-/** The maintenance interval in ms (0: no background timer). */
-export const maintenanceIntervalMs = (env: { MAINTENANCE_INTERVAL_SECONDS?: string }) =>
-  Math.max(0, Number(env.MAINTENANCE_INTERVAL_SECONDS ?? 0) || 0) * 1000;
+/** SPEC "Who drives delivery": the timer's default period. */
+export const DEFAULT_MAINTENANCE_INTERVAL_MS = 15_000;
+
+/**
+ * The maintenance interval in ms (0: no background timer). SPEC's rule: the timer runs only when the
+ * interval is above zero and either an interval was given explicitly or a vector capability is
+ * configured (then at the default period).
+ */
+export function maintenanceIntervalMs(env: { MAINTENANCE_INTERVAL_SECONDS?: string } & ModelEnv): number {
+  const given = env.MAINTENANCE_INTERVAL_SECONDS?.trim();
+  if (given) return Math.max(0, Number(given) || 0) * 1000;
+  return modelConfig(env, () => new Date().toISOString()).vectors.status === "enabled" ? DEFAULT_MAINTENANCE_INTERVAL_MS : 0;
+}

@@ -671,4 +671,39 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
         WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
     `,
   },
+  {
+    name: "0018_vector_index",
+    sql: `
+      -- The embedded default vector index: int8 vectors with 1/|v| (src/vector/local-index.ts).
+      CREATE TABLE local_vectors (
+        record_id TEXT PRIMARY KEY,
+        dimensions INTEGER NOT NULL,
+        inv_norm REAL NOT NULL,
+        data BLOB NOT NULL
+      );
+      -- What index drain last upserted, whatever the backend: verify (pending vs missing) and drift.
+      CREATE TABLE indexed_records (
+        record_id TEXT PRIMARY KEY,
+        model TEXT NOT NULL,
+        dimensions INTEGER NOT NULL,
+        indexed_at TEXT NOT NULL
+      );
+      -- Enrichment: candidate claims proposed by the extraction model, for review; never canonical.
+      CREATE TABLE enrichment_proposals (
+        proposal_id TEXT PRIMARY KEY,
+        observation_id TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        statement TEXT NOT NULL,
+        status TEXT NOT NULL,               -- 'pending' (review is not built yet)
+        model TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX enrichment_proposals_by_observation ON enrichment_proposals(observation_id);
+      -- The Atlas's review_queue reads pending proposals newest first.
+      CREATE INDEX enrichment_proposals_by_status ON enrichment_proposals(status, created_at);
+      -- Records written before the index existed: queue every claim once, so a drain embeds them.
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'index', claim_id, created_at FROM claims;
+    `,
+  },
 ];

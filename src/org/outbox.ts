@@ -26,6 +26,8 @@ export const touchedAll = (...list: Touched[]): Touched =>
 export const OUTBOX_TOPICS: Record<string, (t: Touched) => string[]> = {
   /** The ownership registry (src/registry, 256 Durable Object shards): which organization owns an id. */
   record_owner: (t) => t.created,
+  /** The vector index (src/domains/indexing): created and changed records, drained by POST /v1/index/drain. */
+  index: (t) => [...t.created, ...t.changed].filter((id) => id.startsWith("obs_") || id.startsWith("claim_")),
 };
 
 /** Queue the outbox rows of a write (inside its transaction). Returns how many rows were queued. */

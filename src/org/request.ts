@@ -62,6 +62,8 @@ export interface OrgDeps {
   purgeGuards: readonly PurgeGuard[];
   /** The record-ownership registry (src/registry): import claims ids in it, writes register theirs. */
   registry: import("../registry/client").OwnershipRegistry;
+  /** The model configuration snapshot and the bindings its backends use (src/vector/runtime.ts). */
+  models: import("../vector/runtime").ModelDeps;
 }
 
 export interface Reply {

@@ -6,7 +6,8 @@ import { clock } from "../http/clock";
 import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "./db";
-import { recordOwnersJob } from "./maintenance";
+import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "../domains/indexing/background";
+import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
 import { type Touched, ownerIdsOf, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
@@ -132,6 +133,7 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Rep
       // The alarm is the retry; the object registers these ids itself right after the commit.
       rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
       rc.ownersQueued(ownerIdsOf(out.touched));
+      if (drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
     }
     const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)

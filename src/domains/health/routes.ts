@@ -3,6 +3,7 @@ import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
 import { dataResponse, errorResponse } from "../../http/envelope";
 import type { EdgeEnv, PublicRoute } from "../../http/route";
 import { maintenanceIntervalMs } from "../../org/maintenance";
+import { modelConfig } from "../../vector/config";
 
 export const REVISION = "0.10.0";
 
@@ -15,6 +16,7 @@ export const backgroundRepair = (env: EdgeEnv): "enabled" | "external" | "disabl
   maintenanceIntervalMs(env) > 0 ? "enabled" : "disabled";
 
 async function readiness(env: EdgeEnv) {
+  const models = modelConfig(env, () => new Date().toISOString());
   const checks: Record<string, "ok" | "failing"> = { index_db: "ok", org_store: "ok" };
   let indexApplied = 0;
   let orgApplied = 0;
@@ -49,7 +51,8 @@ async function readiness(env: EdgeEnv) {
       org_store: { applied: orgApplied, expected: orgExpected, ...(orgError ? { error: orgError } : {}) },
     },
     checks,
-    capabilities: { background_repair: backgroundRepair(env), maintenance_interval_seconds: maintenanceIntervalMs(env) / 1000, vectors: false, model: false },
+    capabilities: { background_repair: backgroundRepair(env), maintenance_interval_seconds: maintenanceIntervalMs(env) / 1000, 
+      vectors: models.vectors.status === "enabled", model: models.extraction.status === "enabled" },
   };
 }
 

@@ -10,6 +10,8 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { pack, rankClaims } from "./ranking";
+import { vectorHits } from "../indexing/retrieval";
+import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
 import { canRetrieve, contextRunClaims, isCurrentClaim } from "./records";
 
@@ -44,9 +46,14 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
   return delegated && delegated.n > 0 ? run : null;
 }
 
-/** Compile and record a run. Shared by the HTTP route and the MCP recall tool; the caller commits. */
-export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>) {
-  const ranked = rankClaims(db, caller, body);
+/**
+ * Compile and record a run (the caller commits). `vectorsUsed`: a vector hit the caller may retrieve
+ * was among the ranked candidates, so what tells the caller "vectors were used" depends only on
+ * claims it may read (never on whether the index holds anything else).
+ */
+export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: Map<string, number> | null) {
+  const ranked = rankClaims(db, caller, body, undefined, vectors ?? undefined);
+  const vectorsUsed = !!vectors?.size && ranked.some((r) => vectors.has(r.claim.claim_id));
   const items = pack(ranked, body.token_budget, body.max_items);
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
   const contextId = newId(ID_PREFIX.context);
@@ -58,7 +65,7 @@ export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileB
   items.forEach((item, position) =>
     db.run("INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, ?, ?, ?, ?)",
       contextId, position, item.claim.claim_id, item.score, item.tokens));
-  return {
+  const run = {
     context_id: contextId,
     items: items.map((i) => ({
       claim_id: i.claim.claim_id, statement: i.claim.statement, kind: i.claim.kind, status: i.claim.status,
@@ -67,6 +74,7 @@ export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileB
     token_budget: body.token_budget,
     tokens_used: tokensUsed,
   };
+  return { run, vectorsUsed };
 }
 
 function addFeedbackScore(db: Db, claimId: string, weight: number) {
@@ -79,14 +87,21 @@ export const contextRoutes = [
   orgRoute({
     method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, response: compileResponse, readOnly: true,
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const run = compileRun(db, rc.caller, rc.body);
-      return {
-        status: 201, data: run, meta: { degraded: DEGRADED },
-        audit: { action: "context.compiled", resourceType: "context", resourceId: run.context_id,
-          detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget } },
-      };
-    }),
+    handler: async (rc) => {
+      // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its
+      // hits are re-authorized inside it, with every other candidate. degraded.vectors is false only when a
+      // hit the caller may retrieve took part in ranking (not when vectors are off, failed, or found
+      // nothing the caller may read).
+      const vectors = await vectorHits(runtimeFor(rc), rc.db, rc.caller, rc.body);
+      return commitWrite(rc, (db) => {
+        const { run, vectorsUsed } = compileRun(db, rc.caller, rc.body, vectors);
+        return {
+          status: 201, data: run, meta: { degraded: { ...DEGRADED, vectors: !vectorsUsed } },
+          audit: { action: "context.compiled", resourceType: "context", resourceId: run.context_id,
+            detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget } },
+        };
+      });
+    },
   }),
 
   orgRoute({

@@ -29,7 +29,7 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, type TermStats } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
+import { type CandidateRow, type ClaimRow, candidatesAt, claimSeqs, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens } from "./tokens";
 
 /**
@@ -66,6 +66,8 @@ export const WEIGHTS = {
   feedback: 0.05,
   feedbackClamp: 4,
   disputed: -0.05,
+  /** Times the claim's vector similarity relative to the best authorized vector hit (0..1); vector hits only. */
+  vector: 0.07,
 } as const;
 
 export interface CompileFilters {
@@ -252,7 +254,25 @@ export function statementStems(db: Db, c: { seq: number; statement: string }): s
   return s;
 }
 
-export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}): RankedClaim[] {
+/**
+ * Vector hits join the candidates through the same retrieval predicate as every other way in (by
+ * write position), so a hit the caller may not read, or that is no longer current, is dropped before
+ * it can score. Returns the authorized hits' similarities by seq (what the vector score reads).
+ */
+function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Map<string, number>, candidates: Candidate[]): Map<number, number> {
+  const have = new Set(candidates.map((c) => c.claim_id));
+  const missing = [...vectors.keys()].filter((id) => !have.has(id));
+  if (missing.length) for (const c of candidatesAt(db, caller, f.kinds, claimSeqs(db, missing))) candidates.push(c);
+  const similarity = new Map<number, number>();
+  for (const c of candidates) {
+    const s = vectors.get(c.claim_id);
+    if (s !== undefined) similarity.set(c.seq, s);
+  }
+  return similarity;
+}
+
+/** `vectors`: the query's nearest claim ids with their cosine similarity (hybrid compile), if any. */
+export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: Map<string, number>): RankedClaim[] {
   const words = rankingTerms(f.query);
   const stats = sharedTermStats(db, words.flatMap(phraseStems));
   mark("term statistics");
@@ -275,7 +295,13 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
   mark("coverage + common-word neighbours");
   const pairs = contextNeighbours(db, caller, candidates.filter((c) => lexical.has(c.seq)));
   mark("context neighbours");
-  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs())
+  // Vector hits join last, so the lexical steps above see exactly what they see without vectors; the
+  // best similarity is taken over authorized hits only, so no score moves with an unreadable record.
+  const similarity = vectors?.size ? vectorCandidates(db, caller, f, vectors, candidates) : new Map<number, number>();
+  const bestSimilarity = Math.max(0, ...similarity.values());
+  const vectorScore = (c: Candidate) => bestSimilarity > 0 ? Math.max(0, similarity.get(c.seq) ?? 0) / bestSimilarity : 0;
+  mark("vector candidates");
+  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs(), vectorScore)
     .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
   mark("score + sort");
   return ranked;
@@ -320,7 +346,7 @@ function lexicalScores(hits: { seq: number; statement: string; rank: number | nu
  * their `pairs` neighbours.
  */
 function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, sources: ScoringCandidate[],
-  pairs: Neighbours, f: CompileFilters, now: number): Scored<C>[] {
+  pairs: Neighbours, f: CompileFilters, now: number, vectorScore: (c: C) => number = () => 0): Scored<C>[] {
   const bySeq = new Map(sources.map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const contextOf = (c: C): number => {
@@ -341,6 +367,7 @@ function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: M
     const score =
       WEIGHTS.lexical * (lexical.get(c.seq) ?? 0) +
       WEIGHTS.context * contextOf(c) +
+      WEIGHTS.vector * vectorScore(c) +
       (f.subject_id && c.subject_id === f.subject_id ? WEIGHTS.subject : 0) +
       (f.project_id && c.project_id === f.project_id ? WEIGHTS.project : 0) +
       WEIGHTS.trust * (TRUST_LEVELS.indexOf(c.trust as Trust) / maxTrust) +

@@ -484,6 +484,18 @@ export function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undef
     scope ? scope.value : 1, ...args, limit);
 }
 
+/**
+ * The claim ids among `ids` that could be compile candidates for the caller (the candidate predicate:
+ * retrievable, current, of the kinds). Vector kNN filters through it before taking its top k.
+ */
+export function candidateIdsAmong(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[]): Set<string> {
+  if (!ids.length) return new Set();
+  const [where, args] = candidateWhere(caller, kinds);
+  return new Set(db.all<{ claim_id: string }>(
+    `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${where}`,
+    JSON.stringify(ids), ...args).map((r) => r.claim_id));
+}
+
 /** Candidates at the given write positions (seq). */
 export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
@@ -714,10 +726,9 @@ export type ProposalRow = ObservationRow & { proposal_id: string; proposal_kind:
 /**
  * Pending enrichment proposals (DESIGN "Vector index, model diagnostics, enrichment": candidate claims
  * in a review ledger, never canonical) whose source observation the caller may retrieve, newest first.
- * The ledger belongs to the vectors work; until its table exists there are none.
+ * The ledger is written by enrichment drain (src/domains/indexing/enrichment.ts).
  */
 export function retrievableProposals(db: Db, caller: Caller, limit: number): ProposalRow[] {
-  if (!db.first("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'enrichment_proposals'")) return [];
   const [ro, ...args] = retrievable(caller, "o");
   return db.all<ProposalRow>(
     `SELECT o.*, p.proposal_id, p.kind AS proposal_kind, p.statement, p.status AS proposal_status FROM enrichment_proposals p
@@ -831,4 +842,53 @@ export function excludedAmong(db: Db, records: { observations: string[]; claims:
       WHERE ${RECORD_TABLE[type].id} IN (SELECT value FROM json_each(?)) AND retention_excluded_at IS NOT NULL`,
     JSON.stringify(ids)).map((r) => r.id) : [];
   return { observations: of("observation", records.observations), claims: of("claim", records.claims) };
+}
+
+// ---- the vector index and enrichment (src/domains/indexing) --------------------------------------
+
+export interface IndexableClaim {
+  claim_id: string;
+  statement: string;
+  /** 1 when the claim may be retrieved at all: active or disputed, still valid, not excluded by retention. */
+  current: number;
+}
+
+/** State of the named claims (missing ids are simply absent). */
+export function claimsForIndex(db: Db, ids: string[], now: string): IndexableClaim[] {
+  if (!ids.length) return [];
+  return db.all<IndexableClaim>(
+    `SELECT claim_id, statement,
+            (status IN ('active', 'disputed') AND (valid_to IS NULL OR valid_to > ?) AND retention_excluded_at IS NULL) AS current
+       FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))`, now, JSON.stringify(ids));
+}
+
+/** Up to `limit` + 1 current claims after `afterSeq`, in write order (verify's pages). */
+export function currentClaimsAfter(db: Db, afterSeq: number, limit: number, now: string): { seq: number; claim_id: string }[] {
+  return db.all(
+    `SELECT seq, claim_id FROM claims
+      WHERE seq > ? AND status IN ('active', 'disputed') AND (valid_to IS NULL OR valid_to > ?) AND retention_excluded_at IS NULL
+      ORDER BY seq LIMIT ?`, afterSeq, now, limit + 1);
+}
+
+export interface ObservationForEnrichment {
+  seq: number;
+  observation_id: string;
+  subject_id: string;
+  content: string | null;
+}
+
+/** Observations written after `afterSeq` (enrichment's ledger position), in write order. */
+export function observationsAfter(db: Db, afterSeq: number, limit: number): ObservationForEnrichment[] {
+  return db.all(
+    `SELECT rowid AS seq, observation_id, subject_id, CASE WHEN purged_at IS NULL THEN content END AS content
+       FROM observations WHERE rowid > ? ORDER BY rowid LIMIT ?`, afterSeq, limit);
+}
+
+export const observationsAfterCount = (db: Db, afterSeq: number): number =>
+  db.first<{ n: number }>("SELECT count(*) AS n FROM observations WHERE rowid > ?", afterSeq)?.n ?? 0;
+
+/** Write positions of the named claims (no authorization: the caller passes them to a retrieval-checked read). */
+export function claimSeqs(db: Db, ids: string[]): number[] {
+  return db.all<{ seq: number }>("SELECT seq FROM claims WHERE claim_id IN (SELECT value FROM json_each(?)) ORDER BY seq", JSON.stringify(ids))
+    .map((r) => r.seq);
 }

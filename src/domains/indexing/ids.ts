@@ -1,0 +1,2 @@
+/** Enrichment proposals (Atlas node type "proposal"). */
+export const ID_PREFIX_PROPOSAL = "prp_";

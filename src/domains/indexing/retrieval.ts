@@ -1,0 +1,28 @@
+// Vector candidates for compile: the query's nearest claim ids and similarities, found by authorized
+// kNN. The index takes the top k among the claims the caller could receive as candidates (records.ts
+// candidateIdsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
+// filtered afterwards, so neither which hits come back nor their scores depend on a record the caller
+// cannot read. Ranking then reads the hits through the same SQL filter as every other candidate.
+import type { Db } from "../../org/db";
+import type { Caller } from "../../org/request";
+import { hasVectors, type VectorRuntime } from "../../vector/runtime";
+import { MAX_TOP_K, VectorBackendError } from "../../vector/types";
+import { candidateIdsAmong } from "../memory/records";
+
+/** Vector hits per compile (the index's query limit). */
+export const VECTOR_CANDIDATES = MAX_TOP_K;
+
+/** Nearest ids with their cosine similarity, or null when vectors were not used for this query. */
+export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: { query?: string; kinds?: string[] }): Promise<Map<string, number> | null> {
+  if (!f.query?.trim() || !hasVectors(rt)) return null;
+  try {
+    const [q] = await rt.embedder.embed([f.query]);
+    const accept = (ids: string[]) => candidateIdsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith("claim_")));
+    const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
+    return new Map(hits.map((h) => [h.id, h.score]));
+  } catch (err) {
+    // Retrieval degrades to lexical (meta.degraded.vectors stays true); it never fails the compile.
+    if (err instanceof VectorBackendError) return null;
+    throw err;
+  }
+}

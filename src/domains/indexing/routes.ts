@@ -1,0 +1,73 @@
+// The vector index queue's routes (drain, verify) and the enrichment drain. Organization-wide
+// maintenance that reports organization-wide counts, so owners and admins only.
+import { clock } from "../../http/clock";
+import { orgRoute } from "../../http/route";
+import { commitWrite } from "../../org/write";
+import { runtimeFor } from "../../vector/runtime";
+import { maintenanceIntervalMs } from "../../org/maintenance";
+import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "./background";
+import { applyEnrichment, enrichmentPosition, runEnrichment } from "./enrichment";
+import { observationsAfterCount } from "../memory/records";
+import { indexQueueSize, queueIndex } from "./queue";
+import { enrichmentDrainBody, indexDrainBody, indexVerifyBody } from "./schema";
+import { applyDrain, runDrain, runVerify } from "./service";
+
+const MAINTAINERS = ["owner", "admin"] as const;
+
+export const indexingRoutes = [
+  orgRoute({
+    method: "POST", path: "/v1/index/drain", scope: "index:write", roles: MAINTAINERS, body: indexDrainBody, bodyOptional: true,
+    summary: "Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index.",
+    handler: async (rc) => {
+      const plan = await runDrain(rc.db, runtimeFor(rc), rc.body.limit, clock.nowIso());
+      return commitWrite(rc, (db) => {
+        const at = clock.nowIso();
+        applyDrain(db, plan, at);
+        const counts = { drained: plan.seqs.length, indexed: plan.indexed.length, removed: plan.removed.length, skipped: plan.skipped };
+        return {
+          status: 200,
+          data: { ...counts, remaining: indexQueueSize(db), model: plan.model, dimensions: plan.dimensions, at },
+          audit: { action: "index.drained", resourceType: "vector_index", detail: counts },
+        };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/index/verify", scope: "index:write", roles: MAINTAINERS, body: indexVerifyBody, bodyOptional: true,
+    summary: "Check up to 100 current claims against the vector index (ids only) and queue one repair per missing id.",
+    handler: async (rc) => {
+      const v = await runVerify(rc.db, runtimeFor(rc), rc.body.limit, rc.body.after, clock.nowIso());
+      return commitWrite(rc, (db) => {
+        queueIndex(db, v.repair, clock.nowIso());
+        if (v.repair.length && drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env)))
+          rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
+        const { repair: _ids, ...data } = v;
+        return {
+          status: 200, data,
+          audit: { action: "index.verified", resourceType: "vector_index",
+            detail: { checked: v.checked, present: v.present, missing: v.missing, pending: v.pending, repairs_queued: v.repairs_queued } },
+        };
+      });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/enrichment/drain", scope: "enrichment:write", roles: MAINTAINERS, body: enrichmentDrainBody, bodyOptional: true,
+    summary: "Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims).",
+    handler: async (rc) => {
+      const plan = await runEnrichment(rc.db, runtimeFor(rc), rc.body.limit);
+      return commitWrite(rc, (db) => {
+        if (!plan)
+          return { status: 200, data: { drained: 0, status: "disabled" },
+            audit: { action: "enrichment.drained", resourceType: "enrichment", detail: { drained: 0, status: "disabled" } } };
+        const ids = applyEnrichment(db, plan, clock.nowIso());
+        const drained = ids ? plan.observations : 0;
+        const data = { drained, proposed: ids?.length ?? 0, remaining: observationsAfterCount(db, enrichmentPosition(db)),
+          status: "enabled", model: plan.model };
+        return { status: 200, data,
+          audit: { action: "enrichment.drained", resourceType: "enrichment", detail: { drained, proposed: data.proposed } } };
+      });
+    },
+  }),
+];

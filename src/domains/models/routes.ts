@@ -1,0 +1,82 @@
+// Model diagnostics: the configuration snapshot and a bounded probe. Neither changes configuration,
+// and neither ever answers a credential, a prompt, a raw provider response or an embedding.
+import { orgRoute } from "../../http/route";
+import type { Db } from "../../org/db";
+import { ok } from "../../org/request";
+import { commitWrite } from "../../org/write";
+import { runtimeFor, type VectorRuntime } from "../../vector/runtime";
+import { VectorBackendError } from "../../vector/types";
+import { probeBody } from "./schema";
+
+/** Records indexed with another model or dimension count than the one configured now. */
+export function drift(db: Db, rt: VectorRuntime) {
+  const { model, dimensions } = rt.config.embedding;
+  const total = db.first<{ n: number }>("SELECT count(*) AS n FROM indexed_records")?.n ?? 0;
+  const other = model == null ? total : db.first<{ n: number }>(
+    "SELECT count(*) AS n FROM indexed_records WHERE model <> ? OR dimensions <> ?", model, dimensions)?.n ?? 0;
+  return { status: other > 0 ? "drifted" : "none", indexed: total, indexed_with_other_model: other } as const;
+}
+
+export interface ProbeResult {
+  kind: "embedding" | "extraction";
+  ok: boolean;
+  provider: string;
+  model: string | null;
+  dimensions?: number;
+  latency_ms: number;
+  error_code?: "not_configured" | "unavailable";
+}
+
+/** One bounded call to the configured backend; the answer keeps metadata only. */
+export async function probe(rt: VectorRuntime, kind: "embedding" | "extraction", text: string): Promise<ProbeResult> {
+  const started = Date.now();
+  const latency = () => Math.max(0, Date.now() - started);
+  if (kind === "embedding") {
+    const { provider, model } = rt.config.embedding;
+    if (!rt.embedder) return { kind, ok: false, provider, model, latency_ms: 0, error_code: "not_configured" };
+    try {
+      const [v] = await rt.embedder.embed([text]);
+      return { kind, ok: true, provider, model, dimensions: v.length, latency_ms: latency() };
+    } catch (err) {
+      if (!(err instanceof VectorBackendError)) throw err;
+      return { kind, ok: false, provider, model, latency_ms: latency(), error_code: "unavailable" };
+    }
+  }
+  const { provider, model } = rt.config.extraction;
+  if (!rt.extractor) return { kind, ok: false, provider, model, latency_ms: 0, error_code: "not_configured" };
+  try {
+    await rt.extractor.propose(text);
+    return { kind, ok: true, provider, model, latency_ms: latency() };
+  } catch (err) {
+    if (!(err instanceof VectorBackendError)) throw err;
+    return { kind, ok: false, provider, model, latency_ms: latency(), error_code: "unavailable" };
+  }
+}
+
+export const modelRoutes = [
+  orgRoute({
+    method: "GET", path: "/v1/models/config", scope: "models:read",
+    summary: "The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.",
+    handler: (rc) => {
+      const rt = runtimeFor(rc);
+      const d = drift(rc.db, rt);
+      // The counts cover every principal's claims, private ones included: owners and admins only.
+      const admin = rc.caller.role === "owner" || rc.caller.role === "admin";
+      return ok({ ...rt.config, drift: admin ? d : { status: d.status } });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/models/probe", scope: "models:probe", body: probeBody,
+    summary: "One bounded embedding or extraction call; answers metadata only and appends a metadata-only audit entry.",
+    handler: async (rc) => {
+      const result = await probe(runtimeFor(rc), rc.body.kind, rc.body.text);
+      return commitWrite(rc, () => ({
+        status: 200, data: result,
+        audit: { action: "models.probed", resourceType: "model", resourceId: null,
+          detail: { kind: result.kind, provider: result.provider, model: result.model, ok: result.ok,
+            error_code: result.error_code ?? null, latency_ms: result.latency_ms, text_chars: rc.body.text.length } },
+      }));
+    },
+  }),
+];

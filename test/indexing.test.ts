@@ -1,0 +1,309 @@
+// The vector index queue (drain, verify), hybrid compile and enrichment: end to end on the embedded
+// default over HTTP, and against typed fakes of Workers AI and Vectorize for the production path.
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../src/http/errors";
+import { applyEnrichment, runEnrichment } from "../src/domains/indexing/enrichment";
+import { indexQueueSize } from "../src/domains/indexing/queue";
+import { applyDrain, runDrain, runVerify } from "../src/domains/indexing/service";
+import { indexDrainJob } from "../src/domains/indexing/background";
+import { jobDueAt } from "../src/org/jobs";
+import { rankClaims } from "../src/domains/memory/ranking";
+import { loadCaller } from "../src/domains/identity/store";
+import { sha256Hex } from "../src/auth/credentials";
+import { readModelConfig } from "../src/vector/config";
+import { vectorRuntime } from "../src/vector/runtime";
+import { FakeAi, FakeVectorize } from "./fakes/vector";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+
+const NOW = () => new Date().toISOString();
+
+async function claimOk(key: string, subject: string, statement: string, extra: Record<string, unknown> = {}) {
+  const o = await appendOk(key, obs(subject, statement, extra));
+  return (await consolidateOk(key, subject, [{ kind: "fact", statement, sources: supports(o), ...extra }]))[0];
+}
+
+/** Verify every page (queues what the index lacks), then drain until the queue is empty. */
+async function indexAll(key: string) {
+  for (let after: string | undefined, i = 0; i < 50; i++) {
+    const v = await call("POST", "/v1/index/verify", { key, body: after ? { after } : {} });
+    expect(v.status, v.text).toBe(200);
+    after = v.json.data.next_after ?? undefined;
+    if (!after) break;
+  }
+  let indexed = 0;
+  for (let i = 0; i < 50; i++) {
+    const d = await call("POST", "/v1/index/drain", { key, body: { limit: 100 } });
+    expect(d.status, d.text).toBe(200);
+    indexed += d.json.data.indexed;
+    if (d.json.data.remaining === 0) return { indexed, last: d.json.data };
+  }
+  throw new Error("queue never drained");
+}
+
+/** The production pair on fakes, for one organization's Durable Object. */
+function production(db: import("../src/org/db").Db, orgId: string, opts: { extraction?: boolean } = {}) {
+  const ai = new FakeAi();
+  const vectorize = new FakeVectorize();
+  const env = { AI: ai, VECTORIZE: vectorize };
+  const config = readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize",
+    EXTRACTION_PROVIDER: opts.extraction ? "workers-ai" : "none", ...env }, NOW());
+  return { ai, vectorize, rt: vectorRuntime(config, env, db, orgId) };
+}
+
+describe("index drain and verify on the embedded default", () => {
+  it("indexes claims, verifies them present, and compile then uses vectors", async () => {
+    const org = await newOrg();
+    const id = await claimOk(org.api_key, "kitchen", "the marmalade recipe uses seville oranges");
+    const before = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "marmalade oranges" } });
+    expect(before.json.meta.degraded).toEqual({ vectors: true, model: true });
+    const { indexed, last } = await indexAll(org.api_key);
+    expect(indexed).toBe(1);
+    expect(last).toMatchObject({ remaining: 0, model: "local-glove-sif-10k-int8", dimensions: 100 });
+    expect(typeof last.at).toBe("string");
+    const v = await call("POST", "/v1/index/verify", { key: org.api_key, body: {} });
+    expect(v.json.data).toEqual({ checked: 1, present: 1, missing: 0, pending: 0, repairs_queued: 0, next_after: null });
+    const run = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "marmalade oranges" } });
+    expect(run.json.meta.degraded).toEqual({ vectors: false, model: true });
+    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id)).toContain(id);
+    const audit = await call("GET", "/v1/audit?action=index.drained", { key: org.api_key });
+    // The write queued two rows (the observation and the claim); only the claim is retrieved, so embedded.
+    expect(audit.json.data.entries.at(-1).metadata).toEqual({ drained: 2, indexed: 1, removed: 0, skipped: 1 });
+  });
+
+  it("a vector hit brings in a claim that shares no word with the query", async () => {
+    const org = await newOrg();
+    const id = await claimOk(org.api_key, "s", "she adopted a puppy from the animal shelter");
+    await claimOk(org.api_key, "s", "quarterly invoices are due on friday");
+    await indexAll(org.api_key);
+    const run = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "dog pet" } });
+    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id)).toContain(id);
+  });
+
+  it("verify pages with an opaque cursor and queues one repair per missing id", async () => {
+    const org = await newOrg();
+    for (let i = 0; i < 3; i++) await claimOk(org.api_key, "s", `statement number ${i}`);
+    await indexAll(org.api_key);
+    await inOrg(org.org_id, (o) => o.db.run("DELETE FROM local_vectors WHERE record_id = (SELECT min(record_id) FROM local_vectors)"));
+    const p1 = await call("POST", "/v1/index/verify", { key: org.api_key, body: { limit: 2 } });
+    const p2 = await call("POST", "/v1/index/verify", { key: org.api_key, body: { limit: 2, after: p1.json.data.next_after } });
+    expect(p1.json.data.checked + p2.json.data.checked).toBe(3);
+    expect(p1.json.data.missing + p2.json.data.missing).toBe(1);
+    expect(p1.json.data.repairs_queued + p2.json.data.repairs_queued).toBe(1);
+    expect(p2.json.data.next_after).toBeNull();
+    // The queued repair is pending, not missing, on the next verify; a drain restores it.
+    const again = await call("POST", "/v1/index/verify", { key: org.api_key, body: {} });
+    expect(again.json.data).toMatchObject({ checked: 3, present: 2, missing: 0, pending: 1, repairs_queued: 0 });
+    const d = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
+    expect(d.json.data).toMatchObject({ drained: 1, indexed: 1, remaining: 0 });
+    expectError(await call("POST", "/v1/index/verify", { key: org.api_key, body: { after: "not-a-cursor" } }), 400, "VALIDATION_ERROR");
+  });
+
+  it("validates limits, and is for owners and admins holding index:write", async () => {
+    const org = await newOrg();
+    for (const body of [{ limit: 0 }, { limit: 101 }, { limit: 1.5 }, { extra: true }])
+      expectError(await call("POST", "/v1/index/drain", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
+    expectError(await call("POST", "/v1/index/verify", { key: org.api_key, body: { limit: 101 } }), 400, "VALIDATION_ERROR");
+    expectError(await call("POST", "/v1/enrichment/drain", { key: org.api_key, body: { limit: 51 } }), 400, "VALIDATION_ERROR");
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    expectError(await call("POST", "/v1/index/drain", { key: member.key, body: {} }), 403, "FORBIDDEN");
+    const narrow = await mintKey(org.api_key, { scopes: ["enrichment:write"] });
+    expectError(await call("POST", "/v1/index/drain", { key: narrow.key, body: {} }), 403, "FORBIDDEN");
+  });
+
+  it("never lets a vector hit the caller may not read into a pack", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const secret = await claimOk(alice.key, "diary", "alice hides the spare key under the blue flowerpot", { visibility: "private" });
+    await indexAll(org.api_key);
+    // The index holds it and the query vector is its own: only authorization can keep it out.
+    await inOrg(org.org_id, async (o) => {
+      expect(o.db.first("SELECT 1 AS x FROM local_vectors WHERE record_id = ?", secret)).toBeTruthy();
+      const bobCaller = loadCaller(o.db, sha256Hex(bob.key))!;
+      const aliceCaller = loadCaller(o.db, sha256Hex(alice.key))!;
+      const hits = new Map([[secret, 1]]);
+      expect(rankClaims(o.db, bobCaller, {}, undefined, hits).map((r) => r.claim.claim_id)).not.toContain(secret);
+      expect(rankClaims(o.db, aliceCaller, {}, undefined, hits).map((r) => r.claim.claim_id)).toContain(secret);
+    });
+    for (const query of ["spare key blue flowerpot", "where is the key hidden"]) {
+      const r = await call("POST", "/v1/context/compile", { key: bob.key, body: { query } });
+      expect(r.text).not.toContain(secret);
+      expect(r.text).not.toContain("flowerpot");
+      // Not even the degraded flag tells bob that the index matched something he cannot read.
+      expect(r.json.meta.degraded.vectors).toBe(true);
+    }
+    const own = await call("POST", "/v1/context/compile", { key: alice.key, body: { query: "spare key blue flowerpot" } });
+    expect(own.json.meta.degraded.vectors).toBe(false);
+  });
+});
+
+describe("the production backends (typed fakes of Ai and Vectorize)", () => {
+  it("drains through Workers AI and Vectorize; an unreachable model or index is 503 with the queue untouched", async () => {
+    const org = await newOrg();
+    const a = await claimOk(org.api_key, "s", "first statement about lemons");
+    const b = await claimOk(org.api_key, "s", "second statement about limes");
+    await inOrg(org.org_id, async (o) => {
+      const { ai, vectorize, rt } = production(o.db, org.org_id);
+      // Two observations and two claims were written: four rows queued by the writes themselves.
+      for (const failing of ["ai", "vectorize"] as const) {
+        ai.failing = failing === "ai";
+        vectorize.failing = failing === "vectorize";
+        const err = await runDrain(o.db, rt, 50, NOW()).catch((e) => e);
+        expect(err).toBeInstanceOf(ApiError);
+        expect(err.code).toBe("UNAVAILABLE");
+        expect(err.meta).toEqual({ pending: 4, retryable: true });
+        expect(indexQueueSize(o.db)).toBe(4);
+      }
+      ai.failing = vectorize.failing = false;
+      const plan = await runDrain(o.db, rt, 50, NOW());
+      applyDrain(o.db, plan, NOW());
+      expect(plan).toMatchObject({ model: "@cf/baai/bge-small-en-v1.5", dimensions: 384 });
+      expect([...plan.indexed].sort()).toEqual([a, b].sort());
+      expect(plan.skipped).toBe(2);
+      expect(indexQueueSize(o.db)).toBe(0);
+      vectorize.apply();
+      expect(vectorize.ids(org.org_id)).toEqual([a, b].sort());
+    });
+  });
+
+  it("verify counts asynchronous upserts as pending, not missing, until Vectorize applies them", async () => {
+    const org = await newOrg();
+    const a = await claimOk(org.api_key, "s", "a statement about pears");
+    await inOrg(org.org_id, async (o) => {
+      const { vectorize, rt } = production(o.db, org.org_id);
+      vectorize.now = () => 1; // mutations stamped long before the drain's indexed_at
+      const plan = await runDrain(o.db, rt, 50, NOW());
+      applyDrain(o.db, plan, NOW());
+      const pending = await runVerify(o.db, rt, 100, undefined, NOW());
+      expect(pending).toMatchObject({ checked: 1, present: 0, pending: 1, missing: 0, repairs_queued: 0 });
+      vectorize.apply();
+      expect(await runVerify(o.db, rt, 100, undefined, NOW())).toMatchObject({ checked: 1, present: 1, pending: 0, missing: 0 });
+      // Lost for real (deleted behind our back, applied after the drain): missing, one repair.
+      vectorize.now = () => Date.now() + 60_000;
+      await vectorize.deleteByIds([a]);
+      vectorize.apply();
+      expect(await runVerify(o.db, rt, 100, undefined, NOW())).toMatchObject({ present: 0, pending: 0, missing: 1, repairs_queued: 1 });
+    });
+  });
+
+  it("without a vector capability, drain and verify are 400", async () => {
+    const org = await newOrg();
+    await inOrg(org.org_id, async (o) => {
+      const rt = vectorRuntime(readModelConfig({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" }, NOW()), {}, o.db, org.org_id);
+      for (const run of [() => runDrain(o.db, rt, 10, NOW()), () => runVerify(o.db, rt, 10, undefined, NOW())]) {
+        const err = await run().catch((e) => e);
+        expect(err).toBeInstanceOf(ApiError);
+        expect(err.code).toBe("VALIDATION_ERROR");
+      }
+    });
+  });
+});
+
+describe("enrichment", () => {
+  it("with extraction disabled answers drained 0, status disabled, and writes keep working", async () => {
+    const org = await newOrg();
+    const r = await call("POST", "/v1/enrichment/drain", { key: org.api_key, body: {} });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.data).toEqual({ drained: 0, status: "disabled" });
+    await appendOk(org.api_key, obs("s", "still writable"));
+  });
+
+  it("with Workers AI extraction proposes candidate claims for review, never canonical claims; a failure keeps the ledger", async () => {
+    const org = await newOrg();
+    await appendOk(org.api_key, obs("s", "Maria prefers tea over coffee"));
+    await appendOk(org.api_key, obs("s", "The deploy happens on Mondays"));
+    await inOrg(org.org_id, async (o) => {
+      const { ai, rt } = production(o.db, org.org_id, { extraction: true });
+      const claimsBefore = o.db.first<{ n: number }>("SELECT count(*) AS n FROM claims")!.n;
+      ai.failing = true;
+      const err = await runEnrichment(o.db, rt, 10).catch((e) => e);
+      expect(err.code).toBe("UNAVAILABLE");
+      expect(err.meta).toEqual({ pending: 2, retryable: true });
+      ai.failing = false;
+      const plan = (await runEnrichment(o.db, rt, 1))!;
+      expect(applyEnrichment(o.db, plan, NOW())).toHaveLength(1);
+      const rest = (await runEnrichment(o.db, rt, 10))!;
+      expect(rest.observations).toBe(1);
+      applyEnrichment(o.db, rest, NOW());
+      expect(o.db.first<{ n: number }>("SELECT count(*) AS n FROM enrichment_proposals WHERE status = 'pending'")!.n).toBe(2);
+      expect(o.db.first<{ n: number }>("SELECT count(*) AS n FROM claims")!.n).toBe(claimsBefore);
+      // A plan computed before another drain advanced the ledger stores nothing.
+      expect(applyEnrichment(o.db, plan, NOW())).toBeNull();
+    });
+  });
+});
+
+describe("the queue follows every write", () => {
+  it("writes queue index rows; drain after revoke, supersede and expire removes their vectors", async () => {
+    const org = await newOrg();
+    const k = org.api_key;
+    const [c1, c2, c3] = [await claimOk(k, "s", "one about apples"), await claimOk(k, "s", "two about pears"), await claimOk(k, "s", "three about plums")];
+    const o = await appendOk(k, obs("s", "to be purged"));
+    const drain = async () => (await call("POST", "/v1/index/drain", { key: k, body: { limit: 100 } })).json.data;
+    expect(await drain()).toMatchObject({ indexed: 3, removed: 0, remaining: 0 });
+    const held = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string }>("SELECT record_id FROM local_vectors ORDER BY record_id").map((r) => r.record_id));
+    expect(await held()).toEqual([c1, c2, c3].sort());
+    const c4 = await claimOk(k, "s", "four about quinces");
+    expect((await call("POST", `/v1/claims/${c1}/revoke`, { key: k, body: {} })).status).toBe(200);
+    expect((await call("POST", `/v1/claims/${c2}/supersede`, { key: k, body: { superseded_by: c4 } })).status).toBe(200);
+    expect((await call("POST", `/v1/claims/${c3}/expire`, { key: k, body: {} })).status).toBe(200);
+    expect((await call("DELETE", `/v1/observations/${o}`, { key: k })).status).toBe(200);
+    // The test Worker's timer (15 s interval) may drain part of the queue first: same drain, so only
+    // the end state is asserted.
+    const d = await drain();
+    expect(d).toMatchObject({ remaining: 0 });
+    expect(await held()).toEqual([c4]);
+    expect(await inOrg(org.org_id, (x) => x.db.all<{ record_id: string }>("SELECT record_id FROM indexed_records").map((r) => r.record_id))).toEqual([c4]);
+    const v = await call("POST", "/v1/index/verify", { key: k, body: {} });
+    expect(v.json.data).toMatchObject({ checked: 1, present: 1, missing: 0 });
+    const r = await call("POST", "/v1/context/compile", { key: k, body: { query: "apples pears plums" } });
+    expect(r.text).not.toMatch(new RegExp(`${c1}|${c2}|${c3}`));
+  });
+
+  it("over HTTP with Workers AI and Vectorize fakes: 503 with meta.pending and retryable, queue untouched; compile degrades", async () => {
+    const org = await newOrg();
+    await claimOk(org.api_key, "s", "a statement about figs");
+    const ai = new FakeAi();
+    const vectorize = new FakeVectorize();
+    await inOrg(org.org_id, (o) => {
+      const bindings = { AI: ai, VECTORIZE: vectorize };
+      o.deps = { ...o.deps, models: { config: readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", ...bindings }, NOW()), bindings } };
+    });
+    const queued = () => inOrg(org.org_id, (o) => indexQueueSize(o.db));
+    ai.failing = true;
+    const r = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
+    expectError(r, 503, "UNAVAILABLE");
+    expect(r.json.meta).toMatchObject({ pending: 2, retryable: true });
+    expect(await queued()).toBe(2);
+    ai.failing = false;
+    vectorize.failing = true;
+    expectError(await call("POST", "/v1/index/drain", { key: org.api_key, body: {} }), 503, "UNAVAILABLE");
+    expect(await queued()).toBe(2);
+    const degraded = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "figs" } });
+    expect(degraded.status).toBe(201);
+    expect(degraded.json.meta.degraded.vectors).toBe(true);
+    vectorize.failing = false;
+    const ok = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
+    expect(ok.json.data).toMatchObject({ drained: 2, indexed: 1, skipped: 1, remaining: 0, model: "@cf/baai/bge-small-en-v1.5", dimensions: 384 });
+    vectorize.apply();
+    const hybrid = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "figs" } });
+    expect(hybrid.json.meta.degraded.vectors).toBe(false);
+    expect(vectorize.queries.every((q) => q.namespace === org.org_id && q.topK === 100 && q.returnValues === false && q.returnMetadata === "none")).toBe(true);
+  });
+
+  it("the background job drains the queue when the timer runs and vectors are configured", async () => {
+    const org = await newOrg();
+    const id = await claimOk(org.api_key, "s", "a statement about dates");
+    await inOrg(org.org_id, async (o) => {
+      expect(jobDueAt(o.db, indexDrainJob.name)).not.toBeNull();
+      const ctx = { db: o.db, storage: (o as unknown as { ctx: DurableObjectState }).ctx.storage, indexDb: undefined as never,
+        orgId: org.org_id, deps: o.deps };
+      // No timer (interval 0): the job leaves the queue for POST /v1/index/drain.
+      expect(await indexDrainJob.run({ ...ctx, maintenanceIntervalMs: 0 })).toBeNull();
+      expect(indexQueueSize(o.db)).toBe(2);
+      expect(await indexDrainJob.run({ ...ctx, maintenanceIntervalMs: 15_000 })).toBeNull();
+      expect(indexQueueSize(o.db)).toBe(0);
+      expect(o.db.first("SELECT 1 AS x FROM local_vectors WHERE record_id = ?", id)).toBeTruthy();
+    });
+  });
+});
