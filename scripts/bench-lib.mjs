@@ -51,7 +51,8 @@ export async function startServer({ config = "wrangler.toml", label = "server", 
   const cfgDir = resolve(configPath, "..");
   const text = readFileSync(configPath, "utf8")
     .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(join(build, "worker.js"))}`)
-    .replace(/^(\s*migrations_dir\s*=\s*)"([^"]+)"/m, (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`);
+    .replace(/^(\s*migrations_dir\s*=\s*)"([^"]+)"/m, (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`)
+    .replace(/^(\s*directory\s*=\s*)"([^"]+)"/m, (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`);
   const snapConfig = join(stateDir, "wrangler.toml");
   writeFileSync(snapConfig, text);
   const persist = join(stateDir, "state");
