@@ -44,7 +44,7 @@ function normalized(value: unknown): string {
 }
 
 /** One organization: the caller writes its claims one by one; with `others`, another principal's private claims land between them. */
-async function organization(others: false | "private" | "workspace") {
+async function organization(others: false | "private" | "workspace" | "excluded") {
   const org = await newOrg();
   const me = await mintKey(org.api_key, { scopes: ["*"] });
   const other = await mintKey(org.api_key, { scopes: ["*"] });
@@ -59,12 +59,13 @@ async function organization(others: false | "private" | "workspace") {
     expect(project).toMatch(/^prj_/);
   }
   const theirs = others === "private" ? await appendOk(other.key, obs("s", "their evidence", { visibility: "private" }))
-    : others === "workspace" ? await appendOk(other.key, obs("s", "their evidence", { project_id: project })) : null;
+    : others === "workspace" ? await appendOk(other.key, obs("s", "their evidence", { project_id: project }))
+    : others === "excluded" ? await appendOk(other.key, obs("s", "their evidence")) : null;
   let n = 0;
   const interleave = async () => {
     if (!theirs) return;
     const r = await call("POST", "/v1/consolidations", { key: other.key, body: { subject_id: "s", ...(project ? { project_id: project } : {}),
-      claims: Array.from({ length: 12 }, () => ({ kind: "fact", statement: OTHERS(n++), sources: supports(theirs) })) } });
+      claims: Array.from({ length: 12 }, () => ({ kind: others === "excluded" ? "summary" : "fact", statement: OTHERS(n++), sources: supports(theirs) })) } });
     expect(r.status, r.text).toBe(201);
   };
   await interleave();
@@ -75,6 +76,16 @@ async function organization(others: false | "private" | "workspace") {
   for (const statement of OWN_PRIVATE) {
     await consolidateOk(me.key, "s", [{ kind: "fact", statement, sources: supports(minePrivate), visibility: "private" }]);
     await interleave();
+  }
+  if (others === "excluded") {
+    // Retention excludes the other principal's team claims (kind summary): nobody may retrieve them now.
+    clock.advance(400 * 86_400_000);
+    const p = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "old summaries", status: "active",
+      rules: { rules: [{ record_type: "claim", max_age_days: 365, kinds: ["summary"] }] } } });
+    expect(p.status, p.text).toBe(201);
+    const r = await call("POST", "/v1/retention/apply", { key: org.api_key, body: { limit: 500 } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.data).toMatchObject({ excluded: 12 * (OWN_TEAM.length + OWN_PRIVATE.length + 1), done: true });
   }
   return { org, me };
 }
@@ -124,6 +135,31 @@ describe("ranking sees only what the caller may read", () => {
     const b = await answers(walled.me.key);
     expect(JSON.stringify(b)).not.toContain("secret");
     expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
+  });
+
+  it("answers identically whether or not retention excluded team claims full of the query words", async () => {
+    const alone = await organization(false);
+    const excluded = await organization("excluded");
+    clock.advance(100 * 365 * 86_400_000);
+    const a = await answers(alone.me.key);
+    const b = await answers(excluded.me.key);
+    expect(JSON.stringify(b)).not.toContain("secret");
+    expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
+  });
+
+  it("takes retention-excluded claims out of the shared statistics and puts restored ones back", async () => {
+    const { org } = await organization("excluded");
+    const stats = () => inOrg(org.org_id, (o) => ({
+      corpus: o.db.first<{ claims: number }>("SELECT claims FROM claim_corpus")?.claims,
+      secret: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'secret'")?.claims ?? 0,
+      billing: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'bill'")?.claims,
+    }));
+    expect(await stats()).toEqual({ corpus: OWN_TEAM.length, secret: 0, billing: 3 });
+    // A legal hold on one excluded claim brings it back into retrieval, and into the statistics.
+    const held = await inOrg(org.org_id, (o) => o.db.first<{ claim_id: string }>("SELECT claim_id FROM claims WHERE kind = 'summary' LIMIT 1")!.claim_id);
+    const h = await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type: "claim", target_id: held, reason: "litigation" } });
+    expect(h.status, h.text).toBe(201);
+    expect(await stats()).toEqual({ corpus: OWN_TEAM.length + 1, secret: 1, billing: 4 });
   });
 
   it("keeps the shared statistics over team claims only, in the writer's transaction", async () => {
