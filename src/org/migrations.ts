@@ -653,6 +653,25 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    // The Atlas's workspace_graph walks graph claims once per way the caller may read them (records.ts
+    // atlasClaims), newest first; each walk needs an index in seq order behind that way's equality, and
+    // the partial condition (graph statuses, not excluded by retention) is the query's, term for term,
+    // so a walk never steps over a revoked or retention-excluded claim.
+    name: "0017_atlas_graph_indexes",
+    sql: `
+      CREATE INDEX claims_graph_by_visibility ON claims(visibility, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_workspace ON claims(workspace_id, visibility, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_author ON claims(author_id, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_project ON claims(project_id, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_subject ON claims(subject_id, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+    `,
+  },
+  {
     // Each claim's statement as claims_fts terms, written with the claim, so that ranking and search
     // read a candidate's terms instead of tokenizing its statement on every query (the cost that grew
     // with the organization once candidate reads were bounded). Backfilled from claims_fts itself (term
@@ -660,7 +679,7 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     // agree byte for byte; other claims have no row and are tokenized when read, as before.
     // The shared statistics are rebuilt without retention-excluded claims: nobody may retrieve those,
     // so no score may depend on them (0016 counted them).
-    name: "0017_claim_stems",
+    name: "0018_claim_stems",
     sql: `
       CREATE TABLE claim_stems (
         seq INTEGER PRIMARY KEY,            -- claims.seq
