@@ -102,9 +102,9 @@ describe("migrations that backfill data", () => {
     });
   });
 
-  it("0017_claim_stems stores each claim's terms as claims_fts holds them, and rebuilds the statistics without retention-excluded claims", async () => {
+  it("0018_claim_stems stores each claim's terms as claims_fts holds them, and rebuilds the statistics without retention-excluded claims", async () => {
     await inEmptyObject((o, storage) => {
-      migrate(o.db, storage, before("0017_claim_stems"));
+      migrate(o.db, storage, before("0018_claim_stems"));
       const statements = ["Café naïve résumés: the runners were running in Ελλάδα", "the runners were running: billing invoices billing", "", "secret billing ledger"];
       statements.forEach((statement, i) => {
         o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
@@ -115,7 +115,7 @@ describe("migrations that backfill data", () => {
       });
       // 0016's statistics counted the excluded claim.
       o.db.run("INSERT INTO claim_terms (term, claims) VALUES ('secret', 1), ('bill', 2)");
-      migrate(o.db, storage, upTo("0017_claim_stems"));
+      migrate(o.db, storage, upTo("0018_claim_stems"));
       // ASCII statements get the index's terms, exactly what insertClaim writes; others are tokenized when read.
       expect(o.db.all("SELECT c.statement, s.stems FROM claims c LEFT JOIN claim_stems s ON s.seq = c.seq ORDER BY c.seq"))
         .toEqual(statements.map((statement, i) => ({ statement, stems: i === 0 ? null : stemsOf(statement).map(storedTerm).join(" ") })));

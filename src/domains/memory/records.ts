@@ -438,7 +438,7 @@ export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq
 
 /**
  * A claim's stored terms (claim_stems, written by insertClaim) or, for a claim without them (written
- * before 0017_claim_stems with other than ASCII text), its statement to tokenize.
+ * before 0018_claim_stems with other than ASCII text), its statement to tokenize.
  */
 export type StoredTerms = { stems: string | null; statement?: string };
 const storedTermsCols = "s.stems, CASE WHEN s.stems IS NULL THEN c.statement END AS statement";
