@@ -62,11 +62,16 @@ const obsBody = (i = 0) => JSON.stringify({
   content: `Observation ${i}: the deploy pipeline for the billing service ran its checks and published build artifacts to staging.`,
 });
 
+/** A request timed inside the org object; a dev-runtime restart mid-request (503, not JSON) is retried twice. */
 async function timedInside(server, key, method, path, { query, body } = {}) {
-  const r = await fetch(`${server.url}/__bench/timed`, { method: "POST", body: JSON.stringify({ key, method, path, query, body }) });
-  const j = await r.json();
-  if (r.status !== 200 || !j.ok) throw new Error(`timed ${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
-  return j;
+  for (let attempt = 1; ; attempt++) {
+    const r = await fetch(`${server.url}/__bench/timed`, { method: "POST", body: JSON.stringify({ key, method, path, query, body }) });
+    const text = await r.text();
+    if (r.status === 503 && attempt < 3 && !text.startsWith("{")) { await sleep(1000); continue; }
+    const j = JSON.parse(text);
+    if (r.status !== 200 || !j.ok) throw new Error(`timed ${method} ${path}: ${r.status} ${text.slice(0, 300)}`);
+    return j;
+  }
 }
 
 /** Processes of the server's process group that are workerd, with their resident memory (bytes). */
@@ -418,20 +423,34 @@ Sustained appends into one organization at concurrency 8: **${fmt(load.rps, 0)}/
 
 // ---- part 2: compile and search as the organization grows -----------------------------------------
 
+/**
+ * A seeding write, sent again with the same Idempotency-Key when wrangler's dev proxy answers 503
+ * "restarted mid-request" (the request never reached the Worker, or its replay answers): a 200-k-claim
+ * run otherwise dies on one such answer.
+ */
+async function seedWrite(server, key, path, body, idem) {
+  for (let attempt = 1; ; attempt++) {
+    const r = await api(server.url, key, "POST", path, body, { "idempotency-key": idem });
+    if (r.status === 200 || r.status === 201) return r;
+    if (r.status !== 503 || attempt >= 5) throw new Error(`POST ${path} -> ${r.status} ${r.text.slice(0, 300)}`);
+    await sleep(1000 * attempt);
+  }
+}
+
 async function seedClaims(server, key, from, to, rand, sample) {
   const batches = Math.ceil((to - from) / 50);
   const t0 = Date.now();
   await pool(batches, 4, async (b) => {
     const n = Math.min(50, to - from - b * 50);
-    const o = await apiOk(server.url, key, "POST", "/v1/observations", {
+    const o = await seedWrite(server, key, "/v1/observations", {
       subject_id: `subject-${b % 20}`, kind: "document", content: `bench source document ${from + b * 50}`, source: { type: "bench" },
-    });
+    }, `seed-o-${from}-${b}`);
     const claims = Array.from({ length: n }, () => {
       const s = statement(rand);
       if (sample.length < 500 && rand() < 0.05) sample.push(s);
       return { kind: "fact", statement: s, sources: [{ observation_id: o.json.data.observation_id, relation: "supports" }] };
     });
-    await apiOk(server.url, key, "POST", "/v1/consolidations", { subject_id: `subject-${b % 20}`, claims });
+    await seedWrite(server, key, "/v1/consolidations", { subject_id: `subject-${b % 20}`, claims }, `seed-c-${from}-${b}`);
   }, { deadline: DEADLINE, onProgress: progress(`seeding claims ${from}..${to}`, 10_000) });
   return (Date.now() - t0) / 1000;
 }

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { healthRoutes } from "../src/domains/health/routes";
+import { stemsOf, storedTerm } from "../src/domains/memory/fts";
 import type { PublicRoute } from "../src/http/route";
 import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
@@ -98,6 +99,28 @@ describe("migrations that backfill data", () => {
         { name: "job_due:webhook_delivery", value: "1795000000000" },
         { name: "webhook_cursor", value: "12" },
       ]);
+    });
+  });
+
+  it("0019_claim_stems stores each claim's terms as claims_fts holds them, and rebuilds the statistics without retention-excluded claims", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0019_claim_stems"));
+      const statements = ["Café naïve résumés: the runners were running in Ελλάδα", "the runners were running: billing invoices billing", "", "secret billing ledger"];
+      statements.forEach((statement, i) => {
+        o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
+            valid_to, superseded_by, disputes, author_id, created_at, updated_at, retention_excluded_at)
+          VALUES (?, 's', NULL, 'fact', ?, 'active', 'team', 'medium', 1, 't', NULL, NULL, '[]', 'prn_a', 't', 't', ?)`,
+        `claim_${i}`, statement, i === 3 ? "2026-01-01T00:00:00.000Z" : null);
+        o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims WHERE claim_id = ?", `claim_${i}`);
+      });
+      // 0016's statistics counted the excluded claim.
+      o.db.run("INSERT INTO claim_terms (term, claims) VALUES ('secret', 1), ('bill', 2)");
+      migrate(o.db, storage, upTo("0019_claim_stems"));
+      // ASCII statements get the index's terms, exactly what insertClaim writes; others are tokenized when read.
+      expect(o.db.all("SELECT c.statement, s.stems FROM claims c LEFT JOIN claim_stems s ON s.seq = c.seq ORDER BY c.seq"))
+        .toEqual(statements.map((statement, i) => ({ statement, stems: i === 0 ? null : stemsOf(statement).map(storedTerm).join(" ") })));
+      expect(o.db.all("SELECT term, claims FROM claim_terms WHERE term IN ('secret', 'bill') ORDER BY term")).toEqual([{ term: "bill", claims: 1 }]);
+      expect(o.db.first("SELECT claims, tokens FROM claim_corpus")).toEqual({ claims: 3, tokens: 16 });
     });
   });
 

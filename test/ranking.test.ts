@@ -44,11 +44,11 @@ function normalized(value: unknown): string {
 }
 
 /**
- * One organization: the caller writes its claims one by one; with `others`, another principal's private
- * claims (or team claims of a closed workspace, or the caller's own claims that retention then excludes)
- * land between them. The vector index is filled at the end, so compile is hybrid (authorized kNN).
+ * One organization: the caller writes its claims one by one; with `others`, other claims land between
+ * them: another principal's private claims, team claims of a closed workspace, the caller's own private
+ * claims that retention then excludes, or another principal's team claims that retention excludes. The vector index is filled at the end, so compile is hybrid (authorized kNN).
  */
-async function organization(others: false | "private" | "workspace" | "retention") {
+async function organization(others: false | "private" | "workspace" | "retention" | "excluded") {
   const org = await newOrg();
   const me = await mintKey(org.api_key, { scopes: ["*"] });
   const other = await mintKey(org.api_key, { scopes: ["*"] });
@@ -67,12 +67,14 @@ async function organization(others: false | "private" | "workspace" | "retention
   const writer = others === "retention" ? me : other;
   const theirs = others === "private" ? await appendOk(other.key, obs("s", "their evidence", { visibility: "private" }))
     : others === "workspace" ? await appendOk(other.key, obs("s", "their evidence", { project_id: project }))
-    : others === "retention" ? await appendOk(me.key, obs("s", "old evidence", { visibility: "private" })) : null;
+    : others === "retention" ? await appendOk(me.key, obs("s", "old evidence", { visibility: "private" }))
+    : others === "excluded" ? await appendOk(other.key, obs("s", "their evidence")) : null;
+  const kind = others === "retention" ? "preference" : others === "excluded" ? "summary" : "fact";
   let n = 0;
   const interleave = async () => {
     if (!theirs) return;
     const r = await call("POST", "/v1/consolidations", { key: writer.key, body: { subject_id: "s", ...(project ? { project_id: project } : {}),
-      claims: Array.from({ length: 12 }, () => ({ kind: others === "retention" ? "preference" : "fact", statement: OTHERS(n++), sources: supports(theirs),
+      claims: Array.from({ length: 12 }, () => ({ kind, statement: OTHERS(n++), sources: supports(theirs),
         ...(others === "retention" ? { visibility: "private" } : {}) })) } });
     expect(r.status, r.text).toBe(201);
   };
@@ -92,6 +94,16 @@ async function organization(others: false | "private" | "workspace" | "retention
     clock.advance(400 * 86_400_000);
     const r = await call("POST", "/v1/retention/apply", { key: org.api_key, body: { limit: 500 } });
     expect(r.json.data, r.text).toMatchObject({ excluded: 12 * (OWN_TEAM.length + OWN_PRIVATE.length + 1), done: true });
+  }
+  if (others === "excluded") {
+    // Retention excludes the other principal's team claims (kind summary): nobody may retrieve them now.
+    clock.advance(400 * 86_400_000);
+    const p = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "old summaries", status: "active",
+      rules: { rules: [{ record_type: "claim", max_age_days: 365, kinds: ["summary"] }] } } });
+    expect(p.status, p.text).toBe(201);
+    const r = await call("POST", "/v1/retention/apply", { key: org.api_key, body: { limit: 500 } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.data).toMatchObject({ excluded: 12 * (OWN_TEAM.length + OWN_PRIVATE.length + 1), done: true });
   }
   await fillIndex(org.api_key);
   return { org, me };
@@ -164,6 +176,31 @@ describe("ranking sees only what the caller may read", () => {
     const b = await answers(retained.me.key);
     expect(JSON.stringify(b)).not.toContain("secret");
     expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
+  });
+
+  it("answers identically whether or not retention excluded another principal's team claims full of the query words", async () => {
+    const alone = await organization(false);
+    const excluded = await organization("excluded");
+    clock.advance(100 * 365 * 86_400_000);
+    const a = await answers(alone.me.key);
+    const b = await answers(excluded.me.key);
+    expect(JSON.stringify(b)).not.toContain("secret");
+    expect(JSON.parse(normalized(b))).toEqual(JSON.parse(normalized(a)));
+  });
+
+  it("takes retention-excluded claims out of the shared statistics and puts restored ones back", async () => {
+    const { org } = await organization("excluded");
+    const stats = () => inOrg(org.org_id, (o) => ({
+      corpus: o.db.first<{ claims: number }>("SELECT claims FROM claim_corpus")?.claims,
+      secret: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'secret'")?.claims ?? 0,
+      billing: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'bill'")?.claims,
+    }));
+    expect(await stats()).toEqual({ corpus: OWN_TEAM.length, secret: 0, billing: 3 });
+    // A legal hold on one excluded claim brings it back into retrieval, and into the statistics.
+    const held = await inOrg(org.org_id, (o) => o.db.first<{ claim_id: string }>("SELECT claim_id FROM claims WHERE kind = 'summary' LIMIT 1")!.claim_id);
+    const h = await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type: "claim", target_id: held, reason: "litigation" } });
+    expect(h.status, h.text).toBe(201);
+    expect(await stats()).toEqual({ corpus: OWN_TEAM.length + 1, secret: 1, billing: 4 });
   });
 
   it("keeps the shared statistics over team claims only, in the writer's transaction", async () => {

@@ -706,4 +706,40 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       INSERT INTO outbox (topic, payload, created_at) SELECT 'index', claim_id, created_at FROM claims;
     `,
   },
+  {
+    // Each claim's statement as claims_fts terms, written with the claim, so that ranking and search
+    // read a candidate's terms instead of tokenizing its statement on every query (the cost that grew
+    // with the organization once candidate reads were bounded). Backfilled from claims_fts itself (term
+    // instances in position order) for ASCII statements, where the index and the JavaScript tokenizer
+    // agree byte for byte; other claims have no row and are tokenized when read, as before.
+    // The shared statistics are rebuilt without retention-excluded claims: nobody may retrieve those,
+    // so no score may depend on them (0016 counted them).
+    name: "0019_claim_stems",
+    sql: `
+      CREATE TABLE claim_stems (
+        seq INTEGER PRIMARY KEY,            -- claims.seq
+        stems TEXT NOT NULL                 -- claims_fts terms of the statement, in order, space-separated
+      );
+      CREATE VIRTUAL TABLE backfill_claims_instances USING fts5vocab(claims_fts, 'instance');
+      CREATE TABLE backfill_ascii_claims AS SELECT seq FROM claims WHERE length(CAST(statement AS BLOB)) = length(statement);
+      INSERT INTO claim_stems (seq, stems)
+        SELECT doc, group_concat(term, ' ' ORDER BY offset) FROM backfill_claims_instances
+         WHERE doc IN (SELECT seq FROM backfill_ascii_claims) GROUP BY doc;
+      INSERT INTO claim_stems (seq, stems) SELECT seq, '' FROM backfill_ascii_claims WHERE seq NOT IN (SELECT seq FROM claim_stems);
+      DROP TABLE backfill_ascii_claims;
+      DROP TABLE backfill_claims_instances;
+      DELETE FROM claim_terms;
+      DELETE FROM claim_corpus;
+      CREATE VIRTUAL TABLE backfill_team_fts USING fts5(statement, content='', tokenize='porter unicode61');
+      INSERT INTO backfill_team_fts (rowid, statement) SELECT seq, statement FROM claims
+        WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL;
+      CREATE VIRTUAL TABLE backfill_team_vocab USING fts5vocab(backfill_team_fts, 'row');
+      INSERT INTO claim_terms (term, claims) SELECT term, doc FROM backfill_team_vocab;
+      INSERT INTO claim_corpus (id, claims, tokens) VALUES (1,
+        (SELECT count(*) FROM claims WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL),
+        (SELECT coalesce(sum(cnt), 0) FROM backfill_team_vocab));
+      DROP TABLE backfill_team_vocab;
+      DROP TABLE backfill_team_fts;
+    `,
+  },
 ];

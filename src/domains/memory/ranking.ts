@@ -28,7 +28,7 @@ import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, type TermStats } from "./fts";
+import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
 import { type CandidateRow, type ClaimRow, candidatesAt, claimSeqs, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens } from "./tokens";
 
@@ -128,8 +128,8 @@ function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
  * below a few thousand claims), this is every match, as ranking all matches was before.
  */
 function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
-  stemsOf: (c: { seq: number; statement: string }) => string[]): Candidate[] {
-  const matches = new Map<number, { seq: number; statement: string }>();
+  stemsOf: (c: Stemmed) => string[]): Candidate[] {
+  const matches = new Map<number, Candidate>();
   const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
   let left = LEXICAL_READS;
   order.forEach((t, i) => {
@@ -143,8 +143,7 @@ function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: 
   const scored = [...matches.values()].map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) })).filter((c) => c.rank > 0);
   scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);
   const kept = new Map(scored.slice(0, CANDIDATE_LIMIT).map((c) => [c.seq, c.rank]));
-  return candidatesAt(db, caller, f.kinds, [...kept.keys()]).map((c) => ({ ...c, rank: kept.get(c.seq)! }))
-    .sort((a, b) => b.rank - a.rank || b.seq - a.seq);
+  return [...kept].map(([seq, rank]) => ({ ...matches.get(seq)!, rank }));
 }
 
 /** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
@@ -235,23 +234,21 @@ function contextPairs(matching: ScoringCandidate[], between: (asked: [number, nu
 /** Called at the end of each phase of rankClaims (the bench's profile passes one; nothing else does). */
 export type PhaseMark = (phase: string) => void;
 
-/**
- * A claim's statement as stems, memoized per organization (keyed by its Db, so no tenant's data is
- * ever looked up for another) and bounded: a statement never changes, and tokenizing the same recent
- * matches on every compile was most of lexical selection's cost after its reads.
- */
-const STATEMENT_STEMS = new WeakMap<Db, Map<number, string[]>>();
-const STATEMENT_STEMS_MAX = 20_000;
+/** What a candidate's terms are read from: its stored terms (claim_stems), else its statement. */
+type Stemmed = { seq: number; stems?: string | null; statement?: string };
 
-export function statementStems(db: Db, c: { seq: number; statement: string }): string[] {
-  let memo = STATEMENT_STEMS.get(db);
-  if (!memo) STATEMENT_STEMS.set(db, (memo = new Map()));
-  let s = memo.get(c.seq);
-  if (!s) {
-    if (memo.size >= STATEMENT_STEMS_MAX) memo.clear();
-    memo.set(c.seq, (s = stemsOf(c.statement)));
-  }
-  return s;
+/**
+ * A candidate's terms as stems, parsed once per compile: the stored terms written with the claim
+ * (tokenizing each candidate's statement on every query was, after the bounded reads, what still grew
+ * with the organization); a candidate read without them (scoped ones) is tokenized.
+ */
+function stemsPerCompile(): (c: Stemmed) => string[] {
+  const memo = new Map<number, string[]>();
+  return (c) => {
+    let s = memo.get(c.seq);
+    if (!s) memo.set(c.seq, (s = c.stems != null ? storedStems(c.stems) : stemsOf(c.statement ?? "")));
+    return s;
+  };
 }
 
 /**
@@ -278,7 +275,7 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
   mark("term statistics");
   const terms = weightTerms(stats, words);
   const selecting = selectingTerms(terms, stats.rows);
-  const stems = (c: { seq: number; statement: string }) => statementStems(db, c);
+  const stems = stemsPerCompile();
   // Candidates.
   const lexicalHits = selecting.length ? lexicalSelection(db, caller, f, selecting, stats, stems) : [];
   mark("lexical candidates (read + bm25)");
@@ -332,8 +329,8 @@ export interface Scored<C> {
  * Lexical score (0..1) of every lexical match: bm25 (`rank`, positive, higher is better) normalized to
  * the best match, times coverage.
  */
-function lexicalScores(hits: { seq: number; statement: string; rank: number | null }[], terms: WeightedTerm[],
-  stems: (c: { seq: number; statement: string }) => string[]): Map<number, number> {
+function lexicalScores(hits: (Stemmed & { rank: number | null })[], terms: WeightedTerm[],
+  stems: (c: Stemmed) => string[]): Map<number, number> {
   const best = Math.max(0, ...hits.map((c) => c.rank ?? 0));
   const lexical = new Map<number, number>();
   for (const c of hits) lexical.set(c.seq, (best > 0 ? (c.rank ?? 0) / best : 0) * coverage(stems(c), terms));
@@ -390,7 +387,7 @@ function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: M
  */
 export function rankTexts<C extends ScoringCandidate>(texts: C[], f: CompileFilters, now: number): Scored<C>[] {
   const docs = new Map(texts.map((t) => [t.seq, stemsOf(t.statement)]));
-  const stems = (c: { seq: number; statement: string }) => docs.get(c.seq) ?? stemsOf(c.statement);
+  const stems = (c: Stemmed) => docs.get(c.seq) ?? stemsOf(c.statement ?? "");
   const df = new Map<string, number>();
   let tokens = 0;
   for (const d of docs.values()) {

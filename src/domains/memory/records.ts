@@ -255,8 +255,11 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
     c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at, c.project_id,
   )!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
+  // The statement's terms, as claims_fts holds them: ranking and search read these, never re-tokenize.
+  const terms = stemsOf(c.statement).map(storedTerm);
+  db.run("INSERT INTO claim_stems (seq, stems) VALUES (?, ?)", seq, terms.join(" "));
   // Workspace records are readable by the workspace's members only: they stay out of the statistics.
-  if (c.visibility === "team" && workspace_id == null) countSharedTerms(db, c.statement);
+  if (sharesTerms({ visibility: c.visibility, workspace_id })) countSharedTerms(db, terms, 1);
   sources.forEach((s, position) =>
     db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
       c.claim_id, position, s.observation_id, s.relation));
@@ -267,6 +270,19 @@ export type ClaimChange = Partial<Pick<ClaimRow, "status" | "valid_to" | "supers
 
 /** A claim's state change (status move, expiry, retention exclusion or restoration): every change bumps its version. */
 export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touched {
+  // Retention exclusion takes a team claim out of the shared statistics (nobody may retrieve it);
+  // restoring it puts it back.
+  if ("retention_excluded_at" in change) {
+    const was = db.first<Pick<ClaimRow, "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
+      `SELECT c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, s.stems FROM claims c
+         LEFT JOIN claim_stems s ON s.seq = c.seq WHERE c.claim_id = ?`, claimId);
+    if (was) {
+      const before = sharesTerms(was);
+      const after = sharesTerms({ ...was, retention_excluded_at: change.retention_excluded_at });
+      const terms = was.stems != null ? (was.stems ? was.stems.split(" ") : []) : stemsOf(was.statement).map(storedTerm);
+      if (before !== after) countSharedTerms(db, terms, after ? 1 : -1);
+    }
+  }
   const sets = Object.keys(change).map((k) => `${k} = ?`);
   db.run(`UPDATE claims SET ${sets.join(", ")}, version = version + 1, updated_at = ? WHERE claim_id = ?`,
     ...Object.values(change), clock.nowIso(), claimId);
@@ -421,15 +437,22 @@ export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq
 }
 
 /**
+ * A claim's stored terms (claim_stems, written by insertClaim) or, for a claim without them (written
+ * before 0019_claim_stems with other than ASCII text), its statement to tokenize.
+ */
+export type StoredTerms = { stems: string | null; statement?: string };
+const storedTermsCols = "s.stems, CASE WHEN s.stems IS NULL THEN c.statement END AS statement";
+
+/**
  * Memories search's candidates (what ranking needs of them): the newest `window` claims matching an FTS5 MATCH expression that
  * pass the list's retrieval and filters (applied in the same statement, before anything is ranked).
  * Newest first by rowid, so FTS5 walks its doclists backwards and stops at the window.
  */
 export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
   const [where, args] = memoriesWhere(caller, f);
-  return db.all<Pick<ClaimRow, "seq" | "claim_id" | "statement">>(
-    `SELECT c.seq, c.claim_id, c.statement FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid WHERE claims_fts MATCH ? AND ${where}
-      ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
+  return db.all<Pick<ClaimRow, "seq" | "claim_id"> & StoredTerms>(
+    `SELECT c.seq, c.claim_id, ${storedTermsCols} FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid LEFT JOIN claim_stems s ON s.seq = c.seq
+      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
 }
 
 /** The claims among `ids` that still pass the memories list's retrieval and filters (any order). */
@@ -443,8 +466,11 @@ export function memoriesByIds(db: Db, caller: Caller, f: MemoriesFilter, ids: st
 
 // ---- compile ranking's reads ---------------------------------------------------------------------
 
-/** A compile candidate: a current, retrievable claim with its feedback score (rank: set by ranking, bm25 of lexical hits). */
-export type CandidateRow = ClaimRow & { rank: number | null; feedback: number | null };
+/**
+ * A compile candidate: a current, retrievable claim with its feedback score (rank: set by ranking, bm25
+ * of lexical hits) and, where ranking needs them, its stored terms (claim_stems).
+ */
+export type CandidateRow = ClaimRow & { rank: number | null; feedback: number | null; stems?: string | null };
 
 const candidateCols = "c.*, fb.score AS feedback";
 const joinFeedback = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
@@ -462,15 +488,16 @@ function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, u
 
 /**
  * The newest `limit` candidates matching an FTS5 MATCH expression (ranking calls it once per query
- * term), with what lexical scoring needs of them; candidatesAt reads the kept ones whole. Newest first
- * by rowid, so FTS5 walks the term's doclist backwards and stops at the limit: the cost is bounded by
- * the limit, not by how many claims of the organization hold the term.
+ * term), whole, with their stored terms. Newest first by rowid, so FTS5 walks the term's doclist
+ * backwards and stops at the limit: the cost is bounded by the limit, not by how many claims of the
+ * organization hold the term. Read whole in this one pass: reading the kept ones again by seq was a
+ * second random access per candidate, which is what costs once the table outgrows the page cache.
  */
-export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number) {
+export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
-  return db.all<Pick<ClaimRow, "seq" | "statement">>(
-    `SELECT c.seq, c.statement FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid
-      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
+  return db.all<CandidateRow>(
+    `SELECT ${candidateCols}, NULL AS rank, s.stems FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid ${joinFeedback}
+      LEFT JOIN claim_stems s ON s.seq = c.seq WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
     match, ...args, limit);
 }
 
@@ -496,11 +523,12 @@ export function candidateIdsAmong(db: Db, caller: Caller, kinds: string[] | unde
     JSON.stringify(ids), ...args).map((r) => r.claim_id));
 }
 
-/** Candidates at the given write positions (seq). */
+/** Candidates at the given write positions (seq), with their stored terms. */
 export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, NULL AS rank FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value ${joinFeedback} WHERE ${where}`,
+    `SELECT ${candidateCols}, NULL AS rank, s.stems FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value ${joinFeedback}
+      LEFT JOIN claim_stems s ON s.seq = c.seq WHERE ${where}`,
     JSON.stringify(seqs), ...args);
 }
 
@@ -538,19 +566,24 @@ export function readableBetween(db: Db, caller: Caller, pairs: [number, number][
 }
 
 // ---- ranking statistics -------------------------------------------------------------------------
-// bm25 and term weights count team claims outside any workspace only, in any status: every reader of
-// the organization may read those, so no score, order or count depends on a record the caller cannot read. Kept by
-// insertClaim in the writer's transaction (claims never change visibility or leave the table).
+// bm25 and term weights count team claims outside any workspace that retention has not excluded, in
+// any status: every reader of the organization may retrieve those, so no score, order or count
+// depends on a record the caller cannot retrieve. Kept by insertClaim and changeClaim (retention
+// exclusion and restoration) in the writer's transaction (claims never change visibility or leave the table).
 
-/** A team claim's terms and length join the shared statistics. */
-function countSharedTerms(db: Db, statement: string) {
-  const stems = stemsOf(statement);
+/** Does a claim count in the shared statistics? */
+const sharesTerms = (c: { visibility: string; workspace_id: string | null; retention_excluded_at?: string | null }) =>
+  c.visibility === "team" && c.workspace_id == null && c.retention_excluded_at == null;
+
+/** A team claim's terms (stored form, in order) and length join (by 1) or leave (by -1) the shared statistics. */
+function countSharedTerms(db: Db, terms: string[], by: 1 | -1) {
   db.run(
-    `INSERT INTO claim_terms (term, claims) SELECT value, 1 FROM json_each(?) WHERE true
-      ON CONFLICT (term) DO UPDATE SET claims = claims + 1`, JSON.stringify([...new Set(stems)].map(storedTerm)));
+    `INSERT INTO claim_terms (term, claims) SELECT value, ? FROM json_each(?) WHERE true
+      ON CONFLICT (term) DO UPDATE SET claims = claims + excluded.claims`, by, JSON.stringify([...new Set(terms)]));
+  if (by < 0) db.run("DELETE FROM claim_terms WHERE claims <= 0 AND term IN (SELECT value FROM json_each(?))", JSON.stringify([...new Set(terms)]));
   db.run(
-    `INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, 1, ?)
-      ON CONFLICT (id) DO UPDATE SET claims = claims + 1, tokens = tokens + excluded.tokens`, stems.length);
+    `INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`, by, by * terms.length);
 }
 
 /** The shared statistics for the given stem keys: one indexed lookup per term, never a count. */

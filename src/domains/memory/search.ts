@@ -15,8 +15,7 @@ import { randomHex } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { BackgroundJob } from "../../org/jobs";
 import type { Caller } from "../../org/request";
-import { bm25, matchAll, phraseStems, queryTerms } from "./fts";
-import { statementStems } from "./ranking";
+import { bm25, matchAll, phraseStems, queryTerms, stemsOf, storedStems } from "./fts";
 import { type ClaimRow, type MemoriesFilter, memoriesByIds, memoriesMatches, sharedTermStats } from "./records";
 
 /** Matches ranked per search: the newest this many. */
@@ -47,7 +46,7 @@ function rankedMatches(db: Db, caller: Caller, f: MemoriesFilter, words: string[
   const phrases = words.map(phraseStems);
   const stats = sharedTermStats(db, phrases.flat());
   const rows = memoriesMatches(db, caller, f, matchAll(words), SEARCH_WINDOW);
-  const scored = rows.map((c) => ({ c, score: bm25(statementStems(db, c), phrases, stats) }));
+  const scored = rows.map((c) => ({ c, score: bm25(c.stems != null ? storedStems(c.stems) : stemsOf(c.statement ?? ""), phrases, stats) }));
   scored.sort((a, b) => b.score - a.score || a.c.seq - b.c.seq);
   return scored.map((x) => x.c.claim_id);
 }
