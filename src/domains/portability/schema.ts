@@ -85,8 +85,10 @@ export const claimLine = z.strictObject({
   updated_at: timestamp,
   author_id: authorId,
 }).superRefine((c, ctx) => {
-  if ((c.status === "superseded") !== (c.superseded_by !== null))
-    ctx.addIssue({ code: "custom", path: ["superseded_by"], message: "must be set exactly when status is superseded" });
+  // A superseded claim may carry null: its successor is one the exporter could not read (the export
+  // never names a hidden claim), and the file must still import.
+  if (c.superseded_by !== null && c.status !== "superseded")
+    ctx.addIssue({ code: "custom", path: ["superseded_by"], message: "may be set only when status is superseded" });
 });
 
 export type ProjectLine = z.infer<typeof projectLine>;
