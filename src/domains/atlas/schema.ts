@@ -35,3 +35,21 @@ export const atlasBody = z.strictObject({
 });
 
 export type AtlasBody = z.infer<typeof atlasBody>;
+
+/** The compiled view (published in docs/openapi.json; checked against every answer of the test suite). */
+const bucket = z.enum(["0", "1-9", "10-99", "100+"]);
+export const atlasResponse = z.strictObject({
+  lens: z.enum(LENSES),
+  focus: z.string().optional(),
+  nodes: z.array(z.strictObject({
+    id: z.string(),
+    type: z.enum(["claim", "observation", "subject", "project", "context", "release", "channel", "approval", "hold", "proposal"]),
+    label: z.string(), status: z.string().optional(), trust: z.string().optional(), kind: z.string().optional(),
+  })),
+  edges: z.array(z.strictObject({
+    source: z.string(), target: z.string(),
+    type: z.enum(["supports", "contradicts", "qualifies", "selected-in", "released-as", "about", "related", "supersedes", "submitted-as", "published-in"]),
+  })),
+  truncated: z.boolean(),
+  withheld: z.strictObject({ nodes: bucket, edges: bucket }).describe("Counts left out, only as buckets"),
+});

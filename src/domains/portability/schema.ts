@@ -106,3 +106,10 @@ export const exportHeader = z.strictObject({
   next_after: z.string().nullable().describe("pass as `after` (with the same `type`) to continue; null on the last page"),
   exported_at: timestamp,
 });
+
+/** POST /v1/import (published in docs/openapi.json; checked against every answer of the test suite). */
+const perType = z.strictObject({ projects: z.number().int().nonnegative(), observations: z.number().int().nonnegative(), claims: z.number().int().nonnegative() });
+export const importResponse = z.strictObject({
+  imported: perType, skipped: perType.describe("Lines whose record already exists here, identical"),
+  principals_created: z.number().int().nonnegative(),
+});
