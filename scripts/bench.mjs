@@ -200,7 +200,8 @@ async function partAppend(server) {
   const md = `### 1. Append vs the platform's floor
 
 (a) \`POST /v1/observations\` (front Worker, D1 credential lookup, org Durable Object: key row, validation, observation +
-event + hash-chained audit row in one transaction) vs (b) \`POST /__bench/bare\` (bench-only route: the same body inserted
+event + hash-chained audit row + outbox row in one transaction, then the created id registered with its ownership-registry
+shard before the reply) vs (b) \`POST /__bench/bare\` (bench-only route: the same body inserted
 as one row by a bare SQLite Durable Object), same server, same ~220-byte JSON body, autocannon ${DURATION} s per
 measurement, ${ROUNDS} round(s) rotating the order. Medians over rounds; latency in ms. Two diagnostic columns, same
 run: (b′) the bare insert behind the product's one D1 credential lookup (\`/__bench/bare-d1\`), i.e. what that lookup
@@ -215,6 +216,120 @@ Inside the org Durable Object one append dispatch takes ${fmt(insideMean, 2)} ms
 
 Target: append ≥ 0.7× the bare insert at concurrency 8 → **${met}** (${fmt(ratios[8], 2)}×).`;
   return { md, ratios, cachedRatios, insideMean };
+}
+
+// ---- part 1b: CPU per append, and where it goes -------------------------------------------------
+
+/** CPU seconds (user + system) used so far by each workerd / node process of the server's process group. */
+function groupCpu(server) {
+  const out = new Map();
+  const tick = 100; // USER_HZ on Linux
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[2]) !== server.pid || !/^(workerd|node)$/.test(name)) continue;
+      out.set(pid, { name, cpu: (Number(f[11]) + Number(f[12])) / tick });
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+/** Buckets for perf's native symbols (workerd is not stripped; JIT-compiled JavaScript has no symbols). */
+const CPU_BUCKETS = [
+  ["SQLite", /^sqlite3|^(pager|btree|vdbe|wal)/i],
+  ["V8 JavaScript (JIT code, interpreter, builtins)", /^(Builtins_|\[unknown\]|0x[0-9a-f]+$|v8::internal::(Interpreter|Runtime_|Execution))|^\(JIT/],
+  ["V8 runtime (GC, compiler, API calls)", /^v8::|^cppgc|^Heap|^(MarkCompact|Scavenger)/],
+  ["workerd I/O, RPC, serialization (kj, capnp, workerd::)", /^(kj::|capnp::|workerd::|edgeworker|jsg::)/],
+  ["kernel (syscalls, network, scheduler)", /\[k\]|^(entry_|__x64_sys|do_syscall|__sys|tcp_|ep_|__schedule)/],
+  ["libc, allocator", /^(__?libc|mem(cpy|set|move|cmp)|malloc|free|_int_|tc|operator new|operator delete|__memcpy|__memset|pthread)/],
+];
+
+/** perf samples of the server's workerd processes while `run` goes, bucketed; null when perf cannot run here. */
+async function perfBuckets(server, run) {
+  const { spawn: spawnChild, spawnSync: spawnSyncChild } = await import("node:child_process");
+  const pids = [...groupCpu(server)].filter(([, p]) => p.name === "workerd").map(([pid]) => pid);
+  if (!pids.length || spawnSyncChild("perf", ["--version"]).status !== 0) return null;
+  const file = `${server.stateDir}/perf.data`;
+  const rec = spawnChild("perf", ["record", "-e", "cpu-clock", "-F", "997", "-p", pids.join(","), "-o", file], { stdio: "ignore" });
+  await sleep(300);
+  await run();
+  rec.kill("SIGINT");
+  await new Promise((r) => rec.once("exit", r));
+  const rep = spawnSyncChild("perf", ["report", "-i", file, "--stdio", "--no-children", "--sort", "sym", "--percent-limit", "0"],
+    { encoding: "utf8", maxBuffer: 64 << 20 });
+  if (rep.status !== 0) return null;
+  const buckets = new Map(CPU_BUCKETS.map(([n]) => [n, 0]));
+  const top = [];
+  for (const line of rep.stdout.split("\n")) {
+    const m = /^\s*([\d.]+)%\s+\[(.)\]\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const pct = Number(m[1]), sym = m[3].trim(), kernel = m[2] === "k";
+    const bucket = kernel ? "kernel (syscalls, network, scheduler)" : (CPU_BUCKETS.find(([, re]) => re.test(sym))?.[0] ?? "other");
+    buckets.set(bucket, (buckets.get(bucket) ?? 0) + pct);
+    if (top.length < 12) top.push([sym.slice(0, 90), pct]);
+  }
+  return { buckets, top };
+}
+
+async function partAppendCpu(server) {
+  const n = Number(args["cpu-requests"] ?? 2000);
+  log(`part 1b: CPU per request, ${n} requests per measurement at concurrency 8`);
+  const org = await newOrg(server);
+  const json = { "content-type": "application/json" };
+  const targets = {
+    append: { url: `${server.url}/v1/observations`, method: "POST", headers: { ...json, authorization: `Bearer ${org.api_key}` }, body: obsBody() },
+    bare: { url: `${server.url}/__bench/bare`, method: "POST", headers: json, body: obsBody() },
+  };
+  for (const t of Object.values(targets)) await autocannon({ ...t, connections: 8, amount: 300 });
+  const per = { append: [], bare: [] };
+  for (let round = 0; round < ROUNDS; round++)
+    for (const name of round % 2 ? ["bare", "append"] : ["append", "bare"]) {
+      const before = groupCpu(server);
+      const r = await autocannon({ ...targets[name], connections: 8, amount: n });
+      await sleep(200);
+      const after = groupCpu(server);
+      let workerd = 0, node = 0;
+      for (const [pid, p] of after) {
+        const d = p.cpu - (before.get(pid)?.cpu ?? 0);
+        if (p.name === "workerd") workerd += d; else node += d;
+      }
+      per[name].push({ workerd: (workerd * 1000) / n, node: (node * 1000) / n, bad: r.non2xx + r.errors });
+      log(`  round ${round + 1} ${name}: workerd ${fmt((workerd * 1000) / n, 3)} ms CPU/request, wrangler's node ${fmt((node * 1000) / n, 3)}`);
+    }
+  const profiles = {};
+  for (const name of ["append", "bare"])
+    profiles[name] = await perfBuckets(server, () => autocannon({ ...targets[name], connections: 8, amount: n }));
+  const m = (name, k) => median(per[name].map((x) => x[k]));
+  const rows = ["append", "bare"].map((name) => [name === "append" ? "(a) append" : "(b) bare insert", fmt(m(name, "workerd"), 3),
+    fmt(m(name, "node"), 3), per[name].map((x) => fmt(x.workerd, 3)).join(", "), String(per[name].reduce((s, x) => s + x.bad, 0))]);
+  let perfMd = "perf was not available: no native profile.";
+  if (profiles.append && profiles.bare) {
+    const names = [...new Set([...profiles.append.buckets.keys(), ...profiles.bare.buckets.keys()])];
+    const ms = (name, b) => ((profiles[name].buckets.get(b) ?? 0) / 100) * m(name, "workerd");
+    perfMd = `Where workerd's CPU goes (\`perf record -e cpu-clock\` on the server's workerd processes during one more
+${n}-request run of each; shares of samples turned into ms per request with the medians above; JIT-compiled JavaScript
+has no symbols in perf, so it counts under V8 JavaScript as a whole):
+
+${table(["bucket", "(a) append ms/request", "(b) bare ms/request"],
+  names.map((b) => [b, fmt(ms("append", b), 3), fmt(ms("bare", b), 3)]))}
+
+Top symbols of (a), share of its samples: ${profiles.append.top.map(([s, p]) => `\`${s}\` ${fmt(p, 1)}%`).join(", ")}.`;
+  }
+  const ratio = m("append", "workerd") / m("bare", "workerd");
+  const md = `### 1b. CPU per append
+
+The same two targets as part 1, ${n} requests each at concurrency 8, ${ROUNDS} rounds alternating: CPU time (user + system,
+from /proc) that the server's workerd processes and wrangler's node process (its local dev proxy) spent per request.
+CPU time moves less with the machine's other load than throughput does, but not nothing: compare rounds.
+
+${table(["target", "workerd CPU ms/request (median)", "node (dev proxy) CPU ms/request", "workerd per round", "non-2xx + errors"], rows)}
+
+Append costs **${fmt(ratio, 2)}×** the bare insert's workerd CPU.
+
+${perfMd}`;
+  return { md, ratio };
 }
 
 // ---- footprint: bytes per row and one organization's sustained write rate ------------------------
@@ -848,6 +963,11 @@ Each part below rewrites its own section; each names the machine and versions it
       const a = await partAppend(server);
       done("append", a.md);
       summary.push(`append/bare at c=8: ${fmt(a.ratios[8], 2)}×`);
+    }
+    if (PARTS.has("append") || PARTS.has("append-cpu")) {
+      const c = await partAppendCpu(server);
+      done("append-cpu", c.md);
+      summary.push(`append/bare workerd CPU per request: ${fmt(c.ratio, 2)}×`);
     }
     if (PARTS.has("scale")) {
       scale = await partScale(server);

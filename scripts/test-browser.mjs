@@ -4,9 +4,11 @@
 // key, then drives headless Chromium (Debian's `chromium`; puppeteer-core over CDP, with the WebAuthn
 // domain's virtual authenticator) through the console at http://localhost:PORT/console/ (the RP ID is
 // `localhost`: an IP address such as 127.0.0.1 can never be one). Screenshots go to a folder it prints.
-//   CHROMIUM=/path/to/chromium  overrides the browser;  --keep  keeps the state and screenshot folders.
+//   CHROMIUM=/path/to/chromium  overrides the browser;  --keep  keeps the state and screenshot folders;
+//   --update-docs  copies the README's two screenshots (docs/console.png, docs/console-atlas.png) from this run.
+// Every wait is on a condition of the page (no sleeps); a failure prints what the page said.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import puppeteer from "puppeteer-core";
@@ -27,7 +29,14 @@ const api = `http://127.0.0.1:${port}`;
 let step = "starting the server";
 /** What the page reported (errors, CSP violations), printed when the test fails. */
 const pageProblems = [];
-const log = (msg) => console.log(`  ✓ ${msg}`);
+const pageSays = () => page?.evaluate(() => [...document.querySelectorAll("main .error, #status")].map((e) => e.textContent.trim()).filter(Boolean).join(" | ")
+  || document.querySelector("main")?.innerText.slice(0, 400)).catch((e) => `(unreadable: ${e.message})`);
+const t0 = Date.now();
+const log = (msg) => console.log(`  ✓ ${msg} [${Math.round((Date.now() - t0) / 1000)} s]`);
+/** The Atlas screenshot the README shows (--update-docs). */
+const ATLAS_FOR_DOCS = "atlas";
+/** Screenshot files by name. */
+const shotFiles = {};
 
 // ---- the server, exactly as a person starts it --------------------------------------------------
 const server = spawn(process.execPath, [join(root, "scripts", "start.mjs")], {
@@ -53,12 +62,13 @@ const temporaryPassword = printed("temporary password");
 if (!started || !ownerKey || !username || !temporaryPassword) throw new Error(`start output lacks the owner credentials:\n${output}`);
 
 let browser;
+let page;
 let failed = false;
 try {
   // ---- memories written through the API (the console appends nothing) ---------------------------
   step = "writing memories through the API";
   const call = async (method, path, body, key = ownerKey) => {
-    const r = await fetch(api + path, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    const r = await fetch(api + path, { method, headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), "content-type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body) });
     return { status: r.status, json: await r.json().catch(() => null) };
   };
@@ -82,7 +92,16 @@ try {
     { kind: "fact", statement: "Release rehearsals happen monthly.", visibility: "team", sources: [{ observation_id: also, relation: "supports" }] },
   ] });
   await must("POST", "/v1/webhooks", { url: "http://127.0.0.1:9/hook", secret: "browser-test-secret-0123", events: ["*"] });
-  log(`memories written through the API (claim ${claimId})`);
+  // A releasable claim of the owner's (verified, team, its one source verified) and a gateway service principal.
+  const docsSource = await observe("The public docs site is rebuilt from main on every merge.", { subject_id: "service:docs", trust: "verified" });
+  const [releasable] = (await must("POST", "/v1/consolidations", { subject_id: "service:docs", claims: [
+    { kind: "fact", statement: "The docs site rebuilds from main on every merge.", visibility: "team",
+      sources: [{ observation_id: docsSource, relation: "supports" }] },
+  ] })).claims.map((c) => c.claim_id);
+  const gateway = await must("POST", "/v1/keys", { label: "docs gateway", scopes: ["channel:compile"] });
+  // A context run of the owner's that selects the first claim: its evidence trace shows it (selected-in).
+  await must("POST", "/v1/context/compile", { query: "eu-west staging release rehearsals" });
+  log(`memories written through the API (claims ${claimId}, ${releasable})`);
 
   // ---- the browser -------------------------------------------------------------------------------
   step = "launching Chromium";
@@ -92,7 +111,7 @@ try {
       "--disable-component-update", "--disable-sync", `--user-data-dir=${profile}`],
     defaultViewport: { width: 1100, height: 760 },
   });
-  const page = await browser.newPage();
+  page = await browser.newPage();
   const problems = pageProblems;
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => {
@@ -107,6 +126,7 @@ try {
   let shot = 0;
   const screenshot = async (name) => {
     const file = join(shots, `${String(++shot).padStart(2, "0")}-${name}.png`);
+    shotFiles[name] = file;
     await page.screenshot({ path: file, fullPage: true });
   };
   const onPage = (path) => page.waitForFunction((p) => document.body.dataset.page === p, { timeout: 20_000 }, path);
@@ -115,6 +135,48 @@ try {
     await onPage(path);
   };
   const alertText = () => page.$eval("main .error", (e) => e.textContent).catch(() => null);
+  /** Waits for a condition of the page; on timeout says what was awaited and what the page shows. */
+  const until = async (fn, what, ...args) => {
+    try {
+      await page.waitForFunction(fn, { timeout: 20_000 }, ...args);
+    } catch (err) {
+      throw new Error(`${what}: ${err.message}; the page says: ${await pageSays()}`);
+    }
+  };
+  /**
+   * Clicks the element the selector finds at this moment, inside the page (query and click in one
+   * task), so a page that re-rendered in between cannot hand over a detached element.
+   */
+  const clickNow = async (selector) => {
+    await until((sel) => document.querySelector(sel), `waiting for ${selector}`, selector);
+    await page.evaluate((sel) => document.querySelector(sel).click(), selector);
+  };
+  /** Every field, button and link of the page is named for assistive technology (labels, text or aria-label). */
+  const checkLabels = async () => {
+    const unnamed = await page.evaluate(() => [...document.querySelectorAll("main input:not([type=hidden]), main select, main textarea, main button, main a, #nav a, #nav button")]
+      .filter((el) => {
+        if (el.getAttribute("aria-label")?.trim()) return false;
+        if (!el.labels?.length) return !el.textContent.trim(); // buttons and links: their text (an unlabelled input has none)
+        // A label's own words, without the text of the control it wraps (a select's options).
+        return ![...el.labels].some((l) => {
+          const words = l.cloneNode(true);
+          words.querySelectorAll("input, select, textarea").forEach((c) => c.remove());
+          return words.textContent.trim();
+        });
+      })
+      .map((el) => el.outerHTML.slice(0, 120)));
+    if (unnamed.length) throw new Error(`controls without a label on ${await page.evaluate(() => location.hash)}:\n${unnamed.join("\n")}`);
+  };
+  /** Waits until the Atlas drew a view of `lens` and painted it (or showed an error), and returns what it drew. */
+  const atlasDrawn = async (lens) => {
+    await until((l) => (window.__atlas?.lens === l && window.__atlas.painted) || document.querySelector("main .error, #atlas-unavailable"),
+      `the Atlas drawing ${lens}`, lens);
+    const problem = await page.$eval("main .error, #atlas-unavailable", (e) => e.textContent).catch(() => null);
+    if (problem) throw new Error(`the Atlas (${lens}) shows: ${problem}`);
+    const drawn = await page.evaluate(() => window.__atlas);
+    if (!(drawn.nodes > 0)) throw new Error(`the Atlas drew an empty ${lens} graph`);
+    return drawn;
+  };
 
   step = "opening the console";
   await page.goto(`${base}/console/`, { waitUntil: "load" });
@@ -122,6 +184,7 @@ try {
   const csp = (await page.goto(`${base}/console/`, { waitUntil: "load" }))?.headers()["content-security-policy"] ?? "";
   if (!/default-src 'none'/.test(csp) || !/script-src 'self'/.test(csp)) throw new Error(`the console is served without the strict CSP: "${csp}"`);
   await onPage("/login");
+  await checkLabels();
   await screenshot("login");
 
   step = "logging in with the temporary password (keyboard only)";
@@ -130,6 +193,7 @@ try {
   await page.keyboard.type(temporaryPassword);
   await page.keyboard.press("Enter");
   await onPage("/password");
+  await checkLabels();
   await screenshot("replace-password");
   log("logged in with the temporary password; asked to replace it");
 
@@ -144,6 +208,7 @@ try {
 
   step = "enrolling a passkey";
   await visit("#/security", "/security");
+  await checkLabels();
   await page.type("input[name=name]", "Virtual authenticator");
   await page.click("form[aria-label='Enroll a passkey'] button[type=submit]");
   await page.waitForFunction(() => document.querySelectorAll("#recovery-codes li").length === 8, { timeout: 20_000 })
@@ -166,6 +231,7 @@ try {
   await page.type("input[name=password]", newPassword);
   await page.click("form[aria-label='Log in'] button[type=submit]");
   await onPage("/second-factor");
+  await checkLabels();
   await screenshot("second-factor");
   await page.click("form[aria-label='Use a passkey'] button[type=submit]");
   await onPage("/memories");
@@ -179,57 +245,130 @@ try {
   await page.waitForSelector("section[data-query='eu-west']", { timeout: 20_000 });
   const listed = await page.$$eval("main tbody a", (as) => as.map((a) => a.textContent));
   if (listed.length !== 1 || !/eu-west staging/.test(listed[0])) throw new Error(`the search for eu-west listed an unrelated claim: ${listed}`);
+  await checkLabels();
   await screenshot("memories");
   log(`searched memories: ${listed.length} result(s) for "eu-west"`);
 
   step = "opening evidence";
-  await page.click(`a[href="#/claim/${claimId}"]`);
+  await clickNow(`main a[href="#/claim/${claimId}"]`);
   await onPage(`/claim/${claimId}`);
   const hidden = await page.$eval(".hidden-count", (e) => e.textContent);
   const supporting = await page.$$eval("section[aria-label=supporting] tbody tr", (r) => r.length);
   if (supporting !== 2 || !/^1 source hidden/.test(hidden)) throw new Error(`evidence shows ${supporting} supporting rows and "${hidden}"`);
+  await checkLabels();
   await screenshot("evidence");
   log("evidence: two readable supporting observations, the agent's private one only as \"1 source hidden\"");
 
-  step = "the Atlas";
-  // The claim page re-renders after the expiry: retry a click that caught the old link detached.
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await page.waitForSelector(`main a[href^="#/atlas?lens=evidence_trace"]`, { visible: true });
-      await page.click(`main a[href^="#/atlas?lens=evidence_trace"]`);
-      break;
-    } catch (err) {
-      if (attempt >= 4 || !/detached/i.test(String(err?.message))) throw err;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  step = "creating a release policy";
+  await visit("#/policies", "/policies");
+  await checkLabels();
+  const policyForm = "form[aria-label='Create a policy']";
+  await page.type(`${policyForm} input[name=name]`, "Release approved claims only");
+  await page.select(`${policyForm} select[name=type]`, "release");
+  await page.select(`${policyForm} select[name=status]`, "active");
+  await page.click(`${policyForm} input[name=require_approved_claim]`);
+  await page.click(`${policyForm} button[type=submit]`);
+  await until(() => document.querySelector("button[aria-label='Retire policy Release approved claims only']"), "the new policy is listed");
+  const [policy] = (await must("GET", "/v1/policies?status=active")).policies;
+  if (policy?.type !== "release" || policy.rules.require_approved_claim !== true || policy.rules.separation_of_duty !== false)
+    throw new Error(`the console created ${JSON.stringify(policy)}`);
+  await screenshot("policies");
+  log("policy created (release, active, approved claims only)");
+
+  step = "submitting a claim for approval";
+  await visit(`#/claim/${releasable}`, `/claim/${releasable}`);
+  await clickNow(`main a[href="#/approvals?claim_id=${releasable}"]`);
+  await onPage("/approvals");
+  await checkLabels();
+  const submitForm = "form[aria-label='Submit a claim for approval']";
+  const prefilled = await page.$eval(`${submitForm} input[name=claim_id]`, (e) => e.value);
+  if (prefilled !== releasable) throw new Error(`the approval form holds "${prefilled}", not the claim`);
+  await page.type(`${submitForm} input[name=note]`, "Checked against the CI configuration.");
+  await page.click(`${submitForm} button[type=submit]`);
+  await until(() => document.querySelector("button[aria-label^='Approve apr_']"), "the pending approval is listed");
+
+  step = "approving the claim with the keyboard";
+  await page.focus("button[aria-label^='Approve apr_']");
+  await page.keyboard.press("Enter");
+  await until(() => document.activeElement?.matches("dialog[open] button[value=cancel]"), "the confirmation opens with focus on Cancel");
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  await until(() => !document.querySelector("dialog") && !document.querySelector("button[aria-label^='Approve apr_']")
+    && /approved/.test(document.querySelector("main table tbody")?.textContent ?? ""), "the approval shows as approved");
+  const [approval] = (await must("GET", `/v1/claim-approvals?claim_id=${releasable}`)).approvals;
+  if (approval?.status !== "approved" || approval.note !== "Checked against the CI configuration.")
+    throw new Error(`the approval is ${JSON.stringify(approval)}`);
+  await screenshot("approvals");
+  log("claim submitted for approval from its page, then approved (keyboard: Enter, Tab, Enter)");
+
+  step = "creating a channel";
+  await visit("#/releases", "/releases");
+  await checkLabels();
+  const channelForm = "form[aria-label='Create a channel']";
+  await page.type(`${channelForm} input[name=name]`, "public-docs");
+  await page.type(`${channelForm} input[name=audiences]`, "docs, support");
+  await page.select(`${channelForm} select[name=min_trust]`, "high");
+  await page.select(`${channelForm} select[name=gateway_principal_id]`, gateway.principal_id);
+  await page.click(`${channelForm} button[type=submit]`);
+  await until(() => document.querySelector("button[aria-label='Pause channel public-docs']"), "the new channel is listed");
+  const [channel] = (await must("GET", "/v1/channels")).channels;
+  if (channel?.gateway_principal_id !== gateway.principal_id || channel.audiences.join() !== "docs,support" || channel.min_trust !== "high")
+    throw new Error(`the console created ${JSON.stringify(channel)}`);
+  log("channel created (two audiences, minimum trust high, the gateway principal chosen from the directory)");
+
+  step = "a release the API refuses";
+  const releaseForm = "form[aria-label='Draft a release']";
+  await page.type(`${releaseForm} input[name=claim_id]`, claimId);
+  await page.click(`${releaseForm} button[type=submit]`);
+  await until((f) => document.querySelector(`${f} .error`), "the refusal is shown in the form", releaseForm);
+  const refusal = (await call("POST", "/v1/knowledge-releases", { claim_id: claimId, channel_id: channel.channel_id })).json?.error?.message;
+  const shown = await page.$eval(`${releaseForm} .error`, (e) => e.textContent);
+  if (!refusal || shown !== refusal) throw new Error(`the form shows "${shown}", the API says "${refusal}"`);
+  log(`an ineligible claim: the form shows the API's message ("${shown}")`);
+
+  step = "drafting, approving and activating a release";
+  await page.$eval(`${releaseForm} input[name=claim_id]`, (e) => (e.value = ""));
+  await page.type(`${releaseForm} input[name=claim_id]`, releasable);
+  await page.click(`${releaseForm} button[type=submit]`);
+  await until(() => document.querySelector("button[aria-label^='Approve release rel_']"), "the draft release is listed");
+  await clickNow("button[aria-label^='Approve release rel_']");
+  await until(() => document.querySelector("button[aria-label^='Activate release rel_']"), "the approved release offers activation");
+  await clickNow("button[aria-label^='Activate release rel_']");
+  await until(() => document.querySelector("dialog[open] button[value=confirm]"), "activation asks to confirm");
+  await page.click("dialog[open] button[value=confirm]");
+  await until(() => !document.querySelector("dialog") && !document.querySelector("button[aria-label^='Activate release rel_']")
+    && /active/.test([...document.querySelectorAll("main table")].at(-1)?.textContent ?? ""), "the release shows as active");
+  const served = await must("POST", `/v1/channels/${channel.channel_id}/context/compile`, {}, gateway.key);
+  if (served.items.length !== 1 || served.items[0].claim_id !== releasable) throw new Error(`the channel serves ${JSON.stringify(served.items)}`);
+  await screenshot("releases");
+  log("release drafted, approved, activated after confirmation; the channel's gateway is served it");
+
+  step = "the Atlas: a claim's evidence trace";
+  await visit(`#/claim/${claimId}`, `/claim/${claimId}`);
+  await clickNow(`main a[href^="#/atlas?lens=evidence_trace"]`);
   await onPage("/atlas");
-  await page.waitForSelector("#atlas-summary, #atlas-unavailable, main .error", { timeout: 30_000 });
-  if (await page.$("#atlas-unavailable")) {
-    console.log("  ⚠ SKIPPED the Atlas route step: POST /v1/memory-views/compile is not on this server yet (404 Unknown endpoint.);\n" +
-      "    the console shows its note. Re-run once the Atlas route lands. Checking the graph renderer with a DESIGN-shaped sample instead.");
-    await screenshot("atlas-route-missing");
-    await page.setRequestInterception(true);
-    page.on("request", (req) => {
-      if (!req.url().endsWith("/v1/memory-views/compile")) return req.continue();
-      const body = JSON.parse(req.postData() ?? "{}");
-      if (body.lens !== "evidence_trace" || body.focus_id !== claimId) problems.push(`the Atlas asked for ${req.postData()}`);
-      req.respond({ status: 200, contentType: "application/json", body: JSON.stringify({ data: sampleAtlas(body.lens, claimId), meta: { request_id: "sample" } }) });
-    });
-    await page.click("form[aria-label='Compile an Atlas view'] button[type=submit]");
-    await page.waitForSelector("#atlas-summary", { timeout: 20_000 });
-  } else if (!(await page.$("#atlas-summary"))) {
-    throw new Error(`the Atlas answered an error: ${await alertText()}`);
-  }
-  await page.waitForFunction(() => window.__atlas && window.__atlas.nodes > 0, { timeout: 20_000 });
-  const drawn = await page.evaluate(() => window.__atlas);
-  await new Promise((r) => setTimeout(r, 500)); // let the canvas paint before the screenshot
+  await checkLabels();
+  const trace = await atlasDrawn("evidence_trace");
+  // The claim, its two readable sources (the agent's private one is not drawn), the owner's context run.
+  if (trace.nodeTypes.claim !== 1 || trace.nodeTypes.observation !== 2 || trace.edgeTypes.supports !== 2 || trace.nodeTypes.context !== 1)
+    throw new Error(`the evidence trace drew ${JSON.stringify(trace)}`);
   await screenshot("atlas");
-  log(`Atlas drawn with Cytoscape.js: ${drawn.nodes} nodes, ${drawn.edges} edges`);
-  if (page.listenerCount("request")) {
-    page.removeAllListeners("request");
-    await page.setRequestInterception(false);
-  }
+  log(`Atlas evidence trace drawn with Cytoscape.js: ${trace.nodes} nodes, ${trace.edges} edges (${JSON.stringify(trace.nodeTypes)})`);
+
+  step = "the Atlas: workspace graph and knowledge releases";
+  await page.select("select[name=lens]", "workspace_graph");
+  await page.click("form[aria-label='Compile an Atlas view'] button[type=submit]");
+  const graph = await atlasDrawn("workspace_graph");
+  if (graph.nodeTypes.claim !== 3 || !graph.nodeTypes.subject || !graph.edgeTypes.about) throw new Error(`the workspace graph drew ${JSON.stringify(graph)}`);
+  await screenshot("atlas-workspace");
+  await page.select("select[name=lens]", "knowledge_release");
+  await page.type("input[name=channel_id]", channel.channel_id); // the workspace field stays empty; only its own argument is sent
+  await page.click("form[aria-label='Compile an Atlas view'] button[type=submit]");
+  const released = await atlasDrawn("knowledge_release");
+  if (released.nodeTypes.channel !== 1 || released.nodeTypes.release !== 1 || released.edgeTypes["released-as"] !== 1)
+    throw new Error(`the knowledge-release view drew ${JSON.stringify(released)}`);
+  await screenshot("atlas-releases");
+  log(`Atlas workspace graph (${graph.nodes} nodes, ${graph.edges} edges) and knowledge releases (${released.nodes} nodes) drawn`);
 
   // Back to the claim for the lifecycle move (the Atlas comes first: an expired claim leaves the trace's views).
   await visit(`#/claim/${claimId}`, `/claim/${claimId}`);
@@ -251,8 +390,10 @@ try {
   step = "events and webhooks";
   await visit("#/events", "/events");
   if (!(await page.$$eval("main tbody tr", (r) => r.length))) throw new Error("the event feed is empty");
+  await checkLabels();
   await screenshot("events");
   await visit("#/webhooks", "/webhooks");
+  await checkLabels();
   await page.click("main tbody button");
   await page.waitForFunction(() => /Deliveries of/.test(document.querySelector("main section h2")?.textContent ?? ""), { timeout: 20_000 });
   await screenshot("webhooks");
@@ -260,6 +401,7 @@ try {
 
   step = "minting and revoking a key";
   await visit("#/keys", "/keys");
+  await checkLabels();
   await page.type("input[name=label]", "browser-test key");
   await page.click("input[name=scope][value='views:compile']");
   await page.click("input[name=scope][value='evidence:read']");
@@ -281,6 +423,7 @@ try {
 
   step = "creating an account";
   await visit("#/accounts", "/accounts");
+  await checkLabels();
   await page.type("input[name=username]", "grace.ops");
   await page.select("select[name=role]", "member");
   await page.click("form[aria-label='Create an account'] button[type=submit]");
@@ -305,16 +448,49 @@ try {
   if (!/7 recovery codes remain/.test(remaining)) throw new Error(`after a recovery code the console says "${remaining}"`);
   log("logged in with password + recovery code (7 remain)");
 
+  step = "replacing the recovery codes";
+  await visit("#/security", "/security");
+  await page.type("form[aria-label='Replace recovery codes'] input[name=current_password]", newPassword);
+  await page.click("form[aria-label='Replace recovery codes'] button[type=submit]");
+  await until((old) => {
+    const codes = [...document.querySelectorAll("#recovery-codes li")].map((e) => e.textContent);
+    return codes.length === 8 && !codes.some((c) => old.includes(c));
+  }, "eight new recovery codes are shown", recovery);
+  const staged = (await must("POST", "/v1/dashboard-sessions", { username, password: newPassword }, "")).session_token;
+  const oldCode = await call("POST", "/v1/dashboard-sessions/current/recovery-code", { code: recovery[1] }, staged);
+  if (oldCode.status !== 400) throw new Error(`a replaced recovery code answers ${oldCode.status}`);
+  await call("DELETE", "/v1/dashboard-sessions/current", undefined, staged);
+  log("recovery codes replaced (password asked); a code of the old set no longer works");
+
+  step = "removing the passkey";
+  await page.type("input[name=remove_password]", newPassword);
+  await clickNow("button[aria-label='Remove passkey Virtual authenticator']");
+  await until(() => document.querySelector("dialog[open] button[value=confirm]"), "removal asks to confirm");
+  await page.click("dialog[open] button[value=confirm]");
+  await until(() => /No passkey yet/.test(document.querySelector("main")?.textContent ?? ""), "the passkey is gone from the list");
+  await page.click("#nav button:last-child");
+  await onPage("/login");
+  await page.type("input[name=username]", username);
+  await page.type("input[name=password]", newPassword);
+  await page.click("form[aria-label='Log in'] button[type=submit]");
+  await onPage("/memories");
+  log("the last passkey removed (password asked); the next login needs the password only");
+
   if (problems.length) throw new Error(`the page reported problems:\n${problems.join("\n")}`);
-  console.log(`test:browser passed; screenshots in ${shots}`);
+  if (process.argv.includes("--update-docs")) {
+    copyFileSync(shotFiles.evidence, join(root, "docs", "console.png"));
+    copyFileSync(shotFiles[ATLAS_FOR_DOCS], join(root, "docs", "console-atlas.png"));
+    console.log("docs/console.png and docs/console-atlas.png updated from this run");
+  }
+  console.log(`test:browser passed in ${Math.round((Date.now() - t0) / 1000)} s; screenshots in ${shots}`);
 } catch (err) {
   failed = true;
   console.error(`test:browser FAILED while ${step}: ${err.stack ?? err}`);
   if (pageProblems.length) console.error(`the page reported:\n  ${pageProblems.join("\n  ")}`);
   console.error(`screenshots so far in ${shots}`);
-  if (browser) {
-    const [p] = await browser.pages();
-    await p?.screenshot({ path: join(shots, "failure.png"), fullPage: true }).catch(() => {});
+  if (page) {
+    console.error(`the page (${await page.evaluate(() => location.hash).catch(() => "?")}) says: ${await pageSays()}`);
+    await page.screenshot({ path: join(shots, "failure.png"), fullPage: true }).catch(() => {});
   }
 } finally {
   await browser?.close().catch(() => {});
@@ -327,26 +503,3 @@ try {
 }
 process.exit(failed ? 1 : 0);
 
-/** A response in DESIGN "Memory Atlas" shape, used only while the route is missing, to check the renderer. */
-function sampleAtlas(lens, claimId) {
-  const nodes = [
-    { id: claimId, type: "claim", label: "Ada rehearses releases on the eu-west staging cluster.", status: "active", trust: "medium", kind: "preference" },
-    { id: "clm_sample_older", type: "claim", label: "Ada rehearses releases on us-east.", status: "superseded", trust: "medium", kind: "preference" },
-    { id: "obs_sample_1", type: "observation", label: "Ada prefers the staging cluster in eu-west…", trust: "medium", kind: "note" },
-    { id: "obs_sample_2", type: "observation", label: "Release rehearsals ran on eu-west…", trust: "medium", kind: "note" },
-    { id: "obs_sample_3", type: "observation", label: "Rehearsal on us-east failed twice", trust: "low", kind: "note" },
-    { id: "subject:user:ada", type: "subject", label: "user:ada" },
-    { id: "ctx_sample", type: "context", label: "context run" },
-    { id: "rel_sample", type: "release", label: "release v1", status: "active" },
-  ];
-  const edges = [
-    { source: "obs_sample_1", target: claimId, type: "supports" },
-    { source: "obs_sample_2", target: claimId, type: "supports" },
-    { source: "obs_sample_3", target: claimId, type: "qualifies" },
-    { source: claimId, target: "clm_sample_older", type: "supersedes" },
-    { source: claimId, target: "subject:user:ada", type: "about" },
-    { source: claimId, target: "ctx_sample", type: "selected-in" },
-    { source: claimId, target: "rel_sample", type: "released-as" },
-  ];
-  return { lens, focus: { id: claimId, type: "claim" }, nodes, edges, truncated: false, withheld: { nodes: "0", edges: "0" } };
-}

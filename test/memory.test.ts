@@ -682,6 +682,26 @@ describe("record ownership outbox", () => {
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
   });
 
+  it("concurrent writes each register their own ids once, never each other's again", async () => {
+    const { registryOwners } = await import("./helpers");
+    const org = await newOrg();
+    // The real registry, slowed down so the writes' registrations overlap, recording every id sent.
+    const sent: string[] = [];
+    await inOrg(org.org_id, (x) => {
+      const real = x.deps.registry;
+      x.deps = { ...x.deps, registry: { ...real, register: async (orgId, ids, at) => {
+        sent.push(...ids);
+        await new Promise((r) => setTimeout(r, 20));
+        return real.register(orgId, ids, at);
+      } } };
+    });
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))));
+    const registered = await inOrg(org.org_id, () => [...sent]);
+    expect(registered.sort()).toEqual([...ids].sort());
+    expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n)).toBe(0);
+  });
+
   it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {
     const { runDurableObjectAlarm } = await import("cloudflare:test");
     const { failingRegistry, orgStub, registryOwners } = await import("./helpers");

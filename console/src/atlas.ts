@@ -29,6 +29,9 @@ export const EDGE_STYLE: Record<string, { color: string; line: "solid" | "dashed
   about: { color: "#8c959f", line: "dotted" },
   supersedes: { color: "#8250df", line: "solid" },
   related: { color: "#1b7c83", line: "dashed" },
+  // The route also joins review-queue claims to their approvals and releases to their channels.
+  "submitted-as": { color: "#1b7c83", line: "dotted" },
+  "published-in": { color: "#e16f24", line: "dotted" },
 };
 
 function legend(): HTMLElement {
@@ -42,27 +45,37 @@ function legend(): HTMLElement {
     h("div", { class: "legend" }, "Edges:", Object.entries(EDGE_STYLE).map(([t, s]) => item(t, s.color, true))));
 }
 
-export async function atlasPage(main: HTMLElement, params: URLSearchParams): Promise<void> {
+/**
+ * Cytoscape.js measures its container when it starts, so the graph may only be created once the page
+ * is in the document: atlasPage returns the first draw's start function for the router to call after
+ * mounting (a redraw from the form starts at once, the page being mounted by then).
+ */
+export async function atlasPage(main: HTMLElement, params: URLSearchParams): Promise<(() => void) | undefined> {
   const out = h("section", { "aria-label": "Atlas result" });
   const form = guarded(h("form", { "aria-label": "Compile an Atlas view", class: "inline" },
     select("Lens", "lens", LENSES),
     field("Focus claim id (evidence_trace)", "focus_id", { value: params.get("focus_id") ?? "", size: 30 }),
     field("Subject id (neighborhood)", "subject_id", { value: params.get("subject_id") ?? "", size: 20 }),
-    field("Workspace id", "workspace_id", { value: params.get("workspace_id") ?? "", size: 20 }),
+    field("Workspace id (workspace_graph)", "workspace_id", { value: params.get("workspace_id") ?? "", size: 20 }),
+    field("Channel id (knowledge_release)", "channel_id", { value: params.get("channel_id") ?? "", size: 20 }),
     field("Max nodes", "max_nodes", { type: "number", min: 25, max: 300, value: params.get("max_nodes") ?? "100", size: 4 }),
     h("button", { type: "submit" }, "Draw")), async (v) => {
     await draw(out, v);
   });
   (form.elements.namedItem("lens") as HTMLSelectElement).value = params.get("lens") ?? "workspace_graph";
   main.append(h("h1", null, "Memory Atlas"), form, legend(), out);
-  await draw(out, Object.fromEntries(new FormData(form).entries()) as Record<string, string>);
+  return draw(out, Object.fromEntries(new FormData(form).entries()) as Record<string, string>);
 }
 
-async function draw(out: HTMLElement, v: Record<string, string>): Promise<void> {
+/** Fetches and lists a view; returns the function that draws its graph (already called when `out` is in the document). */
+async function draw(out: HTMLElement, v: Record<string, string>): Promise<(() => void) | undefined> {
+  delete (window as any).__atlas;
   const body: Record<string, unknown> = { lens: v.lens, max_nodes: Number(v.max_nodes || 100) };
   if (v.lens === "evidence_trace") body.focus_id = v.focus_id;
   if (v.lens === "neighborhood") body.subject_id = v.subject_id;
-  if (v.workspace_id) body.workspace_id = v.workspace_id;
+  // Each lens takes only its own argument (the route refuses the others with 400).
+  if (v.lens === "workspace_graph" && v.workspace_id) body.workspace_id = v.workspace_id;
+  if (v.lens === "knowledge_release" && v.channel_id) body.channel_id = v.channel_id;
   let view: any;
   try {
     view = await api("POST", "/v1/memory-views/compile", { body });
@@ -71,7 +84,7 @@ async function draw(out: HTMLElement, v: Record<string, string>): Promise<void> 
       out.replaceChildren(h("p", { class: "notice", id: "atlas-unavailable", role: "alert" },
         "This server has no Memory Atlas route yet (POST /v1/memory-views/compile answers 404 Unknown endpoint)."));
     else out.replaceChildren(errorBox((e as Error).message));
-    return;
+    return undefined;
   }
   const labelOf = new Map<string, string>(view.nodes.map((n: any) => [n.id, n.label]));
   const graph = h("div", { id: "atlas-graph", role: "img", "aria-label": `Graph of ${view.nodes.length} nodes and ${view.edges.length} edges; the tables below list them.` });
@@ -82,22 +95,45 @@ async function draw(out: HTMLElement, v: Record<string, string>): Promise<void> 
     h("details", null, h("summary", null, "Nodes and edges as tables"),
       table(["Node", "Type", "Label", "Status", "Trust", "Kind"], view.nodes.map((n: any) => [n.id, n.type, n.label, n.status ?? "", n.trust ?? "", n.kind ?? ""]), "Nodes"),
       table(["From", "Edge", "To"], view.edges.map((e: any) => [labelOf.get(e.source) ?? e.source, e.type, labelOf.get(e.target) ?? e.target]), "Edges")));
-  const cy = cytoscape({
-    container: graph,
-    elements: [
-      ...view.nodes.map((n: any) => ({ data: { id: n.id, type: n.type, label: short(n.label) } })),
-      ...view.edges.map((e: any, i: number) => ({ data: { id: `e${i}`, source: e.source, target: e.target, type: e.type } })),
-    ],
-    style: [
-      { selector: "node", style: { label: "data(label)", "font-size": 10, "text-wrap": "ellipsis", "text-max-width": "120px", "text-valign": "bottom", "text-margin-y": 4 } },
-      ...Object.entries(NODE_STYLE).map(([type, s]) => ({ selector: `node[type = "${type}"]`, style: { "background-color": s.color, shape: s.shape } })),
-      { selector: "edge", style: { width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle" } },
-      ...Object.entries(EDGE_STYLE).map(([type, s]) => ({ selector: `edge[type = "${type}"]`, style: { "line-color": s.color, "target-arrow-color": s.color, "line-style": s.line } })),
-    ] as any,
-    layout: { name: view.nodes.length > 60 ? "grid" : "cose", animate: false },
-    wheelSensitivity: 0.3,
-  });
-  (window as any).__atlas = { nodes: cy.nodes().length, edges: cy.edges().length };
+  const start = () => {
+    const cy = cytoscape({
+      container: graph,
+      elements: [
+        ...view.nodes.map((n: any) => ({ data: { id: n.id, type: n.type, label: short(n.label) } })),
+        ...view.edges.map((e: any, i: number) => ({ data: { id: `e${i}`, source: e.source, target: e.target, type: e.type } })),
+      ],
+      style: [
+        { selector: "node", style: { label: "data(label)", "font-size": 12, "text-background-color": "#fff", "text-background-opacity": 0.85, "text-background-padding": "2px", "text-wrap": "ellipsis", "text-max-width": "120px", "text-valign": "bottom", "text-margin-y": 4 } },
+        ...Object.entries(NODE_STYLE).map(([type, s]) => ({ selector: `node[type = "${type}"]`, style: { "background-color": s.color, shape: s.shape } })),
+        { selector: "edge", style: { width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle" } },
+        ...Object.entries(EDGE_STYLE).map(([type, s]) => ({ selector: `edge[type = "${type}"]`, style: { "line-color": s.color, "target-arrow-color": s.color, "line-style": s.line } })),
+      ] as any,
+      layout: layoutFor(view),
+    });
+    // A small graph is fitted to the box at a zoom that makes labels huge and overlapping: cap it.
+    if (cy.zoom() > 1.3) {
+      cy.zoom(1.3);
+      cy.center();
+    }
+    // For the browser test: what was drawn, and (after the first frame) that it is on the canvas.
+    const count = (items: any[]) => items.reduce((m: Record<string, number>, x: any) => ({ ...m, [x.type]: (m[x.type] ?? 0) + 1 }), {});
+    const drawn = { lens: view.lens, nodes: cy.nodes().length, edges: cy.edges().length, nodeTypes: count(view.nodes), edgeTypes: count(view.edges), painted: false };
+    cy.one("render", () => { drawn.painted = true; });
+    (window as any).__atlas = drawn;
+  };
+  if (!graph.isConnected) return start;
+  start();
+  return undefined;
+}
+
+/**
+ * An evidence trace reads as layers (sources -> claim -> runs and releases); other views use the
+ * force-directed layout, spaced so labels stay apart, and a grid once they are large.
+ */
+function layoutFor(view: { lens: string; nodes: unknown[] }): cytoscape.LayoutOptions {
+  if (view.nodes.length > 60) return { name: "grid", padding: 30 };
+  if (view.lens === "evidence_trace") return { name: "breadthfirst", directed: true, padding: 30, spacingFactor: 1.1 };
+  return { name: "cose", animate: false, padding: 30, nodeRepulsion: () => 1_000_000, idealEdgeLength: () => 120, componentSpacing: 120 };
 }
 
 const short = (s: string) => (s && s.length > 40 ? s.slice(0, 39) + "…" : s ?? "");

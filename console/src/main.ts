@@ -3,10 +3,12 @@ import { session } from "./api";
 import { type Stage, currentStage, loginPage, logout, passwordPage, secondFactorPage, securityPage, stageRoute } from "./auth";
 import { atlasPage } from "./atlas";
 import { clearStaleAnnouncement, errorBox, h } from "./dom";
+import { approvalsPage, policiesPage, releasesPage } from "./governance";
 import { accountsPage, claimPage, eventsPage, keysPage, memoriesPage, webhooksPage } from "./pages";
 
 const PAGES: [string, string][] = [
-  ["#/memories", "Memories"], ["#/atlas", "Atlas"], ["#/events", "Events"], ["#/webhooks", "Webhooks"],
+  ["#/memories", "Memories"], ["#/atlas", "Atlas"], ["#/approvals", "Approvals"], ["#/releases", "Releases"],
+  ["#/policies", "Policies"], ["#/events", "Events"], ["#/webhooks", "Webhooks"],
   ["#/keys", "Keys"], ["#/accounts", "Accounts"], ["#/security", "Passkeys"],
 ];
 const go = (hash: string) => {
@@ -37,13 +39,18 @@ async function render(): Promise<void> {
   const expected = stageRoute(stage).slice(1);
   const authPages = ["/login", "/password", "/second-factor"];
   if (stage !== "full" ? path !== expected : authPages.includes(path) || path === "/") return go(stageRoute(stage));
+  /** What a page must do once it is in the document (the Atlas's graph measures its container). */
+  let mounted: (() => void) | undefined;
   try {
     if (path === "/login") loginPage(page, go);
     else if (path === "/password") passwordPage(page, go);
     else if (path === "/second-factor") secondFactorPage(page, go);
     else if (path === "/memories") await memoriesPage(page, go);
     else if (path.startsWith("/claim/")) await claimPage(page, go, decodeURIComponent(path.slice("/claim/".length)));
-    else if (path === "/atlas") await atlasPage(page, params);
+    else if (path === "/atlas") mounted = await atlasPage(page, params);
+    else if (path === "/approvals") await approvalsPage(page, render, params);
+    else if (path === "/releases") await releasesPage(page, render, params);
+    else if (path === "/policies") await policiesPage(page, render);
     else if (path === "/events") await eventsPage(page);
     else if (path === "/webhooks") await webhooksPage(page);
     else if (path === "/keys") await keysPage(page, render);
@@ -55,6 +62,11 @@ async function render(): Promise<void> {
   }
   if (seq !== renderSeq) return;
   main.replaceChildren(page);
+  try {
+    mounted?.();
+  } catch (e) {
+    page.append(errorBox((e as Error).message));
+  }
   document.title = `${page.querySelector("h1")?.textContent ?? "Console"} · svc-memory console`;
   // Keyboard users land on the page's first field, or its heading.
   const first = page.querySelector<HTMLElement>("[autofocus]") ?? main;

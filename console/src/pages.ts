@@ -79,7 +79,9 @@ export async function claimPage(main: HTMLElement, go: Go, claimId: string): Pro
     h("h1", null, c.statement),
     table(["Claim", "Kind", "Status", "Trust", "Visibility", "Subject", "Valid from", "Valid to", "Version"],
       [[c.claim_id, c.kind, c.status, c.trust, c.visibility, c.subject_id ?? "", c.valid_from ?? "", c.valid_to ?? "", String(c.version ?? "")]]),
-    h("p", null, h("a", { href: `#/atlas?lens=evidence_trace&focus_id=${encodeURIComponent(c.claim_id)}` }, "Open this claim's evidence trace in the Atlas")),
+    h("p", { class: "inline" }, h("a", { href: `#/atlas?lens=evidence_trace&focus_id=${encodeURIComponent(c.claim_id)}` }, "Open this claim's evidence trace in the Atlas"),
+      h("a", { href: `#/approvals?claim_id=${encodeURIComponent(c.claim_id)}` }, "Submit for approval"),
+      h("a", { href: `#/releases?claim_id=${encodeURIComponent(c.claim_id)}` }, "Draft a release")),
     h("h2", { id: "evidence" }, "Evidence"),
     h("p", { class: "hidden-count" }, ev.hidden_source_count
       ? `${ev.hidden_source_count} source${ev.hidden_source_count === 1 ? "" : "s"} hidden (you may not read them).`

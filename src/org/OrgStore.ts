@@ -14,8 +14,8 @@ import { bootstrapOrganization, type BootstrapResult } from "../domains/identity
 import { BACKGROUND_JOBS } from "../jobs";
 import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";
-import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
-import { drainRecordOwners } from "./outbox";
+import { maintenanceIntervalMs } from "./maintenance";
+import { registerQueuedOwners } from "./outbox";
 import { getMeta } from "./meta";
 import { passwordLogin, type LoginResult } from "../domains/dashboard/login";
 import { revokeSessionById } from "../domains/dashboard/store";
@@ -72,22 +72,20 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       const caller = loadCaller(this.db, input.keyHash);
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
       // A write that created record ids registers them before it answers (see registerCreatedIds).
-      let createdIds = false;
+      const createdIds: string[] = [];
       const session: Session = {
         orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
         headers: input.headers, env: this.env, deps: this.deps,
-        jobDue: (job, dueAtMs, armAtMs) => {
-          if (job === recordOwnersJob.name) createdIds = true;
-          this.jobDue(job, dueAtMs, armAtMs);
-        },
+        jobDue: (job, dueAtMs, armAtMs) => this.jobDue(job, dueAtMs, armAtMs),
         eventsWritten: () => this.eventsWritten(),
+        ownersQueued: (ids) => { createdIds.push(...ids); },
       };
       const reply = await executeRoute(session, route, {
         params: input.params, query: input.query, bodyText: route.rawBody ? undefined : input.bodyText,
         rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
       });
       await this.settleAlarmWork();
-      if (createdIds) await this.registerCreatedIds(input.orgId);
+      if (createdIds.length) await this.registerCreatedIds(input.orgId, createdIds);
       await this.applyIndexWrites(input.orgId, reply);
       const { indexWrites: _applied, ...answer } = reply;
       return { ok: true, ...answer };
@@ -99,12 +97,13 @@ export class OrgStore extends DurableObject<EdgeEnv> {
 
   /**
    * New ids reach the ownership registry before the reply that reveals them, so no other organization
-   * can learn an id before the registry knows its owner (README "Record ownership"). One batch, one RPC
-   * per shard; a failure leaves the rows to the alarm's retry and the write stands.
+   * can learn an id before the registry knows its owner (README "Record ownership"). Only this request's
+   * ids (concurrent writes each register their own, never each other's again), one RPC per shard; a
+   * failure leaves the rows to the alarm's retry and the write stands.
    */
-  private async registerCreatedIds(orgId: string): Promise<void> {
+  private async registerCreatedIds(orgId: string, ids: string[]): Promise<void> {
     try {
-      await drainRecordOwners(this.db, this.deps.registry, orgId);
+      await registerQueuedOwners(this.db, this.deps.registry, orgId, ids);
     } catch (err) {
       console.error("ownership registration failed; the outbox retries", err);
     }

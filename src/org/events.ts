@@ -1,3 +1,7 @@
+import { readableWhere } from "../access/policy";
+import type { Db } from "./db";
+import type { Caller } from "./request";
+
 // A row of the events table: written by commitWrite (src/org/write.ts), read by GET /v1/events and
 // by webhook delivery.
 export interface EventRow {
@@ -11,4 +15,27 @@ export interface EventRow {
   payload: string;
   visibility: string;
   created_at: string;
+}
+
+/**
+ * The one rule for which events a caller may read — GET /v1/events, its `after` cursor, GET
+ * /v1/events/:id and webhook delivery (as the hook's creator) all read through these two functions.
+ */
+const readableByCaller = (caller: Caller) => readableWhere(caller, "e", "actor_id", { targets: false });
+
+/** One event the caller may read, or null (an unreadable event is as unknown as a random id). */
+export function readableEvent(db: Db, caller: Caller, eventId: string): EventRow | null {
+  const [visible, ...who] = readableByCaller(caller);
+  return db.first<EventRow>(`SELECT * FROM events e WHERE e.event_id = ? AND ${visible}`, eventId, ...who);
+}
+
+/** The events in (afterSeq, upToSeq] the caller may read, in commit order, optionally of one kind. */
+export function readableEventsAfter(
+  db: Db, caller: Caller, afterSeq: number, opts: { kind?: string; upToSeq?: number; limit: number },
+): EventRow[] {
+  const [visible, ...who] = readableByCaller(caller);
+  return db.all<EventRow>(
+    `SELECT * FROM events e WHERE e.seq > ? ${opts.upToSeq !== undefined ? "AND e.seq <= ?" : ""}
+       ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq LIMIT ?`,
+    afterSeq, ...(opts.upToSeq !== undefined ? [opts.upToSeq] : []), ...(opts.kind ? [opts.kind] : []), ...who, opts.limit);
 }

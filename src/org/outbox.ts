@@ -39,6 +39,23 @@ export function queueTouched(db: Db, touched: Touched, at: string): number {
   return queued;
 }
 
+/** The record ids a write queued for the ownership registry (topic record_owner), each once. */
+export const ownerIdsOf = (touched: Touched): string[] => [...new Set(OUTBOX_TOPICS.record_owner(touched))];
+
+/**
+ * Register exactly these ids (one write's, right after its commit) and delete their outbox rows: one RPC
+ * per shard touched. Only ids still in the outbox are sent (a rolled-back write left none, and the alarm
+ * may already have carried them), so concurrent writes never register each other's rows again.
+ */
+export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<void> {
+  const rows = db.all<{ seq: number; payload: string }>(
+    "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' AND payload IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+  if (!rows.length) return;
+  const { conflicts } = await registry.register(orgId, rows.map((r) => r.payload), clock.nowIso());
+  if (conflicts.length) console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
+  db.run("DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(rows.map((r) => r.seq)));
+}
+
 /**
  * Register one batch of created ids with the registry (one RPC per shard). Returns true when more rows
  * remain. Safe to run concurrently with itself: registration is idempotent for the owner.

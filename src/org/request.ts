@@ -44,6 +44,11 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   jobDue(job: string, dueAtMs: number, armAtMs?: number): void;
   /** Told by commitWrite that events were committed (jobs such as webhook delivery may become due). */
   eventsWritten(): void;
+  /**
+   * Told by commitWrite which record ids its transaction queued for the ownership registry: the org
+   * Durable Object registers exactly those before it answers (OrgStore.dispatch).
+   */
+  ownersQueued(ids: string[]): void;
 }
 
 /** A veto on purging an observation (e.g. an active legal hold): a message blocks it with 409 CONFLICT. */

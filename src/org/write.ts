@@ -7,7 +7,7 @@ import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "./db";
 import { recordOwnersJob } from "./maintenance";
-import { type Touched, queueTouched } from "./outbox";
+import { type Touched, ownerIdsOf, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
 /** The eleven event kinds of SPEC "Events"; nothing else is ever emitted. */
@@ -128,7 +128,11 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Rep
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
-    if (out.touched && queueTouched(rc.db, out.touched, at)) rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
+    if (out.touched && queueTouched(rc.db, out.touched, at)) {
+      // The alarm is the retry; the object registers these ids itself right after the commit.
+      rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
+      rc.ownersQueued(ownerIdsOf(out.touched));
+    }
     const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(

@@ -1,10 +1,9 @@
 import { z } from "zod";
-import { readableWhere } from "../../access/policy";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { limitParam } from "../../http/validate";
 import type { Db } from "../../org/db";
-import type { EventRow } from "../../org/events";
+import { type EventRow, readableEvent, readableEventsAfter } from "../../org/events";
 import { type Caller, ok } from "../../org/request";
 import { EVENT_KINDS } from "../../org/write";
 import { eventListResponse, eventResponse } from "./schema";
@@ -29,8 +28,7 @@ export const teamEventsAfter = (db: Db, afterSeq: number, kinds: readonly string
  * as a random id (404), so a cursor never confirms that someone else's event exists.
  */
 export function readableEventSeq(db: Db, caller: Caller, eventId: string): number {
-  const [visible, ...who] = readableWhere(caller, "e", "actor_id", { targets: false });
-  const anchor = db.first<{ seq: number }>(`SELECT e.seq FROM events e WHERE e.event_id = ? AND ${visible}`, eventId, ...who);
+  const anchor = readableEvent(db, caller, eventId);
   if (!anchor) throw notFound("Event");
   return anchor.seq;
 }
@@ -48,12 +46,7 @@ export const eventRoutes = [
     summary: "Domain events in commit order after an event id; metadata only.",
     handler: ({ db, caller, query }) => {
       const afterSeq = query.after ? readableEventSeq(db, caller, query.after) : 0;
-      const [visible, ...who] = readableWhere(caller, "e", "actor_id", { targets: false });
-      const rows = db.all<EventRow>(
-        `SELECT * FROM events e WHERE e.seq > ? ${query.kind ? "AND e.kind = ?" : ""} AND ${visible}
-          ORDER BY e.seq LIMIT ?`,
-        afterSeq, ...(query.kind ? [query.kind] : []), ...who, query.limit,
-      );
+      const rows = readableEventsAfter(db, caller, afterSeq, { kind: query.kind, limit: query.limit });
       const cursor = rows.length ? rows[rows.length - 1].event_id : (query.after ?? null);
       return ok({ events: rows.map(eventView), cursor });
     },
@@ -63,8 +56,7 @@ export const eventRoutes = [
     response: { 200: eventResponse },
     summary: "One event.",
     handler: ({ db, caller, params }) => {
-      const [visible, ...who] = readableWhere(caller, "e", "actor_id", { targets: false });
-      const row = db.first<EventRow>(`SELECT * FROM events e WHERE e.event_id = ? AND ${visible}`, params.id, ...who);
+      const row = readableEvent(db, caller, params.id);
       if (!row) throw notFound("Event");
       return ok(eventView(row));
     },

@@ -8,11 +8,10 @@
 import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import { readableWhere } from "../../access/policy";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
-import { type EventRow } from "../../org/events";
+import { type EventRow, readableEventsAfter } from "../../org/events";
 import type { BackgroundJob } from "../../org/jobs";
 import { getMeta, setMeta } from "../../org/meta";
 import { principalCaller } from "../identity/store";
@@ -88,10 +87,9 @@ export const deliveryHeaders = (secret: string, event: EventRow, deliveryId: str
 function readableByCreator(db: Db, hook: WebhookRow, afterSeq: number, upToSeq: number): Set<string> {
   const creator = principalCaller(db, hook.created_by);
   if (!creator) return new Set();
-  const [visible, ...who] = readableWhere(creator, "e", "actor_id", { targets: false });
-  return new Set(db.all<{ event_id: string }>(
-    `SELECT e.event_id FROM events e WHERE e.seq > ? AND e.seq <= ? AND ${visible}`,
-    Math.max(afterSeq, hook.from_seq), upToSeq, ...who).map((e) => e.event_id));
+  const from = Math.max(afterSeq, hook.from_seq);
+  return new Set(readableEventsAfter(db, creator, from, { upToSeq, limit: Math.max(0, upToSeq - from) })
+    .map((e) => e.event_id));
 }
 
 interface Claimed {
