@@ -175,7 +175,7 @@ describe("import", () => {
     expect(r.status, r.text).toBe(201);
     expect(r.json.data).toEqual({
       imported: { projects: 2, observations: 4, claims: 6 }, skipped: { projects: 0, observations: 0, claims: 0 },
-      principals_created: 1,
+      principals_created: 1, workspaces_created: 0,
     });
     expect(await inOrg(b.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n)).toBe(eventsBefore);
     const audit = await inOrg(b.org_id, (o) => o.db.all<{ action: string; detail: string }>("SELECT action, detail FROM audit_log WHERE action = 'import.applied'"));
@@ -381,6 +381,67 @@ describe("import", () => {
     expectError(t, 403, "FORBIDDEN");
     expect(t.json.error.message).toContain('"verified"');
     expect((await importNdjson(org.api_key, line)).status).toBe(201);
+  });
+});
+
+describe("a project's workspace across export and import", () => {
+  it("exports it with its name; import restores it (creating it when missing), so the records stay scoped", async () => {
+    const a = await newOrg();
+    const ws = await call("POST", "/v1/workspaces", { key: a.api_key, body: { name: "legal-team" } });
+    expect(ws.status, ws.text).toBe(201);
+    const w = ws.json.data.workspace_id as string;
+    const p = (await call("POST", "/v1/projects/resolve", { key: a.api_key, body: { reference: "repo:legal", create: true, workspace_id: w } })).json.data.project_id;
+    const o = await appendOk(a.api_key, obs("s", "pangolin scoped evidence", { project_id: p }));
+    const made = await call("POST", "/v1/consolidations", { key: a.api_key, body: { subject_id: "s", project_id: p, claims: [{ kind: "fact", statement: "pangolin scoped claim", sources: supports(o) }] } });
+    expect(made.status, made.text).toBe(201);
+    const claimId = made.json.data.claims[0].claim_id as string;
+    const exported = await call("GET", "/v1/export?limit=2000", { key: a.api_key });
+    const projectLine = parseLines(exported.text).find((l) => l.type === "project");
+    expect(projectLine).toMatchObject({ project_id: p, workspace_id: w, workspace_name: "legal-team" });
+    await forgetOwnership(a.org_id, exported.text);
+
+    // Into a fresh organization: a member may not create the workspace; the owner restores it under its id.
+    const b = await newOrg();
+    const member = await mintKey(b.api_key, { scopes: ["*"] });
+    const refused = await importNdjson(member.key, exported.text);
+    expectError(refused, 400, "UNRESOLVED_REFERENCE");
+    expect(refused.json.error.message).toContain(w);
+    const r = await importNdjson(b.api_key, exported.text);
+    expect(r.status, r.text).toBe(201);
+    expect(r.json.data).toMatchObject({ imported: { projects: 1, observations: 1, claims: 1 }, workspaces_created: 1 });
+    const listed = (await call("GET", "/v1/workspaces", { key: b.api_key })).json.data.workspaces;
+    expect(listed.map((x: { workspace_id: string; name: string }) => [x.workspace_id, x.name])).toEqual([[w, "legal-team"]]);
+    const resolved = await call("POST", "/v1/projects/resolve", { key: b.api_key, body: { reference: "repo:legal" } });
+    expect(resolved.json.data).toMatchObject({ project_id: p, workspace_id: w });
+    // The records are the workspace's again: an organization member outside it reads none of them.
+    expect((await call("GET", "/v1/memories?q=pangolin", { key: b.api_key })).text).toContain(claimId);
+    expect((await call("GET", "/v1/memories?q=pangolin", { key: member.key })).text).not.toContain(claimId);
+    expectError(await call("GET", `/v1/claims/${claimId}/evidence`, { key: member.key }), 404, "NOT_FOUND");
+    // Its lines export again exactly as they came in.
+    expect(parseLines((await call("GET", "/v1/export?limit=2000", { key: b.api_key })).text).slice(1))
+      .toEqual(parseLines(exported.text).slice(1));
+
+    // Re-import: identical, so skipped, even after the workspace was renamed; nothing created.
+    await inOrg(b.org_id, (x) => x.db.run("UPDATE workspaces SET name = 'renamed' WHERE workspace_id = ?", w));
+    const again = await importNdjson(b.api_key, exported.text);
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.data).toMatchObject({ skipped: { projects: 1, observations: 1, claims: 1 }, workspaces_created: 0 });
+    // A different workspace for an existing project is a different record.
+    const moved = { ...projectLine, workspace_id: null, workspace_name: null };
+    expectError(await importNdjson(b.api_key, JSON.stringify(moved)), 409, "CONFLICT");
+
+    // Writing into the workspace's existing project by import takes a write there, like an append.
+    const at = new Date().toISOString();
+    const intruder = { type: "observation", observation_id: "obs_" + "9".repeat(32), subject_id: "s", project_id: p, kind: "note",
+      content: "x", content_hash: contentHash("x"), source: { type: "test" }, trust: "medium", visibility: "team",
+      author_id: member.principal_id, created_at: at, purged: false, purged_at: null };
+    expectError(await importNdjson(member.key, JSON.stringify(intruder)), 403, "FORBIDDEN");
+    expect((await importNdjson(b.api_key, JSON.stringify(intruder))).status).toBe(201);
+    // A project line without the workspace fields (older files) has none.
+    const plain = { type: "project", project_id: "prj_" + "7".repeat(32), reference: "repo:plain", created_by: member.principal_id, created_at: at };
+    expect((await importNdjson(member.key, JSON.stringify(plain))).status).toBe(201);
+    expect((await call("POST", "/v1/projects/resolve", { key: b.api_key, body: { reference: "repo:plain" } })).json.data.workspace_id).toBeNull();
+    expectError(await importNdjson(b.api_key, JSON.stringify({ ...plain, project_id: "prj_" + "6".repeat(32), reference: "r6", workspace_name: "x" })), 400, "VALIDATION_ERROR");
   });
 });
 

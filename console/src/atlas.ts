@@ -5,10 +5,12 @@ import cytoscape from "cytoscape";
 import { ApiFailure, api } from "./api";
 import { errorBox, field, h, select, table } from "./dom";
 import { guarded } from "./auth";
+// Types only (erased at build): a node or edge type the route adds without a style here fails tsc.
+import type { EdgeType, NodeType } from "../../src/domains/atlas/graph";
 
 const LENSES = ["evidence_trace", "workspace_graph", "review_queue", "neighborhood", "conflict_freshness", "scope_preview", "knowledge_release"];
 
-export const NODE_STYLE: Record<string, { color: string; shape: cytoscape.Css.NodeShape }> = {
+export const NODE_STYLE: Record<NodeType, { color: string; shape: cytoscape.Css.NodeShape }> = {
   claim: { color: "#1f6feb", shape: "round-rectangle" },
   observation: { color: "#2da44e", shape: "ellipse" },
   subject: { color: "#bf8700", shape: "diamond" },
@@ -20,7 +22,7 @@ export const NODE_STYLE: Record<string, { color: string; shape: cytoscape.Css.No
   hold: { color: "#24292f", shape: "octagon" },
   proposal: { color: "#bc4c00", shape: "vee" },
 };
-export const EDGE_STYLE: Record<string, { color: string; line: "solid" | "dashed" | "dotted" }> = {
+export const EDGE_STYLE: Record<EdgeType, { color: string; line: "solid" | "dashed" | "dotted" }> = {
   supports: { color: "#2da44e", line: "solid" },
   contradicts: { color: "#cf222e", line: "solid" },
   qualifies: { color: "#bf8700", line: "dashed" },
@@ -32,6 +34,9 @@ export const EDGE_STYLE: Record<string, { color: string; line: "solid" | "dashed
   // The route also joins review-queue claims to their approvals and releases to their channels.
   "submitted-as": { color: "#1b7c83", line: "dotted" },
   "published-in": { color: "#e16f24", line: "dotted" },
+  // A legal hold points at the record it keeps; an observation at the enrichment it proposed.
+  holds: { color: "#24292f", line: "solid" },
+  "proposed-as": { color: "#bc4c00", line: "dotted" },
 };
 
 function legend(): HTMLElement {

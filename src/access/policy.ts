@@ -129,41 +129,38 @@ export function requireWrite(caller: Caller, target: WriteTarget): void {
  */
 export function readableWhere(caller: Caller, alias: string, ownerColumn = "author_id",
   opts: { targets?: boolean; workspaces?: boolean } = {}): [string, ...unknown[]] {
+  const ways = readableWays(caller, alias, ownerColumn, opts);
+  return [`(${ways.map(([clause]) => clause).join(" OR ")})`, ...ways.flatMap(([, ...args]) => args)];
+}
+
+/**
+ * readableWhere as its disjuncts: each way a record can be readable (team outside workspaces, team of
+ * the caller's workspaces, authorship, a grant's projects, …), each with its bind values. A read that
+ * must cost what it returns walks one index per way (see records.ts retrievableWays).
+ */
+export function readableWays(caller: Caller, alias: string, ownerColumn = "author_id",
+  opts: { targets?: boolean; workspaces?: boolean } = {}): [string, ...unknown[]][] {
   const reads = caller.grants.filter((g) => g.permissions.includes("read"));
-  if (reads.some((g) => g.type === "organization")) return ["1 = 1"];
-  const parts: string[] = [];
-  const args: unknown[] = [];
-  if (opts.workspaces === false || opts.targets === false || isAdmin(caller)) parts.push(`${alias}.visibility = 'team'`);
+  if (reads.some((g) => g.type === "organization")) return [["1 = 1"]];
+  const ways: [string, ...unknown[]][] = [];
+  if (opts.workspaces === false || opts.targets === false || isAdmin(caller)) ways.push([`${alias}.visibility = 'team'`]);
   else {
-    parts.push(`(${alias}.visibility = 'team' AND ${alias}.workspace_id IS NULL)`);
+    ways.push([`(${alias}.visibility = 'team' AND ${alias}.workspace_id IS NULL)`]);
     const member = Object.keys(caller.workspaces);
-    if (member.length) {
-      parts.push(`(${alias}.visibility = 'team' AND ${alias}.workspace_id IN (SELECT value FROM json_each(?)))`);
-      args.push(JSON.stringify(member));
-    }
+    if (member.length) ways.push([`(${alias}.visibility = 'team' AND ${alias}.workspace_id IN (SELECT value FROM json_each(?)))`, JSON.stringify(member)]);
   }
   if (opts.workspaces !== false && opts.targets !== false) {
     const privateReader = Object.entries(caller.workspaces).filter(([, role]) => WORKSPACE_PRIVATE_READERS.includes(role)).map(([id]) => id);
-    if (privateReader.length) {
-      parts.push(`${alias}.workspace_id IN (SELECT value FROM json_each(?))`);
-      args.push(JSON.stringify(privateReader));
-    }
+    if (privateReader.length) ways.push([`${alias}.workspace_id IN (SELECT value FROM json_each(?))`, JSON.stringify(privateReader)]);
   }
-  parts.push(`${alias}.${ownerColumn} = ?`);
-  args.push(caller.principalId);
+  ways.push([`${alias}.${ownerColumn} = ?`, caller.principalId]);
   if (opts.targets !== false) {
     const projects = reads.filter((g) => g.type === "project");
     const named = projects.flatMap((g) => (g.id ? [g.id] : []));
-    if (named.length) {
-      parts.push(`${alias}.project_id IN (SELECT value FROM json_each(?))`);
-      args.push(JSON.stringify(named));
-    }
-    if (projects.some((g) => g.id === null)) parts.push(`${alias}.project_id IS NULL`);
+    if (named.length) ways.push([`${alias}.project_id IN (SELECT value FROM json_each(?))`, JSON.stringify(named)]);
+    if (projects.some((g) => g.id === null)) ways.push([`${alias}.project_id IS NULL`]);
     const subjects = reads.filter((g) => g.type === "subject").map((g) => g.id);
-    if (subjects.length) {
-      parts.push(`${alias}.subject_id IN (SELECT value FROM json_each(?))`);
-      args.push(JSON.stringify(subjects));
-    }
+    if (subjects.length) ways.push([`${alias}.subject_id IN (SELECT value FROM json_each(?))`, JSON.stringify(subjects)]);
   }
-  return [`(${parts.join(" OR ")})`, ...args];
+  return ways;
 }

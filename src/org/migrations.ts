@@ -652,4 +652,23 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX search_snapshots_by_expiry ON search_snapshots(expires_at);
     `,
   },
+  {
+    // The Atlas's workspace_graph walks graph claims once per way the caller may read them (records.ts
+    // atlasClaims), newest first; each walk needs an index in seq order behind that way's equality, and
+    // the partial condition (graph statuses, not excluded by retention) is the query's, term for term,
+    // so a walk never steps over a revoked or retention-excluded claim.
+    name: "0017_atlas_graph_indexes",
+    sql: `
+      CREATE INDEX claims_graph_by_visibility ON claims(visibility, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_workspace ON claims(workspace_id, visibility, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_author ON claims(author_id, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_project ON claims(project_id, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+      CREATE INDEX claims_graph_by_subject ON claims(subject_id, seq)
+        WHERE status IN ('active', 'disputed', 'superseded') AND retention_excluded_at IS NULL;
+    `,
+  },
 ];

@@ -45,18 +45,31 @@ export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
     `SELECT * FROM memberships WHERE removed_at IS NULL AND principal_id IN (SELECT value FROM json_each(?))
       ORDER BY created_at, membership_id`, JSON.stringify(principalIds));
 
+/** Names of the given workspaces, by id (export writes them beside a project's workspace_id). */
+export const workspaceNames = (db: Db, ids: string[]) => new Map(ids.length ? db.all<{ workspace_id: string; name: string }>(
+  "SELECT workspace_id, name FROM workspaces WHERE workspace_id IN (SELECT value FROM json_each(?))", JSON.stringify([...new Set(ids)]))
+  .map((w) => [w.workspace_id, w.name]) : []);
+
+/**
+ * A new workspace whose creator becomes its owner (POST /v1/workspaces, and import restoring a
+ * project's workspace under its exported id). A taken name is 409.
+ */
+export function insertWorkspace(db: Db, w: { workspace_id: string; name: string; created_by: string; created_at: string }) {
+  if (db.first("SELECT 1 FROM workspaces WHERE name = ?", w.name)) throw conflict("A workspace with this name already exists.");
+  db.run("INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES (?, ?, ?, ?)", w.workspace_id, w.name, w.created_by, w.created_at);
+  db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, ?, 'owner', ?, ?)",
+    newId(ID_PREFIX.membership), w.created_by, w.workspace_id, w.created_by, w.created_at);
+}
+
 export const membershipRoutes = [
   orgRoute({
     method: "POST", path: "/v1/workspaces", scope: "workspaces:write", body: workspaceBody,
     response: { 201: workspaceResponse },
     summary: "Create a workspace (name unique per organization); its creator becomes its owner.",
     handler: (rc) => commitWrite(rc, (db) => {
-      if (db.first("SELECT 1 FROM workspaces WHERE name = ?", rc.body.name)) throw conflict("A workspace with this name already exists.");
       const now = clock.nowIso();
       const workspaceId = newId(ID_PREFIX.workspace);
-      db.run("INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES (?, ?, ?, ?)", workspaceId, rc.body.name, rc.caller.principalId, now);
-      db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, ?, 'owner', ?, ?)",
-        newId(ID_PREFIX.membership), rc.caller.principalId, workspaceId, rc.caller.principalId, now);
+      insertWorkspace(db, { workspace_id: workspaceId, name: rc.body.name, created_by: rc.caller.principalId, created_at: now });
       return { status: 201, data: { workspace_id: workspaceId, name: rc.body.name, created_by: rc.caller.principalId, created_at: now },
         audit: { action: "workspace.created", resourceType: "workspace", resourceId: workspaceId } };
     }),

@@ -6,7 +6,7 @@
 
 export type NodeType = "claim" | "observation" | "subject" | "project" | "context" | "release" | "channel" | "approval" | "hold" | "proposal";
 export type EdgeType = "supports" | "contradicts" | "qualifies" | "selected-in" | "released-as" | "about" | "related"
-  | "supersedes" | "submitted-as" | "published-in";
+  | "supersedes" | "submitted-as" | "published-in" | "holds" | "proposed-as";
 
 export interface AtlasNode {
   id: string;
@@ -48,6 +48,8 @@ export class AtlasGraph {
   constructor(readonly maxNodes: number) {}
 
   has(id: string) { return this.nodes.has(id); }
+  /** The ids of the nodes in the view, of the given types. */
+  idsOf(...types: NodeType[]) { return [...this.nodes.values()].filter((n) => types.includes(n.type)).map((n) => n.id); }
   get size() { return this.nodes.size; }
   get full() { return this.nodes.size >= this.maxNodes; }
 

@@ -2,7 +2,8 @@
 // goes through records.ts's retrievable; context runs through the run-readability rule), with LIMITs
 // proportional to max_nodes (fetchCap), and hands them to AtlasGraph, which applies max_nodes and
 // keeps only edges whose two ends are in the view. Nothing here counts or labels a hidden record.
-import { workspaceVisible } from "../../access/policy";
+import { isAdmin, workspaceVisible } from "../../access/policy";
+import { hasScope } from "../../auth/scopes";
 import { clock } from "../../http/clock";
 import { notFound, unresolved } from "../../http/errors";
 import type { Db } from "../../org/db";
@@ -10,12 +11,12 @@ import type { Caller } from "../../org/request";
 import type { ApprovalRow, ReleaseRow } from "../governance/store";
 import {
   type ClaimRow, type ObservationRow, atlasClaims, canRetrieve, disputedClaims, disputingClaims, expiringClaims, getClaim,
-  retrievableClaimIds, retrievableClaims, retrievableEvidence, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
+  retrievableClaimIds, retrievableClaims, retrievableEvidence, retrievableProposals, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
   sharedSourcePairs, subjectRetrievable,
 } from "../memory/records";
 import { type AtlasNode, AtlasGraph, type EdgeType, fetchCap, labelOf, subjectNodeId } from "./graph";
 import type { AtlasBody, Lens } from "./schema";
-import { channelById, channelsByIds, itemsOfRuns, openChannels, readableRunsSelecting } from "./store";
+import { activeHoldsOn, channelById, channelsByIds, itemsOfRuns, openChannels, readableRunsSelecting } from "./store";
 
 /** How far ahead conflict_freshness looks for claims whose validity is about to end. */
 export const EXPIRY_HORIZON_DAYS = 7;
@@ -155,7 +156,12 @@ const reviewQueue: LensFn = (db, caller, _body, g) => {
     if (c) { g.add(claimNode(c)); g.edge(c.claim_id, r.release_id, "released-as"); }
   }
   for (const c of disputed) g.add(claimNode(c));
-  // Enrichment proposals (node type "proposal") join this lens when the vectors work lands its ledger.
+  // Enrichment proposals, each from an observation the caller may retrieve (none until the ledger exists).
+  for (const p of retrievableProposals(db, caller, cap)) {
+    g.add({ id: p.proposal_id, type: "proposal", label: labelOf(p.statement, p.proposal_id), status: p.proposal_status, kind: p.proposal_kind });
+    g.add(observationNode(p));
+    g.edge(p.observation_id, p.proposal_id, "proposed-as");
+  }
   return undefined;
 };
 
@@ -201,9 +207,25 @@ const LENS: Record<Lens, LensFn> = {
   knowledge_release: knowledgeRelease,
 };
 
+/**
+ * Legal holds are shown to those who administer them (owner or admin role, and a key holding
+ * retention:write, what POST /v1/legal-holds takes): an active hold on a claim or observation of the
+ * view becomes a `hold` node (label: its reason) with an edge to the record it names. Coverage of
+ * dependents is implied, not drawn. Everyone else sees no trace of a hold.
+ */
+const seesHolds = (caller: Caller) => isAdmin(caller) && hasScope(caller.scopes, "retention:write");
+
+function holdsOfView(db: Db, g: AtlasGraph) {
+  for (const h of activeHoldsOn(db, g.idsOf("claim", "observation"), fetchCap(g.maxNodes))) {
+    g.add({ id: h.hold_id, type: "hold", label: labelOf(h.reason, "legal hold"), status: h.status });
+    g.edge(h.hold_id, h.target_id, "holds");
+  }
+}
+
 /** Compile one view: the lens fills a graph bounded by max_nodes; the graph renders the response. */
 export function compileView(db: Db, caller: Caller, body: AtlasBody) {
   const g = new AtlasGraph(body.max_nodes);
   const focus = LENS[body.lens](db, caller, body, g);
+  if (seesHolds(caller)) holdsOfView(db, g);
   return g.view(body.lens, focus);
 }

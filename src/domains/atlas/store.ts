@@ -34,3 +34,13 @@ export const channelsByIds = (db: Db, ids: string[]) =>
 /** Channels, oldest first (the GET /v1/channels order), disabled ones left out. */
 export const openChannels = (db: Db, limit: number) =>
   db.all<ChannelSummary>("SELECT channel_id, name, status FROM channels WHERE status != 'disabled' ORDER BY created_at, channel_id LIMIT ?", limit);
+
+export interface HoldSummary { hold_id: string; target_type: "claim" | "observation"; target_id: string; reason: string; status: string }
+
+/** Active legal holds naming any of these records, newest first (the legal_holds_active_by_target index). */
+export const activeHoldsOn = (db: Db, targetIds: string[], limit: number) => targetIds.length
+  ? db.all<HoldSummary>(
+    `SELECT hold_id, target_type, target_id, reason, status FROM legal_holds
+      WHERE status = 'active' AND target_id IN (SELECT value FROM json_each(?)) ORDER BY created_at DESC, hold_id DESC LIMIT ?`,
+    JSON.stringify(targetIds), limit)
+  : [];

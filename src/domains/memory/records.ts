@@ -12,7 +12,7 @@
 // (validity: a claim's status and valid_to; retention: retention_excluded_at). Retention exclusion
 // and workspace roles are added to retrievable/canRetrieve and nowhere else: every read of these
 // tables below is built on them.
-import { type WriteTarget, canRead, readableWhere } from "../../access/policy";
+import { type WriteTarget, canRead, readableWays, readableWhere } from "../../access/policy";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Touched } from "../../org/outbox";
@@ -116,14 +116,31 @@ export const isCurrentClaim = (c: { status: string; valid_to: string | null }, n
  */
 export function retrievable(caller: Caller, alias: string, opts: Retrieval = {}): [string, ...unknown[]] {
   const [readable, ...args] = readableWhere(caller, alias);
-  const parts = [readable];
+  const [rest, ...restArgs] = retrievableRecord(alias, opts);
+  return [`${readable} AND ${rest}`, ...args, ...restArgs];
+}
+
+/**
+ * retrievable, one way of being readable at a time (policy.ts readableWays): the OR of these clauses
+ * is exactly retrievable. A read that must cost what it returns, not what the caller cannot see, runs
+ * one indexed walk per way and merges them (atlasClaims).
+ */
+export function retrievableWays(caller: Caller, alias: string, opts: Retrieval = {}): [string, ...unknown[]][] {
+  const [rest, ...restArgs] = retrievableRecord(alias, opts);
+  return readableWays(caller, alias).map(([way, ...args]) => [`${way} AND ${rest}`, ...args, ...restArgs]);
+}
+
+/** What makes a record retrievable at all, whoever reads it: retention, and for claims validity. */
+function retrievableRecord(alias: string, opts: Retrieval): [string, ...unknown[]] {
+  const parts: string[] = [];
+  const args: unknown[] = [];
   if (!opts.evenExcluded) parts.push(`${alias}.retention_excluded_at IS NULL`);
   if (opts.current) parts.push(`${alias}.status IN ('active', 'disputed')`);
   if (opts.current || opts.valid) {
     parts.push(`(${alias}.valid_to IS NULL OR ${alias}.valid_to > ?)`);
     args.push(clock.nowIso());
   }
-  return [parts.join(" AND "), ...args];
+  return [parts.length ? parts.join(" AND ") : "1 = 1", ...args];
 }
 
 
@@ -580,17 +597,35 @@ export function retrievableSubjects(db: Db, caller: Caller, after: string, limit
 // ---- the Memory Atlas's reads (src/domains/atlas) ---------------------------------------------------
 // Every read is authorized by retrievable before anything is returned and bounded by the caller's LIMIT.
 
-/** Claims the Atlas draws: not revoked, valid now (superseded ones stay, so supersedes edges show). */
+/**
+ * Graph claims: what the Atlas draws — not revoked, valid now (superseded ones stay, so supersedes
+ * edges show). The status list is the claims_graph_* partial indexes' condition, term for term.
+ */
+const GRAPH_STATUS = (alias: string) => `${alias}.status IN ('active', 'disputed', 'superseded')`;
+
 function graphClaims(caller: Caller, alias: string): [string, ...unknown[]] {
   const [ok, ...args] = retrievable(caller, alias, { valid: true });
-  return [`${ok} AND ${alias}.status IN ('active', 'disputed', 'superseded')`, ...args];
+  return [`${ok} AND ${GRAPH_STATUS(alias)}`, ...args];
 }
 
-/** The newest graph claims of one subject, of one workspace, or (scope null) of the organization. */
+/**
+ * The newest graph claims of one subject, of one workspace, or (scope null) of the organization.
+ * A subject is narrow (claims_by_subject). A workspace or the organization is walked once per way the
+ * caller reads claims (retrievableWays: team outside workspaces, team of its workspaces, its own, its
+ * grants' projects and subjects), each walk on a claims_graph_* index in seq order and stopped at
+ * `limit`, then merged: the cost follows what the caller may read, never how many claims it may not.
+ */
 export function atlasClaims(db: Db, caller: Caller, scope: { subject_id: string } | { workspace_id: string } | null, limit: number): ClaimRow[] {
-  const [ok, ...args] = graphClaims(caller, "c");
-  const [where, value] = scope === null ? ["1 = ?", 1] : "subject_id" in scope ? ["c.subject_id = ?", scope.subject_id] : ["c.workspace_id = ?", scope.workspace_id];
-  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE ${where} AND ${ok} ORDER BY c.seq DESC LIMIT ?`, value, ...args, limit);
+  if (scope !== null && "subject_id" in scope) {
+    const [ok, ...args] = graphClaims(caller, "c");
+    return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.subject_id = ? AND ${ok} ORDER BY c.seq DESC LIMIT ?`, scope.subject_id, ...args, limit);
+  }
+  const [where, value] = scope === null ? ["1 = ?", 1] : ["c.workspace_id = ?", scope.workspace_id];
+  const walks = retrievableWays(caller, "c", { valid: true }).map(([ok, ...args]) => ({
+    sql: `SELECT * FROM (SELECT c.* FROM claims c WHERE ${where} AND ${ok} AND ${GRAPH_STATUS("c")} ORDER BY c.seq DESC LIMIT ?)`,
+    args: [value, ...args, limit],
+  }));
+  return db.all<ClaimRow>(`${walks.map((w) => w.sql).join(" UNION ")} ORDER BY seq DESC LIMIT ?`, ...walks.flatMap((w) => w.args), limit);
 }
 
 /** Does the caller retrieve anything (claim or observation) about this subject? */
@@ -671,6 +706,23 @@ export function rowsWithRetrievableClaim<T>(db: Db, caller: Caller, table: "clai
   return db.all<T & { claim_current_version: number }>(
     `SELECT g.*, c.version AS claim_current_version FROM ${table} g JOIN claims c ON c.claim_id = g.claim_id
       WHERE ${where} AND ${ok} ORDER BY g.created_at DESC LIMIT ?`, ...whereArgs, ...args, limit);
+}
+
+/** A proposal with its source observation (the observation's own columns). */
+export type ProposalRow = ObservationRow & { proposal_id: string; proposal_kind: string; statement: string; proposal_status: string };
+
+/**
+ * Pending enrichment proposals (DESIGN "Vector index, model diagnostics, enrichment": candidate claims
+ * in a review ledger, never canonical) whose source observation the caller may retrieve, newest first.
+ * The ledger belongs to the vectors work; until its table exists there are none.
+ */
+export function retrievableProposals(db: Db, caller: Caller, limit: number): ProposalRow[] {
+  if (!db.first("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'enrichment_proposals'")) return [];
+  const [ro, ...args] = retrievable(caller, "o");
+  return db.all<ProposalRow>(
+    `SELECT o.*, p.proposal_id, p.kind AS proposal_kind, p.statement, p.status AS proposal_status FROM enrichment_proposals p
+       JOIN observations o ON o.observation_id = p.observation_id
+      WHERE p.status = 'pending' AND ${ro} ORDER BY p.created_at DESC, p.proposal_id DESC LIMIT ?`, ...args, limit);
 }
 
 // ---- export -------------------------------------------------------------------------------------

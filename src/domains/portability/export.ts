@@ -11,6 +11,7 @@ import { commitWrite } from "../../org/write";
 import {
   type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, exportPositions, exportRows, retrievableClaimIds, sourcesByClaim,
 } from "../memory/records";
+import { workspaceNames } from "../access/memberships";
 import { claimReferences, claimView, observationView, withVisibleReferences } from "../memory/store";
 import { EXPORT_FORMAT_VERSION, type ExportType, IMPORT_ORDER, type exportQuery } from "./schema";
 import type { z } from "zod";
@@ -19,8 +20,9 @@ import type { z } from "zod";
 const CHUNK_ROWS = 50;
 
 // Line builders, shared with import (which compares an existing record with an imported line).
-export const projectLineOf = (p: ProjectRow) => ({
+export const projectLineOf = (p: ProjectRow, workspaceName: string | null) => ({
   type: "project" as const, project_id: p.project_id, reference: p.reference, created_by: p.created_by, created_at: p.created_at,
+  workspace_id: p.workspace_id ?? null, workspace_name: p.workspace_id ? workspaceName : null,
 });
 export const observationLineOf = (o: ObservationRow) => ({ type: "observation" as const, ...observationView(o) });
 export const claimLineOf = (c: ClaimRow, sources: SourceRow[]) =>
@@ -29,7 +31,10 @@ export const claimLineOf = (c: ClaimRow, sources: SourceRow[]) =>
 /** Rows of one type in (after, upTo], as [position, serialized line]. */
 function chunk(db: Db, caller: Caller, type: ExportType, after: number, upTo: number): [number, string][] {
   const rows = exportRows(db, caller, type, after, upTo, CHUNK_ROWS);
-  if (type === "projects") return rows.map((p) => [p.r, JSON.stringify(projectLineOf(p as unknown as ProjectRow))]);
+  if (type === "projects") {
+    const names = workspaceNames(db, rows.flatMap((p) => (p.workspace_id ? [p.workspace_id as string] : [])));
+    return rows.map((p) => [p.r, JSON.stringify(projectLineOf(p as unknown as ProjectRow, names.get(p.workspace_id as string) ?? null))]);
+  }
   if (type === "observations") return rows.map((o) => [o.r, JSON.stringify(observationLineOf(o as unknown as ObservationRow))]);
   // Sources the caller cannot read are left out, exactly as in every other claim view.
   const claims = rows as unknown as ClaimRow[];

@@ -1,7 +1,8 @@
 // POST /v1/import: restores exported projects, observations and claims with their ids, hashes, trust,
 // visibility, statuses, sources and timestamps, as one atomic batch. Restored history emits no domain
 // events (nothing new happened); the batch writes one `import.applied` audit entry with counts.
-import { isAdmin } from "../../access/policy";
+import { canWrite, isAdmin, workspaceVisible } from "../../access/policy";
+import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { trustAtMost } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { OwnershipRegistry } from "../../registry/client";
@@ -13,7 +14,9 @@ import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
 import {
   allSourcesOf, canRetrieve, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference,
+  projectWorkspace,
 } from "../memory/records";
+import { insertWorkspace } from "../access/memberships";
 import { contentHash, unresolved } from "../memory/store";
 import { touchedAll } from "../../org/outbox";
 import { claimLineOf, observationLineOf, projectLineOf } from "./export";
@@ -125,7 +128,8 @@ async function releaseQuietly(registry: OwnershipRegistry, orgId: string, ids: s
 function currentLine(db: Db, rec: ProjectLine | ObservationLine | ClaimLine): object | null {
   if (rec.type === "project") {
     const row = getProject(db, rec.project_id);
-    return row && projectLineOf(row);
+    // A workspace's name may change after the export: only its id is compared.
+    return row && projectLineOf(row, row.workspace_id ? rec.workspace_name : null);
   }
   if (rec.type === "observation") {
     const row = getObservation(db, rec.observation_id);
@@ -161,6 +165,32 @@ function onlyNew<T extends ProjectLine | ObservationLine | ClaimLine>(db: Db, ca
   });
 }
 
+/**
+ * The workspaces of new projects, restored under their exported ids: one that exists here must be one
+ * the caller may name and create projects in (as POST /v1/projects/resolve asks); a missing one is
+ * created with its exported name (its creator, the importer, becomes its owner; memberships are not
+ * exported), which takes an organization owner or admin holding workspaces:write. Without a name, or
+ * for anyone else, a missing workspace is an unresolved reference. Returns how many were created.
+ */
+function restoreWorkspaces(db: Db, caller: Caller, projects: Entry<ProjectLine>[]): number {
+  const created = new Set<string>();
+  for (const { line, rec } of projects) {
+    const id = rec.workspace_id;
+    if (id === null || created.has(id)) continue;
+    if (db.first("SELECT 1 FROM workspaces WHERE workspace_id = ?", id)) {
+      if (!workspaceVisible(db, caller, id)) throw unresolved("workspace", [id]);
+      if (!canWrite(caller, { workspace_id: id }))
+        throw forbidden(`Line ${line}: creating a project in this workspace takes workspace role member or above.`);
+      continue;
+    }
+    if (rec.workspace_name === null || !isAdmin(caller)) throw unresolved("workspace", [id]);
+    if (!hasScope(caller.scopes, "workspaces:write")) throw forbidden(`Line ${line}: ${missingScopeMessage("workspaces:write")}`);
+    insertWorkspace(db, { workspace_id: id, name: rec.workspace_name, created_by: caller.principalId, created_at: clock.nowIso() });
+    created.add(id);
+  }
+  return created.size;
+}
+
 const unique = (ids: (string | null)[]) => [...new Set(ids.filter((id): id is string => id !== null))];
 
 /** The transactional half: re-checks everything against this organization's rows, then writes. */
@@ -172,6 +202,15 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
   for (const { line, rec } of projects)
     if (projectByReference(db, rec.reference))
       throw conflict(`Line ${line}: another project of this organization already uses this reference.`);
+  const workspacesCreated = restoreWorkspaces(db, rc.caller, projects);
+  // Writing into a workspace's projects takes what any write there takes (member or above, an
+  // organization owner/admin role, or a covering write grant), whether the project is new or exists here.
+  for (const { line, rec } of [...observations, ...claims]) {
+    const workspace = rec.project_id === null ? null
+      : projects.find((p) => p.rec.project_id === rec.project_id)?.rec.workspace_id ?? projectWorkspace(db, rec.project_id);
+    if (workspace !== null && !canWrite(rc.caller, { subject_id: rec.subject_id, project_id: rec.project_id, workspace_id: workspace }))
+      throw forbidden(`Line ${line}: writing to this workspace's records takes workspace role member or above, or a write grant.`);
+  }
 
   // A reference resolves to a record in this request or one that already exists here (readable, for observations).
   const batchProjects = new Set(file.projects.map((e) => e.rec.project_id));
@@ -198,7 +237,9 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
   }
 
   const touched = [
-    ...projects.map(({ rec: p }) => insertProject(db, p)),
+    ...projects.map(({ rec: p }) => insertProject(db, {
+      project_id: p.project_id, reference: p.reference, created_by: p.created_by, created_at: p.created_at, workspace_id: p.workspace_id,
+    })),
     ...observations.map(({ rec: o }) => insertObservation(db, {
       observation_id: o.observation_id, subject_id: o.subject_id, project_id: o.project_id, kind: o.kind, content: o.content,
       content_hash: o.content_hash, source_type: o.source.type, source_ref: o.source.ref ?? null, trust: o.trust,
@@ -220,10 +261,10 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
   };
   return {
     status: touched.length ? 201 : 200,
-    data: { imported, skipped, principals_created: principalsCreated },
+    data: { imported, skipped, principals_created: principalsCreated, workspaces_created: workspacesCreated },
     audit: {
       action: "import.applied", resourceType: "organization", resourceId: rc.orgId,
-      detail: { imported, skipped, principals_created: principalsCreated },
+      detail: { imported, skipped, principals_created: principalsCreated, workspaces_created: workspacesCreated },
     },
     touched: touchedAll(...touched),
   };

@@ -25,6 +25,7 @@ const projectId = idOf("prj_", "project");
 const observationId = idOf("obs_", "observation");
 const claimId = idOf("claim_", "claim");
 const principalId = idOf("prn_", "principal");
+const workspaceId = idOf("wsp_", "workspace");
 // Exactly the form the service writes (toISOString), so a restored timestamp is byte-identical.
 const timestamp = z.iso.datetime({ precision: 3, error: "must be an ISO 8601 UTC timestamp with milliseconds" });
 // Not trimmed: imported values are restored exactly as exported.
@@ -38,6 +39,13 @@ export const projectLine = z.strictObject({
   reference: text(500),
   created_by: authorId,
   created_at: timestamp,
+  workspace_id: workspaceId.nullable().default(null)
+    .describe("the workspace whose memberships scope the project's records (null: none); restored on import, the workspace created when missing"),
+  workspace_name: text(100).nullable().default(null)
+    .describe("that workspace's name when exported; names the workspace import creates when its id is new here (not compared on re-import)"),
+}).superRefine((p, ctx) => {
+  if (p.workspace_id === null && p.workspace_name !== null)
+    ctx.addIssue({ code: "custom", path: ["workspace_name"], message: "must be null when workspace_id is null" });
 });
 
 export const observationLine = z.strictObject({
