@@ -4434,6 +4434,7 @@ export interface operations {
                                 claims: number;
                             };
                             principals_created: number;
+                            workspaces_created: number;
                         };
                         meta: {
                             request_id: string;
@@ -4461,6 +4462,7 @@ export interface operations {
                                 claims: number;
                             };
                             principals_created: number;
+                            workspaces_created: number;
                         };
                         meta: {
                             request_id: string;
@@ -6874,7 +6876,7 @@ export interface operations {
                                 source: string;
                                 target: string;
                                 /** @enum {string} */
-                                type: "supports" | "contradicts" | "qualifies" | "selected-in" | "released-as" | "about" | "related" | "supersedes" | "submitted-as" | "published-in";
+                                type: "supports" | "contradicts" | "qualifies" | "selected-in" | "released-as" | "about" | "related" | "supersedes" | "submitted-as" | "published-in" | "holds" | "proposed-as";
                             }[];
                             truncated: boolean;
                             /** @description Counts left out, only as buckets */

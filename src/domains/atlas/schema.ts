@@ -48,7 +48,7 @@ export const atlasResponse = z.strictObject({
   })),
   edges: z.array(z.strictObject({
     source: z.string(), target: z.string(),
-    type: z.enum(["supports", "contradicts", "qualifies", "selected-in", "released-as", "about", "related", "supersedes", "submitted-as", "published-in"]),
+    type: z.enum(["supports", "contradicts", "qualifies", "selected-in", "released-as", "about", "related", "supersedes", "submitted-as", "published-in", "holds", "proposed-as"]),
   })),
   truncated: z.boolean(),
   withheld: z.strictObject({ nodes: bucket, edges: bucket }).describe("Counts left out, only as buckets"),

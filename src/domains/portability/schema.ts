@@ -119,5 +119,5 @@ export const exportHeader = z.strictObject({
 const perType = z.strictObject({ projects: z.number().int().nonnegative(), observations: z.number().int().nonnegative(), claims: z.number().int().nonnegative() });
 export const importResponse = z.strictObject({
   imported: perType, skipped: perType.describe("Lines whose record already exists here, identical"),
-  principals_created: z.number().int().nonnegative(),
+  principals_created: z.number().int().nonnegative(), workspaces_created: z.number().int().nonnegative(),
 });
