@@ -5,8 +5,10 @@
 import type { paths } from "./openapi";
 
 type Json<P extends keyof paths, M extends "get" | "post"> = paths[P][M] extends { requestBody?: { content: { "application/json": infer B } } } ? B : never;
+/** The `data` of the route's success answer (201 where it creates, else 200). */
+type Success<R> = R extends { 201: infer S } ? S : R extends { 200: infer S } ? S : never;
 type Data<P extends keyof paths, M extends "get" | "post"> =
-  paths[P][M] extends { responses: { "2XX": { content: { "application/json": { data: infer D } } } } } ? D : never;
+  paths[P][M] extends { responses: infer R } ? Success<R> extends { content: { "application/json": { data: infer D } } } ? D : never : never;
 
 const BASE = process.env.BASE ?? "http://127.0.0.1:8787";
 const KEY = process.env.KEY;

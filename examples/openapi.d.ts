@@ -1522,8 +1522,11 @@ export interface components {
                 /** @description Names the field, the allowed values and the next step where one applies. */
                 message: string;
             };
+            /** @description Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`). */
             meta: {
                 request_id: string;
+            } & {
+                [key: string]: unknown;
             };
         };
     };
@@ -1557,14 +1560,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            status: "ok";
+                            runtime: string;
+                            revision: string;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
             };
-            default: components["responses"]["Error"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     getReadyz: {
@@ -1576,14 +1592,49 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        data: {
+                            ready: boolean;
+                            runtime: string;
+                            revision: string;
+                            schema: {
+                                applied: number;
+                                expected: number;
+                                index_db: {
+                                    applied: number;
+                                    expected: number;
+                                };
+                                org_store: {
+                                    applied: number;
+                                    expected: number;
+                                    error?: string;
+                                };
+                            };
+                            checks: {
+                                [key: string]: "ok" | "failing";
+                            };
+                            capabilities: {
+                                /** @enum {string} */
+                                background_repair: "enabled" | "external" | "disabled";
+                                maintenance_interval_seconds: number;
+                                vectors: boolean;
+                                model: boolean;
+                            };
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
             };
-            default: components["responses"]["Error"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postV1ProjectsResolve: {
@@ -1610,8 +1661,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1621,6 +1672,26 @@ export interface operations {
                             project_id: string;
                             reference: string;
                             created: boolean;
+                            workspace_id: string | null;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            project_id: string;
+                            reference: string;
+                            created: boolean;
+                            workspace_id: string | null;
                         };
                         meta: {
                             request_id: string;
@@ -1688,8 +1759,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1700,9 +1771,38 @@ export interface operations {
                             content_hash: string;
                             subject_id: string;
                             project_id: string | null;
-                            kind: string;
-                            trust: string;
-                            visibility: string;
+                            /** @enum {string} */
+                            kind: "message" | "tool_result" | "document" | "event" | "note";
+                            /** @enum {string} */
+                            trust: "low" | "medium" | "high" | "verified";
+                            /** @enum {string} */
+                            visibility: "private" | "team";
+                            created_at: string;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            observation_id: string;
+                            content_hash: string;
+                            subject_id: string;
+                            project_id: string | null;
+                            /** @enum {string} */
+                            kind: "message" | "tool_result" | "document" | "event" | "note";
+                            /** @enum {string} */
+                            trust: "low" | "medium" | "high" | "verified";
+                            /** @enum {string} */
+                            visibility: "private" | "team";
                             created_at: string;
                         };
                         meta: {
@@ -1726,14 +1826,35 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            observation_id: string;
+                            subject_id: string;
+                            project_id: string | null;
+                            /** @enum {string} */
+                            kind: "message" | "tool_result" | "document" | "event" | "note";
+                            content: string | null;
+                            content_hash: string;
+                            source: {
+                                type: string;
+                                ref?: string;
+                            };
+                            /** @enum {string} */
+                            trust: "low" | "medium" | "high" | "verified";
+                            /** @enum {string} */
+                            visibility: "private" | "team";
+                            author_id: string;
+                            created_at: string;
+                            purged: boolean;
+                            purged_at: string | null;
+                            already_purged: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -1820,8 +1941,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1832,21 +1953,68 @@ export interface operations {
                                 claim_id: string;
                                 subject_id: string;
                                 project_id: string | null;
-                                kind: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
                                 statement: string;
-                                status: string;
-                                visibility: string;
-                                trust: string;
+                                /** @enum {string} */
+                                status: "active" | "disputed" | "superseded" | "revoked";
+                                /** @enum {string} */
+                                visibility: "private" | "team";
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
                                 version: number;
                                 valid_from: string;
                                 valid_to: string | null;
                                 superseded_by: string | null;
                                 disputes: string[];
-                                sources: ({
-                                    relation: string;
-                                } & {
-                                    [key: string]: unknown;
-                                })[];
+                                sources: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                }[];
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                            /** @constant */
+                            model_used: false;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            claims: {
+                                claim_id: string;
+                                subject_id: string;
+                                project_id: string | null;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                statement: string;
+                                /** @enum {string} */
+                                status: "active" | "disputed" | "superseded" | "revoked";
+                                /** @enum {string} */
+                                visibility: "private" | "team";
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                version: number;
+                                valid_from: string;
+                                valid_to: string | null;
+                                superseded_by: string | null;
+                                disputes: string[];
+                                sources: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                }[];
                                 created_at: string;
                                 updated_at: string;
                             }[];
@@ -1881,14 +2049,39 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            claim_id: string;
+                            subject_id: string;
+                            project_id: string | null;
+                            /** @enum {string} */
+                            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                            statement: string;
+                            /** @enum {string} */
+                            status: "active" | "disputed" | "superseded" | "revoked";
+                            /** @enum {string} */
+                            visibility: "private" | "team";
+                            /** @enum {string} */
+                            trust: "low" | "medium" | "high" | "verified";
+                            version: number;
+                            valid_from: string;
+                            valid_to: string | null;
+                            superseded_by: string | null;
+                            disputes: string[];
+                            sources: {
+                                observation_id: string;
+                                /** @enum {string} */
+                                relation: "supports" | "contradicts" | "qualifies";
+                            }[];
+                            created_at: string;
+                            updated_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -1916,14 +2109,40 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            claim_id: string;
+                            subject_id: string;
+                            project_id: string | null;
+                            /** @enum {string} */
+                            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                            statement: string;
+                            /** @enum {string} */
+                            status: "active" | "disputed" | "superseded" | "revoked";
+                            /** @enum {string} */
+                            visibility: "private" | "team";
+                            /** @enum {string} */
+                            trust: "low" | "medium" | "high" | "verified";
+                            version: number;
+                            valid_from: string;
+                            valid_to: string | null;
+                            superseded_by: string | null;
+                            disputes: string[];
+                            sources: {
+                                observation_id: string;
+                                /** @enum {string} */
+                                relation: "supports" | "contradicts" | "qualifies";
+                            }[];
+                            created_at: string;
+                            updated_at: string;
+                            already_revoked: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -1951,14 +2170,40 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            claim_id: string;
+                            subject_id: string;
+                            project_id: string | null;
+                            /** @enum {string} */
+                            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                            statement: string;
+                            /** @enum {string} */
+                            status: "active" | "disputed" | "superseded" | "revoked";
+                            /** @enum {string} */
+                            visibility: "private" | "team";
+                            /** @enum {string} */
+                            trust: "low" | "medium" | "high" | "verified";
+                            version: number;
+                            valid_from: string;
+                            valid_to: string | null;
+                            superseded_by: string | null;
+                            disputes: string[];
+                            sources: {
+                                observation_id: string;
+                                /** @enum {string} */
+                                relation: "supports" | "contradicts" | "qualifies";
+                            }[];
+                            created_at: string;
+                            updated_at: string;
+                            already_expired: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -1980,14 +2225,111 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            claim: {
+                                claim_id: string;
+                                subject_id: string;
+                                project_id: string | null;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                statement: string;
+                                /** @enum {string} */
+                                status: "active" | "disputed" | "superseded" | "revoked";
+                                /** @enum {string} */
+                                visibility: "private" | "team";
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                version: number;
+                                valid_from: string;
+                                valid_to: string | null;
+                                superseded_by: string | null;
+                                disputes: string[];
+                                sources: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                }[];
+                                created_at: string;
+                                updated_at: string;
+                            };
+                            supporting: {
+                                observation_id: string;
+                                subject_id: string;
+                                project_id: string | null;
+                                /** @enum {string} */
+                                kind: "message" | "tool_result" | "document" | "event" | "note";
+                                content: string | null;
+                                content_hash: string;
+                                source: {
+                                    type: string;
+                                    ref?: string;
+                                };
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                /** @enum {string} */
+                                visibility: "private" | "team";
+                                author_id: string;
+                                created_at: string;
+                                purged: boolean;
+                                purged_at: string | null;
+                                /** @enum {string} */
+                                relation: "supports" | "contradicts" | "qualifies";
+                            }[];
+                            contradicting: {
+                                observation_id: string;
+                                subject_id: string;
+                                project_id: string | null;
+                                /** @enum {string} */
+                                kind: "message" | "tool_result" | "document" | "event" | "note";
+                                content: string | null;
+                                content_hash: string;
+                                source: {
+                                    type: string;
+                                    ref?: string;
+                                };
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                /** @enum {string} */
+                                visibility: "private" | "team";
+                                author_id: string;
+                                created_at: string;
+                                purged: boolean;
+                                purged_at: string | null;
+                                /** @enum {string} */
+                                relation: "supports" | "contradicts" | "qualifies";
+                            }[];
+                            qualifying: {
+                                observation_id: string;
+                                subject_id: string;
+                                project_id: string | null;
+                                /** @enum {string} */
+                                kind: "message" | "tool_result" | "document" | "event" | "note";
+                                content: string | null;
+                                content_hash: string;
+                                source: {
+                                    type: string;
+                                    ref?: string;
+                                };
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                /** @enum {string} */
+                                visibility: "private" | "team";
+                                author_id: string;
+                                created_at: string;
+                                purged: boolean;
+                                purged_at: string | null;
+                                /** @enum {string} */
+                                relation: "supports" | "contradicts" | "qualifies";
+                            }[];
+                            hidden_source_count: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2024,8 +2366,8 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2036,21 +2378,25 @@ export interface operations {
                                 claim_id: string;
                                 subject_id: string;
                                 project_id: string | null;
-                                kind: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
                                 statement: string;
-                                status: string;
-                                visibility: string;
-                                trust: string;
+                                /** @enum {string} */
+                                status: "active" | "disputed" | "superseded" | "revoked";
+                                /** @enum {string} */
+                                visibility: "private" | "team";
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
                                 version: number;
                                 valid_from: string;
                                 valid_to: string | null;
                                 superseded_by: string | null;
                                 disputes: string[];
-                                sources: ({
-                                    relation: string;
-                                } & {
-                                    [key: string]: unknown;
-                                })[];
+                                sources: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                }[];
                                 created_at: string;
                                 updated_at: string;
                             }[];
@@ -2106,8 +2452,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2118,9 +2464,12 @@ export interface operations {
                             items: {
                                 claim_id: string;
                                 statement: string;
-                                kind: string;
-                                status: string;
-                                trust: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                /** @enum {string} */
+                                status: "active" | "disputed" | "superseded" | "revoked";
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
                                 score: number;
                                 tokens: number;
                             }[];
@@ -2148,14 +2497,36 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            context_id: string;
+                            query: string | null;
+                            subject_id: string | null;
+                            project_id: string | null;
+                            kinds: ("fact" | "preference" | "decision" | "instruction" | "summary")[] | null;
+                            token_budget: number;
+                            tokens_used: number;
+                            items: {
+                                claim_id: string;
+                                statement: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                /** @enum {string} */
+                                status: "active" | "disputed" | "superseded" | "revoked";
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                score: number;
+                                tokens: number;
+                                current: boolean;
+                            }[];
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2201,8 +2572,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2212,7 +2583,30 @@ export interface operations {
                             feedback_id: string;
                             context_id: string;
                             claim_id: string | null;
-                            outcome: string;
+                            /** @enum {string} */
+                            outcome: "used" | "useful" | "irrelevant" | "incorrect" | "harmful";
+                            client_mutation_id: string | null;
+                            created_at: string;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            feedback_id: string;
+                            context_id: string;
+                            claim_id: string | null;
+                            /** @enum {string} */
+                            outcome: "used" | "useful" | "irrelevant" | "incorrect" | "harmful";
                             client_mutation_id: string | null;
                             created_at: string;
                         };
@@ -2239,14 +2633,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            checkpoint_id: string;
+                            subject_id: string;
+                            agent_id: string;
+                            /** @enum {string} */
+                            kind: "task_state" | "conversation" | "workflow" | "cursor";
+                            state: string;
+                            ttl_seconds: number;
+                            writer_id: string;
+                            created_at: string;
+                            updated_at: string;
+                            expires_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2284,14 +2690,56 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            checkpoint_id: string;
+                            subject_id: string;
+                            agent_id: string;
+                            /** @enum {string} */
+                            kind: "task_state" | "conversation" | "workflow" | "cursor";
+                            state: string;
+                            ttl_seconds: number;
+                            writer_id: string;
+                            created_at: string;
+                            updated_at: string;
+                            expires_at: string;
+                            /** @description true on the second and later write (status 200) */
+                            updated: boolean;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            checkpoint_id: string;
+                            subject_id: string;
+                            agent_id: string;
+                            /** @enum {string} */
+                            kind: "task_state" | "conversation" | "workflow" | "cursor";
+                            state: string;
+                            ttl_seconds: number;
+                            writer_id: string;
+                            created_at: string;
+                            updated_at: string;
+                            expires_at: string;
+                            /** @description true on the second and later write (status 200) */
+                            updated: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2313,14 +2761,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            checkpoint_id: string;
+                            subject_id: string;
+                            agent_id: string;
+                            /** @enum {string} */
+                            kind: "task_state" | "conversation" | "workflow" | "cursor";
+                            state: string;
+                            ttl_seconds: number;
+                            writer_id: string;
+                            created_at: string;
+                            updated_at: string;
+                            expires_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2342,14 +2802,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            checkpoint_id: string;
+                            /** @constant */
+                            deleted: true;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2373,14 +2837,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            leases: {
+                                lease_id: string;
+                                resource_type: string;
+                                resource_id: string;
+                                holder_id: string;
+                                ttl_seconds: number;
+                                acquired_at: string;
+                                expires_at: string;
+                                released_at: string | null;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2408,14 +2885,50 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            lease_id: string;
+                            resource_type: string;
+                            resource_id: string;
+                            holder_id: string;
+                            ttl_seconds: number;
+                            acquired_at: string;
+                            expires_at: string;
+                            released_at: string | null;
+                            /** @description true when the caller already held it (status 200) */
+                            renewed: boolean;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            lease_id: string;
+                            resource_type: string;
+                            resource_id: string;
+                            holder_id: string;
+                            ttl_seconds: number;
+                            acquired_at: string;
+                            expires_at: string;
+                            released_at: string | null;
+                            /** @description true when the caller already held it (status 200) */
+                            renewed: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2437,14 +2950,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            lease_id: string;
+                            resource_type: string;
+                            resource_id: string;
+                            holder_id: string;
+                            ttl_seconds: number;
+                            acquired_at: string;
+                            expires_at: string;
+                            released_at: string | null;
+                            /** @constant */
+                            released: true;
+                            already_released: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2466,14 +2991,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            lease_id: string;
+                            resource_type: string;
+                            resource_id: string;
+                            holder_id: string;
+                            ttl_seconds: number;
+                            acquired_at: string;
+                            expires_at: string;
+                            released_at: string | null;
+                            /** @constant */
+                            released: true;
+                            already_released: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2496,14 +3033,29 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            handoffs: {
+                                handoff_id: string;
+                                from_principal_id: string;
+                                to_principal_id: string;
+                                context_id: string | null;
+                                checkpoint_id: string | null;
+                                note: string | null;
+                                /** @enum {string} */
+                                status: "pending" | "accepted" | "rejected";
+                                created_at: string;
+                                resolved_at: string | null;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2543,14 +3095,25 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            handoff_id: string;
+                            from_principal_id: string;
+                            to_principal_id: string;
+                            context_id: string | null;
+                            checkpoint_id: string | null;
+                            note: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "accepted" | "rejected";
+                            created_at: string;
+                            resolved_at: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2579,14 +3142,25 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            handoff_id: string;
+                            from_principal_id: string;
+                            to_principal_id: string;
+                            context_id: string | null;
+                            checkpoint_id: string | null;
+                            note: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "accepted" | "rejected";
+                            created_at: string;
+                            resolved_at: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2606,14 +3180,23 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            principal_id: string;
+                            /** @description The API key id, or the dashboard session id */
+                            key_id: string;
+                            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+                            /** @enum {string} */
+                            max_trust: "low" | "medium" | "high" | "verified";
+                            /** @enum {string} */
+                            role: "reader" | "member" | "admin" | "owner";
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2636,14 +3219,29 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            keys: {
+                                key_id: string;
+                                principal_id: string;
+                                label: string;
+                                scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+                                /** @enum {string} */
+                                max_trust: "low" | "medium" | "high" | "verified";
+                                /** @enum {string} */
+                                status: "active" | "revoked";
+                                created_at: string;
+                                revoked_at: string | null;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2673,14 +3271,30 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            key_id: string;
+                            principal_id: string;
+                            label: string;
+                            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+                            /** @enum {string} */
+                            max_trust: "low" | "medium" | "high" | "verified";
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                            created_at: string;
+                            revoked_at: string | null;
+                            /**
+                             * Format: starts_with
+                             * @description The raw key: shown once, never again
+                             */
+                            key: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2702,14 +3316,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            key_id: string;
+                            principal_id: string;
+                            label: string;
+                            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+                            /** @enum {string} */
+                            max_trust: "low" | "medium" | "high" | "verified";
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                            created_at: string;
+                            revoked_at: string | null;
+                            already_revoked: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2732,14 +3358,32 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            principals: {
+                                principal_id: string;
+                                /** @enum {string} */
+                                kind: "agent" | "human";
+                                display_name: string;
+                                /** @enum {string} */
+                                role: "reader" | "member" | "admin" | "owner";
+                                created_at: string;
+                                memberships: {
+                                    membership_id: string;
+                                    workspace_id: string | null;
+                                    /** @enum {string} */
+                                    role: "reader" | "member" | "admin" | "owner";
+                                }[];
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2763,14 +3407,30 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            events: {
+                                id: string;
+                                /** @enum {string} */
+                                kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
+                                actor_id: string;
+                                resource_type: string;
+                                resource_id: string;
+                                /** @description Metadata only: never content. */
+                                payload: {
+                                    [key: string]: unknown;
+                                };
+                                created_at: string;
+                            }[];
+                            /** @description The last event id of the page (or the `after` given): pass it as `after`. */
+                            cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2792,14 +3452,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
+                            actor_id: string;
+                            resource_type: string;
+                            resource_id: string;
+                            /** @description Metadata only: never content. */
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2819,14 +3491,32 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            webhooks: {
+                                webhook_id: string;
+                                url: string;
+                                events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
+                                /** @enum {string} */
+                                status: "active" | "paused" | "disabled";
+                                failure_count: number;
+                                created_at: string;
+                                updated_at: string;
+                                signing: {
+                                    header: string;
+                                    /** @constant */
+                                    algorithm: "HMAC-SHA256";
+                                    format: string;
+                                    note: string;
+                                };
+                            }[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2854,14 +3544,30 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            webhook_id: string;
+                            url: string;
+                            events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
+                            /** @enum {string} */
+                            status: "active" | "paused" | "disabled";
+                            failure_count: number;
+                            created_at: string;
+                            updated_at: string;
+                            signing: {
+                                header: string;
+                                /** @constant */
+                                algorithm: "HMAC-SHA256";
+                                format: string;
+                                note: string;
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2883,14 +3589,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            webhook_id: string;
+                            /** @constant */
+                            deleted: true;
+                            deliveries_removed: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2912,14 +3623,30 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            webhook_id: string;
+                            url: string;
+                            events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
+                            /** @enum {string} */
+                            status: "active" | "paused" | "disabled";
+                            failure_count: number;
+                            created_at: string;
+                            updated_at: string;
+                            signing: {
+                                header: string;
+                                /** @constant */
+                                algorithm: "HMAC-SHA256";
+                                format: string;
+                                note: string;
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2941,14 +3668,30 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            webhook_id: string;
+                            url: string;
+                            events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
+                            /** @enum {string} */
+                            status: "active" | "paused" | "disabled";
+                            failure_count: number;
+                            created_at: string;
+                            updated_at: string;
+                            signing: {
+                                header: string;
+                                /** @constant */
+                                algorithm: "HMAC-SHA256";
+                                format: string;
+                                note: string;
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -2973,14 +3716,29 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            deliveries: {
+                                id: string;
+                                event_id: string;
+                                /** @enum {string} */
+                                status: "pending" | "sending" | "delivered";
+                                attempts: number;
+                                last_attempt_at: string | null;
+                                next_retry_at: string | null;
+                                /** @description The receiver's HTTP status; null after a network error or before the first attempt */
+                                response_status: number | null;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3008,14 +3766,19 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            events_drained: number;
+                            /** @description Pass as `after` to continue */
+                            cursor: string;
+                            pending_deliveries: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3038,14 +3801,23 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            workspaces: {
+                                workspace_id: string;
+                                name: string;
+                                created_by: string;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3071,14 +3843,19 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            workspace_id: string;
+                            name: string;
+                            created_by: string;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3102,14 +3879,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            memberships: {
+                                membership_id: string;
+                                principal_id: string;
+                                workspace_id: string | null;
+                                /** @enum {string} */
+                                role: "reader" | "member" | "admin" | "owner";
+                                created_by: string;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3138,14 +3927,22 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            membership_id: string;
+                            principal_id: string;
+                            workspace_id: string | null;
+                            /** @enum {string} */
+                            role: "reader" | "member" | "admin" | "owner";
+                            created_by: string;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3167,14 +3964,28 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            membership_id: string;
+                            principal_id: string;
+                            workspace_id: string | null;
+                            /** @enum {string} */
+                            role: "reader" | "member" | "admin" | "owner";
+                            created_by: string;
+                            created_at: string;
+                            /** @constant */
+                            removed: true;
+                            removed_at: string;
+                            keys_revoked: number;
+                            grants_revoked: number;
+                            webhooks_disabled: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3197,14 +4008,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            projects: {
+                                project_id: string;
+                                reference: string;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3229,14 +4048,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @description null for unscoped memory (`~`) */
+                            project_id: string | null;
+                            reference: string | null;
+                            references: {
+                                /** @enum {string} */
+                                type: "observation" | "claim";
+                                id: string;
+                                subject_id: string;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3259,14 +4091,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            subjects: {
+                                subject_id: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3291,14 +4129,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            subject_id: string;
+                            /** @description `subject:<id>` and `project:<reference>` of its readable records */
+                            namespaced: string[];
+                            references: {
+                                /** @enum {string} */
+                                type: "observation" | "claim";
+                                id: string;
+                                project_id: string | null;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3321,14 +4172,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            grants: {
+                                grant_id: string;
+                                principal_id: string;
+                                target: {
+                                    /** @enum {string} */
+                                    type: "organization" | "project" | "subject";
+                                    id: string | null;
+                                };
+                                permissions: ("read" | "write" | "approve" | "admin")[];
+                                /** @enum {string} */
+                                status: "active" | "revoked";
+                                granted_by: string;
+                                delegated_from: string | null;
+                                created_at: string;
+                                revoked_at: string | null;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3365,14 +4235,29 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            grant_id: string;
+                            principal_id: string;
+                            target: {
+                                /** @enum {string} */
+                                type: "organization" | "project" | "subject";
+                                id: string | null;
+                            };
+                            permissions: ("read" | "write" | "approve" | "admin")[];
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                            granted_by: string;
+                            delegated_from: string | null;
+                            created_at: string;
+                            revoked_at: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3394,14 +4279,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            grant_id: string;
+                            principal_id: string;
+                            target: {
+                                /** @enum {string} */
+                                type: "organization" | "project" | "subject";
+                                id: string | null;
+                            };
+                            permissions: ("read" | "write" | "approve" | "admin")[];
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                            granted_by: string;
+                            delegated_from: string | null;
+                            created_at: string;
+                            revoked_at: string | null;
+                            already_revoked: boolean;
+                            delegated_revoked: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3432,14 +4334,49 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            principal_id: string;
+                            /** @enum {string} */
+                            action: "read" | "write";
+                            target: {
+                                /** @enum {string} */
+                                type: "observation" | "claim" | "subject" | "project" | "organization";
+                                id: string | null;
+                            };
+                            gates: {
+                                role: {
+                                    /** @enum {string} */
+                                    role: "reader" | "member" | "admin" | "owner";
+                                    passed: boolean;
+                                };
+                                visibility: {
+                                    /** @constant */
+                                    applies: true;
+                                    /** @enum {string} */
+                                    visibility: "private" | "team";
+                                    is_author: boolean;
+                                    passed: boolean;
+                                } | {
+                                    /** @constant */
+                                    applies: false;
+                                    passed: null;
+                                };
+                                grant: {
+                                    passed: boolean;
+                                    grant_ids: string[];
+                                };
+                            };
+                            /** @enum {string} */
+                            decision: "allow" | "deny";
+                            note: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3463,21 +4400,63 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: a JSON-RPC 2.0 response (an array of them for a batch). */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: unknown;
-                        meta: {
-                            request_id: string;
+                    "application/json": ({
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        id: string | number;
+                        result: {
+                            [key: string]: unknown;
                         };
-                    };
+                    } | {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        id: (string | number) | null;
+                        error: {
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    }) | ({
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        id: string | number;
+                        result: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        id: (string | number) | null;
+                        error: {
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    })[];
                 };
             };
-            "4XX": components["responses"]["Error"];
+            /** @description Accepted: an empty body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A JSON-RPC error body (Origin, Accept, Content-Type, parse and protocol-version failures), or the error envelope (credential and scope failures). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | Record<string, never>;
+                };
+            };
             "5XX": components["responses"]["Error"];
         };
     };
@@ -3494,8 +4473,8 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON lines. */
-            "2XX": {
+            /** @description OK: NDJSON, one JSON object per line; each line matches one schema of `x-ndjson-lines` (a header line first). */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3520,14 +4499,56 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            imported: {
+                                projects: number;
+                                observations: number;
+                                claims: number;
+                            };
+                            /** @description Lines whose record already exists here, identical */
+                            skipped: {
+                                projects: number;
+                                observations: number;
+                                claims: number;
+                            };
+                            principals_created: number;
+                            workspaces_created: number;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            imported: {
+                                projects: number;
+                                observations: number;
+                                claims: number;
+                            };
+                            /** @description Lines whose record already exists here, identical */
+                            skipped: {
+                                projects: number;
+                                observations: number;
+                                claims: number;
+                            };
+                            principals_created: number;
+                            workspaces_created: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3551,14 +4572,33 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            entries: {
+                                id: string;
+                                action: string;
+                                actor_id: string;
+                                key_id: string | null;
+                                resource_type: string;
+                                resource_id: string | null;
+                                request_id: string | null;
+                                metadata: {
+                                    [key: string]: unknown;
+                                };
+                                created_at: string;
+                                prev_hash: string;
+                                entry_hash: string;
+                            }[];
+                            has_more: boolean;
+                            /** @description The last entry id of the page (or the `after` given): pass it as `after` */
+                            cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3581,8 +4621,8 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON lines. */
-            "2XX": {
+            /** @description OK: NDJSON, one JSON object per line; each line matches one schema of `x-ndjson-lines` (a header line first). */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3603,14 +4643,30 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The bearer credential: shown once */
+                            session_token: string;
+                            session_id: string;
+                            /** @enum {string} */
+                            stage: "password_change" | "staged" | "full";
+                            expires_at: string;
+                            account_id: string;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
             };
-            default: components["responses"]["Error"];
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
         };
     };
     postV1OperatorAccounts: {
@@ -3631,14 +4687,26 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            account_id: string;
+                            principal_id: string;
+                            username: string;
+                            display_name: string;
+                            /** @enum {string} */
+                            role: "owner" | "admin" | "member" | "reader";
+                            has_passkey: boolean;
+                            created_at: string;
+                            password_changed_at: string | null;
+                            /** @description Shown once; the first login must replace it */
+                            temporary_password: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3665,14 +4733,24 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            account_id: string;
+                            principal_id: string;
+                            username: string;
+                            display_name: string;
+                            /** @enum {string} */
+                            role: "owner" | "admin" | "member" | "reader";
+                            has_passkey: boolean;
+                            created_at: string;
+                            password_changed_at: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3692,14 +4770,46 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            options: {
+                                challenge: string;
+                                rp: {
+                                    name: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                                user: {
+                                    id: string;
+                                    name: string;
+                                    displayName: string;
+                                } & {
+                                    [key: string]: unknown;
+                                };
+                                pubKeyCredParams: ({
+                                    /** @constant */
+                                    type: "public-key";
+                                    alg: number;
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                                excludeCredentials?: ({
+                                    id: string;
+                                    /** @constant */
+                                    type: "public-key";
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3719,14 +4829,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            passkeys: {
+                                passkey_id: string;
+                                name: string;
+                                created_at: string;
+                                last_used_at: string | null;
+                                transports: string[];
+                            }[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3773,14 +4891,22 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            passkey_id: string;
+                            name: string;
+                            created_at: string;
+                            last_used_at: string | null;
+                            transports: string[];
+                            /** @description On the first enrollment only; shown once */
+                            recovery_codes?: string[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3808,14 +4934,21 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            passkey_id: string;
+                            name: string;
+                            created_at: string;
+                            last_used_at: string | null;
+                            transports: string[];
+                            revoked_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3841,14 +4974,17 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @description Shown once */
+                            recovery_codes: string[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3868,14 +5004,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            options: {
+                                challenge: string;
+                                allowCredentials?: ({
+                                    id: string;
+                                    /** @constant */
+                                    type: "public-key";
+                                } & {
+                                    [key: string]: unknown;
+                                })[];
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3922,14 +5071,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @description The bearer credential: shown once */
+                            session_token: string;
+                            session_id: string;
+                            /** @enum {string} */
+                            stage: "password_change" | "staged" | "full";
+                            expires_at: string;
+                            account_id: string;
+                            recovery_codes_remaining?: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3955,14 +5113,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @description The bearer credential: shown once */
+                            session_token: string;
+                            session_id: string;
+                            /** @enum {string} */
+                            stage: "password_change" | "staged" | "full";
+                            expires_at: string;
+                            account_id: string;
+                            recovery_codes_remaining?: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -3982,14 +5149,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            session_id: string;
+                            revoked_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4014,14 +5184,75 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            policies: ({
+                                policy_id: string;
+                                name: string;
+                                /** @enum {string} */
+                                status: "draft" | "active" | "retired";
+                                version: number;
+                                created_by: string;
+                                created_at: string;
+                                updated_at: string;
+                                /** @constant */
+                                type: "approval";
+                                rules: {
+                                    separation_of_duty: boolean;
+                                };
+                            } | {
+                                policy_id: string;
+                                name: string;
+                                /** @enum {string} */
+                                status: "draft" | "active" | "retired";
+                                version: number;
+                                created_by: string;
+                                created_at: string;
+                                updated_at: string;
+                                /** @constant */
+                                type: "release";
+                                rules: {
+                                    separation_of_duty: boolean;
+                                    require_approved_claim: boolean;
+                                };
+                            } | {
+                                policy_id: string;
+                                name: string;
+                                /** @enum {string} */
+                                status: "draft" | "active" | "retired";
+                                version: number;
+                                created_by: string;
+                                created_at: string;
+                                updated_at: string;
+                                /** @constant */
+                                type: "retention";
+                                rules: {
+                                    rules: ({
+                                        /** @constant */
+                                        record_type: "observation";
+                                        max_age_days: number;
+                                        kinds?: ("message" | "tool_result" | "document" | "event" | "note")[];
+                                        /** @enum {string} */
+                                        visibility?: "private" | "team";
+                                    } | {
+                                        /** @constant */
+                                        record_type: "claim";
+                                        max_age_days: number;
+                                        kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
+                                        /** @enum {string} */
+                                        visibility?: "private" | "team";
+                                    })[];
+                                };
+                            })[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4087,14 +5318,71 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            policy_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            status: "draft" | "active" | "retired";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @constant */
+                            type: "approval";
+                            rules: {
+                                separation_of_duty: boolean;
+                            };
+                        } | {
+                            policy_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            status: "draft" | "active" | "retired";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @constant */
+                            type: "release";
+                            rules: {
+                                separation_of_duty: boolean;
+                                require_approved_claim: boolean;
+                            };
+                        } | {
+                            policy_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            status: "draft" | "active" | "retired";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @constant */
+                            type: "retention";
+                            rules: {
+                                rules: ({
+                                    /** @constant */
+                                    record_type: "observation";
+                                    max_age_days: number;
+                                    kinds?: ("message" | "tool_result" | "document" | "event" | "note")[];
+                                    /** @enum {string} */
+                                    visibility?: "private" | "team";
+                                } | {
+                                    /** @constant */
+                                    record_type: "claim";
+                                    max_age_days: number;
+                                    kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
+                                    /** @enum {string} */
+                                    visibility?: "private" | "team";
+                                })[];
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4146,14 +5434,71 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            policy_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            status: "draft" | "active" | "retired";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @constant */
+                            type: "approval";
+                            rules: {
+                                separation_of_duty: boolean;
+                            };
+                        } | {
+                            policy_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            status: "draft" | "active" | "retired";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @constant */
+                            type: "release";
+                            rules: {
+                                separation_of_duty: boolean;
+                                require_approved_claim: boolean;
+                            };
+                        } | {
+                            policy_id: string;
+                            name: string;
+                            /** @enum {string} */
+                            status: "draft" | "active" | "retired";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                            /** @constant */
+                            type: "retention";
+                            rules: {
+                                rules: ({
+                                    /** @constant */
+                                    record_type: "observation";
+                                    max_age_days: number;
+                                    kinds?: ("message" | "tool_result" | "document" | "event" | "note")[];
+                                    /** @enum {string} */
+                                    visibility?: "private" | "team";
+                                } | {
+                                    /** @constant */
+                                    record_type: "claim";
+                                    max_age_days: number;
+                                    kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
+                                    /** @enum {string} */
+                                    visibility?: "private" | "team";
+                                })[];
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4178,14 +5523,35 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            approvals: {
+                                approval_id: string;
+                                claim_id: string;
+                                claim_version: number;
+                                /** @enum {string} */
+                                status: "pending" | "approved" | "rejected";
+                                evidence: {
+                                    /** @description The evidence the caller may read */
+                                    observation_ids: string[];
+                                    hidden_source_count: number;
+                                };
+                                note: string | null;
+                                submitted_by: string;
+                                decided_by: string | null;
+                                decided_at: string | null;
+                                decision_note: string | null;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4212,14 +5578,31 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            approval_id: string;
+                            claim_id: string;
+                            claim_version: number;
+                            /** @enum {string} */
+                            status: "pending" | "approved" | "rejected";
+                            evidence: {
+                                /** @description The evidence the caller may read */
+                                observation_ids: string[];
+                                hidden_source_count: number;
+                            };
+                            note: string | null;
+                            submitted_by: string;
+                            decided_by: string | null;
+                            decided_at: string | null;
+                            decision_note: string | null;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4249,14 +5632,31 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            approval_id: string;
+                            claim_id: string;
+                            claim_version: number;
+                            /** @enum {string} */
+                            status: "pending" | "approved" | "rejected";
+                            evidence: {
+                                /** @description The evidence the caller may read */
+                                observation_ids: string[];
+                                hidden_source_count: number;
+                            };
+                            note: string | null;
+                            submitted_by: string;
+                            decided_by: string | null;
+                            decided_at: string | null;
+                            decision_note: string | null;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4280,14 +5680,31 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            channels: {
+                                channel_id: string;
+                                name: string;
+                                audiences: string[];
+                                /** @enum {string} */
+                                min_trust: "low" | "medium" | "high" | "verified";
+                                gateway_principal_id: string;
+                                /** @enum {string} */
+                                status: "active" | "paused" | "disabled";
+                                version: number;
+                                created_by: string;
+                                created_at: string;
+                                updated_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4317,14 +5734,27 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            channel_id: string;
+                            name: string;
+                            audiences: string[];
+                            /** @enum {string} */
+                            min_trust: "low" | "medium" | "high" | "verified";
+                            gateway_principal_id: string;
+                            /** @enum {string} */
+                            status: "active" | "paused" | "disabled";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4354,14 +5784,27 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            channel_id: string;
+                            name: string;
+                            audiences: string[];
+                            /** @enum {string} */
+                            min_trust: "low" | "medium" | "high" | "verified";
+                            gateway_principal_id: string;
+                            /** @enum {string} */
+                            status: "active" | "paused" | "disabled";
+                            version: number;
+                            created_by: string;
+                            created_at: string;
+                            updated_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4386,14 +5829,49 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            releases: {
+                                release_id: string;
+                                channel_id: string;
+                                claim_id: string;
+                                claim_version: number;
+                                /** @enum {string} */
+                                status: "draft" | "approved" | "active" | "revoked";
+                                snapshot: {
+                                    subject_id: string;
+                                    /** @enum {string} */
+                                    kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                    statement: string;
+                                    /** @enum {string} */
+                                    trust: "low" | "medium" | "high" | "verified";
+                                    valid_to: string | null;
+                                    /** @description The snapshot's evidence the caller may read */
+                                    evidence: {
+                                        observation_id: string;
+                                        /** @enum {string} */
+                                        relation: "supports" | "contradicts" | "qualifies";
+                                        content_hash: string;
+                                    }[];
+                                };
+                                hidden_source_count: number;
+                                created_by: string;
+                                approved_by: string | null;
+                                approved_at: string | null;
+                                activated_at: string | null;
+                                revoked_by: string | null;
+                                revoked_at: string | null;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4421,14 +5899,45 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            release_id: string;
+                            channel_id: string;
+                            claim_id: string;
+                            claim_version: number;
+                            /** @enum {string} */
+                            status: "draft" | "approved" | "active" | "revoked";
+                            snapshot: {
+                                subject_id: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                statement: string;
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                valid_to: string | null;
+                                /** @description The snapshot's evidence the caller may read */
+                                evidence: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                    content_hash: string;
+                                }[];
+                            };
+                            hidden_source_count: number;
+                            created_by: string;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            activated_at: string | null;
+                            revoked_by: string | null;
+                            revoked_at: string | null;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4454,14 +5963,45 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            release_id: string;
+                            channel_id: string;
+                            claim_id: string;
+                            claim_version: number;
+                            /** @enum {string} */
+                            status: "draft" | "approved" | "active" | "revoked";
+                            snapshot: {
+                                subject_id: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                statement: string;
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                valid_to: string | null;
+                                /** @description The snapshot's evidence the caller may read */
+                                evidence: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                    content_hash: string;
+                                }[];
+                            };
+                            hidden_source_count: number;
+                            created_by: string;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            activated_at: string | null;
+                            revoked_by: string | null;
+                            revoked_at: string | null;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4487,14 +6027,45 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            release_id: string;
+                            channel_id: string;
+                            claim_id: string;
+                            claim_version: number;
+                            /** @enum {string} */
+                            status: "draft" | "approved" | "active" | "revoked";
+                            snapshot: {
+                                subject_id: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                statement: string;
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                valid_to: string | null;
+                                /** @description The snapshot's evidence the caller may read */
+                                evidence: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                    content_hash: string;
+                                }[];
+                            };
+                            hidden_source_count: number;
+                            created_by: string;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            activated_at: string | null;
+                            revoked_by: string | null;
+                            revoked_at: string | null;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4520,14 +6091,45 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            release_id: string;
+                            channel_id: string;
+                            claim_id: string;
+                            claim_version: number;
+                            /** @enum {string} */
+                            status: "draft" | "approved" | "active" | "revoked";
+                            snapshot: {
+                                subject_id: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                statement: string;
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                valid_to: string | null;
+                                /** @description The snapshot's evidence the caller may read */
+                                evidence: {
+                                    observation_id: string;
+                                    /** @enum {string} */
+                                    relation: "supports" | "contradicts" | "qualifies";
+                                    content_hash: string;
+                                }[];
+                            };
+                            hidden_source_count: number;
+                            created_by: string;
+                            approved_by: string | null;
+                            approved_at: string | null;
+                            activated_at: string | null;
+                            revoked_by: string | null;
+                            revoked_at: string | null;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4560,14 +6162,29 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            channel_id: string;
+                            items: {
+                                release_id: string;
+                                claim_id: string;
+                                statement: string;
+                                /** @enum {string} */
+                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                /** @enum {string} */
+                                trust: "low" | "medium" | "high" | "verified";
+                                score: number;
+                                tokens: number;
+                            }[];
+                            token_budget: number;
+                            tokens_used: number;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4587,14 +6204,30 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            peers: {
+                                peer_id: string;
+                                endpoint: string;
+                                /** @enum {string} */
+                                direction: "push" | "pull" | "bidirectional";
+                                /** @enum {string} */
+                                status: "active" | "suspended";
+                                /** @description The last event id pulled */
+                                cursor: string | null;
+                                remote_org_id: string | null;
+                                label: string | null;
+                                created_at: string;
+                                suspended_at: string | null;
+                                last_exchange_at: string | null;
+                            }[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4629,14 +6262,28 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            peer_id: string;
+                            endpoint: string;
+                            /** @enum {string} */
+                            direction: "push" | "pull" | "bidirectional";
+                            /** @enum {string} */
+                            status: "active" | "suspended";
+                            /** @description The last event id pulled */
+                            cursor: string | null;
+                            remote_org_id: string | null;
+                            label: string | null;
+                            created_at: string;
+                            suspended_at: string | null;
+                            last_exchange_at: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4658,14 +6305,29 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            peer_id: string;
+                            endpoint: string;
+                            /** @enum {string} */
+                            direction: "push" | "pull" | "bidirectional";
+                            /** @enum {string} */
+                            status: "active" | "suspended";
+                            /** @description The last event id pulled */
+                            cursor: string | null;
+                            remote_org_id: string | null;
+                            label: string | null;
+                            created_at: string;
+                            suspended_at: string | null;
+                            last_exchange_at: string | null;
+                            already_suspended: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4687,14 +6349,25 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            filters: {
+                                filter_id: string;
+                                peer_id: string;
+                                /** @enum {string} */
+                                resource_type: "observation" | "claim";
+                                include_kinds: string[] | null;
+                                exclude_subjects: string[] | null;
+                                min_trust: ("low" | "medium" | "high" | "verified") | null;
+                                created_at: string;
+                            }[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4728,14 +6401,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            filter_id: string;
+                            peer_id: string;
+                            /** @enum {string} */
+                            resource_type: "observation" | "claim";
+                            include_kinds: string[] | null;
+                            exclude_subjects: string[] | null;
+                            min_trust: ("low" | "medium" | "high" | "verified") | null;
+                            created_at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4768,14 +6450,86 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            events: {
+                                id: string;
+                                /** @enum {string} */
+                                kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired";
+                                /** @enum {string} */
+                                resource_type: "observation" | "claim";
+                                resource_id: string;
+                                payload: {
+                                    subject_id?: string;
+                                    kind?: string;
+                                    /** @enum {string} */
+                                    trust?: "low" | "medium" | "high" | "verified";
+                                    /** @constant */
+                                    visibility?: "team";
+                                    status?: string;
+                                    version?: number;
+                                    project_id?: string | number | boolean | null;
+                                    superseded_by?: string | number | boolean | null;
+                                    valid_to?: string | number | boolean | null;
+                                };
+                                /** Format: date-time */
+                                created_at: string;
+                            }[];
+                            cursor: string | null;
+                            has_more: boolean;
+                            /** @description With include_memory: signed claim bundles */
+                            bundles?: {
+                                source_org_id: string;
+                                claim: {
+                                    claim_id: string;
+                                    subject_id: string;
+                                    /** @enum {string} */
+                                    kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                                    statement: string;
+                                    /** @constant */
+                                    status: "active";
+                                    /** @enum {string} */
+                                    trust: "low" | "medium" | "high" | "verified";
+                                    /** @constant */
+                                    visibility: "team";
+                                    /** Format: date-time */
+                                    valid_from: string;
+                                    valid_to: string | null;
+                                    sources: {
+                                        observation_id: string;
+                                        /** @enum {string} */
+                                        relation: "supports" | "contradicts" | "qualifies";
+                                    }[];
+                                    /** Format: date-time */
+                                    created_at: string;
+                                };
+                                observations: {
+                                    observation_id: string;
+                                    subject_id: string;
+                                    /** @enum {string} */
+                                    kind: "message" | "tool_result" | "document" | "event" | "note";
+                                    content: string;
+                                    content_hash: string;
+                                    source: {
+                                        type: string;
+                                        ref?: string;
+                                    };
+                                    /** @enum {string} */
+                                    trust: "low" | "medium" | "high" | "verified";
+                                    /** @constant */
+                                    visibility: "team";
+                                    /** Format: date-time */
+                                    created_at: string;
+                                }[];
+                                signature: string;
+                            }[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4799,14 +6553,30 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            exchange_id: string;
+                            replayed: boolean;
+                            results: {
+                                id: string | null;
+                                /** @enum {string} */
+                                status: "success" | "conflict" | "rejected";
+                                reason?: string;
+                            }[];
+                            bundles?: {
+                                claim_id: string | null;
+                                /** @enum {string} */
+                                status: "success" | "conflict" | "rejected";
+                                reason?: string;
+                                local_claim_id?: string;
+                            }[];
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4830,14 +6600,34 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            entries: {
+                                log_id: string;
+                                peer_id: string;
+                                /** @enum {string} */
+                                operation: "pull" | "push";
+                                counts: {
+                                    events: number;
+                                    success: number;
+                                    conflict: number;
+                                    rejected: number;
+                                    bundles: number;
+                                };
+                                cursor_before: string | null;
+                                cursor_after: string | null;
+                                request_id: string;
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4866,14 +6656,26 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            hold_id: string;
+                            /** @enum {string} */
+                            target_type: "claim" | "observation";
+                            target_id: string;
+                            reason: string;
+                            /** @enum {string} */
+                            status: "active" | "released";
+                            created_by: string;
+                            created_at: string;
+                            released_by: string | null;
+                            released_at: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4899,14 +6701,27 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            hold_id: string;
+                            /** @enum {string} */
+                            target_type: "claim" | "observation";
+                            target_id: string;
+                            reason: string;
+                            /** @enum {string} */
+                            status: "active" | "released";
+                            created_by: string;
+                            created_at: string;
+                            released_by: string | null;
+                            released_at: string | null;
+                            already_released: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4936,14 +6751,24 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            policy_id: string;
+                            policy_version: number;
+                            examined: number;
+                            excluded: number;
+                            held: number;
+                            /** @description Pass as `after` to continue; null when done */
+                            next_after: string | null;
+                            done: boolean;
+                            dry_run: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -4970,14 +6795,29 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            mappings: {
+                                mapping_id: string;
+                                external_system: string;
+                                external_id: string;
+                                subject_id: string;
+                                version: number;
+                                /** @enum {string} */
+                                status: "active" | "retired";
+                                created_by: string;
+                                created_at: string;
+                                retired_at: string | null;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5005,14 +6845,25 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description Created: the `{ data, meta }` envelope. */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            mapping_id: string;
+                            external_system: string;
+                            external_id: string;
+                            subject_id: string;
+                            version: number;
+                            /** @enum {string} */
+                            status: "active" | "retired";
+                            created_by: string;
+                            created_at: string;
+                            retired_at: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5034,14 +6885,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            mapping_id: string;
+                            external_system: string;
+                            external_id: string;
+                            subject_id: string;
+                            version: number;
+                            /** @enum {string} */
+                            status: "active" | "retired";
+                            created_by: string;
+                            created_at: string;
+                            retired_at: string | null;
+                            already_retired: boolean;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5074,14 +6937,41 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @enum {string} */
+                            lens: "evidence_trace" | "neighborhood" | "conflict_freshness" | "workspace_graph" | "review_queue" | "scope_preview" | "knowledge_release";
+                            focus?: string;
+                            nodes: {
+                                id: string;
+                                /** @enum {string} */
+                                type: "claim" | "observation" | "subject" | "project" | "context" | "release" | "channel" | "approval" | "hold" | "proposal";
+                                label: string;
+                                status?: string;
+                                trust?: string;
+                                kind?: string;
+                            }[];
+                            edges: {
+                                source: string;
+                                target: string;
+                                /** @enum {string} */
+                                type: "supports" | "contradicts" | "qualifies" | "selected-in" | "released-as" | "about" | "related" | "supersedes" | "submitted-as" | "published-in" | "holds" | "proposed-as";
+                            }[];
+                            truncated: boolean;
+                            /** @description Counts left out, only as buckets */
+                            withheld: {
+                                /** @enum {string} */
+                                nodes: "0" | "1-9" | "10-99" | "100+";
+                                /** @enum {string} */
+                                edges: "0" | "1-9" | "10-99" | "100+";
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5101,14 +6991,65 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            read_at: string;
+                            embedding: {
+                                /** @enum {string} */
+                                provider: "workers-ai" | "local" | "none";
+                                model: string | null;
+                                dimensions: number | null;
+                                pooling: string | null;
+                                /** @enum {string} */
+                                status: "enabled" | "disabled" | "partial";
+                                /** @enum {string} */
+                                key_state: "absent" | "present";
+                                problems: string[];
+                            };
+                            vector_index: {
+                                /** @enum {string} */
+                                provider: "vectorize" | "local" | "none";
+                                /** @constant */
+                                metric: "cosine";
+                                namespace: "organization" | null;
+                                /** @enum {string} */
+                                status: "enabled" | "disabled" | "partial";
+                                /** @enum {string} */
+                                key_state: "absent" | "present";
+                                problems: string[];
+                            };
+                            extraction: {
+                                /** @enum {string} */
+                                provider: "workers-ai" | "none";
+                                model: string | null;
+                                /** @enum {string} */
+                                status: "enabled" | "disabled" | "partial";
+                                /** @enum {string} */
+                                key_state: "absent" | "present";
+                                problems: string[];
+                            };
+                            vectors: {
+                                /** @enum {string} */
+                                status: "enabled" | "disabled" | "partial";
+                                problems: string[];
+                            };
+                            /** @description Counts for owners and admins only (they cover every principal's claims). */
+                            drift: {
+                                /** @enum {string} */
+                                status: "drifted" | "none";
+                                indexed: number;
+                                indexed_with_other_model: number;
+                            } | {
+                                /** @enum {string} */
+                                status: "drifted" | "none";
+                            };
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5136,14 +7077,24 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @enum {string} */
+                            kind: "embedding" | "extraction";
+                            ok: boolean;
+                            provider: string;
+                            model: string | null;
+                            dimensions?: number;
+                            latency_ms: number;
+                            /** @enum {string} */
+                            error_code?: "not_configured" | "unavailable";
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5170,14 +7121,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            drained: number;
+                            indexed: number;
+                            removed: number;
+                            skipped: number;
+                            remaining: number;
+                            model: string;
+                            dimensions: number;
+                            at: string;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5205,14 +7165,21 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            checked: number;
+                            present: number;
+                            missing: number;
+                            pending: number;
+                            repairs_queued: number;
+                            next_after: string | null;
+                        };
                         meta: {
                             request_id: string;
                         };
@@ -5239,14 +7206,26 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success: the `{ data, meta }` envelope. */
-            "2XX": {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @constant */
+                            drained: 0;
+                            /** @constant */
+                            status: "disabled";
+                        } | {
+                            drained: number;
+                            proposed: number;
+                            remaining: number;
+                            /** @constant */
+                            status: "enabled";
+                            model: string;
+                        };
                         meta: {
                             request_id: string;
                         };

@@ -12,8 +12,7 @@ it("keeps docs/openapi.json generated from the same route table (validated by sc
   await expect(JSON.stringify(renderOpenApi(ROUTES, REVISION), null, 2) + "\n").toMatchFileSnapshot("../docs/openapi.json");
 });
 
-it("publishes a response schema for the memory loop routes", () => {
-  const withResponse = ROUTES.filter((r) => r.auth === "key" && r.response).map((r) => `${r.method} ${r.path}`);
-  expect(withResponse).toEqual(expect.arrayContaining(["POST /v1/observations", "POST /v1/consolidations", "POST /v1/context/compile",
-    "POST /v1/context/:id/feedback", "GET /v1/memories", "POST /v1/projects/resolve"]));
+it("declares the success answers of every route: response schemas per status, or NDJSON lines", () => {
+  const undeclared = ROUTES.filter((r) => !(r.auth === "key" && r.ndjson ? r.ndjsonLines : r.response)).map((r) => `${r.method} ${r.path}`);
+  expect(undeclared, "add `response: { <status>: schema }` to these routes (src/http/route.ts)").toEqual([]);
 });

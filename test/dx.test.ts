@@ -1,7 +1,7 @@
 // Developer experience (issue 21): errors that teach.
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../src/routes";
-import { appendOk, call, consolidateOk, expectError, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, checkAnswer, consolidateOk, expectError, newOrg, obs, supports } from "./helpers";
 
 describe("errors that teach", () => {
   it("an enum error lists the allowed values", async () => {
@@ -80,5 +80,26 @@ describe("resolving a dispute (README memory loop recipe)", () => {
     expect(current.json.data.items.map((i: any) => i.claim_id)).toEqual([resolved]);
     const history = await call("GET", "/v1/memories?subject_id=user-42&status=superseded", { key });
     expect(history.json.data.items.map((i: any) => i.claim_id).sort()).toEqual([original, contra].sort());
+  });
+});
+
+describe("published response schemas (docs/openapi.json)", () => {
+  // test/helpers.ts `call` runs checkAnswer on every answer of the suite; here it must refuse drift.
+  it("the suite's answer check refuses a renamed, missing or extra field, an undeclared status, a bad line or error", async () => {
+    const org = await newOrg();
+    const r = await call("GET", "/v1/principal", { key: org.api_key });
+    expect(r.status).toBe(200);
+    const check = (method: string, path: string, status: number, json: unknown, text = JSON.stringify(json), type = "application/json; charset=utf-8") =>
+      checkAnswer(method, path, status, type, text, json);
+    await expect(check("GET", "/v1/principal", 200, r.json)).resolves.toBeUndefined();
+    const { role, ...withoutRole } = r.json.data;
+    await expect(check("GET", "/v1/principal", 200, { ...r.json, data: withoutRole })).rejects.toThrow(/response schema.*"path":"role"/);
+    await expect(check("GET", "/v1/principal", 200, { ...r.json, data: { ...withoutRole, org_role: role } })).rejects.toThrow(/response schema/);
+    await expect(check("GET", "/v1/principal", 200, { ...r.json, data: { ...r.json.data, extra: 1 } })).rejects.toThrow(/unrecognized_keys/);
+    await expect(check("GET", "/v1/principal", 201, r.json)).rejects.toThrow(/declares only 200/);
+    await expect(check("GET", "/v1/principal", 404, { error: { code: "GONE", message: "x" }, meta: r.json.meta })).rejects.toThrow(/error envelope/);
+    await expect(check("POST", "/mcp", 202, undefined, "{}")).rejects.toThrow(/empty body/);
+    await expect(check("GET", "/v1/export", 200, undefined, `${JSON.stringify({ type: "svc.export.header" })}\n`, "application/x-ndjson"))
+      .rejects.toThrow(/NDJSON line/);
   });
 });

@@ -2,8 +2,10 @@
 import { env, runInDurableObject, SELF } from "cloudflare:test";
 import type { OrgStore } from "../src/org/OrgStore";
 import { expect } from "vitest";
+import { z } from "zod";
 import { bootstrapOrganization } from "../src/operator";
 import { buildMatcher } from "../src/http/router";
+import { errorEnvelope } from "../src/http/shapes";
 import { ROUTES } from "../src/routes";
 import type { OwnershipRegistry } from "../src/registry/client";
 import { groupByShard } from "../src/registry/shards";
@@ -36,25 +38,56 @@ export async function call(
   } catch {
     json = undefined;
   }
-  await checkResponseSchema(method, path, res.status, json);
+  await checkAnswer(method, path, res.status, res.headers.get("content-type") ?? "", text, json);
   return { status: res.status, headers: res.headers, text, json };
 }
 
 const matchRoute = buildMatcher(ROUTES);
 
 /**
- * Every success answer the suite receives from a route that declares a `response` schema must match it
- * (the schemas docs/openapi.json publishes), so the published shapes cannot drift from real answers.
+ * Every answer the suite receives is checked against what the route table publishes in
+ * docs/openapi.json: a success against the route's declared response schema for that exact status
+ * (NDJSON line by line against its `ndjsonLines`, an empty body where the schema is null), a failure
+ * against the error envelope. A route without a declared response fails here, so the published
+ * shapes cannot drift from real answers.
  */
-async function checkResponseSchema(method: string, path: string, status: number, json: any) {
-  if (status < 200 || status >= 300 || json?.data === undefined) return;
+export async function checkAnswer(method: string, path: string, status: number, contentType: string, text: string, json: any) {
   const url = new URL(`http://svc.test${path}`);
   const m = await matchRoute(new Request(url, { method }), url);
-  if (m.kind !== "route" || m.route.auth !== "key" || !m.route.response) return;
-  const checked = m.route.response.safeParse(json.data);
-  if (!checked.success)
-    throw new Error(`${method} ${path}: the answer does not match the route's response schema: ${JSON.stringify(checked.error.issues.slice(0, 3))}`);
+  const route = m.kind === "route" ? m.route : null;
+  const fail = (why: string) => { throw new Error(`${method} ${path} answered ${status}: ${why}`); };
+  if (status >= 400) {
+    // /mcp answers transport failures as bare JSON-RPC errors; everything else is the error envelope.
+    if (route?.bareResponse && json?.jsonrpc === "2.0") return;
+    if (!contentType.startsWith("application/json")) return;
+    const checked = errorEnvelope.safeParse(json);
+    if (!checked.success) fail(`not the error envelope: ${issues(checked.error)}`);
+    return;
+  }
+  if (status < 200 || status >= 300 || !route) return;
+  if (route.auth === "key" && route.ndjson) {
+    const lineSchema = z.union(Object.values(route.ndjsonLines ?? {}) as [z.ZodType, ...z.ZodType[]]);
+    for (const line of text.split("\n").filter(Boolean)) {
+      const checked = lineSchema.safeParse(JSON.parse(line));
+      if (!checked.success) fail(`an NDJSON line matches none of the route's ndjsonLines: ${issues(checked.error)}`);
+    }
+    return;
+  }
+  const declared = route.response;
+  if (!declared) return fail("the route declares no `response` schemas (src/http/route.ts)");
+  if (!(status in declared)) fail(`the route declares only ${Object.keys(declared).join(", ")}`);
+  const schema = declared[status as keyof typeof declared];
+  if (schema === null || schema === undefined) {
+    if (text !== "") fail("the route declares an empty body");
+    return;
+  }
+  if (!route.bareResponse && (json?.data === undefined || typeof json?.meta?.request_id !== "string")) fail("not a `{ data, meta }` envelope");
+  const checked = schema.safeParse(route.bareResponse ? json : json.data);
+  if (!checked.success) fail(`the answer does not match the route's response schema: ${issues(checked.error)}`);
 }
+
+const issues = (error: z.ZodError) =>
+  JSON.stringify(error.issues.slice(0, 3).map((i) => ({ path: i.path.join("."), code: i.code, message: i.message })));
 
 export const newOrg = () => bootstrapOrganization(env);
 

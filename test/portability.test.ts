@@ -281,6 +281,31 @@ describe("import", () => {
     expectError(hiddenRef, 400, "UNRESOLVED_REFERENCE");
   });
 
+  it("imports a superseded claim whose successor the exporter could not read (superseded_by null)", async () => {
+    // The export never names a hidden claim, so such a line must still import (test/access.test.ts exports one).
+    const org = await newOrg();
+    const who = await principalOf(org.api_key);
+    const at = new Date().toISOString();
+    const hex = () => crypto.randomUUID().replace(/-/g, "");
+    const observation = {
+      type: "observation", observation_id: "obs_" + hex(), subject_id: "s", project_id: null, kind: "note",
+      content: "evidence", content_hash: contentHash("evidence"), source: { type: "test" },
+      trust: "medium", visibility: "team", author_id: who, created_at: at, purged: false, purged_at: null,
+    };
+    const claim = {
+      type: "claim", claim_id: "claim_" + hex(), subject_id: "s", project_id: null, kind: "fact", statement: "x",
+      status: "superseded", visibility: "team", trust: "medium", version: 2, valid_from: at, valid_to: null, superseded_by: null,
+      disputes: [], sources: [{ observation_id: observation.observation_id, relation: "supports" }],
+      created_at: at, updated_at: at, author_id: who,
+    };
+    const r = await importNdjson(org.api_key, [observation, claim].map((l) => JSON.stringify(l)).join("\n"));
+    expect(r.status, r.text).toBe(201);
+    const wrong = await importNdjson(org.api_key, JSON.stringify({ ...claim, claim_id: "claim_" + hex(), status: "active",
+      superseded_by: claim.claim_id }));
+    expectError(wrong, 400, "VALIDATION_ERROR");
+    expect(wrong.json.error.message).toContain("superseded_by");
+  });
+
   it("verifies content hashes and line schemas, naming the line, without echoing content", async () => {
     const org = await newOrg();
     const who = await principalOf(org.api_key);

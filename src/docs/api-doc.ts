@@ -6,21 +6,27 @@ import type { RouteDef } from "../http/route";
 const schemaBlock = (title: string, schema: z.ZodType) =>
   `${title}:\n\n\`\`\`json\n${JSON.stringify(z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }), null, 2)}\n\`\`\`\n`;
 
+/** The success statuses a route declares: "201, 200", "200 NDJSON", "202 empty". */
+const successOf = (r: RouteDef) =>
+  r.auth === "key" && r.ndjson ? "200 NDJSON"
+    : Object.entries(r.response ?? {}).map(([status, schema]) => (schema === null ? `${status} empty` : status)).join(", ");
+
 export function renderApiDoc(routes: readonly RouteDef[]): string {
   const out = [
     "# API routes",
     "",
-    "Generated from the route table (`src/routes.ts`) and its zod schemas. Do not edit by hand.",
+    "Generated from the route table (`src/routes.ts`) and its zod schemas. Do not edit by hand. The response",
+    "schemas of every status are in `docs/openapi.json`; failures are the error envelope `{ error: { code, message }, meta }`.",
     "",
-    "| Method | Path | Auth | Scope | Roles | Summary |",
-    "| --- | --- | --- | --- | --- | --- |",
+    "| Method | Path | Auth | Scope | Roles | Success | Summary |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const r of routes) {
     const scope = r.auth === "public" ? "public" : (r.scope ?? "any valid credential");
     const roles = r.auth === "key" && r.roles ? r.roles.join(", ") : "";
     // Routes limited to some dashboard session stages name them (api_key, password_change, staged, full).
     const auth = r.auth === "public" ? "none" : r.stages ? `Bearer (${r.stages.join(", ")})` : "Bearer";
-    out.push(`| ${r.method} | \`${r.path}\` | ${auth} | ${scope} | ${roles} | ${r.summary} |`);
+    out.push(`| ${r.method} | \`${r.path}\` | ${auth} | ${scope} | ${roles} | ${successOf(r)} | ${r.summary} |`);
   }
   out.push("");
   for (const r of routes) {

@@ -2,8 +2,8 @@
 // docs/API.md: test/docs.test.ts keeps the file in sync (`npx vitest run -u test/docs.test.ts`
 // rewrites it) and scripts/test/openapi.test.mjs validates it with an OpenAPI schema validator.
 import { z } from "zod";
-import { ERROR_STATUS } from "../http/errors";
 import type { RouteDef } from "../http/route";
+import { errorEnvelope as errorEnvelopeSchema } from "../http/shapes";
 
 const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
@@ -28,19 +28,7 @@ const EXAMPLES: Record<string, unknown> = {
 };
 
 const errorEnvelope = {
-  type: "object",
-  required: ["error", "meta"],
-  properties: {
-    error: {
-      type: "object",
-      required: ["code", "message"],
-      properties: {
-        code: { type: "string", enum: Object.keys(ERROR_STATUS) },
-        message: { type: "string", description: "Names the field, the allowed values and the next step where one applies." },
-      },
-    },
-    meta: { type: "object", required: ["request_id"], properties: { request_id: { type: "string" } } },
-  },
+  ...jsonSchema(errorEnvelopeSchema, "output"),
   example: { error: { code: "VALIDATION_ERROR", message: 'Invalid field "kind": must be one of: "message", "tool_result", "document", "event", "note".' },
     meta: { request_id: "req_00000000000000000000000000000000" } },
 };
@@ -61,7 +49,7 @@ function operation(r: RouteDef) {
   };
   if (r.auth === "public") {
     op.parameters = params;
-    op.responses = { "2XX": { description: "Success." }, default: { $ref: "#/components/responses/Error" } };
+    op.responses = { ...successResponses(r), "4XX": { $ref: "#/components/responses/Error" }, "5XX": { $ref: "#/components/responses/Error" } };
     return op;
   }
   if (r.query) {
@@ -80,11 +68,32 @@ function operation(r: RouteDef) {
     op.requestBody = { required: true, content: r.rawBodySchema
       ? { "application/x-ndjson": { schema: { type: "string", description: `NDJSON; each line: ${JSON.stringify(jsonSchema(r.rawBodySchema, "input"))}` } } }
       : { "application/json": { schema: {} } } };
-  const success = r.ndjson
-    ? { description: "NDJSON lines.", content: { "application/x-ndjson": { schema: { type: "string" } } } }
-    : { description: "Success: the `{ data, meta }` envelope.", content: { "application/json": { schema: envelope(r.response ? jsonSchema(r.response, "output") : {}) } } };
-  op.responses = { "2XX": success, "4XX": { $ref: "#/components/responses/Error" }, "5XX": { $ref: "#/components/responses/Error" } };
+  const error = r.bareResponse
+    ? { description: "A JSON-RPC error body (Origin, Accept, Content-Type, parse and protocol-version failures), or the error envelope (credential and scope failures).",
+      content: { "application/json": { schema: { oneOf: [{ $ref: "#/components/schemas/Error" }, { type: "object" }] } } } }
+    : { $ref: "#/components/responses/Error" };
+  op.responses = { ...successResponses(r), "4XX": error, "5XX": { $ref: "#/components/responses/Error" } };
   return op;
+}
+
+const STATUS_TEXT: Record<string, string> = { 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content" };
+
+/** One entry per success status the route declares: its envelope (or bare body), NDJSON lines, or no body. */
+function successResponses(r: RouteDef): Record<string, unknown> {
+  if (r.auth === "key" && r.ndjson) {
+    const lines = Object.entries(r.ndjsonLines ?? {}).map(([type, schema]) => ({ title: type, ...jsonSchema(schema, "output") }));
+    return { 200: { description: "OK: NDJSON, one JSON object per line; each line matches one schema of `x-ndjson-lines` (a header line first).",
+      content: { "application/x-ndjson": { schema: { type: "string" }, "x-ndjson-lines": { oneOf: lines } } } } };
+  }
+  const out: Record<string, unknown> = {};
+  for (const [status, schema] of Object.entries(r.response ?? {})) {
+    if (schema === null || schema === undefined) { out[status] = { description: `${STATUS_TEXT[status]}: an empty body.` }; continue; }
+    const body = jsonSchema(schema, "output");
+    out[status] = r.bareResponse
+      ? { description: `${STATUS_TEXT[status]}: a JSON-RPC 2.0 response (an array of them for a batch).`, content: { "application/json": { schema: body } } }
+      : { description: `${STATUS_TEXT[status]}: the \`{ data, meta }\` envelope.`, content: { "application/json": { schema: envelope(body) } } };
+  }
+  return out;
 }
 
 export function renderOpenApi(routes: readonly RouteDef[], version: string) {

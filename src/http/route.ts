@@ -38,10 +38,21 @@ export interface EdgeEnv {
   VECTORIZE?: Vectorize;
 }
 
+/**
+ * What a success answer carries, by status: the schema of `data` in the `{ data, meta }` envelope
+ * (of the whole body on a `bareResponse` route), or null for an empty body. Published in
+ * docs/openapi.json; test/helpers.ts `call` checks every 2xx answer of the suite against it.
+ */
+export type ResponseSchemas = Partial<Record<200 | 201 | 202 | 204, z.ZodType | null>>;
+
 interface RouteBase {
   method: Method;
   path: string;
   summary: string;
+  /** Every route declares its success answers (test/docs.test.ts); an NDJSON route declares `ndjsonLines` instead. */
+  response?: ResponseSchemas;
+  /** The success body is not an envelope (JSON-RPC on /mcp): `response` describes the body itself. */
+  bareResponse?: boolean;
 }
 
 /** What a public route may read of its request, and the edge's injected dependencies. */
@@ -68,8 +79,6 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   /** The body may be omitted entirely (all its fields are optional). */
   bodyOptional?: boolean;
   query?: Q;
-  /** The schema of `data` in a success answer (published in docs/openapi.json; the test suite checks real answers). */
-  response?: z.ZodType;
   /** Honours Idempotency-Key through the write helper. */
   idempotent?: boolean;
   /** Responds with NDJSON lines instead of an envelope. */

@@ -7,6 +7,7 @@ import { executeRoute, type Session } from "../org/execute";
 import type { Reply, RequestCtx } from "../org/request";
 import { REVISION } from "../domains/health/routes";
 import { TOOLS_BY_NAME, toolList } from "./tools";
+import { mcpResponse } from "./schema";
 
 export const PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
 export const LATEST_PROTOCOL = PROTOCOL_VERSIONS[0];
@@ -147,6 +148,7 @@ export async function handleMcp(rc: RequestCtx): Promise<Reply> {
 export const mcpRoutes = [
   orgRoute({
     method: "POST", path: "/mcp", scope: "mcp:call", rawBody: true, readOnly: true,
+    response: { 200: mcpResponse, 202: null }, bareResponse: true,
     summary: "MCP (JSON-RPC 2.0 over Streamable HTTP): initialize, ping, tools/list, tools/call; nine memory tools.",
     handler: handleMcp,
   }),

@@ -8,7 +8,7 @@ import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { type RecordScope, getProject, recordReferences, retrievableProjects, retrievableSubjects } from "../memory/records";
-import { listQuery } from "./schema";
+import { listQuery, projectListResponse, projectReferencesResponse, subjectListResponse, subjectReferencesResponse } from "./schema";
 
 /** `~` selects explicit unscoped memory (records with no project). */
 export const UNSCOPED = "~";
@@ -20,6 +20,7 @@ function hasReadable(db: Db, caller: Caller, scope: RecordScope): boolean {
 export const directoryRoutes = [
   orgRoute({
     method: "GET", path: "/v1/projects", scope: "projects:read", query: listQuery,
+    response: { 200: projectListResponse },
     summary: "Projects backed by records the caller may read.",
     handler: ({ db, caller, query }) => {
       const rows = retrievableProjects(db, caller, afterPair(query.after), query.limit);
@@ -30,6 +31,7 @@ export const directoryRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/projects/:id/references", scope: "projects:read", query: listQuery,
+    response: { 200: projectReferencesResponse },
     summary: "Readable observation and claim ids of a project; `~` selects unscoped memory.",
     handler: ({ db, caller, params, query }) => {
       const projectId = params.id === UNSCOPED ? null : params.id;
@@ -48,6 +50,7 @@ export const directoryRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/subjects", scope: "subjects:read", query: listQuery,
+    response: { 200: subjectListResponse },
     summary: "Subjects of records the caller may read, in order.",
     handler: ({ db, caller, query }) => {
       const after = query.after ? decodeCursor(query.after, (v): v is [string] => Array.isArray(v) && typeof v[0] === "string")[0] : "";
@@ -59,6 +62,7 @@ export const directoryRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/subjects/:id/references", scope: "subjects:read", query: listQuery,
+    response: { 200: subjectReferencesResponse },
     summary: "Readable observation and claim ids about a subject, and its namespaced references.",
     handler: ({ db, caller, params, query }) => {
       const scope: RecordScope = { column: "subject_id", value: params.id };

@@ -17,7 +17,7 @@ import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
 import { getProject } from "../memory/store";
 import { revokeGrantsCascade } from "./revocation";
-import { grantBody, listQuery } from "./schema";
+import { grantBody, grantListResponse, grantResponse, grantRevokedResponse, listQuery } from "./schema";
 
 interface GrantRow {
   grant_id: string;
@@ -74,6 +74,7 @@ function visibleGrant(db: Db, caller: Caller, id: string): GrantRow | null {
 export const grantRoutes = [
   orgRoute({
     method: "POST", path: "/v1/grants", scope: "grants:write", body: grantBody,
+    response: { 201: grantResponse },
     summary: "Delegate read, write, approve or admin over the organization, a project (null: unscoped) or a subject.",
     handler: (rc) => {
       const target = targetOf(rc.body);
@@ -104,6 +105,7 @@ export const grantRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/grants", scope: "grants:read", query: listQuery,
+    response: { 200: grantListResponse },
     summary: "Active and revoked grants: all for owners and admins, otherwise those you hold or gave.",
     handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
@@ -119,6 +121,7 @@ export const grantRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/grants/:id", scope: "grants:write",
+    response: { 200: grantRevokedResponse },
     summary: "Revoke a grant and every grant delegated from it (owner, admin or its grantor); keys narrow on their next request.",
     handler: (rc) => {
       const g = visibleGrant(rc.db, rc.caller, rc.params.id);

@@ -14,7 +14,7 @@ import { commitWrite } from "../../org/write";
 import { getPrincipal } from "../identity/store";
 import { unresolved } from "../memory/store";
 import { revokeWhatPrincipalReaches } from "./revocation";
-import { listQuery, membershipBody, membershipListQuery, workspaceBody } from "./schema";
+import { listQuery, membershipBody, membershipListQuery, membershipListResponse, membershipRemovedResponse, membershipResponse, workspaceBody, workspaceListResponse, workspaceResponse } from "./schema";
 
 export interface MembershipRow {
   membership_id: string;
@@ -64,6 +64,7 @@ export function insertWorkspace(db: Db, w: { workspace_id: string; name: string;
 export const membershipRoutes = [
   orgRoute({
     method: "POST", path: "/v1/workspaces", scope: "workspaces:write", body: workspaceBody,
+    response: { 201: workspaceResponse },
     summary: "Create a workspace (name unique per organization); its creator becomes its owner.",
     handler: (rc) => commitWrite(rc, (db) => {
       const now = clock.nowIso();
@@ -76,6 +77,7 @@ export const membershipRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/workspaces", scope: "workspaces:read", query: listQuery,
+    response: { 200: workspaceListResponse },
     summary: "The organization's workspaces.",
     handler: ({ db, query }) => {
       const [at, id] = afterPair(query.after);
@@ -88,6 +90,7 @@ export const membershipRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/memberships", scope: "memberships:write", roles: ["owner", "admin"], body: membershipBody,
+    response: { 201: membershipResponse },
     summary: "Attach a principal to the organization (sets its role) or to a workspace, with a role.",
     handler: (rc) => {
       const { body, caller } = rc;
@@ -122,6 +125,7 @@ export const membershipRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/memberships", scope: "memberships:read", query: membershipListQuery,
+    response: { 200: membershipListResponse },
     summary: "Live memberships; workspace_id filters to one workspace.",
     handler: ({ db, query }) => {
       const [at, id] = afterPair(query.after);
@@ -136,6 +140,7 @@ export const membershipRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/memberships/:id", scope: "memberships:write", roles: ["owner", "admin"],
+    response: { 200: membershipRemovedResponse },
     summary: "Soft-remove a membership; removing the organization membership removes the principal and revokes its keys.",
     handler: (rc) => {
       const m = rc.db.first<MembershipRow>("SELECT * FROM memberships WHERE membership_id = ? AND removed_at IS NULL", rc.params.id);

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { PERMISSIONS } from "../../access/policy";
-import { roleSchema } from "../../auth/roles";
+import { ROLES, roleSchema } from "../../auth/roles";
+import { ID_PREFIX } from "../../http/ids";
+import { count, idOf, pageOf, timestamp, visibilityLevel } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 const id = z.string().min(1).max(64);
@@ -39,3 +41,57 @@ export const simulateBody = z.strictObject({
   subject: nonEmpty(200).optional(),
 }).refine((b) => [b.record_id, b.project, b.subject].filter((x) => x !== undefined).length <= 1,
   { message: "give at most one of record_id, project, subject" });
+
+// Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
+const principalId = idOf(ID_PREFIX.principal);
+const workspaceId = idOf(ID_PREFIX.workspace);
+const projectId = idOf(ID_PREFIX.project);
+const recordType = z.enum(["observation", "claim"]);
+
+export const projectListResponse = pageOf("projects", z.strictObject({ project_id: projectId, reference: z.string(), created_at: timestamp }));
+export const projectReferencesResponse = z.strictObject({
+  project_id: projectId.nullable().describe("null for unscoped memory (`~`)"), reference: z.string().nullable(),
+  references: z.array(z.strictObject({ type: recordType, id: z.string(), subject_id: z.string(), created_at: timestamp })),
+  has_more: z.boolean(), next_cursor: z.string().nullable(),
+});
+export const subjectListResponse = pageOf("subjects", z.strictObject({ subject_id: z.string() }));
+export const subjectReferencesResponse = z.strictObject({
+  subject_id: z.string(), namespaced: z.array(z.string()).describe("`subject:<id>` and `project:<reference>` of its readable records"),
+  references: z.array(z.strictObject({ type: recordType, id: z.string(), project_id: projectId.nullable(), created_at: timestamp })),
+  has_more: z.boolean(), next_cursor: z.string().nullable(),
+});
+
+export const workspaceResponse = z.strictObject({ workspace_id: workspaceId, name: z.string(), created_by: principalId, created_at: timestamp });
+export const workspaceListResponse = pageOf("workspaces", workspaceResponse);
+
+export const membershipResponse = z.strictObject({
+  membership_id: idOf(ID_PREFIX.membership), principal_id: principalId, workspace_id: workspaceId.nullable(), role: z.enum(ROLES),
+  created_by: principalId, created_at: timestamp,
+});
+export const membershipListResponse = pageOf("memberships", membershipResponse);
+export const membershipRemovedResponse = membershipResponse.extend({
+  removed: z.literal(true), removed_at: timestamp, keys_revoked: count, grants_revoked: count, webhooks_disabled: count,
+});
+
+export const grantResponse = z.strictObject({
+  grant_id: idOf(ID_PREFIX.grant), principal_id: principalId,
+  target: z.strictObject({ type: z.enum(["organization", "project", "subject"]), id: z.string().nullable() }),
+  permissions: z.array(z.enum(PERMISSIONS)), status: z.enum(["active", "revoked"]), granted_by: principalId,
+  delegated_from: idOf(ID_PREFIX.grant).nullable(), created_at: timestamp, revoked_at: timestamp.nullable(),
+});
+export const grantListResponse = pageOf("grants", grantResponse);
+export const grantRevokedResponse = grantResponse.extend({ already_revoked: z.boolean(), delegated_revoked: count });
+
+export const simulateResponse = z.strictObject({
+  principal_id: principalId, action: z.enum(["read", "write"]),
+  target: z.strictObject({ type: z.enum(["observation", "claim", "subject", "project", "organization"]), id: z.string().nullable() }),
+  gates: z.strictObject({
+    role: z.strictObject({ role: z.enum(ROLES), passed: z.boolean() }),
+    visibility: z.union([
+      z.strictObject({ applies: z.literal(true), visibility: visibilityLevel, is_author: z.boolean(), passed: z.boolean() }),
+      z.strictObject({ applies: z.literal(false), passed: z.null() }),
+    ]),
+    grant: z.strictObject({ passed: z.boolean(), grant_ids: z.array(idOf(ID_PREFIX.grant)) }),
+  }),
+  decision: z.enum(["allow", "deny"]), note: z.string(),
+});

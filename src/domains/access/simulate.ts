@@ -10,11 +10,12 @@ import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";
 import { canRetrieve, getClaim, getObservation, guarded } from "../memory/records";
 import { unresolved } from "../memory/store";
-import { simulateBody } from "./schema";
+import { simulateBody, simulateResponse } from "./schema";
 
 export const simulateRoutes = [
   orgRoute({
     method: "POST", path: "/v1/access/simulate", scope: "grants:read", roles: ["owner"], body: simulateBody, readOnly: true,
+    response: { 200: simulateResponse },
     summary: "Explain the visibility, grant and final decision for a principal on a record or target (owner only).",
     handler: ({ db, body }) => {
       const principal = getPrincipal(db, body.principal_id);

@@ -4,9 +4,11 @@
 // authorized candidates of which one did not fit is counted as withheld; any other edge is dropped
 // silently (it would name something the caller cannot see).
 
-export type NodeType = "claim" | "observation" | "subject" | "project" | "context" | "release" | "channel" | "approval" | "hold" | "proposal";
-export type EdgeType = "supports" | "contradicts" | "qualifies" | "selected-in" | "released-as" | "about" | "related"
-  | "supersedes" | "submitted-as" | "published-in" | "holds" | "proposed-as";
+export const NODE_TYPES = ["claim", "observation", "subject", "project", "context", "release", "channel", "approval", "hold", "proposal"] as const;
+export type NodeType = (typeof NODE_TYPES)[number];
+export const EDGE_TYPES = ["supports", "contradicts", "qualifies", "selected-in", "released-as", "about", "related", "supersedes",
+  "submitted-as", "published-in", "holds", "proposed-as"] as const;
+export type EdgeType = (typeof EDGE_TYPES)[number];
 
 export interface AtlasNode {
   id: string;

@@ -2,11 +2,12 @@
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
 import { compileView } from "./lenses";
-import { atlasBody } from "./schema";
+import { atlasBody, atlasResponse } from "./schema";
 
 export const atlasRoutes = [
   orgRoute({
     method: "POST", path: "/v1/memory-views/compile", scope: "views:compile", body: atlasBody, readOnly: true,
+    response: { 200: atlasResponse },
     summary: "Compile an authorized, bounded graph view of memory through one of seven lenses.",
     handler: ({ db, caller, body }) => ok(compileView(db, caller, body)),
   }),

@@ -1,5 +1,6 @@
 // The Memory Atlas request (DESIGN part 2 "Memory Atlas"): a lens plus the one argument each lens takes.
 import { z } from "zod";
+import { EDGE_TYPES, NODE_TYPES } from "./graph";
 
 export const LENSES = ["evidence_trace", "neighborhood", "conflict_freshness", "workspace_graph",
   "review_queue", "scope_preview", "knowledge_release"] as const;
@@ -35,3 +36,21 @@ export const atlasBody = z.strictObject({
 });
 
 export type AtlasBody = z.infer<typeof atlasBody>;
+
+/** The compiled view (published in docs/openapi.json; checked against every answer of the test suite). */
+const bucket = z.enum(["0", "1-9", "10-99", "100+"]);
+export const atlasResponse = z.strictObject({
+  lens: z.enum(LENSES),
+  focus: z.string().optional(),
+  nodes: z.array(z.strictObject({
+    id: z.string(),
+    type: z.enum(NODE_TYPES),
+    label: z.string(), status: z.string().optional(), trust: z.string().optional(), kind: z.string().optional(),
+  })),
+  edges: z.array(z.strictObject({
+    source: z.string(), target: z.string(),
+    type: z.enum(EDGE_TYPES),
+  })),
+  truncated: z.boolean(),
+  withheld: z.strictObject({ nodes: bucket, edges: bucket }).describe("Counts left out, only as buckets"),
+});

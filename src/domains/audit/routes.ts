@@ -5,7 +5,7 @@ import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import { ok } from "../../org/request";
-import { AUDIT_FORMAT_VERSION, auditEntryLine, auditHeader, exportAuditQuery, listAuditQuery } from "./schema";
+import { AUDIT_FORMAT_VERSION, auditEntryLine, auditHeader, auditListResponse, exportAuditQuery, listAuditQuery } from "./schema";
 import { type AuditEntry, GENESIS_PREV_HASH } from "./verify";
 
 interface AuditRow {
@@ -50,6 +50,7 @@ const ADMIN_ROLES = ["owner", "admin"] as const;
 export const auditRoutes = [
   orgRoute({
     method: "GET", path: "/v1/audit", scope: "audit:read", roles: ADMIN_ROLES, query: listAuditQuery,
+    response: { 200: auditListResponse },
     summary: "Metadata-only audit entries in commit order after an audit id; filter by action (owner or admin).",
     handler: ({ db, query }) => {
       const from = anchor(db, query.after);

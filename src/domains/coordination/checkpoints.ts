@@ -10,7 +10,7 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
-import { checkpointBody, checkpointQuery } from "./schema";
+import { checkpointBody, checkpointDeleteResponse, checkpointQuery, checkpointResponse, checkpointWriteResponse } from "./schema";
 import { expirySweepJob } from "./expiry";
 
 export interface CheckpointRow {
@@ -79,6 +79,7 @@ export const checkpointView = view;
 export const checkpointRoutes = [
   orgRoute({
     method: "POST", path: "/v1/checkpoints", scope: "checkpoints:write", body: checkpointBody, overwrites: true,
+    response: { 201: checkpointWriteResponse, 200: checkpointWriteResponse },
     summary: "Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, updated } = saveCheckpoint(db, rc.caller, rc.body);
@@ -93,6 +94,7 @@ export const checkpointRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/checkpoints", scope: "checkpoints:read", query: checkpointQuery,
+    response: { 200: checkpointResponse },
     summary: "The latest unexpired checkpoint for subject_id and kind (agent_id optional); 404 once expired.",
     handler: ({ db, caller, query }) => {
       const row = loadCheckpoint(db, caller, query);
@@ -103,6 +105,7 @@ export const checkpointRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/checkpoints/:id", scope: "checkpoints:read",
+    response: { 200: checkpointResponse },
     summary: "One unexpired checkpoint: for its writer, or the recipient of a handoff that references it.",
     handler: ({ db, caller, params }) => {
       const row = readableCheckpoint(db, caller, params.id);
@@ -113,6 +116,7 @@ export const checkpointRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/checkpoints/:id", scope: "checkpoints:write",
+    response: { 200: checkpointDeleteResponse },
     summary: "Delete a checkpoint outright (its writer only).",
     handler: (rc) => {
       const row = readableCheckpoint(rc.db, rc.caller, rc.params.id);

@@ -15,7 +15,7 @@ import { getPrincipal } from "../identity/store";
 import { readableRun } from "../memory/context";
 import { unresolved } from "../memory/store";
 import { readableCheckpoint } from "./checkpoints";
-import { handoffBody, handoffListQuery, resolveHandoffBody } from "./schema";
+import { handoffBody, handoffListQuery, handoffListResponse, handoffResponse, resolveHandoffBody } from "./schema";
 
 interface HandoffRow {
   handoff_id: string;
@@ -68,6 +68,7 @@ export function createHandoff(db: Db, caller: Caller, body: z.infer<typeof hando
 export const handoffRoutes = [
   orgRoute({
     method: "POST", path: "/v1/handoffs", scope: "handoffs:write", body: handoffBody,
+    response: { 201: handoffResponse },
     summary: "Offer work to a principal, optionally with a context run and a checkpoint you can read.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = createHandoff(db, rc.caller, rc.body);
@@ -78,6 +79,7 @@ export const handoffRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/handoffs/:id/resolve", scope: "handoffs:write", body: resolveHandoffBody,
+    response: { 200: handoffResponse },
     summary: "Accept or reject a pending handoff addressed to you.",
     handler: (rc) => {
       const h = rc.db.first<HandoffRow>("SELECT * FROM handoffs WHERE handoff_id = ?", rc.params.id);
@@ -100,6 +102,7 @@ export const handoffRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/handoffs", scope: "handoffs:read", query: handoffListQuery,
+    response: { 200: handoffListResponse },
     summary: "Pending handoffs addressed to the caller, oldest first.",
     handler: ({ db, caller, query }) => {
       const after = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;

@@ -9,7 +9,7 @@ import type { Db } from "../../org/db";
 import type { RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import { leaseBody, leaseListQuery } from "./schema";
+import { leaseAcquireResponse, leaseBody, leaseListQuery, leaseListResponse, leaseReleaseResponse } from "./schema";
 import { expirySweepJob } from "./expiry";
 
 interface LeaseRow {
@@ -45,6 +45,7 @@ function release(rc: RequestCtx, lease: LeaseRow, action: string) {
 export const leaseRoutes = [
   orgRoute({
     method: "POST", path: "/v1/leases", scope: "leases:write", body: leaseBody,
+    response: { 201: leaseAcquireResponse, 200: leaseAcquireResponse },
     summary: "Acquire or renew a lease; a live lease of another principal is 409.",
     handler: (rc) => commitWrite(rc, (db) => {
       const now = clock.nowIso();
@@ -80,6 +81,7 @@ export const leaseRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/leases", scope: "leases:read", query: leaseListQuery,
+    response: { 200: leaseListResponse },
     summary: "Unreleased, unexpired leases of the organization, with an opaque cursor.",
     handler: ({ db, query }) => {
       const after = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;
@@ -94,6 +96,7 @@ export const leaseRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/leases/:id", scope: "leases:write",
+    response: { 200: leaseReleaseResponse },
     summary: "Release a lease you hold.",
     handler: (rc) => {
       const lease = getLease(rc.db, rc.params.id);
@@ -106,6 +109,7 @@ export const leaseRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/leases/:id/force-release", scope: "leases:write", roles: ["owner", "admin"],
+    response: { 200: leaseReleaseResponse },
     summary: "Release any organization-scoped lease (owner or admin).",
     handler: (rc) => {
       const lease = getLease(rc.db, rc.params.id);

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { ID_PREFIX } from "../../http/ids";
+import { count, idOf, pageOf, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 export const CHECKPOINT_KINDS = ["task_state", "conversation", "workflow", "cursor"] as const;
@@ -45,3 +47,29 @@ export const handoffBody = z.strictObject({
 export const resolveHandoffBody = z.strictObject({ status: z.enum(["accepted", "rejected"]) });
 
 export const handoffListQuery = z.object({ limit: limitParam(1, 200, 50), after: z.string().max(512).optional() });
+
+// Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
+const principalId = idOf(ID_PREFIX.principal);
+const checkpointId = idOf(ID_PREFIX.checkpoint);
+
+export const checkpointResponse = z.strictObject({
+  checkpoint_id: checkpointId, subject_id: z.string(), agent_id: z.string(), kind: z.enum(CHECKPOINT_KINDS), state: z.string(),
+  ttl_seconds: count, writer_id: principalId, created_at: timestamp, updated_at: timestamp, expires_at: timestamp,
+});
+export const checkpointWriteResponse = checkpointResponse.extend({ updated: z.boolean().describe("true on the second and later write (status 200)") });
+export const checkpointDeleteResponse = z.strictObject({ checkpoint_id: checkpointId, deleted: z.literal(true) });
+
+export const leaseResponse = z.strictObject({
+  lease_id: idOf(ID_PREFIX.lease), resource_type: z.string(), resource_id: z.string(), holder_id: principalId, ttl_seconds: count,
+  acquired_at: timestamp, expires_at: timestamp, released_at: timestamp.nullable(),
+});
+export const leaseAcquireResponse = leaseResponse.extend({ renewed: z.boolean().describe("true when the caller already held it (status 200)") });
+export const leaseReleaseResponse = leaseResponse.extend({ released: z.literal(true), already_released: z.boolean() });
+export const leaseListResponse = pageOf("leases", leaseResponse);
+
+export const handoffResponse = z.strictObject({
+  handoff_id: idOf(ID_PREFIX.handoff), from_principal_id: principalId, to_principal_id: principalId,
+  context_id: idOf(ID_PREFIX.context).nullable(), checkpoint_id: checkpointId.nullable(), note: z.string().nullable(),
+  status: z.enum(["pending", "accepted", "rejected"]), created_at: timestamp, resolved_at: timestamp.nullable(),
+});
+export const handoffListResponse = pageOf("handoffs", handoffResponse);

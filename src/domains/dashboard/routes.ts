@@ -13,10 +13,7 @@ import { clock } from "../../http/clock";
 import { insertPrincipal } from "../identity/store";
 import { hashPassword, pepperOf, temporaryPassword, verifyPassword } from "../identity/passwords";
 import { loginAtEdge } from "./login";
-import {
-  addPasskeyBody, assertionBody, changePasswordBody, createAccountBody, currentPasswordBody, optionalCurrentPasswordBody,
-  recoveryCodeBody,
-} from "./schema";
+import { accountResponse, addedPasskeyResponse, addPasskeyBody, assertionBody, assertionOptionsResponse, changePasswordBody, createAccountBody, createdAccountResponse, currentPasswordBody, optionalCurrentPasswordBody, passkeyListResponse, recoveryCodeBody, recoveryCodesResponse, registrationOptionsResponse, revokedPasskeyResponse, sessionResponse, sessionRevokedResponse, upgradedSessionResponse } from "./schema";
 import type { CredentialStage } from "./stages";
 import {
   type AccountRow, accountById, accountOfPrincipal, accountView, activePasskeys, consumeChallenge, hasUnusedRecoveryCode,
@@ -83,6 +80,7 @@ async function finishLogin(rc: RequestCtx, account: AccountRow, method: string, 
 
 export const dashboardLoginRoute: PublicRoute = {
   auth: "public", method: "POST", path: "/v1/dashboard-sessions",
+  response: { 201: sessionResponse },
   summary: "Public (no Authorization header): exchange username and password for a dashboard session (stage password_change, staged or full).",
   edge: loginAtEdge,
 };
@@ -90,6 +88,7 @@ export const dashboardLoginRoute: PublicRoute = {
 export const dashboardRoutes = [
   orgRoute({
     method: "POST", path: "/v1/operator-accounts", scope: "keys:manage", body: createAccountBody,
+    response: { 201: createdAccountResponse },
     summary: "Create a human account (principal, organization membership, account); the temporary password is returned once.",
     handler: async (rc) => {
       const { body, caller } = rc;
@@ -138,6 +137,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "PATCH", path: "/v1/operator-accounts/current/password", scope: null, body: changePasswordBody,
+    response: { 200: accountResponse },
     stages: ["api_key", "password_change", "full"], ownAccount: true,
     summary: "Replace the account's password (current_password, new_password); revokes every dashboard session of the account.",
     handler: async (rc) => {
@@ -163,6 +163,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/operator-accounts/current/passkeys/options", scope: null, stages: FULL_ONLY, ownAccount: true,
+    response: { 200: registrationOptionsResponse },
     summary: "WebAuthn registration options bound to this account, session and purpose (5 minutes, single use).",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
@@ -178,6 +179,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/operator-accounts/current/passkeys", scope: null, body: addPasskeyBody, stages: FULL_ONLY, ownAccount: true,
+    response: { 201: addedPasskeyResponse },
     summary: "Verify a registration response and add the passkey; the first one returns eight recovery codes once.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
@@ -206,6 +208,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/operator-accounts/current/passkeys", scope: null, ownAccount: true,
+    response: { 200: passkeyListResponse },
     summary: "The account's passkeys, without public keys or counters.",
     handler: (rc) => {
       const account = currentAccount(rc);
@@ -215,6 +218,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/operator-accounts/current/passkeys/:id", scope: null, ownAccount: true,
+    response: { 200: revokedPasskeyResponse },
     body: optionalCurrentPasswordBody, bodyOptional: true,
     summary: "Revoke one passkey; removing the last one requires current_password.",
     handler: async (rc) => {
@@ -241,6 +245,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/operator-accounts/current/recovery-codes", scope: null, body: currentPasswordBody, ownAccount: true,
+    response: { 201: recoveryCodesResponse },
     summary: "Replace all recovery codes (current_password); the new set is returned once.",
     handler: async (rc) => {
       const account = currentAccount(rc);
@@ -256,6 +261,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/dashboard-sessions/current/passkey-options", scope: null, stages: STAGED_ONLY, ownAccount: true,
+    response: { 200: assertionOptionsResponse },
     summary: "WebAuthn assertion options bound to this staged session (5 minutes, single use).",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
@@ -273,6 +279,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/dashboard-sessions/current/passkey", scope: null, body: assertionBody, stages: STAGED_ONLY, ownAccount: true,
+    response: { 201: upgradedSessionResponse },
     summary: "Verify a passkey assertion; the staged session is replaced by a full one.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
@@ -293,6 +300,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/dashboard-sessions/current/recovery-code", scope: null, body: recoveryCodeBody, stages: STAGED_ONLY, ownAccount: true,
+    response: { 201: upgradedSessionResponse },
     summary: "Consume one recovery code; the staged session is replaced by a full one. Answers how many codes remain.",
     handler: async (rc) => {
       const account = currentAccount(rc);
@@ -307,6 +315,7 @@ export const dashboardRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/dashboard-sessions/current", scope: null, stages: ANY_CREDENTIAL, ownAccount: true,
+    response: { 200: sessionRevokedResponse },
     summary: "Revoke the calling dashboard session (log out). An API key has no session: 404.",
     handler: (rc) => {
       const session = rc.caller.session;

@@ -48,3 +48,45 @@ export const loginBody = z.strictObject({
   username: z.string().min(1, "must not be empty").max(256, "must be at most 256 characters"),
   password: password("password"),
 });
+
+// Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
+const accountId = z.string().regex(/^acct_[0-9a-f]{32}$/);
+const timestamp = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+const sessionId = z.string().regex(/^sess_[0-9a-f]{32}$/);
+const recoveryCodes = z.array(z.string()).length(8).describe("Shown once");
+
+export const sessionResponse = z.strictObject({
+  session_token: z.string().describe("The bearer credential: shown once"), session_id: sessionId,
+  stage: z.enum(["password_change", "staged", "full"]), expires_at: timestamp, account_id: accountId,
+});
+export const upgradedSessionResponse = sessionResponse.extend({ recovery_codes_remaining: z.number().int().nonnegative().optional() });
+export const sessionRevokedResponse = z.strictObject({ session_id: sessionId, revoked_at: timestamp });
+
+export const accountResponse = z.strictObject({
+  account_id: accountId, principal_id: z.string().regex(/^prn_[0-9a-f]{32}$/), username: z.string(), display_name: z.string(),
+  role: z.enum(["owner", "admin", "member", "reader"]), has_passkey: z.boolean(), created_at: timestamp, password_changed_at: timestamp.nullable(),
+});
+export const createdAccountResponse = accountResponse.extend({ temporary_password: z.string().describe("Shown once; the first login must replace it") });
+
+export const passkeyResponse = z.strictObject({
+  passkey_id: z.string().regex(/^pk_[0-9a-f]{32}$/), name: z.string(), created_at: timestamp, last_used_at: timestamp.nullable(),
+  transports: z.array(z.string()),
+});
+export const addedPasskeyResponse = passkeyResponse.extend({ recovery_codes: recoveryCodes.optional().describe("On the first enrollment only; shown once") });
+export const revokedPasskeyResponse = passkeyResponse.extend({ revoked_at: timestamp });
+export const passkeyListResponse = z.strictObject({ passkeys: z.array(passkeyResponse) });
+export const recoveryCodesResponse = z.strictObject({ recovery_codes: recoveryCodes });
+
+// WebAuthn options (W3C PublicKeyCredential*OptionsJSON, produced by @simplewebauthn/server): the
+// fields a browser needs are required; the standard's optional members pass through.
+const credentialDescriptor = z.looseObject({ id: b64u, type: z.literal("public-key") });
+export const registrationOptionsResponse = z.strictObject({
+  options: z.looseObject({
+    challenge: b64u, rp: z.looseObject({ name: z.string() }), user: z.looseObject({ id: b64u, name: z.string(), displayName: z.string() }),
+    pubKeyCredParams: z.array(z.looseObject({ type: z.literal("public-key"), alg: z.number().int() })),
+    excludeCredentials: z.array(credentialDescriptor).optional(),
+  }),
+});
+export const assertionOptionsResponse = z.strictObject({
+  options: z.looseObject({ challenge: b64u, allowCredentials: z.array(credentialDescriptor).optional() }),
+});

@@ -6,6 +6,7 @@ import type { Db } from "../../org/db";
 import { type EventRow, readableEvent, readableEventsAfter } from "../../org/events";
 import { type Caller, ok } from "../../org/request";
 import { EVENT_KINDS } from "../../org/write";
+import { eventListResponse, eventResponse } from "./schema";
 
 
 const eventView = (e: EventRow) => ({
@@ -41,6 +42,7 @@ const listEventsQuery = z.object({
 export const eventRoutes = [
   orgRoute({
     method: "GET", path: "/v1/events", scope: "events:read", query: listEventsQuery,
+    response: { 200: eventListResponse },
     summary: "Domain events in commit order after an event id; metadata only.",
     handler: ({ db, caller, query }) => {
       const afterSeq = query.after ? readableEventSeq(db, caller, query.after) : 0;
@@ -51,6 +53,7 @@ export const eventRoutes = [
   }),
   orgRoute({
     method: "GET", path: "/v1/events/:id", scope: "events:read",
+    response: { 200: eventResponse },
     summary: "One event.",
     handler: ({ db, caller, params }) => {
       const row = readableEvent(db, caller, params.id);

@@ -6,7 +6,7 @@ import { ok } from "../../org/request";
 import { addFilter, createPeer, listFilters, listPeersRoute, suspend } from "./peers";
 import { pull } from "./pull";
 import { push } from "./push";
-import { createFilterBody, createPeerBody, logQuery, pullBody, pushBody } from "./schema";
+import { createFilterBody, createPeerBody, filterListResponse, filterResponse, logListResponse, logQuery, peerListResponse, peerResponse, peerSuspendedResponse, pullBody, pullResponse, pushBody, pushResponse } from "./schema";
 import { logPage, logView, requirePeer } from "./store";
 
 const ADMINS = ["owner", "admin"] as const;
@@ -14,41 +14,49 @@ const ADMINS = ["owner", "admin"] as const;
 export const federationRoutes = [
   orgRoute({
     method: "POST", path: "/v1/federation/peers", scope: "federation:write", roles: ADMINS, body: createPeerBody,
+    response: { 201: peerResponse },
     summary: "Register a peer deployment (one per endpoint); the shared secret is never returned.",
     handler: createPeer,
   }),
   orgRoute({
     method: "GET", path: "/v1/federation/peers", scope: "federation:read",
+    response: { 200: peerListResponse },
     summary: "Peers with status, direction and sync cursor.",
     handler: listPeersRoute,
   }),
   orgRoute({
     method: "POST", path: "/v1/federation/peers/:id/suspend", scope: "federation:write", roles: ADMINS,
+    response: { 200: peerSuspendedResponse },
     summary: "Suspend a peer: its pull and push are then 403.",
     handler: suspend,
   }),
   orgRoute({
     method: "POST", path: "/v1/federation/peers/:id/filters", scope: "federation:write", roles: ADMINS, body: createFilterBody,
+    response: { 201: filterResponse },
     summary: "Add a filter; filters bind both directions, and a resource type without one never crosses.",
     handler: addFilter,
   }),
   orgRoute({
     method: "GET", path: "/v1/federation/peers/:id/filters", scope: "federation:read",
+    response: { 200: filterListResponse },
     summary: "A peer's filters.",
     handler: listFilters,
   }),
   orgRoute({
     method: "POST", path: "/v1/federation/pull", scope: "federation:write", body: pullBody,
+    response: { 200: pullResponse },
     summary: "Called by the peer: up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response.",
     handler: pull,
   }),
   orgRoute({
     method: "POST", path: "/v1/federation/push", scope: "federation:write", rawBody: true, rawBodySchema: pushBody,
+    response: { 200: pushResponse },
     summary: "Called by the peer: signed events and bundles; per-entry success, conflict or rejected; exchange_id replays.",
     handler: push,
   }),
   orgRoute({
     method: "GET", path: "/v1/federation/log", scope: "federation:read", query: logQuery,
+    response: { 200: logListResponse },
     summary: "The exchange log of one peer, oldest first.",
     handler: ({ db, query }) => {
       const peer = requirePeer(db, query.peer_id);

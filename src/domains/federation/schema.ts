@@ -1,6 +1,8 @@
 // Federation request schemas and the wire shapes two deployments exchange (DESIGN part 2 "Federation").
 import { z } from "zod";
 import { trustSchema } from "../../auth/trust";
+import { ID_PREFIX } from "../../http/ids";
+import { count, idOf as recordId, pageOf, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 import { webhookUrlProblem } from "../webhooks/url-guard";
 import { CLAIM_KINDS, MAX_CONTENT_CHARS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS } from "../memory/schema";
@@ -151,3 +153,41 @@ export const pushBody = z.strictObject({
   bundles: z.array(z.unknown()).max(MAX_BUNDLES_PER_PUSH, "must have at most 200 entries").optional(),
 });
 export type PushBody = z.infer<typeof pushBody>;
+
+// Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
+const peerRef = recordId(ID_PREFIX.peer);
+
+export const peerResponse = z.strictObject({
+  peer_id: peerRef, endpoint: z.string(), direction: z.enum(DIRECTIONS), status: z.enum(["active", "suspended"]),
+  cursor: recordId(ID_PREFIX.event).nullable().describe("The last event id pulled"), remote_org_id: z.string().nullable(),
+  label: z.string().nullable(), created_at: timestamp, suspended_at: timestamp.nullable(), last_exchange_at: timestamp.nullable(),
+});
+export const peerListResponse = z.strictObject({ peers: z.array(peerResponse) });
+export const peerSuspendedResponse = peerResponse.extend({ already_suspended: z.boolean() });
+
+export const filterResponse = z.strictObject({
+  filter_id: recordId(ID_PREFIX.filter), peer_id: peerRef, resource_type: z.enum(RESOURCE_TYPES),
+  include_kinds: z.array(z.string()).nullable(), exclude_subjects: z.array(z.string()).nullable(), min_trust: trustSchema.nullable(),
+  created_at: timestamp,
+});
+export const filterListResponse = z.strictObject({ filters: z.array(filterResponse) });
+
+export const pullResponse = z.strictObject({
+  events: z.array(federatedEvent), cursor: recordId(ID_PREFIX.event).nullable(), has_more: z.boolean(),
+  bundles: z.array(bundleSchema).optional().describe("With include_memory: signed claim bundles"),
+});
+
+const exchangeStatus = z.enum(["success", "conflict", "rejected"]);
+export const pushResponse = z.strictObject({
+  exchange_id: z.string(), replayed: z.boolean(),
+  results: z.array(z.strictObject({ id: z.string().nullable(), status: exchangeStatus, reason: z.string().optional() })),
+  bundles: z.array(z.strictObject({
+    claim_id: z.string().nullable(), status: exchangeStatus, reason: z.string().optional(), local_claim_id: z.string().optional(),
+  })).optional(),
+});
+
+export const logListResponse = pageOf("entries", z.strictObject({
+  log_id: recordId(ID_PREFIX.federationLog), peer_id: peerRef, operation: z.enum(["pull", "push"]),
+  counts: z.strictObject({ events: count, success: count, conflict: count, rejected: count, bundles: count }),
+  cursor_before: z.string().nullable(), cursor_after: z.string().nullable(), request_id: z.string(), created_at: timestamp,
+}));

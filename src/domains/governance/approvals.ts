@@ -13,7 +13,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { getClaim, isCurrent, readableClaim, unresolved } from "../memory/store";
 import { canRetrieve, claimSourceHashes, sourcesOf, retrievableApprovalsPage, retrievableObservationIds } from "../memory/records";
-import { approvalBody, approvalListQuery, decideBody } from "./schema";
+import { approvalBody, approvalListQuery, approvalListResponse, approvalResponse, decideBody } from "./schema";
 import { type ApprovalRow, getApproval } from "./store";
 
 /** An approval the caller may see: it may read the approval's claim. */
@@ -45,6 +45,7 @@ function approvalViews(db: Db, caller: Caller, rows: ApprovalRow[]) {
 export const approvalRoutes = [
   orgRoute({
     method: "POST", path: "/v1/claim-approvals", scope: "approvals:write", body: approvalBody,
+    response: { 201: approvalResponse },
     summary: "Submit the current version of a readable, active claim, with the evidence you can see, for approval.",
     handler: (rc) => commitWrite(rc, (db) => {
       const claim = readableClaim(db, rc.caller, rc.body.claim_id);
@@ -74,6 +75,7 @@ export const approvalRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/claim-approvals", scope: "approvals:read", query: approvalListQuery,
+    response: { 200: approvalListResponse },
     summary: "List approvals of claims you may read (filters claim_id, status), oldest first.",
     handler: ({ db, caller, query }) => {
       const rows = retrievableApprovalsPage<ApprovalRow>(db, caller, query, afterPair(query.after), query.limit);
@@ -84,6 +86,7 @@ export const approvalRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/claim-approvals/:id/decide", scope: "approvals:approve", body: decideBody,
+    response: { 200: approvalResponse },
     summary: "Approve or reject a pending approval; stale claim version 409; separation of duty per policy.",
     handler: (rc) => commitWrite(rc, (db) => {
       const a = visibleApproval(db, rc.caller, rc.params.id);

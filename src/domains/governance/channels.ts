@@ -10,12 +10,13 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { getPrincipal } from "../identity/store";
 import { unresolved } from "../memory/store";
-import { channelBody, channelListQuery, channelPatchBody } from "./schema";
+import { channelBody, channelListQuery, channelListResponse, channelPatchBody, channelResponse } from "./schema";
 import { type ChannelRow, channelView, getChannel } from "./store";
 
 export const channelAdminRoutes = [
   orgRoute({
     method: "POST", path: "/v1/channels", scope: "releases:write", body: channelBody,
+    response: { 201: channelResponse },
     summary: "Create a channel: audiences, minimum trust, and the one gateway principal that may compile it.",
     handler: (rc) => commitWrite(rc, (db) => {
       const gateway = getPrincipal(db, rc.body.gateway_principal_id);
@@ -47,6 +48,7 @@ export const channelAdminRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/channels", scope: "releases:read", query: channelListQuery,
+    response: { 200: channelListResponse },
     summary: "List channels (metadata only; filter status), oldest first.",
     handler: ({ db, query }) => {
       const where = ["(created_at, channel_id) > (?, ?)"];
@@ -61,6 +63,7 @@ export const channelAdminRoutes = [
 
   orgRoute({
     method: "PATCH", path: "/v1/channels/:id", scope: "releases:write", body: channelPatchBody,
+    response: { 200: channelResponse },
     summary: "Set a channel active, paused or disabled (final) with its current expected_version.",
     handler: (rc) => commitWrite(rc, (db) => {
       const c = getChannel(db, rc.params.id);

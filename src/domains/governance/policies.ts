@@ -11,7 +11,7 @@ import { describeZodError } from "../../http/validate";
 import type { Db } from "../../org/db";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import { POLICY_RULES, type PolicyType, policyBody, policyListQuery, policyPatchBody } from "./schema";
+import { POLICY_RULES, policyBody, policyListQuery, policyListResponse, policyPatchBody, policyResponse, type PolicyType } from "./schema";
 import { type PolicyRow, activePolicyRow, getPolicy, policyView } from "./store";
 
 const ADMINS = ["owner", "admin"] as const;
@@ -39,6 +39,7 @@ function rulesFor(type: PolicyType, rules: unknown): string {
 export const policyRoutes = [
   orgRoute({
     method: "POST", path: "/v1/policies", scope: "governance:write", roles: ADMINS, body: policyBody,
+    response: { 201: policyResponse },
     summary: "Create a typed policy (approval, release or retention), draft or active; owner or admin.",
     handler: (rc) => commitWrite(rc, (db) => {
       const at = clock.nowIso();
@@ -64,6 +65,7 @@ export const policyRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/policies", scope: "governance:read", query: policyListQuery,
+    response: { 200: policyListResponse },
     summary: "List policies (filters type, status), oldest first.",
     handler: ({ db, query }) => {
       const where = ["(created_at, policy_id) > (?, ?)"];
@@ -79,6 +81,7 @@ export const policyRoutes = [
 
   orgRoute({
     method: "PATCH", path: "/v1/policies/:id", scope: "governance:write", roles: ADMINS, body: policyPatchBody,
+    response: { 200: policyResponse },
     summary: "Change a policy's status and/or rules with its current expected_version; owner or admin.",
     handler: (rc) => commitWrite(rc, (db) => {
       const p = getPolicy(db, rc.params.id);

@@ -17,7 +17,7 @@ import { type EventInput, commitWrite } from "../../org/write";
 import { readableClaim, unresolved } from "../memory/store";
 import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibility";
 import { claimSourceHashes, retrievableObservationIds } from "../memory/records";
-import { releaseBody, releaseListQuery, releaseMoveBody } from "./schema";
+import { releaseBody, releaseListQuery, releaseListResponse, releaseMoveBody, releaseResponse } from "./schema";
 import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease } from "./store";
 
 /** The view for one caller: snapshot evidence it cannot read is dropped and counted. */
@@ -89,6 +89,7 @@ function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
 export const releaseRoutes = [
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases", scope: "releases:write", body: releaseBody,
+    response: { 201: releaseResponse },
     summary: "Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible.",
     handler: (rc) => commitWrite(rc, (db) => {
       const claim = readableClaim(db, rc.caller, rc.body.claim_id);
@@ -124,6 +125,7 @@ export const releaseRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/knowledge-releases", scope: "releases:read", query: releaseListQuery,
+    response: { 200: releaseListResponse },
     summary: "List releases (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
       const where = ["seq > ?"];
@@ -139,16 +141,19 @@ export const releaseRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/approve", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    response: { 200: releaseResponse },
     summary: "Approve a draft release that is still eligible; separation of duty per the release policy.",
     handler: (rc) => move(rc, "approve"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/activate", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    response: { 200: releaseResponse },
     summary: "Activate an approved, still-eligible release (event release.published).",
     handler: (rc) => move(rc, "activate"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/revoke", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    response: { 200: releaseResponse },
     summary: "Revoke a draft, approved or active release (event release.revoked); history is kept.",
     handler: (rc) => move(rc, "revoke"),
   }),

@@ -4,6 +4,7 @@ import { dataResponse, errorResponse } from "../../http/envelope";
 import type { EdgeEnv, PublicRoute } from "../../http/route";
 import { maintenanceIntervalMs } from "../../org/maintenance";
 import { modelConfig } from "../../vector/config";
+import { healthResponse, readinessResponse } from "./schema";
 
 export const REVISION = "0.10.0";
 
@@ -59,12 +60,14 @@ async function readiness(env: EdgeEnv) {
 export const healthRoutes: PublicRoute[] = [
   {
     method: "GET", path: "/healthz", auth: "public",
+    response: { 200: healthResponse },
     summary: "Liveness, runtime label and build revision.",
     edge: async (env, requestId) =>
       dataResponse(requestId, 200, { status: "ok", runtime: env.SVC_RUNTIME ?? "workerd", revision: env.SVC_REVISION ?? REVISION }),
   },
   {
     method: "GET", path: "/readyz", auth: "public",
+    response: { 200: readinessResponse },
     summary: "Storage check, applied and expected migration counts, capability flags.",
     edge: async (env, requestId) => {
       const body = await readiness(env);

@@ -9,7 +9,7 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { liveMembershipsOf } from "../access/memberships";
-import { listQuery, mintKeyBody } from "./schema";
+import { keyListResponse, listQuery, mintedKeyResponse, mintKeyBody, principalListResponse, principalResponse, revokedKeyResponse } from "./schema";
 import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
 
 
@@ -25,6 +25,7 @@ function keyAuthority(caller: Caller, target: { role: Role } | null): "ok" | "hi
 export const identityRoutes = [
   orgRoute({
     method: "GET", path: "/v1/principal", scope: null,
+    response: { 200: principalResponse },
     summary: "The calling credential: principal, scopes, trust ceiling, organization role.",
     handler: ({ caller }) => ok({
       principal_id: caller.principalId, key_id: caller.keyId,
@@ -34,6 +35,7 @@ export const identityRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/keys", scope: "keys:manage", body: mintKeyBody,
+    response: { 201: mintedKeyResponse },
     summary: "Mint a key (raw value returned once) for a new agent principal, or for principal_id.",
     handler: (rc) => {
       const { caller, body } = rc;
@@ -71,6 +73,7 @@ export const identityRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/keys", scope: "keys:manage", query: listQuery,
+    response: { 200: keyListResponse },
     summary: "Key metadata with status; owner/admin see every key, others their own principal's.",
     handler: ({ db, caller, query }) => {
       const after = afterPair(query.after);
@@ -87,6 +90,7 @@ export const identityRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/keys/:id", scope: "keys:manage",
+    response: { 200: revokedKeyResponse },
     summary: "Revoke a key; it fails with 401 from the next request on.",
     handler: (rc) => {
       const key = getKey(rc.db, rc.params.id);
@@ -113,6 +117,7 @@ export const identityRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/principals", scope: "principals:read", roles: ["owner", "admin"], query: listQuery,
+    response: { 200: principalListResponse },
     summary: "Bounded, non-secret directory of the organization's principals (owner or admin).",
     handler: ({ db, query }) => {
       const after = afterPair(query.after);

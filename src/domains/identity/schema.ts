@@ -1,6 +1,10 @@
 import { z } from "zod";
-import { scopesSchema } from "../../auth/scopes";
+import { ROLES } from "../../auth/roles";
+import { SCOPES } from "../../auth/scope-names";
+import { ALL_SCOPES, scopesSchema } from "../../auth/scopes";
 import { trustSchema } from "../../auth/trust";
+import { ID_PREFIX } from "../../http/ids";
+import { idOf, pageOf, timestamp, trustLevel } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 export const mintKeyBody = z.strictObject({
@@ -14,3 +18,25 @@ export const listQuery = z.object({
   limit: limitParam(1, 200, 50),
   after: z.string().max(512).optional(),
 });
+
+// Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
+const principalId = idOf(ID_PREFIX.principal);
+const grantedScopes = z.union([z.literal(ALL_SCOPES), z.array(z.enum(SCOPES))]);
+
+export const principalResponse = z.strictObject({
+  principal_id: principalId, key_id: z.string().describe("The API key id, or the dashboard session id"), scopes: grantedScopes,
+  max_trust: trustLevel, role: z.enum(ROLES),
+});
+
+export const keyResponse = z.strictObject({
+  key_id: idOf(ID_PREFIX.key), principal_id: principalId, label: z.string(), scopes: grantedScopes, max_trust: trustLevel,
+  status: z.enum(["active", "revoked"]), created_at: timestamp, revoked_at: timestamp.nullable(),
+});
+export const mintedKeyResponse = keyResponse.extend({ key: z.string().startsWith("svc_sk_").describe("The raw key: shown once, never again") });
+export const revokedKeyResponse = keyResponse.extend({ already_revoked: z.boolean() });
+export const keyListResponse = pageOf("keys", keyResponse);
+
+export const principalListResponse = pageOf("principals", z.strictObject({
+  principal_id: principalId, kind: z.enum(["agent", "human"]), display_name: z.string(), role: z.enum(ROLES), created_at: timestamp,
+  memberships: z.array(z.strictObject({ membership_id: idOf(ID_PREFIX.membership), workspace_id: idOf(ID_PREFIX.workspace).nullable(), role: z.enum(ROLES) })),
+}));

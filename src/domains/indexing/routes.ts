@@ -9,7 +9,7 @@ import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "./backg
 import { applyEnrichment, enrichmentPosition, runEnrichment } from "./enrichment";
 import { observationsAfterCount } from "../memory/records";
 import { indexQueueSize, queueIndex } from "./queue";
-import { enrichmentDrainBody, indexDrainBody, indexVerifyBody } from "./schema";
+import { enrichmentDrainBody, enrichmentDrainResponse, indexDrainBody, indexDrainResponse, indexVerifyBody, indexVerifyResponse } from "./schema";
 import { applyDrain, runDrain, runVerify } from "./service";
 
 const MAINTAINERS = ["owner", "admin"] as const;
@@ -17,6 +17,7 @@ const MAINTAINERS = ["owner", "admin"] as const;
 export const indexingRoutes = [
   orgRoute({
     method: "POST", path: "/v1/index/drain", scope: "index:write", roles: MAINTAINERS, body: indexDrainBody, bodyOptional: true,
+    response: { 200: indexDrainResponse },
     summary: "Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index.",
     handler: async (rc) => {
       const plan = await runDrain(rc.db, runtimeFor(rc), rc.body.limit, clock.nowIso());
@@ -35,6 +36,7 @@ export const indexingRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/index/verify", scope: "index:write", roles: MAINTAINERS, body: indexVerifyBody, bodyOptional: true,
+    response: { 200: indexVerifyResponse },
     summary: "Check up to 100 current claims against the vector index (ids only) and queue one repair per missing id.",
     handler: async (rc) => {
       const v = await runVerify(rc.db, runtimeFor(rc), rc.body.limit, rc.body.after, clock.nowIso());
@@ -54,6 +56,7 @@ export const indexingRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/enrichment/drain", scope: "enrichment:write", roles: MAINTAINERS, body: enrichmentDrainBody, bodyOptional: true,
+    response: { 200: enrichmentDrainResponse },
     summary: "Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims).",
     handler: async (rc) => {
       const plan = await runEnrichment(rc.db, runtimeFor(rc), rc.body.limit);

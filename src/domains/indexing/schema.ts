@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { count, timestamp } from "../../http/shapes";
 
 const intIn = (min: number, max: number) =>
   z.number().int(`must be an integer from ${min} to ${max}`).min(min, `must be an integer from ${min} to ${max}`)
@@ -14,3 +15,17 @@ export const indexVerifyBody = z.strictObject({
   after: z.string().max(200, "must be at most 200 characters").optional(),
 });
 export const enrichmentDrainBody = z.strictObject({ limit: intIn(1, ENRICHMENT_MAX).default(10) });
+
+// ---- responses (published in docs/openapi.json; checked against every answer of the test suite) ----
+
+export const indexDrainResponse = z.strictObject({
+  drained: count, indexed: count, removed: count, skipped: count, remaining: count,
+  model: z.string(), dimensions: count, at: timestamp,
+});
+export const indexVerifyResponse = z.strictObject({
+  checked: count, present: count, missing: count, pending: count, repairs_queued: count, next_after: z.string().nullable(),
+});
+export const enrichmentDrainResponse = z.union([
+  z.strictObject({ drained: z.literal(0), status: z.literal("disabled") }),
+  z.strictObject({ drained: count, proposed: count, remaining: count, status: z.literal("enabled"), model: z.string() }),
+]);

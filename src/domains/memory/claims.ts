@@ -1,5 +1,5 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { consolidationResponse, memoriesResponse } from "./responses";
+import { claimResponse, consolidationResponse, evidenceResponse, expireResponse, memoriesResponse, revokeResponse } from "./responses";
 import { canRead, readableWhere, requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
@@ -108,7 +108,8 @@ const claimTarget = (rc: { db: Db; caller: Caller; params: Record<string, string
 
 export const claimRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, response: consolidationResponse, idempotent: true, grantWritable: targetInBody,
+    method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: targetInBody,
+    response: { 201: consolidationResponse, 200: consolidationResponse },
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = materializeClaims(db, rc.caller, rc.body);
@@ -128,6 +129,7 @@ export const claimRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: claimTarget, body: supersedeBody,
+    response: { 200: claimResponse },
     summary: "Supersede an active or disputed claim by another active claim.",
     handler: (rc) => {
       const claim = requireClaim(rc.db, rc.caller, rc.params.id);
@@ -153,6 +155,7 @@ export const claimRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
+    response: { 200: revokeResponse },
     summary: "Revoke a claim that is not superseded; a repeat reports already_revoked.",
     handler: (rc) => {
       const claim = requireClaim(rc.db, rc.caller, rc.params.id);
@@ -174,6 +177,7 @@ export const claimRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
+    response: { 200: expireResponse },
     summary: "Set valid_to to now (status unchanged); a repeat reports already_expired.",
     handler: (rc) => {
       const claim = requireClaim(rc.db, rc.caller, rc.params.id);
@@ -194,6 +198,7 @@ export const claimRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/claims/:id/evidence", scope: "evidence:read",
+    response: { 200: evidenceResponse },
     summary: "Readable supporting, contradicting and qualifying observations, plus hidden_source_count.",
     handler: ({ db, caller, params }) => {
       const claim = requireClaim(db, caller, params.id);
@@ -213,7 +218,8 @@ export const claimRoutes = [
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery, response: memoriesResponse,
+    method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
+    response: { 200: memoriesResponse },
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
     handler: ({ db, caller, query, jobDue }) => {
       const filter = { status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind };

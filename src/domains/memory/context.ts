@@ -1,5 +1,5 @@
 // Context runs: compile a ranked pack into a token budget and record it; read it back; feedback.
-import { compileResponse, feedbackResponse } from "./responses";
+import { compileResponse, contextRunResponse, feedbackResponse } from "./responses";
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -85,7 +85,8 @@ function addFeedbackScore(db: Db, claimId: string, weight: number) {
 
 export const contextRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, response: compileResponse, readOnly: true,
+    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, readOnly: true,
+    response: { 201: compileResponse },
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
     handler: async (rc) => {
       // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its
@@ -106,6 +107,7 @@ export const contextRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/context/:id", scope: "handoffs:read",
+    response: { 200: contextRunResponse },
     summary: "Read a run you compiled or that a handoff delegates to you; item visibility is rechecked now.",
     handler: ({ db, caller, params }) => {
       const run = readableRun(db, caller, params.id);
@@ -125,7 +127,8 @@ export const contextRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/context/:id/feedback", scope: "feedback:write", body: feedbackBody, response: feedbackResponse, idempotent: true,
+    method: "POST", path: "/v1/context/:id/feedback", scope: "feedback:write", body: feedbackBody, idempotent: true,
+    response: { 201: feedbackResponse, 200: feedbackResponse },
     summary: "Record an outcome for a run or one of its items (claim_id).",
     handler: (rc) => {
       const run = readableRun(rc.db, rc.caller, rc.params.id);

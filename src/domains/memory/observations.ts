@@ -1,5 +1,5 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
-import { projectResolveResponse, observationResponse } from "./responses";
+import { observationResponse, projectResolveResponse, purgeResponse } from "./responses";
 import { canWrite, isAdmin, workspaceVisible } from "../../access/policy";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
@@ -42,7 +42,8 @@ export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof o
 
 export const observationRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody, response: projectResolveResponse,
+    method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody,
+    response: { 201: projectResolveResponse, 200: projectResolveResponse },
     summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
     handler: (rc) => {
       const existing = projectByReference(rc.db, rc.body.reference);
@@ -70,7 +71,8 @@ export const observationRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, response: observationResponse, idempotent: true, grantWritable: targetInBody,
+    method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: targetInBody,
+    response: { 201: observationResponse, 200: observationResponse },
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
@@ -88,6 +90,7 @@ export const observationRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/observations/:id", scope: "observations:purge",
+    response: { 200: purgeResponse },
     // evenExcluded: purging deletes, so what retention hid may still be purged (a hold still blocks it).
     grantWritable: (rc) => readableObservation(rc.db, rc.caller, rc.params.id, { evenExcluded: true }),
     summary: "Irreversibly tombstone an observation: content gone, id, hash and provenance kept.",

@@ -1,35 +1,71 @@
-// Response schemas of the memory loop: published in docs/openapi.json, and every response the test
-// suite receives from these routes is checked against them (test/helpers.ts `call`).
+// Response schemas of the memory domain: published in docs/openapi.json, and every success answer the
+// test suite receives is checked against them (test/helpers.ts `call`).
 import { z } from "zod";
+import { ID_PREFIX } from "../../http/ids";
+import { contentHash, count, idOf, pageOf, timestamp, trustLevel, visibilityLevel } from "../../http/shapes";
+import { CLAIM_KINDS, CLAIM_STATUSES, OBSERVATION_KINDS, OUTCOMES, RELATIONS } from "./schema";
 
-const id = z.string();
-const nullableId = z.string().nullable();
-const iso = z.string();
+const projectId = idOf(ID_PREFIX.project);
+const claimId = idOf(ID_PREFIX.claim);
+const observationId = idOf(ID_PREFIX.observation);
+const contextId = idOf(ID_PREFIX.context);
 
-export const observationResponse = z.object({
-  observation_id: id, content_hash: z.string().regex(/^sha256:[0-9a-f]{64}$/), subject_id: z.string(), project_id: nullableId,
-  kind: z.string(), trust: z.string(), visibility: z.string(), created_at: iso,
+export const observationResponse = z.strictObject({
+  observation_id: observationId, content_hash: contentHash, subject_id: z.string(), project_id: projectId.nullable(),
+  kind: z.enum(OBSERVATION_KINDS), trust: trustLevel, visibility: visibilityLevel, created_at: timestamp,
 });
 
-export const projectResolveResponse = z.object({ project_id: id, reference: z.string(), created: z.boolean() });
-
-export const claimResponse = z.object({
-  claim_id: id, subject_id: z.string(), project_id: nullableId, kind: z.string(), statement: z.string(), status: z.string(),
-  visibility: z.string(), trust: z.string(), version: z.number().int(), valid_from: iso, valid_to: iso.nullable(),
-  superseded_by: nullableId, disputes: z.array(id), sources: z.array(z.object({ relation: z.string() }).loose()),
-  created_at: iso, updated_at: iso,
+/** An observation as a reader sees it (evidence, purge): content is null once purged. */
+export const observationView = z.strictObject({
+  observation_id: observationId, subject_id: z.string(), project_id: projectId.nullable(), kind: z.enum(OBSERVATION_KINDS),
+  content: z.string().nullable(), content_hash: contentHash,
+  source: z.strictObject({ type: z.string(), ref: z.string().optional() }),
+  trust: trustLevel, visibility: visibilityLevel, author_id: idOf(ID_PREFIX.principal), created_at: timestamp,
+  purged: z.boolean(), purged_at: timestamp.nullable(),
 });
 
-export const consolidationResponse = z.object({ claims: z.array(claimResponse), model_used: z.literal(false) });
+export const purgeResponse = observationView.extend({ already_purged: z.boolean() });
 
-export const memoriesResponse = z.object({ items: z.array(claimResponse), has_more: z.boolean(), next_cursor: nullableId });
-
-export const compileResponse = z.object({
-  context_id: id,
-  items: z.array(z.object({ claim_id: id, statement: z.string(), kind: z.string(), status: z.string(), trust: z.string(), score: z.number(), tokens: z.number().int() })),
-  token_budget: z.number().int(), tokens_used: z.number().int(),
+export const projectResolveResponse = z.strictObject({
+  project_id: projectId, reference: z.string(), created: z.boolean(), workspace_id: idOf(ID_PREFIX.workspace).nullable(),
 });
 
-export const feedbackResponse = z.object({
-  feedback_id: id, context_id: id, claim_id: nullableId, outcome: z.string(), client_mutation_id: z.string().nullable(), created_at: iso,
+/** A claim as the caller sees it: sources, disputes and superseded_by limited to what it may read. */
+export const claimResponse = z.strictObject({
+  claim_id: claimId, subject_id: z.string(), project_id: projectId.nullable(), kind: z.enum(CLAIM_KINDS), statement: z.string(),
+  status: z.enum(CLAIM_STATUSES), visibility: visibilityLevel, trust: trustLevel, version: z.number().int().positive(),
+  valid_from: timestamp, valid_to: timestamp.nullable(), superseded_by: claimId.nullable(), disputes: z.array(claimId),
+  sources: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS) })),
+  created_at: timestamp, updated_at: timestamp,
+});
+
+export const consolidationResponse = z.strictObject({ claims: z.array(claimResponse), model_used: z.literal(false) });
+export const revokeResponse = claimResponse.extend({ already_revoked: z.boolean() });
+export const expireResponse = claimResponse.extend({ already_expired: z.boolean() });
+
+const evidenceItem = observationView.extend({ relation: z.enum(RELATIONS) });
+export const evidenceResponse = z.strictObject({
+  claim: claimResponse, supporting: z.array(evidenceItem), contradicting: z.array(evidenceItem), qualifying: z.array(evidenceItem),
+  hidden_source_count: count,
+});
+
+export const memoriesResponse = pageOf("items", claimResponse);
+
+const compiledItem = {
+  claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), status: z.enum(CLAIM_STATUSES), trust: trustLevel,
+  score: z.number(), tokens: count,
+};
+export const compileResponse = z.strictObject({
+  context_id: contextId, items: z.array(z.strictObject(compiledItem)), token_budget: count, tokens_used: count,
+});
+
+export const contextRunResponse = z.strictObject({
+  context_id: contextId, query: z.string().nullable(), subject_id: z.string().nullable(), project_id: projectId.nullable(),
+  kinds: z.array(z.enum(CLAIM_KINDS)).nullable(), token_budget: count, tokens_used: count,
+  items: z.array(z.strictObject({ ...compiledItem, current: z.boolean() })), created_at: timestamp,
+});
+
+export const feedbackResponse = z.strictObject({
+  feedback_id: idOf(ID_PREFIX.feedback), context_id: contextId, claim_id: claimId.nullable(), outcome: z.enum(OUTCOMES),
+  client_mutation_id: z.string().nullable(), created_at: timestamp,
 });

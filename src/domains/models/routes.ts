@@ -6,7 +6,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { runtimeFor, type VectorRuntime } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { probeBody } from "./schema";
+import { modelConfigResponse, probeBody, probeResponse } from "./schema";
 
 /** Records indexed with another model or dimension count than the one configured now. */
 export function drift(db: Db, rt: VectorRuntime) {
@@ -55,7 +55,7 @@ export async function probe(rt: VectorRuntime, kind: "embedding" | "extraction",
 
 export const modelRoutes = [
   orgRoute({
-    method: "GET", path: "/v1/models/config", scope: "models:read",
+    method: "GET", path: "/v1/models/config", scope: "models:read", response: { 200: modelConfigResponse },
     summary: "The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.",
     handler: (rc) => {
       const rt = runtimeFor(rc);
@@ -67,7 +67,7 @@ export const modelRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/models/probe", scope: "models:probe", body: probeBody,
+    method: "POST", path: "/v1/models/probe", scope: "models:probe", body: probeBody, response: { 200: probeResponse },
     summary: "One bounded embedding or extraction call; answers metadata only and appends a metadata-only audit entry.",
     handler: async (rc) => {
       const result = await probe(runtimeFor(rc), rc.body.kind, rc.body.text);

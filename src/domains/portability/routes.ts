@@ -2,7 +2,7 @@
 import { orgRoute } from "../../http/route";
 import { exportPage } from "./export";
 import { importBatch } from "./import";
-import { claimLine, exportHeader, exportQuery, observationLine, projectLine } from "./schema";
+import { claimLine, exportHeader, exportQuery, importResponse, observationLine, projectLine } from "./schema";
 
 export const portabilityRoutes = [
   orgRoute({
@@ -13,6 +13,7 @@ export const portabilityRoutes = [
   }),
   orgRoute({
     method: "POST", path: "/v1/import", scope: "import:write", rawBody: true,
+    response: { 201: importResponse, 200: importResponse },
     summary: "Atomic import of up to 2000 NDJSON record lines (the GET /v1/export line shapes); ids and history kept; no events.",
     handler: importBatch,
   }),

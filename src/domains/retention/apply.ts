@@ -16,7 +16,7 @@ import { type RecordType, type RetentionMatch, changeClaim, excludeObservations,
 import { POLICY_RULES } from "../governance/schema";
 import { activePolicyRow } from "../governance/store";
 import { heldAmong } from "./holds";
-import { retentionApplyBody } from "./schema";
+import { retentionApplyBody, retentionApplyResponse } from "./schema";
 
 const ADMINS = ["owner", "admin"] as const;
 const PHASES: readonly RecordType[] = ["observation", "claim"];
@@ -37,6 +37,7 @@ function matchesByType(rules: z.infer<typeof POLICY_RULES.retention>, nowMs: num
 export const retentionRoutes = [
   orgRoute({
     method: "POST", path: "/v1/retention/apply", scope: "retention:write", roles: ADMINS,
+    response: { 200: retentionApplyResponse },
     body: retentionApplyBody, bodyOptional: true,
     summary: "Apply the active retention policy to one bounded page of records (resumable with after/next_after; dry_run counts only).",
     handler: (rc) => commitWrite(rc, (db) => {

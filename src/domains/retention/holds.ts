@@ -18,7 +18,7 @@ import type { Caller, PurgeGuard } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { canRetrieve, changeClaim, excludedAmong, getClaim, getObservation, restoreObservations, sourceLinks } from "../memory/records";
 import { unresolved } from "../memory/store";
-import { holdBody, holdReleaseBody } from "./schema";
+import { holdBody, holdReleaseBody, holdReleasedResponse, holdResponse } from "./schema";
 
 const ADMINS = ["owner", "admin"] as const;
 
@@ -95,6 +95,7 @@ function visibleTarget(db: Db, caller: Caller, type: "claim" | "observation", id
 export const holdRoutes = [
   orgRoute({
     method: "POST", path: "/v1/legal-holds", scope: "retention:write", roles: ADMINS, body: holdBody,
+    response: { 201: holdResponse },
     summary: "Place a legal hold on an exact claim or observation (and its dependents); restores what retention had excluded.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { target_type, target_id, reason } = rc.body;
@@ -126,6 +127,7 @@ export const holdRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/legal-holds/:id/release", scope: "retention:write", roles: ADMINS,
+    response: { 200: holdReleasedResponse },
     body: holdReleaseBody, bodyOptional: true,
     summary: "Release an active legal hold; a repeat answers already_released: true.",
     handler: (rc) => commitWrite(rc, (db) => {

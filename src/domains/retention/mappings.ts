@@ -9,7 +9,7 @@ import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
 import { type AuditInput, commitWrite } from "../../org/write";
-import { mappingBody, mappingListQuery } from "./schema";
+import { mappingBody, mappingListQuery, mappingListResponse, mappingResponse, mappingRetiredResponse } from "./schema";
 
 export interface MappingRow {
   mapping_id: string;
@@ -32,6 +32,7 @@ export const mappingView = (m: MappingRow) => ({
 export const mappingRoutes = [
   orgRoute({
     method: "POST", path: "/v1/identity-mappings", scope: "identity:write", body: mappingBody,
+    response: { 201: mappingResponse },
     summary: "Map an external identity to a subject; an active mapping of the same identity is retired and this one is its next version.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { external_system, external_id, subject_id } = rc.body;
@@ -62,6 +63,7 @@ export const mappingRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/identity-mappings", scope: "identity:read", query: mappingListQuery,
+    response: { 200: mappingListResponse },
     summary: "List identity mappings, active and retired (filters external_system, external_id, subject_id, status), oldest first.",
     handler: ({ db, query }) => {
       const where = ["(created_at, mapping_id) > (?, ?)"];
@@ -77,6 +79,7 @@ export const mappingRoutes = [
 
   orgRoute({
     method: "DELETE", path: "/v1/identity-mappings/:id", scope: "identity:write",
+    response: { 200: mappingRetiredResponse },
     summary: "Retire an identity mapping (kept as history); a repeat answers already_retired: true.",
     handler: (rc) => commitWrite(rc, (db) => {
       const m = db.first<MappingRow>("SELECT * FROM identity_mappings WHERE mapping_id = ?", rc.params.id);

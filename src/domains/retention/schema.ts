@@ -1,6 +1,8 @@
 // Request schemas of legal holds, retention apply and identity mappings (DESIGN part 2 "Legal holds,
 // retention, identity mappings"): the single source of validation and of published JSON Schema.
 import { z } from "zod";
+import { ID_PREFIX } from "../../http/ids";
+import { count, idOf, pageOf, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 export const HOLD_TARGETS = ["claim", "observation"] as const;
@@ -36,3 +38,26 @@ export const mappingListQuery = z.object({
   limit: limitParam(1, 200, 50),
   after: z.string().max(512).optional(),
 });
+
+// Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
+const principalId = idOf(ID_PREFIX.principal);
+
+export const holdResponse = z.strictObject({
+  hold_id: idOf(ID_PREFIX.hold), target_type: z.enum(HOLD_TARGETS), target_id: z.string(), reason: z.string(),
+  status: z.enum(["active", "released"]), created_by: principalId, created_at: timestamp, released_by: principalId.nullable(),
+  released_at: timestamp.nullable(),
+});
+export const holdReleasedResponse = holdResponse.extend({ already_released: z.boolean() });
+
+export const retentionApplyResponse = z.strictObject({
+  policy_id: idOf(ID_PREFIX.policy), policy_version: z.number().int().positive(), examined: count, excluded: count, held: count,
+  next_after: z.string().nullable().describe("Pass as `after` to continue; null when done"), done: z.boolean(), dry_run: z.boolean(),
+});
+
+export const mappingResponse = z.strictObject({
+  mapping_id: idOf(ID_PREFIX.mapping), external_system: z.string(), external_id: z.string(), subject_id: z.string(),
+  version: z.number().int().positive(), status: z.enum(MAPPING_STATUSES), created_by: principalId, created_at: timestamp,
+  retired_at: timestamp.nullable(),
+});
+export const mappingListResponse = pageOf("mappings", mappingResponse);
+export const mappingRetiredResponse = mappingResponse.extend({ already_retired: z.boolean() });

@@ -12,7 +12,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
 import { drainEvents, pendingDeliveries, type WebhookRow } from "./delivery";
-import { createWebhookBody, deliverBody, deliveriesQuery, MAX_WEBHOOKS_PER_ORG } from "./schema";
+import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
 
 export const SIGNING = {
   header: "X-Svc-Signature",
@@ -55,6 +55,7 @@ const drainPosition = (db: Db, caller: Caller, after: string) =>
 export const webhookRoutes = [
   orgRoute({
     method: "POST", path: "/v1/webhooks", scope: "webhooks:write", body: createWebhookBody,
+    response: { 201: webhookResponse },
     summary: "Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned.",
     handler: (rc) => commitWrite(rc, (db) => {
       // A hook reads events on its creator's behalf: registering one needs the right to read them.
@@ -79,12 +80,14 @@ export const webhookRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/webhooks", scope: "webhooks:read",
+    response: { 200: webhookListResponse },
     summary: "The organization's webhooks with status, event filter and failure count.",
     handler: ({ db }) => ok({ webhooks: db.all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id").map(view) }),
   }),
 
   orgRoute({
     method: "DELETE", path: "/v1/webhooks/:id", scope: "webhooks:write",
+    response: { 200: webhookDeletedResponse },
     summary: "Remove a webhook and its delivery rows.",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.params.id);
@@ -99,6 +102,7 @@ export const webhookRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/webhooks/:id/pause", scope: "webhooks:write",
+    response: { 200: webhookResponse },
     summary: "Pause delivery; events keep accruing.",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.params.id);
@@ -109,6 +113,7 @@ export const webhookRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/webhooks/:id/resume", scope: "webhooks:write",
+    response: { 200: webhookResponse },
     summary: "Resume delivery and reset failure_count to 0.",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.params.id);
@@ -119,6 +124,7 @@ export const webhookRoutes = [
 
   orgRoute({
     method: "GET", path: "/v1/webhooks/:id/deliveries", scope: "webhooks:read", query: deliveriesQuery,
+    response: { 200: deliveryListResponse },
     summary: "Deliveries of one webhook, newest first; never a response body.",
     handler: ({ db, params, query }) => {
       const hook = requireHook(db, params.id);
@@ -137,6 +143,7 @@ export const webhookRoutes = [
 
   orgRoute({
     method: "POST", path: "/v1/webhooks/deliver", scope: "webhooks:write", body: deliverBody, bodyOptional: true,
+    response: { 200: deliverResponse },
     summary: "Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks.",
     handler: async (rc) => {
       const { db, storage, body } = rc;

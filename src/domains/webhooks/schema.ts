@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { ID_PREFIX } from "../../http/ids";
+import { count, idOf, pageOf, timestamp } from "../../http/shapes";
 import { limitParam } from "../../http/validate";
 import { EVENT_KINDS } from "../../org/write";
 import { webhookUrlProblem } from "./url-guard";
@@ -22,3 +24,25 @@ export const deliverBody = z.strictObject({
 });
 
 export const deliveriesQuery = z.object({ limit: limitParam(1, 200, 50), after: z.string().max(512).optional() });
+
+// Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
+const webhookId = idOf(ID_PREFIX.webhook);
+
+export const webhookResponse = z.strictObject({
+  webhook_id: webhookId, url: z.string(), events: z.array(z.enum([...EVENT_KINDS, "*"])), status: z.enum(["active", "paused", "disabled"]),
+  failure_count: count, created_at: timestamp, updated_at: timestamp,
+  signing: z.strictObject({ header: z.string(), algorithm: z.literal("HMAC-SHA256"), format: z.string(), note: z.string() }),
+});
+export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) });
+export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, deleted: z.literal(true), deliveries_removed: count });
+
+export const deliveryListResponse = pageOf("deliveries", z.strictObject({
+  id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event), status: z.enum(["pending", "sending", "delivered"]), attempts: count,
+  last_attempt_at: timestamp.nullable(), next_retry_at: timestamp.nullable(),
+  response_status: z.number().int().nullable().describe("The receiver's HTTP status; null after a network error or before the first attempt"),
+  created_at: timestamp,
+}));
+
+export const deliverResponse = z.strictObject({
+  events_drained: count, cursor: z.string().describe("Pass as `after` to continue"), pending_deliveries: count,
+});

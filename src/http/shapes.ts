@@ -1,0 +1,33 @@
+// Building blocks of the response schemas (each domain's schema.ts): what answers look like, published
+// in docs/openapi.json and checked against every success answer of the test suite (test/helpers.ts).
+// Objects are strict, so a field renamed, added or dropped in a handler fails the suite until the
+// schema says so.
+import { z } from "zod";
+import { TRUST_LEVELS } from "../auth/trust";
+import { VISIBILITIES } from "../access/visibility";
+import { ERROR_STATUS, type ErrorCode } from "./errors";
+
+/** A record id: prefix + 32 lowercase hex. */
+export const idOf = (prefix: string) => z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`));
+/** A timestamp the service wrote (toISOString). */
+export const timestamp = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+export const contentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+export const trustLevel = z.enum(TRUST_LEVELS);
+export const visibilityLevel = z.enum(VISIBILITIES);
+export const count = z.number().int().nonnegative();
+/** Metadata objects whose keys depend on the record kind (event payloads, audit metadata, policy rules). */
+export const openObject = z.record(z.string(), z.unknown());
+
+/** A page of a collection: `{ <key>: [...], has_more, next_cursor }`. */
+export const pageOf = <K extends string, T extends z.ZodType>(key: K, item: T) =>
+  z.strictObject({ [key]: z.array(item), has_more: z.boolean(), next_cursor: z.string().nullable() } as
+    { [P in K]: z.ZodArray<T> } & { has_more: z.ZodBoolean; next_cursor: z.ZodNullable<z.ZodString> });
+
+/** Every failure: `{ error: { code, message }, meta }` (src/http/envelope.ts errorResponse). */
+export const errorEnvelope = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+    message: z.string().describe("Names the field, the allowed values and the next step where one applies."),
+  }),
+  meta: z.looseObject({ request_id: idOf("req_") }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
+});
