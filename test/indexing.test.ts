@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/http/errors";
 import { applyEnrichment, runEnrichment } from "../src/domains/indexing/enrichment";
+import { tombstone } from "../src/domains/memory/records";
 import { indexQueueSize } from "../src/domains/indexing/queue";
 import { applyDrain, runDrain, runVerify } from "../src/domains/indexing/service";
 import { indexDrainJob } from "../src/domains/indexing/background";
@@ -233,6 +234,37 @@ describe("enrichment", () => {
   });
 });
 
+describe("enrichment follows purges", () => {
+  it("a purge removes the proposals derived from the observation's content, including one whose drain was waiting on the model", async () => {
+    const org = await newOrg();
+    const early = await appendOk(org.api_key, obs("s", "Maria's PIN code is 4711"));
+    const ai = new FakeAi();
+    ai.generation = '[{"kind":"fact","statement":"Maria PIN is 4711"}]';
+    await inOrg(org.org_id, (x) => {
+      const bindings = { AI: ai, VECTORIZE: new FakeVectorize() };
+      x.deps = { ...x.deps, models: { config: readModelConfig({ EXTRACTION_PROVIDER: "workers-ai", ...bindings }, NOW()), bindings } };
+    });
+    expect((await call("POST", "/v1/enrichment/drain", { key: org.api_key, body: {} })).json.data).toMatchObject({ proposed: 1 });
+    expect((await call("DELETE", `/v1/observations/${early}`, { key: org.api_key })).status).toBe(200);
+    const proposals = () => inOrg(org.org_id, (x) => x.db.all<{ statement: string }>("SELECT statement FROM enrichment_proposals"));
+    expect(await proposals()).toEqual([]);
+    const view = await call("POST", "/v1/memory-views/compile", { key: org.api_key, body: { lens: "review_queue" } });
+    expect(view.text).not.toContain("4711");
+
+    // A drain planned before the purge commits after it: nothing derived from the purged content is stored.
+    const late = await appendOk(org.api_key, obs("s", "Maria's other PIN is 9922"));
+    await inOrg(org.org_id, async (x) => {
+      const { ai: model, rt } = production(x.db, org.org_id, { extraction: true });
+      model.generation = '[{"kind":"fact","statement":"Maria PIN is 9922"}]';
+      const plan = (await runEnrichment(x.db, rt, 10))!;
+      expect(plan.proposals.map((p) => p.observation_id)).toEqual([late]);
+      tombstone(x.db, late);
+      expect(applyEnrichment(x.db, plan, NOW())).toEqual([]);
+    });
+    expect(await proposals()).toEqual([]);
+  });
+});
+
 describe("the queue follows every write", () => {
   it("writes queue index rows; drain after revoke, supersede and expire removes their vectors", async () => {
     const org = await newOrg();
@@ -258,6 +290,28 @@ describe("the queue follows every write", () => {
     expect(v.json.data).toMatchObject({ checked: 1, present: 1, missing: 0 });
     const r = await call("POST", "/v1/context/compile", { key: k, body: { query: "apples pears plums" } });
     expect(r.text).not.toMatch(new RegExp(`${c1}|${c2}|${c3}`));
+  });
+
+  it("a claim revoked while a drain awaited the model is queued again, so a later drain removes its vector", async () => {
+    const org = await newOrg();
+    const c = await claimOk(org.api_key, "s", "a statement about kiwis");
+    await inOrg(org.org_id, async (o) => {
+      const { rt } = production(o.db, org.org_id);
+      const a = await runDrain(o.db, rt, 50, NOW()); // drain A embedded c and has not committed yet
+      expect(a.indexed).toEqual([c]);
+      // Meanwhile c is revoked (its write queues a row) and drain B runs to the end: nothing to remove yet.
+      o.db.run("UPDATE claims SET status = 'revoked' WHERE claim_id = ?", c);
+      o.db.run("INSERT INTO outbox (topic, payload, created_at) VALUES ('index', ?, ?)", c, NOW());
+      const b = await runDrain(o.db, rt, 50, NOW());
+      applyDrain(o.db, b, NOW());
+      applyDrain(o.db, a, NOW());
+      expect(indexQueueSize(o.db)).toBe(1);
+      const next = await runDrain(o.db, rt, 50, NOW());
+      applyDrain(o.db, next, NOW());
+      expect(next.removed).toEqual([c]);
+      expect(indexQueueSize(o.db)).toBe(0);
+      expect(o.db.first("SELECT record_id FROM indexed_records WHERE record_id = ?", c)).toBeFalsy();
+    });
   });
 
   it("over HTTP with Workers AI and Vectorize fakes: 503 with meta.pending and retryable, queue untouched; compile degrades", async () => {

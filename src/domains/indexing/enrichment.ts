@@ -10,7 +10,7 @@ import { getMeta, setMeta } from "../../org/meta";
 import type { ProposedClaim } from "../../vector/extraction";
 import type { VectorRuntime } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { observationsAfter, observationsAfterCount } from "../memory/records";
+import { observationsAfter, observationsAfterCount, purgedAmong } from "../memory/records";
 
 export const ENRICHMENT_POSITION = "enrichment_after_seq";
 
@@ -51,7 +51,10 @@ export function applyEnrichment(db: Db, plan: EnrichmentPlan, at: string): strin
   // A concurrent drain got there first (the model call awaited): its proposals stand, these are dropped.
   if (enrichmentPosition(db) !== plan.from) return null;
   const ids: string[] = [];
+  // An observation purged while the model was called keeps no proposal derived from its content.
+  const purged = purgedAmong(db, [...new Set(plan.proposals.map((p) => p.observation_id))]);
   for (const p of plan.proposals) {
+    if (purged.has(p.observation_id)) continue;
     const id = newId(ID_PREFIX_PROPOSAL);
     ids.push(id);
     db.run(

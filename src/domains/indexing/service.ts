@@ -9,7 +9,7 @@ import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
 import { claimsForIndex, currentClaimsAfter } from "../memory/records";
-import { ackIndexQueue, indexQueueSize, peekIndexQueue, queuedAmong } from "./queue";
+import { ackIndexQueue, indexQueueSize, peekIndexQueue, queuedAmong, queueIndex } from "./queue";
 
 export function requireVectors(rt: VectorRuntime) {
   if (!hasVectors(rt))
@@ -77,6 +77,12 @@ export function applyDrain(db: Db, plan: DrainPlan, at: string): void {
       id, plan.model, plan.dimensions, at);
   if (plan.removed.length)
     db.run("DELETE FROM indexed_records WHERE record_id IN (SELECT value FROM json_each(?))", JSON.stringify(plan.removed));
+  // The plan was made before the model call awaited: a claim that changed meanwhile (revoked after it
+  // was embedded, restored after it was removed) may have had its own queue row acknowledged by a
+  // concurrent drain. Queue it again, so the index never keeps a vector its claim no longer warrants.
+  const current = new Map(claimsForIndex(db, [...plan.indexed, ...plan.removed], at).map((c) => [c.claim_id, c.current]));
+  const changed = [...plan.indexed.filter((id) => !current.get(id)), ...plan.removed.filter((id) => current.get(id))];
+  if (changed.length) queueIndex(db, changed, at);
 }
 
 export interface VerifyResult {

@@ -232,12 +232,21 @@ export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id"
   return created(o.observation_id);
 }
 
-/** Tombstone an observation: content gone; id, hash and provenance kept. */
+/**
+ * Tombstone an observation: content gone; id, hash and provenance kept. Enrichment proposals are text
+ * derived from that content, so they go with it.
+ */
 export function tombstone(db: Db, observationId: string): Touched {
   db.run("UPDATE observations SET content = NULL, purged_at = ? WHERE observation_id = ? AND purged_at IS NULL",
     clock.nowIso(), observationId);
+  db.run("DELETE FROM enrichment_proposals WHERE observation_id = ?", observationId);
   return changed(observationId);
 }
+
+/** The observations among `ids` that have been purged. */
+export const purgedAmong = (db: Db, ids: string[]): Set<string> => new Set(db.all<{ observation_id: string }>(
+  "SELECT observation_id FROM observations WHERE observation_id IN (SELECT value FROM json_each(?)) AND purged_at IS NOT NULL",
+  JSON.stringify(ids)).map((r) => r.observation_id));
 
 // ---- claims -------------------------------------------------------------------------------------
 
@@ -766,7 +775,7 @@ export function retrievableProposals(db: Db, caller: Caller, limit: number): Pro
   return db.all<ProposalRow>(
     `SELECT o.*, p.proposal_id, p.kind AS proposal_kind, p.statement, p.status AS proposal_status FROM enrichment_proposals p
        JOIN observations o ON o.observation_id = p.observation_id
-      WHERE p.status = 'pending' AND ${ro} ORDER BY p.created_at DESC, p.proposal_id DESC LIMIT ?`, ...args, limit);
+      WHERE p.status = 'pending' AND o.purged_at IS NULL AND ${ro} ORDER BY p.created_at DESC, p.proposal_id DESC LIMIT ?`, ...args, limit);
 }
 
 // ---- export -------------------------------------------------------------------------------------
