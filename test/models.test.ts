@@ -5,7 +5,7 @@ import { modelConfig, readModelConfig } from "../src/vector/config";
 import { maintenanceIntervalMs } from "../src/org/maintenance";
 import { vectorRuntime } from "../src/vector/runtime";
 import { FakeAi } from "./fakes/vector";
-import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const AT = "2026-01-01T00:00:00.000Z";
 const hasVector = (v: unknown): boolean => Array.isArray(v)
@@ -79,6 +79,29 @@ describe("configuration snapshot", () => {
       "INSERT INTO indexed_records (record_id, model, dimensions, indexed_at) VALUES ('claim_x', 'old-model', 384, ?)", AT));
     const r = await call("GET", "/v1/models/config", { key: org.api_key });
     expect(r.json.data.drift).toEqual({ status: "drifted", indexed: 1, indexed_with_other_model: 1 });
+  });
+});
+
+describe("drift for members", () => {
+  it("depends only on claims the member may retrieve: another principal's private claim indexed with an old model changes nothing", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const drift = async (key: string) => (await call("GET", "/v1/models/config", { key })).json.data.drift;
+    const claimOf = async (key: string, statement: string, visibility: string) => {
+      const o = await appendOk(key, obs("d", statement, { visibility }));
+      return (await consolidateOk(key, "d", [{ kind: "fact", statement, visibility, sources: supports(o) }]))[0];
+    };
+    const secret = await claimOf(alice.key, "alice private note", "private");
+    expect((await call("POST", "/v1/index/drain", { key: org.api_key, body: {} })).status).toBe(200);
+    const reindexWithOldModel = (id: string) => inOrg(org.org_id, (o) => o.db.run("UPDATE indexed_records SET model = 'older-model' WHERE record_id = ?", id));
+    await reindexWithOldModel(secret);
+    expect(await drift(bob.key)).toEqual({ status: "none" });
+    expect(await drift(alice.key)).toEqual({ status: "drifted" });
+    const shared = await claimOf(alice.key, "a team note", "team");
+    expect((await call("POST", "/v1/index/drain", { key: org.api_key, body: {} })).status).toBe(200);
+    await reindexWithOldModel(shared);
+    expect(await drift(bob.key)).toEqual({ status: "drifted" });
   });
 });
 

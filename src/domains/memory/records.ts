@@ -934,3 +934,15 @@ export function claimSeqs(db: Db, ids: string[]): number[] {
   return db.all<{ seq: number }>("SELECT seq FROM claims WHERE claim_id IN (SELECT value FROM json_each(?)) ORDER BY seq", JSON.stringify(ids))
     .map((r) => r.seq);
 }
+
+/**
+ * How many of the claims the caller may retrieve were indexed with another model or dimension count
+ * (all of them when no embedder is configured): GET /v1/models/config's drift for a caller who is not
+ * an owner or admin, so that not even one bit of it depends on claims it cannot read.
+ */
+export function retrievableIndexedWithOtherModel(db: Db, caller: Caller, model: string | null, dimensions: number | null): number {
+  const [rc, ...args] = retrievable(caller, "c");
+  return db.first<{ n: number }>(
+    `SELECT count(*) AS n FROM indexed_records i JOIN claims c ON c.claim_id = i.record_id
+      WHERE (? IS NULL OR i.model <> ? OR i.dimensions <> ?) AND ${rc}`, model, model, dimensions, ...args)!.n;
+}

@@ -1,6 +1,8 @@
 // Model diagnostics: the configuration snapshot and a bounded probe. Neither changes configuration,
 // and neither ever answers a credential, a prompt, a raw provider response or an embedding.
+import { isAdmin } from "../../access/policy";
 import { orgRoute } from "../../http/route";
+import { retrievableIndexedWithOtherModel } from "../memory/records";
 import type { Db } from "../../org/db";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
@@ -59,10 +61,12 @@ export const modelRoutes = [
     summary: "The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.",
     handler: (rc) => {
       const rt = runtimeFor(rc);
-      const d = drift(rc.db, rt);
       // The counts cover every principal's claims, private ones included: owners and admins only.
-      const admin = rc.caller.role === "owner" || rc.caller.role === "admin";
-      return ok({ ...rt.config, drift: admin ? d : { status: d.status } });
+      // Anyone else is told the status over the claims it may retrieve, nothing else.
+      if (isAdmin(rc.caller)) return ok({ ...rt.config, drift: drift(rc.db, rt) });
+      const { model, dimensions } = rt.config.embedding;
+      const other = retrievableIndexedWithOtherModel(rc.db, rc.caller, model, dimensions);
+      return ok({ ...rt.config, drift: { status: other > 0 ? "drifted" : "none" } });
     },
   }),
 
