@@ -215,6 +215,8 @@ describe("Memory Atlas lenses", () => {
     expect(ids(await viewOk(org.api_key, { lens: "knowledge_release" }))).toContain(channel);
 
     const viewsOnly = await mintKey(org.api_key, { scopes: ["views:compile"] });
+    // Not even the claim under review appears (undisputed, it would only be there because of them).
+    expect(ids(await viewOk(viewsOnly.key, { lens: "review_queue" }))).not.toContain(c);
     for (const lens of ["review_queue", "knowledge_release"]) {
       const v = await viewOk(viewsOnly.key, { lens });
       wellFormed(v);

@@ -74,7 +74,7 @@ const evidenceTrace: LensFn = (db, caller, body, g) => {
     g.edge(claim.claim_id, r.context_id, "selected-in");
   }
   // Current active releases: active, and pinned to the claim's current version (stale ones are omitted).
-  const releases = rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases",
+  const releases = !g.sees("release") ? [] : rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases",
     "g.claim_id = ? AND g.status = 'active' AND g.claim_version = c.version", [claim.claim_id], cap);
   const channels = new Map(channelsByIds(db, [...new Set(releases.map((r) => r.channel_id))]).map((c) => [c.channel_id, c.name]));
   for (const r of releases) {
@@ -139,8 +139,10 @@ const workspaceGraph: LensFn = (db, caller, body, g) => {
 
 const reviewQueue: LensFn = (db, caller, _body, g) => {
   const cap = fetchCap(g.maxNodes);
-  const approvals = rowsWithRetrievableClaim<ApprovalRow>(db, caller, "claim_approvals", "g.status = 'pending'", [], cap);
-  const drafts = rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases", "g.status = 'draft'", [], cap);
+  // Not even the claims under review are drawn for a key that may not see the approvals or drafts:
+  // an undisputed claim in this lens would say that one exists.
+  const approvals = g.sees("approval") ? rowsWithRetrievableClaim<ApprovalRow>(db, caller, "claim_approvals", "g.status = 'pending'", [], cap) : [];
+  const drafts = g.sees("release") ? rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases", "g.status = 'draft'", [], cap) : [];
   const disputed = disputedClaims(db, caller, cap);
   const claims = new Map(retrievableClaims(db, caller, [...new Set([...approvals, ...drafts].map((r) => r.claim_id))]).map((c) => [c.claim_id, c]));
   for (const c of disputed) claims.set(c.claim_id, c);
