@@ -35,8 +35,15 @@ const indexCases: IndexCase[] = [
     with: async (fn) => {
       const fake = new FakeVectorize();
       const org = await newOrg();
-      await inOrg(org.org_id, (o) => fn(new VectorizeIndexBackend(fake, "org_a", new LocalVectorIndex(o.db)),
-        { settle: () => fake.apply(), fail: (on) => { fake.failing = on; } }));
+      await inOrg(org.org_id, (o) => fn(new VectorizeIndexBackend(fake, "org_a", new LocalVectorIndex(o.db)), {
+        settle: () => fake.apply(),
+        // Down means Vectorize and the mirror it answers queries from (see vectorize.ts).
+        fail: (on) => {
+          fake.failing = on;
+          if (on) o.db.run("ALTER TABLE local_vectors RENAME TO local_vectors_gone");
+          else o.db.run("ALTER TABLE local_vectors_gone RENAME TO local_vectors");
+        },
+      }));
     },
   },
 ];
@@ -116,7 +123,7 @@ for (const c of indexCases) {
 }
 
 describe("Vectorize specifics", () => {
-  it("queries one namespace with topK ≤ 100 and never requests values or metadata", async () => {
+  it("answers from the organization's exact mirror: no other namespace, and no neighbour the caller may not read, moves the answer", async () => {
     const fake = new FakeVectorize();
     const [orgA, orgB] = [await newOrg(), await newOrg()];
     await inOrg(orgA.org_id, async (oa) => {
@@ -125,8 +132,19 @@ describe("Vectorize specifics", () => {
       await a.upsert([{ id: "claim_a", values: unit(1) }]);
       fake.apply();
       expect((await a.query(unit(1), 500, ACCEPT_ALL)).map((h) => h.id)).toEqual(["claim_a"]);
-      expect(fake.queries.at(-1)).toEqual({ topK: 100, namespace: "org_a", returnValues: false, returnMetadata: "none" });
       expect([...(await a.present(["claim_a", "claim_b"]))]).toEqual(["claim_a"]);
+      // 101 readable vectors tied near the cut-off at k = 100: a refused one nearer the query than all
+      // of them must not change which readable ones come back (an over-fetch of Vectorize's top 100
+      // plus a fallback would answer differently with and without it).
+      const near = Array.from({ length: 99 }, (_, i) => ({ id: `claim_n${String(i).padStart(3, "0")}`, values: unit(1, i / 1000) }));
+      await a.upsert([...near, { id: "claim_x", values: unit(1, 0.3) }, { id: "claim_y", values: unit(1, 0.301) }]);
+      fake.apply();
+      const accept = (ids: string[]) => new Set(ids.filter((id) => id !== "claim_refused"));
+      const without = await a.query(unit(1, 0), 100, accept);
+      await a.upsert([{ id: "claim_refused", values: unit(1, 0) }]);
+      fake.apply();
+      expect(await a.query(unit(1, 0), 100, accept)).toEqual(without);
+      expect(fake.queries).toEqual([]);
     });
   });
 

@@ -5,12 +5,12 @@
 //
 // Authorized kNN: the read predicate (visibility, grants, workspace roles, validity, retention) is not
 // something Vectorize metadata filters can express (grants and roles change without the vector
-// changing), so a query over-fetches the namespace's nearest MAX_TOP_K and filters them through
-// `accept`. When at least k are admitted (or the namespace holds fewer than MAX_TOP_K), those are the
-// admitted top k; otherwise what lies beyond the fetched ones is unknown, and the query falls back to
-// an exact scan of the organization's int8 mirror (the local index, written with every upsert), which
-// filters before taking its top k. Either way the scores come from the mirror, so a claim's score does
-// not depend on which path answered, and nothing the asker may not receive moves its answer.
+// changing). Over-fetching Vectorize's nearest and filtering them is not enough either: which readable
+// claims make its top 100 (and whether a fallback is needed at all) depends on the unreadable vectors
+// lying near the query, so a private claim of someone else could change another caller's answer. So
+// queries are answered by the organization's exact int8 mirror (the local index, written with every
+// upsert and delete), which filters before taking its top k; Vectorize is the durable copy that
+// verify reads and a future audience-partitioned query path can use.
 import type { LocalVectorIndex } from "./local-index";
 import { type AcceptIds, guardBackend, MAX_TOP_K, type VectorHit, type VectorIndex } from "./types";
 
@@ -41,17 +41,7 @@ export class VectorizeIndexBackend implements VectorIndex {
   }
 
   async query(values: Float32Array, topK: number, accept: AcceptIds): Promise<VectorHit[]> {
-    const k = Math.min(MAX_TOP_K, Math.max(1, topK));
-    const res = await guardBackend("index", () => this.index.query(values, {
-      topK: MAX_TOP_K, namespace: this.namespace, returnValues: false, returnMetadata: "none",
-    }));
-    const ok = accept(res.matches.map((m) => m.id));
-    const admitted = res.matches.filter((m) => ok.has(m.id)).map((m) => m.id);
-    if (admitted.length < k && res.matches.length >= MAX_TOP_K) return this.mirror.query(values, k, accept);
-    const scores = this.mirror.scoreIds(values, admitted);
-    // An id Vectorize holds but the mirror does not (a mutation not yet mirrored) is left out.
-    return admitted.filter((id) => scores.has(id)).map((id) => ({ id, score: scores.get(id)! }))
-      .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1)).slice(0, k);
+    return this.mirror.query(values, Math.min(MAX_TOP_K, Math.max(1, topK)), accept);
   }
 
   async present(ids: string[]): Promise<Set<string>> {
