@@ -69,12 +69,41 @@ describe("runDueJobs", () => {
         run: async () => {
           // A write lands while the job awaits (requests interleave at awaits): new work for this job.
           await Promise.resolve();
-          o.db.run("UPDATE org_meta SET value = ? WHERE name = 'job_due:t_busy'", String(t0 + 7));
+          markJobDue(o.db, "t_busy", t0 + 7);
           return null;
         },
       };
       expect(await runDueJobs([job], jobCtx(o))).toBe(t0 + 7);
       expect(jobDueAt(o.db, "t_busy")).toBe(t0 + 7);
+    });
+  });
+
+  it("keeps work marked while the job ran, whatever its due time: not after the old one, or absorbed by the lease", async () => {
+    const org = await newOrg();
+    await inOrg(org.org_id, async (o) => {
+      const t0 = clock.nowMs() - 10;
+      const runOnce = async (markAt: () => number) => {
+        markJobDue(o.db, "t_marked", t0);
+        let marked = 0;
+        const job: BackgroundJob = {
+          name: "t_marked", retryMs: () => 60_000,
+          // The job read its work, then a write commits more and marks the job due while it awaits.
+          run: async () => { await Promise.resolve(); markJobDue(o.db, "t_marked", (marked = markAt())); return null; },
+        };
+        const next = await runDueJobs([job], jobCtx(o));
+        return { next, marked, due: jobDueAt(o.db, "t_marked") };
+      };
+      // Due now: not earlier than the old due time t0, which a comparison with t0 missed.
+      const a = await runOnce(() => clock.nowMs());
+      expect(a.due).toBe(a.marked);
+      expect(a.next).toBe(a.marked);
+      // Due after the lease (the run's retry time): the lease absorbed it, the run's end keeps it.
+      const b = await runOnce(() => clock.nowMs() + 120_000);
+      expect(b.due).toBe(b.marked);
+      // Nothing marked: nothing kept, no lease left behind.
+      markJobDue(o.db, "t_marked", t0);
+      expect(await runDueJobs([{ name: "t_marked", retryMs: () => 60_000, run: () => null }], jobCtx(o))).toBeNull();
+      expect(jobDueAt(o.db, "t_marked")).toBeNull();
     });
   });
 

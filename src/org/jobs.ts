@@ -35,10 +35,21 @@ export function jobDueAt(db: Db, name: string): number | null {
   return v === undefined ? null : Number(v);
 }
 
+const leaseKey = (name: string) => `job_lease:${name}`;
+const markedKey = (name: string) => `job_marked:${name}`;
+
 /** Make a job due no later than `atMs` (call inside the write's transaction). Returns the job's due time. */
 export function markJobDue(db: Db, name: string, atMs: number): number {
   const current = jobDueAt(db, name);
-  if (current != null && current <= atMs) return current;
+  if (current != null && current <= atMs) {
+    // While the job runs its due time is its lease: remember a mark the lease absorbed, so the run's
+    // end cannot drop it (the run may have read its work before this write committed).
+    if (getMeta(db, leaseKey(name)) !== undefined) {
+      const marked = getMeta(db, markedKey(name));
+      if (marked === undefined || Number(marked) > atMs) setMeta(db, markedKey(name), String(atMs));
+    }
+    return current;
+  }
   setMeta(db, dueKey(name), String(atMs));
   return atMs;
 }
@@ -58,6 +69,14 @@ export async function runDueJobs(jobs: readonly BackgroundJob[], ctx: JobContext
   for (const job of jobs) {
     const due = jobDueAt(ctx.db, job.name);
     if (due == null || due > clock.nowMs()) continue;
+    // Lease the job while it runs: its due time moves to when a retry would be due, so a run that never
+    // finishes (eviction) is retried then. A request that makes the job due meanwhile (requests
+    // interleave at awaits) either moves the due time before the lease or, when the lease absorbs it,
+    // leaves a mark (markJobDue); both are kept below. Comparing with the old due time instead missed
+    // a write whose due time was not earlier than it.
+    const lease = clock.nowMs() + job.retryMs(ctx);
+    setMeta(ctx.db, dueKey(job.name), String(lease));
+    setMeta(ctx.db, leaseKey(job.name), String(lease));
     let next: number | null;
     try {
       next = await job.run(ctx);
@@ -65,9 +84,12 @@ export async function runDueJobs(jobs: readonly BackgroundJob[], ctx: JobContext
       console.error(`background job ${job.name} failed; retrying`, err);
       next = clock.nowMs() + job.retryMs(ctx);
     }
-    // A request may have made the job due again while it ran (requests interleave at awaits): keep that.
     const now = jobDueAt(ctx.db, job.name);
-    const madeDueMeanwhile = now != null && now !== due ? now : null;
+    const absorbed = getMeta(ctx.db, markedKey(job.name));
+    deleteMeta(ctx.db, leaseKey(job.name));
+    deleteMeta(ctx.db, markedKey(job.name));
+    const madeDueMeanwhile = nextAlarm([{ dueAt: now != null && now !== lease ? now : null },
+      { dueAt: absorbed === undefined ? null : Number(absorbed) }]);
     const keep = nextAlarm([{ dueAt: next }, { dueAt: madeDueMeanwhile }]);
     if (keep == null) deleteMeta(ctx.db, dueKey(job.name));
     else setMeta(ctx.db, dueKey(job.name), String(keep));
