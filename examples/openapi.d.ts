@@ -1781,6 +1781,7 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            replayed: boolean;
                         };
                     };
                 };
@@ -1807,6 +1808,7 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            replayed: boolean;
                         };
                     };
                 };
@@ -1980,6 +1982,9 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            replayed: boolean;
+                            /** @constant */
+                            model: "disabled";
                         };
                     };
                 };
@@ -2023,6 +2028,9 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            replayed: boolean;
+                            /** @constant */
+                            model: "disabled";
                         };
                     };
                 };
@@ -2478,6 +2486,10 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            degraded: {
+                                vectors: boolean;
+                                model: boolean;
+                            };
                         };
                     };
                 };
@@ -2590,6 +2602,7 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            replayed: boolean;
                         };
                     };
                 };
@@ -2612,6 +2625,7 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            replayed: boolean;
                         };
                     };
                 };
@@ -6187,6 +6201,10 @@ export interface operations {
                         };
                         meta: {
                             request_id: string;
+                            degraded: {
+                                vectors: boolean;
+                                model: boolean;
+                            };
                         };
                     };
                 };

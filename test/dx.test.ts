@@ -101,5 +101,16 @@ describe("published response schemas (docs/openapi.json)", () => {
     await expect(check("POST", "/mcp", 202, undefined, "{}")).rejects.toThrow(/empty body/);
     await expect(check("GET", "/v1/export", 200, undefined, `${JSON.stringify({ type: "svc.export.header" })}\n`, "application/x-ndjson"))
       .rejects.toThrow(/NDJSON line/);
+    // meta is checked too: compile's degraded, consolidation's model, replayed on idempotent routes.
+    const c = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "anything" } });
+    expect(c.status).toBe(201);
+    await expect(check("POST", "/v1/context/compile", 201, c.json)).resolves.toBeUndefined();
+    const { degraded, ...noDegraded } = c.json.meta;
+    await expect(check("POST", "/v1/context/compile", 201, { ...c.json, meta: { ...noDegraded, degradation: degraded } })).rejects.toThrow(/meta does not match/);
+    await expect(check("GET", "/v1/principal", 200, { ...r.json, meta: { ...r.json.meta, replayed: false } })).rejects.toThrow(/meta does not match/);
+    const o = await call("POST", "/v1/observations", { key: org.api_key, body: { subject_id: "s", kind: "note", content: "x", source: { type: "test" } } });
+    expect(o.json.meta.replayed).toBe(false);
+    const { replayed: _r, ...noReplayed } = o.json.meta;
+    await expect(check("POST", "/v1/observations", o.status, { ...o.json, meta: noReplayed })).rejects.toThrow(/meta does not match/);
   });
 });

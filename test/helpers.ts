@@ -5,7 +5,7 @@ import { expect } from "vitest";
 import { z } from "zod";
 import { bootstrapOrganization } from "../src/operator";
 import { buildMatcher } from "../src/http/router";
-import { errorEnvelope } from "../src/http/shapes";
+import { errorEnvelope, successMetaOf } from "../src/http/shapes";
 import { ROUTES } from "../src/routes";
 import type { OwnershipRegistry } from "../src/registry/client";
 import { groupByShard } from "../src/registry/shards";
@@ -82,6 +82,10 @@ export async function checkAnswer(method: string, path: string, status: number, 
     return;
   }
   if (!route.bareResponse && (json?.data === undefined || typeof json?.meta?.request_id !== "string")) fail("not a `{ data, meta }` envelope");
+  if (!route.bareResponse) {
+    const meta = successMetaOf(route).safeParse(json.meta);
+    if (!meta.success) fail(`meta does not match the route's (request_id, replayed on an idempotent route, responseMeta): ${issues(meta.error)}`);
+  }
   const checked = schema.safeParse(route.bareResponse ? json : json.data);
   if (!checked.success) fail(`the answer does not match the route's response schema: ${issues(checked.error)}`);
 }

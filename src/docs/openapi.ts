@@ -3,7 +3,7 @@
 // rewrites it) and scripts/test/openapi.test.mjs validates it with an OpenAPI schema validator.
 import { z } from "zod";
 import type { RouteDef } from "../http/route";
-import { errorEnvelope as errorEnvelopeSchema } from "../http/shapes";
+import { errorEnvelope as errorEnvelopeSchema, successMetaOf } from "../http/shapes";
 
 const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Record<string, unknown>;
@@ -33,10 +33,10 @@ const errorEnvelope = {
     meta: { request_id: "req_00000000000000000000000000000000" } },
 };
 
-const envelope = (data: unknown) => ({
+const envelope = (data: unknown, r: RouteDef) => ({
   type: "object",
   required: ["data", "meta"],
-  properties: { data, meta: { type: "object", required: ["request_id"], properties: { request_id: { type: "string" } } } },
+  properties: { data, meta: jsonSchema(successMetaOf(r), "output") },
 });
 
 function operation(r: RouteDef) {
@@ -91,7 +91,7 @@ function successResponses(r: RouteDef): Record<string, unknown> {
     const body = jsonSchema(schema, "output");
     out[status] = r.bareResponse
       ? { description: `${STATUS_TEXT[status]}: a JSON-RPC 2.0 response (an array of them for a batch).`, content: { "application/json": { schema: body } } }
-      : { description: `${STATUS_TEXT[status]}: the \`{ data, meta }\` envelope.`, content: { "application/json": { schema: envelope(body) } } };
+      : { description: `${STATUS_TEXT[status]}: the \`{ data, meta }\` envelope.`, content: { "application/json": { schema: envelope(body, r) } } };
   }
   return out;
 }

@@ -53,6 +53,11 @@ interface RouteBase {
   response?: ResponseSchemas;
   /** The success body is not an envelope (JSON-RPC on /mcp): `response` describes the body itself. */
   bareResponse?: boolean;
+  /**
+   * What a success answer's `meta` carries beside `request_id` (and `replayed` on an idempotent route):
+   * e.g. compile's `degraded`. Nothing else may appear there (shapes.ts successMetaOf).
+   */
+  responseMeta?: z.ZodRawShape;
 }
 
 /** What a public route may read of its request, and the edge's injected dependencies. */

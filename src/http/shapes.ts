@@ -31,3 +31,10 @@ export const errorEnvelope = z.strictObject({
   }),
   meta: z.looseObject({ request_id: idOf("req_") }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
 });
+
+/**
+ * A success answer's `meta`: `request_id`, `replayed` on a route that honours Idempotency-Key (false on
+ * the first answer, true on a replay), and what the route declares in `responseMeta`; nothing else.
+ */
+export const successMetaOf = (r: { idempotent?: boolean; responseMeta?: z.ZodRawShape }) =>
+  z.strictObject({ request_id: idOf("req_"), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });

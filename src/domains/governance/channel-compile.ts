@@ -9,6 +9,7 @@ import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
 import { DEGRADED } from "../memory/context";
 import { pack, rankTexts } from "../memory/ranking";
+import { compileMeta } from "../memory/responses";
 import { eligibilityContext, ineligibility } from "./eligibility";
 import { channelCompileBody, channelCompileResponse } from "./schema";
 import { type ReleaseRow, type Snapshot, getChannel } from "./store";
@@ -17,6 +18,7 @@ export const channelCompileRoutes = [
   orgRoute({
     method: "POST", path: "/v1/channels/:id/context/compile", scope: "channel:compile", body: channelCompileBody,
     response: { 200: channelCompileResponse },
+    responseMeta: compileMeta,
     bodyOptional: true, readOnly: true,
     summary: "Rank the channel's active, still-eligible released snapshots into a token budget; its gateway principal only.",
     handler: ({ db, caller, params, body }) => {

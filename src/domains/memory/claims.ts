@@ -1,5 +1,5 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
-import { claimResponse, consolidationResponse, evidenceResponse, expireResponse, memoriesResponse, revokeResponse } from "./responses";
+import { claimResponse, consolidationMeta, consolidationResponse, evidenceResponse, expireResponse, memoriesResponse, revokeResponse } from "./responses";
 import { canRead, readableWhere, requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
@@ -110,6 +110,7 @@ export const claimRoutes = [
   orgRoute({
     method: "POST", path: "/v1/consolidations", scope: "claims:write", body: consolidationBody, idempotent: true, grantWritable: targetInBody,
     response: { 201: consolidationResponse, 200: consolidationResponse },
+    responseMeta: consolidationMeta,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = materializeClaims(db, rc.caller, rc.body);

@@ -1,5 +1,5 @@
 // Context runs: compile a ranked pack into a token budget and record it; read it back; feedback.
-import { compileResponse, contextRunResponse, feedbackResponse } from "./responses";
+import { compileMeta, compileResponse, contextRunResponse, feedbackResponse } from "./responses";
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -87,6 +87,7 @@ export const contextRoutes = [
   orgRoute({
     method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, readOnly: true,
     response: { 201: compileResponse },
+    responseMeta: compileMeta,
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
     handler: async (rc) => {
       // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its

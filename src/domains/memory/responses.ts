@@ -69,3 +69,8 @@ export const feedbackResponse = z.strictObject({
   feedback_id: idOf(ID_PREFIX.feedback), context_id: contextId, claim_id: claimId.nullable(), outcome: z.enum(OUTCOMES),
   client_mutation_id: z.string().nullable(), created_at: timestamp,
 });
+
+/** Compile's `meta` beside request_id: what this pack was ranked without (vectors: lexical only). */
+export const compileMeta = { degraded: z.strictObject({ vectors: z.boolean(), model: z.boolean() }) };
+/** Consolidation's `meta` beside request_id and replayed: it is deterministic, no model takes part. */
+export const consolidationMeta = { model: z.literal("disabled") };
