@@ -12,6 +12,23 @@ async function principalWithRole(ownerKey: string, role: "admin" | "member" | "r
   return k;
 }
 
+
+/**
+ * Each case's record, asked for with a foreign organization's key (and with a key it is invisible to,
+ * when given), answers exactly as a missing id asked for by `own`: 404 with the same error.
+ */
+async function expectSame404(cases: [string, string, string, unknown, string, string?][], foreignKey: string) {
+  for (const [method, path, missingPath, body, own, invisibleTo] of cases) {
+    const missing = await call(method, missingPath, { key: own, body });
+    const answers = [await call(method, path, { key: foreignKey, body }), missing];
+    if (invisibleTo) answers.push(await call(method, path, { key: invisibleTo, body }));
+    for (const r of answers) {
+      expectError(r, 404, "NOT_FOUND");
+      expect(JSON.stringify(r.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
+    }
+  }
+}
+
 describe("workspaces", () => {
   it("creates with a unique name, lists, validates, and makes the creator its owner", async () => {
     const org = await newOrg();
@@ -540,15 +557,7 @@ describe("governance routes: the same 404, the same unresolved reference, and th
       ["POST", `/v1/knowledge-releases/${rel}/revoke`, `/v1/knowledge-releases/rel_${zero}/revoke`, {}, bob.key],
       ["POST", `/v1/channels/${channel}/context/compile`, `/v1/channels/chn_${zero}/context/compile`, {}, gw.key],
     ];
-    for (const [method, path, missingPath, body, own, invisibleTo] of cases) {
-      const missing = await call(method, missingPath, { key: own, body });
-      const answers = [await call(method, path, { key: other.api_key, body }), missing];
-      if (invisibleTo) answers.push(await call(method, path, { key: invisibleTo, body }));
-      for (const r of answers) {
-        expectError(r, 404, "NOT_FOUND");
-        expect(JSON.stringify(r.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
-      }
-    }
+    await expectSame404(cases, other.api_key);
     // Body references: hidden, missing and foreign records are one 400 UNRESOLVED_REFERENCE.
     const theirClaim = await verifiedClaim(other.api_key, "theirs");
     const theirGw = await mintKey(other.api_key, { scopes: ["channel:compile"] });
@@ -648,15 +657,7 @@ describe("legal holds, retention and identity mappings: the same 404, the same u
       ["POST", `/v1/legal-holds/${held}/release`, `/v1/legal-holds/hold_${zero}/release`, {}, admin.key, admin.key],
       ["DELETE", `/v1/identity-mappings/${mapping}`, `/v1/identity-mappings/map_${zero}`, undefined, org.api_key],
     ];
-    for (const [method, path, missingPath, body, own, invisibleTo] of cases) {
-      const missing = await call(method, missingPath, { key: own, body });
-      const answers = [await call(method, path, { key: other.api_key, body }), missing];
-      if (invisibleTo) answers.push(await call(method, path, { key: invisibleTo, body }));
-      for (const r of answers) {
-        expectError(r, 404, "NOT_FOUND");
-        expect(JSON.stringify(r.json.error), `${method} ${path}`).toBe(JSON.stringify(missing.json.error));
-      }
-    }
+    await expectSame404(cases, other.api_key);
     // Body references: hidden, foreign and missing targets are one 400 UNRESOLVED_REFERENCE.
     const theirs = await appendOk(other.api_key, obs("s", "theirs"));
     const theirClaim = (await consolidateOk(other.api_key, "s", [{ kind: "fact", statement: "t", sources: supports(theirs) }]))[0];

@@ -10,7 +10,6 @@ const ACCEPT_BATCH = 1000;
 
 /**
  * dot(int8 vector at `base`, query): four independent sums (measured about twice as fast as one).
- * The one cosine both the scan and scoreIds use, so a vector's score is the same bits either way.
  */
 function dot(data: Int8Array, base: number, dims: number, values: Float32Array): number {
   let a = 0, b = 0, e = 0, f = 0, i = 0;
@@ -132,19 +131,6 @@ export class LocalVectorIndex implements VectorIndex {
     const scores = new Float32Array(n);
     for (let s = 0, base = 0; s < n; s++, base += dims) scores[s] = dot(data, base, dims, values) * norms[s];
     return scores;
-  }
-
-  /** The cosine of each named vector held with the (unit) query, read from the table (no cache load). */
-  scoreIds(values: Float32Array, ids: string[]): Map<string, number> {
-    const out = new Map<string, number>();
-    if (!ids.length) return out;
-    for (const r of this.db.all<{ record_id: string; inv_norm: number; data: ArrayBuffer; dimensions: number }>(
-      "SELECT record_id, inv_norm, data, dimensions FROM local_vectors WHERE record_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids))) {
-      if (r.dimensions !== values.length) continue;
-      // Rounded as the scan's Float32Array copies round them.
-      out.set(r.record_id, Math.fround(dot(new Int8Array(r.data), 0, r.dimensions, values) * Math.fround(r.inv_norm)));
-    }
-    return out;
   }
 
   async present(ids: string[]): Promise<Set<string>> {
