@@ -680,6 +680,9 @@ describe("record ownership outbox", () => {
     const ids = [p.json.data.project_id, o, c];
     expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    // All three live in the organization's own registry shard (one warm shard per organization's writes).
+    const { registryShardOf } = await import("../src/registry/shards");
+    expect(ids.map(registryShardOf)).toEqual(ids.map(() => registryShardOf(org.org_id)));
   });
 
   it("concurrent writes each register their own ids once, never each other's again", async () => {
@@ -687,19 +690,66 @@ describe("record ownership outbox", () => {
     const org = await newOrg();
     // The real registry, slowed down so the writes' registrations overlap, recording every id sent.
     const sent: string[] = [];
+    const calls: string[][] = [];
     await inOrg(org.org_id, (x) => {
       const real = x.deps.registry;
       x.deps = { ...x.deps, registry: { ...real, register: async (orgId, ids, at) => {
         sent.push(...ids);
-        await new Promise((r) => setTimeout(r, 20));
+        calls.push(ids);
+        await new Promise((r) => setTimeout(r, 50));
         return real.register(orgId, ids, at);
       } } };
     });
     const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))));
+    // Each id was sent once (by its write after the commit, or ahead of use by a reserve top-up).
     const registered = await inOrg(org.org_id, () => [...sent]);
-    expect(registered.sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(registered.filter((r) => r === id)).toHaveLength(1);
+    // Writes that arrive while a registration is with the registry go together in the next one.
+    expect((await inOrg(org.org_id, () => calls.filter((c) => c.some((id) => ids.includes(id))).length))).toBeLessThan(ids.length);
     expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+  });
+
+  it("hands out ids registered ahead of use: a write then needs no registry call and queues no outbox row", async () => {
+    const { failingRegistry, registryOwners } = await import("./helpers");
+    const org = await newOrg();
+    await appendOk(org.api_key, obs("s", "first write: the reserve is empty, so it tops it up"));
+    const stock = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string }>(
+      "SELECT record_id FROM reserved_record_ids WHERE prefix = 'obs_' AND taken = 0").map((r) => r.record_id));
+    let reserved: string[] = [];
+    for (let i = 0; i < 100 && !reserved.length; i++) {
+      reserved = await stock();
+      if (!reserved.length) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(reserved.length).toBeGreaterThan(0);
+    expect(Object.values(await registryOwners(reserved))).toEqual(reserved.map(() => org.org_id));
+    // With the registry down, the write still answers with an id the registry already gives to this organization.
+    await inOrg(org.org_id, (x) => { x.deps = { ...x.deps, registry: failingRegistry }; });
+    const o = await appendOk(org.api_key, obs("s", "second write"));
+    expect(reserved).toContain(o);
+    expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    // The taken id left the reserve with the write's commit.
+    expect(await stock()).not.toContain(o);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE taken = 1")!.n)).toBe(0);
+  });
+
+  it("puts a taken reserved id back when the write rolls back", async () => {
+    const org = await newOrg();
+    const { takeReservedId } = await import("../src/org/reserved-ids");
+    const id = "obs_" + "ab".repeat(16);
+    const { runInDurableObject } = await import("cloudflare:test");
+    const { orgStub } = await import("./helpers");
+    const left = await runInDurableObject(orgStub(org.org_id) as unknown as DurableObjectStub, (o, state) => {
+      const x = o as unknown as { db: import("../src/org/db").Db };
+      x.db.run("INSERT INTO reserved_record_ids (record_id, prefix) VALUES (?, 'obs_')", id);
+      let taken: string | null = null;
+      try {
+        state.storage.transactionSync(() => { taken = takeReservedId(x.db, "obs_"); throw new Error("rolled back"); });
+      } catch { /* expected */ }
+      return { taken, rows: x.db.all("SELECT record_id, taken FROM reserved_record_ids") };
+    });
+    expect(left).toEqual({ taken: id, rows: [{ record_id: id, taken: 0 }] });
   });
 
   it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {

@@ -15,7 +15,8 @@ import { BACKGROUND_JOBS } from "../jobs";
 import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";
 import { maintenanceIntervalMs } from "./maintenance";
-import { registerQueuedOwners } from "./outbox";
+import { RegistrationBatcher, registerQueuedOwners } from "./outbox";
+import { lowReserves, topUpReserves } from "./reserved-ids";
 import { getMeta } from "./meta";
 import { passwordLogin, type LoginResult } from "../domains/dashboard/login";
 import { revokeSessionById } from "../domains/dashboard/store";
@@ -71,7 +72,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       if (!route) throw new Error(`route ${input.routeId} is not an org route`);
       const caller = loadCaller(this.db, input.keyHash);
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
-      // A write that created record ids registers them before it answers (see registerCreatedIds).
+      // A write that created record ids registers them before it answers (see registrations).
       const createdIds: string[] = [];
       const session: Session = {
         orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
@@ -85,7 +86,8 @@ export class OrgStore extends DurableObject<EdgeEnv> {
         rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
       });
       await this.settleAlarmWork();
-      if (createdIds.length) await this.registerCreatedIds(input.orgId, createdIds);
+      if (createdIds.length) await this.registrations.register(createdIds);
+      if (route.method !== "GET") this.topUpReserves();
       await this.applyIndexWrites(input.orgId, reply);
       const { indexWrites: _applied, ...answer } = reply;
       return { ok: true, ...answer };
@@ -97,16 +99,33 @@ export class OrgStore extends DurableObject<EdgeEnv> {
 
   /**
    * New ids reach the ownership registry before the reply that reveals them, so no other organization
-   * can learn an id before the registry knows its owner (README "Record ownership"). Only this request's
-   * ids (concurrent writes each register their own, never each other's again), one RPC per shard; a
-   * failure leaves the rows to the alarm's retry and the write stands.
+   * can learn an id before the registry knows its owner (README "Record ownership"). Each write's own
+   * ids, batched with those of writes running at the same time (RegistrationBatcher); a failure leaves
+   * the rows to the alarm's retry and the write stands.
    */
-  private async registerCreatedIds(orgId: string, ids: string[]): Promise<void> {
+  private readonly registrations = new RegistrationBatcher(async (ids) => {
     try {
-      await registerQueuedOwners(this.db, this.deps.registry, orgId, ids);
+      await registerQueuedOwners(this.db, this.deps.registry, getMeta(this.db, "org_id")!, ids);
     } catch (err) {
       console.error("ownership registration failed; the outbox retries", err);
     }
+  });
+
+  /** The reserve top-up in progress, if any: at most one at a time. */
+  private toppingUp: Promise<void> | null = null;
+
+  /**
+   * Keep ids registered ahead of use (src/org/reserved-ids.ts), so that the next writes answer without
+   * a registry call. Not awaited: a write never waits for it; a failure leaves the fallback in place.
+   */
+  private topUpReserves(): void {
+    if (this.toppingUp) return;
+    const low = lowReserves(this.db);
+    const orgId = getMeta(this.db, "org_id");
+    if (!low.length || !orgId) return;
+    this.toppingUp = topUpReserves(this.db, this.deps.registry, orgId, low, clock.nowIso())
+      .catch((err) => console.error("record id reserve top-up failed; writes register after commit", err))
+      .finally(() => { this.toppingUp = null; });
   }
 
   /** D1 follows the DO: applied only after the DO transaction committed. */

@@ -742,4 +742,17 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       DROP TABLE backfill_team_fts;
     `,
   },
+  {
+    // Record ids registered with the ownership registry ahead of use (src/org/reserved-ids.ts), so a
+    // write that creates a record answers without a registry call. A handful per prefix; a taken id's
+    // row is deleted by the write that took it.
+    name: "0020_reserved_record_ids",
+    sql: `
+      CREATE TABLE reserved_record_ids (
+        record_id TEXT PRIMARY KEY,
+        prefix TEXT NOT NULL,               -- prj_, obs_ or claim_
+        taken INTEGER NOT NULL DEFAULT 0    -- 1 inside the transaction of the write that took it
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

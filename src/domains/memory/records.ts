@@ -17,6 +17,9 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Touched } from "../../org/outbox";
 import type { Caller } from "../../org/request";
+import { getMeta } from "../../org/meta";
+import { recordIdFor } from "../../registry/shards";
+import { type RecordPrefix, takeReservedId } from "../../org/reserved-ids";
 import { stemsOf, storedTerm, type TermStats } from "./fts";
 
 export interface ProjectRow {
@@ -219,6 +222,20 @@ export const claimFacets = (db: Db, ids: string[]) =>
   db.all<RecordFacets>(
     "SELECT claim_id AS id, kind, subject_id, trust, visibility, retention_excluded_at FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))",
     JSON.stringify(ids));
+
+/**
+ * The id of a project, observation or claim this organization creates: one registered ahead of use when
+ * the reserve has one (src/org/reserved-ids.ts), else a fresh one in the organization's own registry
+ * shard (recordIdFor), registered after the write commits. Every organization has its org_id stored at
+ * bootstrap.
+ */
+export function newRecordId(db: Db, prefix: RecordPrefix): string {
+  const reserved = takeReservedId(db, prefix);
+  if (reserved) return reserved;
+  const orgId = getMeta(db, "org_id");
+  if (!orgId) throw new Error("organization has no org_id");
+  return recordIdFor(orgId, prefix);
+}
 
 /** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
 export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id">): Touched {
