@@ -685,42 +685,54 @@ describe("record ownership outbox", () => {
     expect(ids.map(registryShardOf)).toEqual(ids.map(() => registryShardOf(org.org_id)));
   });
 
-  it("concurrent writes each register their own ids once, never each other's again", async () => {
+  it("concurrent writes all register their ids before answering", async () => {
     const { registryOwners } = await import("./helpers");
     const org = await newOrg();
-    // The real registry, slowed down so the writes' registrations overlap, recording every id sent.
-    const sent: string[] = [];
-    const calls: string[][] = [];
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))));
+    expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+  });
+
+  it("answers no request while a registration is under way, so a read cannot show an unregistered id", async () => {
+    const { registryOwners } = await import("./helpers");
+    const org = await newOrg();
+    // The real registry behind a gate this test opens.
+    let called!: () => void;
+    const registering = new Promise<void>((r) => { called = r; });
+    let open!: () => void;
+    const gate = new Promise<void>((r) => { open = r; });
     await inOrg(org.org_id, (x) => {
       const real = x.deps.registry;
       x.deps = { ...x.deps, registry: { ...real, register: async (orgId, ids, at) => {
-        sent.push(...ids);
-        calls.push(ids);
-        await new Promise((r) => setTimeout(r, 50));
+        called();
+        await gate;
         return real.register(orgId, ids, at);
       } } };
     });
-    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))));
-    // Each id was sent once (by its write after the commit, or ahead of use by a reserve top-up).
-    const registered = await inOrg(org.org_id, () => [...sent]);
-    for (const id of ids) expect(registered.filter((r) => r === id)).toHaveLength(1);
-    // Writes that arrive while a registration is with the registry go together in the next one.
-    expect((await inOrg(org.org_id, () => calls.filter((c) => c.some((id) => ids.includes(id))).length))).toBeLessThan(ids.length);
-    expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    // The organization's first append: the reserve is empty, so its id is registered after the commit.
+    const append = appendOk(org.api_key, obs("s", "held"));
+    await registering;
+    let answered = false;
+    const events = call("GET", "/v1/events", { key: org.api_key }).then((r) => { answered = true; return r; });
+    await Promise.race([events, new Promise((r) => setTimeout(r, 200))]);
+    expect(answered).toBe(false);
+    open();
+    const id = await append;
+    expect((await events).text).toContain(id);
+    expect(await registryOwners([id])).toEqual({ [id]: org.org_id });
   });
 
   it("hands out ids registered ahead of use: a write then needs no registry call and queues no outbox row", async () => {
     const { failingRegistry, registryOwners } = await import("./helpers");
     const org = await newOrg();
     await appendOk(org.api_key, obs("s", "first write: the reserve is empty, so it tops it up"));
-    const stock = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string }>(
-      "SELECT record_id FROM reserved_record_ids WHERE prefix = 'obs_' AND taken = 0").map((r) => r.record_id));
-    let reserved: string[] = [];
-    for (let i = 0; i < 100 && !reserved.length; i++) {
-      reserved = await stock();
-      if (!reserved.length) await new Promise((r) => setTimeout(r, 10));
-    }
+    await inOrg(org.org_id, (x) => (x as unknown as { toppingUp: Promise<void> | null }).toppingUp);
+    const stock = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string; prefix: string }>(
+      "SELECT record_id, prefix FROM reserved_record_ids WHERE taken = 0"));
+    // Only the prefix the write used is stocked.
+    const rows = await stock();
+    expect(new Set(rows.map((r) => r.prefix))).toEqual(new Set(["obs_"]));
+    const reserved = rows.map((r) => r.record_id);
     expect(reserved.length).toBeGreaterThan(0);
     expect(Object.values(await registryOwners(reserved))).toEqual(reserved.map(() => org.org_id));
     // With the registry down, the write still answers with an id the registry already gives to this organization.
@@ -730,26 +742,8 @@ describe("record ownership outbox", () => {
     expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
     // The taken id left the reserve with the write's commit.
-    expect(await stock()).not.toContain(o);
+    expect((await stock()).map((r) => r.record_id)).not.toContain(o);
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE taken = 1")!.n)).toBe(0);
-  });
-
-  it("puts a taken reserved id back when the write rolls back", async () => {
-    const org = await newOrg();
-    const { takeReservedId } = await import("../src/org/reserved-ids");
-    const id = "obs_" + "ab".repeat(16);
-    const { runInDurableObject } = await import("cloudflare:test");
-    const { orgStub } = await import("./helpers");
-    const left = await runInDurableObject(orgStub(org.org_id) as unknown as DurableObjectStub, (o, state) => {
-      const x = o as unknown as { db: import("../src/org/db").Db };
-      x.db.run("INSERT INTO reserved_record_ids (record_id, prefix) VALUES (?, 'obs_')", id);
-      let taken: string | null = null;
-      try {
-        state.storage.transactionSync(() => { taken = takeReservedId(x.db, "obs_"); throw new Error("rolled back"); });
-      } catch { /* expected */ }
-      return { taken, rows: x.db.all("SELECT record_id, taken FROM reserved_record_ids") };
-    });
-    expect(left).toEqual({ taken: id, rows: [{ record_id: id, taken: 0 }] });
   });
 
   it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {

@@ -57,7 +57,7 @@ describe("registration batching", () => {
     const batcher = new RegistrationBatcher(async (ids) => {
       flushed.push(ids);
       if (flushed.length === 1) await new Promise<void>((r) => { release = r; });
-    });
+    }, (err) => { throw err; });
     const settled: string[] = [];
     const first = batcher.register(["a"]).then(() => settled.push("a"));
     const sameTick = batcher.register(["b"]).then(() => settled.push("b"));
@@ -72,6 +72,29 @@ describe("registration batching", () => {
     await Promise.all([first, sameTick, ...later]);
     expect(flushed).toEqual([["a", "b"], ["c", "d", "e"]]);
     expect(settled).toEqual(["a", "b", "c", "d"]);
+    await batcher.settled();
+  });
+
+  it("settles the callers of a failed batch, reports the failure, and still sends the next batch", async () => {
+    const flushed: string[][] = [];
+    const errors: unknown[] = [];
+    let fail!: (err: Error) => void;
+    const batcher = new RegistrationBatcher(async (ids) => {
+      flushed.push(ids);
+      if (flushed.length === 1) await new Promise<void>((_, reject) => { fail = reject; });
+    }, (err) => errors.push(err));
+    const first = batcher.register(["a"]);
+    await new Promise((r) => setTimeout(r, 0));
+    const second = batcher.register(["b"]);
+    let allSettled = false;
+    const all = batcher.settled().then(() => { allSettled = true; });
+    fail(new Error("registry down"));
+    await first;
+    await second;
+    await all;
+    expect(allSettled).toBe(true);
+    expect(flushed).toEqual([["a"], ["b"]]);
+    expect(errors.map(String)).toEqual(["Error: registry down"]);
   });
 });
 

@@ -44,6 +44,16 @@ export type DispatchResult =
   | ({ ok: true } & Omit<Reply, "indexWrites">)
   | { ok: false; error: ErrorBody };
 
+/** How long a write's registration or a reserve top-up may take before it is left to the outbox's retry. */
+const REGISTRY_WAIT_MS = 5_000;
+
+/** `work`, or a rejection once REGISTRY_WAIT_MS passed (a hung registry call must not hold every later one). */
+function withinRegistryWait(work: Promise<void>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error("registry call timed out")), REGISTRY_WAIT_MS); });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
 export class OrgStore extends DurableObject<EdgeEnv> {
   readonly db: Db;
   /** Built from env (src/deps.ts). A test may give one object other dependencies (e.g. a recording sender). */
@@ -72,22 +82,26 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       if (!route) throw new Error(`route ${input.routeId} is not an org route`);
       const caller = loadCaller(this.db, input.keyHash);
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
-      // A write that created record ids registers them before it answers (see registrations).
-      const createdIds: string[] = [];
+      // A write that created record ids registers those not reserved ahead of use before it answers.
+      const created: string[] = [];
+      const toRegister: string[] = [];
       const session: Session = {
         orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
         headers: input.headers, env: this.env, deps: this.deps,
         jobDue: (job, dueAtMs, armAtMs) => this.jobDue(job, dueAtMs, armAtMs),
         eventsWritten: () => this.eventsWritten(),
-        ownersQueued: (ids) => { createdIds.push(...ids); },
+        recordsCreated: (ids, unregistered) => { created.push(...ids); toRegister.push(...unregistered); },
       };
       const reply = await executeRoute(session, route, {
         params: input.params, query: input.query, bodyText: route.rawBody ? undefined : input.bodyText,
         rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
       });
       await this.settleAlarmWork();
-      if (createdIds.length) await this.registrations.register(createdIds);
-      if (route.method !== "GET") this.topUpReserves();
+      if (toRegister.length) this.registrations.register(toRegister);
+      // No answer leaves while a registration is under way: a read (or a replay) running during another
+      // write's registration could otherwise show that write's new id before the registry knows it.
+      await this.registrations.settled();
+      if (created.length) this.topUpReserves(created);
       await this.applyIndexWrites(input.orgId, reply);
       const { indexWrites: _applied, ...answer } = reply;
       return { ok: true, ...answer };
@@ -103,13 +117,9 @@ export class OrgStore extends DurableObject<EdgeEnv> {
    * ids, batched with those of writes running at the same time (RegistrationBatcher); a failure leaves
    * the rows to the alarm's retry and the write stands.
    */
-  private readonly registrations = new RegistrationBatcher(async (ids) => {
-    try {
-      await registerQueuedOwners(this.db, this.deps.registry, getMeta(this.db, "org_id")!, ids);
-    } catch (err) {
-      console.error("ownership registration failed; the outbox retries", err);
-    }
-  });
+  private readonly registrations = new RegistrationBatcher(
+    (ids) => withinRegistryWait(registerQueuedOwners(this.db, this.deps.registry, getMeta(this.db, "org_id")!, ids)),
+    (err) => console.error("ownership registration failed; the outbox retries", err));
 
   /** The reserve top-up in progress, if any: at most one at a time. */
   private toppingUp: Promise<void> | null = null;
@@ -118,12 +128,12 @@ export class OrgStore extends DurableObject<EdgeEnv> {
    * Keep ids registered ahead of use (src/org/reserved-ids.ts), so that the next writes answer without
    * a registry call. Not awaited: a write never waits for it; a failure leaves the fallback in place.
    */
-  private topUpReserves(): void {
+  private topUpReserves(created: string[]): void {
     if (this.toppingUp) return;
-    const low = lowReserves(this.db);
+    const low = lowReserves(this.db, created);
     const orgId = getMeta(this.db, "org_id");
     if (!low.length || !orgId) return;
-    this.toppingUp = topUpReserves(this.db, this.deps.registry, orgId, low, clock.nowIso())
+    this.toppingUp = withinRegistryWait(topUpReserves(this.db, this.deps.registry, orgId, low, clock.nowIso()))
       .catch((err) => console.error("record id reserve top-up failed; writes register after commit", err))
       .finally(() => { this.toppingUp = null; });
   }

@@ -51,9 +51,10 @@ export function queueTouched(db: Db, touched: Touched, at: string): { rows: numb
 }
 
 /**
- * Register exactly these ids (one write's, right after its commit) and delete their outbox rows: one RPC
- * per shard touched. Only ids still in the outbox are sent (a rolled-back write left none, and the alarm
- * may already have carried them), so concurrent writes never register each other's rows again.
+ * Register exactly these ids (those of the writes in one RegistrationBatcher batch, right after their
+ * commits) and delete their outbox rows: one RPC per shard touched. Only ids still in the outbox are
+ * sent (a rolled-back write left none, and the alarm may already have carried them), so no write's rows
+ * are sent twice by the writes themselves.
  */
 export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<void> {
   const rows = db.all<{ seq: number; payload: string }>(
@@ -67,15 +68,16 @@ export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, 
 /**
  * Group commit for registrations: ids handed in while a batch is with the registry wait and go together
  * in the next batch, so concurrent writes share one RPC per shard (and one outbox delete) instead of
- * one each. Each caller's promise settles when the batch carrying its ids is done. `flush` must not
- * throw (a failed registration is left to the alarm's retry).
+ * one each. Each caller's promise settles when the batch carrying its ids is done, whether it succeeded
+ * or not (a failed registration is left to the alarm's retry; `onError` hears of it), and a failed batch
+ * never holds up the next.
  */
 export class RegistrationBatcher {
   private waiting: string[] = [];
   private nextBatch: Promise<void> | null = null;
   private inFlight: Promise<void> = Promise.resolve();
 
-  constructor(private readonly flush: (ids: string[]) => Promise<void>) {}
+  constructor(private readonly flush: (ids: string[]) => Promise<void>, private readonly onError: (err: unknown) => void) {}
 
   register(ids: string[]): Promise<void> {
     this.waiting.push(...ids);
@@ -83,10 +85,15 @@ export class RegistrationBatcher {
       const batch = this.waiting;
       this.waiting = [];
       this.nextBatch = null;
-      this.inFlight = this.flush(batch);
+      this.inFlight = this.flush(batch).catch(this.onError);
       return this.inFlight;
     });
     return this.nextBatch;
+  }
+
+  /** Settles when every registration handed in so far is done (succeeded or left to the retry). */
+  settled(): Promise<void> {
+    return this.nextBatch ?? this.inFlight;
   }
 }
 

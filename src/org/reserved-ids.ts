@@ -25,22 +25,24 @@ export function takeReservedId(db: Db, prefix: RecordPrefix): string | null {
 }
 
 /**
- * A write's created ids less the reserved ones it took (registered already; their reserve rows are
- * deleted here, in the same transaction). What is left needs registering after the commit.
+ * A write's created ids less the reserved ones it took (registered already). Every row marked taken
+ * belongs to the current transaction, so all of them are deleted here, also one a writer took but did
+ * not report (it is registered to this organization; it just never appears). What is returned needs
+ * registering after the commit.
  */
 export function unregisteredOf(db: Db, created: string[]): string[] {
-  if (!created.length) return created;
   const taken = new Set(db.all<{ record_id: string }>(
-    "DELETE FROM reserved_record_ids WHERE taken = 1 AND record_id IN (SELECT value FROM json_each(?)) RETURNING record_id",
-    JSON.stringify(created)).map((r) => r.record_id));
+    "DELETE FROM reserved_record_ids WHERE taken = 1 RETURNING record_id").map((r) => r.record_id));
   return taken.size ? created.filter((id) => !taken.has(id)) : created;
 }
 
-/** Prefixes whose untaken stock is below the low-water mark. */
-export function lowReserves(db: Db): RecordPrefix[] {
+/** Of the prefixes of these created ids, those whose untaken stock is below the low-water mark. */
+export function lowReserves(db: Db, created: string[]): RecordPrefix[] {
+  const used = RESERVED_PREFIXES.filter((p) => created.some((id) => id.startsWith(p)));
+  if (!used.length) return [];
   const stock = new Map(db.all<{ prefix: string; n: number }>(
     "SELECT prefix, count(*) AS n FROM reserved_record_ids WHERE taken = 0 GROUP BY prefix").map((r) => [r.prefix, r.n]));
-  return RESERVED_PREFIXES.filter((p) => (stock.get(p) ?? 0) < LOW_WATER);
+  return used.filter((p) => (stock.get(p) ?? 0) < LOW_WATER);
 }
 
 /**

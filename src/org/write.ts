@@ -129,12 +129,10 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Rep
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
-    const queued = out.touched ? queueTouched(rc.db, out.touched, at) : { rows: 0, ownerIds: [] };
-    if (queued.ownerIds.length) {
-      // The alarm is the retry; the object registers these ids itself right after the commit.
-      rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
-      rc.ownersQueued(queued.ownerIds);
-    }
+    const queued = queueTouched(rc.db, out.touched ?? { created: [], changed: [] }, at);
+    // The alarm is the retry; the object registers these ids itself right after the commit.
+    if (queued.ownerIds.length) rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
+    if (out.touched?.created.length) rc.recordsCreated(out.touched.created, queued.ownerIds);
     if (queued.rows && drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
     const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
