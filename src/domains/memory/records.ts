@@ -720,10 +720,18 @@ export function disputedClaims(db: Db, caller: Caller, limit: number): ClaimRow[
   return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.status = 'disputed' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
 }
 
-/** The newest current claims that dispute another claim (the claims_disputing index). */
-export function disputingClaims(db: Db, caller: Caller, limit: number): ClaimRow[] {
+/**
+ * The newest current claims that dispute any of `disputedIds` (the claims_disputing index). Which
+ * claims they dispute is decided in the walk, before the LIMIT: claims disputing only what the caller
+ * cannot see must not fill it.
+ */
+export function disputingClaims(db: Db, caller: Caller, disputedIds: string[], limit: number): ClaimRow[] {
+  if (!disputedIds.length) return [];
   const [ok, ...args] = retrievable(caller, "c", { current: true });
-  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.disputes != '[]' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
+  return db.all<ClaimRow>(
+    `SELECT c.* FROM claims c WHERE c.disputes != '[]' AND ${ok}
+        AND EXISTS (SELECT 1 FROM json_each(c.disputes) d WHERE d.value IN (SELECT value FROM json_each(?)))
+      ORDER BY c.seq DESC LIMIT ?`, ...args, JSON.stringify(disputedIds), limit);
 }
 
 /** Current claims whose validity ends between now and `untilIso`, soonest first. */
@@ -733,13 +741,24 @@ export function expiringClaims(db: Db, caller: Caller, untilIso: string, limit: 
     untilIso, ...args, limit);
 }
 
-/** Retrievable source observations of claims, with their relation (for evidence edges). */
-export function retrievableEvidence(db: Db, caller: Caller, claimIds: string[], limit: number) {
+/** Retrievable source observations of claims (of one relation, if given), with their relation (for evidence edges). */
+export function retrievableEvidence(db: Db, caller: Caller, claimIds: string[], limit: number, relation?: string) {
   const [ro, ...roArgs] = retrievable(caller, "o");
   return db.all<ObservationRow & { claim_id: string; relation: string }>(
     `SELECT o.*, s.claim_id, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
-      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${ro} ORDER BY s.claim_id, s.position LIMIT ?`,
-    JSON.stringify(claimIds), ...roArgs, limit);
+      WHERE s.claim_id IN (SELECT value FROM json_each(?)) ${relation === undefined ? "" : "AND s.relation = ?"} AND ${ro}
+      ORDER BY s.claim_id, s.position LIMIT ?`,
+    JSON.stringify(claimIds), ...(relation === undefined ? [] : [relation]), ...roArgs, limit);
+}
+
+/**
+ * SQL: every item claim of the context run aliased `run` is one the caller may retrieve (a run is
+ * drawn only whole). For a walk over runs that must not let incomplete runs fill its LIMIT.
+ */
+export function runItemsRetrievable(caller: Caller, run: string): [string, ...unknown[]] {
+  const [ok, ...args] = retrievable(caller, "c");
+  return [`NOT EXISTS (SELECT 1 FROM context_items i WHERE i.context_id = ${run}.context_id
+      AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = i.claim_id AND ${ok}))`, ...args];
 }
 
 /** Retrievable claims among ids (any status), as rows. */
