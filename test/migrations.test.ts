@@ -161,6 +161,21 @@ describe("migrations that backfill data", () => {
       expect(o.db.first("SELECT claims, tokens FROM claim_corpus")).toEqual({ claims: 3, tokens: shared.flat().length });
       expect(o.db.all("SELECT name FROM sqlite_master WHERE name LIKE 'parity%'")).toEqual([]);
     });
+    // An organization with ASCII statements only: the old tokenizer was right there, nothing is rewritten.
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0020_tokenizer_parity"));
+      o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
+          valid_to, superseded_by, disputes, author_id, created_at, updated_at) VALUES ('claim_a', 's', NULL, 'fact', 'billing runs', 'active',
+          'team', 'medium', 1, 't', NULL, NULL, '[]', 'prn_a', 't', 't')`);
+      o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims");
+      o.db.run("INSERT INTO claim_stems (seq, stems) SELECT seq, 'bill run' FROM claims");
+      o.db.run("DELETE FROM claim_terms");
+      o.db.run("INSERT INTO claim_terms (term, claims) VALUES ('bill', 7)");
+      o.db.run("INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, 7, 70) ON CONFLICT (id) DO UPDATE SET claims = 7, tokens = 70");
+      migrate(o.db, storage, upTo("0020_tokenizer_parity"));
+      expect(o.db.all("SELECT term, claims FROM claim_terms")).toEqual([{ term: "bill", claims: 7 }]);
+      expect(o.db.first("SELECT claims, tokens FROM claim_corpus")).toEqual({ claims: 7, tokens: 70 });
+    });
   });
 
   it("0007_job_due_times makes nothing due in an organization without waiting work", async () => {

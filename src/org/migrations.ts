@@ -754,17 +754,22 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     sql: `
       CREATE VIRTUAL TABLE parity_instances USING fts5vocab(claims_fts, 'instance');
       CREATE TABLE parity_non_ascii AS SELECT seq FROM claims WHERE length(CAST(statement AS BLOB)) != length(statement);
-      CREATE TABLE parity_stems AS SELECT n.seq, coalesce(group_concat(i.term, ' ' ORDER BY i.offset), '') AS stems
-        FROM parity_non_ascii n LEFT JOIN parity_instances i ON i.doc = n.seq GROUP BY n.seq;
+      -- fts5vocab can only be scanned: one pass each, filtered by IN (a join would rescan it per claim).
+      CREATE TABLE parity_stems AS SELECT doc AS seq, group_concat(term, ' ' ORDER BY offset) AS stems FROM parity_instances
+        WHERE doc IN (SELECT seq FROM parity_non_ascii) GROUP BY doc;
+      INSERT INTO parity_stems (seq, stems) SELECT seq, '' FROM parity_non_ascii WHERE seq NOT IN (SELECT seq FROM parity_stems);
       UPDATE claim_stems SET stems = p.stems FROM parity_stems p WHERE p.seq = claim_stems.seq AND p.stems != claim_stems.stems;
-      CREATE TABLE parity_shared AS SELECT seq FROM claims WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL;
+      -- Without a non-ASCII claim the old tokenizer counted right: nothing below reads or writes then.
+      CREATE TABLE parity_shared AS SELECT seq FROM claims
+        WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL AND EXISTS (SELECT 1 FROM parity_non_ascii);
       CREATE TABLE parity_terms AS SELECT term, count(DISTINCT doc) AS claims, count(*) AS tokens FROM parity_instances
-        WHERE doc IN (SELECT seq FROM parity_shared) GROUP BY term;
-      DELETE FROM claim_terms WHERE term NOT IN (SELECT term FROM parity_terms);
+        WHERE EXISTS (SELECT 1 FROM parity_non_ascii) AND doc IN (SELECT seq FROM parity_shared) GROUP BY term;
+      DELETE FROM claim_terms WHERE EXISTS (SELECT 1 FROM parity_non_ascii) AND term NOT IN (SELECT term FROM parity_terms);
       INSERT INTO claim_terms (term, claims) SELECT term, claims FROM parity_terms WHERE true
         ON CONFLICT (term) DO UPDATE SET claims = excluded.claims WHERE claim_terms.claims != excluded.claims;
       INSERT INTO claim_corpus (id, claims, tokens)
-        VALUES (1, (SELECT count(*) FROM parity_shared), (SELECT coalesce(sum(tokens), 0) FROM parity_terms))
+        SELECT 1, (SELECT count(*) FROM parity_shared), (SELECT coalesce(sum(tokens), 0) FROM parity_terms)
+         WHERE EXISTS (SELECT 1 FROM parity_non_ascii)
         ON CONFLICT (id) DO UPDATE SET claims = excluded.claims, tokens = excluded.tokens
           WHERE claim_corpus.claims != excluded.claims OR claim_corpus.tokens != excluded.tokens;
       DROP TABLE parity_terms;
