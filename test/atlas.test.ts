@@ -290,6 +290,47 @@ describe("Memory Atlas lenses", () => {
     expect(after.rowsRead, `rows read ${before.rowsRead} -> ${after.rowsRead}`).toBeLessThan(before.rowsRead + 200);
   }, 60_000);
 
+  it("scope_preview reads subjects in order up to its LIMIT, not every record (rows read stay flat)", async () => {
+    const org = await newOrg();
+    const writer = await mintKey(org.api_key, { scopes: ["*"] });
+    const reader = await mintKey(org.api_key, { scopes: ["*"] });
+    // More readable subjects of observations and of claims than the LIMIT (max_nodes + 100), written
+    // directly: 130 appends and consolidations would only slow the test.
+    const observe = (o: { db: Db }, subject: string, visibility: string) => {
+      const id = newId("obs_");
+      o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref, trust,
+          visibility, author_id, created_at, purged_at) VALUES (?, ?, NULL, 'note', 'filler', 'h', 'test', 'r', 'medium', ?, ?, ?, NULL)`,
+      id, subject, visibility, writer.principal_id, clock.nowIso());
+      return id;
+    };
+    const claim = (o: { db: Db }, subject_id: string, visibility: string, source: string) => {
+      const at = clock.nowIso();
+      insertClaim(o.db, { claim_id: newId("claim_"), subject_id, project_id: null, kind: "fact", statement: `about ${subject_id}`, status: "active",
+        visibility, trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null, disputes: "[]", author_id: writer.principal_id,
+        created_at: at, updated_at: at }, supports(source));
+    };
+    await inOrg(org.org_id, (o) => {
+      for (let i = 0; i < 130; i++) claim(o, `scope-${String(i).padStart(3, "0")}`, "team", observe(o, `scope-${String(i).padStart(3, "0")}`, "team"));
+    });
+    const measure = () => inOrg(org.org_id, async (o) => {
+      const caller = loadCaller(o.db, await hashKey(reader.key))!;
+      let rowsRead = 0;
+      const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
+        ? (...a: Parameters<SqlStorage["exec"]>) => { const cur = t.exec(...a); const rows = cur.toArray(); rowsRead += cur.rowsRead; return { toArray: () => rows }; }
+        : Reflect.get(t, k, t) }));
+      const view = compileView(counting, caller, atlasBody.parse({ lens: "scope_preview", max_nodes: 25 }));
+      return { rowsRead, view };
+    });
+    const before = await measure();
+    // 2,000 records in subjects sorting after the page, readable or not: claims and observations.
+    await inOrg(org.org_id, (o) => {
+      for (let i = 0; i < 1000; i++) claim(o, `zz-scope-${i}`, i % 2 ? "private" : "team", observe(o, `zz-scope-${i}`, i % 2 ? "team" : "private"));
+    });
+    const after = await measure();
+    expect(after.view).toEqual(before.view);
+    expect(after.rowsRead, `rows read ${before.rowsRead} -> ${after.rowsRead}`).toBeLessThan(before.rowsRead + 200);
+  }, 60_000);
+
   it("legal holds: active holds on the view's records, as hold nodes for hold administrators only", async () => {
     const org = await newOrg();
     const a = await appendOk(org.api_key, obs("held", "ocelot held evidence"));

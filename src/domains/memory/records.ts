@@ -636,16 +636,20 @@ export function retrievableProjects(db: Db, caller: Caller, after: [string, stri
     ...after, ...args, limit + 1);
 }
 
-/** Subjects of retrievable records, in order, after a subject id. */
+/**
+ * Subjects of retrievable records, in order, after a subject id. Each table is walked in subject order
+ * (its by-subject index) and stopped once it has the page, so the cost follows the subjects read, not
+ * every record of the organization.
+ */
 export function retrievableSubjects(db: Db, caller: Caller, after: string, limit: number) {
   const [ro, ...roArgs] = retrievable(caller, "o");
   const [rc, ...rcArgs] = retrievable(caller, "c");
   return db.all<{ subject_id: string }>(
     `SELECT subject_id FROM (
-       SELECT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro}
-       UNION SELECT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc})
+       SELECT * FROM (SELECT DISTINCT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro} ORDER BY o.subject_id LIMIT ?)
+       UNION SELECT * FROM (SELECT DISTINCT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc} ORDER BY c.subject_id LIMIT ?))
      ORDER BY subject_id LIMIT ?`,
-    after, ...roArgs, after, ...rcArgs, limit + 1);
+    after, ...roArgs, limit + 1, after, ...rcArgs, limit + 1, limit + 1);
 }
 
 // ---- the Memory Atlas's reads (src/domains/atlas) ---------------------------------------------------
