@@ -755,4 +755,41 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    // The JavaScript tokenizer (fts.ts ftsTokens) now splits and folds exactly as claims_fts's unicode61
+    // does; before, it differed on non-ASCII text (Greek accents, long s, Hangul, letters newer than
+    // Unicode 6.1, marks outside unicode61's diacritic table, ...). What it computed for such claims is
+    // recomputed from claims_fts itself: the claim_stems rows of non-ASCII statements whose terms
+    // differ, and the shared statistics rows (claim_terms, claim_corpus) whose counts differ from the
+    // index's over the shared claims (team, no workspace, not retention-excluded: sharesTerms in
+    // records.ts). ASCII statements tokenized the same before, so their rows are left as they are.
+    name: "0021_tokenizer_parity",
+    sql: `
+      CREATE VIRTUAL TABLE parity_instances USING fts5vocab(claims_fts, 'instance');
+      CREATE TABLE parity_non_ascii AS SELECT seq FROM claims WHERE length(CAST(statement AS BLOB)) != length(statement);
+      -- fts5vocab can only be scanned: one pass each, filtered by IN (a join would rescan it per claim).
+      CREATE TABLE parity_stems AS SELECT doc AS seq, group_concat(term, ' ' ORDER BY offset) AS stems FROM parity_instances
+        WHERE doc IN (SELECT seq FROM parity_non_ascii) GROUP BY doc;
+      INSERT INTO parity_stems (seq, stems) SELECT seq, '' FROM parity_non_ascii WHERE seq NOT IN (SELECT seq FROM parity_stems);
+      UPDATE claim_stems SET stems = p.stems FROM parity_stems p WHERE p.seq = claim_stems.seq AND p.stems != claim_stems.stems;
+      -- Without a non-ASCII claim the old tokenizer counted right: nothing below reads or writes then.
+      CREATE TABLE parity_shared AS SELECT seq FROM claims
+        WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL AND EXISTS (SELECT 1 FROM parity_non_ascii);
+      CREATE TABLE parity_terms AS SELECT term, count(DISTINCT doc) AS claims, count(*) AS tokens FROM parity_instances
+        WHERE EXISTS (SELECT 1 FROM parity_non_ascii) AND doc IN (SELECT seq FROM parity_shared) GROUP BY term;
+      DELETE FROM claim_terms WHERE EXISTS (SELECT 1 FROM parity_non_ascii) AND term NOT IN (SELECT term FROM parity_terms);
+      INSERT INTO claim_terms (term, claims) SELECT term, claims FROM parity_terms WHERE true
+        ON CONFLICT (term) DO UPDATE SET claims = excluded.claims WHERE claim_terms.claims != excluded.claims;
+      INSERT INTO claim_corpus (id, claims, tokens)
+        SELECT 1, (SELECT count(*) FROM parity_shared), (SELECT coalesce(sum(tokens), 0) FROM parity_terms)
+         WHERE EXISTS (SELECT 1 FROM parity_non_ascii)
+        ON CONFLICT (id) DO UPDATE SET claims = excluded.claims, tokens = excluded.tokens
+          WHERE claim_corpus.claims != excluded.claims OR claim_corpus.tokens != excluded.tokens;
+      DROP TABLE parity_terms;
+      DROP TABLE parity_shared;
+      DROP TABLE parity_stems;
+      DROP TABLE parity_non_ascii;
+      DROP TABLE parity_instances;
+    `,
+  },
 ];

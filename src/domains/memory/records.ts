@@ -653,16 +653,20 @@ export function retrievableProjects(db: Db, caller: Caller, after: [string, stri
     ...after, ...args, limit + 1);
 }
 
-/** Subjects of retrievable records, in order, after a subject id. */
+/**
+ * Subjects of retrievable records, in order, after a subject id. Each table is walked in subject order
+ * (its by-subject index) and stopped once it has the page, so the cost follows the subjects read, not
+ * every record of the organization.
+ */
 export function retrievableSubjects(db: Db, caller: Caller, after: string, limit: number) {
   const [ro, ...roArgs] = retrievable(caller, "o");
   const [rc, ...rcArgs] = retrievable(caller, "c");
   return db.all<{ subject_id: string }>(
     `SELECT subject_id FROM (
-       SELECT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro}
-       UNION SELECT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc})
+       SELECT * FROM (SELECT DISTINCT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro} ORDER BY o.subject_id LIMIT ?)
+       UNION SELECT * FROM (SELECT DISTINCT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc} ORDER BY c.subject_id LIMIT ?))
      ORDER BY subject_id LIMIT ?`,
-    after, ...roArgs, after, ...rcArgs, limit + 1);
+    after, ...roArgs, limit + 1, after, ...rcArgs, limit + 1, limit + 1);
 }
 
 // ---- the Memory Atlas's reads (src/domains/atlas) ---------------------------------------------------
@@ -737,10 +741,18 @@ export function disputedClaims(db: Db, caller: Caller, limit: number): ClaimRow[
   return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.status = 'disputed' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
 }
 
-/** The newest current claims that dispute another claim (the claims_disputing index). */
-export function disputingClaims(db: Db, caller: Caller, limit: number): ClaimRow[] {
+/**
+ * The newest current claims that dispute any of `disputedIds` (the claims_disputing index). Which
+ * claims they dispute is decided in the walk, before the LIMIT: claims disputing only what the caller
+ * cannot see must not fill it.
+ */
+export function disputingClaims(db: Db, caller: Caller, disputedIds: string[], limit: number): ClaimRow[] {
+  if (!disputedIds.length) return [];
   const [ok, ...args] = retrievable(caller, "c", { current: true });
-  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.disputes != '[]' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
+  return db.all<ClaimRow>(
+    `SELECT c.* FROM claims c WHERE c.disputes != '[]' AND ${ok}
+        AND EXISTS (SELECT 1 FROM json_each(c.disputes) d WHERE d.value IN (SELECT value FROM json_each(?)))
+      ORDER BY c.seq DESC LIMIT ?`, ...args, JSON.stringify(disputedIds), limit);
 }
 
 /** Current claims whose validity ends between now and `untilIso`, soonest first. */
@@ -750,13 +762,24 @@ export function expiringClaims(db: Db, caller: Caller, untilIso: string, limit: 
     untilIso, ...args, limit);
 }
 
-/** Retrievable source observations of claims, with their relation (for evidence edges). */
-export function retrievableEvidence(db: Db, caller: Caller, claimIds: string[], limit: number) {
+/** Retrievable source observations of claims (of one relation, if given), with their relation (for evidence edges). */
+export function retrievableEvidence(db: Db, caller: Caller, claimIds: string[], limit: number, relation?: string) {
   const [ro, ...roArgs] = retrievable(caller, "o");
   return db.all<ObservationRow & { claim_id: string; relation: string }>(
     `SELECT o.*, s.claim_id, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
-      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${ro} ORDER BY s.claim_id, s.position LIMIT ?`,
-    JSON.stringify(claimIds), ...roArgs, limit);
+      WHERE s.claim_id IN (SELECT value FROM json_each(?)) ${relation === undefined ? "" : "AND s.relation = ?"} AND ${ro}
+      ORDER BY s.claim_id, s.position LIMIT ?`,
+    JSON.stringify(claimIds), ...(relation === undefined ? [] : [relation]), ...roArgs, limit);
+}
+
+/**
+ * SQL: every item claim of the context run aliased `run` is one the caller may retrieve (a run is
+ * drawn only whole). For a walk over runs that must not let incomplete runs fill its LIMIT.
+ */
+export function runItemsRetrievable(caller: Caller, run: string): [string, ...unknown[]] {
+  const [ok, ...args] = retrievable(caller, "c");
+  return [`NOT EXISTS (SELECT 1 FROM context_items i WHERE i.context_id = ${run}.context_id
+      AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = i.claim_id AND ${ok}))`, ...args];
 }
 
 /** Retrievable claims among ids (any status), as rows. */
