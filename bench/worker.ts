@@ -22,7 +22,7 @@ import type { EdgeEnv } from "../src/http/route";
 import { routeId } from "../src/http/route";
 import { buildMatcher } from "../src/http/router";
 import { orgForCredential } from "../src/index-db";
-import { type CompileFilters, pack, rankClaims } from "../src/domains/memory/ranking";
+import { type CompileFilters, compilePack } from "../src/domains/memory/ranking";
 import { loadCaller } from "../src/domains/identity/store";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
@@ -52,6 +52,8 @@ export class BenchOrgStore extends OrgStore {
     const sql = this.ctx.storage.sql;
     sql.exec("UPDATE observations SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
     sql.exec("UPDATE claims SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
+    // claim_ranking copies created_at (the product never moves it; this bench-only aging must too).
+    sql.exec("UPDATE claim_ranking SET created_at = (SELECT created_at FROM claims c WHERE c.seq = claim_ranking.seq)");
     // Counted, not rowsWritten (which also counts index entries).
     const count = (table: string) => sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).one().n;
     return { observations: count("observations"), claims: count("claims") };
@@ -90,7 +92,7 @@ export class BenchOrgStore extends OrgStore {
           total[phase] = (total[phase] ?? 0) + now - t;
           t = now;
         };
-        const items = pack(rankClaims(this.db, caller, body, mark), 1000, 50);
+        const { items } = compilePack(this.db, caller, body, 1000, 50, mark);
         JSON.stringify(items.map((i) => ({ claim_id: i.claim.claim_id, statement: i.claim.statement, score: i.score, tokens: i.tokens })));
         mark("pack + JSON");
       }

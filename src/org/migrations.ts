@@ -742,4 +742,40 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       DROP TABLE backfill_team_fts;
     `,
   },
+  {
+    // What compile's and search's candidate reads need of a claim, in one narrow row per claim: the
+    // columns the retrieval predicate and scoring read, the statement's size in UTF-8 bytes, and its
+    // stored terms (moved here from claim_stems, which is dropped). Reading a candidate from two wide
+    // tables (claims, claim_stems) was two random page reads per match, what still grew with the
+    // organization once the number of matches read was bounded. status, valid_to and
+    // retention_excluded_at are copies of the claims columns: records.ts's claim writers keep them in
+    // step in the same statement batch, and they are read only through `retrievable`
+    // (test/records.test.ts fails if they drift).
+    name: "0020_claim_ranking",
+    sql: `
+      CREATE TABLE claim_ranking (
+        seq INTEGER PRIMARY KEY,            -- claims.seq
+        claim_id TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        project_id TEXT,
+        kind TEXT NOT NULL,
+        trust TEXT NOT NULL,
+        status TEXT NOT NULL,
+        valid_to TEXT,
+        retention_excluded_at TEXT,
+        visibility TEXT NOT NULL,
+        workspace_id TEXT,
+        author_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        bytes INTEGER NOT NULL,             -- length of the statement in UTF-8 bytes (its tokens)
+        stems TEXT                          -- claims_fts terms of the statement (was claim_stems.stems); NULL: tokenize it
+      );
+      INSERT INTO claim_ranking (seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at,
+          visibility, workspace_id, author_id, created_at, bytes, stems)
+        SELECT c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.valid_to, c.retention_excluded_at,
+          c.visibility, c.workspace_id, c.author_id, c.created_at, length(CAST(c.statement AS BLOB)), s.stems
+          FROM claims c LEFT JOIN claim_stems s ON s.seq = c.seq;
+      DROP TABLE claim_stems;
+    `,
+  },
 ];
