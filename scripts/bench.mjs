@@ -280,6 +280,29 @@ async function perfBuckets(server, run) {
   return { buckets, top };
 }
 
+/**
+ * System calls of the server's workerd processes per request while `run` makes `n` requests (strace -f -c):
+ * fsync and fdatasync count durable commits, pwrite64 the pages written. Unlike throughput, these counts do
+ * not move with the machine's load. Null when strace cannot attach here.
+ */
+async function syscallsPerRequest(server, n, run) {
+  const { spawn: spawnChild, spawnSync: spawnSyncChild } = await import("node:child_process");
+  const pids = [...groupCpu(server)].filter(([, p]) => p.name === "workerd").map(([pid]) => pid);
+  if (!pids.length || spawnSyncChild("strace", ["-V"]).status !== 0) return null;
+  const file = `${server.stateDir}/strace.txt`;
+  const tr = spawnChild("strace", ["-f", "-c", "-e", "trace=fsync,fdatasync,pwrite64,openat", "-o", file, ...pids.flatMap((p) => ["-p", p])], { stdio: "ignore" });
+  await sleep(500);
+  await run();
+  tr.kill("SIGINT");
+  await new Promise((r) => tr.once("exit", r));
+  const counts = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const m = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/.exec(line);
+    if (m) counts[m[2]] = Number(m[1]) / n;
+  }
+  return counts;
+}
+
 async function partAppendCpu(server) {
   const n = Number(args["cpu-requests"] ?? 2000);
   log(`part 1b: CPU per request, ${n} requests per measurement at concurrency 8`);
@@ -308,6 +331,9 @@ async function partAppendCpu(server) {
   const profiles = {};
   for (const name of ["append", "bare"])
     profiles[name] = await perfBuckets(server, () => autocannon({ ...targets[name], connections: 8, amount: n }));
+  const syscalls = {};
+  for (const name of ["append", "bare"])
+    syscalls[name] = await syscallsPerRequest(server, n, () => autocannon({ ...targets[name], connections: 8, amount: n }));
   const m = (name, k) => median(per[name].map((x) => x[k]));
   const rows = ["append", "bare"].map((name) => [name === "append" ? "(a) append" : "(b) bare insert", fmt(m(name, "workerd"), 3),
     fmt(m(name, "node"), 3), per[name].map((x) => fmt(x.workerd, 3)).join(", "), String(per[name].reduce((s, x) => s + x.bad, 0))]);
@@ -325,6 +351,14 @@ ${table(["bucket", "(a) append ms/request", "(b) bare ms/request"],
 Top symbols of (a), share of its samples: ${profiles.append.top.map(([s, p]) => `\`${s}\` ${fmt(p, 1)}%`).join(", ")}.`;
   }
   const ratio = m("append", "workerd") / m("bare", "workerd");
+  const calls = ["fsync", "fdatasync", "pwrite64", "openat"];
+  const syscallMd = syscalls.append && syscalls.bare
+    ? `System calls of workerd per request (\`strace -f -c\` during one more ${n}-request run of each at concurrency 8;
+fsync and fdatasync are durable commits; these counts do not move with the machine's load):
+
+${table(["target", ...calls], ["append", "bare"].map((name) => [name === "append" ? "(a) append" : "(b) bare insert",
+  ...calls.map((c) => fmt(syscalls[name][c] ?? 0, 2))]))}`
+    : "strace was not available: no system call counts.";
   const md = `### 1b. CPU per append
 
 The same two targets as part 1, ${n} requests each at concurrency 8, ${ROUNDS} rounds alternating: CPU time (user + system,
@@ -334,6 +368,8 @@ CPU time moves less with the machine's other load than throughput does, but not 
 ${table(["target", "workerd CPU ms/request (median)", "node (dev proxy) CPU ms/request", "workerd per round", "non-2xx + errors"], rows)}
 
 Append costs **${fmt(ratio, 2)}×** the bare insert's workerd CPU.
+
+${syscallMd}
 
 ${perfMd}`;
   return { md, ratio };

@@ -290,6 +290,47 @@ describe("Memory Atlas lenses", () => {
     expect(after.rowsRead, `rows read ${before.rowsRead} -> ${after.rowsRead}`).toBeLessThan(before.rowsRead + 200);
   }, 60_000);
 
+  it("scope_preview reads subjects in order up to its LIMIT, not every record (rows read stay flat)", async () => {
+    const org = await newOrg();
+    const writer = await mintKey(org.api_key, { scopes: ["*"] });
+    const reader = await mintKey(org.api_key, { scopes: ["*"] });
+    // More readable subjects of observations and of claims than the LIMIT (max_nodes + 100), written
+    // directly: 130 appends and consolidations would only slow the test.
+    const observe = (o: { db: Db }, subject: string, visibility: string) => {
+      const id = newId("obs_");
+      o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref, trust,
+          visibility, author_id, created_at, purged_at) VALUES (?, ?, NULL, 'note', 'filler', 'h', 'test', 'r', 'medium', ?, ?, ?, NULL)`,
+      id, subject, visibility, writer.principal_id, clock.nowIso());
+      return id;
+    };
+    const claim = (o: { db: Db }, subject_id: string, visibility: string, source: string) => {
+      const at = clock.nowIso();
+      insertClaim(o.db, { claim_id: newId("claim_"), subject_id, project_id: null, kind: "fact", statement: `about ${subject_id}`, status: "active",
+        visibility, trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null, disputes: "[]", author_id: writer.principal_id,
+        created_at: at, updated_at: at }, supports(source));
+    };
+    await inOrg(org.org_id, (o) => {
+      for (let i = 0; i < 130; i++) claim(o, `scope-${String(i).padStart(3, "0")}`, "team", observe(o, `scope-${String(i).padStart(3, "0")}`, "team"));
+    });
+    const measure = () => inOrg(org.org_id, async (o) => {
+      const caller = loadCaller(o.db, await hashKey(reader.key))!;
+      let rowsRead = 0;
+      const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
+        ? (...a: Parameters<SqlStorage["exec"]>) => { const cur = t.exec(...a); const rows = cur.toArray(); rowsRead += cur.rowsRead; return { toArray: () => rows }; }
+        : Reflect.get(t, k, t) }));
+      const view = compileView(counting, caller, atlasBody.parse({ lens: "scope_preview", max_nodes: 25 }));
+      return { rowsRead, view };
+    });
+    const before = await measure();
+    // 2,000 records in subjects sorting after the page, readable or not: claims and observations.
+    await inOrg(org.org_id, (o) => {
+      for (let i = 0; i < 1000; i++) claim(o, `zz-scope-${i}`, i % 2 ? "private" : "team", observe(o, `zz-scope-${i}`, i % 2 ? "team" : "private"));
+    });
+    const after = await measure();
+    expect(after.view).toEqual(before.view);
+    expect(after.rowsRead, `rows read ${before.rowsRead} -> ${after.rowsRead}`).toBeLessThan(before.rowsRead + 200);
+  }, 60_000);
+
   it("legal holds: active holds on the view's records, as hold nodes for hold administrators only", async () => {
     const org = await newOrg();
     const a = await appendOk(org.api_key, obs("held", "ocelot held evidence"));
@@ -458,6 +499,87 @@ describe("Memory Atlas leaks nothing", () => {
     expect(answer(await view(other.api_key, { lens: "evidence_trace", focus_id: x }))).toBe(answer(await view(other.api_key, { lens: "evidence_trace", focus_id: `claim_${"0".repeat(32)}` })));
     expectError(await view(reader.key, { lens: "neighborhood", subject_id: "leak-ws" }), 404, "NOT_FOUND");
     expectError(await view(reader.key, { lens: "workspace_graph", workspace_id: hiddenW }), 400, "UNRESOLVED_REFERENCE");
+  }, 60_000);
+});
+
+describe("Memory Atlas lenses step past rows they cannot draw", () => {
+  it("many newer unreadable or unrelated rows within a LIMIT hide nothing readable, and show nothing hidden", async () => {
+    const org = await newOrg();
+    const writer = await mintKey(org.api_key, { scopes: ["*"] });
+    const reader = await mintKey(org.api_key, { scopes: ["*"] });
+    // Readable: a target disputed by contradicting evidence and by a disputer claim; a complete run.
+    const against = await appendOk(writer.key, obs("step", "walnut against"));
+    const [target] = await consolidateOk(writer.key, "step", [{ kind: "fact", statement: "walnut target",
+      sources: [{ observation_id: await appendOk(writer.key, obs("step", "walnut for")), relation: "supports" }, { observation_id: against, relation: "contradicts" }] }]);
+    const [disputer] = await consolidateOk(writer.key, "step", [{ kind: "fact", statement: "walnut disputer",
+      sources: [{ observation_id: await appendOk(writer.key, obs("step", "walnut doubt")), relation: "supports" }, { claim_id: target, relation: "contradicts" }] }]);
+    const run = await call("POST", "/v1/context/compile", { key: reader.key, body: { query: "walnut target" } });
+    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id)).toContain(target);
+    const complete = run.json.data.context_id as string;
+    const [reviewed] = await consolidateOk(writer.key, "step", [{ kind: "fact", statement: "walnut reviewed", sources: supports(await appendOk(writer.key, obs("step", "walnut seen"))) }]);
+    const approval = await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: reviewed } });
+    expect(approval.status, approval.text).toBe(201);
+
+    // Newer than all of it (or sorting first), more than a lens's LIMIT (max_nodes + 100) of each: the
+    // writer's private disputed claims, each of its own subject and pending approval; readable claims
+    // disputing only those; readable supporting evidence on a readable disputed claim (sorting before
+    // the contradicting one); the reader's own runs that also hold a private claim (no longer
+    // completely readable).
+    const N = 150;
+    const hidden: string[] = [];
+    const partialRuns: string[] = [];
+    await inOrg(org.org_id, (o) => {
+      const at = clock.nowIso();
+      const observation = (visibility: string) => {
+        const id = newId("obs_");
+        o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref,
+            trust, visibility, author_id, created_at, purged_at) VALUES (?, 'step', NULL, 'note', 'filler', 'h', 'test', 'r', 'medium', ?, ?, ?, NULL)`,
+        id, visibility, writer.principal_id, at);
+        return id;
+      };
+      const claim = (statement: string, visibility: string, status: string, disputes: string[], sources: { observation_id: string; relation: string }[],
+        claim_id = newId("claim_"), subject_id = "step") => {
+        insertClaim(o.db, { claim_id, subject_id, project_id: null, kind: "fact", statement, status, visibility, trust: "medium", version: 1,
+          valid_from: at, valid_to: null, superseded_by: null, disputes: JSON.stringify(disputes), author_id: writer.principal_id, created_at: at, updated_at: at }, sources);
+        return claim_id;
+      };
+      const secretObs = observation("private");
+      for (let i = 0; i < N; i++) {
+        const p = claim(`zinc secret ${i}`, "private", "disputed", [], supports(secretObs), undefined, `aa-zinc-${i}`);
+        const approvalId = newId("apr_");
+        o.db.run(`INSERT INTO claim_approvals (approval_id, claim_id, claim_version, status, evidence, submitted_by, created_at)
+          VALUES (?, ?, 1, 'pending', '{}', ?, ?)`, approvalId, p, writer.principal_id, new Date(Date.parse(at) + 1000 + i).toISOString());
+        hidden.push(p, approvalId);
+        claim(`team disputer of a secret ${i}`, "team", "active", [p], supports(observation("team")));
+        const runId = newId("ctx_");
+        o.db.run("INSERT INTO context_runs (context_id, actor_id, query, token_budget, tokens_used, created_at) VALUES (?, ?, 'walnut', 100, 10, ?)",
+          runId, reader.principal_id, new Date(Date.parse(at) + 1000 + i).toISOString());
+        o.db.run("INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, 0, ?, 1, 5), (?, 1, ?, 1, 5)", runId, target, runId, p);
+        partialRuns.push(runId);
+      }
+      // A readable disputed claim whose id sorts first (evidence is read in claim id order), with many readable supports.
+      claim("aardvark disputed", "team", "disputed", [], Array.from({ length: N }, () => ({ observation_id: observation("team"), relation: "supports" })),
+        `claim_${"0".repeat(32)}`);
+    });
+
+    const conflicts = await viewOk(reader.key, { lens: "conflict_freshness", max_nodes: 25 });
+    wellFormed(conflicts, 25);
+    expect(ids(conflicts)).toEqual(expect.arrayContaining([target, disputer, against]));
+    expect(has(conflicts, disputer, target, "contradicts")).toBe(true);
+    expect(has(conflicts, against, target, "contradicts")).toBe(true);
+    const trace = await viewOk(reader.key, { lens: "evidence_trace", focus_id: target, max_nodes: 25 });
+    wellFormed(trace, 25);
+    expect(ids(trace)).toContain(complete);
+    const queue = await viewOk(reader.key, { lens: "review_queue", max_nodes: 25 });
+    expect(ids(queue)).toContain(approval.json.data.approval_id);
+    const scope = await viewOk(reader.key, { lens: "scope_preview", max_nodes: 25 });
+    expect(ids(scope)).toContain("subject:step");
+    const around = await viewOk(reader.key, { lens: "neighborhood", subject_id: "step", max_nodes: 25 });
+    for (const v of [conflicts, trace, queue, scope, around]) {
+      const text = JSON.stringify(v);
+      for (const id of [...hidden, ...partialRuns]) expect(text).not.toContain(id);
+      expect(text).not.toContain("zinc");
+    }
   }, 60_000);
 });
 

@@ -9,7 +9,7 @@ import { ApiError, translateStorageError } from "../src/http/errors";
 import type { EdgeEnv, PublicRoute } from "../src/http/route";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 import { handle } from "../src/worker";
-import { append, bareRequest, appendOk, call, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";
+import { append, bareRequest, appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";
 
 /** A D1 binding that prepares statements (lazily, as D1 does) but fails every query like an unreachable database. */
 const failingD1 = (): D1Database => {
@@ -170,20 +170,25 @@ describe("503 paths", () => {
 });
 
 describe("a real route failing after a partial write leaves nothing behind", () => {
-  const tally = (orgId: string) => inOrg(orgId, (o) => o.db.first<Record<string, number | string | null>>(
+  // After the reserve's background top-up (if one runs), so that only the write under test moves it.
+  const tally = (orgId: string) => inOrg(orgId, async (o) => (await (o as unknown as { toppingUp: Promise<void> | null }).toppingUp, o.db.first<Record<string, number | string | null>>(
     `SELECT (SELECT count(*) FROM claims) AS claims, (SELECT count(*) FROM claim_sources) AS sources,
             (SELECT count(*) FROM claims_fts WHERE claims_fts MATCH 'twice OR first OR second') AS fts,
             (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM audit_log) AS audit,
             (SELECT count(*) FROM outbox WHERE topic = 'record_owner') AS outbox, (SELECT count(*) FROM idempotency) AS replays,
             -- Index rows of claims only: the alarm's index drain may take the observations' rows at any time.
             (SELECT count(*) FROM outbox WHERE topic = 'index' AND payload LIKE 'claim%') AS index_claims,
-            (SELECT value FROM org_meta WHERE name = 'job_due:webhook_delivery') AS webhook_due_at`)!);
+            (SELECT value FROM org_meta WHERE name = 'job_due:webhook_delivery') AS webhook_due_at,
+            (SELECT group_concat(record_id || ':' || taken) FROM (SELECT * FROM reserved_record_ids ORDER BY record_id)) AS reserve`)!));
 
   it("a consolidation whose second claim violates a constraint keeps nothing of the first", async () => {
     const org = await newOrg();
     const id = await appendOk(org.api_key, obs("s", "x"));
+    // A first consolidation stocks the claim id reserve, so the failing one takes reserved ids (and must give them back).
+    await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "stocks the reserve", sources: supports(id) }]);
     await inOrg(org.org_id, (o) => o.db.run("CREATE UNIQUE INDEX test_one_statement ON claims(statement)"));
     const before = await tally(org.org_id);
+    expect(before.reserve).toContain("claim_");
     const r = await call("POST", "/v1/consolidations", { key: org.api_key, headers: { "idempotency-key": "c1" }, body: { subject_id: "s", claims: [
       { kind: "fact", statement: "first twice", sources: supports(id) }, { kind: "fact", statement: "first twice", sources: supports(id) }] } });
     expectError(r, 409, "CONFLICT");

@@ -680,26 +680,70 @@ describe("record ownership outbox", () => {
     const ids = [p.json.data.project_id, o, c];
     expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    // All three live in the organization's own registry shard (one warm shard per organization's writes).
+    const { registryShardOf } = await import("../src/registry/shards");
+    expect(ids.map(registryShardOf)).toEqual(ids.map(() => registryShardOf(org.org_id)));
   });
 
-  it("concurrent writes each register their own ids once, never each other's again", async () => {
+  it("concurrent writes all register their ids before answering", async () => {
     const { registryOwners } = await import("./helpers");
     const org = await newOrg();
-    // The real registry, slowed down so the writes' registrations overlap, recording every id sent.
-    const sent: string[] = [];
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))));
+    expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+  });
+
+  it("answers no request while a registration is under way, so a read cannot show an unregistered id", async () => {
+    const { registryOwners } = await import("./helpers");
+    const org = await newOrg();
+    // The real registry behind a gate this test opens.
+    let called!: () => void;
+    const registering = new Promise<void>((r) => { called = r; });
+    let open!: () => void;
+    const gate = new Promise<void>((r) => { open = r; });
     await inOrg(org.org_id, (x) => {
       const real = x.deps.registry;
       x.deps = { ...x.deps, registry: { ...real, register: async (orgId, ids, at) => {
-        sent.push(...ids);
-        await new Promise((r) => setTimeout(r, 20));
+        called();
+        await gate;
         return real.register(orgId, ids, at);
       } } };
     });
-    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))));
-    const registered = await inOrg(org.org_id, () => [...sent]);
-    expect(registered.sort()).toEqual([...ids].sort());
-    expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
+    // The organization's first append: the reserve is empty, so its id is registered after the commit.
+    const append = appendOk(org.api_key, obs("s", "held"));
+    await registering;
+    let answered = false;
+    const events = call("GET", "/v1/events", { key: org.api_key }).then((r) => { answered = true; return r; });
+    await Promise.race([events, new Promise((r) => setTimeout(r, 200))]);
+    expect(answered).toBe(false);
+    open();
+    const id = await append;
+    expect((await events).text).toContain(id);
+    expect(await registryOwners([id])).toEqual({ [id]: org.org_id });
+  });
+
+  it("hands out ids registered ahead of use: a write then needs no registry call and queues no outbox row", async () => {
+    const { failingRegistry, registryOwners } = await import("./helpers");
+    const org = await newOrg();
+    await appendOk(org.api_key, obs("s", "first write: the reserve is empty, so it tops it up"));
+    await inOrg(org.org_id, (x) => (x as unknown as { toppingUp: Promise<void> | null }).toppingUp);
+    const stock = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string; prefix: string }>(
+      "SELECT record_id, prefix FROM reserved_record_ids WHERE taken = 0"));
+    // Only the prefix the write used is stocked.
+    const rows = await stock();
+    expect(new Set(rows.map((r) => r.prefix))).toEqual(new Set(["obs_"]));
+    const reserved = rows.map((r) => r.record_id);
+    expect(reserved.length).toBeGreaterThan(0);
+    expect(Object.values(await registryOwners(reserved))).toEqual(reserved.map(() => org.org_id));
+    // With the registry down, the write still answers with an id the registry already gives to this organization.
+    await inOrg(org.org_id, (x) => { x.deps = { ...x.deps, registry: failingRegistry }; });
+    const o = await appendOk(org.api_key, obs("s", "second write"));
+    expect(reserved).toContain(o);
+    expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    // The taken id left the reserve with the write's commit.
+    expect((await stock()).map((r) => r.record_id)).not.toContain(o);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE taken = 1")!.n)).toBe(0);
   });
 
   it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {

@@ -125,7 +125,7 @@ describe("migrations that backfill data", () => {
     });
   });
 
-  it("0020_claim_ranking copies every claim's candidate columns and moves its stored terms out of claim_stems", async () => {
+  it("0022_claim_ranking copies every claim's candidate columns and moves its stored terms out of claim_stems", async () => {
     await inEmptyObject((o, storage) => {
       migrate(o.db, storage, before("0019_claim_stems"));
       const statements = ["Café naïve résumés in Ελλάδα", "billing invoices billing", "secret ledger"];
@@ -137,11 +137,65 @@ describe("migrations that backfill data", () => {
         i === 2 ? "2026-01-02T00:00:00.000Z" : null);
         o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims WHERE claim_id = ?", `claim_${i}`);
       });
-      migrate(o.db, storage, upTo("0020_claim_ranking"));
+      migrate(o.db, storage, upTo("0022_claim_ranking"));
       expect(rankingDrift(o.db)).toEqual([]);
       expect(o.db.all("SELECT claim_id, bytes, stems FROM claim_ranking ORDER BY seq")).toEqual(statements.map((statement, i) => ({
         claim_id: `claim_${i}`, bytes: new TextEncoder().encode(statement).length, stems: i === 0 ? null : stemsOf(statement).map(storedTerm).join(" ") })));
       expect(o.db.first("SELECT name FROM sqlite_master WHERE name = 'claim_stems'")).toBeNull();
+    });
+  });
+
+  it("0021_tokenizer_parity recomputes what the old tokenizer stored for non-ASCII claims from claims_fts", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0021_tokenizer_parity"));
+      // [statement, visibility, the claim_stems row the old tokenizer wrote (null: none, written before 0019)]
+      const claims: [string, string, string | null][] = [
+        ["Ελλάδα ſtate 한국어 billing", "team", "ελλαδα ſtate \u1112\u1161\u11ab\u1100\u116e\u11a8\u110b\u1165 bill"],
+        ["the runners billing", "team", "the runner bill"],
+        ["Ἀθῆναι naïve billing", "team", null],
+        ["ΐ private billing", "private", "ι privat bill"],
+      ];
+      claims.forEach(([statement, visibility, stems], i) => {
+        o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
+            valid_to, superseded_by, disputes, author_id, created_at, updated_at) VALUES (?, 's', NULL, 'fact', ?, 'active', ?, 'medium', 1,
+            't', NULL, NULL, '[]', 'prn_a', 't', 't')`, `claim_${i}`, statement, visibility);
+        o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims WHERE claim_id = ?", `claim_${i}`);
+        if (stems !== null) o.db.run("INSERT INTO claim_stems (seq, stems) SELECT seq, ? FROM claims WHERE claim_id = ?", stems, `claim_${i}`);
+      });
+      // The statistics as the old tokenizer kept them: claim 0 counted its JavaScript terms.
+      o.db.run("DELETE FROM claim_terms");
+      o.db.run(`INSERT INTO claim_terms (term, claims) VALUES ('ελλαδα', 1), ('ſtate', 1), ('bill', 3), ('the', 1), ('runner', 1),
+        ('ἀθῆναι', 1), ('naiv', 1)`);
+      o.db.run("INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, 3, 10) ON CONFLICT (id) DO UPDATE SET claims = 3, tokens = 10");
+      migrate(o.db, storage, upTo("0021_tokenizer_parity"));
+      // Non-ASCII rows now hold the index's terms, which the JavaScript tokenizer now agrees with;
+      // a claim without a row keeps none (it is tokenized when read).
+      const stored = (text: string) => stemsOf(text).map(storedTerm).join(" ");
+      expect(o.db.all("SELECT s.stems FROM claims c LEFT JOIN claim_stems s ON s.seq = c.seq ORDER BY c.seq").map((r) => (r as { stems: string | null }).stems))
+        .toEqual([stored(claims[0][0]), "the runner bill", null, stored(claims[3][0])]);
+      expect(stored(claims[0][0])).toBe("ελλάδα state 한국어 bill");
+      const shared = [claims[0][0], claims[1][0], claims[2][0]].map((t) => stemsOf(t).map(storedTerm));
+      const expected = new Map<string, number>();
+      for (const terms of shared) for (const t of new Set(terms)) expected.set(t, (expected.get(t) ?? 0) + 1);
+      expect(Object.fromEntries(o.db.all<{ term: string; claims: number }>("SELECT term, claims FROM claim_terms").map((r) => [r.term, r.claims])))
+        .toEqual(Object.fromEntries(expected));
+      expect(o.db.first("SELECT claims, tokens FROM claim_corpus")).toEqual({ claims: 3, tokens: shared.flat().length });
+      expect(o.db.all("SELECT name FROM sqlite_master WHERE name LIKE 'parity%'")).toEqual([]);
+    });
+    // An organization with ASCII statements only: the old tokenizer was right there, nothing is rewritten.
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0021_tokenizer_parity"));
+      o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
+          valid_to, superseded_by, disputes, author_id, created_at, updated_at) VALUES ('claim_a', 's', NULL, 'fact', 'billing runs', 'active',
+          'team', 'medium', 1, 't', NULL, NULL, '[]', 'prn_a', 't', 't')`);
+      o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims");
+      o.db.run("INSERT INTO claim_stems (seq, stems) SELECT seq, 'bill run' FROM claims");
+      o.db.run("DELETE FROM claim_terms");
+      o.db.run("INSERT INTO claim_terms (term, claims) VALUES ('bill', 7)");
+      o.db.run("INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, 7, 70) ON CONFLICT (id) DO UPDATE SET claims = 7, tokens = 70");
+      migrate(o.db, storage, upTo("0021_tokenizer_parity"));
+      expect(o.db.all("SELECT term, claims FROM claim_terms")).toEqual([{ term: "bill", claims: 7 }]);
+      expect(o.db.first("SELECT claims, tokens FROM claim_corpus")).toEqual({ claims: 7, tokens: 70 });
     });
   });
 

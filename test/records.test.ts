@@ -63,14 +63,14 @@ describe("memory record writers", () => {
       const purged = tombstone(store.db, o);
       const before = store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n;
       const queued = queueTouched(store.db, { created: ["obs_new", "obs_new"], changed: [claim] }, "2026-01-01T00:00:00.000Z");
-      const rows = store.db.all<{ topic: string; payload: string }>("SELECT topic, payload FROM outbox ORDER BY seq DESC LIMIT ?", queued);
+      const rows = store.db.all<{ topic: string; payload: string }>("SELECT topic, payload FROM outbox ORDER BY seq DESC LIMIT ?", queued.rows);
       return { changed, purged, version: getClaim(store.db, claim)!.version, added: store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n - before, queued, rows };
     });
     expect(out.changed).toEqual({ created: [], changed: [claim] });
     expect(out.purged).toEqual({ created: [], changed: [o] });
     expect(out.version).toBe(2);
     // record_owner carries created ids; index carries created and changed observations and claims.
-    expect(out).toMatchObject({ queued: 3, added: 3 });
+    expect(out).toMatchObject({ queued: { rows: 3, ownerIds: ["obs_new"] }, added: 3 });
     expect(out.rows.map((r) => `${r.topic} ${r.payload}`).sort()).toEqual([`index ${claim}`, "index obs_new", "record_owner obs_new"].sort());
   });
 

@@ -3,7 +3,9 @@
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { durableRegistry } from "../src/registry/client";
-import { groupByShard, registryShardOf } from "../src/registry/shards";
+import { groupByShard, recordIdFor, registryShardOf } from "../src/registry/shards";
+import { isId } from "../src/http/ids";
+import { RegistrationBatcher } from "../src/org/outbox";
 import {
   appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports,
 } from "./helpers";
@@ -33,6 +35,66 @@ describe("shard routing", () => {
     expect(registryShardOf("weird")).toMatch(/^ids:[0-9a-f]{2}$/);
     const grouped = groupByShard(["obs_00" + "a".repeat(30), "obs_00" + "b".repeat(30), "obs_01" + "a".repeat(30), "obs_00" + "a".repeat(30)]);
     expect([...grouped]).toEqual([["ids:00", ["obs_00" + "a".repeat(30), "obs_00" + "b".repeat(30)]], ["ids:01", ["obs_01" + "a".repeat(30)]]]);
+  });
+});
+
+describe("new record ids", () => {
+  it("live in their organization's shard and are still prefix + 32 hex", () => {
+    const org = "org_" + "7c" + "9".repeat(30);
+    const ids = Array.from({ length: 50 }, (_, i) => recordIdFor(org, ["obs_", "claim_", "prj_"][i % 3]));
+    for (const id of ids) {
+      expect(registryShardOf(id)).toBe("ids:7c");
+      expect(isId(id.slice(0, id.indexOf("_") + 1), id)).toBe(true);
+    }
+    expect(new Set(ids).size).toBe(50);
+  });
+});
+
+describe("registration batching", () => {
+  it("sends what arrives during a batch together in the next, and settles each caller with its own batch", async () => {
+    const flushed: string[][] = [];
+    let release!: () => void;
+    const batcher = new RegistrationBatcher(async (ids) => {
+      flushed.push(ids);
+      if (flushed.length === 1) await new Promise<void>((r) => { release = r; });
+    }, (err) => { throw err; });
+    const settled: string[] = [];
+    const first = batcher.register(["a"]).then(() => settled.push("a"));
+    const sameTick = batcher.register(["b"]).then(() => settled.push("b"));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(flushed).toEqual([["a", "b"]]);
+    const later = [batcher.register(["c"]).then(() => settled.push("c")), batcher.register(["d", "e"]).then(() => settled.push("d"))];
+    await new Promise((r) => setTimeout(r, 0));
+    // c and d wait for the batch in flight; nobody has been answered yet.
+    expect(flushed).toEqual([["a", "b"]]);
+    expect(settled).toEqual([]);
+    release();
+    await Promise.all([first, sameTick, ...later]);
+    expect(flushed).toEqual([["a", "b"], ["c", "d", "e"]]);
+    expect(settled).toEqual(["a", "b", "c", "d"]);
+    await batcher.settled();
+  });
+
+  it("settles the callers of a failed batch, reports the failure, and still sends the next batch", async () => {
+    const flushed: string[][] = [];
+    const errors: unknown[] = [];
+    let fail!: (err: Error) => void;
+    const batcher = new RegistrationBatcher(async (ids) => {
+      flushed.push(ids);
+      if (flushed.length === 1) await new Promise<void>((_, reject) => { fail = reject; });
+    }, (err) => errors.push(err));
+    const first = batcher.register(["a"]);
+    await new Promise((r) => setTimeout(r, 0));
+    const second = batcher.register(["b"]);
+    let allSettled = false;
+    const all = batcher.settled().then(() => { allSettled = true; });
+    fail(new Error("registry down"));
+    await first;
+    await second;
+    await all;
+    expect(allSettled).toBe(true);
+    expect(flushed).toEqual([["a"], ["b"]]);
+    expect(errors.map(String)).toEqual(["Error: registry down"]);
   });
 });
 

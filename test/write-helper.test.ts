@@ -16,7 +16,7 @@ function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
     idempotent: true, idempotencyKey, env: store.env, headers: {}, deps: o.deps,
     jobDue: store.jobDue.bind(o),
     eventsWritten: store.eventsWritten.bind(o),
-    ownersQueued: () => undefined,
+    recordsCreated: () => undefined,
   };
 }
 

@@ -15,7 +15,8 @@ import { BACKGROUND_JOBS } from "../jobs";
 import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";
 import { maintenanceIntervalMs } from "./maintenance";
-import { registerQueuedOwners } from "./outbox";
+import { RegistrationBatcher, registerQueuedOwners } from "./outbox";
+import { lowReserves, topUpReserves } from "./reserved-ids";
 import { getMeta } from "./meta";
 import { passwordLogin, type LoginResult } from "../domains/dashboard/login";
 import { revokeSessionById } from "../domains/dashboard/store";
@@ -42,6 +43,16 @@ export interface DispatchInput {
 export type DispatchResult =
   | ({ ok: true } & Omit<Reply, "indexWrites">)
   | { ok: false; error: ErrorBody };
+
+/** How long a write's registration or a reserve top-up may take before it is left to the outbox's retry. */
+const REGISTRY_WAIT_MS = 5_000;
+
+/** `work`, or a rejection once REGISTRY_WAIT_MS passed (a hung registry call must not hold every later one). */
+function withinRegistryWait(work: Promise<void>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error("registry call timed out")), REGISTRY_WAIT_MS); });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 
 export class OrgStore extends DurableObject<EdgeEnv> {
   readonly db: Db;
@@ -71,21 +82,26 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       if (!route) throw new Error(`route ${input.routeId} is not an org route`);
       const caller = loadCaller(this.db, input.keyHash);
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
-      // A write that created record ids registers them before it answers (see registerCreatedIds).
-      const createdIds: string[] = [];
+      // A write that created record ids registers those not reserved ahead of use before it answers.
+      const created: string[] = [];
+      const toRegister: string[] = [];
       const session: Session = {
         orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
         headers: input.headers, env: this.env, deps: this.deps,
         jobDue: (job, dueAtMs, armAtMs) => this.jobDue(job, dueAtMs, armAtMs),
         eventsWritten: () => this.eventsWritten(),
-        ownersQueued: (ids) => { createdIds.push(...ids); },
+        recordsCreated: (ids, unregistered) => { created.push(...ids); toRegister.push(...unregistered); },
       };
       const reply = await executeRoute(session, route, {
         params: input.params, query: input.query, bodyText: route.rawBody ? undefined : input.bodyText,
         rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
       });
       await this.settleAlarmWork();
-      if (createdIds.length) await this.registerCreatedIds(input.orgId, createdIds);
+      if (toRegister.length) this.registrations.register(toRegister);
+      // No answer leaves while a registration is under way: a read (or a replay) running during another
+      // write's registration could otherwise show that write's new id before the registry knows it.
+      await this.registrations.settled();
+      if (created.length) this.topUpReserves(created);
       await this.applyIndexWrites(input.orgId, reply);
       const { indexWrites: _applied, ...answer } = reply;
       return { ok: true, ...answer };
@@ -97,16 +113,29 @@ export class OrgStore extends DurableObject<EdgeEnv> {
 
   /**
    * New ids reach the ownership registry before the reply that reveals them, so no other organization
-   * can learn an id before the registry knows its owner (README "Record ownership"). Only this request's
-   * ids (concurrent writes each register their own, never each other's again), one RPC per shard; a
-   * failure leaves the rows to the alarm's retry and the write stands.
+   * can learn an id before the registry knows its owner (README "Record ownership"). Each write's own
+   * ids, batched with those of writes running at the same time (RegistrationBatcher); a failure leaves
+   * the rows to the alarm's retry and the write stands.
    */
-  private async registerCreatedIds(orgId: string, ids: string[]): Promise<void> {
-    try {
-      await registerQueuedOwners(this.db, this.deps.registry, orgId, ids);
-    } catch (err) {
-      console.error("ownership registration failed; the outbox retries", err);
-    }
+  private readonly registrations = new RegistrationBatcher(
+    (ids) => withinRegistryWait(registerQueuedOwners(this.db, this.deps.registry, getMeta(this.db, "org_id")!, ids)),
+    (err) => console.error("ownership registration failed; the outbox retries", err));
+
+  /** The reserve top-up in progress, if any: at most one at a time. */
+  private toppingUp: Promise<void> | null = null;
+
+  /**
+   * Keep ids registered ahead of use (src/org/reserved-ids.ts), so that the next writes answer without
+   * a registry call. Not awaited: a write never waits for it; a failure leaves the fallback in place.
+   */
+  private topUpReserves(created: string[]): void {
+    if (this.toppingUp) return;
+    const low = lowReserves(this.db, created);
+    const orgId = getMeta(this.db, "org_id");
+    if (!low.length || !orgId) return;
+    this.toppingUp = withinRegistryWait(topUpReserves(this.db, this.deps.registry, orgId, low, clock.nowIso()))
+      .catch((err) => console.error("record id reserve top-up failed; writes register after commit", err))
+      .finally(() => { this.toppingUp = null; });
   }
 
   /** D1 follows the DO: applied only after the DO transaction committed. */

@@ -743,6 +743,56 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    // Record ids registered with the ownership registry ahead of use (src/org/reserved-ids.ts), so a
+    // write that creates a record answers without a registry call. A handful per prefix; a taken id's
+    // row is deleted by the write that took it.
+    name: "0020_reserved_record_ids",
+    sql: `
+      CREATE TABLE reserved_record_ids (
+        record_id TEXT PRIMARY KEY,
+        prefix TEXT NOT NULL,               -- prj_, obs_ or claim_
+        taken INTEGER NOT NULL DEFAULT 0    -- 1 inside the transaction of the write that took it
+      ) WITHOUT ROWID;
+    `,
+  },
+  {
+    // The JavaScript tokenizer (fts.ts ftsTokens) now splits and folds exactly as claims_fts's unicode61
+    // does; before, it differed on non-ASCII text (Greek accents, long s, Hangul, letters newer than
+    // Unicode 6.1, marks outside unicode61's diacritic table, ...). What it computed for such claims is
+    // recomputed from claims_fts itself: the claim_stems rows of non-ASCII statements whose terms
+    // differ, and the shared statistics rows (claim_terms, claim_corpus) whose counts differ from the
+    // index's over the shared claims (team, no workspace, not retention-excluded: sharesTerms in
+    // records.ts). ASCII statements tokenized the same before, so their rows are left as they are.
+    name: "0021_tokenizer_parity",
+    sql: `
+      CREATE VIRTUAL TABLE parity_instances USING fts5vocab(claims_fts, 'instance');
+      CREATE TABLE parity_non_ascii AS SELECT seq FROM claims WHERE length(CAST(statement AS BLOB)) != length(statement);
+      -- fts5vocab can only be scanned: one pass each, filtered by IN (a join would rescan it per claim).
+      CREATE TABLE parity_stems AS SELECT doc AS seq, group_concat(term, ' ' ORDER BY offset) AS stems FROM parity_instances
+        WHERE doc IN (SELECT seq FROM parity_non_ascii) GROUP BY doc;
+      INSERT INTO parity_stems (seq, stems) SELECT seq, '' FROM parity_non_ascii WHERE seq NOT IN (SELECT seq FROM parity_stems);
+      UPDATE claim_stems SET stems = p.stems FROM parity_stems p WHERE p.seq = claim_stems.seq AND p.stems != claim_stems.stems;
+      -- Without a non-ASCII claim the old tokenizer counted right: nothing below reads or writes then.
+      CREATE TABLE parity_shared AS SELECT seq FROM claims
+        WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL AND EXISTS (SELECT 1 FROM parity_non_ascii);
+      CREATE TABLE parity_terms AS SELECT term, count(DISTINCT doc) AS claims, count(*) AS tokens FROM parity_instances
+        WHERE EXISTS (SELECT 1 FROM parity_non_ascii) AND doc IN (SELECT seq FROM parity_shared) GROUP BY term;
+      DELETE FROM claim_terms WHERE EXISTS (SELECT 1 FROM parity_non_ascii) AND term NOT IN (SELECT term FROM parity_terms);
+      INSERT INTO claim_terms (term, claims) SELECT term, claims FROM parity_terms WHERE true
+        ON CONFLICT (term) DO UPDATE SET claims = excluded.claims WHERE claim_terms.claims != excluded.claims;
+      INSERT INTO claim_corpus (id, claims, tokens)
+        SELECT 1, (SELECT count(*) FROM parity_shared), (SELECT coalesce(sum(tokens), 0) FROM parity_terms)
+         WHERE EXISTS (SELECT 1 FROM parity_non_ascii)
+        ON CONFLICT (id) DO UPDATE SET claims = excluded.claims, tokens = excluded.tokens
+          WHERE claim_corpus.claims != excluded.claims OR claim_corpus.tokens != excluded.tokens;
+      DROP TABLE parity_terms;
+      DROP TABLE parity_shared;
+      DROP TABLE parity_stems;
+      DROP TABLE parity_non_ascii;
+      DROP TABLE parity_instances;
+    `,
+  },
+  {
     // What compile's and search's candidate reads need of a claim, in one narrow row per claim: the
     // columns the retrieval predicate and scoring read, the statement's size in UTF-8 bytes, and its
     // stored terms (moved here from claim_stems, which is dropped). Reading a candidate from two wide
@@ -751,7 +801,7 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     // retention_excluded_at are copies of the claims columns: records.ts's claim writers keep them in
     // step in the same statement batch, and they are read only through `retrievable`
     // (test/records.test.ts fails if they drift).
-    name: "0020_claim_ranking",
+    name: "0022_claim_ranking",
     sql: `
       CREATE TABLE claim_ranking (
         seq INTEGER PRIMARY KEY,            -- claims.seq

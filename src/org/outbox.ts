@@ -4,6 +4,7 @@
 import { clock } from "../http/clock";
 import type { OwnershipRegistry } from "../registry/client";
 import type { Db } from "./db";
+import { unregisteredOf } from "./reserved-ids";
 
 export const OUTBOX_BATCH = 200;
 
@@ -30,24 +31,30 @@ export const OUTBOX_TOPICS: Record<string, (t: Touched) => string[]> = {
   index: (t) => [...t.created, ...t.changed].filter((id) => id.startsWith("obs_") || id.startsWith("claim_")),
 };
 
-/** Queue the outbox rows of a write (inside its transaction). Returns how many rows were queued. */
-export function queueTouched(db: Db, touched: Touched, at: string): number {
-  let queued = 0;
-  for (const [topic, idsOf] of Object.entries(OUTBOX_TOPICS))
-    for (const id of new Set(idsOf(touched))) {
+/**
+ * Queue the outbox rows of a write (inside its transaction). Created ids taken from the reserve were
+ * registered before they were handed out and get no record_owner row. Returns how many rows were queued
+ * and the ids queued for the ownership registry.
+ */
+export function queueTouched(db: Db, touched: Touched, at: string): { rows: number; ownerIds: string[] } {
+  let rows = 0;
+  let ownerIds: string[] = [];
+  for (const [topic, idsOf] of Object.entries(OUTBOX_TOPICS)) {
+    let ids = [...new Set(idsOf(touched))];
+    if (topic === "record_owner") ids = ownerIds = unregisteredOf(db, ids);
+    for (const id of ids) {
       db.run("INSERT INTO outbox (topic, payload, created_at) VALUES (?, ?, ?)", topic, id, at);
-      queued++;
+      rows++;
     }
-  return queued;
+  }
+  return { rows, ownerIds };
 }
 
-/** The record ids a write queued for the ownership registry (topic record_owner), each once. */
-export const ownerIdsOf = (touched: Touched): string[] => [...new Set(OUTBOX_TOPICS.record_owner(touched))];
-
 /**
- * Register exactly these ids (one write's, right after its commit) and delete their outbox rows: one RPC
- * per shard touched. Only ids still in the outbox are sent (a rolled-back write left none, and the alarm
- * may already have carried them), so concurrent writes never register each other's rows again.
+ * Register exactly these ids (those of the writes in one RegistrationBatcher batch, right after their
+ * commits) and delete their outbox rows: one RPC per shard touched. Only ids still in the outbox are
+ * sent (a rolled-back write left none, and the alarm may already have carried them), so no write's rows
+ * are sent twice by the writes themselves.
  */
 export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<void> {
   const rows = db.all<{ seq: number; payload: string }>(
@@ -56,6 +63,38 @@ export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, 
   const { conflicts } = await registry.register(orgId, rows.map((r) => r.payload), clock.nowIso());
   if (conflicts.length) console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
   db.run("DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(rows.map((r) => r.seq)));
+}
+
+/**
+ * Group commit for registrations: ids handed in while a batch is with the registry wait and go together
+ * in the next batch, so concurrent writes share one RPC per shard (and one outbox delete) instead of
+ * one each. Each caller's promise settles when the batch carrying its ids is done, whether it succeeded
+ * or not (a failed registration is left to the alarm's retry; `onError` hears of it), and a failed batch
+ * never holds up the next.
+ */
+export class RegistrationBatcher {
+  private waiting: string[] = [];
+  private nextBatch: Promise<void> | null = null;
+  private inFlight: Promise<void> = Promise.resolve();
+
+  constructor(private readonly flush: (ids: string[]) => Promise<void>, private readonly onError: (err: unknown) => void) {}
+
+  register(ids: string[]): Promise<void> {
+    this.waiting.push(...ids);
+    this.nextBatch ??= this.inFlight.then(() => {
+      const batch = this.waiting;
+      this.waiting = [];
+      this.nextBatch = null;
+      this.inFlight = this.flush(batch).catch(this.onError);
+      return this.inFlight;
+    });
+    return this.nextBatch;
+  }
+
+  /** Settles when every registration handed in so far is done (succeeded or left to the retry). */
+  settled(): Promise<void> {
+    return this.nextBatch ?? this.inFlight;
+  }
 }
 
 /**

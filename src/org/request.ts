@@ -45,10 +45,11 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   /** Told by commitWrite that events were committed (jobs such as webhook delivery may become due). */
   eventsWritten(): void;
   /**
-   * Told by commitWrite which record ids its transaction queued for the ownership registry: the org
-   * Durable Object registers exactly those before it answers (OrgStore.dispatch).
+   * Told by commitWrite which record ids its transaction created, and which of them it queued for the
+   * ownership registry (those not reserved ahead of use): the org Durable Object registers exactly those
+   * before it answers, and tops up the reserve of the prefixes used (OrgStore.dispatch).
    */
-  ownersQueued(ids: string[]): void;
+  recordsCreated(created: string[], toRegister: string[]): void;
 }
 
 /** A veto on purging an observation (e.g. an active legal hold): a message blocks it with 409 CONFLICT. */

@@ -8,7 +8,7 @@ import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "./db";
 import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "../domains/indexing/background";
 import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
-import { type Touched, ownerIdsOf, queueTouched } from "./outbox";
+import { type Touched, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
 /** The eleven event kinds of SPEC "Events"; nothing else is ever emitted. */
@@ -129,12 +129,11 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Rep
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
-    if (out.touched && queueTouched(rc.db, out.touched, at)) {
-      // The alarm is the retry; the object registers these ids itself right after the commit.
-      rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
-      rc.ownersQueued(ownerIdsOf(out.touched));
-      if (drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
-    }
+    const queued = queueTouched(rc.db, out.touched ?? { created: [], changed: [] }, at);
+    // The alarm is the retry; the object registers these ids itself right after the commit.
+    if (queued.ownerIds.length) rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
+    if (out.touched?.created.length) rc.recordsCreated(out.touched.created, queued.ownerIds);
+    if (queued.rows && drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
     const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(

@@ -1,5 +1,6 @@
 // Which registry shard owns an id: a pure function of the id, so every writer and every import agrees
 // forever. Changing it would strand every registered id, so a test pins it.
+import { randomHex } from "../http/ids";
 
 /** Number of registry shards (two hex characters). */
 export const REGISTRY_SHARDS = 256;
@@ -15,6 +16,17 @@ export function registryShardOf(id: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193) >>> 0;
   return `ids:${(h % REGISTRY_SHARDS).toString(16).padStart(2, "0")}`;
+}
+
+/**
+ * A new project, observation or claim id of an organization: prefix, then the two hex characters of the
+ * organization's own shard, then 120 random bits. All of an organization's new ids share one registry
+ * shard, so registering a write (or a burst of concurrent writes) is one RPC to a shard its writes keep
+ * warm, instead of one per id to shards that are cold (README "Record ownership"). Shards still fill
+ * evenly across organizations; ids made before this, and imported ids, stay where their hex puts them.
+ */
+export function recordIdFor(orgId: string, prefix: string): string {
+  return prefix + registryShardOf(orgId).slice("ids:".length) + randomHex(15);
 }
 
 /** Ids grouped by shard, each shard once, ids deduplicated. */

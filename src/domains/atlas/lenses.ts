@@ -2,6 +2,8 @@
 // goes through records.ts's retrievable; context runs through the run-readability rule), with LIMITs
 // proportional to max_nodes (fetchCap), and hands them to AtlasGraph, which applies max_nodes and
 // keeps only edges whose two ends are in the view. Nothing here counts or labels a hidden record.
+// What decides whether a row is drawn belongs in its SQL walk, before the LIMIT: a filter in code
+// after the LIMIT lets rows it drops (unreadable ones above all) crowd out rows it would keep.
 import { isAdmin, workspaceVisible } from "../../access/policy";
 import { hasScope } from "../../auth/scopes";
 import { clock } from "../../http/clock";
@@ -11,12 +13,12 @@ import type { Caller } from "../../org/request";
 import type { ApprovalRow, ReleaseRow } from "../governance/store";
 import {
   type ClaimRow, type ObservationRow, atlasClaims, canRetrieve, disputedClaims, disputingClaims, expiringClaims, getClaim,
-  retrievableClaimIds, retrievableClaims, retrievableEvidence, retrievableProposals, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
+  retrievableClaims, retrievableEvidence, retrievableProposals, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
   sharedSourcePairs, subjectRetrievable,
 } from "../memory/records";
 import { type AtlasNode, AtlasGraph, type EdgeType, type NodeType, fetchCap, labelOf, subjectNodeId } from "./graph";
 import type { AtlasBody, Lens } from "./schema";
-import { activeHoldsOn, channelById, channelsByIds, itemsOfRuns, openChannels, readableRunsSelecting } from "./store";
+import { activeHoldsOn, channelById, channelsByIds, openChannels, readableRunsSelecting } from "./store";
 
 /** How far ahead conflict_freshness looks for claims whose validity is about to end. */
 export const EXPIRY_HORIZON_DAYS = 7;
@@ -64,12 +66,7 @@ const evidenceTrace: LensFn = (db, caller, body, g) => {
     g.edge(o.observation_id, claim.claim_id, o.relation as EdgeType);
   }
   // Complete readable runs only: the caller reads the run and every claim in it.
-  const runs = readableRunsSelecting(db, caller, claim.claim_id, cap);
-  const items = itemsOfRuns(db, runs.map((r) => r.context_id));
-  const readable = retrievableClaimIds(db, caller, [...new Set(items.map((i) => i.claim_id))]);
-  const partial = new Set(items.filter((i) => !readable.has(i.claim_id)).map((i) => i.context_id));
-  for (const r of runs) {
-    if (partial.has(r.context_id)) continue;
+  for (const r of readableRunsSelecting(db, caller, claim.claim_id, cap)) {
     g.add({ id: r.context_id, type: "context", label: labelOf(r.query, `context run ${r.created_at}`) });
     g.edge(claim.claim_id, r.context_id, "selected-in");
   }
@@ -107,11 +104,11 @@ const conflictFreshness: LensFn = (db, caller, _body, g) => {
   const disputed = disputedClaims(db, caller, cap);
   for (const c of disputed) g.add(claimNode(c));
   const disputedIds = new Set(disputed.map((c) => c.claim_id));
-  // What contradicts them: claims that dispute them, and contradicting readable evidence.
-  const disputers = disputingClaims(db, caller, cap).filter((d) => disputesOf(d).some((id) => disputedIds.has(id)));
+  // What contradicts them: claims that dispute them, and contradicting readable evidence (both
+  // chosen in SQL before the LIMIT, so unrelated rows cannot fill it).
+  const disputers = disputingClaims(db, caller, [...disputedIds], cap);
   for (const d of disputers) g.add(claimNode(d));
-  for (const o of retrievableEvidence(db, caller, [...disputedIds], cap)) {
-    if (o.relation !== "contradicts") continue;
+  for (const o of retrievableEvidence(db, caller, [...disputedIds], cap, "contradicts")) {
     g.add(observationNode(o));
     g.edge(o.observation_id, o.claim_id, "contradicts");
   }

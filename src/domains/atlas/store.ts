@@ -2,26 +2,27 @@
 // in src/domains/memory/records.ts and are authorized there by retrievable.
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
+import { runItemsRetrievable } from "../memory/records";
 
 export interface RunSummary { context_id: string; query: string | null; created_at: string }
 
 /**
- * Context runs that selected a claim and that the caller may read (its own, or delegated to it by a
- * pending or accepted handoff, as GET /v1/context/:id decides), newest first.
+ * Context runs that selected a claim, that the caller may read (its own, or delegated to it by a
+ * pending or accepted handoff, as GET /v1/context/:id decides) and whose every claim it may still
+ * retrieve (records.ts runItemsRetrievable: decided in the walk, so incomplete runs cannot fill the
+ * LIMIT), newest first.
  */
-export const readableRunsSelecting = (db: Db, caller: Caller, claimId: string, limit: number) =>
-  db.all<RunSummary>(
+export function readableRunsSelecting(db: Db, caller: Caller, claimId: string, limit: number) {
+  const [whole, ...wholeArgs] = runItemsRetrievable(caller, "r");
+  return db.all<RunSummary>(
     `SELECT r.context_id, r.query, r.created_at FROM context_runs r
       WHERE r.context_id IN (SELECT context_id FROM context_items WHERE claim_id = ?)
         AND (r.actor_id = ? OR EXISTS (SELECT 1 FROM handoffs h WHERE h.context_id = r.context_id AND h.from_principal_id = r.actor_id
               AND h.to_principal_id = ? AND h.status IN ('pending', 'accepted')))
+        AND ${whole}
       ORDER BY r.created_at DESC, r.context_id DESC LIMIT ?`,
-    claimId, caller.principalId, caller.principalId, limit);
-
-/** Every item claim of the given runs (runs hold at most compile's max_items). */
-export const itemsOfRuns = (db: Db, contextIds: string[]) =>
-  db.all<{ context_id: string; claim_id: string }>(
-    "SELECT context_id, claim_id FROM context_items WHERE context_id IN (SELECT value FROM json_each(?))", JSON.stringify(contextIds));
+    claimId, caller.principalId, caller.principalId, ...wholeArgs, limit);
+}
 
 export interface ChannelSummary { channel_id: string; name: string; status: string }
 

@@ -7,14 +7,14 @@ import { sha256Hex } from "../../auth/credentials";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { conflict, forbidden, invalid } from "../../http/errors";
-import { ID_PREFIX, newId } from "../../http/ids";
+import { ID_PREFIX } from "../../http/ids";
 import { describeZodError, parseWith } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";
 import { canonical, commitWrite } from "../../org/write";
-import { insertClaim, insertObservation } from "../memory/records";
+import { insertClaim, insertObservation, newRecordId } from "../memory/records";
 import { contentHash, getObservation, type ObservationRow } from "../memory/store";
 import { type FilterRow, passes } from "./filters";
 import { requireOpenTo } from "./peers";
@@ -119,7 +119,7 @@ function importBundle(db: Db, peer: PeerRow, caller: Caller, a: Accepted, import
   for (const o of a.bundle.observations) {
     if (local(o.observation_id)) continue;
     const row: Omit<ObservationRow, "workspace_id"> = {
-      observation_id: newId(ID_PREFIX.observation), subject_id: o.subject_id, project_id: null, kind: o.kind, content: o.content,
+      observation_id: newRecordId(db, ID_PREFIX.observation), subject_id: o.subject_id, project_id: null, kind: o.kind, content: o.content,
       content_hash: o.content_hash, source_type: "federation", source_ref: `${peer.peer_id}:${o.observation_id}`,
       trust: lowerTrust(o.trust, caller.maxTrust), visibility: "team", author_id: caller.principalId, created_at: at, purged_at: null,
     };
@@ -128,7 +128,7 @@ function importBundle(db: Db, peer: PeerRow, caller: Caller, a: Accepted, import
     imported.set(o.observation_id, row.observation_id);
   }
   const c = a.bundle.claim;
-  const claimId = newId(ID_PREFIX.claim);
+  const claimId = newRecordId(db, ID_PREFIX.claim);
   touched.push(insertClaim(db, {
     claim_id: claimId, subject_id: c.subject_id, project_id: null, kind: c.kind, statement: c.statement, status: "active",
     visibility: "team", trust: a.trust, version: 1, valid_from: c.valid_from, valid_to: c.valid_to, superseded_by: null,

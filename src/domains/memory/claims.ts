@@ -5,7 +5,7 @@ import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
-import { ID_PREFIX, newId } from "../../http/ids";
+import { ID_PREFIX } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
@@ -16,7 +16,7 @@ import type { z } from "zod";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
   type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
-  memoriesPage, observationsByIds, projectWorkspace, targetInBody } from "./records";
+  memoriesPage, newRecordId, observationsByIds, projectWorkspace, targetInBody } from "./records";
 import { searchMemories, searchSnapshotsJob } from "./search";
 import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
@@ -74,7 +74,7 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
     const hasContradiction = spec.sources.some((s) => s.relation === "contradicts");
     if (spec.valid_to && spec.valid_to <= now) throw invalid(`Invalid field "valid_to": must be in the future.`);
     const row: NewClaim = {
-      claim_id: newId(ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
+      claim_id: newRecordId(db, ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
       statement: spec.statement, status: hasContradiction ? "disputed" : "active",
       // A claim drawn from private evidence stays private unless the caller says otherwise.
       visibility: spec.visibility ?? (anyPrivate ? "private" : "team"), trust, version: 1, valid_from: now,

@@ -6,14 +6,14 @@ import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { ApiError, forbidden, notFound } from "../../http/errors";
-import { ID_PREFIX, newId } from "../../http/ids";
+import { ID_PREFIX } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, projectByReference, targetInBody, tombstone } from "./records";
+import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference, targetInBody, tombstone } from "./records";
 import { contentHash, observationView, readableObservation, requireProject, unresolved } from "./store";
 import type { z } from "zod";
 
@@ -26,7 +26,7 @@ export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof o
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
   const row: Omit<ObservationRow, "workspace_id"> = {
-    observation_id: newId(ID_PREFIX.observation), subject_id: body.subject_id,
+    observation_id: newRecordId(db, ID_PREFIX.observation), subject_id: body.subject_id,
     project_id: requireProject(db, body.project_id), kind: body.kind, content: body.content,
     content_hash: contentHash(body.content), source_type: body.source.type, source_ref: body.source.ref ?? null,
     trust, visibility: body.visibility ?? DEFAULT_VISIBILITY, author_id: caller.principalId,
@@ -57,7 +57,7 @@ export const observationRoutes = [
       }
       return commitWrite(rc, (db) => {
         const project: ProjectRow = {
-          project_id: newId(ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
+          project_id: newRecordId(db, ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
           workspace_id: workspaceId,
         };
         const touched = insertProject(db, project);

@@ -17,6 +17,9 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Touched } from "../../org/outbox";
 import type { Caller } from "../../org/request";
+import { getMeta } from "../../org/meta";
+import { recordIdFor } from "../../registry/shards";
+import { type RecordPrefix, takeReservedId } from "../../org/reserved-ids";
 import { stemsOf, storedTerm, type TermStats } from "./fts";
 
 export interface ProjectRow {
@@ -220,6 +223,20 @@ export const claimFacets = (db: Db, ids: string[]) =>
     "SELECT claim_id AS id, kind, subject_id, trust, visibility, retention_excluded_at FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))",
     JSON.stringify(ids));
 
+/**
+ * The id of a project, observation or claim this organization creates: one registered ahead of use when
+ * the reserve has one (src/org/reserved-ids.ts), else a fresh one in the organization's own registry
+ * shard (recordIdFor), registered after the write commits. Every organization has its org_id stored at
+ * bootstrap.
+ */
+export function newRecordId(db: Db, prefix: RecordPrefix): string {
+  const reserved = takeReservedId(db, prefix);
+  if (reserved) return reserved;
+  const orgId = getMeta(db, "org_id");
+  if (!orgId) throw new Error("organization has no org_id");
+  return recordIdFor(orgId, prefix);
+}
+
 /** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
 export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id">): Touched {
   db.run(
@@ -278,7 +295,7 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
 }
 
 /**
- * claim_ranking (0020_claim_ranking): one narrow row per claim that compile's and search's candidate
+ * claim_ranking (0022_claim_ranking): one narrow row per claim that compile's and search's candidate
  * reads use instead of claims + claim_stems. RANKING_COPY are the claims columns it copies, written by
  * insertClaim; RANKING_MUTABLE the ones a claim change can move, copied again by changeClaim. Read
  * only through `retrievable` (the columns keep the claims names, so the one predicate applies as is).
@@ -677,16 +694,20 @@ export function retrievableProjects(db: Db, caller: Caller, after: [string, stri
     ...after, ...args, limit + 1);
 }
 
-/** Subjects of retrievable records, in order, after a subject id. */
+/**
+ * Subjects of retrievable records, in order, after a subject id. Each table is walked in subject order
+ * (its by-subject index) and stopped once it has the page, so the cost follows the subjects read, not
+ * every record of the organization.
+ */
 export function retrievableSubjects(db: Db, caller: Caller, after: string, limit: number) {
   const [ro, ...roArgs] = retrievable(caller, "o");
   const [rc, ...rcArgs] = retrievable(caller, "c");
   return db.all<{ subject_id: string }>(
     `SELECT subject_id FROM (
-       SELECT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro}
-       UNION SELECT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc})
+       SELECT * FROM (SELECT DISTINCT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro} ORDER BY o.subject_id LIMIT ?)
+       UNION SELECT * FROM (SELECT DISTINCT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc} ORDER BY c.subject_id LIMIT ?))
      ORDER BY subject_id LIMIT ?`,
-    after, ...roArgs, after, ...rcArgs, limit + 1);
+    after, ...roArgs, limit + 1, after, ...rcArgs, limit + 1, limit + 1);
 }
 
 // ---- the Memory Atlas's reads (src/domains/atlas) ---------------------------------------------------
@@ -761,10 +782,18 @@ export function disputedClaims(db: Db, caller: Caller, limit: number): ClaimRow[
   return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.status = 'disputed' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
 }
 
-/** The newest current claims that dispute another claim (the claims_disputing index). */
-export function disputingClaims(db: Db, caller: Caller, limit: number): ClaimRow[] {
+/**
+ * The newest current claims that dispute any of `disputedIds` (the claims_disputing index). Which
+ * claims they dispute is decided in the walk, before the LIMIT: claims disputing only what the caller
+ * cannot see must not fill it.
+ */
+export function disputingClaims(db: Db, caller: Caller, disputedIds: string[], limit: number): ClaimRow[] {
+  if (!disputedIds.length) return [];
   const [ok, ...args] = retrievable(caller, "c", { current: true });
-  return db.all<ClaimRow>(`SELECT c.* FROM claims c WHERE c.disputes != '[]' AND ${ok} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
+  return db.all<ClaimRow>(
+    `SELECT c.* FROM claims c WHERE c.disputes != '[]' AND ${ok}
+        AND EXISTS (SELECT 1 FROM json_each(c.disputes) d WHERE d.value IN (SELECT value FROM json_each(?)))
+      ORDER BY c.seq DESC LIMIT ?`, ...args, JSON.stringify(disputedIds), limit);
 }
 
 /** Current claims whose validity ends between now and `untilIso`, soonest first. */
@@ -774,13 +803,24 @@ export function expiringClaims(db: Db, caller: Caller, untilIso: string, limit: 
     untilIso, ...args, limit);
 }
 
-/** Retrievable source observations of claims, with their relation (for evidence edges). */
-export function retrievableEvidence(db: Db, caller: Caller, claimIds: string[], limit: number) {
+/** Retrievable source observations of claims (of one relation, if given), with their relation (for evidence edges). */
+export function retrievableEvidence(db: Db, caller: Caller, claimIds: string[], limit: number, relation?: string) {
   const [ro, ...roArgs] = retrievable(caller, "o");
   return db.all<ObservationRow & { claim_id: string; relation: string }>(
     `SELECT o.*, s.claim_id, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
-      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${ro} ORDER BY s.claim_id, s.position LIMIT ?`,
-    JSON.stringify(claimIds), ...roArgs, limit);
+      WHERE s.claim_id IN (SELECT value FROM json_each(?)) ${relation === undefined ? "" : "AND s.relation = ?"} AND ${ro}
+      ORDER BY s.claim_id, s.position LIMIT ?`,
+    JSON.stringify(claimIds), ...(relation === undefined ? [] : [relation]), ...roArgs, limit);
+}
+
+/**
+ * SQL: every item claim of the context run aliased `run` is one the caller may retrieve (a run is
+ * drawn only whole). For a walk over runs that must not let incomplete runs fill its LIMIT.
+ */
+export function runItemsRetrievable(caller: Caller, run: string): [string, ...unknown[]] {
+  const [ok, ...args] = retrievable(caller, "c");
+  return [`NOT EXISTS (SELECT 1 FROM context_items i WHERE i.context_id = ${run}.context_id
+      AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.claim_id = i.claim_id AND ${ok}))`, ...args];
 }
 
 /** Retrievable claims among ids (any status), as rows. */
