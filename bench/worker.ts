@@ -52,8 +52,6 @@ export class BenchOrgStore extends OrgStore {
     const sql = this.ctx.storage.sql;
     sql.exec("UPDATE observations SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
     sql.exec("UPDATE claims SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', created_at, ?)", shift);
-    // claim_ranking copies created_at (the product never moves it; this bench-only aging must too).
-    sql.exec("UPDATE claim_ranking SET created_at = (SELECT created_at FROM claims c WHERE c.seq = claim_ranking.seq)");
     // Counted, not rowsWritten (which also counts index entries).
     const count = (table: string) => sql.exec<{ n: number }>(`SELECT count(*) AS n FROM ${table}`).one().n;
     return { observations: count("observations"), claims: count("claims") };

@@ -101,8 +101,14 @@ describe("memory record writers", () => {
       changeClaim(store.db, inWs, { retention_excluded_at: null });
       changeClaim(store.db, team, { status: "revoked" });
       after.restored = rankingDrift(store.db);
-      // A write that moved claims alone would show: the check is not blind.
-      store.db.run("UPDATE claims SET status = 'active' WHERE claim_id = ?", team);
+      // Any statement on claims, not only the two writers, moves the copy (the triggers of 0022): a bulk
+      // exclusion, a visibility change no route makes today, a delete.
+      store.db.run("UPDATE claims SET retention_excluded_at = 't' WHERE claim_id IN (SELECT value FROM json_each(?))", JSON.stringify([team, priv]));
+      store.db.run("UPDATE claims SET visibility = 'private', subject_id = 'moved' WHERE claim_id = ?", multi);
+      store.db.run("DELETE FROM claims WHERE claim_id = ?", inWs);
+      after.raw = rankingDrift(store.db);
+      // A copy that parted from claims would show: the check is not blind.
+      store.db.run("UPDATE claim_ranking SET status = 'active' WHERE claim_id = ?", team);
       after.forgotten = rankingDrift(store.db);
       return after;
     });
@@ -111,7 +117,8 @@ describe("memory record writers", () => {
       { workspace_id: "wks_ranked", bytes: 15 }]);
     expect(drift.changed).toEqual([]);
     expect(drift.restored).toEqual([]);
-    expect(drift.forgotten).toEqual([expect.objectContaining({ side: "claims", claim_id: team, status: "active" }),
-      expect.objectContaining({ side: "claim_ranking", claim_id: team, status: "revoked" })]);
+    expect(drift.raw).toEqual([]);
+    expect(drift.forgotten).toEqual([expect.objectContaining({ side: "claims", claim_id: team, status: "revoked" }),
+      expect.objectContaining({ side: "claim_ranking", claim_id: team, status: "active" })]);
   });
 });

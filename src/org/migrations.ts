@@ -826,6 +826,18 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
           c.visibility, c.workspace_id, c.author_id, c.created_at, length(CAST(c.statement AS BLOB)), s.stems
           FROM claims c LEFT JOIN claim_stems s ON s.seq = c.seq;
       DROP TABLE claim_stems;
+      -- The copy is kept by the database, not by each writer: any statement that inserts, changes or
+      -- deletes a claim moves its claim_ranking row in the same transaction (insertClaim adds the stems).
+      CREATE TRIGGER claim_ranking_on_insert AFTER INSERT ON claims BEGIN
+        INSERT INTO claim_ranking (seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, bytes, stems)
+          VALUES (NEW.seq, NEW.claim_id, NEW.subject_id, NEW.project_id, NEW.kind, NEW.trust, NEW.status, NEW.valid_to, NEW.retention_excluded_at, NEW.visibility, NEW.workspace_id, NEW.author_id, NEW.created_at, length(CAST(NEW.statement AS BLOB)), NULL);
+      END;
+      CREATE TRIGGER claim_ranking_on_update AFTER UPDATE ON claims BEGIN
+        UPDATE claim_ranking SET claim_id = NEW.claim_id, subject_id = NEW.subject_id, project_id = NEW.project_id, kind = NEW.kind, trust = NEW.trust, status = NEW.status, valid_to = NEW.valid_to, retention_excluded_at = NEW.retention_excluded_at, visibility = NEW.visibility, workspace_id = NEW.workspace_id, author_id = NEW.author_id, created_at = NEW.created_at, bytes = length(CAST(NEW.statement AS BLOB)) WHERE seq = NEW.seq;
+      END;
+      CREATE TRIGGER claim_ranking_on_delete AFTER DELETE ON claims BEGIN
+        DELETE FROM claim_ranking WHERE seq = OLD.seq;
+      END;
     `,
   },
 ];

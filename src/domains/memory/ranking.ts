@@ -235,7 +235,7 @@ function contextPairs(matching: ScoringCandidate[], between: (asked: [number, nu
 /** Called at the end of each phase of rankClaims (the bench's profile passes one; nothing else does). */
 export type PhaseMark = (phase: string) => void;
 
-/** What a candidate's terms are read from: its stored terms (claim_stems), else its statement. */
+/** What a candidate's terms are read from: its stored terms (claim_ranking.stems), else its statement. */
 type Stemmed = { seq: number; stems?: string | null; statement?: string | null };
 
 /**

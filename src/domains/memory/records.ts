@@ -1,5 +1,5 @@
-// The memory records: the ONLY module with SQL on projects, observations, claims, claim_sources and
-// claims_fts (test/records.test.ts fails on any other). Two halves:
+// The memory records: the ONLY module with SQL on projects, observations, claims, claim_sources,
+// claims_fts and claim_ranking (test/records.test.ts fails on any other). Two halves:
 //
 // Writers (insertProject, insertObservation, insertClaim, changeClaim, tombstone) each return the ids
 // they touched; the route hands them to commitWrite as `touched`, which turns them into outbox rows per
@@ -282,10 +282,9 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
   )!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
   // The statement's terms, as claims_fts holds them: ranking and search read these, never re-tokenize.
-  // With them, the claim's columns that candidate reads need, copied from the row just written.
+  // (The claim's row in claim_ranking was just written by the database's trigger.)
   const terms = stemsOf(c.statement).map(storedTerm);
-  db.run(`INSERT INTO claim_ranking (${RANKING_COPY}, bytes, stems) SELECT ${RANKING_COPY}, length(CAST(statement AS BLOB)), ? FROM claims WHERE seq = ?`,
-    terms.join(" "), seq);
+  db.run("UPDATE claim_ranking SET stems = ? WHERE seq = ?", terms.join(" "), seq);
   // Workspace records are readable by the workspace's members only: they stay out of the statistics.
   if (sharesTerms({ visibility: c.visibility, workspace_id })) countSharedTerms(db, terms, 1);
   sources.forEach((s, position) =>
@@ -296,12 +295,12 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
 
 /**
  * claim_ranking (0022_claim_ranking): one narrow row per claim that compile's and search's candidate
- * reads use instead of claims + claim_stems. RANKING_COPY are the claims columns it copies, written by
- * insertClaim; RANKING_MUTABLE the ones a claim change can move, copied again by changeClaim. Read
- * only through `retrievable` (the columns keep the claims names, so the one predicate applies as is).
+ * reads use instead of claims + claim_stems. RANKING_COPY are the claims columns it copies; triggers on
+ * claims (0022) keep them in step on every insert, update and delete, whatever statement makes it, and
+ * insertClaim adds the stems. Read only through `retrievable` (the columns keep the claims names, so
+ * the one predicate applies as is).
  */
 const RANKING_COPY = "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at";
-const RANKING_MUTABLE = "status, valid_to, retention_excluded_at";
 
 /**
  * The rows where claim_ranking differs from claims (copied columns, size, presence): empty unless a
@@ -323,7 +322,7 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
   if ("retention_excluded_at" in change) {
     const was = db.first<Pick<ClaimRow, "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
       `SELECT c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
-         JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ?`, claimId);
+         LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ?`, claimId);
     if (was) {
       const before = sharesTerms(was);
       const after = sharesTerms({ ...was, retention_excluded_at: change.retention_excluded_at });
@@ -334,9 +333,6 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
   const sets = Object.keys(change).map((k) => `${k} = ?`);
   db.run(`UPDATE claims SET ${sets.join(", ")}, version = version + 1, updated_at = ? WHERE claim_id = ?`,
     ...Object.values(change), clock.nowIso(), claimId);
-  // The candidate reads' copy of the columns a change can move (claim_ranking), in step with the row.
-  db.run(`UPDATE claim_ranking SET (${RANKING_MUTABLE}) = (SELECT ${RANKING_MUTABLE} FROM claims c WHERE c.seq = claim_ranking.seq)
-    WHERE seq = (SELECT seq FROM claims WHERE claim_id = ?)`, claimId);
   return changed(claimId);
 }
 
