@@ -22,7 +22,7 @@ import type { EdgeEnv } from "../src/http/route";
 import { routeId } from "../src/http/route";
 import { buildMatcher } from "../src/http/router";
 import { orgForCredential } from "../src/index-db";
-import { type CompileFilters, pack, rankClaims } from "../src/domains/memory/ranking";
+import { type CompileFilters, compilePack } from "../src/domains/memory/ranking";
 import { loadCaller } from "../src/domains/identity/store";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
@@ -90,7 +90,7 @@ export class BenchOrgStore extends OrgStore {
           total[phase] = (total[phase] ?? 0) + now - t;
           t = now;
         };
-        const items = pack(rankClaims(this.db, caller, body, mark), 1000, 50);
+        const { items } = compilePack(this.db, caller, body, 1000, 50, mark);
         JSON.stringify(items.map((i) => ({ claim_id: i.claim.claim_id, statement: i.claim.statement, score: i.score, tokens: i.tokens })));
         mark("pack + JSON");
       }

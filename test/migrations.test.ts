@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { healthRoutes } from "../src/domains/health/routes";
 import { stemsOf, storedTerm } from "../src/domains/memory/fts";
+import { rankingDrift } from "../src/domains/memory/records";
 import type { PublicRoute } from "../src/http/route";
 import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
@@ -121,6 +122,26 @@ describe("migrations that backfill data", () => {
         .toEqual(statements.map((statement, i) => ({ statement, stems: i === 0 ? null : stemsOf(statement).map(storedTerm).join(" ") })));
       expect(o.db.all("SELECT term, claims FROM claim_terms WHERE term IN ('secret', 'bill') ORDER BY term")).toEqual([{ term: "bill", claims: 1 }]);
       expect(o.db.first("SELECT claims, tokens FROM claim_corpus")).toEqual({ claims: 3, tokens: 16 });
+    });
+  });
+
+  it("0022_claim_ranking copies every claim's candidate columns and moves its stored terms out of claim_stems", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0019_claim_stems"));
+      const statements = ["Café naïve résumés in Ελλάδα", "billing invoices billing", "secret ledger"];
+      statements.forEach((statement, i) => {
+        o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
+            valid_to, superseded_by, disputes, author_id, created_at, updated_at, retention_excluded_at)
+          VALUES (?, 's', NULL, 'fact', ?, ?, ?, 'medium', 1, 't', ?, NULL, '[]', 'prn_a', 't', 't', ?)`,
+        `claim_${i}`, statement, i === 1 ? "revoked" : "active", i === 2 ? "private" : "team", i === 1 ? "2026-01-01T00:00:00.000Z" : null,
+        i === 2 ? "2026-01-02T00:00:00.000Z" : null);
+        o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims WHERE claim_id = ?", `claim_${i}`);
+      });
+      migrate(o.db, storage, upTo("0022_claim_ranking"));
+      expect(rankingDrift(o.db)).toEqual([]);
+      expect(o.db.all("SELECT claim_id, bytes, stems FROM claim_ranking ORDER BY seq")).toEqual(statements.map((statement, i) => ({
+        claim_id: `claim_${i}`, bytes: new TextEncoder().encode(statement).length, stems: i === 0 ? null : stemsOf(statement).map(storedTerm).join(" ") })));
+      expect(o.db.first("SELECT name FROM sqlite_master WHERE name = 'claim_stems'")).toBeNull();
     });
   });
 

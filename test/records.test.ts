@@ -2,9 +2,9 @@
 // and workspace roles rely on every read going through its one predicate and every write reporting
 // what it touched. This scans the source text, so a new statement anywhere else fails here.
 import { describe, expect, it } from "vitest";
-import { changeClaim, getClaim, tombstone } from "../src/domains/memory/records";
+import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, tombstone } from "../src/domains/memory/records";
 import { queueTouched } from "../src/org/outbox";
-import { appendOk, consolidateOk, inOrg, newOrg, obs, supports } from "./helpers";
+import { appendOk, consolidateOk, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 declare global {
   /** Vite's compile-time glob import (vitest transforms it; typed here rather than pulling in vite/client). */
@@ -15,7 +15,7 @@ declare global {
 
 const SOURCES = import.meta.glob("../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
 
-const MEMORY_TABLES = ["projects", "observations", "claims", "claim_sources", "claims_fts"];
+const MEMORY_TABLES = ["projects", "observations", "claims", "claim_sources", "claims_fts", "claim_ranking"];
 /** Where SQL on them may appear: their owner, and the append-only schema history. */
 const OWNERS = ["../src/domains/memory/records.ts", "../src/org/migrations.ts"];
 
@@ -43,7 +43,7 @@ describe("memory record ownership", () => {
       .toEqual(expect.arrayContaining(MEMORY_TABLES));
   });
 
-  it("keeps SQL on projects, observations, claims, claim_sources and claims_fts in memory/records.ts", () => {
+  it("keeps SQL on projects, observations, claims, claim_sources, claims_fts and claim_ranking in memory/records.ts", () => {
     expect(strayMemorySql(SOURCES)).toEqual([]);
   });
 
@@ -72,5 +72,53 @@ describe("memory record writers", () => {
     // record_owner carries created ids; index carries created and changed observations and claims.
     expect(out).toMatchObject({ queued: { rows: 3, ownerIds: ["obs_new"] }, added: 3 });
     expect(out.rows.map((r) => `${r.topic} ${r.payload}`).sort()).toEqual([`index ${claim}`, "index obs_new", "record_owner obs_new"].sort());
+  });
+
+  it("keep claim_ranking's copy of the claim columns in step with claims through every kind of claim write", async () => {
+    const org = await newOrg();
+    const me = await mintKey(org.api_key, { scopes: ["*"] });
+    const o = await appendOk(me.key, obs("s", "x"));
+    const [team, priv, multi] = await consolidateOk(me.key, "s", [
+      { kind: "fact", statement: "team claim about billing", sources: supports(o) },
+      { kind: "preference", statement: "private claim about billing", visibility: "private", sources: supports(o) },
+      { kind: "fact", statement: "Café naïve résumés in Ελλάδα 🎉", sources: supports(o) },
+    ]);
+    const inWs = "clm_00000000000000000000000000000001";
+    const drift = await inOrg(org.org_id, (store) => {
+      // A claim of a workspace's project (insertClaim copies the project's workspace).
+      store.db.run("INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES ('wks_ranked', 'ranked', 'prn_x', 't')");
+      insertProject(store.db, { project_id: "prj_ranked", reference: "ranked", created_by: "prn_x", created_at: "2026-01-01T00:00:00.000Z", workspace_id: "wks_ranked" });
+      insertClaim(store.db, { claim_id: inWs, subject_id: "s", project_id: "prj_ranked", kind: "fact", statement: "workspace claim", status: "active",
+        visibility: "team", trust: "medium", version: 1, valid_from: "2026-01-01T00:00:00.000Z", valid_to: null, superseded_by: null, disputes: "[]",
+        author_id: "prn_x", created_at: "2026-01-01T00:00:00.000Z", updated_at: "2026-01-01T00:00:00.000Z" }, []);
+      const after: Record<string, unknown[]> = { inserted: rankingDrift(store.db),
+        workspace: store.db.all("SELECT workspace_id, bytes FROM claim_ranking WHERE claim_id IN (?, ?) ORDER BY seq", multi, inWs) };
+      changeClaim(store.db, team, { status: "disputed" });
+      changeClaim(store.db, priv, { status: "superseded", superseded_by: team });
+      changeClaim(store.db, multi, { valid_to: "2026-01-01T00:00:00.000Z" });
+      changeClaim(store.db, inWs, { retention_excluded_at: "2026-01-02T00:00:00.000Z" });
+      after.changed = rankingDrift(store.db);
+      changeClaim(store.db, inWs, { retention_excluded_at: null });
+      changeClaim(store.db, team, { status: "revoked" });
+      after.restored = rankingDrift(store.db);
+      // Any statement on claims, not only the two writers, moves the copy (the triggers of 0022): a bulk
+      // exclusion, a visibility change no route makes today, a delete.
+      store.db.run("UPDATE claims SET retention_excluded_at = 't' WHERE claim_id IN (SELECT value FROM json_each(?))", JSON.stringify([team, priv]));
+      store.db.run("UPDATE claims SET visibility = 'private', subject_id = 'moved' WHERE claim_id = ?", multi);
+      store.db.run("DELETE FROM claims WHERE claim_id = ?", inWs);
+      after.raw = rankingDrift(store.db);
+      // A copy that parted from claims would show: the check is not blind.
+      store.db.run("UPDATE claim_ranking SET status = 'active' WHERE claim_id = ?", team);
+      after.forgotten = rankingDrift(store.db);
+      return after;
+    });
+    expect(drift.inserted).toEqual([]);
+    expect(drift.workspace).toEqual([{ workspace_id: null, bytes: new TextEncoder().encode("Café naïve résumés in Ελλάδα 🎉").length },
+      { workspace_id: "wks_ranked", bytes: 15 }]);
+    expect(drift.changed).toEqual([]);
+    expect(drift.restored).toEqual([]);
+    expect(drift.raw).toEqual([]);
+    expect(drift.forgotten).toEqual([expect.objectContaining({ side: "claims", claim_id: team, status: "revoked" }),
+      expect.objectContaining({ side: "claim_ranking", claim_id: team, status: "active" })]);
   });
 });

@@ -792,4 +792,52 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       DROP TABLE parity_instances;
     `,
   },
+  {
+    // What compile's and search's candidate reads need of a claim, in one narrow row per claim: the
+    // columns the retrieval predicate and scoring read, the statement's size in UTF-8 bytes, and its
+    // stored terms (moved here from claim_stems, which is dropped). Reading a candidate from two wide
+    // tables (claims, claim_stems) was two random page reads per match, what still grew with the
+    // organization once the number of matches read was bounded. status, valid_to and
+    // retention_excluded_at are copies of the claims columns: records.ts's claim writers keep them in
+    // step in the same statement batch, and they are read only through `retrievable`
+    // (test/records.test.ts fails if they drift).
+    name: "0022_claim_ranking",
+    sql: `
+      CREATE TABLE claim_ranking (
+        seq INTEGER PRIMARY KEY,            -- claims.seq
+        claim_id TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        project_id TEXT,
+        kind TEXT NOT NULL,
+        trust TEXT NOT NULL,
+        status TEXT NOT NULL,
+        valid_to TEXT,
+        retention_excluded_at TEXT,
+        visibility TEXT NOT NULL,
+        workspace_id TEXT,
+        author_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        bytes INTEGER NOT NULL,             -- length of the statement in UTF-8 bytes (its tokens)
+        stems TEXT                          -- claims_fts terms of the statement (was claim_stems.stems); NULL: tokenize it
+      );
+      INSERT INTO claim_ranking (seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at,
+          visibility, workspace_id, author_id, created_at, bytes, stems)
+        SELECT c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.valid_to, c.retention_excluded_at,
+          c.visibility, c.workspace_id, c.author_id, c.created_at, length(CAST(c.statement AS BLOB)), s.stems
+          FROM claims c LEFT JOIN claim_stems s ON s.seq = c.seq;
+      DROP TABLE claim_stems;
+      -- The copy is kept by the database, not by each writer: any statement that inserts, changes or
+      -- deletes a claim moves its claim_ranking row in the same transaction (insertClaim adds the stems).
+      CREATE TRIGGER claim_ranking_on_insert AFTER INSERT ON claims BEGIN
+        INSERT INTO claim_ranking (seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, bytes, stems)
+          VALUES (NEW.seq, NEW.claim_id, NEW.subject_id, NEW.project_id, NEW.kind, NEW.trust, NEW.status, NEW.valid_to, NEW.retention_excluded_at, NEW.visibility, NEW.workspace_id, NEW.author_id, NEW.created_at, length(CAST(NEW.statement AS BLOB)), NULL);
+      END;
+      CREATE TRIGGER claim_ranking_on_update AFTER UPDATE ON claims BEGIN
+        UPDATE claim_ranking SET claim_id = NEW.claim_id, subject_id = NEW.subject_id, project_id = NEW.project_id, kind = NEW.kind, trust = NEW.trust, status = NEW.status, valid_to = NEW.valid_to, retention_excluded_at = NEW.retention_excluded_at, visibility = NEW.visibility, workspace_id = NEW.workspace_id, author_id = NEW.author_id, created_at = NEW.created_at, bytes = length(CAST(NEW.statement AS BLOB)) WHERE seq = NEW.seq;
+      END;
+      CREATE TRIGGER claim_ranking_on_delete AFTER DELETE ON claims BEGIN
+        DELETE FROM claim_ranking WHERE seq = OLD.seq;
+      END;
+    `,
+  },
 ];

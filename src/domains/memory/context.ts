@@ -9,7 +9,7 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
-import { pack, rankClaims } from "./ranking";
+import { compilePack } from "./ranking";
 import { vectorHits } from "../indexing/retrieval";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
@@ -52,9 +52,8 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
  * claims it may read (never on whether the index holds anything else).
  */
 export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: Map<string, number> | null) {
-  const ranked = rankClaims(db, caller, body, undefined, vectors ?? undefined);
+  const { ranked, items } = compilePack(db, caller, body, body.token_budget, body.max_items, undefined, vectors ?? undefined);
   const vectorsUsed = !!vectors?.size && ranked.some((r) => vectors.has(r.claim.claim_id));
-  const items = pack(ranked, body.token_budget, body.max_items);
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
   const contextId = newId(ID_PREFIX.context);
   db.run(

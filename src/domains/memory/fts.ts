@@ -261,10 +261,10 @@ const utf8Text = new TextDecoder();
 export const storedTerm = (key: string): string =>
   ASCII.test(key) ? key : utf8Text.decode(Uint8Array.from(key, (c) => c.charCodeAt(0)));
 
-/** Keys (stemKey form) of terms in their stored form (claim_stems, claim_terms): storedTerm reversed. */
+/** Keys (stemKey form) of terms in their stored form (claim_ranking.stems, claim_terms): storedTerm reversed. */
 const keyOfStored = (term: string): string => (ASCII.test(term) ? term : String.fromCharCode(...utf8.encode(term)));
 
-/** A claim's stored terms (claim_stems: storedTerm forms, space-separated, in order) as stem keys, like stemsOf. */
+/** A claim's stored terms (claim_ranking.stems: storedTerm forms, space-separated, in order) as stem keys, like stemsOf. */
 export function storedStems(stored: string): string[] {
   if (!stored) return [];
   const terms = stored.split(" ");

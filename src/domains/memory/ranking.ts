@@ -29,8 +29,8 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, claimSeqs, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
-import { estimateTokens } from "./tokens";
+import { type CandidateRow, type ClaimRow, candidatesAt, claimSeqs, claimsAt, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
+import { estimateTokens, tokensOfBytes } from "./tokens";
 
 /**
  * Candidates per way in (lexical, subject, project): 2.5 times the largest pack (max_items 200). Was
@@ -77,8 +77,9 @@ export interface CompileFilters {
   kinds?: string[];
 }
 
+/** A ranked candidate: the columns ranking read (records.ts CandidateRow), not the whole claim. */
 export interface RankedClaim {
-  claim: ClaimRow;
+  claim: CandidateRow;
   score: number;
   tokens: number;
 }
@@ -234,8 +235,8 @@ function contextPairs(matching: ScoringCandidate[], between: (asked: [number, nu
 /** Called at the end of each phase of rankClaims (the bench's profile passes one; nothing else does). */
 export type PhaseMark = (phase: string) => void;
 
-/** What a candidate's terms are read from: its stored terms (claim_stems), else its statement. */
-type Stemmed = { seq: number; stems?: string | null; statement?: string };
+/** What a candidate's terms are read from: its stored terms (claim_ranking.stems), else its statement. */
+type Stemmed = { seq: number; stems?: string | null; statement?: string | null };
 
 /**
  * A candidate's terms as stems, parsed once per compile: the stored terms written with the claim
@@ -298,10 +299,33 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
   const bestSimilarity = Math.max(0, ...similarity.values());
   const vectorScore = (c: Candidate) => bestSimilarity > 0 ? Math.max(0, similarity.get(c.seq) ?? 0) / bestSimilarity : 0;
   mark("vector candidates");
-  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs(), vectorScore)
+  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs(), (c) => tokensOfBytes(c.bytes), vectorScore)
     .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
   mark("score + sort");
   return ranked;
+}
+
+/** A packed item: the claim read whole, its score and tokens. */
+export interface PackedClaim {
+  claim: ClaimRow;
+  score: number;
+  tokens: number;
+}
+
+/**
+ * Compile: rank, pack into the budget, and read the packed claims whole (only they are returned;
+ * ranking reads just the columns it scores). `ranked` is the whole order (vector use is judged on it).
+ */
+export function compilePack(db: Db, caller: Caller, f: CompileFilters, tokenBudget: number, maxItems: number,
+  mark: PhaseMark = () => {}, vectors?: Map<string, number>): { ranked: RankedClaim[]; items: PackedClaim[] } {
+  const ranked = rankClaims(db, caller, f, mark, vectors);
+  const packed = pack(ranked, tokenBudget, maxItems);
+  const whole = new Map(claimsAt(db, caller, f.kinds, packed.map((p) => p.claim.seq)).map((c) => [c.seq, c]));
+  const items = packed.flatMap((p) => {
+    const claim = whole.get(p.claim.seq);
+    return claim ? [{ claim, score: p.score, tokens: p.tokens }] : [];
+  });
+  return { ranked, items };
 }
 
 // ---- The scoring itself: pure, over candidate texts, shared by compile and channel compile -------
@@ -310,7 +334,6 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
 export interface ScoringCandidate {
   /** Write order: context neighbours are at most contextSpan apart in it, as the caller sees it. */
   seq: number;
-  statement: string;
   subject_id: string;
   project_id: string | null;
   trust: string;
@@ -343,7 +366,7 @@ function lexicalScores(hits: (Stemmed & { rank: number | null })[], terms: Weigh
  * their `pairs` neighbours.
  */
 function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, sources: ScoringCandidate[],
-  pairs: Neighbours, f: CompileFilters, now: number, vectorScore: (c: C) => number = () => 0): Scored<C>[] {
+  pairs: Neighbours, f: CompileFilters, now: number, tokensOf: (c: C) => number, vectorScore: (c: C) => number = () => 0): Scored<C>[] {
   const bySeq = new Map(sources.map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const contextOf = (c: C): number => {
@@ -371,7 +394,7 @@ function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: M
       WEIGHTS.recency * Math.pow(0.5, ageDays / WEIGHTS.recencyHalfLifeDays) +
       WEIGHTS.feedback * feedback +
       (c.status === "disputed" ? WEIGHTS.disputed : 0);
-    return { candidate: c, score: Math.round(score * 1e6) / 1e6, tokens: estimateTokens(c.statement) };
+    return { candidate: c, score: Math.round(score * 1e6) / 1e6, tokens: tokensOf(c) };
   });
   // Pack order.
   ranked.sort((a, b) => b.score - a.score || b.candidate.seq - a.candidate.seq);
@@ -385,7 +408,8 @@ function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: M
  * other channel, no canonical claim) influences a score. Every text holding a query word is a
  * candidate: the set is already bounded by the caller. Reads nothing; pure.
  */
-export function rankTexts<C extends ScoringCandidate>(texts: C[], f: CompileFilters, now: number): Scored<C>[] {
+export function rankTexts<C extends ScoringCandidate & { statement: string }>(texts: C[], f: CompileFilters, now: number): Scored<C>[] {
+  const tokensOf = (c: C) => estimateTokens(c.statement);
   const docs = new Map(texts.map((t) => [t.seq, stemsOf(t.statement)]));
   const stems = (c: Stemmed) => docs.get(c.seq) ?? stemsOf(c.statement ?? "");
   const df = new Map<string, number>();
@@ -396,14 +420,14 @@ export function rankTexts<C extends ScoringCandidate>(texts: C[], f: CompileFilt
   }
   const stats: TermStats = { rows: texts.length, tokens, held: (s) => df.get(s) ?? 0 };
   const terms = weightTerms(stats, rankingTerms(f.query));
-  if (!terms.length) return scoreCandidates(texts, new Map(), [], new Map(), f, now);
+  if (!terms.length) return scoreCandidates(texts, new Map(), [], new Map(), f, now, tokensOf);
   const phrases = terms.map((t) => t.stems);
   const hits = texts.filter((t) => holdsAny(stems(t), terms)).map((t) => ({ ...t, rank: bm25(stems(t), phrases, stats) }));
   const lexical = lexicalScores(hits, terms, stems);
   // Distance by write order as the gateway sees it: the served snapshots between two matches.
   const order = new Map([...docs.keys()].sort((a, b) => a - b).map((seq, i) => [seq, i]));
   const pairs = contextPairs(hits, (asked) => asked.map(([a, b]) => order.get(b)! - order.get(a)! - 1));
-  return scoreCandidates(hits, lexical, hits, pairs, f, now);
+  return scoreCandidates(hits, lexical, hits, pairs, f, now, tokensOf);
 }
 
 /** Greedy pack: highest score first; an item that does not fit is skipped so smaller ones may still fit. */

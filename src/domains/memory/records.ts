@@ -1,5 +1,5 @@
-// The memory records: the ONLY module with SQL on projects, observations, claims, claim_sources and
-// claims_fts (test/records.test.ts fails on any other). Two halves:
+// The memory records: the ONLY module with SQL on projects, observations, claims, claim_sources,
+// claims_fts and claim_ranking (test/records.test.ts fails on any other). Two halves:
 //
 // Writers (insertProject, insertObservation, insertClaim, changeClaim, tombstone) each return the ids
 // they touched; the route hands them to commitWrite as `touched`, which turns them into outbox rows per
@@ -282,14 +282,35 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
   )!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
   // The statement's terms, as claims_fts holds them: ranking and search read these, never re-tokenize.
+  // (The claim's row in claim_ranking was just written by the database's trigger.)
   const terms = stemsOf(c.statement).map(storedTerm);
-  db.run("INSERT INTO claim_stems (seq, stems) VALUES (?, ?)", seq, terms.join(" "));
+  db.run("UPDATE claim_ranking SET stems = ? WHERE seq = ?", terms.join(" "), seq);
   // Workspace records are readable by the workspace's members only: they stay out of the statistics.
   if (sharesTerms({ visibility: c.visibility, workspace_id })) countSharedTerms(db, terms, 1);
   sources.forEach((s, position) =>
     db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
       c.claim_id, position, s.observation_id, s.relation));
   return { ...created(c.claim_id), seq };
+}
+
+/**
+ * claim_ranking (0022_claim_ranking): one narrow row per claim that compile's and search's candidate
+ * reads use instead of claims + claim_stems. RANKING_COPY are the claims columns it copies; triggers on
+ * claims (0022) keep them in step on every insert, update and delete, whatever statement makes it, and
+ * insertClaim adds the stems. Read only through `retrievable` (the columns keep the claims names, so
+ * the one predicate applies as is).
+ */
+const RANKING_COPY = "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at";
+
+/**
+ * The rows where claim_ranking differs from claims (copied columns, size, presence): empty unless a
+ * writer forgot it. Checked by test/records.test.ts after every kind of claim write.
+ */
+export function rankingDrift(db: Db): unknown[] {
+  const cols = `${RANKING_COPY}, bytes`;
+  const fromClaims = `SELECT ${cols} FROM (SELECT *, length(CAST(statement AS BLOB)) AS bytes FROM claims)`;
+  return db.all(`SELECT 'claims' AS side, * FROM (${fromClaims} EXCEPT SELECT ${cols} FROM claim_ranking)
+    UNION ALL SELECT 'claim_ranking', * FROM (SELECT ${cols} FROM claim_ranking EXCEPT ${fromClaims})`);
 }
 
 export type ClaimChange = Partial<Pick<ClaimRow, "status" | "valid_to" | "superseded_by" | "retention_excluded_at">>;
@@ -300,8 +321,8 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
   // restoring it puts it back.
   if ("retention_excluded_at" in change) {
     const was = db.first<Pick<ClaimRow, "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
-      `SELECT c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, s.stems FROM claims c
-         LEFT JOIN claim_stems s ON s.seq = c.seq WHERE c.claim_id = ?`, claimId);
+      `SELECT c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
+         LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ?`, claimId);
     if (was) {
       const before = sharesTerms(was);
       const after = sharesTerms({ ...was, retention_excluded_at: change.retention_excluded_at });
@@ -463,21 +484,23 @@ export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq
 }
 
 /**
- * A claim's stored terms (claim_stems, written by insertClaim) or, for a claim without them (written
- * before 0019_claim_stems with other than ASCII text), its statement to tokenize.
+ * A claim's stored terms (claim_ranking.stems, written by insertClaim) or, for a claim without them
+ * (written before 0019_claim_stems with other than ASCII text), its statement to tokenize.
  */
-export type StoredTerms = { stems: string | null; statement?: string };
-const storedTermsCols = "s.stems, CASE WHEN s.stems IS NULL THEN c.statement END AS statement";
+export type StoredTerms = { stems: string | null; statement?: string | null };
+/** StoredTerms of claim_ranking aliased c. */
+const storedTermsCols = "c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement";
 
 /**
  * Memories search's candidates (what ranking needs of them): the newest `window` claims matching an FTS5 MATCH expression that
  * pass the list's retrieval and filters (applied in the same statement, before anything is ranked).
- * Newest first by rowid, so FTS5 walks its doclists backwards and stops at the window.
+ * Newest first by rowid, so FTS5 walks its doclists backwards and stops at the window. Read from
+ * claim_ranking (every column memoriesWhere names is there): one narrow row per match.
  */
 export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
   const [where, args] = memoriesWhere(caller, f);
   return db.all<Pick<ClaimRow, "seq" | "claim_id"> & StoredTerms>(
-    `SELECT c.seq, c.claim_id, ${storedTermsCols} FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid LEFT JOIN claim_stems s ON s.seq = c.seq
+    `SELECT c.seq, c.claim_id, ${storedTermsCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid
       WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
 }
 
@@ -493,12 +516,20 @@ export function memoriesByIds(db: Db, caller: Caller, f: MemoriesFilter, ids: st
 // ---- compile ranking's reads ---------------------------------------------------------------------
 
 /**
- * A compile candidate: a current, retrievable claim with its feedback score (rank: set by ranking, bm25
- * of lexical hits) and, where ranking needs them, its stored terms (claim_stems).
+ * A compile candidate as ranking reads it: a current, retrievable claim's columns that scoring uses,
+ * its feedback score, its statement's size in UTF-8 bytes (for its tokens), rank (set by ranking: bm25
+ * of lexical hits) and, where ranking needs them, its stored terms. Lexical and positional candidates
+ * are read from claim_ranking (one narrow row each), scoped ones from claims through its subject and
+ * project indexes; only the few packed ones are read whole (`claimsAt`).
  */
-export type CandidateRow = ClaimRow & { rank: number | null; feedback: number | null; stems?: string | null };
+export type CandidateRow = Pick<ClaimRow, "seq" | "claim_id" | "subject_id" | "project_id" | "kind" | "trust" | "status" | "created_at"> &
+  { rank: number | null; feedback: number | null; bytes: number } & Partial<StoredTerms>;
 
-const candidateCols = "c.*, fb.score AS feedback";
+const scoringCols = "c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.created_at, fb.score AS feedback, NULL AS rank";
+/** Of claims aliased c. */
+const candidateCols = `${scoringCols}, length(CAST(c.statement AS BLOB)) AS bytes`;
+/** Of claim_ranking aliased c, with the stored terms. */
+const rankingCandidateCols = `${scoringCols}, c.bytes, ${storedTermsCols}`;
 const joinFeedback = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
 
 /** Retrieval (current claims only) and the kind filter, applied to every way a candidate comes in. */
@@ -514,16 +545,16 @@ function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, u
 
 /**
  * The newest `limit` candidates matching an FTS5 MATCH expression (ranking calls it once per query
- * term), whole, with their stored terms. Newest first by rowid, so FTS5 walks the term's doclist
- * backwards and stops at the limit: the cost is bounded by the limit, not by how many claims of the
- * organization hold the term. Read whole in this one pass: reading the kept ones again by seq was a
- * second random access per candidate, which is what costs once the table outgrows the page cache.
+ * term), with their stored terms. Newest first by rowid, so FTS5 walks the term's doclist backwards
+ * and stops at the limit: the cost is bounded by the limit, not by how many claims of the organization
+ * hold the term. Each match is one read of its narrow claim_ranking row (not claims and claim_stems:
+ * two random page reads per match were what still grew with the organization).
  */
 export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, NULL AS rank, s.stems FROM claims_fts f CROSS JOIN claims c ON c.seq = f.rowid ${joinFeedback}
-      LEFT JOIN claim_stems s ON s.seq = c.seq WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
+    `SELECT ${rankingCandidateCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid ${joinFeedback}
+      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
     match, ...args, limit);
 }
 
@@ -532,7 +563,7 @@ export function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undef
   scope: { column: "subject_id" | "project_id"; value: string } | null, limit: number): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, NULL AS rank FROM claims c ${joinFeedback} WHERE ${scope ? `c.${scope.column} = ?` : "1 = ?"} AND ${where}
+    `SELECT ${candidateCols} FROM claims c ${joinFeedback} WHERE ${scope ? `c.${scope.column} = ?` : "1 = ?"} AND ${where}
       ORDER BY c.seq DESC LIMIT ?`,
     scope ? scope.value : 1, ...args, limit);
 }
@@ -553,9 +584,15 @@ export function candidateIdsAmong(db: Db, caller: Caller, kinds: string[] | unde
 export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
-    `SELECT ${candidateCols}, NULL AS rank, s.stems FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value ${joinFeedback}
-      LEFT JOIN claim_stems s ON s.seq = c.seq WHERE ${where}`,
+    `SELECT ${rankingCandidateCols} FROM json_each(?) j CROSS JOIN claim_ranking c ON c.seq = j.value ${joinFeedback} WHERE ${where}`,
     JSON.stringify(seqs), ...args);
+}
+
+/** The candidates at the given write positions, whole (what compile returns of the packed ones). */
+export function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): ClaimRow[] {
+  if (!seqs.length) return [];
+  const [where, args] = candidateWhere(caller, kinds);
+  return db.all<ClaimRow>(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`, JSON.stringify(seqs), ...args);
 }
 
 /**

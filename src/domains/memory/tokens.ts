@@ -2,4 +2,7 @@
 // every pack, benchmark and budget uses it, so budgets mean the same thing everywhere.
 const encoder = new TextEncoder();
 
-export const estimateTokens = (text: string): number => Math.max(1, Math.ceil(encoder.encode(text).length / 4));
+/** Tokens of a text of this many UTF-8 bytes (compile reads a claim's size, not its statement). */
+export const tokensOfBytes = (bytes: number): number => Math.max(1, Math.ceil(bytes / 4));
+
+export const estimateTokens = (text: string): number => tokensOfBytes(encoder.encode(text).length);

@@ -1,0 +1,119 @@
+// In-process profile of compile and search as an organization grows (issue 23), without HTTP, the load
+// generator or the dispatch: one organization seeded straight through insertClaim with the scale bench's
+// statements (same generator, seed and 50 four-word queries; 50 claims per batch over 20 subjects), then
+// at each size: compile's phases (rankClaims' marks, then pack and the whole-row read), every SQL
+// statement's time and rows per compile and per search, and a hash of the answers (the clock pinned, so
+// two versions of the code can be compared for identical packs and pages). Run with
+//   npx vitest run --config bench/vitest.profile.config.ts
+// (not part of `npm test`; ~70 s for 1k, 50k and 200k claims on this machine).
+import { it } from "vitest";
+import { hashKey } from "../src/auth/credentials";
+import { loadCaller } from "../src/domains/identity/store";
+import * as ranking from "../src/domains/memory/ranking";
+const { rankClaims } = ranking;
+import { searchMemories } from "../src/domains/memory/search";
+import { insertClaim } from "../src/domains/memory/records";
+import { Db } from "../src/org/db";
+import { clock } from "../src/http/clock";
+const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
+import { inOrg, newOrg } from "../test/helpers";
+
+const SIZES = (globalThis as any).__SIZES ?? [1000, 50000, 200000];
+const REPS = 3;
+function prng(seed: number) { let a = seed >>> 0; return () => { a = (a + 0x6d2b79f5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; }; }
+const SYL = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "en", "ro", "na", "shi", "ta", "qu", "fa", "bel", "zo", "gri", "um", "cor", "lin", "mar", "tes", "vo", "gan", "hel", "pra", "sto", "wi"];
+const VOCAB = Array.from({ length: 20_000 }, (_, i) => { let w = "", n = i + SYL.length; while (n > 0) { w += SYL[n % SYL.length]; n = Math.floor(n / SYL.length); } return w; });
+const CDF = (() => { const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07)); const t = w.reduce((a, b) => a + b, 0); let acc = 0; return w.map((x) => (acc += x / t)); })();
+function zipfWord(rand: () => number) { const u = rand(); let lo = 0, hi = CDF.length - 1; while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; } return VOCAB[lo]; }
+const statement = (rand: () => number) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
+
+/** Db whose statements are timed by their first 60 chars. */
+function timedDb(db: Db, stats: Map<string, [number, number, number]>): Db {
+  return new Proxy(db, { get(t, p) {
+    const v = Reflect.get(t, p);
+    if (p !== "all" && p !== "first") return typeof v === "function" ? v.bind(t) : v;
+    return (q: string, ...args: unknown[]) => {
+      const t0 = performance.now(); const r = v.call(t, q, ...args); const ms = performance.now() - t0;
+      const k = q.replace(/\s+/g, " ").slice(0, 70); const s = stats.get(k) ?? [0, 0, 0];
+      s[0] += ms; s[1]++; s[2] += Array.isArray(r) ? r.length : 1; stats.set(k, s); return r;
+    };
+  } });
+}
+
+it("profile", async () => {
+  const org = await newOrg();
+  const rand = prng(42), qrand = prng(7);
+  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => zipfWord(qrand)).join(" "));
+  const sample: string[] = [];
+  let have = 0;
+  const out: string[] = [];
+  const t0 = Date.parse("2026-11-01T00:00:00.000Z");
+  for (const size of SIZES) {
+    const seedStart = Date.now();
+    await inOrg(org.org_id, (o) => {
+      const db: Db = (o as any).db;
+      const storage: DurableObjectStorage = (o as any).ctx.storage;
+      const author = loadCaller(db, hashKey(org.api_key))!.principalId;
+      for (let from = have; from < size; from += 1000) {
+        storage.transactionSync(() => {
+          for (let i = from; i < Math.min(size, from + 1000); i++) {
+            const b = Math.floor(i / 50);
+            const at = new Date(t0 + b * 4).toISOString();
+            const s = statement(rand);
+            if (sample.length < 500 && rand() < 0.05) sample.push(s);
+            insertClaim(db, { claim_id: `clm_${i.toString(16).padStart(32, "0")}`, subject_id: `subject-${b % 20}`, project_id: null, kind: "fact",
+              statement: s, status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
+              disputes: "[]", author_id: author, created_at: at, updated_at: at }, []);
+          }
+        });
+      }
+    });
+    have = size;
+    const searches = Array.from({ length: 50 }, (_, i) => { const w = sample[(i * 7) % sample.length].split(" "); return `${w[i % w.length]} ${w[(i * 3 + 1) % w.length]}`; });
+    const res = await inOrg(org.org_id, (o) => {
+      const db0: Db = (o as any).db;
+      const caller = loadCaller(db0, hashKey(org.api_key))!;
+      const stmts = new Map<string, [number, number, number]>();
+      const db = timedDb(db0, stmts);
+      // warm
+      for (const q of queries.slice(0, 10)) rankClaims(db0, caller, { query: q });
+      stmts.clear();
+      const total: Record<string, number> = {};
+      const perQuery: number[] = [];
+      const items: string[] = [];
+      for (let r = 0; r < REPS; r++) for (const q of queries) {
+        pin(); let t = performance.now(); const start = t;
+        const mark = (phase: string) => { const now = performance.now(); total[phase] = (total[phase] ?? 0) + now - t; t = now; };
+        const packed = (ranking as any).compilePack ? (ranking as any).compilePack(db, caller, { query: q }, 1000, 50, mark).items : ranking.pack(rankClaims(db, caller, { query: q }, mark), 1000, 50);
+        mark("pack");
+        perQuery.push(performance.now() - start);
+        if (r === 0) items.push(packed.map((p: { claim: { claim_id: string } }) => `${p.claim.claim_id.slice(-6)}`).join(","));
+      }
+      const n = REPS * queries.length;
+      const phases = Object.fromEntries(Object.entries(total).map(([k, v]) => [k, +(v / n).toFixed(2)]));
+      const st = [...stmts].map(([k, [ms, c, rows]]) => `${(ms / n).toFixed(2)} ms/compile ${(c / n).toFixed(1)} calls ${(rows / n).toFixed(0)} rows  ${k}`);
+      // search
+      const sstm = new Map<string, [number, number, number]>();
+      const sdb = timedDb(db0, sstm);
+      const sl: number[] = [];
+      const sres: string[] = [];
+      for (let r = 0; r < REPS; r++) for (const s of searches) {
+        pin(); const a = performance.now();
+        const page = searchMemories(sdb, caller, {}, s, 25, undefined, () => {});
+        sl.push(performance.now() - a);
+        if (r === 0) sres.push(page.page.map((c) => c.claim_id.slice(-6)).join(","));
+      }
+      const sst = [...sstm].map(([k, [ms, c, rows]]) => `${(ms / n).toFixed(2)} ms/search ${(c / n).toFixed(1)} calls ${(rows / n).toFixed(0)} rows  ${k}`);
+      const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
+      const p95 = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length * 0.95)];
+      return { phases, st, compileMean: mean(perQuery), compileP95: p95(perQuery), searchMean: mean(sl), searchP95: p95(sl), sst,
+        hash: items.join("|"), shash: sres.join("|") };
+    });
+    out.push(`== ${size} (seed ${(Date.now() - seedStart) / 1000}s)\ncompile mean ${res.compileMean.toFixed(2)} p95 ${res.compileP95.toFixed(2)}; search mean ${res.searchMean.toFixed(2)} p95 ${res.searchP95.toFixed(2)}\n` +
+      JSON.stringify(res.phases, null, 1) + "\n" + res.st.join("\n") + "\n-- search\n" + res.sst.join("\n") +
+      `\nanswers ${await sha(res.hash)} search ${await sha(res.shash)}`);
+    console.log(out.at(-1));
+  }
+}, 3_600_000);
+
+async function sha(s: string) { const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)); return [...new Uint8Array(d)].slice(0, 8).map((b) => b.toString(16).padStart(2, "0")).join(""); }
