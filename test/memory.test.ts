@@ -670,6 +670,19 @@ describe("events", () => {
   });
 });
 
+describe("memories search query words", () => {
+  it("a memories search with an emoji skin-tone modifier or a newer emoji still finds the plain words", async () => {
+    const org = await newOrg();
+    const [claim] = await consolidateOk(org.api_key, "emoji", [{ kind: "fact", statement: "Great work on the billing robot",
+      sources: supports(await appendOk(org.api_key, obs("emoji", "great work on the billing robot"))) }]);
+    for (const q of ["great work", "great work 👍🏽", "billing robot🤖"]) {
+      const r = await call("GET", `/v1/memories?q=${encodeURIComponent(q)}`, { key: org.api_key });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.data.items.map((c: { claim_id: string }) => c.claim_id), q).toEqual([claim]);
+    }
+  });
+});
+
 describe("record ownership outbox", () => {
   it("registers created project, observation and claim ids before the write answers", async () => {
     const { registryOwners } = await import("./helpers");

@@ -6,15 +6,23 @@ import { DIACRITICS, FOLD_RUNS, TOKEN_RANGES } from "./unicode61";
 const MAX_TERMS = 32;
 
 /**
+ * Symbols (emoji, modifiers such as skin tones) and unassigned code points. unicode61 (Unicode 6.1)
+ * counts many of them as token characters, so "👍🏽" or "robot🤖" would become query words of their
+ * own that only the same glued text matches; a query reads them as spaces, as it always has.
+ */
+const QUERY_SYMBOLS = /[\p{So}\p{Sk}\p{Cn}]/gu;
+
+/**
  * The words of a query, each folded as claims_fts folds it: runs of claims_fts token characters,
  * with "_" kept inside a word ("foo_bar" stays one word, which FTS5 reads as the phrase "foo bar").
  * Splitting like the index (not on JavaScript's idea of a letter) keeps a quoted word and the index
- * in step: "İstanbul", "naïve" with a combining mark, or "cheese🧀" each find what was indexed.
+ * in step: "İstanbul" or "naïve" with a combining mark each find what was indexed. Symbols are
+ * spaces (QUERY_SYMBOLS): "great work 👍🏽" asks for "great" and "work".
  */
 export function queryTerms(text: string | undefined): string[] {
   if (!text) return [];
   const seen = new Set<string>();
-  for (const word of scan(text, true)) {
+  for (const word of scan(text.replace(QUERY_SYMBOLS, " "), true)) {
     seen.add(word);
     if (seen.size >= MAX_TERMS) break;
   }
