@@ -61,6 +61,18 @@ const project = async (key: string, reference: string, workspace_id?: string) =>
   return p.json.data.project_id as string;
 };
 
+
+/** Rows SQLite reads for the key's view of `lens` at max_nodes 25, with the view (which must not change). */
+const rowsReadByLens = (orgId: string, key: string, lens: string) => inOrg(orgId, async (o) => {
+  const caller = loadCaller(o.db, await hashKey(key))!;
+  let rowsRead = 0;
+  const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
+    ? (...a: Parameters<SqlStorage["exec"]>) => { const cur = t.exec(...a); const rows = cur.toArray(); rowsRead += cur.rowsRead; return { toArray: () => rows }; }
+    : Reflect.get(t, k, t) }));
+  const view = compileView(counting, caller, atlasBody.parse({ lens, max_nodes: 25 }));
+  return { rowsRead, view };
+});
+
 describe("Memory Atlas lenses", () => {
   it("evidence_trace: sources point at the claim, the claim at complete readable runs and current active releases", async () => {
     const org = await newOrg();
@@ -264,16 +276,7 @@ describe("Memory Atlas lenses", () => {
     const reader = await mintKey(org.api_key, { scopes: ["*"] });
     const open = await appendOk(writer.key, obs("cost", "open evidence"));
     await consolidateOk(writer.key, "cost", Array.from({ length: 30 }, (_, i) => ({ kind: "fact", statement: `open ${i}`, sources: supports(open) })));
-    /** Rows SQLite reads for the reader's workspace_graph at max_nodes 25 (and the view, which must not change). */
-    const measure = () => inOrg(org.org_id, async (o) => {
-      const caller = loadCaller(o.db, await hashKey(reader.key))!;
-      let rowsRead = 0;
-      const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
-        ? (...a: Parameters<SqlStorage["exec"]>) => { const cur = t.exec(...a); const rows = cur.toArray(); rowsRead += cur.rowsRead; return { toArray: () => rows }; }
-        : Reflect.get(t, k, t) }));
-      const view = compileView(counting, caller, atlasBody.parse({ lens: "workspace_graph", max_nodes: 25 }));
-      return { rowsRead, view };
-    });
+    const measure = () => rowsReadByLens(org.org_id, reader.key, "workspace_graph");
     const before = await measure();
     // 2,000 newer claims the reader cannot see: another principal's private ones.
     // (Written with the records module's own writer: 2,000 consolidations would only slow the test.)
@@ -312,15 +315,7 @@ describe("Memory Atlas lenses", () => {
     await inOrg(org.org_id, (o) => {
       for (let i = 0; i < 130; i++) claim(o, `scope-${String(i).padStart(3, "0")}`, "team", observe(o, `scope-${String(i).padStart(3, "0")}`, "team"));
     });
-    const measure = () => inOrg(org.org_id, async (o) => {
-      const caller = loadCaller(o.db, await hashKey(reader.key))!;
-      let rowsRead = 0;
-      const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
-        ? (...a: Parameters<SqlStorage["exec"]>) => { const cur = t.exec(...a); const rows = cur.toArray(); rowsRead += cur.rowsRead; return { toArray: () => rows }; }
-        : Reflect.get(t, k, t) }));
-      const view = compileView(counting, caller, atlasBody.parse({ lens: "scope_preview", max_nodes: 25 }));
-      return { rowsRead, view };
-    });
+    const measure = () => rowsReadByLens(org.org_id, reader.key, "scope_preview");
     const before = await measure();
     // 2,000 records in subjects sorting after the page, readable or not: claims and observations.
     await inOrg(org.org_id, (o) => {

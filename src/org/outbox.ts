@@ -59,10 +59,20 @@ export function queueTouched(db: Db, touched: Touched, at: string): { rows: numb
 export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<void> {
   const rows = db.all<{ seq: number; payload: string }>(
     "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' AND payload IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+  await carryOwnerRows(db, registry, orgId, rows);
+}
+
+/**
+ * Register queued record_owner rows with the registry (one RPC per shard), then delete them. Rows are
+ * deleted only after the registry accepted them, so a failure leaves them for the next try.
+ */
+async function carryOwnerRows(db: Db, registry: OwnershipRegistry, orgId: string, rows: { seq: number; payload: string }[]): Promise<void> {
   if (!rows.length) return;
   const { conflicts } = await registry.register(orgId, rows.map((r) => r.payload), clock.nowIso());
+  // Only possible when a write's registration failed and another organization imported the id in
+  // that window (README "Record ownership"): the registry keeps the first owner; say so loudly.
   if (conflicts.length) console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
-  db.run("DELETE FROM outbox WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(rows.map((r) => r.seq)));
+  db.run("DELETE FROM outbox WHERE topic = 'record_owner' AND seq IN (SELECT value FROM json_each(?))", JSON.stringify(rows.map((r) => r.seq)));
 }
 
 /**
@@ -104,12 +114,6 @@ export class RegistrationBatcher {
 export async function drainRecordOwners(db: Db, registry: OwnershipRegistry, orgId: string): Promise<boolean> {
   const rows = db.all<{ seq: number; payload: string }>(
     "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' ORDER BY seq LIMIT ?", OUTBOX_BATCH + 1);
-  const batch = rows.slice(0, OUTBOX_BATCH);
-  if (!batch.length) return false;
-  const { conflicts } = await registry.register(orgId, batch.map((r) => r.payload), clock.nowIso());
-  // Only possible when this write's registration failed and another organization imported the id in
-  // that window (README "Record ownership"): the registry keeps the first owner; say so loudly.
-  if (conflicts.length) console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
-  db.run("DELETE FROM outbox WHERE topic = 'record_owner' AND seq IN (SELECT value FROM json_each(?))", JSON.stringify(batch.map((r) => r.seq)));
+  await carryOwnerRows(db, registry, orgId, rows.slice(0, OUTBOX_BATCH));
   return rows.length > OUTBOX_BATCH;
 }
