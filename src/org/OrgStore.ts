@@ -131,8 +131,9 @@ export class OrgStore extends DurableObject<EdgeEnv> {
   private topUpReserves(created: string[]): void {
     if (this.toppingUp) return;
     const low = lowReserves(this.db, created);
+    if (!low.length) return;
     const orgId = getMeta(this.db, "org_id");
-    if (!low.length || !orgId) return;
+    if (!orgId) return;
     this.toppingUp = withinRegistryWait(topUpReserves(this.db, this.deps.registry, orgId, low, clock.nowIso()))
       .catch((err) => console.error("record id reserve top-up failed; writes register after commit", err))
       .finally(() => { this.toppingUp = null; });

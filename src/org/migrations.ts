@@ -798,9 +798,9 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     // stored terms (moved here from claim_stems, which is dropped). Reading a candidate from two wide
     // tables (claims, claim_stems) was two random page reads per match, what still grew with the
     // organization once the number of matches read was bounded. status, valid_to and
-    // retention_excluded_at are copies of the claims columns: records.ts's claim writers keep them in
-    // step in the same statement batch, and they are read only through `retrievable`
-    // (test/records.test.ts fails if they drift).
+    // retention_excluded_at (and the other copied columns) are copies of the claims columns: the
+    // triggers below keep them in step with every statement on claims, and they are read only through
+    // `retrievable` (test/records.test.ts fails if they drift).
     name: "0022_claim_ranking",
     sql: `
       CREATE TABLE claim_ranking (

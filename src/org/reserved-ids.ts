@@ -27,10 +27,11 @@ export function takeReservedId(db: Db, prefix: RecordPrefix): string | null {
 /**
  * A write's created ids less the reserved ones it took (registered already). Every row marked taken
  * belongs to the current transaction, so all of them are deleted here, also one a writer took but did
- * not report (it is registered to this organization; it just never appears). What is returned needs
- * registering after the commit.
+ * not report among several it did (it is registered to this organization; it just never appears).
+ * What is returned needs registering after the commit.
  */
 export function unregisteredOf(db: Db, created: string[]): string[] {
+  if (!created.length) return created; // a write that created nothing took nothing from the reserve
   const taken = new Set(db.all<{ record_id: string }>(
     "DELETE FROM reserved_record_ids WHERE taken = 1 RETURNING record_id").map((r) => r.record_id));
   return taken.size ? created.filter((id) => !taken.has(id)) : created;

@@ -3,6 +3,7 @@
 // candidateIdsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
 // filtered afterwards, so neither which hits come back nor their scores depend on a record the caller
 // cannot read. Ranking then reads the hits through the same SQL filter as every other candidate.
+import { ID_PREFIX } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
@@ -17,7 +18,7 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: {
   if (!f.query?.trim() || !hasVectors(rt)) return null;
   try {
     const [q] = await rt.embedder.embed([f.query]);
-    const accept = (ids: string[]) => candidateIdsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith("claim_")));
+    const accept = (ids: string[]) => candidateIdsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)));
     const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
     return new Map(hits.map((h) => [h.id, h.score]));
   } catch (err) {

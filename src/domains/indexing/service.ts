@@ -4,6 +4,7 @@
 // throws before anything is acknowledged, so the queue is untouched and a retry does the same work.
 import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
+import { ID_PREFIX } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
@@ -43,10 +44,10 @@ export async function runDrain(db: Db, rt: VectorRuntime, limit: number, now: st
   const { embedder, index } = requireVectors(rt);
   const rows = peekIndexQueue(db, limit);
   const ids = [...new Set(rows.map((r) => r.payload))];
-  const claims = claimsForIndex(db, ids.filter((id) => id.startsWith("claim_")), now);
+  const claims = claimsForIndex(db, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), now);
   const byId = new Map(claims.map((c) => [c.claim_id, c]));
   const upsert = claims.filter((c) => c.current);
-  const stale = ids.filter((id) => id.startsWith("claim_") && !byId.get(id)?.current);
+  const stale = ids.filter((id) => id.startsWith(ID_PREFIX.claim) && !byId.get(id)?.current);
   const held = new Set(db.all<{ record_id: string }>(
     "SELECT record_id FROM indexed_records WHERE record_id IN (SELECT value FROM json_each(?))", JSON.stringify(stale))
     .map((r) => r.record_id));

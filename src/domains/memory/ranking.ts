@@ -29,7 +29,7 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, claimSeqs, claimsAt, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
+import { type CandidateRow, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens, tokensOfBytes } from "./tokens";
 
 /**
@@ -260,7 +260,7 @@ function stemsPerCompile(): (c: Stemmed) => string[] {
 function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Map<string, number>, candidates: Candidate[]): Map<number, number> {
   const have = new Set(candidates.map((c) => c.claim_id));
   const missing = [...vectors.keys()].filter((id) => !have.has(id));
-  if (missing.length) for (const c of candidatesAt(db, caller, f.kinds, claimSeqs(db, missing))) candidates.push(c);
+  if (missing.length) for (const c of candidatesWithIds(db, caller, f.kinds, missing)) candidates.push(c);
   const similarity = new Map<number, number>();
   for (const c of candidates) {
     const s = vectors.get(c.claim_id);

@@ -591,6 +591,15 @@ export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined
     JSON.stringify(seqs), ...args);
 }
 
+/** Candidates with the given claim ids, in write order, with their stored terms (vector hits). */
+export function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[]): CandidateRow[] {
+  const [where, args] = candidateWhere(caller, kinds);
+  return db.all<CandidateRow>(
+    `SELECT ${rankingCandidateCols} FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
+       CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${where} ORDER BY c.seq`,
+    JSON.stringify(ids), ...args);
+}
+
 /** The candidates at the given write positions, whole (what compile returns of the packed ones). */
 export function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): ClaimRow[] {
   if (!seqs.length) return [];
@@ -1008,12 +1017,6 @@ export function observationsAfter(db: Db, afterSeq: number, limit: number): Obse
 
 export const observationsAfterCount = (db: Db, afterSeq: number): number =>
   db.first<{ n: number }>("SELECT count(*) AS n FROM observations WHERE rowid > ?", afterSeq)?.n ?? 0;
-
-/** Write positions of the named claims (no authorization: the caller passes them to a retrieval-checked read). */
-export function claimSeqs(db: Db, ids: string[]): number[] {
-  return db.all<{ seq: number }>("SELECT seq FROM claims WHERE claim_id IN (SELECT value FROM json_each(?)) ORDER BY seq", JSON.stringify(ids))
-    .map((r) => r.seq);
-}
 
 /**
  * How many of the claims the caller may retrieve were indexed with another model or dimension count

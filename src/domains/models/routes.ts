@@ -1,6 +1,7 @@
 // Model diagnostics: the configuration snapshot and a bounded probe. Neither changes configuration,
 // and neither ever answers a credential, a prompt, a raw provider response or an embedding.
 import { isAdmin } from "../../access/policy";
+import { clock } from "../../http/clock";
 import { orgRoute } from "../../http/route";
 import { retrievableIndexedWithOtherModel } from "../memory/records";
 import type { Db } from "../../org/db";
@@ -31,8 +32,8 @@ export interface ProbeResult {
 
 /** One bounded call to the configured backend; the answer keeps metadata only. */
 export async function probe(rt: VectorRuntime, kind: "embedding" | "extraction", text: string): Promise<ProbeResult> {
-  const started = Date.now();
-  const latency = () => Math.max(0, Date.now() - started);
+  const started = clock.nowMs();
+  const latency = () => Math.max(0, clock.nowMs() - started);
   if (kind === "embedding") {
     const { provider, model } = rt.config.embedding;
     if (!rt.embedder) return { kind, ok: false, provider, model, latency_ms: 0, error_code: "not_configured" };
