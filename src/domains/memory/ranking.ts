@@ -29,7 +29,7 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableBetween, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
+import { type CandidateRow, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens, tokensOfBytes } from "./tokens";
 
 /**
@@ -199,7 +199,12 @@ function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: C
  * itself can qualify; SQL counts the readable claims between those few pairs.
  */
 function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neighbours {
-  return contextPairs(matching, (asked) => readableBetween(db, caller, asked, WEIGHTS.contextSpan));
+  return contextPairs(matching, (asked) => {
+    // Readable claims between a and b, counted up to contextSpan: those of the first contextSpan readable
+    // claims after a that lie before b. One walk per distinct a (pairs share their first claim), not one per pair.
+    const after = readableNeighbours(db, caller, [...new Set(asked.map(([a]) => a))], WEIGHTS.contextSpan, "after");
+    return asked.map(([a, b]) => after.get(a)!.after.filter((s) => s < b).length);
+  });
 }
 
 /** Matching item seq -> its context neighbours (seq) with their distance. */
