@@ -1,14 +1,10 @@
 import { z } from "zod";
 import { ID_PREFIX } from "../../http/ids";
 import { count, idOf, pageOf, timestamp } from "../../http/shapes";
-import { limitParam, nonEmpty } from "../../http/validate";
+import { intRange, limitParam, nonEmpty } from "../../http/validate";
 
 export const CHECKPOINT_KINDS = ["task_state", "conversation", "workflow", "cursor"] as const;
 export const MAX_STATE_CHARS = 64_000;
-
-const intRange = (min: number, max: number) =>
-  z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`)
-    .min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`);
 
 export const checkpointBody = z.strictObject({
   subject_id: nonEmpty(200).describe("What the work is about (the same subject_id as its observations)."),

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
 import { count, idOf as recordId, pageOf, timestamp } from "../../http/shapes";
-import { limitParam, nonEmpty } from "../../http/validate";
+import { intRange, limitParam, nonEmpty } from "../../http/validate";
 import { webhookUrlProblem } from "../webhooks/url-guard";
 import { CLAIM_KINDS, MAX_CONTENT_CHARS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS } from "../memory/schema";
 
@@ -61,8 +61,7 @@ export type FilterInput = z.infer<typeof createFilterBody>;
 
 export const pullBody = z.strictObject({
   peer_id: peerId,
-  limit: z.number().int("must be an integer from 1 to 200").min(1, "must be an integer from 1 to 200")
-    .max(MAX_EVENTS_PER_CALL, "must be an integer from 1 to 200").default(MAX_EVENTS_PER_CALL),
+  limit: intRange(1, MAX_EVENTS_PER_CALL).default(MAX_EVENTS_PER_CALL),
   include_memory: z.boolean().default(false).describe("also answer signed claim bundles (needs a claim filter)"),
 });
 
