@@ -2,8 +2,11 @@
 // rule is declared once and used by every domain, so these tests pin the one definition and show,
 // over HTTP, that the domains which had their own copy answer with it.
 import { describe, expect, it } from "vitest";
+import { applyEnrichment, enrichmentPosition } from "../src/domains/indexing/enrichment";
+import { ID_PREFIX, isId, newId } from "../src/http/ids";
+import { ID_FORMS } from "../src/http/router";
 import { intRange, limitParam, validate } from "../src/http/validate";
-import { call, expectError, newOrg } from "./helpers";
+import { appendOk, call, expectError, inOrg, newOrg, obs } from "./helpers";
 
 const message = (r: ReturnType<typeof validate>) => (r.success ? null : r.message);
 
@@ -37,5 +40,32 @@ describe("bounded integers: one rule and one wording", () => {
       expectError(r, 400, "VALIDATION_ERROR");
       expect(r.json.error.message, path).toBe(expected);
     }
+  });
+});
+
+describe("id prefixes: every one in ID_PREFIX", () => {
+  it("the prefixes are distinct and of one form", () => {
+    const prefixes = Object.values(ID_PREFIX);
+    expect(new Set(prefixes).size).toBe(prefixes.length);
+    for (const p of prefixes) expect(p).toMatch(/^[a-z]+_$/);
+  });
+
+  it("each :id path segment accepts the ids of exactly one ID_PREFIX entry", () => {
+    for (const [collection, accepts] of Object.entries(ID_FORMS)) {
+      if (collection === "projects" || collection === "subjects") continue; // "~" and caller-chosen strings
+      const matching = Object.entries(ID_PREFIX).filter(([, p]) => accepts(newId(p))).map(([name]) => name);
+      expect(matching, collection).toHaveLength(1);
+    }
+  });
+
+  it("enrichment proposals are written with ID_PREFIX.proposal", async () => {
+    const org = await newOrg();
+    const observationId = await appendOk(org.api_key, obs("whale", "narwhals have tusks"));
+    const ids = await inOrg(org.org_id, (x) => applyEnrichment(x.db, {
+      from: enrichmentPosition(x.db), lastSeq: 1, observations: 1, model: "test",
+      proposals: [{ observation_id: observationId, subject_id: "whale", claim: { kind: "fact", statement: "narwhals have tusks" } }],
+    }, new Date().toISOString()));
+    expect(ids).toHaveLength(1);
+    expect(isId(ID_PREFIX.proposal, ids![0])).toBe(true);
   });
 });

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { TRUST_LEVELS } from "../auth/trust";
 import { VISIBILITIES } from "../access/visibility";
 import { ERROR_STATUS, type ErrorCode } from "./errors";
+import { ID_PREFIX } from "./ids";
 
 /** A record id: prefix + 32 lowercase hex. */
 export const idOf = (prefix: string) => z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`));
@@ -29,7 +30,7 @@ export const errorEnvelope = z.strictObject({
     code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
     message: z.string().describe("Names the field, the allowed values and the next step where one applies."),
   }),
-  meta: z.looseObject({ request_id: idOf("req_") }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
+  meta: z.looseObject({ request_id: idOf(ID_PREFIX.request) }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
 });
 
 /**
@@ -37,4 +38,4 @@ export const errorEnvelope = z.strictObject({
  * the first answer, true on a replay), and what the route declares in `responseMeta`; nothing else.
  */
 export const successMetaOf = (r: { idempotent?: boolean; responseMeta?: z.ZodRawShape }) =>
-  z.strictObject({ request_id: idOf("req_"), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });
+  z.strictObject({ request_id: idOf(ID_PREFIX.request), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });
