@@ -1,11 +1,13 @@
-// The shared field and id shapes (src/http/validate.ts, src/http/shapes.ts, src/http/ids.ts): each
-// rule is declared once and used by every domain, so these tests pin the one definition and show,
-// over HTTP, that the domains which had their own copy answer with it.
+// Rules declared once and used everywhere (field shapes in src/http/validate.ts and shapes.ts, id
+// prefixes in src/http/ids.ts, the injected clock, ...): these tests pin the one definition and show
+// that the places which had their own copy now follow it.
 import { describe, expect, it } from "vitest";
 import { applyEnrichment, enrichmentPosition } from "../src/domains/indexing/enrichment";
+import { clock } from "../src/http/clock";
 import { ID_PREFIX, isId, newId } from "../src/http/ids";
 import { ID_FORMS } from "../src/http/router";
 import { intRange, limitParam, validate } from "../src/http/validate";
+import { modelDeps } from "../src/vector/runtime";
 import { appendOk, call, expectError, inOrg, newOrg, obs } from "./helpers";
 
 const message = (r: ReturnType<typeof validate>) => (r.success ? null : r.message);
@@ -67,5 +69,16 @@ describe("id prefixes: every one in ID_PREFIX", () => {
     }, new Date().toISOString()));
     expect(ids).toHaveLength(1);
     expect(isId(ID_PREFIX.proposal, ids![0])).toBe(true);
+  });
+});
+
+describe("the model configuration snapshot reads the injected clock", () => {
+  it("read_at is the service clock's time when the snapshot is taken", () => {
+    const tenDays = 10 * 86_400_000;
+    clock.advance(tenDays);
+    const before = clock.nowIso();
+    // A fresh env object: the snapshot is memoized per env, so this one is read now.
+    const { read_at } = modelDeps({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" }).config;
+    expect(read_at >= before && read_at <= clock.nowIso()).toBe(true);
   });
 });
