@@ -16,6 +16,8 @@ export const contentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 export const trustLevel = z.enum(TRUST_LEVELS);
 export const visibilityLevel = z.enum(VISIBILITIES);
 export const count = z.number().int().nonnegative();
+/** Who wrote, created or owns a record. */
+export const principalId = idOf(ID_PREFIX.principal);
 /** Metadata objects whose keys depend on the record kind (event payloads, audit metadata, policy rules). */
 export const openObject = z.record(z.string(), z.unknown());
 

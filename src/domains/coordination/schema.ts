@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf, pageOf, timestamp } from "../../http/shapes";
+import { count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
 import { intRange, limitParam, nonEmpty } from "../../http/validate";
 
 export const CHECKPOINT_KINDS = ["task_state", "conversation", "workflow", "cursor"] as const;
@@ -45,7 +45,6 @@ export const resolveHandoffBody = z.strictObject({ status: z.enum(["accepted", "
 export const handoffListQuery = z.object({ limit: limitParam(1, 200, 50), after: z.string().max(512).optional() });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const principalId = idOf(ID_PREFIX.principal);
 const checkpointId = idOf(ID_PREFIX.checkpoint);
 
 export const checkpointResponse = z.strictObject({

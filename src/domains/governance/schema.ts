@@ -4,7 +4,7 @@ import { z } from "zod";
 import { VISIBILITIES } from "../../access/visibility";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { contentHash, count, idOf, pageOf, timestamp, trustLevel } from "../../http/shapes";
+import { contentHash, count, idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 import { CLAIM_KINDS, OBSERVATION_KINDS, RELATIONS } from "../memory/schema";
 
@@ -102,7 +102,6 @@ export const channelCompileBody = z.strictObject({
 });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const principalId = idOf(ID_PREFIX.principal);
 const claimId = idOf(ID_PREFIX.claim);
 const channelId = idOf(ID_PREFIX.channel);
 const observationId = idOf(ID_PREFIX.observation);

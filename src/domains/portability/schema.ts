@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { VISIBILITIES } from "../../access/visibility";
 import { trustSchema } from "../../auth/trust";
+import { count } from "../../http/shapes";
 import { limitParam } from "../../http/validate";
 import {
   CLAIM_KINDS, CLAIM_STATUSES, MAX_CONTENT_CHARS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS,
@@ -116,8 +117,8 @@ export const exportHeader = z.strictObject({
 });
 
 /** POST /v1/import (published in docs/openapi.json; checked against every answer of the test suite). */
-const perType = z.strictObject({ projects: z.number().int().nonnegative(), observations: z.number().int().nonnegative(), claims: z.number().int().nonnegative() });
+const perType = z.strictObject({ projects: count, observations: count, claims: count });
 export const importResponse = z.strictObject({
   imported: perType, skipped: perType.describe("Lines whose record already exists here, identical"),
-  principals_created: z.number().int().nonnegative(), workspaces_created: z.number().int().nonnegative(),
+  principals_created: count, workspaces_created: count,
 });
