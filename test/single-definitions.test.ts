@@ -3,6 +3,7 @@
 // that the places which had their own copy now follow it.
 import { describe, expect, it } from "vitest";
 import { applyEnrichment, enrichmentPosition } from "../src/domains/indexing/enrichment";
+import { indexDrift } from "../src/domains/indexing/service";
 import { clock } from "../src/http/clock";
 import { ID_PREFIX, isId, newId } from "../src/http/ids";
 import { ID_FORMS } from "../src/http/router";
@@ -80,5 +81,23 @@ describe("the model configuration snapshot reads the injected clock", () => {
     // A fresh env object: the snapshot is memoized per env, so this one is read now.
     const { read_at } = modelDeps({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" }).config;
     expect(read_at >= before && read_at <= clock.nowIso()).toBe(true);
+  });
+});
+
+describe("index drift: one statement in the module that owns indexed_records", () => {
+  it("counts every indexed record, and those with another model or dimension count", async () => {
+    const org = await newOrg();
+    const at = new Date().toISOString();
+    const counts = await inOrg(org.org_id, (x) => {
+      const row = (id: string, model: string, dims: number) => x.db.run(
+        "INSERT INTO indexed_records (record_id, model, dimensions, indexed_at) VALUES (?, ?, ?, ?)", id, model, dims, at);
+      const empty = indexDrift(x.db, { model: "m1", dimensions: 384 });
+      row("claim_a", "m1", 384); row("claim_b", "m1", 384); row("claim_c", "m0", 384); row("claim_d", "m1", 768);
+      return { empty, now: indexDrift(x.db, { model: "m1", dimensions: 384 }), none: indexDrift(x.db, { model: null, dimensions: null }) };
+    });
+    expect(counts.empty).toEqual({ indexed: 0, other: 0 });
+    expect(counts.now).toEqual({ indexed: 4, other: 2 });
+    // No embedder configured: everything indexed is from another model.
+    expect(counts.none).toEqual({ indexed: 4, other: 4 });
   });
 });
