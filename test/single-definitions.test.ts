@@ -8,7 +8,10 @@ import { clock } from "../src/http/clock";
 import { ID_PREFIX, isId, newId } from "../src/http/ids";
 import { ID_FORMS } from "../src/http/router";
 import { intRange, limitParam, validate } from "../src/http/validate";
+import { modelConfigResponse } from "../src/domains/models/schema";
+import { readModelConfig } from "../src/vector/config";
 import { modelDeps } from "../src/vector/runtime";
+import { EMBEDDING_PROVIDERS, EXTRACTION_PROVIDERS, INDEX_PROVIDERS } from "../src/vector/types";
 import { appendOk, call, expectError, inOrg, newOrg, obs } from "./helpers";
 
 const message = (r: ReturnType<typeof validate>) => (r.success ? null : r.message);
@@ -99,5 +102,22 @@ describe("index drift: one statement in the module that owns indexed_records", (
     expect(counts.now).toEqual({ indexed: 4, other: 2 });
     // No embedder configured: everything indexed is from another model.
     expect(counts.none).toEqual({ indexed: 4, other: 4 });
+  });
+});
+
+describe("model providers: one list each, read by the configuration and published by its schema", () => {
+  it("every configurable provider is accepted by the snapshot and by GET /v1/models/config's schema", () => {
+    for (const EMBEDDING_PROVIDER of EMBEDDING_PROVIDERS)
+      for (const VECTOR_INDEX of INDEX_PROVIDERS)
+        for (const EXTRACTION_PROVIDER of EXTRACTION_PROVIDERS) {
+          const config = readModelConfig({ EMBEDDING_PROVIDER, VECTOR_INDEX, EXTRACTION_PROVIDER, AI: {}, VECTORIZE: {} }, new Date().toISOString());
+          const what = `${EMBEDDING_PROVIDER}/${VECTOR_INDEX}/${EXTRACTION_PROVIDER}`;
+          expect([config.embedding.provider, config.vector_index.provider, config.extraction.provider], what)
+            .toEqual([EMBEDDING_PROVIDER, VECTOR_INDEX, EXTRACTION_PROVIDER]);
+          expect(modelConfigResponse.safeParse({ ...config, drift: { status: "none" } }).success, what).toBe(true);
+        }
+    // Anything else is reported and treated as none.
+    expect(readModelConfig({ EMBEDDING_PROVIDER: "openai" }, new Date().toISOString()).embedding)
+      .toMatchObject({ provider: "none", problems: ['EMBEDDING_PROVIDER "openai" is not one of workers-ai, local, none; treated as none'] });
   });
 });

@@ -9,20 +9,20 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { runtimeFor, type VectorRuntime } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { modelConfigResponse, probeBody, probeResponse } from "./schema";
+import { modelConfigResponse, PROBE_ERRORS, PROBE_KINDS, probeBody, probeResponse } from "./schema";
 
 export interface ProbeResult {
-  kind: "embedding" | "extraction";
+  kind: (typeof PROBE_KINDS)[number];
   ok: boolean;
   provider: string;
   model: string | null;
   dimensions?: number;
   latency_ms: number;
-  error_code?: "not_configured" | "unavailable";
+  error_code?: (typeof PROBE_ERRORS)[number];
 }
 
 /** One bounded call to the configured backend; the answer keeps metadata only. */
-export async function probe(rt: VectorRuntime, kind: "embedding" | "extraction", text: string): Promise<ProbeResult> {
+export async function probe(rt: VectorRuntime, kind: ProbeResult["kind"], text: string): Promise<ProbeResult> {
   const started = clock.nowMs();
   const latency = () => Math.max(0, clock.nowMs() - started);
   if (kind === "embedding") {
