@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { applyEnrichment, enrichmentPosition } from "../src/domains/indexing/enrichment";
 import { indexDrift } from "../src/domains/indexing/service";
+import { claimsForIndex, currentClaimsAfter } from "../src/domains/memory/records";
 import { clock } from "../src/http/clock";
 import { ID_PREFIX, isId, newId } from "../src/http/ids";
 import { ID_FORMS } from "../src/http/router";
@@ -12,7 +13,7 @@ import { modelConfigResponse } from "../src/domains/models/schema";
 import { readModelConfig } from "../src/vector/config";
 import { modelDeps } from "../src/vector/runtime";
 import { EMBEDDING_PROVIDERS, EXTRACTION_PROVIDERS, INDEX_PROVIDERS } from "../src/vector/types";
-import { appendOk, call, expectError, inOrg, newOrg, obs } from "./helpers";
+import { appendOk, call, consolidateOk, expectError, inOrg, newOrg, obs, supports } from "./helpers";
 
 const message = (r: ReturnType<typeof validate>) => (r.success ? null : r.message);
 
@@ -119,5 +120,22 @@ describe("model providers: one list each, read by the configuration and publishe
     // Anything else is reported and treated as none.
     expect(readModelConfig({ EMBEDDING_PROVIDER: "openai" }, new Date().toISOString()).embedding)
       .toMatchObject({ provider: "none", problems: ['EMBEDDING_PROVIDER "openai" is not one of workers-ai, local, none; treated as none'] });
+  });
+});
+
+describe("the index drain's system reads use retrievable's current rule, at the instant they are given", () => {
+  it("a claim valid until T is current before T and not at T (claimsForIndex, currentClaimsAfter)", async () => {
+    const org = await newOrg();
+    const until = new Date(Date.now() + 3_600_000).toISOString();
+    const [claimId] = await consolidateOk(org.api_key, "tide", [
+      { kind: "fact", statement: "tide is high", valid_to: until, sources: supports(await appendOk(org.api_key, obs("tide", "high"))) }]);
+    const before = new Date(Date.parse(until) - 1).toISOString();
+    const seen = await inOrg(org.org_id, (x) => ({
+      before: claimsForIndex(x.db, [claimId], before).map((c) => Boolean(c.current)),
+      at: claimsForIndex(x.db, [claimId], until).map((c) => Boolean(c.current)),
+      pageBefore: currentClaimsAfter(x.db, 0, 10, before).map((c) => c.claim_id),
+      pageAt: currentClaimsAfter(x.db, 0, 10, until).map((c) => c.claim_id),
+    }));
+    expect(seen).toEqual({ before: [true], at: [false], pageBefore: [claimId], pageAt: [] });
   });
 });
