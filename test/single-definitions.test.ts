@@ -8,6 +8,8 @@ import { claimsForIndex, currentClaimsAfter } from "../src/domains/memory/record
 import { clock } from "../src/http/clock";
 import { ID_PREFIX, isId, newId } from "../src/http/ids";
 import { ID_FORMS } from "../src/http/router";
+import { idOf } from "../src/http/shapes";
+import { projectLine } from "../src/domains/portability/schema";
 import { intRange, limitParam, validate } from "../src/http/validate";
 import { modelConfigResponse } from "../src/domains/models/schema";
 import { readModelConfig } from "../src/vector/config";
@@ -137,5 +139,16 @@ describe("the index drain's system reads use retrievable's current rule, at the 
       pageAt: currentClaimsAfter(x.db, 0, 10, until).map((c) => c.claim_id),
     }));
     expect(seen).toEqual({ before: [true], at: [false], pageBefore: [claimId], pageAt: [] });
+  });
+});
+
+describe("id shapes: one idOf for answers and for input that must teach", () => {
+  it("an input id names its kind and form; an answer's id shape only checks the form", () => {
+    expect(message(validate(idOf(ID_PREFIX.claim, "claim"), "claim_xyz"))).toBe('Invalid field "body": must be a claim id (claim_ + 32 lowercase hex).');
+    expect(validate(idOf(ID_PREFIX.claim), newId(ID_PREFIX.claim)).success).toBe(true);
+    expect(validate(idOf(ID_PREFIX.claim), newId(ID_PREFIX.observation)).success).toBe(false);
+    // The import format uses it (src/domains/portability/schema.ts), as does federation's.
+    expect(message(validate(projectLine, { type: "project", project_id: "prj_1" })))
+      .toContain('Invalid field "project_id": must be a project id (prj_ + 32 lowercase hex).');
   });
 });

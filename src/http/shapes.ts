@@ -8,8 +8,9 @@ import { VISIBILITIES } from "../access/visibility";
 import { ERROR_STATUS, type ErrorCode } from "./errors";
 import { ID_PREFIX } from "./ids";
 
-/** A record id: prefix + 32 lowercase hex. */
-export const idOf = (prefix: string) => z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`));
+/** A record id: prefix + 32 lowercase hex. Naming `what` gives input validation its teaching message. */
+export const idOf = (prefix: string, what?: string) =>
+  z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`), what && `must be a ${what} id (${prefix} + 32 lowercase hex)`);
 /** A timestamp the service wrote (toISOString). */
 export const timestamp = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 export const contentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/);
