@@ -10,6 +10,7 @@
 //          or the workspace's admins/owners. Writing there takes workspace role member or above, an
 //          organization owner/admin role, or a covering write grant. Memberships load with the caller.
 // Hidden records contribute nothing anywhere; the evidence view's hidden_source_count is the only trace.
+import { ADMIN_ROLES } from "../auth/roles";
 import { ApiError } from "../http/errors";
 import type { Db } from "../org/db";
 import type { Caller } from "../org/request";
@@ -82,7 +83,7 @@ export const covers = (g: GrantTarget, r: { subject_id?: string | null; project_
   (g.type === "subject" && r.subject_id != null && g.id === r.subject_id);
 
 /** Owners and admins: the organization-wide roles that administer (the one definition). */
-export const isAdmin = (caller: Pick<Caller, "role">) => caller.role === "owner" || caller.role === "admin";
+export const isAdmin = (caller: Pick<Caller, "role">) => (ADMIN_ROLES as readonly string[]).includes(caller.role);
 
 /** Does the caller hold `permission` over a target (for delegation: you may only grant what you hold)? */
 export function holds(caller: Caller, permission: Permission, target: GrantTarget): boolean {

@@ -1,4 +1,5 @@
-// Record ids: prefix + 32 lowercase hex from crypto random (DESIGN "Other id prefixes").
+// Record ids: prefix + 32 lowercase hex from crypto random (DESIGN "Other id prefixes"). Every prefix
+// the service writes or checks is here, including those DESIGN's table does not name (fb_, dlv_, fxl_, prp_).
 
 export const ID_PREFIX = {
   org: "org_", key: "key_", observation: "obs_", claim: "claim_", context: "ctx_", feedback: "fb_",
@@ -7,6 +8,7 @@ export const ID_PREFIX = {
   workspace: "wsp_", grant: "grt_", membership: "mbr_",
   policy: "pol_", approval: "apr_", channel: "chn_", release: "rel_",
   peer: "peer_", filter: "flt_", federationLog: "fxl_", hold: "hold_", mapping: "map_",
+  account: "acct_", passkey: "pk_", proposal: "prp_",
 } as const;
 
 export function randomHex(bytes = 16): string {

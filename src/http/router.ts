@@ -22,9 +22,10 @@ export const ID_FORMS: Readonly<Record<string, (value: string) => boolean>> = {
   checkpoints: idOf(ID_PREFIX.checkpoint), keys: idOf(ID_PREFIX.key), grants: idOf(ID_PREFIX.grant),
   memberships: idOf(ID_PREFIX.membership), leases: idOf(ID_PREFIX.lease), handoffs: idOf(ID_PREFIX.handoff),
   webhooks: idOf(ID_PREFIX.webhook), events: idOf(ID_PREFIX.event), workspaces: idOf(ID_PREFIX.workspace),
-  "dashboard-sessions": idOf(ID_PREFIX.session), passkeys: idOf("pk_"), policies: idOf("pol_"),
-  "claim-approvals": idOf("apr_"), channels: idOf("chn_"), "knowledge-releases": idOf("rel_"), "legal-holds": idOf("hold_"),
-  "identity-mappings": idOf("map_"), peers: idOf("peer_"), "operator-accounts": idOf("acct_"),
+  "dashboard-sessions": idOf(ID_PREFIX.session), passkeys: idOf(ID_PREFIX.passkey), policies: idOf(ID_PREFIX.policy),
+  "claim-approvals": idOf(ID_PREFIX.approval), channels: idOf(ID_PREFIX.channel), "knowledge-releases": idOf(ID_PREFIX.release),
+  "legal-holds": idOf(ID_PREFIX.hold),
+  "identity-mappings": idOf(ID_PREFIX.mapping), peers: idOf(ID_PREFIX.peer), "operator-accounts": idOf(ID_PREFIX.account),
   // "~" names unscoped memory (records with no project).
   projects: (v) => v === "~" || isId(ID_PREFIX.project, v),
   // Subject ids are caller-chosen strings.

@@ -6,15 +6,19 @@ import { z } from "zod";
 import { TRUST_LEVELS } from "../auth/trust";
 import { VISIBILITIES } from "../access/visibility";
 import { ERROR_STATUS, type ErrorCode } from "./errors";
+import { ID_PREFIX } from "./ids";
 
-/** A record id: prefix + 32 lowercase hex. */
-export const idOf = (prefix: string) => z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`));
+/** A record id: prefix + 32 lowercase hex. Naming `what` gives input validation its teaching message. */
+export const idOf = (prefix: string, what?: string) =>
+  z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`), what && `must be a ${what} id (${prefix} + 32 lowercase hex)`);
 /** A timestamp the service wrote (toISOString). */
 export const timestamp = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 export const contentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 export const trustLevel = z.enum(TRUST_LEVELS);
 export const visibilityLevel = z.enum(VISIBILITIES);
 export const count = z.number().int().nonnegative();
+/** Who wrote, created or owns a record. */
+export const principalId = idOf(ID_PREFIX.principal);
 /** Metadata objects whose keys depend on the record kind (event payloads, audit metadata, policy rules). */
 export const openObject = z.record(z.string(), z.unknown());
 
@@ -29,7 +33,7 @@ export const errorEnvelope = z.strictObject({
     code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
     message: z.string().describe("Names the field, the allowed values and the next step where one applies."),
   }),
-  meta: z.looseObject({ request_id: idOf("req_") }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
+  meta: z.looseObject({ request_id: idOf(ID_PREFIX.request) }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
 });
 
 /**
@@ -37,4 +41,4 @@ export const errorEnvelope = z.strictObject({
  * the first answer, true on a replay), and what the route declares in `responseMeta`; nothing else.
  */
 export const successMetaOf = (r: { idempotent?: boolean; responseMeta?: z.ZodRawShape }) =>
-  z.strictObject({ request_id: idOf("req_"), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });
+  z.strictObject({ request_id: idOf(ID_PREFIX.request), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });

@@ -112,6 +112,14 @@ export function queryObject(url: URL): Record<string, string> {
 
 /** Common field schemas. */
 export const nonEmpty = (max: number) => z.string().trim().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
+
+/** The one wording for a bounded integer, whether the value is of the wrong type, fractional or out of range. */
+const integerFrom = (min: number, max: number) => `must be an integer from ${min} to ${max}`;
+const bounded = <N extends z.core.$ZodNumberInternals>(n: z._ZodNumber<N>, min: number, max: number) =>
+  n.int(integerFrom(min, max)).min(min, integerFrom(min, max)).max(max, integerFrom(min, max));
+
+/** A JSON body's integer from min to max (not coerced: "5" is refused). */
+export const intRange = (min: number, max: number) => bounded(z.number({ error: integerFrom(min, max) }), min, max);
+/** A query string's page size: the same rule, coerced from text, with its default. */
 export const limitParam = (min: number, max: number, dflt: number) =>
-  z.coerce.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`)
-    .min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`).default(dflt);
+  bounded(z.coerce.number({ error: integerFrom(min, max) }), min, max).default(dflt);

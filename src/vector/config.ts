@@ -3,7 +3,9 @@
 // binding's presence only decides whether a chosen backend is usable ("partial" when it is not),
 // never which backend runs. Nothing secret is ever part of it: a binding is reported as present or
 // absent, never its value.
-import type { EmbeddingProvider, ExtractionProvider, IndexProvider } from "./types";
+import {
+  EMBEDDING_PROVIDERS, EXTRACTION_PROVIDERS, INDEX_PROVIDERS, type EmbeddingProvider, type ExtractionProvider, type IndexProvider,
+} from "./types";
 import { LOCAL_EMBEDDER_INFO } from "./local-embedder";
 
 export const WORKERS_AI_EMBEDDING = { model: "@cf/baai/bge-small-en-v1.5", dimensions: 384, pooling: "cls" } as const;
@@ -18,8 +20,10 @@ export interface ModelEnv {
   VECTORIZE?: unknown;
 }
 
-export type Status = "enabled" | "disabled" | "partial";
-export type KeyState = "absent" | "present";
+export const STATUSES = ["enabled", "disabled", "partial"] as const;
+export const KEY_STATES = ["absent", "present"] as const;
+export type Status = (typeof STATUSES)[number];
+export type KeyState = (typeof KEY_STATES)[number];
 
 export interface ModelConfig {
   read_at: string;
@@ -52,9 +56,9 @@ const deepFreeze = <T>(o: T): T => {
 
 export function readModelConfig(env: ModelEnv, at: string): ModelConfig {
   const ep: string[] = [], ip: string[] = [], xp: string[] = [];
-  const embeddingProvider = choose<EmbeddingProvider>("EMBEDDING_PROVIDER", env.EMBEDDING_PROVIDER, ["workers-ai", "local", "none"], ep);
-  const indexProvider = choose<IndexProvider>("VECTOR_INDEX", env.VECTOR_INDEX, ["vectorize", "local", "none"], ip);
-  const extractionProvider = choose<ExtractionProvider>("EXTRACTION_PROVIDER", env.EXTRACTION_PROVIDER, ["workers-ai", "none"], xp);
+  const embeddingProvider = choose<EmbeddingProvider>("EMBEDDING_PROVIDER", env.EMBEDDING_PROVIDER, EMBEDDING_PROVIDERS, ep);
+  const indexProvider = choose<IndexProvider>("VECTOR_INDEX", env.VECTOR_INDEX, INDEX_PROVIDERS, ip);
+  const extractionProvider = choose<ExtractionProvider>("EXTRACTION_PROVIDER", env.EXTRACTION_PROVIDER, EXTRACTION_PROVIDERS, xp);
   const aiPresent = env.AI != null;
   const vectorizePresent = env.VECTORIZE != null;
 

@@ -1,6 +1,7 @@
 // Builds the configured backends for one organization. Which backend runs is decided by the config
 // snapshot alone; a configured backend whose binding is missing is "unusable" (routes answer as if
 // the capability were absent and GET /v1/models/config reports it as partial).
+import { clock } from "../http/clock";
 import type { Db } from "../org/db";
 import { type ModelConfig, type ModelEnv, modelConfig } from "./config";
 import { LocalEmbedder } from "./local-embedder";
@@ -54,7 +55,7 @@ export interface ModelDeps {
 
 /** From the Worker's env: the isolate's snapshot, and the bindings (used only where the config says so). */
 export const modelDeps = (env: ModelEnv): ModelDeps =>
-  ({ config: modelConfig(env, () => new Date().toISOString()), bindings: { AI: env.AI, VECTORIZE: env.VECTORIZE } });
+  ({ config: modelConfig(env, clock.nowIso), bindings: { AI: env.AI, VECTORIZE: env.VECTORIZE } });
 
 /** The runtime for one organization's Durable Object. */
 export function runtimeFor(ctx: { deps: { models: ModelDeps }; db: Db; orgId: string | undefined }): VectorRuntime {

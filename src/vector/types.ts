@@ -4,9 +4,13 @@
 // (test/vector-contract.test.ts). Backends are chosen by configuration (config.ts), never by
 // whether a binding happens to exist.
 
-export type EmbeddingProvider = "workers-ai" | "local" | "none";
-export type IndexProvider = "vectorize" | "local" | "none";
-export type ExtractionProvider = "workers-ai" | "none";
+/** The values EMBEDDING_PROVIDER, VECTOR_INDEX and EXTRACTION_PROVIDER may take (config.ts), as published. */
+export const EMBEDDING_PROVIDERS = ["workers-ai", "local", "none"] as const;
+export const INDEX_PROVIDERS = ["vectorize", "local", "none"] as const;
+export const EXTRACTION_PROVIDERS = ["workers-ai", "none"] as const;
+export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
+export type IndexProvider = (typeof INDEX_PROVIDERS)[number];
+export type ExtractionProvider = (typeof EXTRACTION_PROVIDERS)[number];
 
 export interface Embedder {
   readonly provider: Exclude<EmbeddingProvider, "none">;

@@ -1,7 +1,7 @@
 // Workspaces and memberships. A principal's organization membership IS its organization role
 // (mirrored on principals.role, which every request reads with the key); workspace memberships
 // attach it to a workspace. Removal is soft: rows stay for provenance and audit, but stop being listed.
-import { type Role, roleRank } from "../../auth/roles";
+import { ADMIN_ROLES, type Role, roleRank } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
@@ -89,7 +89,7 @@ export const membershipRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/memberships", scope: "memberships:write", roles: ["owner", "admin"], body: membershipBody,
+    method: "POST", path: "/v1/memberships", scope: "memberships:write", roles: ADMIN_ROLES, body: membershipBody,
     response: { 201: membershipResponse },
     summary: "Attach a principal to the organization (sets its role) or to a workspace, with a role.",
     handler: (rc) => {
@@ -139,7 +139,7 @@ export const membershipRoutes = [
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/memberships/:id", scope: "memberships:write", roles: ["owner", "admin"],
+    method: "DELETE", path: "/v1/memberships/:id", scope: "memberships:write", roles: ADMIN_ROLES,
     response: { 200: membershipRemovedResponse },
     summary: "Soft-remove a membership; removing the organization membership removes the principal and revokes its keys.",
     handler: (rc) => {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { PERMISSIONS } from "../../access/policy";
 import { ROLES, roleSchema } from "../../auth/roles";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf, pageOf, timestamp, visibilityLevel } from "../../http/shapes";
+import { count, idOf, pageOf, principalId, timestamp, visibilityLevel } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 const id = z.string().min(1).max(64);
@@ -43,7 +43,6 @@ export const simulateBody = z.strictObject({
   { message: "give at most one of record_id, project, subject" });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const principalId = idOf(ID_PREFIX.principal);
 const workspaceId = idOf(ID_PREFIX.workspace);
 const projectId = idOf(ID_PREFIX.project);
 const recordType = z.enum(["observation", "claim"]);

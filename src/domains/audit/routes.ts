@@ -1,5 +1,6 @@
 // The audit trail: metadata-only entries written by commitWrite in the same transaction as each action,
 // hash-chained (see verify.ts). Owner or admin only, on top of the route's scope.
+import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
@@ -45,7 +46,6 @@ function page(db: Db, afterSeq: number, limit: number, action?: string) {
   return { entries: rows.slice(0, limit).map(entryView), hasMore: rows.length > limit };
 }
 
-const ADMIN_ROLES = ["owner", "admin"] as const;
 
 export const auditRoutes = [
   orgRoute({

@@ -1,5 +1,7 @@
 // Audit queries and the audit export's NDJSON lines (published as JSON Schema in docs/API.md).
 import { z } from "zod";
+import { ID_PREFIX } from "../../http/ids";
+import { idOf } from "../../http/shapes";
 import { limitParam } from "../../http/validate";
 
 export const AUDIT_FORMAT_VERSION = 1;
@@ -19,7 +21,7 @@ const hash = z.string().regex(/^[0-9a-f]{64}$/);
 
 /** One entry; metadata only, never content or secrets. */
 export const auditEntry = z.strictObject({
-  id: z.string().regex(/^aud_[0-9a-f]{32}$/),
+  id: idOf(ID_PREFIX.audit),
   action: z.string(),
   actor_id: z.string(),
   key_id: z.string().nullable(),

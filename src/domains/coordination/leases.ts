@@ -1,5 +1,6 @@
 // Leases: exclusive, expiring holds on a resource. Acquire is atomic because the Durable Object runs
 // one request's synchronous transaction at a time, and a partial unique index allows one live row.
+import { ADMIN_ROLES } from "../../auth/roles";
 import { clock, isoAt } from "../../http/clock";
 import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
@@ -108,7 +109,7 @@ export const leaseRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/leases/:id/force-release", scope: "leases:write", roles: ["owner", "admin"],
+    method: "POST", path: "/v1/leases/:id/force-release", scope: "leases:write", roles: ADMIN_ROLES,
     response: { 200: leaseReleaseResponse },
     summary: "Release any organization-scoped lease (owner or admin).",
     handler: (rc) => {

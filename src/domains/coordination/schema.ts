@@ -1,14 +1,10 @@
 import { z } from "zod";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf, pageOf, timestamp } from "../../http/shapes";
-import { limitParam, nonEmpty } from "../../http/validate";
+import { count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
+import { intRange, limitParam, nonEmpty } from "../../http/validate";
 
 export const CHECKPOINT_KINDS = ["task_state", "conversation", "workflow", "cursor"] as const;
 export const MAX_STATE_CHARS = 64_000;
-
-const intRange = (min: number, max: number) =>
-  z.number({ error: `must be an integer from ${min} to ${max}` }).int(`must be an integer from ${min} to ${max}`)
-    .min(min, `must be an integer from ${min} to ${max}`).max(max, `must be an integer from ${min} to ${max}`);
 
 export const checkpointBody = z.strictObject({
   subject_id: nonEmpty(200).describe("What the work is about (the same subject_id as its observations)."),
@@ -49,7 +45,6 @@ export const resolveHandoffBody = z.strictObject({ status: z.enum(["accepted", "
 export const handoffListQuery = z.object({ limit: limitParam(1, 200, 50), after: z.string().max(512).optional() });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const principalId = idOf(ID_PREFIX.principal);
 const checkpointId = idOf(ID_PREFIX.checkpoint);
 
 export const checkpointResponse = z.strictObject({

@@ -1,5 +1,7 @@
 // Request bodies of the dashboard account and session routes (DESIGN "Dashboard accounts, sessions, passkeys").
 import { z } from "zod";
+import { ID_PREFIX } from "../../http/ids";
+import { count, idOf, principalId, timestamp } from "../../http/shapes";
 import { nonEmpty } from "../../http/validate";
 
 export const usernameSchema = z.string()
@@ -50,26 +52,25 @@ export const loginBody = z.strictObject({
 });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const accountId = z.string().regex(/^acct_[0-9a-f]{32}$/);
-const timestamp = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-const sessionId = z.string().regex(/^sess_[0-9a-f]{32}$/);
+const accountId = idOf(ID_PREFIX.account);
+const sessionId = idOf(ID_PREFIX.session);
 const recoveryCodes = z.array(z.string()).length(8).describe("Shown once");
 
 export const sessionResponse = z.strictObject({
   session_token: z.string().describe("The bearer credential: shown once"), session_id: sessionId,
   stage: z.enum(["password_change", "staged", "full"]), expires_at: timestamp, account_id: accountId,
 });
-export const upgradedSessionResponse = sessionResponse.extend({ recovery_codes_remaining: z.number().int().nonnegative().optional() });
+export const upgradedSessionResponse = sessionResponse.extend({ recovery_codes_remaining: count.optional() });
 export const sessionRevokedResponse = z.strictObject({ session_id: sessionId, revoked_at: timestamp });
 
 export const accountResponse = z.strictObject({
-  account_id: accountId, principal_id: z.string().regex(/^prn_[0-9a-f]{32}$/), username: z.string(), display_name: z.string(),
+  account_id: accountId, principal_id: principalId, username: z.string(), display_name: z.string(),
   role: z.enum(["owner", "admin", "member", "reader"]), has_passkey: z.boolean(), created_at: timestamp, password_changed_at: timestamp.nullable(),
 });
 export const createdAccountResponse = accountResponse.extend({ temporary_password: z.string().describe("Shown once; the first login must replace it") });
 
 export const passkeyResponse = z.strictObject({
-  passkey_id: z.string().regex(/^pk_[0-9a-f]{32}$/), name: z.string(), created_at: timestamp, last_used_at: timestamp.nullable(),
+  passkey_id: idOf(ID_PREFIX.passkey), name: z.string(), created_at: timestamp, last_used_at: timestamp.nullable(),
   transports: z.array(z.string()),
 });
 export const addedPasskeyResponse = passkeyResponse.extend({ recovery_codes: recoveryCodes.optional().describe("On the first enrollment only; shown once") });

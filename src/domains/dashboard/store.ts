@@ -35,7 +35,7 @@ export const accountView = (a: AccountRow) => ({
 });
 
 export function insertAccount(db: Db, principalId: string, username: string, displayName: string | null, passwordHash: string): string {
-  const accountId = newId("acct_");
+  const accountId = newId(ID_PREFIX.account);
   db.run(
     `INSERT INTO operator_accounts (account_id, principal_id, username, display_name, password_hash, password_salt, temporary_password, created_at)
      VALUES (?, ?, ?, ?, ?, '', 1, ?)`,
@@ -128,7 +128,7 @@ export const passkeyView = (p: PasskeyRow) => ({
 
 export function insertPasskey(db: Db, accountId: string, p: { credentialId: string; publicKey: string; counter: number; transports: string[]; name: string }): PasskeyRow {
   const row: PasskeyRow = {
-    passkey_id: newId("pk_"), account_id: accountId, credential_id: p.credentialId, public_key: p.publicKey, counter: p.counter,
+    passkey_id: newId(ID_PREFIX.passkey), account_id: accountId, credential_id: p.credentialId, public_key: p.publicKey, counter: p.counter,
     transports: JSON.stringify(p.transports), name: p.name, created_at: clock.nowIso(), last_used_at: null, revoked_at: null,
   };
   db.run(

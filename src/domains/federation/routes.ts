@@ -1,5 +1,6 @@
 // Federation (DESIGN part 2): peers and their filters are administered by owners and admins here;
 // pull and push are called by the other deployment with a key of this organization it holds.
+import { ADMIN_ROLES } from "../../auth/roles";
 import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
@@ -9,11 +10,10 @@ import { push } from "./push";
 import { createFilterBody, createPeerBody, filterListResponse, filterResponse, logListResponse, logQuery, peerListResponse, peerResponse, peerSuspendedResponse, pullBody, pullResponse, pushBody, pushResponse } from "./schema";
 import { logPage, logView, requirePeer } from "./store";
 
-const ADMINS = ["owner", "admin"] as const;
 
 export const federationRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/federation/peers", scope: "federation:write", roles: ADMINS, body: createPeerBody,
+    method: "POST", path: "/v1/federation/peers", scope: "federation:write", roles: ADMIN_ROLES, body: createPeerBody,
     response: { 201: peerResponse },
     summary: "Register a peer deployment (one per endpoint); the shared secret is never returned.",
     handler: createPeer,
@@ -25,13 +25,13 @@ export const federationRoutes = [
     handler: listPeersRoute,
   }),
   orgRoute({
-    method: "POST", path: "/v1/federation/peers/:id/suspend", scope: "federation:write", roles: ADMINS,
+    method: "POST", path: "/v1/federation/peers/:id/suspend", scope: "federation:write", roles: ADMIN_ROLES,
     response: { 200: peerSuspendedResponse },
     summary: "Suspend a peer: its pull and push are then 403.",
     handler: suspend,
   }),
   orgRoute({
-    method: "POST", path: "/v1/federation/peers/:id/filters", scope: "federation:write", roles: ADMINS, body: createFilterBody,
+    method: "POST", path: "/v1/federation/peers/:id/filters", scope: "federation:write", roles: ADMIN_ROLES, body: createFilterBody,
     response: { 201: filterResponse },
     summary: "Add a filter; filters bind both directions, and a resource type without one never crosses.",
     handler: addFilter,

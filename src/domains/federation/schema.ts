@@ -2,8 +2,8 @@
 import { z } from "zod";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf as recordId, pageOf, timestamp } from "../../http/shapes";
-import { limitParam, nonEmpty } from "../../http/validate";
+import { count, idOf, pageOf, timestamp } from "../../http/shapes";
+import { intRange, limitParam, nonEmpty } from "../../http/validate";
 import { webhookUrlProblem } from "../webhooks/url-guard";
 import { CLAIM_KINDS, MAX_CONTENT_CHARS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS } from "../memory/schema";
 
@@ -61,8 +61,7 @@ export type FilterInput = z.infer<typeof createFilterBody>;
 
 export const pullBody = z.strictObject({
   peer_id: peerId,
-  limit: z.number().int("must be an integer from 1 to 200").min(1, "must be an integer from 1 to 200")
-    .max(MAX_EVENTS_PER_CALL, "must be an integer from 1 to 200").default(MAX_EVENTS_PER_CALL),
+  limit: intRange(1, MAX_EVENTS_PER_CALL).default(MAX_EVENTS_PER_CALL),
   include_memory: z.boolean().default(false).describe("also answer signed claim bundles (needs a claim filter)"),
 });
 
@@ -73,8 +72,6 @@ export const logQuery = z.object({
 });
 
 const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" });
-const idOf = (prefix: string, what: string) =>
-  z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`), `must be a ${what} id (${prefix} + 32 lowercase hex)`);
 const text = (max: number) => z.string().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
 
 /** Payload fields that may describe a federated event: metadata only, never content. */
@@ -93,7 +90,7 @@ export const federatedPayload = z.strictObject({
 
 /** One event as pull answers it and push accepts it. */
 export const federatedEvent = z.strictObject({
-  id: idOf("evt_", "event"),
+  id: idOf(ID_PREFIX.event, "event"),
   kind: z.enum(Object.keys(FEDERABLE_KINDS) as [FederableKind, ...FederableKind[]]),
   resource_type: z.enum(RESOURCE_TYPES),
   resource_id: z.string().regex(/^(obs|claim)_[0-9a-f]{32}$/, "must be an observation or claim id"),
@@ -106,7 +103,7 @@ export const federatedEvent = z.strictObject({
 export type FederatedEvent = z.infer<typeof federatedEvent>;
 
 export const bundleObservation = z.strictObject({
-  observation_id: idOf("obs_", "observation"),
+  observation_id: idOf(ID_PREFIX.observation, "observation"),
   subject_id: text(200),
   kind: z.enum(OBSERVATION_KINDS),
   content: text(MAX_CONTENT_CHARS),
@@ -118,7 +115,7 @@ export const bundleObservation = z.strictObject({
 });
 
 export const bundleClaim = z.strictObject({
-  claim_id: idOf("claim_", "claim"),
+  claim_id: idOf(ID_PREFIX.claim, "claim"),
   subject_id: text(200),
   kind: z.enum(CLAIM_KINDS),
   statement: text(MAX_STATEMENT_CHARS),
@@ -127,7 +124,7 @@ export const bundleClaim = z.strictObject({
   visibility: z.literal("team", { error: "only team records cross" }),
   valid_from: isoTime,
   valid_to: isoTime.nullable(),
-  sources: z.array(z.strictObject({ observation_id: idOf("obs_", "observation"), relation: z.enum(RELATIONS) }))
+  sources: z.array(z.strictObject({ observation_id: idOf(ID_PREFIX.observation, "observation"), relation: z.enum(RELATIONS) }))
     .min(1, "must list at least one source").max(50, "must have at most 50 entries"),
   created_at: isoTime,
 });
@@ -155,25 +152,25 @@ export const pushBody = z.strictObject({
 export type PushBody = z.infer<typeof pushBody>;
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const peerRef = recordId(ID_PREFIX.peer);
+const peerRef = idOf(ID_PREFIX.peer);
 
 export const peerResponse = z.strictObject({
   peer_id: peerRef, endpoint: z.string(), direction: z.enum(DIRECTIONS), status: z.enum(["active", "suspended"]),
-  cursor: recordId(ID_PREFIX.event).nullable().describe("The last event id pulled"), remote_org_id: z.string().nullable(),
+  cursor: idOf(ID_PREFIX.event).nullable().describe("The last event id pulled"), remote_org_id: z.string().nullable(),
   label: z.string().nullable(), created_at: timestamp, suspended_at: timestamp.nullable(), last_exchange_at: timestamp.nullable(),
 });
 export const peerListResponse = z.strictObject({ peers: z.array(peerResponse) });
 export const peerSuspendedResponse = peerResponse.extend({ already_suspended: z.boolean() });
 
 export const filterResponse = z.strictObject({
-  filter_id: recordId(ID_PREFIX.filter), peer_id: peerRef, resource_type: z.enum(RESOURCE_TYPES),
+  filter_id: idOf(ID_PREFIX.filter), peer_id: peerRef, resource_type: z.enum(RESOURCE_TYPES),
   include_kinds: z.array(z.string()).nullable(), exclude_subjects: z.array(z.string()).nullable(), min_trust: trustSchema.nullable(),
   created_at: timestamp,
 });
 export const filterListResponse = z.strictObject({ filters: z.array(filterResponse) });
 
 export const pullResponse = z.strictObject({
-  events: z.array(federatedEvent), cursor: recordId(ID_PREFIX.event).nullable(), has_more: z.boolean(),
+  events: z.array(federatedEvent), cursor: idOf(ID_PREFIX.event).nullable(), has_more: z.boolean(),
   bundles: z.array(bundleSchema).optional().describe("With include_memory: signed claim bundles"),
 });
 
@@ -187,7 +184,7 @@ export const pushResponse = z.strictObject({
 });
 
 export const logListResponse = pageOf("entries", z.strictObject({
-  log_id: recordId(ID_PREFIX.federationLog), peer_id: peerRef, operation: z.enum(["pull", "push"]),
+  log_id: idOf(ID_PREFIX.federationLog), peer_id: peerRef, operation: z.enum(["pull", "push"]),
   counts: z.strictObject({ events: count, success: count, conflict: count, rejected: count, bundles: count }),
   cursor_before: z.string().nullable(), cursor_after: z.string().nullable(), request_id: z.string(), created_at: timestamp,
 }));

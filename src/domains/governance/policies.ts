@@ -1,6 +1,7 @@
 // Policies: typed (approval, release, retention), versioned with a history of every version, changed
 // only with the current expected_version; at most one active per type; `retired` is final.
 // Administration is audited, never evented (not one of SPEC's eleven kinds).
+import { ADMIN_ROLES } from "../../auth/roles";
 import { z } from "zod";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
@@ -14,7 +15,6 @@ import { commitWrite } from "../../org/write";
 import { POLICY_RULES, policyBody, policyListQuery, policyListResponse, policyPatchBody, policyResponse, type PolicyType } from "./schema";
 import { type PolicyRow, activePolicyRow, getPolicy, policyView } from "./store";
 
-const ADMINS = ["owner", "admin"] as const;
 
 function recordVersion(db: Db, p: PolicyRow, by: string) {
   db.run("INSERT INTO policy_versions (policy_id, version, rules, status, changed_by, changed_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -38,7 +38,7 @@ function rulesFor(type: PolicyType, rules: unknown): string {
 
 export const policyRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/policies", scope: "governance:write", roles: ADMINS, body: policyBody,
+    method: "POST", path: "/v1/policies", scope: "governance:write", roles: ADMIN_ROLES, body: policyBody,
     response: { 201: policyResponse },
     summary: "Create a typed policy (approval, release or retention), draft or active; owner or admin.",
     handler: (rc) => commitWrite(rc, (db) => {
@@ -80,7 +80,7 @@ export const policyRoutes = [
   }),
 
   orgRoute({
-    method: "PATCH", path: "/v1/policies/:id", scope: "governance:write", roles: ADMINS, body: policyPatchBody,
+    method: "PATCH", path: "/v1/policies/:id", scope: "governance:write", roles: ADMIN_ROLES, body: policyPatchBody,
     response: { 200: policyResponse },
     summary: "Change a policy's status and/or rules with its current expected_version; owner or admin.",
     handler: (rc) => commitWrite(rc, (db) => {

@@ -4,9 +4,9 @@ import { z } from "zod";
 import { VISIBILITIES } from "../../access/visibility";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { contentHash, count, idOf, pageOf, timestamp, trustLevel } from "../../http/shapes";
+import { contentHash, count, idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
-import { CLAIM_KINDS, OBSERVATION_KINDS, RELATIONS } from "../memory/schema";
+import { CLAIM_KINDS, maxItems, OBSERVATION_KINDS, RELATIONS, tokenBudget } from "../memory/schema";
 
 const id = (what: string) => z.string().min(1, `must be a ${what} id`).max(64, `must be a ${what} id`);
 const version = z.number().int("must be an integer").min(1, "must be at least 1");
@@ -97,12 +97,11 @@ export const channelCompileBody = z.strictObject({
   query: z.string().max(4000).optional(),
   /** Must be one of the channel's audiences. */
   audience: nonEmpty(100).optional(),
-  token_budget: z.number().int("must be an integer").min(1, "must be from 1 to 32000").max(32_000, "must be from 1 to 32000").default(1000),
-  max_items: z.number().int("must be an integer").min(1, "must be from 1 to 200").max(200, "must be from 1 to 200").default(50),
+  token_budget: tokenBudget,
+  max_items: maxItems,
 });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const principalId = idOf(ID_PREFIX.principal);
 const claimId = idOf(ID_PREFIX.claim);
 const channelId = idOf(ID_PREFIX.channel);
 const observationId = idOf(ID_PREFIX.observation);

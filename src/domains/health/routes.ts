@@ -1,5 +1,6 @@
 // Public liveness and readiness, served by the front Worker without a credential.
 import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
+import { clock } from "../../http/clock";
 import { dataResponse, errorResponse } from "../../http/envelope";
 import type { EdgeEnv, PublicRoute } from "../../http/route";
 import { maintenanceIntervalMs } from "../../org/maintenance";
@@ -17,7 +18,7 @@ export const backgroundRepair = (env: EdgeEnv): "enabled" | "external" | "disabl
   maintenanceIntervalMs(env) > 0 ? "enabled" : "disabled";
 
 async function readiness(env: EdgeEnv) {
-  const models = modelConfig(env, () => new Date().toISOString());
+  const models = modelConfig(env, clock.nowIso);
   const checks: Record<string, "ok" | "failing"> = { index_db: "ok", org_store: "ok" };
   let indexApplied = 0;
   let orgApplied = 0;

@@ -1,6 +1,6 @@
 import { isAdmin } from "../../access/policy";
 import { holdsAll, normalizeScopes } from "../../auth/scopes";
-import { type Role, roleRank } from "../../auth/roles";
+import { ADMIN_ROLES, type Role, roleRank } from "../../auth/roles";
 import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
@@ -116,7 +116,7 @@ export const identityRoutes = [
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/principals", scope: "principals:read", roles: ["owner", "admin"], query: listQuery,
+    method: "GET", path: "/v1/principals", scope: "principals:read", roles: ADMIN_ROLES, query: listQuery,
     response: { 200: principalListResponse },
     summary: "Bounded, non-secret directory of the organization's principals (owner or admin).",
     handler: ({ db, query }) => {

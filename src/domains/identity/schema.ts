@@ -4,7 +4,7 @@ import { SCOPES } from "../../auth/scope-names";
 import { ALL_SCOPES, scopesSchema } from "../../auth/scopes";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { idOf, pageOf, timestamp, trustLevel } from "../../http/shapes";
+import { idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 export const mintKeyBody = z.strictObject({
@@ -20,7 +20,6 @@ export const listQuery = z.object({
 });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const principalId = idOf(ID_PREFIX.principal);
 const grantedScopes = z.union([z.literal(ALL_SCOPES), z.array(z.enum(SCOPES))]);
 
 export const principalResponse = z.strictObject({

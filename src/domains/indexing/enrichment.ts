@@ -2,9 +2,8 @@
 // position (org_meta "enrichment_after_seq"), asks the model for candidate claims and stores them as
 // pending proposals for review. Proposals are never canonical claims; consolidation stays
 // deterministic (model_used false). A model failure answers 503 and leaves the position unchanged.
-import { ID_PREFIX_PROPOSAL } from "./ids";
 import { ApiError } from "../../http/errors";
-import { newId } from "../../http/ids";
+import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
 import { getMeta, setMeta } from "../../org/meta";
 import type { ProposedClaim } from "../../vector/extraction";
@@ -55,7 +54,7 @@ export function applyEnrichment(db: Db, plan: EnrichmentPlan, at: string): strin
   const purged = purgedAmong(db, [...new Set(plan.proposals.map((p) => p.observation_id))]);
   for (const p of plan.proposals) {
     if (purged.has(p.observation_id)) continue;
-    const id = newId(ID_PREFIX_PROPOSAL);
+    const id = newId(ID_PREFIX.proposal);
     ids.push(id);
     db.run(
       `INSERT INTO enrichment_proposals (proposal_id, observation_id, subject_id, kind, statement, status, model, created_at)

@@ -1,5 +1,6 @@
 // The vector index queue's routes (drain, verify) and the enrichment drain. Organization-wide
 // maintenance that reports organization-wide counts, so owners and admins only.
+import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { orgRoute } from "../../http/route";
 import { commitWrite } from "../../org/write";
@@ -12,11 +13,10 @@ import { indexQueueSize, queueIndex } from "./queue";
 import { enrichmentDrainBody, enrichmentDrainResponse, indexDrainBody, indexDrainResponse, indexVerifyBody, indexVerifyResponse } from "./schema";
 import { applyDrain, runDrain, runVerify } from "./service";
 
-const MAINTAINERS = ["owner", "admin"] as const;
 
 export const indexingRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/index/drain", scope: "index:write", roles: MAINTAINERS, body: indexDrainBody, bodyOptional: true,
+    method: "POST", path: "/v1/index/drain", scope: "index:write", roles: ADMIN_ROLES, body: indexDrainBody, bodyOptional: true,
     response: { 200: indexDrainResponse },
     summary: "Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index.",
     handler: async (rc) => {
@@ -35,7 +35,7 @@ export const indexingRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/index/verify", scope: "index:write", roles: MAINTAINERS, body: indexVerifyBody, bodyOptional: true,
+    method: "POST", path: "/v1/index/verify", scope: "index:write", roles: ADMIN_ROLES, body: indexVerifyBody, bodyOptional: true,
     response: { 200: indexVerifyResponse },
     summary: "Check up to 100 current claims against the vector index (ids only) and queue one repair per missing id.",
     handler: async (rc) => {
@@ -55,7 +55,7 @@ export const indexingRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/enrichment/drain", scope: "enrichment:write", roles: MAINTAINERS, body: enrichmentDrainBody, bodyOptional: true,
+    method: "POST", path: "/v1/enrichment/drain", scope: "enrichment:write", roles: ADMIN_ROLES, body: enrichmentDrainBody, bodyOptional: true,
     response: { 200: enrichmentDrainResponse },
     summary: "Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims).",
     handler: async (rc) => {

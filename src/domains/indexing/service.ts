@@ -25,6 +25,16 @@ export function unavailable(db: Db, err: VectorBackendError): ApiError {
     { pending: indexQueueSize(db), retryable: true });
 }
 
+/**
+ * What the index holds: every record indexed, and those indexed with another model or dimension count
+ * than the embedder configured now (all of them when no embedder is configured). One statement.
+ */
+export function indexDrift(db: Db, embedder: { model: string | null; dimensions: number | null }): { indexed: number; other: number } {
+  return db.first<{ indexed: number; other: number }>(
+    `SELECT count(*) AS indexed, count(CASE WHEN ? IS NULL OR model <> ? OR dimensions <> ? THEN 1 END) AS other
+       FROM indexed_records`, embedder.model, embedder.model, embedder.dimensions)!;
+}
+
 export interface DrainPlan {
   seqs: number[];
   indexed: string[];

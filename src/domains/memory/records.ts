@@ -133,15 +133,18 @@ export function retrievableWays(caller: Caller, alias: string, opts: Retrieval =
   return readableWays(caller, alias).map(([way, ...args]) => [`${way} AND ${rest}`, ...args, ...restArgs]);
 }
 
-/** What makes a record retrievable at all, whoever reads it: retention, and for claims validity. */
-function retrievableRecord(alias: string, opts: Retrieval): [string, ...unknown[]] {
+/**
+ * What makes a record retrievable at all, whoever reads it: retention, and for claims validity, judged
+ * at `now` (default: the clock). The index drain and verify read it without a caller (claimsForIndex).
+ */
+function retrievableRecord(alias: string, opts: Retrieval, now?: string): [string, ...unknown[]] {
   const parts: string[] = [];
   const args: unknown[] = [];
   if (!opts.evenExcluded) parts.push(`${alias}.retention_excluded_at IS NULL`);
   if (opts.current) parts.push(`${alias}.status IN ('active', 'disputed')`);
   if (opts.current || opts.valid) {
     parts.push(`(${alias}.valid_to IS NULL OR ${alias}.valid_to > ?)`);
-    args.push(clock.nowIso());
+    args.push(now ?? clock.nowIso());
   }
   return [parts.length ? parts.join(" AND ") : "1 = 1", ...args];
 }
@@ -971,21 +974,20 @@ export interface IndexableClaim {
   current: number;
 }
 
-/** State of the named claims (missing ids are simply absent). */
+/** State of the named claims (missing ids are simply absent); `current` is retrievable's current rule at `now`. */
 export function claimsForIndex(db: Db, ids: string[], now: string): IndexableClaim[] {
   if (!ids.length) return [];
+  const [current, ...args] = retrievableRecord("c", { current: true }, now);
   return db.all<IndexableClaim>(
-    `SELECT claim_id, statement,
-            (status IN ('active', 'disputed') AND (valid_to IS NULL OR valid_to > ?) AND retention_excluded_at IS NULL) AS current
-       FROM claims WHERE claim_id IN (SELECT value FROM json_each(?))`, now, JSON.stringify(ids));
+    `SELECT claim_id, statement, (${current}) AS current
+       FROM claims c WHERE claim_id IN (SELECT value FROM json_each(?))`, ...args, JSON.stringify(ids));
 }
 
-/** Up to `limit` + 1 current claims after `afterSeq`, in write order (verify's pages). */
+/** Up to `limit` + 1 current claims (retrievable's current rule at `now`) after `afterSeq`, in write order (verify's pages). */
 export function currentClaimsAfter(db: Db, afterSeq: number, limit: number, now: string): { seq: number; claim_id: string }[] {
+  const [current, ...args] = retrievableRecord("c", { current: true }, now);
   return db.all(
-    `SELECT seq, claim_id FROM claims
-      WHERE seq > ? AND status IN ('active', 'disputed') AND (valid_to IS NULL OR valid_to > ?) AND retention_excluded_at IS NULL
-      ORDER BY seq LIMIT ?`, afterSeq, now, limit + 1);
+    `SELECT seq, claim_id FROM claims c WHERE seq > ? AND ${current} ORDER BY seq LIMIT ?`, afterSeq, ...args, limit + 1);
 }
 
 export interface ObservationForEnrichment {

@@ -2,7 +2,7 @@
 // test suite receives is checked against them (test/helpers.ts `call`).
 import { z } from "zod";
 import { ID_PREFIX } from "../../http/ids";
-import { contentHash, count, idOf, pageOf, timestamp, trustLevel, visibilityLevel } from "../../http/shapes";
+import { contentHash, count, idOf, pageOf, principalId, timestamp, trustLevel, visibilityLevel } from "../../http/shapes";
 import { CLAIM_KINDS, CLAIM_STATUSES, OBSERVATION_KINDS, OUTCOMES, RELATIONS } from "./schema";
 
 const projectId = idOf(ID_PREFIX.project);
@@ -20,7 +20,7 @@ export const observationView = z.strictObject({
   observation_id: observationId, subject_id: z.string(), project_id: projectId.nullable(), kind: z.enum(OBSERVATION_KINDS),
   content: z.string().nullable(), content_hash: contentHash,
   source: z.strictObject({ type: z.string(), ref: z.string().optional() }),
-  trust: trustLevel, visibility: visibilityLevel, author_id: idOf(ID_PREFIX.principal), created_at: timestamp,
+  trust: trustLevel, visibility: visibilityLevel, author_id: principalId, created_at: timestamp,
   purged: z.boolean(), purged_at: timestamp.nullable(),
 });
 

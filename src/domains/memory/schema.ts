@@ -16,6 +16,10 @@ export const MAX_STATEMENT_CHARS = 4_000;
 const id = (what: string) => z.string().min(1, `must be a ${what} id`).max(64, `must be a ${what} id`);
 const visibility = z.enum(VISIBILITIES);
 
+/** A compile's budget, also a channel compile's (governance). */
+export const tokenBudget = z.number().int("must be an integer").min(1, "must be from 1 to 32000").max(32_000, "must be from 1 to 32000").default(1000);
+export const maxItems = z.number().int("must be an integer").min(1, "must be from 1 to 200").max(200, "must be from 1 to 200").default(50);
+
 export const resolveProjectBody = z.strictObject({
   reference: nonEmpty(500),
   create: z.boolean().default(false),
@@ -71,10 +75,8 @@ export const compileBody = z.strictObject({
   subject_id: nonEmpty(200).optional().describe("Prefer claims about this subject."),
   project_id: id("project").optional().describe("Prefer claims in this project."),
   kinds: z.array(z.enum(CLAIM_KINDS)).min(1).max(CLAIM_KINDS.length).optional().describe("Only claims of these kinds."),
-  token_budget: z.number().int("must be an integer").min(1, "must be from 1 to 32000").max(32_000, "must be from 1 to 32000").default(1000)
-    .describe("At most this many tokens of claims (1 to 32,000)."),
-  max_items: z.number().int("must be an integer").min(1, "must be from 1 to 200").max(200, "must be from 1 to 200").default(50)
-    .describe("At most this many claims (1 to 200)."),
+  token_budget: tokenBudget.describe("At most this many tokens of claims (1 to 32,000)."),
+  max_items: maxItems.describe("At most this many claims (1 to 200)."),
 });
 
 export const feedbackBody = z.strictObject({

@@ -3,35 +3,26 @@
 import { isAdmin } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { orgRoute } from "../../http/route";
+import { indexDrift } from "../indexing/service";
 import { retrievableIndexedWithOtherModel } from "../memory/records";
-import type { Db } from "../../org/db";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { runtimeFor, type VectorRuntime } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { modelConfigResponse, probeBody, probeResponse } from "./schema";
-
-/** Records indexed with another model or dimension count than the one configured now. */
-export function drift(db: Db, rt: VectorRuntime) {
-  const { model, dimensions } = rt.config.embedding;
-  const total = db.first<{ n: number }>("SELECT count(*) AS n FROM indexed_records")?.n ?? 0;
-  const other = model == null ? total : db.first<{ n: number }>(
-    "SELECT count(*) AS n FROM indexed_records WHERE model <> ? OR dimensions <> ?", model, dimensions)?.n ?? 0;
-  return { status: other > 0 ? "drifted" : "none", indexed: total, indexed_with_other_model: other } as const;
-}
+import { modelConfigResponse, PROBE_ERRORS, PROBE_KINDS, probeBody, probeResponse } from "./schema";
 
 export interface ProbeResult {
-  kind: "embedding" | "extraction";
+  kind: (typeof PROBE_KINDS)[number];
   ok: boolean;
   provider: string;
   model: string | null;
   dimensions?: number;
   latency_ms: number;
-  error_code?: "not_configured" | "unavailable";
+  error_code?: (typeof PROBE_ERRORS)[number];
 }
 
 /** One bounded call to the configured backend; the answer keeps metadata only. */
-export async function probe(rt: VectorRuntime, kind: "embedding" | "extraction", text: string): Promise<ProbeResult> {
+export async function probe(rt: VectorRuntime, kind: ProbeResult["kind"], text: string): Promise<ProbeResult> {
   const started = clock.nowMs();
   const latency = () => Math.max(0, clock.nowMs() - started);
   if (kind === "embedding") {
@@ -64,7 +55,10 @@ export const modelRoutes = [
       const rt = runtimeFor(rc);
       // The counts cover every principal's claims, private ones included: owners and admins only.
       // Anyone else is told the status over the claims it may retrieve, nothing else.
-      if (isAdmin(rc.caller)) return ok({ ...rt.config, drift: drift(rc.db, rt) });
+      if (isAdmin(rc.caller)) {
+        const { indexed, other } = indexDrift(rc.db, rt.config.embedding);
+        return ok({ ...rt.config, drift: { status: other > 0 ? "drifted" : "none", indexed, indexed_with_other_model: other } });
+      }
       const { model, dimensions } = rt.config.embedding;
       const other = retrievableIndexedWithOtherModel(rc.db, rc.caller, model, dimensions);
       return ok({ ...rt.config, drift: { status: other > 0 ? "drifted" : "none" } });

@@ -1,25 +1,27 @@
 import { z } from "zod";
 import { count, timestamp } from "../../http/shapes";
+import { KEY_STATES, STATUSES } from "../../vector/config";
+import { EMBEDDING_PROVIDERS, EXTRACTION_PROVIDERS, INDEX_PROVIDERS } from "../../vector/types";
 
 export const PROBE_TEXT_MAX = 2000;
+export const PROBE_KINDS = ["embedding", "extraction"] as const;
+export const PROBE_ERRORS = ["not_configured", "unavailable"] as const;
 
 export const probeBody = z.strictObject({
-  kind: z.enum(["embedding", "extraction"], { error: 'must be one of "embedding", "extraction"' }),
+  kind: z.enum(PROBE_KINDS, { error: 'must be one of "embedding", "extraction"' }),
   text: z.string().min(1, "must not be empty").max(PROBE_TEXT_MAX, `must be at most ${PROBE_TEXT_MAX} characters`),
 });
 
 // ---- responses (published in docs/openapi.json; checked against every answer of the test suite) ----
-const STATUSES = ["enabled", "disabled", "partial"] as const;
-const KEY_STATES = ["absent", "present"] as const;
 const part = { status: z.enum(STATUSES), key_state: z.enum(KEY_STATES), problems: z.array(z.string()) };
 
 export const modelConfigResponse = z.strictObject({
   read_at: timestamp,
-  embedding: z.strictObject({ provider: z.enum(["workers-ai", "local", "none"]), model: z.string().nullable(),
+  embedding: z.strictObject({ provider: z.enum(EMBEDDING_PROVIDERS), model: z.string().nullable(),
     dimensions: count.nullable(), pooling: z.string().nullable(), ...part }),
-  vector_index: z.strictObject({ provider: z.enum(["vectorize", "local", "none"]), metric: z.literal("cosine"),
+  vector_index: z.strictObject({ provider: z.enum(INDEX_PROVIDERS), metric: z.literal("cosine"),
     namespace: z.literal("organization").nullable(), ...part }),
-  extraction: z.strictObject({ provider: z.enum(["workers-ai", "none"]), model: z.string().nullable(), ...part }),
+  extraction: z.strictObject({ provider: z.enum(EXTRACTION_PROVIDERS), model: z.string().nullable(), ...part }),
   vectors: z.strictObject({ status: z.enum(STATUSES), problems: z.array(z.string()) }),
   drift: z.union([
     z.strictObject({ status: z.enum(["drifted", "none"]), indexed: count, indexed_with_other_model: count }),
@@ -27,6 +29,6 @@ export const modelConfigResponse = z.strictObject({
   ]).describe("Counts for owners and admins only (they cover every principal's claims)."),
 });
 export const probeResponse = z.strictObject({
-  kind: z.enum(["embedding", "extraction"]), ok: z.boolean(), provider: z.string(), model: z.string().nullable(),
-  dimensions: count.optional(), latency_ms: count, error_code: z.enum(["not_configured", "unavailable"]).optional(),
+  kind: z.enum(PROBE_KINDS), ok: z.boolean(), provider: z.string(), model: z.string().nullable(),
+  dimensions: count.optional(), latency_ms: count, error_code: z.enum(PROBE_ERRORS).optional(),
 });

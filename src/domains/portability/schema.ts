@@ -3,6 +3,8 @@
 import { z } from "zod";
 import { VISIBILITIES } from "../../access/visibility";
 import { trustSchema } from "../../auth/trust";
+import { ID_PREFIX } from "../../http/ids";
+import { count, idOf } from "../../http/shapes";
 import { limitParam } from "../../http/validate";
 import {
   CLAIM_KINDS, CLAIM_STATUSES, MAX_CONTENT_CHARS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS,
@@ -19,13 +21,11 @@ export const exportQuery = z.object({
   after: z.string().max(512).optional(),
 });
 
-const idOf = (prefix: string, what: string) =>
-  z.string().regex(new RegExp(`^${prefix}[0-9a-f]{32}$`), `must be a ${what} id (${prefix} + 32 lowercase hex)`);
-const projectId = idOf("prj_", "project");
-const observationId = idOf("obs_", "observation");
-const claimId = idOf("claim_", "claim");
-const principalId = idOf("prn_", "principal");
-const workspaceId = idOf("wsp_", "workspace");
+const projectId = idOf(ID_PREFIX.project, "project");
+const observationId = idOf(ID_PREFIX.observation, "observation");
+const claimId = idOf(ID_PREFIX.claim, "claim");
+const principalId = idOf(ID_PREFIX.principal, "principal");
+const workspaceId = idOf(ID_PREFIX.workspace, "workspace");
 // Exactly the form the service writes (toISOString), so a restored timestamp is byte-identical.
 const timestamp = z.iso.datetime({ precision: 3, error: "must be an ISO 8601 UTC timestamp with milliseconds" });
 // Not trimmed: imported values are restored exactly as exported.
@@ -116,8 +116,8 @@ export const exportHeader = z.strictObject({
 });
 
 /** POST /v1/import (published in docs/openapi.json; checked against every answer of the test suite). */
-const perType = z.strictObject({ projects: z.number().int().nonnegative(), observations: z.number().int().nonnegative(), claims: z.number().int().nonnegative() });
+const perType = z.strictObject({ projects: count, observations: count, claims: count });
 export const importResponse = z.strictObject({
   imported: perType, skipped: perType.describe("Lines whose record already exists here, identical"),
-  principals_created: z.number().int().nonnegative(), workspaces_created: z.number().int().nonnegative(),
+  principals_created: count, workspaces_created: count,
 });

@@ -5,6 +5,7 @@
 // (heldAmong: the one coverage rule) is counted `held` and left alone; the rest get
 // retention_excluded_at (claims also bump their version). Nothing is deleted. `dry_run` counts only.
 // Audited, never evented.
+import { ADMIN_ROLES } from "../../auth/roles";
 import { z } from "zod";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
@@ -18,7 +19,6 @@ import { activePolicyRow } from "../governance/store";
 import { heldAmong } from "./holds";
 import { retentionApplyBody, retentionApplyResponse } from "./schema";
 
-const ADMINS = ["owner", "admin"] as const;
 const PHASES: readonly RecordType[] = ["observation", "claim"];
 const DAY_MS = 86_400_000;
 
@@ -36,7 +36,7 @@ function matchesByType(rules: z.infer<typeof POLICY_RULES.retention>, nowMs: num
 
 export const retentionRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/retention/apply", scope: "retention:write", roles: ADMINS,
+    method: "POST", path: "/v1/retention/apply", scope: "retention:write", roles: ADMIN_ROLES,
     response: { 200: retentionApplyResponse },
     body: retentionApplyBody, bodyOptional: true,
     summary: "Apply the active retention policy to one bounded page of records (resumable with after/next_after; dry_run counts only).",

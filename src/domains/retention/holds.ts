@@ -8,6 +8,7 @@
 //   - purge asks `heldAmong` (the legal-hold purge guard in src/deps.ts),
 //   - retention apply asks `heldAmong` for every page of candidates.
 // Holds emit no event (not one of SPEC's eleven kinds); every change is audited.
+import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -20,7 +21,6 @@ import { canRetrieve, changeClaim, excludedAmong, getClaim, getObservation, rest
 import { unresolved } from "../memory/store";
 import { holdBody, holdReleaseBody, holdReleasedResponse, holdResponse } from "./schema";
 
-const ADMINS = ["owner", "admin"] as const;
 
 export interface HoldRow {
   hold_id: string;
@@ -94,7 +94,7 @@ function visibleTarget(db: Db, caller: Caller, type: "claim" | "observation", id
 
 export const holdRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/legal-holds", scope: "retention:write", roles: ADMINS, body: holdBody,
+    method: "POST", path: "/v1/legal-holds", scope: "retention:write", roles: ADMIN_ROLES, body: holdBody,
     response: { 201: holdResponse },
     summary: "Place a legal hold on an exact claim or observation (and its dependents); restores what retention had excluded.",
     handler: (rc) => commitWrite(rc, (db) => {
@@ -126,7 +126,7 @@ export const holdRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/legal-holds/:id/release", scope: "retention:write", roles: ADMINS,
+    method: "POST", path: "/v1/legal-holds/:id/release", scope: "retention:write", roles: ADMIN_ROLES,
     response: { 200: holdReleasedResponse },
     body: holdReleaseBody, bodyOptional: true,
     summary: "Release an active legal hold; a repeat answers already_released: true.",

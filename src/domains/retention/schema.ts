@@ -2,7 +2,7 @@
 // retention, identity mappings"): the single source of validation and of published JSON Schema.
 import { z } from "zod";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf, pageOf, timestamp } from "../../http/shapes";
+import { count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 export const HOLD_TARGETS = ["claim", "observation"] as const;
@@ -40,7 +40,6 @@ export const mappingListQuery = z.object({
 });
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
-const principalId = idOf(ID_PREFIX.principal);
 
 export const holdResponse = z.strictObject({
   hold_id: idOf(ID_PREFIX.hold), target_type: z.enum(HOLD_TARGETS), target_id: z.string(), reason: z.string(),

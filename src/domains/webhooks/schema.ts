@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ID_PREFIX } from "../../http/ids";
 import { count, idOf, pageOf, timestamp } from "../../http/shapes";
-import { limitParam } from "../../http/validate";
+import { intRange, limitParam } from "../../http/validate";
 import { EVENT_KINDS } from "../../org/write";
 import { webhookUrlProblem } from "./url-guard";
 
@@ -19,8 +19,7 @@ export const createWebhookBody = z.strictObject({
 
 export const deliverBody = z.strictObject({
   after: z.string().max(64).optional(),
-  limit: z.number().int("must be an integer from 1 to 200").min(1, "must be an integer from 1 to 200")
-    .max(200, "must be an integer from 1 to 200").default(50),
+  limit: intRange(1, 200).default(50),
 });
 
 export const deliveriesQuery = z.object({ limit: limitParam(1, 200, 50), after: z.string().max(512).optional() });
