@@ -29,5 +29,5 @@ export const DEFAULT_MAINTENANCE_INTERVAL_MS = 15_000;
 export function maintenanceIntervalMs(env: { MAINTENANCE_INTERVAL_SECONDS?: string } & ModelEnv): number {
   const given = env.MAINTENANCE_INTERVAL_SECONDS?.trim();
   if (given) return Math.max(0, Number(given) || 0) * 1000;
-  return modelConfig(env, () => new Date().toISOString()).vectors.status === "enabled" ? DEFAULT_MAINTENANCE_INTERVAL_MS : 0;
+  return modelConfig(env, clock.nowIso).vectors.status === "enabled" ? DEFAULT_MAINTENANCE_INTERVAL_MS : 0;
 }
