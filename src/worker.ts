@@ -22,10 +22,15 @@ const match = buildMatcher(ROUTES);
 
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
 const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
-const forwardedHeaders = (request: Request, url: URL) => ({
-  ...Object.fromEntries(FORWARDED_HEADERS.flatMap((name) => (request.headers.has(name) ? [[name, request.headers.get(name)!]] : []))),
-  host: url.host,
-});
+function forwardedHeaders(request: Request, url: URL): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of FORWARDED_HEADERS) {
+    const value = request.headers.get(name);
+    if (value !== null) out[name] = value;
+  }
+  out.host = url.host;
+  return out;
+}
 
 /** What the edge waits with; tests pass one that moves the clock helper instead of sleeping. */
 export interface EdgeDeps {

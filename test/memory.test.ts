@@ -8,6 +8,7 @@ import { Db } from "../src/org/db";
 import type { OrgStore } from "../src/org/OrgStore";
 import type { Caller } from "../src/org/request";
 import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
+import { LOW_WATER, RESERVE_BATCH } from "../src/org/reserved-ids";
 
 
 describe("projects", () => {
@@ -757,6 +758,35 @@ describe("record ownership outbox", () => {
     // The taken id left the reserve with the write's commit.
     expect((await stock()).map((r) => r.record_id)).not.toContain(o);
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE taken = 1")!.n)).toBe(0);
+  });
+
+  it("tops the reserve up again once writes have spent it below the low-water mark, counting it in SQL only then", async () => {
+    const org = await newOrg();
+    await appendOk(org.api_key, obs("s", "first write stocks the reserve"));
+    const settled = () => inOrg(org.org_id, (x) => (x as unknown as { toppingUp: Promise<void> | null }).toppingUp);
+    await settled();
+    const stock = () => inOrg(org.org_id, (x) => x.db.first<{ n: number }>(
+      "SELECT count(*) AS n FROM reserved_record_ids WHERE prefix = 'obs_' AND taken = 0")!.n);
+    const full = await stock();
+    expect(full).toBe(RESERVE_BATCH);
+    // Count the reserve's SQL counts from here on.
+    const counts = await inOrg(org.org_id, (x) => {
+      const seen = { n: 0 };
+      const all = x.db.all.bind(x.db);
+      x.db.all = ((q: string, ...a: unknown[]) => { if (/GROUP BY prefix/.test(q)) seen.n++; return all(q, ...a); }) as typeof x.db.all;
+      (x as unknown as { seen: typeof seen }).seen = seen;
+      return seen.n;
+    });
+    expect(counts).toBe(0);
+    // Spend the stock down to the mark: only the first write after the top-up counts it (once).
+    for (let i = 0; i < full - LOW_WATER; i++) await appendOk(org.api_key, obs("s", `spend ${i}`));
+    expect(await inOrg(org.org_id, (x) => (x as unknown as { seen: { n: number } }).seen.n)).toBe(1);
+    expect(await stock()).toBe(LOW_WATER);
+    // One more takes it below: that write counts, finds it low and tops it up.
+    await appendOk(org.api_key, obs("s", "below the mark"));
+    await settled();
+    expect(await inOrg(org.org_id, (x) => (x as unknown as { seen: { n: number } }).seen.n)).toBe(2);
+    expect(await stock()).toBe(LOW_WATER - 1 + RESERVE_BATCH);
   });
 
   it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {

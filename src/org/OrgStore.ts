@@ -16,7 +16,7 @@ import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";
 import { maintenanceIntervalMs } from "./maintenance";
 import { RegistrationBatcher, registerQueuedOwners } from "./outbox";
-import { lowReserves, topUpReserves } from "./reserved-ids";
+import { ReserveGauge, topUpReserves } from "./reserved-ids";
 import { getMeta } from "./meta";
 import { passwordLogin, type LoginResult } from "../domains/dashboard/login";
 import { revokeSessionById } from "../domains/dashboard/store";
@@ -123,20 +123,22 @@ export class OrgStore extends DurableObject<EdgeEnv> {
 
   /** The reserve top-up in progress, if any: at most one at a time. */
   private toppingUp: Promise<void> | null = null;
+  private readonly reserve = new ReserveGauge();
 
   /**
    * Keep ids registered ahead of use (src/org/reserved-ids.ts), so that the next writes answer without
    * a registry call. Not awaited: a write never waits for it; a failure leaves the fallback in place.
    */
   private topUpReserves(created: string[]): void {
+    this.reserve.spent(created);
     if (this.toppingUp) return;
-    const low = lowReserves(this.db, created);
+    const low = this.reserve.low(this.db, created);
     if (!low.length) return;
     const orgId = getMeta(this.db, "org_id");
     if (!orgId) return;
     this.toppingUp = withinRegistryWait(topUpReserves(this.db, this.deps.registry, orgId, low, clock.nowIso()))
       .catch((err) => console.error("record id reserve top-up failed; writes register after commit", err))
-      .finally(() => { this.toppingUp = null; });
+      .finally(() => { this.reserve.forget(low); this.toppingUp = null; });
   }
 
   /** D1 follows the DO: applied only after the DO transaction committed. */

@@ -40,12 +40,16 @@ const markedKey = (name: string) => `job_marked:${name}`;
 
 /** Make a job due no later than `atMs` (call inside the write's transaction). Returns the job's due time. */
 export function markJobDue(db: Db, name: string, atMs: number): number {
-  const current = jobDueAt(db, name);
+  // One read of the job's three values: this runs inside most writes.
+  const values = new Map(db.all<{ name: string; value: string }>(
+    "SELECT name, value FROM org_meta WHERE name IN (?, ?, ?)", dueKey(name), leaseKey(name), markedKey(name)).map((r) => [r.name, r.value]));
+  const due = values.get(dueKey(name));
+  const current = due === undefined ? null : Number(due);
   if (current != null && current <= atMs) {
     // While the job runs its due time is its lease: remember a mark the lease absorbed, so the run's
     // end cannot drop it (the run may have read its work before this write committed).
-    if (getMeta(db, leaseKey(name)) !== undefined) {
-      const marked = getMeta(db, markedKey(name));
+    if (values.has(leaseKey(name))) {
+      const marked = values.get(markedKey(name));
       if (marked === undefined || Number(marked) > atMs) setMeta(db, markedKey(name), String(atMs));
     }
     return current;

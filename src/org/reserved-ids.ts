@@ -11,39 +11,82 @@ export type RecordPrefix = (typeof RESERVED_PREFIXES)[number];
 
 /** Ids registered per prefix and top-up, and the stock below which a top-up starts. */
 export const RESERVE_BATCH = 64;
-const LOW_WATER = 16;
+export const LOW_WATER = 16;
 
 /**
- * An unused reserved id for `prefix`, marked taken inside the caller's transaction (a rollback puts it
- * back), or null when the reserve is dry.
+ * Ids this object took from the reserve, by database, since the last unregisteredOf: the take deletes
+ * the row (a rollback puts it back), so the write's end learns from here, not from a second statement,
+ * which of its created ids were registered already. An id noted by a write that rolled back went back
+ * into the reserve; the note is harmless, since a later write can only create that id by taking it again.
+ */
+const takenBy = new WeakMap<Db, Set<string>>();
+
+/**
+ * An unused reserved id for `prefix`, removed from the reserve inside the caller's transaction, or null
+ * when the reserve is dry. (Migration 0020's `taken` column is no longer set: a take deletes the row.)
  */
 export function takeReservedId(db: Db, prefix: RecordPrefix): string | null {
-  return db.first<{ record_id: string }>(
-    `UPDATE reserved_record_ids SET taken = 1
+  const id = db.first<{ record_id: string }>(
+    `DELETE FROM reserved_record_ids
       WHERE record_id = (SELECT record_id FROM reserved_record_ids WHERE prefix = ? AND taken = 0 LIMIT 1)
       RETURNING record_id`, prefix)?.record_id ?? null;
+  if (id) {
+    let taken = takenBy.get(db);
+    if (!taken) takenBy.set(db, (taken = new Set()));
+    taken.add(id);
+  }
+  return id;
 }
 
 /**
- * A write's created ids less the reserved ones it took (registered already). Every row marked taken
- * belongs to the current transaction, so all of them are deleted here, also one a writer took but did
- * not report among several it did (it is registered to this organization; it just never appears).
- * What is returned needs registering after the commit.
+ * A write's created ids less the reserved ones it took (registered already): what needs registering
+ * after the commit. Also a writer that took several ids and reported fewer leaves nothing behind: a
+ * taken id is out of the reserve, registered to this organization, and simply never appears.
  */
 export function unregisteredOf(db: Db, created: string[]): string[] {
-  if (!created.length) return created; // a write that created nothing took nothing from the reserve
-  const taken = new Set(db.all<{ record_id: string }>(
-    "DELETE FROM reserved_record_ids WHERE taken = 1 RETURNING record_id").map((r) => r.record_id));
-  return taken.size ? created.filter((id) => !taken.has(id)) : created;
+  const taken = takenBy.get(db);
+  if (!taken?.size) return created;
+  takenBy.delete(db);
+  return created.filter((id) => !taken.has(id));
 }
 
-/** Of the prefixes of these created ids, those whose untaken stock is below the low-water mark. */
-export function lowReserves(db: Db, created: string[]): RecordPrefix[] {
-  const used = RESERVED_PREFIXES.filter((p) => created.some((id) => id.startsWith(p)));
-  if (!used.length) return [];
-  const stock = new Map(db.all<{ prefix: string; n: number }>(
+/** Untaken reserved ids per prefix, counted in SQL. */
+function reserveStock(db: Db): Map<string, number> {
+  return new Map(db.all<{ prefix: string; n: number }>(
     "SELECT prefix, count(*) AS n FROM reserved_record_ids WHERE taken = 0 GROUP BY prefix").map((r) => [r.prefix, r.n]));
-  return used.filter((p) => (stock.get(p) ?? 0) < LOW_WATER);
+}
+
+const usedPrefixes = (created: string[]) => RESERVED_PREFIXES.filter((p) => created.some((id) => id.startsWith(p)));
+
+/**
+ * The reserve's stock per prefix as last counted, less the ids created since (an upper bound on those
+ * taken from it), so that a creating write counts the reserve in SQL only when it may be running low,
+ * not after every write. One per organization object.
+ */
+export class ReserveGauge {
+  private readonly stock = new Map<string, number>();
+
+  /** A write committed these created ids: their prefixes' stock is lower by at most that many. */
+  spent(created: string[]): void {
+    for (const p of usedPrefixes(created)) {
+      const left = this.stock.get(p);
+      if (left !== undefined) this.stock.set(p, left - created.filter((id) => id.startsWith(p)).length);
+    }
+  }
+
+  /** Of the prefixes of these created ids, those to top up: counted in SQL only when the gauge may be low. */
+  low(db: Db, created: string[]): RecordPrefix[] {
+    const used = usedPrefixes(created);
+    if (used.every((p) => (this.stock.get(p) ?? -1) >= LOW_WATER)) return [];
+    const counted = reserveStock(db);
+    for (const p of used) this.stock.set(p, counted.get(p) ?? 0);
+    return used.filter((p) => (counted.get(p) ?? 0) < LOW_WATER);
+  }
+
+  /** A top-up of these prefixes ended (stocked or not): count them again next time. */
+  forget(prefixes: readonly RecordPrefix[]): void {
+    for (const p of prefixes) this.stock.delete(p);
+  }
 }
 
 /**
