@@ -134,7 +134,7 @@ export class LocalVectorIndex implements VectorIndex {
    * then the others in batches of ACCEPT_BATCH). The admitted top k is therefore the top k of the
    * admitted vectors alone: a vector the asker may not receive is never counted, never displaces
    * anything and moves no score. The best 4k slots settle almost every query; a caller who may read
-   * little of the organization walks a full sort instead.
+   * little of the organization walks further.
    */
   private queryNow(values: Float32Array, topK: number, accept: AcceptIds, fast: boolean): VectorHit[] {
     const c = this.load(values.length);
@@ -163,8 +163,16 @@ export class LocalVectorIndex implements VectorIndex {
     admit(first.slice(0, k));
     if (hits.length < k && first.length > k) admit(first.slice(k));
     if (hits.length >= k || first.length >= n) return hits;
-    // Fewer than k admitted among the best 4k: walk the rest in order, in batches.
-    if (!scoredAll) this.scoreAll(c, values, scores);
+    // Fewer than k admitted among the best 4k: walk the rest in order, in batches. With the kernel,
+    // the exact best 16k, 64k, ... in turn (the same order, so the same answer) instead of a sort of all.
+    if (!scoredAll) {
+      for (let done = first.length, more = 16 * k; hits.length < k && done < n; more *= 4) {
+        const next = this.bestSlotsFast(c, values, Math.min(n, more), scores)!;
+        for (let i = done; i < next.length && hits.length < k; i += ACCEPT_BATCH) admit(next.slice(i, i + ACCEPT_BATCH));
+        done = next.length;
+      }
+      return hits;
+    }
     const taken = new Set(first);
     const rest: number[] = [];
     for (let s = 0; s < n; s++) if (!taken.has(s)) rest.push(s);
