@@ -67,7 +67,11 @@ const rowsReadByLens = (orgId: string, key: string, lens: string) => inOrg(orgId
   const caller = loadCaller(o.db, await hashKey(key))!;
   let rowsRead = 0;
   const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
-    ? (...a: Parameters<SqlStorage["exec"]>) => { const cur = t.exec(...a); const rows = cur.toArray(); rowsRead += cur.rowsRead; return { toArray: () => rows }; }
+    ? (...a: Parameters<SqlStorage["exec"]>) => {
+      // Read to the end here (rowsRead is final then); hand Db the rows the way it reads them (raw).
+      const cur = t.exec(...a); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
+      return { columnNames: cur.columnNames, raw: () => rows.values() };
+    }
     : Reflect.get(t, k, t) }));
   const view = compileView(counting, caller, atlasBody.parse({ lens, max_nodes: 25 }));
   return { rowsRead, view };

@@ -309,3 +309,23 @@ describe("readiness", () => {
     expect([...D1_MIGRATIONS]).toEqual(env.TEST_D1_MIGRATION_FILES);
   });
 });
+
+describe("Db", () => {
+  it("reads rows as the runtime's toArray does: same keys in the same order, the later of two same-named columns, every value type", async () => {
+    const org = await newOrg();
+    const out = await inOrg(org.org_id, (store) => {
+      const q = "SELECT 1 AS a, 'x' AS b, NULL AS c, 2.5 AS d, X'0102' AS e, 'first' AS dup, 'second' AS dup, 'ü🎉' AS f UNION ALL SELECT 2, 'y', 3, -1, X'', 'p', 'q', ''";
+      const expected = store.db.sql.exec(q).toArray();
+      const rows = store.db.all<Record<string, unknown>>(q);
+      return { expected, rows, first: store.db.first(q), none: store.db.first("SELECT 1 AS a WHERE 0"), empty: store.db.all("SELECT 1 AS a WHERE 0"),
+        keys: rows.map((r) => Object.keys(r)), expectedKeys: expected.map((r) => Object.keys(r)) };
+    });
+    expect(out.rows).toEqual(out.expected);
+    expect(out.keys).toEqual(out.expectedKeys);
+    expect(out.rows[0]).toMatchObject({ a: 1, b: "x", c: null, d: 2.5, dup: "second", f: "ü🎉" });
+    expect(new Uint8Array(out.rows[0].e as ArrayBuffer)).toEqual(new Uint8Array([1, 2]));
+    expect(out.first).toEqual(out.expected[0]);
+    expect(out.none).toBeNull();
+    expect(out.empty).toEqual([]);
+  });
+});

@@ -322,4 +322,18 @@ describe("rankTexts (channel compile's use of compile's scoring)", () => {
     expect(apart.find((r) => r.candidate.seq === 40)!.score).toBeGreaterThan(otherSubject.find((r) => r.candidate.seq === 40)!.score);
     expect(adjacent.map((r) => r.candidate.statement)).not.toContain("the bus stops at the square");
   });
+
+  it("reads each text's own time: context only within the window, and the newer of two equal texts first", () => {
+    const written = (seq: number, statement: string, created_at: string) => ({ ...text(seq, statement), created_at });
+    const now = Date.parse("2026-03-01T00:00:00.000Z");
+    const second = (minutesLater: number) => rankTexts([written(1, "the ferry leaves the harbour at noon", at),
+      written(2, "ferry tickets cost five euros", new Date(Date.parse(at) + minutesLater * 60_000).toISOString())],
+      { query: "ferry noon" }, now).find((r) => r.candidate.seq === 2)!.score;
+    // Written half an hour after the best match it is its context; two hours after, it is not.
+    expect(second(30) - second(120)).toBeGreaterThan(0.01);
+    const equal = rankTexts([written(1, "the ferry leaves at noon", "2026-02-28T00:00:00.000Z"), written(2, "the ferry leaves at noon", at)],
+      { query: "ferry noon" }, now);
+    // Equal texts: the newer (seq 1) wins on recency, though a tie would put the later seq first.
+    expect(equal.map((r) => r.candidate.seq)).toEqual([1, 2]);
+  });
 });

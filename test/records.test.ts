@@ -2,7 +2,9 @@
 // and workspace roles rely on every read going through its one predicate and every write reporting
 // what it touched. This scans the source text, so a new statement anywhere else fails here.
 import { describe, expect, it } from "vitest";
-import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, tombstone } from "../src/domains/memory/records";
+import { hashKey } from "../src/auth/credentials";
+import { loadCaller } from "../src/domains/identity/store";
+import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, tombstone } from "../src/domains/memory/records";
 import { queueTouched } from "../src/org/outbox";
 import { appendOk, consolidateOk, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
@@ -120,5 +122,33 @@ describe("memory record writers", () => {
     expect(drift.raw).toEqual([]);
     expect(drift.forgotten).toEqual([expect.objectContaining({ side: "claims", claim_id: team, status: "revoked" }),
       expect.objectContaining({ side: "claim_ranking", claim_id: team, status: "active" })]);
+  });
+});
+
+describe("memory record readers", () => {
+  it("walk write order as the caller sees it: neighbours skip claims it may not read, after-only leaves before empty", async () => {
+    const org = await newOrg();
+    const me = await mintKey(org.api_key, { scopes: ["*"] });
+    const other = await mintKey(org.api_key, { scopes: ["*"] });
+    const mine = await appendOk(me.key, obs("s", "x"));
+    const theirs = await appendOk(other.key, obs("s", "y", { visibility: "private" }));
+    const ids: string[] = [];
+    // Mine and another principal's private claims, interleaved: m0 t t m1 t t m2 m3.
+    for (const [key, src, vis] of [[me.key, mine, "team"], [other.key, theirs, "private"], [other.key, theirs, "private"], [me.key, mine, "team"],
+      [other.key, theirs, "private"], [other.key, theirs, "private"], [me.key, mine, "team"], [me.key, mine, "team"]] as const)
+      ids.push(...await consolidateOk(key, "s", [{ kind: "fact", statement: `claim ${ids.length}`, sources: supports(src), visibility: vis }]));
+    const out = await inOrg(org.org_id, (store) => {
+      const caller = loadCaller(store.db, hashKey(me.key))!;
+      const seqs = store.db.all<{ claim_id: string; seq: number }>("SELECT claim_id, seq FROM claim_ranking ORDER BY seq");
+      const seq = new Map(seqs.map((r) => [r.claim_id, r.seq]));
+      const name = (s: number) => ids[seqs.findIndex((r) => r.seq === s)];
+      const names = (m: Map<number, { before: number[]; after: number[] }>) =>
+        Object.fromEntries([...m].map(([s, n]) => [name(s), { before: n.before.map(name), after: n.after.map(name) }]));
+      const asked = [ids[0], ids[3], ids[6]].map((id) => seq.get(id)!);
+      return { both: names(readableNeighbours(store.db, caller, asked, 2)), after: names(readableNeighbours(store.db, caller, asked, 2, "after")) };
+    });
+    const [m0, , , m1, , , m2, m3] = ids;
+    expect(out.both).toEqual({ [m0]: { before: [], after: [m1, m2] }, [m1]: { before: [m0], after: [m2, m3] }, [m2]: { before: [m1, m0], after: [m3] } });
+    expect(out.after).toEqual({ [m0]: { before: [], after: [m1, m2] }, [m1]: { before: [], after: [m2, m3] }, [m2]: { before: [], after: [m3] } });
   });
 });

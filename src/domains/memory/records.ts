@@ -611,32 +611,19 @@ export function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, se
  * For each write position, the nearest `n` claims before and after it that the caller may retrieve (in
  * any status): write order as the caller sees it, skipping what it cannot read. One statement; each
  * side is a backward or forward walk of the primary key that stops at the n-th readable claim.
+ * `after` only: the walks after each position, `before` left empty (context distance needs no more).
  */
-export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number): Map<number, { before: number[]; after: number[] }> {
+export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number, sides: "both" | "after" = "both"):
+  Map<number, { before: number[]; after: number[] }> {
   const out = new Map<number, { before: number[]; after: number[] }>();
   if (!seqs.length) return out;
   const [ok, ...args] = retrievable(caller, "c");
+  const walk = (cmp: "<" | ">", order: "DESC" | "ASC") =>
+    `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c WHERE c.seq ${cmp} h.value AND ${ok} ORDER BY c.seq ${order} LIMIT ?))`;
   const rows = db.all<{ seq: number; before: string; after: string }>(
-    `SELECT h.value AS seq,
-       (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c WHERE c.seq < h.value AND ${ok} ORDER BY c.seq DESC LIMIT ?)) AS before,
-       (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c WHERE c.seq > h.value AND ${ok} ORDER BY c.seq LIMIT ?)) AS after
-     FROM json_each(?) h`,
-    ...args, n, ...args, n, JSON.stringify(seqs));
+    `SELECT h.value AS seq, ${sides === "both" ? walk("<", "DESC") : "'[]'"} AS before, ${walk(">", "ASC")} AS after FROM json_each(?) h`,
+    ...(sides === "both" ? [...args, n] : []), ...args, n, JSON.stringify(seqs));
   for (const r of rows) out.set(r.seq, { before: JSON.parse(r.before), after: JSON.parse(r.after) });
-  return out;
-}
-
-/** For each (a, b) pair of write positions, how many claims between them the caller may retrieve, counted up to `cap`. */
-export function readableBetween(db: Db, caller: Caller, pairs: [number, number][], cap: number): number[] {
-  if (!pairs.length) return [];
-  const [ok, ...args] = retrievable(caller, "c");
-  const rows = db.all<{ i: number; n: number }>(
-    `SELECT p.key AS i, (SELECT count(*) FROM (SELECT 1 FROM claims c
-        WHERE c.seq > p.value ->> 0 AND c.seq < p.value ->> 1 AND ${ok} LIMIT ?)) AS n
-     FROM json_each(?) p`,
-    ...args, cap, JSON.stringify(pairs));
-  const out = new Array<number>(pairs.length).fill(0);
-  for (const r of rows) out[r.i] = r.n;
   return out;
 }
 
