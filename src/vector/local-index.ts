@@ -1,8 +1,12 @@
 // The embedded default index: vectors in the organization's own SQLite (table local_vectors, int8
-// with a scale), searched by brute force over an int8 copy kept in memory by the Durable Object.
-// Fine to about 50,000 vectors per organization (docs/BENCHMARKS.md); beyond that use Vectorize.
+// with a scale), searched exactly over an int8 copy kept in memory by the Durable Object. Every vector
+// is scored on every query: a WebAssembly SIMD kernel (scan-kernel.ts) takes integer dot products with
+// the query rounded to int16 (twice: the rounding, then its remainder), which settles all but a thin
+// band of slots around the cut; those are re-scored with the exact JS arithmetic, so scores and order
+// are bit for bit those of the plain JS scan (`queryReference`). About 2 ms per query at 200,000 vectors of 100 dimensions (docs/BENCHMARKS.md).
 // The cache is loaded on the first query and kept in step by this class, the table's only writer.
 import type { Db } from "../org/db";
+import { VectorRows } from "./scan-kernel";
 import { type AcceptIds, guardBackend, MAX_TOP_K, type VectorHit, type VectorIndex } from "./types";
 
 /** Ids per accept call when the first batch admitted fewer than k. */
@@ -11,7 +15,7 @@ const ACCEPT_BATCH = 1000;
 /**
  * dot(int8 vector at `base`, query): four independent sums (measured about twice as fast as one).
  */
-function dot(data: Int8Array, base: number, dims: number, values: Float32Array): number {
+export function dot(data: Int8Array, base: number, dims: number, values: Float32Array): number {
   let a = 0, b = 0, e = 0, f = 0, i = 0;
   for (; i + 3 < dims; i += 4) {
     a += data[base + i] * values[i];
@@ -40,9 +44,27 @@ interface Cache {
   dims: number;
   ids: string[];
   slot: Map<string, number>;
-  data: Int8Array;
-  /** 1 / |int8 vector|: dot(int8, unit query) * invNorm is the cosine. */
-  invNorm: Float32Array;
+  /**
+   * Row s holds slot s's int8 vector at s * rows.stride (zero-padded past dims), and rows.norms[s]
+   * its 1 / |int8 vector|: dot(int8, unit query) * norm is the cosine.
+   */
+  rows: VectorRows;
+  /** Scratch for one query's exact scores (only the slots it compares are written). */
+  scores: Float32Array;
+}
+
+/** Rows padded to the kernel's 16 int8 lanes. */
+const strideOf = (dims: number) => Math.ceil(dims / 16) * 16;
+
+/**
+ * The int16 scale of the query: its largest component becomes this, small enough that no sum of
+ * stride products 127 * q can overflow int32 (32767 up to 516 dimensions).
+ */
+export const queryScale = (stride: number) => Math.min(32767, Math.floor(0x7fffffff / (127 * stride)));
+
+/** The exact score of slot s: the reference arithmetic, rounded to float32 as the reference stores it. */
+function exactScore(c: Cache, s: number, values: Float32Array): number {
+  return Math.fround(dot(c.rows.data, s * c.rows.stride, c.dims, values) * c.rows.norms[s]);
 }
 
 export function quantize(values: Float32Array): { data: Int8Array; invNorm: number } {
@@ -57,10 +79,20 @@ export function quantize(values: Float32Array): { data: Int8Array; invNorm: numb
   return { data, invNorm: n > 0 ? 1 / Math.sqrt(n) : 0 };
 }
 
+export interface LocalIndexOptions {
+  /** false: rows in a plain array, every query on the JS reference path. */
+  kernel?: boolean;
+  /**
+   * Caps the query's int16 scale (tests: a coarse query widens the re-scored band, and the answer
+   * must not change). Default queryScale(stride).
+   */
+  maxQueryScale?: number;
+}
+
 export class LocalVectorIndex implements VectorIndex {
   readonly provider = "local" as const;
   private cache: Cache | null = null;
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db, private readonly options: LocalIndexOptions = {}) {}
 
   async upsert(items: { id: string; values: Float32Array }[]): Promise<void> {
     return guardBackend("index", async () => this.upsertNow(items));
@@ -88,32 +120,59 @@ export class LocalVectorIndex implements VectorIndex {
   }
 
   async query(values: Float32Array, topK: number, accept: AcceptIds): Promise<VectorHit[]> {
-    return guardBackend("index", async () => this.queryNow(values, topK, accept));
+    return guardBackend("index", async () => this.queryNow(values, topK, accept, true));
+  }
+
+  /** The same answer computed the plain way: every slot scored in JS, then sorted (the tests' reference). */
+  queryReference(values: Float32Array, topK: number, accept: AcceptIds): VectorHit[] {
+    return this.queryNow(values, topK, accept, false);
   }
 
   /**
    * Authorized kNN, exact: every vector is scored, then slots are taken best first (score, then id)
-   * and passed through `accept` in batches until k are admitted. The admitted top k is therefore the
-   * top k of the admitted vectors alone: a vector the asker may not receive is never counted, never
-   * displaces anything and moves no score. The first batch (the best 4k slots) settles almost every
-   * query; a caller who may read little of the organization walks a full sort instead.
+   * and passed through `accept` in batches until k are admitted (the best k, the rest of the best 4k,
+   * then the others in batches of ACCEPT_BATCH). The admitted top k is therefore the top k of the
+   * admitted vectors alone: a vector the asker may not receive is never counted, never displaces
+   * anything and moves no score. The best 4k slots settle almost every query; a caller who may read
+   * little of the organization walks further.
    */
-  private queryNow(values: Float32Array, topK: number, accept: AcceptIds): VectorHit[] {
+  private queryNow(values: Float32Array, topK: number, accept: AcceptIds, fast: boolean): VectorHit[] {
     const c = this.load(values.length);
     const k = Math.min(MAX_TOP_K, Math.max(1, topK));
     const n = c.ids.length;
-    const scores = this.scoreAll(c, values);
     const ids = c.ids;
+    // Exact scores, written for every slot that is compared (all of them on the plain path).
+    if (c.scores.length < n) c.scores = new Float32Array(c.rows.capacity);
+    const scores = c.scores;
     const better = (a: number, b: number) => scores[a] > scores[b] || (scores[a] === scores[b] && ids[a] < ids[b]);
     const hits: VectorHit[] = [];
     const admit = (slots: number[]) => {
       const ok = accept(slots.map((s) => ids[s]));
       for (const s of slots) if (ok.has(ids[s]) && hits.length < k) hits.push({ id: ids[s], score: scores[s] });
     };
-    const first = bestSlots(n, Math.min(n, 4 * k), better);
-    admit(first);
+    const m = Math.min(n, 4 * k);
+    let first = fast ? this.bestSlotsFast(c, values, m, scores) : null;
+    let scoredAll = false;
+    if (!first) {
+      this.scoreAll(c, values, scores);
+      scoredAll = true;
+      first = bestSlots(n, m, better);
+    }
+    // The best k first: when the asker may receive them all (the usual compile) the authorization
+    // read is k ids instead of 4k. Same slots in the same order either way, so the same answer.
+    admit(first.slice(0, k));
+    if (hits.length < k && first.length > k) admit(first.slice(k));
     if (hits.length >= k || first.length >= n) return hits;
-    // Fewer than k admitted among the best 4k: walk the rest in order, in batches.
+    // Fewer than k admitted among the best 4k: walk the rest in order, in batches. With the kernel,
+    // the exact best 16k, 64k, ... in turn (the same order, so the same answer) instead of a sort of all.
+    if (!scoredAll) {
+      for (let done = first.length, more = 16 * k; hits.length < k && done < n; more *= 4) {
+        const next = this.bestSlotsFast(c, values, Math.min(n, more), scores)!;
+        for (let i = done; i < next.length && hits.length < k; i += ACCEPT_BATCH) admit(next.slice(i, i + ACCEPT_BATCH));
+        done = next.length;
+      }
+      return hits;
+    }
     const taken = new Set(first);
     const rest: number[] = [];
     for (let s = 0; s < n; s++) if (!taken.has(s)) rest.push(s);
@@ -122,15 +181,89 @@ export class LocalVectorIndex implements VectorIndex {
     return hits;
   }
 
-  /** Cosine of every cached vector with the (unit) query. */
-  private scoreAll(c: Cache, values: Float32Array): Float32Array {
+  /**
+   * The best m slots by exact score (then id), best first, the same list bestSlots gives over exact
+   * scores, with only a band of slots scored exactly; their scores are written into `scores`. null
+   * when the kernel cannot run or the query gives no usable scale (then the caller scores in JS).
+   *
+   * Why it is exact: the query is split as high * unit + low * lowUnit + rest (two int16 roundings),
+   * and the kernel gives a(s) = (int8 . high * unit + int8 . low * lowUnit) * invNorm(s) exactly in
+   * integers, which differs from the exact score e(s) by at most eps = |rest| (Cauchy-Schwarz:
+   * |int8 . rest| * invNorm <= |rest|) plus a margin for float rounding. If A is the m-th largest
+   * approximation, m slots have e >= A - eps, so the m-th largest exact score E is >= A - eps, and
+   * every slot of the exact top m has a >= E - eps >= A - 2 eps. Scoring exactly every slot with
+   * a >= A - 2 eps and sorting them by (score, id) therefore yields the exact top m, in order. |rest|
+   * is about 1e-9 for a unit query, so the band is the top m and their exact ties.
+   * Which slots fall in the band depends only on the scores, never on `accept`.
+   */
+  private bestSlotsFast(c: Cache, values: Float32Array, m: number, scores: Float32Array): number[] | null {
+    const rows = c.rows;
     const n = c.ids.length;
+    if (!rows.scans || m === 0) return null;
     const dims = c.dims;
-    const data = c.data;
-    const norms = c.invNorm;
-    const scores = new Float32Array(n);
-    for (let s = 0, base = 0; s < n; s++, base += dims) scores[s] = dot(data, base, dims, values) * norms[s];
-    return scores;
+    let max = 0, norm2 = 0;
+    for (let i = 0; i < dims; i++) { max = Math.max(max, Math.abs(values[i])); norm2 += values[i] * values[i]; }
+    if (!(max > 0) || !Number.isFinite(max) || !Number.isFinite(norm2)) return null;
+    const scale = Math.min(queryScale(rows.stride), this.options.maxQueryScale ?? Infinity);
+    // values = high * unit + low * lowUnit + rest: the query rounded to int16, then what that left.
+    const high = new Int16Array(rows.stride), low = new Int16Array(rows.stride);
+    const unit = max / scale;
+    const left = new Float64Array(dims);
+    let leftMax = 0;
+    for (let i = 0; i < dims; i++) {
+      high[i] = Math.round((values[i] / max) * scale);
+      left[i] = values[i] - high[i] * unit;
+      leftMax = Math.max(leftMax, Math.abs(left[i]));
+    }
+    const lowUnit = leftMax / scale;
+    let rest2 = 0;
+    for (let i = 0; i < dims; i++) {
+      if (leftMax > 0) low[i] = Math.round((left[i] / leftMax) * scale);
+      const rest = left[i] - low[i] * lowUnit;
+      rest2 += rest * rest;
+    }
+    // |approximation - exact| <= |rest| (Cauchy-Schwarz: |sum int8 * rest| * invNorm <= |rest|), plus a
+    // margin for the float rounding of both (the exact score is a float32).
+    const eps = Math.sqrt(rest2) * 1.001 + 1e-6 * (1 + Math.sqrt(norm2));
+    const approx = rows.scan(high, low, unit, lowUnit, n);
+    // A: the m-th largest approximation, by a min-heap of the best m seen.
+    const heap = new Float64Array(m);
+    let size = 0;
+    for (let s = 0; s < n; s++) {
+      const a = approx[s];
+      if (size < m) {
+        let i = size++;
+        while (i > 0) { const p = (i - 1) >> 1; if (heap[p] <= a) break; heap[i] = heap[p]; i = p; }
+        heap[i] = a;
+      } else if (a > heap[0]) {
+        let i = 0;
+        for (;;) {
+          const l = 2 * i + 1;
+          if (l >= m) break;
+          const r = l + 1;
+          const j = r < m && heap[r] < heap[l] ? r : l;
+          if (heap[j] >= a) break;
+          heap[i] = heap[j];
+          i = j;
+        }
+        heap[i] = a;
+      }
+    }
+    const cut = heap[0] - 2 * eps;
+    const band: number[] = [];
+    for (let s = 0; s < n; s++) {
+      if (approx[s] >= cut) { band.push(s); scores[s] = exactScore(c, s, values); }
+    }
+    const ids = c.ids;
+    band.sort((a, b) => scores[b] - scores[a] || (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
+    band.length = Math.min(band.length, m);
+    return band;
+  }
+
+  /** Cosine of every cached vector with the (unit) query: the reference arithmetic. */
+  private scoreAll(c: Cache, values: Float32Array, scores: Float32Array): void {
+    const n = c.ids.length;
+    for (let s = 0; s < n; s++) scores[s] = exactScore(c, s, values);
   }
 
   async present(ids: string[]): Promise<Set<string>> {
@@ -157,11 +290,11 @@ export class LocalVectorIndex implements VectorIndex {
     const rows = this.db.all<{ record_id: string; inv_norm: number; data: ArrayBuffer }>(
       "SELECT record_id, inv_norm, data FROM local_vectors WHERE dimensions = ? ORDER BY record_id", dims);
     const cap = Math.max(1024, rows.length * 2);
-    const c: Cache = { dims, ids: [], slot: new Map(), data: new Int8Array(cap * dims), invNorm: new Float32Array(cap) };
+    const c: Cache = { dims, ids: [], slot: new Map(), rows: new VectorRows(strideOf(dims), cap, this.options.kernel ?? true), scores: new Float32Array(0) };
     for (const r of rows) {
       c.slot.set(r.record_id, c.ids.length);
-      c.data.set(new Int8Array(r.data), c.ids.length * dims);
-      c.invNorm[c.ids.length] = r.inv_norm;
+      c.rows.data.set(new Int8Array(r.data), c.ids.length * c.rows.stride);
+      c.rows.norms[c.ids.length] = r.inv_norm;
       c.ids.push(r.record_id);
     }
     return (this.cache = c);
@@ -174,30 +307,24 @@ export class LocalVectorIndex implements VectorIndex {
     let s = c.slot.get(id);
     if (s === undefined) {
       s = c.ids.length;
-      if ((s + 1) * c.dims > c.data.length) {
-        const grown = new Int8Array(c.data.length * 2);
-        grown.set(c.data);
-        c.data = grown;
-        const norms = new Float32Array(c.invNorm.length * 2);
-        norms.set(c.invNorm);
-        c.invNorm = norms;
-      }
+      if (s + 1 > c.rows.capacity) c.rows.grow(c.rows.capacity * 2);
       c.ids.push(id);
       c.slot.set(id, s);
     }
-    c.data.set(data, s * c.dims);
-    c.invNorm[s] = invNorm;
+    c.rows.data.set(data, s * c.rows.stride); // the padding past dims stays zero
+    c.rows.norms[s] = invNorm;
   }
 
   private drop(id: string): void {
     const c = this.cache;
     const s = c?.slot.get(id);
     if (!c || s === undefined) return;
-    // Move the last vector into the freed slot.
+    // Move the last vector into the freed slot (padding included, so it stays zero).
     const last = c.ids.length - 1;
+    const stride = c.rows.stride;
     if (s !== last) {
-      c.data.copyWithin(s * c.dims, last * c.dims, (last + 1) * c.dims);
-      c.invNorm[s] = c.invNorm[last];
+      c.rows.data.copyWithin(s * stride, last * stride, (last + 1) * stride);
+      c.rows.norms[s] = c.rows.norms[last];
       c.ids[s] = c.ids[last];
       c.slot.set(c.ids[s], s);
     }

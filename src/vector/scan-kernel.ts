@@ -1,0 +1,116 @@
+// The local index's rows in WebAssembly memory, and the SIMD kernel that scores them all against a
+// query given as two int16 vectors, its rounding and the rounding of the remainder (scan-kernel.wasm,
+// written by scripts/build-scan-kernel.mjs). Workers refuse to compile wasm bytes at run time, so the
+// module arrives compiled through a static import (wrangler bundles `*.wasm` as a compiled module);
+// instantiating it per organization's index is synchronous and cheap. Without the kernel (a runtime
+// without wasm SIMD) the rows live in plain arrays and `scans` is false: the index then scores in JS,
+// which is also its reference path.
+import scanKernel from "./scan-kernel.wasm";
+
+interface KernelExports {
+  memory: WebAssembly.Memory;
+  scan(high: number, low: number, data: number, stride: number, n: number, norms: number, unit: number, lowUnit: number, out: number): void;
+}
+
+function instantiate(): KernelExports | null {
+  try {
+    return new WebAssembly.Instance(scanKernel, {}).exports as unknown as KernelExports;
+  } catch {
+    return null;
+  }
+}
+
+const PAGE = 65536;
+
+/**
+ * `cap` rows of `stride` int8 values (stride: dimensions rounded up to 16, zero-padded) and one float32
+ * per row (1 / |row|). Layout in the kernel's memory: the two int16 queries, the rows, the norms, then
+ * the scan's float64 output (scratch). Growing moves the norms and the output, never the rows.
+ */
+export class VectorRows {
+  data: Int8Array;
+  norms: Float32Array;
+  private readonly kernel: KernelExports | null;
+  private readonly queryBytes: number;
+  private readonly dataAt: number;
+  private cap: number;
+
+  constructor(readonly stride: number, cap: number, useKernel = true) {
+    this.kernel = useKernel ? instantiate() : null;
+    this.queryBytes = Math.ceil((stride * 2) / 16) * 16;
+    this.dataAt = 2 * this.queryBytes;
+    this.cap = cap;
+    if (this.kernel) {
+      this.reserve();
+      this.data = new Int8Array(this.kernel.memory.buffer, this.dataAt, cap * stride);
+      this.norms = new Float32Array(this.kernel.memory.buffer, this.normsAt, cap);
+    } else {
+      this.data = new Int8Array(cap * stride);
+      this.norms = new Float32Array(cap);
+    }
+  }
+
+  get capacity(): number {
+    return this.cap;
+  }
+
+  /** Whether `scan` runs (the kernel instantiated). */
+  get scans(): boolean {
+    return this.kernel !== null;
+  }
+
+  /** Room for `cap` rows; rows and norms keep their values. */
+  grow(cap: number): void {
+    if (cap <= this.cap) return;
+    const oldRows = this.cap * this.stride;
+    if (!this.kernel) {
+      const data = new Int8Array(cap * this.stride);
+      data.set(this.data);
+      const norms = new Float32Array(cap);
+      norms.set(this.norms);
+      this.data = data;
+      this.norms = norms;
+      this.cap = cap;
+      return;
+    }
+    const oldNorms = this.norms.slice();
+    this.cap = cap;
+    this.reserve();
+    const buffer = this.kernel.memory.buffer;
+    this.data = new Int8Array(buffer, this.dataAt, cap * this.stride);
+    this.data.fill(0, oldRows); // held the old norms and output
+    this.norms = new Float32Array(buffer, this.normsAt, cap);
+    this.norms.fill(0);
+    this.norms.set(oldNorms);
+  }
+
+  /**
+   * For rows 0..n-1: (row . high * unit + row . low * lowUnit) * norm, the integer dot products exact
+   * (high, low: stride int16 values each, zero past the dimensions). The view is valid until the next
+   * scan or growth. Only when `scans`.
+   */
+  scan(high: Int16Array, low: Int16Array, unit: number, lowUnit: number, n: number): Float64Array {
+    const k = this.kernel!;
+    const outAt = this.outAt;
+    new Int16Array(k.memory.buffer, 0, this.stride).set(high);
+    new Int16Array(k.memory.buffer, this.queryBytes, this.stride).set(low);
+    k.scan(0, this.queryBytes, this.dataAt, this.stride, n, this.normsAt, unit, lowUnit, outAt);
+    return new Float64Array(k.memory.buffer, outAt, n);
+  }
+
+  private get normsAt(): number {
+    return this.dataAt + this.cap * this.stride;
+  }
+
+  private get outAt(): number {
+    return this.normsAt + Math.ceil(this.cap / 2) * 8; // float64-aligned
+  }
+
+  /** Grows the memory to hold queries, rows, norms and output (views on it detach). */
+  private reserve(): void {
+    const k = this.kernel!;
+    const need = this.outAt + this.cap * 8;
+    const have = k.memory.buffer.byteLength;
+    if (need > have) k.memory.grow(Math.ceil((need - have) / PAGE));
+  }
+}

@@ -1,0 +1,123 @@
+// The local index's fast path (WebAssembly SIMD scan of an int16 query, then an exact re-score of the
+// band around the cut) answers exactly what the plain JS scan answers: the same ids, the same float
+// scores bit for bit, ties by id, under any accept. Compared on random data with near-duplicates and
+// exact duplicates (ties), at dimensions that are not a multiple of the kernel's 16 lanes.
+import { describe, expect, it } from "vitest";
+import { dot, LocalVectorIndex, quantize, queryScale } from "../src/vector/local-index";
+import { VectorRows } from "../src/vector/scan-kernel";
+import { ACCEPT_ALL, type AcceptIds, normalize, type VectorHit } from "../src/vector/types";
+import { inOrg, newOrg } from "./helpers";
+
+function prng(seed: number) {
+  let a = seed >>> 0;
+  return () => { a = (a + 0x6d2b79f5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
+}
+
+/** Unit vectors around a few centres (close scores), some exact duplicates (ties), some zero. */
+function vectors(rand: () => number, n: number, dims: number): { id: string; values: Float32Array }[] {
+  const centres = Array.from({ length: 5 }, () => Float32Array.from({ length: dims }, () => rand() * 2 - 1));
+  const out: { id: string; values: Float32Array }[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = `clm_${Math.floor(rand() * 1e9).toString(36)}_${i}`;
+    if (i > 0 && rand() < 0.05) { out.push({ id, values: Float32Array.from(out[Math.floor(rand() * out.length)].values) }); continue; }
+    if (rand() < 0.01) { out.push({ id, values: new Float32Array(dims) }); continue; }
+    const c = centres[Math.floor(rand() * centres.length)];
+    const spread = rand() < 0.5 ? 0.05 : 1;
+    out.push({ id, values: normalize(Float32Array.from(c, (x) => x + spread * (rand() * 2 - 1))) });
+  }
+  return out;
+}
+
+/** The definition, computed plainly: every stored vector's score, all sorted, the admitted top k. */
+function plainScan(stored: Map<string, Float32Array>, q: Float32Array, k: number, accept: AcceptIds): VectorHit[] {
+  const all = [...stored].map(([id, values]) => {
+    const v = quantize(values);
+    return { id, score: Math.fround(dot(v.data, 0, values.length, q) * Math.fround(v.invNorm)) };
+  });
+  all.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+  const ok = accept(all.map((h) => h.id));
+  return all.filter((h) => ok.has(h.id)).slice(0, Math.min(100, k));
+}
+
+const refusing = (keepOneIn: number): AcceptIds => (ids) => new Set(ids.filter((id) => {
+  let h = 0;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619);
+  return (h >>> 0) % keepOneIn === 0;
+}));
+
+describe("local index scan kernel", () => {
+  it("runs in workerd and gives the plain integer dot products", async () => {
+    const rand = prng(3);
+    for (const dims of [100, 384, 37]) {
+      const stride = Math.ceil(dims / 16) * 16;
+      const rows = new VectorRows(stride, 64);
+      expect(rows.scans).toBe(true);
+      const n = 50;
+      for (let i = 0; i < n * stride; i++) rows.data[i] = i % stride < dims ? Math.round(rand() * 254 - 127) : 0;
+      const scale = queryScale(stride);
+      const high = new Int16Array(stride), low = new Int16Array(stride);
+      for (let i = 0; i < dims; i++) {
+        high[i] = i % 7 === 0 ? scale : -scale; // the extreme sums
+        low[i] = Math.round(rand() * 2 * scale - scale);
+      }
+      for (let s = 0; s < n; s++) rows.norms[s] = rand();
+      const plain = (q: Int16Array) => Array.from({ length: n }, (_, s) => { let a = 0; for (let i = 0; i < dims; i++) a += rows.data[s * stride + i] * q[i]; return a; });
+      const H = plain(high), L = plain(low);
+      const norms = rows.norms.slice(0, n);
+      rows.grow(500); // rows and norms survive the memory's growth
+      expect(rows.norms.slice(0, n)).toEqual(norms);
+      const unit = rand() * 1e-4, lowUnit = rand() * 1e-9;
+      expect([...rows.scan(high, low, unit, lowUnit, n)]).toEqual(H.map((h, s) => (h * unit + L[s] * lowUnit) * norms[s]));
+      rows.norms.fill(1, 0, n);
+      expect([...rows.scan(high, low, 1, 0, n)]).toEqual(H);
+      expect([...rows.scan(high, low, 0, 1, n)]).toEqual(L);
+    }
+  });
+
+  for (const dims of [100, 384, 37]) {
+    it(`fast path = JS reference = plain scan, ${dims} dimensions, several sizes and accepts`, async () => {
+      const org = await newOrg();
+      await inOrg(org.org_id, async (o) => {
+        const rand = prng(dims);
+        const index = new LocalVectorIndex(o.db);
+        const stored = new Map<string, Float32Array>();
+        expect(await index.query(normalize(new Float32Array(dims).fill(1)), 10, ACCEPT_ALL)).toEqual([]); // loads the (empty) cache
+        for (const size of [1, 40, 700, 3000]) {
+          const add = vectors(rand, size - stored.size, dims);
+          await index.upsert(add); // grows the kernel's rows past their first capacity
+          for (const v of add) stored.set(v.id, v.values);
+          // Replace and remove a few, so slots move.
+          const some = [...stored.keys()].filter(() => rand() < 0.02);
+          await index.remove(some.slice(0, some.length >> 1));
+          for (const id of some.slice(0, some.length >> 1)) stored.delete(id);
+          const again = some.slice(some.length >> 1).map((id) => ({ id, values: vectors(rand, 1, dims)[0].values }));
+          await index.upsert(again);
+          for (const v of again) stored.set(v.id, v.values);
+
+          // The same rows (loaded fresh: `index` is their writer) with the query rounded to 1 or 7
+          // levels a side: a wide band to re-score, still the same answer.
+          const coarse = [new LocalVectorIndex(o.db, { maxQueryScale: 1 }), new LocalVectorIndex(o.db, { maxQueryScale: 7 })];
+          const stores = [...stored.values()];
+          const queries = [
+            stores[Math.floor(rand() * stores.length)], // an exact match, and its duplicates tie
+            normalize(Float32Array.from(stores[0], (x) => x + 0.01 * rand())),
+            normalize(Float32Array.from({ length: dims }, () => rand() * 2 - 1)),
+            normalize(Float32Array.from({ length: dims }, (_, i) => (i === 3 ? 1 : 1e-9 * rand()))), // one large component
+          ];
+          for (const q of queries) {
+            for (const [k, accept] of [[100, ACCEPT_ALL], [10, ACCEPT_ALL], [1, ACCEPT_ALL], [100, refusing(10)], [100, refusing(500)], [5, () => new Set<string>()]] as const) {
+              const fast = await index.query(q, k, accept);
+              expect(fast).toEqual(index.queryReference(q, k, accept));
+              expect(fast).toEqual(plainScan(stored, q, k, accept));
+              for (const other of coarse) expect(await other.query(q, k, accept)).toEqual(fast);
+            }
+          }
+        }
+        // A fresh index loads the same rows from SQLite and answers the same.
+        const q = normalize(Float32Array.from({ length: dims }, () => rand() * 2 - 1));
+        expect(await new LocalVectorIndex(o.db).query(q, 100, refusing(3))).toEqual(await index.query(q, 100, refusing(3)));
+        expect(await new LocalVectorIndex(o.db, { kernel: false }).query(q, 100, refusing(3))).toEqual(plainScan(stored, q, 100, refusing(3)));
+      });
+    });
+  }
+});
