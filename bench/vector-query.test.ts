@@ -16,7 +16,7 @@
 //               accept's (a caller who may read little: fewer than k among the best 400)
 // and checks that fast and reference answer identically for every query. Run with
 //   npx vitest run --config bench/vitest.vector.config.ts        (sizes: __VEC_SIZES, default 1k/50k/200k)
-import { it } from "vitest";
+import { expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
 import { candidateIdsAmong, insertClaim } from "../src/domains/memory/records";
@@ -133,5 +133,6 @@ it("vector query microbench", async () => {
     const line = `${size} vectors (seeded in ${seeded}s): ${JSON.stringify(r.mean)}; fast = reference for ${r.same}/${r.runs} queries`;
     lines.push(line);
     console.log(line);
+    expect(r.same, line).toBe(r.runs); // a timing of a different answer would not be a comparison
   }
 }, 3_600_000);

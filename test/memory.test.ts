@@ -757,7 +757,7 @@ describe("record ownership outbox", () => {
     expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
     // The taken id left the reserve with the write's commit.
     expect((await stock()).map((r) => r.record_id)).not.toContain(o);
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE taken = 1")!.n)).toBe(0);
+    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE record_id = ?", o)!.n)).toBe(0);
   });
 
   it("tops the reserve up again once writes have spent it below the low-water mark, counting it in SQL only then", async () => {

@@ -207,18 +207,20 @@ describe("migrations that backfill data", () => {
   });
 });
 
-describe("0023_observations_by_project_partial", () => {
-  it("leaves project-less observations out of observations_by_project, and reads by project still use it", async () => {
+describe("0024_observations_by_project_whole", () => {
+  it("indexes project-less observations too, so unscoped references read only those (not every observation)", async () => {
     const { newOrg, appendOk, obs, call } = await import("./helpers");
     const org = await newOrg();
-    const p = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "partial-index", create: true } });
+    const p = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "whole-index", create: true } });
     expect(p.status, p.text).toBe(201);
     await appendOk(org.api_key, obs("s", "no project"));
-    await appendOk(org.api_key, obs("s", "in the project", { project_id: p.json.data.project_id }));
+    for (let i = 0; i < 30; i++) await appendOk(org.api_key, obs("s", `in the project ${i}`, { project_id: p.json.data.project_id }));
     await inOrg(org.org_id, (o) => {
-      const plan = o.db.all<{ detail: string }>("EXPLAIN QUERY PLAN SELECT 1 FROM observations o WHERE o.project_id = ? ORDER BY o.created_at", "prj_x");
-      expect(plan.map((r) => r.detail).join(" | ")).toMatch(/USING (COVERING )?INDEX observations_by_project/);
-      expect(o.db.first<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'observations_by_project'")!.sql).toMatch(/WHERE project_id IS NOT NULL/);
+      const plan = o.db.all<{ detail: string }>("EXPLAIN QUERY PLAN SELECT 1 FROM observations o WHERE o.project_id IS NULL ORDER BY o.created_at");
+      expect(plan.map((r) => r.detail).join(" | ")).toMatch(/USING (COVERING )?INDEX observations_by_project \(project_id=\?\)/);
+      const cur = o.db.sql.exec("SELECT count(*) AS n FROM observations o WHERE o.project_id IS NULL");
+      expect(cur.toArray()).toEqual([{ n: 1 }]);
+      expect(cur.rowsRead).toBeLessThan(5);
     });
   });
 });

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, tombstone } from "../src/domains/memory/records";
+import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, readableWithin, tombstone } from "../src/domains/memory/records";
 import { queueTouched } from "../src/org/outbox";
 import { appendOk, consolidateOk, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
@@ -126,7 +126,38 @@ describe("memory record writers", () => {
 });
 
 describe("memory record readers", () => {
-  it("walk write order as the caller sees it: neighbours skip claims it may not read, after-only leaves before empty", async () => {
+  it("count the readable claims between two matches without walking past the second (claims the caller cannot read after it cost nothing)", async () => {
+    const org = await newOrg();
+    const me = await mintKey(org.api_key, { scopes: ["*"] });
+    const other = await mintKey(org.api_key, { scopes: ["*"] });
+    const mine = await appendOk(me.key, obs("s", "x"));
+    const theirs = await appendOk(other.key, obs("s", "y", { visibility: "private" }));
+    const [a] = await consolidateOk(me.key, "s", [{ kind: "fact", statement: "ferry noon a", sources: supports(mine) }]);
+    await consolidateOk(other.key, "s", [{ kind: "fact", statement: "hidden between", sources: supports(theirs), visibility: "private" }]);
+    const [b] = await consolidateOk(me.key, "s", [{ kind: "fact", statement: "ferry noon b", sources: supports(mine) }]);
+    const read = await inOrg(org.org_id, (store) => {
+      const at = new Date().toISOString();
+      const otherId = loadCaller(store.db, hashKey(other.key))!.principalId;
+      for (let i = 0; i < 2000; i++)
+        insertClaim(store.db, { claim_id: `claim_${i.toString(16).padStart(32, "0")}`, subject_id: "s", project_id: null, kind: "fact", statement: `later ${i}`,
+          status: "active", visibility: "private", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
+          disputes: "[]", author_id: otherId, created_at: at, updated_at: at }, supports(theirs));
+      const seq = (id: string) => store.db.first<{ seq: number }>("SELECT seq FROM claims WHERE claim_id = ?", id)!.seq;
+      const caller = loadCaller(store.db, hashKey(me.key))!;
+      let rowsRead = 0;
+      const exec = store.db.sql.exec.bind(store.db.sql);
+      const counting = Object.create(store.db, { sql: { value: { exec: (...q: Parameters<SqlStorage["exec"]>) => {
+        const cur = exec(...q); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
+        return { columnNames: cur.columnNames, raw: () => rows.values() };
+      } } } });
+      const within = readableWithin(counting, caller, [[seq(a), seq(b)]], 2);
+      return { within: within.get(seq(a)), rowsRead };
+    });
+    expect(read.rowsRead, `rows read ${read.rowsRead}`).toBeLessThan(20);
+    expect(read.within).toEqual([]);
+  }, 60_000);
+
+  it("walk write order as the caller sees it: neighbours and spans skip claims it may not read, spans stop at their end", async () => {
     const org = await newOrg();
     const me = await mintKey(org.api_key, { scopes: ["*"] });
     const other = await mintKey(org.api_key, { scopes: ["*"] });
@@ -145,10 +176,13 @@ describe("memory record readers", () => {
       const names = (m: Map<number, { before: number[]; after: number[] }>) =>
         Object.fromEntries([...m].map(([s, n]) => [name(s), { before: n.before.map(name), after: n.after.map(name) }]));
       const asked = [ids[0], ids[3], ids[6]].map((id) => seq.get(id)!);
-      return { both: names(readableNeighbours(store.db, caller, asked, 2)), after: names(readableNeighbours(store.db, caller, asked, 2, "after")) };
+      const within = readableWithin(store.db, caller, [[asked[0], asked[2]], [asked[1], asked[2]], [asked[2], seq.get(ids[7])! + 1]], 2);
+      return { both: names(readableNeighbours(store.db, caller, asked, 2)),
+        within: Object.fromEntries([...within].map(([s, list]) => [name(s), list.map(name)])) };
     });
     const [m0, , , m1, , , m2, m3] = ids;
     expect(out.both).toEqual({ [m0]: { before: [], after: [m1, m2] }, [m1]: { before: [m0], after: [m2, m3] }, [m2]: { before: [m1, m0], after: [m3] } });
-    expect(out.after).toEqual({ [m0]: { before: [], after: [m1, m2] }, [m1]: { before: [], after: [m2, m3] }, [m2]: { before: [], after: [m3] } });
+    // Strictly between: m0..m2 holds m1 only; m1..m2 nothing readable; m2..(past m3) m3.
+    expect(out.within).toEqual({ [m0]: [m1], [m1]: [], [m2]: [m3] });
   });
 });

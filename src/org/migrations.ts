@@ -852,4 +852,15 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX observations_by_project ON observations(project_id, created_at) WHERE project_id IS NOT NULL;
     `,
   },
+  {
+    // 0023 undone: with observations_by_project partial, GET /v1/projects/~/references (project-less
+    // observations, `project_id IS NULL`) walked every observation of the organization to find the
+    // few without a project wherever most have one, and its existence check did so even to answer 404.
+    // One page write saved per append was not worth a read whose cost grows with the whole table.
+    name: "0024_observations_by_project_whole",
+    sql: `
+      DROP INDEX observations_by_project;
+      CREATE INDEX observations_by_project ON observations(project_id, created_at);
+    `,
+  },
 ];

@@ -166,12 +166,15 @@ export class LocalVectorIndex implements VectorIndex {
     // Fewer than k admitted among the best 4k: walk the rest in order, in batches. With the kernel,
     // the exact best 16k, 64k, ... in turn (the same order, so the same answer) instead of a sort of all.
     if (!scoredAll) {
-      for (let done = first.length, more = 16 * k; hits.length < k && done < n; more *= 4) {
-        const next = this.bestSlotsFast(c, values, Math.min(n, more), scores)!;
-        for (let i = done; i < next.length && hits.length < k; i += ACCEPT_BATCH) admit(next.slice(i, i + ACCEPT_BATCH));
-        done = next.length;
+      // Each step rescans every row, so once a step would take a quarter of them, one exact pass over
+      // all and a sort (the JS path's way) is cheaper: a caller who may read almost nothing walks there.
+      for (let more = 16 * k; hits.length < k && first.length < n && 4 * more < n; more *= 4) {
+        const next = this.bestSlotsFast(c, values, more, scores)!;
+        for (let i = first.length; i < next.length && hits.length < k; i += ACCEPT_BATCH) admit(next.slice(i, i + ACCEPT_BATCH));
+        first = next;
       }
-      return hits;
+      if (hits.length >= k || first.length >= n) return hits;
+      this.scoreAll(c, values, scores);
     }
     const taken = new Set(first);
     const rest: number[] = [];
@@ -193,7 +196,8 @@ export class LocalVectorIndex implements VectorIndex {
    * approximation, m slots have e >= A - eps, so the m-th largest exact score E is >= A - eps, and
    * every slot of the exact top m has a >= E - eps >= A - 2 eps. Scoring exactly every slot with
    * a >= A - 2 eps and sorting them by (score, id) therefore yields the exact top m, in order. |rest|
-   * is about 1e-9 for a unit query, so the band is the top m and their exact ties.
+   * is about 1e-9 for a unit query; the float margin (1e-6) dominates eps, so the band is the top m
+   * and the few slots within a few millionths of the cut.
    * Which slots fall in the band depends only on the scores, never on `accept`.
    */
   private bestSlotsFast(c: Cache, values: Float32Array, m: number, scores: Float32Array): number[] | null {

@@ -2,9 +2,10 @@
 // query given as two int16 vectors, its rounding and the rounding of the remainder (scan-kernel.wasm,
 // written by scripts/build-scan-kernel.mjs). Workers refuse to compile wasm bytes at run time, so the
 // module arrives compiled through a static import (wrangler bundles `*.wasm` as a compiled module);
-// instantiating it per organization's index is synchronous and cheap. Without the kernel (a runtime
-// without wasm SIMD) the rows live in plain arrays and `scans` is false: the index then scores in JS,
-// which is also its reference path.
+// instantiating it per organization's index is synchronous and cheap. When it cannot be instantiated, or
+// its memory cannot be reserved, the rows live in plain arrays and `scans` is false: the index then
+// scores in JS, which is also its reference path. (A runtime without wasm SIMD at all would refuse
+// the module when the Worker loads; workerd has it.)
 import scanKernel from "./scan-kernel.wasm";
 
 interface KernelExports {
@@ -30,7 +31,7 @@ const PAGE = 65536;
 export class VectorRows {
   data: Int8Array;
   norms: Float32Array;
-  private readonly kernel: KernelExports | null;
+  private kernel: KernelExports | null;
   private readonly queryBytes: number;
   private readonly dataAt: number;
   private cap: number;
@@ -41,7 +42,13 @@ export class VectorRows {
     this.dataAt = 2 * this.queryBytes;
     this.cap = cap;
     if (this.kernel) {
-      this.reserve();
+      try {
+        this.reserve();
+      } catch {
+        this.kernel = null; // no memory for the kernel's copy: plain arrays, scored in JS
+      }
+    }
+    if (this.kernel) {
       this.data = new Int8Array(this.kernel.memory.buffer, this.dataAt, cap * stride);
       this.norms = new Float32Array(this.kernel.memory.buffer, this.normsAt, cap);
     } else {
@@ -74,8 +81,14 @@ export class VectorRows {
       return;
     }
     const oldNorms = this.norms.slice();
+    const previous = this.cap;
     this.cap = cap;
-    this.reserve();
+    try {
+      this.reserve();
+    } catch (err) {
+      this.cap = previous; // nothing moved: the views still match the old capacity
+      throw err;
+    }
     const buffer = this.kernel.memory.buffer;
     this.data = new Int8Array(buffer, this.dataAt, cap * this.stride);
     this.data.fill(0, oldRows); // held the old norms and output

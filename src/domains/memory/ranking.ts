@@ -29,7 +29,7 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableNeighbours, scopedCandidates, sharedTermStats } from "./records";
+import { type CandidateRow, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableNeighbours, readableWithin, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens, tokensOfBytes } from "./tokens";
 
 /**
@@ -201,9 +201,12 @@ function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: C
 function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neighbours {
   return contextPairs(matching, (asked) => {
     // Readable claims between a and b, counted up to contextSpan: those of the first contextSpan readable
-    // claims after a that lie before b. One walk per distinct a (pairs share their first claim), not one per pair.
-    const after = readableNeighbours(db, caller, [...new Set(asked.map(([a]) => a))], WEIGHTS.contextSpan, "after");
-    return asked.map(([a, b]) => after.get(a)!.after.filter((s) => s < b).length);
+    // claims after a, below the farthest b asked with a, that lie before b. One walk per distinct a
+    // (pairs share their first claim), not one per pair, and none past its farthest b.
+    const farthest = new Map<number, number>();
+    for (const [a, b] of asked) farthest.set(a, Math.max(b, farthest.get(a) ?? b));
+    const within = readableWithin(db, caller, [...farthest], WEIGHTS.contextSpan);
+    return asked.map(([a, b]) => within.get(a)!.filter((s) => s < b).length);
   });
 }
 

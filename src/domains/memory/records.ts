@@ -614,20 +614,36 @@ export function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, se
  * For each write position, the nearest `n` claims before and after it that the caller may retrieve (in
  * any status): write order as the caller sees it, skipping what it cannot read. One statement; each
  * side is a backward or forward walk of the primary key that stops at the n-th readable claim.
- * `after` only: the walks after each position, `before` left empty (context distance needs no more).
  */
-export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number, sides: "both" | "after" = "both"):
-  Map<number, { before: number[]; after: number[] }> {
+export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number): Map<number, { before: number[]; after: number[] }> {
   const out = new Map<number, { before: number[]; after: number[] }>();
   if (!seqs.length) return out;
   const [ok, ...args] = retrievable(caller, "c");
   const walk = (cmp: "<" | ">", order: "DESC" | "ASC") =>
     `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c WHERE c.seq ${cmp} h.value AND ${ok} ORDER BY c.seq ${order} LIMIT ?))`;
   const rows = db.all<{ seq: number; before: string; after: string }>(
-    `SELECT h.value AS seq, ${sides === "both" ? walk("<", "DESC") : "'[]'"} AS before, ${walk(">", "ASC")} AS after FROM json_each(?) h`,
-    ...(sides === "both" ? [...args, n] : []), ...args, n, JSON.stringify(seqs));
+    `SELECT h.value AS seq, ${walk("<", "DESC")} AS before, ${walk(">", "ASC")} AS after FROM json_each(?) h`,
+    ...args, n, ...args, n, JSON.stringify(seqs));
   for (const r of rows) out.set(r.seq, { before: JSON.parse(r.before), after: JSON.parse(r.after) });
   return out;
+}
+
+/**
+ * For each span [a, b] of write positions, the first `n` claims strictly between them that the caller
+ * may retrieve (in any status), keyed by a: a forward walk of the primary key from a that stops at the
+ * n-th readable claim or at b, so claims the caller cannot read past b cost nothing.
+ */
+export function readableWithin(db: Db, caller: Caller, spans: [number, number][], n: number): Map<number, number[]> {
+  if (!spans.length) return new Map();
+  const [ok, ...args] = retrievable(caller, "c");
+  const rows = db.all<{ seq: number; within: string }>(
+    `SELECT json_extract(h.value, '$[0]') AS seq,
+        (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c
+          WHERE c.seq > json_extract(h.value, '$[0]') AND c.seq < json_extract(h.value, '$[1]') AND ${ok}
+          ORDER BY c.seq LIMIT ?)) AS within
+       FROM json_each(?) h`,
+    ...args, n, JSON.stringify(spans));
+  return new Map(rows.map((r) => [r.seq, JSON.parse(r.within) as number[]]));
 }
 
 // ---- ranking statistics -------------------------------------------------------------------------
