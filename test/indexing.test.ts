@@ -52,6 +52,40 @@ function production(db: import("../src/org/db").Db, orgId: string, opts: { extra
 }
 
 describe("index drain and verify on the embedded default", () => {
+  it("keeps only vector hits that point the query's way (cosine above 0)", async () => {
+    const { vectorHits } = await import("../src/domains/indexing/retrieval");
+    const org = await newOrg();
+    await inOrg(org.org_id, async (o) => {
+      const unit = new Float32Array(100); unit[0] = 1;
+      const fake = {
+        config: readModelConfig({}, NOW()), extractor: null,
+        embedder: { provider: "local" as const, model: "fake", dimensions: 100, embed: async () => [unit] },
+        index: { provider: "local" as const, upsert: async () => {}, remove: async () => {}, present: async () => new Set<string>(),
+          appliedUpTo: async () => null,
+          query: async () => [{ id: "claim_a", score: 0.5 }, { id: "claim_b", score: 0 }, { id: "claim_c", score: -0.2 }] },
+      };
+      const caller = loadCaller(o.db, sha256Hex(org.api_key))!;
+      expect(fake.config.vectors.status).toBe("enabled");
+      expect([...(await vectorHits(fake, o.db, caller, { query: "anything" }))!]).toEqual([["claim_a", 0.5]]);
+    });
+  });
+
+  it("a query the embedder knows no word of finds no vector hits: nothing arbitrary joins the pack", async () => {
+    const org = await newOrg();
+    for (const text of ["the marmalade recipe uses seville oranges", "the ferry leaves at noon", "a walnut cake for sunday"])
+      await claimOk(org.api_key, "kitchen", text);
+    await indexAll(org.api_key);
+    // Known words: a vector hit takes part.
+    const known = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "citrus jam" } });
+    expect(known.json.meta.degraded.vectors).toBe(false);
+    // No word the embedder (or the index) knows: a zero query vector is near nothing, so no claim comes
+    // back as the "nearest" (the smallest ids, every cosine 0), and the pack holds nothing.
+    const unknown = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "zqxvw qqjjk" } });
+    expect(unknown.status).toBe(201);
+    expect(unknown.json.data.items).toEqual([]);
+    expect(unknown.json.meta.degraded.vectors).toBe(true);
+  });
+
   it("indexes claims, verifies them present, and compile then uses vectors", async () => {
     const org = await newOrg();
     const id = await claimOk(org.api_key, "kitchen", "the marmalade recipe uses seville oranges");

@@ -18,9 +18,14 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: {
   if (!f.query?.trim() || !hasVectors(rt)) return null;
   try {
     const [q] = await rt.embedder.embed([f.query]);
+    // A query none of whose words the embedder knows embeds to zero: it has no direction, so no claim
+    // is near it (every cosine is 0, and the "nearest" would be the smallest ids). Vectors were asked
+    // and found nothing; nothing joins the candidates.
+    if (!q.some((x) => x !== 0)) return new Map();
     const accept = (ids: string[]) => candidateIdsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)));
     const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
-    return new Map(hits.map((h) => [h.id, h.score]));
+    // Only claims that point the query's way are near it: a cosine of 0 or less says nothing in common.
+    return new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score]));
   } catch (err) {
     // Retrieval degrades to lexical (meta.degraded.vectors stays true); it never fails the compile.
     if (err instanceof VectorBackendError) return null;
