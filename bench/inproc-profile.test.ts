@@ -16,11 +16,10 @@ import { insertClaim } from "../src/domains/memory/records";
 import { Db } from "../src/org/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
-import { inOrg, newOrg } from "../test/helpers";
+import { inOrg, newOrg, prng } from "../test/helpers";
 
 const SIZES = (globalThis as any).__SIZES ?? [1000, 50000, 200000];
 const REPS = 3;
-function prng(seed: number) { let a = seed >>> 0; return () => { a = (a + 0x6d2b79f5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; }; }
 const SYL = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "en", "ro", "na", "shi", "ta", "qu", "fa", "bel", "zo", "gri", "um", "cor", "lin", "mar", "tes", "vo", "gan", "hel", "pra", "sto", "wi"];
 const VOCAB = Array.from({ length: 20_000 }, (_, i) => { let w = "", n = i + SYL.length; while (n > 0) { w += SYL[n % SYL.length]; n = Math.floor(n / SYL.length); } return w; });
 const CDF = (() => { const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07)); const t = w.reduce((a, b) => a + b, 0); let acc = 0; return w.map((x) => (acc += x / t)); })();

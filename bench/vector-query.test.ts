@@ -23,28 +23,16 @@ import { candidateIdsAmong, insertClaim } from "../src/domains/memory/records";
 import type { Db } from "../src/org/db";
 import { GLOVE_TABLE } from "../src/vector/glove-table";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
-import { dot, LocalVectorIndex } from "../src/vector/local-index";
-import { inOrg, newOrg } from "../test/helpers";
+import { bestSlots, dot, LocalVectorIndex } from "../src/vector/local-index";
+import { inOrg, newOrg, prng } from "../test/helpers";
 
 const SIZES: number[] = (globalThis as any).__VEC_SIZES ?? [1000, 50000, 200000];
 const REPS = 3;
-function prng(seed: number) { let a = seed >>> 0; return () => { a = (a + 0x6d2b79f5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; }; }
 const VOCAB = GLOVE_TABLE.words.split(" ");
 const CDF = (() => { const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07)); const t = w.reduce((a, b) => a + b, 0); let acc = 0; return w.map((x) => (acc += x / t)); })();
 function zipfWord(rand: () => number) { const u = rand(); let lo = 0, hi = CDF.length - 1; while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; } return VOCAB[lo]; }
 const statement = (rand: () => number) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
 
-function bestSlots(n: number, k: number, better: (a: number, b: number) => boolean): number[] {
-  const best: number[] = [];
-  for (let s = 0; s < n; s++) {
-    if (best.length === k && !better(s, best[k - 1])) continue;
-    let lo = 0, hi = best.length;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (better(best[mid], s)) lo = mid + 1; else hi = mid; }
-    best.splice(lo, 0, s);
-    if (best.length > k) best.pop();
-  }
-  return best;
-}
 
 it("vector query microbench", async () => {
   const org = await newOrg();
@@ -89,41 +77,34 @@ it("vector query microbench", async () => {
       await index.query(qs[0], 100, accept);
       const time: Record<string, number> = {};
       const add = (k: string, ms: number) => { time[k] = (time[k] ?? 0) + ms; };
+      /** `work`'s result, its time (until it settles, when it returns a promise) added under `k`. */
+      function timed<T>(k: string, work: () => T): T {
+        const t = performance.now();
+        const out = work();
+        if (out instanceof Promise) return out.finally(() => add(k, performance.now() - t)) as T;
+        add(k, performance.now() - t);
+        return out;
+      }
       const ids = (index as any).cache.ids as string[];
       const rows = (index as any).cache.rows;
       const norms = rows.norms as Float32Array;
       const n = ids.length;
       let same = 0;
       for (let rep = 0; rep < REPS; rep++) for (let i = 0; i < queries.length; i++) {
-        let t = performance.now();
-        const [q] = await embedder.embed([queries[i]]);
-        add("embed", performance.now() - t);
-        t = performance.now();
-        const scores = new Float32Array(n);
-        for (let s = 0; s < n; s++) scores[s] = Math.fround(dot(rows.data, s * rows.stride, q.length, q) * norms[s]);
-        add("js scan", performance.now() - t);
-        t = performance.now();
-        const first = bestSlots(n, Math.min(n, 400), (a, b) => scores[a] > scores[b] || (scores[a] === scores[b] && ids[a] < ids[b]));
-        add("select 400", performance.now() - t);
-        t = performance.now();
-        accept(first.map((s) => ids[s]));
-        add("accept 400", performance.now() - t);
-        t = performance.now();
-        accept(first.slice(0, 100).map((s) => ids[s]));
-        add("accept 100", performance.now() - t);
-        t = performance.now();
-        const ref = index.queryReference(q, 100, accept);
-        add("reference", performance.now() - t);
-        t = performance.now();
-        const fast = await index.query(q, 100, accept);
-        add("fast", performance.now() - t);
+        const [q] = await timed("embed", () => embedder.embed([queries[i]]));
+        const scores = timed("js scan", () => {
+          const out = new Float32Array(n);
+          for (let s = 0; s < n; s++) out[s] = Math.fround(dot(rows.data, s * rows.stride, q.length, q) * norms[s]);
+          return out;
+        });
+        const first = timed("select 400", () => bestSlots(n, Math.min(n, 400), (a, b) => scores[a] > scores[b] || (scores[a] === scores[b] && ids[a] < ids[b])));
+        timed("accept 400", () => accept(first.map((s) => ids[s])));
+        timed("accept 100", () => accept(first.slice(0, 100).map((s) => ids[s])));
+        const ref = timed("reference", () => index.queryReference(q, 100, accept));
+        const fast = await timed("fast", () => index.query(q, 100, accept));
         const few = (ids: string[]) => new Set([...accept(ids)].filter((id) => parseInt(id.slice(-4), 16) % 10 === 0));
-        t = performance.now();
-        const refFew = index.queryReference(q, 100, few);
-        add("reference 1/10", performance.now() - t);
-        t = performance.now();
-        const fastFew = await index.query(q, 100, few);
-        add("fast 1/10", performance.now() - t);
+        const refFew = timed("reference 1/10", () => index.queryReference(q, 100, few));
+        const fastFew = await timed("fast 1/10", () => index.query(q, 100, few));
         if (JSON.stringify(ref) === JSON.stringify(fast) && JSON.stringify(refFew) === JSON.stringify(fastFew)) same++;
       }
       const runs = REPS * queries.length;

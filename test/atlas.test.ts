@@ -7,8 +7,8 @@ import { loadCaller } from "../src/domains/identity/store";
 import { insertClaim } from "../src/domains/memory/records";
 import { newId } from "../src/http/ids";
 import { clock } from "../src/http/clock";
-import { Db } from "../src/org/db";
-import { appendOk, call, type CallResult, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import type { Db } from "../src/org/db";
+import { appendOk, call, type CallResult, consolidateOk, countingDb, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const DAY = 86_400_000;
 const view = (key: string, body: Record<string, unknown>) => call("POST", "/v1/memory-views/compile", { key, body });
@@ -65,16 +65,9 @@ const project = async (key: string, reference: string, workspace_id?: string) =>
 /** Rows SQLite reads for the key's view of `lens` at max_nodes 25, with the view (which must not change). */
 const rowsReadByLens = (orgId: string, key: string, lens: string) => inOrg(orgId, async (o) => {
   const caller = loadCaller(o.db, await hashKey(key))!;
-  let rowsRead = 0;
-  const counting = new Db(new Proxy(o.db.sql, { get: (t, k) => k === "exec"
-    ? (...a: Parameters<SqlStorage["exec"]>) => {
-      // Read to the end here (rowsRead is final then); hand Db the rows the way it reads them (raw).
-      const cur = t.exec(...a); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
-      return { columnNames: cur.columnNames, raw: () => rows.values() };
-    }
-    : Reflect.get(t, k, t) }));
-  const view = compileView(counting, caller, atlasBody.parse({ lens, max_nodes: 25 }));
-  return { rowsRead, view };
+  const counting = countingDb(o.db);
+  const view = compileView(counting.db, caller, atlasBody.parse({ lens, max_nodes: 25 }));
+  return { rowsRead: counting.rowsRead(), view };
 });
 
 describe("Memory Atlas lenses", () => {

@@ -9,6 +9,7 @@ import { errorEnvelope, successMetaOf } from "../src/http/shapes";
 import { ROUTES } from "../src/routes";
 import type { OwnershipRegistry } from "../src/registry/client";
 import { groupByShard } from "../src/registry/shards";
+import { Db } from "../src/org/db";
 
 export interface CallResult {
   status: number;
@@ -169,3 +170,30 @@ export async function readmeAuditHash(prevHash: string, e: {
 
 /** A public route's request with no body, no credential and no waiting (health and readiness probes). */
 export const bareRequest = { bodyText: null, authorization: null, wait: async () => {} };
+
+/**
+ * A Db over `db`'s storage that counts the rows SQLite reads for its statements (cursor.rowsRead),
+ * reading each cursor to the end so the count is final, and handing the rows on as Db reads them (raw).
+ */
+export function countingDb(db: Db): { db: Db; rowsRead: () => number } {
+  let rowsRead = 0;
+  const counting = new Db(new Proxy(db.sql, { get: (t, k) => k === "exec"
+    ? (...a: Parameters<SqlStorage["exec"]>) => {
+      const cur = t.exec(...a); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
+      return { columnNames: cur.columnNames, raw: () => rows.values() };
+    }
+    : Reflect.get(t, k, t) }));
+  return { db: counting, rowsRead: () => rowsRead };
+}
+
+/** A seeded pseudo-random generator (mulberry32) in [0, 1): test and bench data that repeats run to run. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

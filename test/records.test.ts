@@ -6,7 +6,7 @@ import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
 import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, readableWithin, tombstone } from "../src/domains/memory/records";
 import { queueTouched } from "../src/org/outbox";
-import { appendOk, consolidateOk, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, consolidateOk, countingDb, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 declare global {
   /** Vite's compile-time glob import (vitest transforms it; typed here rather than pulling in vite/client). */
@@ -125,13 +125,19 @@ describe("memory record writers", () => {
   });
 });
 
+/** Two principals of one organization, each with an observation: mine (team) and theirs (private to them). */
+async function meAndOther() {
+  const org = await newOrg();
+  const me = await mintKey(org.api_key, { scopes: ["*"] });
+  const other = await mintKey(org.api_key, { scopes: ["*"] });
+  const mine = await appendOk(me.key, obs("s", "x"));
+  const theirs = await appendOk(other.key, obs("s", "y", { visibility: "private" }));
+  return { org, me, other, mine, theirs };
+}
+
 describe("memory record readers", () => {
   it("count the readable claims between two matches without walking past the second (claims the caller cannot read after it cost nothing)", async () => {
-    const org = await newOrg();
-    const me = await mintKey(org.api_key, { scopes: ["*"] });
-    const other = await mintKey(org.api_key, { scopes: ["*"] });
-    const mine = await appendOk(me.key, obs("s", "x"));
-    const theirs = await appendOk(other.key, obs("s", "y", { visibility: "private" }));
+    const { org, me, other, mine, theirs } = await meAndOther();
     const [a] = await consolidateOk(me.key, "s", [{ kind: "fact", statement: "ferry noon a", sources: supports(mine) }]);
     await consolidateOk(other.key, "s", [{ kind: "fact", statement: "hidden between", sources: supports(theirs), visibility: "private" }]);
     const [b] = await consolidateOk(me.key, "s", [{ kind: "fact", statement: "ferry noon b", sources: supports(mine) }]);
@@ -144,25 +150,16 @@ describe("memory record readers", () => {
           disputes: "[]", author_id: otherId, created_at: at, updated_at: at }, supports(theirs));
       const seq = (id: string) => store.db.first<{ seq: number }>("SELECT seq FROM claims WHERE claim_id = ?", id)!.seq;
       const caller = loadCaller(store.db, hashKey(me.key))!;
-      let rowsRead = 0;
-      const exec = store.db.sql.exec.bind(store.db.sql);
-      const counting = Object.create(store.db, { sql: { value: { exec: (...q: Parameters<SqlStorage["exec"]>) => {
-        const cur = exec(...q); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
-        return { columnNames: cur.columnNames, raw: () => rows.values() };
-      } } } });
-      const within = readableWithin(counting, caller, [[seq(a), seq(b)]], 2);
-      return { within: within.get(seq(a)), rowsRead };
+      const counting = countingDb(store.db);
+      const within = readableWithin(counting.db, caller, [[seq(a), seq(b)]], 2);
+      return { within: within.get(seq(a)), rowsRead: counting.rowsRead() };
     });
     expect(read.rowsRead, `rows read ${read.rowsRead}`).toBeLessThan(20);
     expect(read.within).toEqual([]);
   }, 60_000);
 
   it("walk write order as the caller sees it: neighbours and spans skip claims it may not read, spans stop at their end", async () => {
-    const org = await newOrg();
-    const me = await mintKey(org.api_key, { scopes: ["*"] });
-    const other = await mintKey(org.api_key, { scopes: ["*"] });
-    const mine = await appendOk(me.key, obs("s", "x"));
-    const theirs = await appendOk(other.key, obs("s", "y", { visibility: "private" }));
+    const { org, me, other, mine, theirs } = await meAndOther();
     const ids: string[] = [];
     // Mine and another principal's private claims, interleaved: m0 t t m1 t t m2 m3.
     for (const [key, src, vis] of [[me.key, mine, "team"], [other.key, theirs, "private"], [other.key, theirs, "private"], [me.key, mine, "team"],

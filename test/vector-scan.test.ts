@@ -6,12 +6,8 @@ import { describe, expect, it } from "vitest";
 import { dot, LocalVectorIndex, quantize, queryScale } from "../src/vector/local-index";
 import { VectorRows } from "../src/vector/scan-kernel";
 import { ACCEPT_ALL, type AcceptIds, normalize, type VectorHit } from "../src/vector/types";
-import { inOrg, newOrg } from "./helpers";
+import { inOrg, newOrg, prng } from "./helpers";
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => { a = (a + 0x6d2b79f5) >>> 0; let t = a; t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
-}
 
 /** Unit vectors around a few centres (close scores), some exact duplicates (ties), some zero. */
 function vectors(rand: () => number, n: number, dims: number): { id: string; values: Float32Array }[] {

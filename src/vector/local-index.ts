@@ -28,7 +28,7 @@ export function dot(data: Int8Array, base: number, dims: number, values: Float32
 }
 
 /** The best `k` of slots 0..n-1 by `better`, best first (insertion into a short sorted list). */
-function bestSlots(n: number, k: number, better: (a: number, b: number) => boolean): number[] {
+export function bestSlots(n: number, k: number, better: (a: number, b: number) => boolean): number[] {
   const best: number[] = [];
   for (let s = 0; s < n; s++) {
     if (best.length === k && !better(s, best[k - 1])) continue;
