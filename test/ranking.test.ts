@@ -2,7 +2,10 @@
 // principal's private claims (issue 13 item 3), and search pages stay stable under writes (item 9).
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
-import { rankTexts } from "../src/domains/memory/ranking";
+import { hashKey } from "../src/auth/credentials";
+import { loadCaller } from "../src/domains/identity/store";
+import { LEXICAL_CANDIDATES, LEXICAL_READS, rankClaims, rankTexts } from "../src/domains/memory/ranking";
+import { insertClaim } from "../src/domains/memory/records";
 import { SNAPSHOT_TTL_MS } from "../src/domains/memory/search";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
@@ -335,5 +338,60 @@ describe("rankTexts (channel compile's use of compile's scoring)", () => {
       { query: "ferry noon" }, now);
     // Equal texts: the newer (seq 1) wins on recency, though a tie would put the later seq first.
     expect(equal.map((r) => r.candidate.seq)).toEqual([1, 2]);
+  });
+});
+
+describe("compile's bounded lexical reads", () => {
+  /**
+   * One organization: an old claim holding both query words, then `each` newer claims holding one of
+   * them each, then filler holding neither (so both words are held by fewer than half the claims and
+   * select candidates). Claims go straight through insertClaim, each a minute apart.
+   */
+  async function commonWords(each: number) {
+    const org = await newOrg();
+    const statements = ["alpha beta: the old answer", ...Array.from({ length: each }, (_, i) => [`alpha note ${i}`, `beta note ${i}`]).flat(),
+      ...Array.from({ length: 2 * each + 2 }, (_, i) => `gamma filler ${i}`)];
+    await inOrg(org.org_id, (store) => {
+      const author = loadCaller(store.db, hashKey(org.api_key))!.principalId;
+      const start = Date.parse("2026-01-01T00:00:00.000Z");
+      statements.forEach((statement, i) => {
+        const at = new Date(start + i * 60_000).toISOString();
+        insertClaim(store.db, { claim_id: `clm_${i.toString(16).padStart(32, "0")}`, subject_id: "s", project_id: null, kind: "fact", statement,
+          status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
+          disputes: "[]", author_id: author, created_at: at, updated_at: at }, []);
+      });
+    });
+    return org;
+  }
+
+  it("reads the claims holding every query word first, so an old one is not cut off by each word's newest matches", async () => {
+    // Each word has more newer matches than its share of the reads: without the reads of claims that
+    // hold both, the old claim would never be read (LoCoMo lost such a turn at 500 reads).
+    const org = await commonWords(LEXICAL_READS);
+    const out = await inOrg(org.org_id, (store) => {
+      const caller = loadCaller(store.db, hashKey(org.api_key))!;
+      let lexicalRows = 0;
+      const db = new Proxy(store.db, { get(t, p) {
+        const v = Reflect.get(t, p);
+        if (p !== "all") return typeof v === "function" ? v.bind(t) : v;
+        return (q: string, ...args: unknown[]) => { const rows = v.call(t, q, ...args); if (q.includes("claims_fts MATCH")) lexicalRows += rows.length; return rows; };
+      } });
+      const ranked = rankClaims(db, caller, { query: "alpha beta" });
+      return { ranked: ranked.map((r) => r.claim.claim_id), lexicalRows };
+    });
+    expect(out.ranked[0]).toBe(`clm_${"0".padStart(32, "0")}`);
+    // Bounded whatever the organization holds: at most LEXICAL_READS matches read, the best LEXICAL_CANDIDATES ranked.
+    expect(out.lexicalRows).toBe(LEXICAL_READS);
+    expect(out.ranked).toHaveLength(LEXICAL_CANDIDATES);
+  }, 60_000);
+
+  it("reads every match while the words have fewer matches than the reads", async () => {
+    const org = await commonWords(20);
+    const ranked = await inOrg(org.org_id, (store) =>
+      rankClaims(store.db, loadCaller(store.db, hashKey(org.api_key))!, { query: "alpha beta" }).map((r) => r.claim.claim_id));
+    // The first 1 + 2 × 20 claims hold a query word: all read and ranked, the one holding both first.
+    const id = (i: number) => `clm_${i.toString(16).padStart(32, "0")}`;
+    expect([...ranked].sort()).toEqual(Array.from({ length: 41 }, (_, i) => id(i)).sort());
+    expect(ranked[0]).toBe(id(0));
   });
 });

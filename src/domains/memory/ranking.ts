@@ -28,22 +28,31 @@ import { TRUST_LEVELS, type Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import { bm25, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
+import { bm25, matchAll, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
 import { type CandidateRow, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableNeighbours, readableWithin, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens, tokensOfBytes } from "./tokens";
 
 /**
- * Candidates per way in (lexical, subject, project): 2.5 times the largest pack (max_items 200). Was
- * 1000; at 500 recall is unchanged and compile in a 10,000-claim organization is faster by a fifth
- * (docs/BENCHMARKS.md), since per-candidate work is most of compile's cost. Lexical selection reads
- * at most this many matches in all (see lexicalSelection).
+ * Candidates per scoped way in (subject, project, or the newest claims without a query): 2.5 times the
+ * largest pack (max_items 200). Was 1000; at 500 recall was unchanged and compile in a 10,000-claim
+ * organization faster by a fifth (docs/BENCHMARKS.md).
  */
 export const CANDIDATE_LIMIT = 500;
 /**
- * Lexical matches read per compile, in all: twice CANDIDATE_LIMIT. At 500, LoCoMo recall at 2000
- * tokens lost one evidence turn (docs/BENCHMARKS.md); at 1000 it is unchanged.
+ * Lexical candidates kept, the best by bm25 of the matches read: the largest pack (max_items 200).
+ * Was CANDIDATE_LIMIT (500); at 200 LoCoMo recall is unchanged at every budget and category, and
+ * what coverage, context and scoring do per candidate shrinks with it (docs/BENCHMARKS.md, issue 23
+ * fifth pass).
  */
-export const LEXICAL_READS = 1000;
+export const LEXICAL_CANDIDATES = 200;
+/**
+ * Lexical matches read per compile, in all (see lexicalSelection). Was 1000; with per-word reads
+ * only, 500 and 400 lost one LoCoMo evidence turn at 2000 tokens (two names held by most turns, the
+ * answer in the conversation's second turn); with the claims holding every word read first, 300
+ * keeps recall unchanged at every budget and category, and the in-process profile's 50,000-claim
+ * organization reads 288 matches per compile instead of 915 (docs/BENCHMARKS.md, issue 23 fifth pass).
+ */
+export const LEXICAL_READS = 300;
 /** Best matches whose neighbours are looked up when common words were left out of selection. */
 export const CONTEXT_SOURCES = 100;
 
@@ -121,30 +130,36 @@ function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
 // ---- candidates ----------------------------------------------------------------------------------
 
 /**
- * Lexical candidates: at most LEXICAL_READS matches read in all, whatever the organization's size. The
- * selecting terms take turns, rarest first (by the shared statistics), each reading its newest
- * readable matches up to an equal share of what is left; a term with fewer matches leaves the rest
- * of its share to the commoner ones. The union is scored by bm25 over the shared statistics (`rank`,
- * higher is better). Where every selecting term has fewer matches than its share (any organization
- * below a few thousand claims), this is every match, as ranking all matches was before.
+ * Lexical candidates: at most LEXICAL_READS matches read in all, whatever the organization's size.
+ * First the newest readable claims holding every selecting word (of those some team claim holds, when
+ * there are two or more): bm25 and coverage rank them above claims holding fewer, and when every word
+ * is common (two names in a conversation) each word's newest matches leave the old ones out. Then the
+ * selecting terms take turns with what is left, rarest first (by the shared statistics), each reading
+ * its newest readable matches up to an equal share; a term with fewer matches leaves the rest of its
+ * share to the commoner ones. The union is scored by bm25 over the shared statistics (`rank`, higher
+ * is better) and the best LEXICAL_CANDIDATES kept. Where every selecting term has fewer matches than
+ * its share (small organizations), this is every match.
  */
 function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
   stemsOf: (c: Stemmed) => string[]): Candidate[] {
   const matches = new Map<number, Candidate>();
+  const read = (match: string, limit: number) => {
+    const rows = lexicalMatches(db, caller, f.kinds, match, limit);
+    for (const row of rows) matches.set(row.seq, row);
+    return rows.length;
+  };
   const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
   let left = LEXICAL_READS;
+  const held = order.filter((t) => t.held > 0);
+  if (held.length >= 2) left -= read(matchAll(held.map((t) => t.term)), left);
   order.forEach((t, i) => {
     const share = Math.floor(left / (order.length - i));
-    if (share <= 0) return;
-    const rows = lexicalMatches(db, caller, f.kinds, matchAny([t.term]), share);
-    left -= rows.length;
-    for (const row of rows) matches.set(row.seq, row);
+    if (share > 0) left -= read(matchAny([t.term]), share);
   });
   const phrases = selecting.map((t) => t.stems);
   const scored = [...matches.values()].map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) })).filter((c) => c.rank > 0);
   scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);
-  const kept = new Map(scored.slice(0, CANDIDATE_LIMIT).map((c) => [c.seq, c.rank]));
-  return [...kept].map(([seq, rank]) => ({ ...matches.get(seq)!, rank }));
+  return scored.slice(0, LEXICAL_CANDIDATES).map(({ seq, rank }) => ({ ...matches.get(seq)!, rank }));
 }
 
 /** Candidates from every way in: lexical matches, plus claims about the named subject or project. */

@@ -625,14 +625,16 @@ export function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, se
 /**
  * For each write position, the nearest `n` claims before and after it that the caller may retrieve (in
  * any status): write order as the caller sees it, skipping what it cannot read. One statement; each
- * side is a backward or forward walk of the primary key that stops at the n-th readable claim.
+ * side is a backward or forward walk of the primary key that stops at the n-th readable claim. The walks
+ * read claim_ranking (every claim, with every column the predicate names), whose narrow rows share
+ * pages where claims' wide rows each cost a page read in a large organization.
  */
 export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number): Map<number, { before: number[]; after: number[] }> {
   const out = new Map<number, { before: number[]; after: number[] }>();
   if (!seqs.length) return out;
   const [ok, ...args] = retrievable(caller, "c");
   const walk = (cmp: "<" | ">", order: "DESC" | "ASC") =>
-    `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c WHERE c.seq ${cmp} h.value AND ${ok} ORDER BY c.seq ${order} LIMIT ?))`;
+    `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c WHERE c.seq ${cmp} h.value AND ${ok} ORDER BY c.seq ${order} LIMIT ?))`;
   const rows = db.all<{ seq: number; before: string; after: string }>(
     `SELECT h.value AS seq, ${walk("<", "DESC")} AS before, ${walk(">", "ASC")} AS after FROM json_each(?) h`,
     ...args, n, ...args, n, JSON.stringify(seqs));
@@ -643,14 +645,15 @@ export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: nu
 /**
  * For each span [a, b] of write positions, the first `n` claims strictly between them that the caller
  * may retrieve (in any status), keyed by a: a forward walk of the primary key from a that stops at the
- * n-th readable claim or at b, so claims the caller cannot read past b cost nothing.
+ * n-th readable claim or at b, so claims the caller cannot read past b cost nothing. Walks claim_ranking
+ * (narrow rows), as readableNeighbours does.
  */
 export function readableWithin(db: Db, caller: Caller, spans: [number, number][], n: number): Map<number, number[]> {
   if (!spans.length) return new Map();
   const [ok, ...args] = retrievable(caller, "c");
   const rows = db.all<{ seq: number; within: string }>(
     `SELECT json_extract(h.value, '$[0]') AS seq,
-        (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claims c
+        (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c
           WHERE c.seq > json_extract(h.value, '$[0]') AND c.seq < json_extract(h.value, '$[1]') AND ${ok}
           ORDER BY c.seq LIMIT ?)) AS within
        FROM json_each(?) h`,
