@@ -143,19 +143,25 @@ function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
 function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
   stemsOf: (c: Stemmed) => string[]): Candidate[] {
   const matches = new Map<number, Candidate>();
+  // Each read passes over the matches read before it, so every row read is a new candidate.
   const read = (match: string, limit: number) => {
-    const rows = lexicalMatches(db, caller, f.kinds, match, limit);
+    const rows = lexicalMatches(db, caller, f.kinds, match, limit, [...matches.keys()]);
     for (const row of rows) matches.set(row.seq, row);
     return rows.length;
   };
-  const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
   let left = LEXICAL_READS;
-  const held = order.filter((t) => t.held > 0);
-  if (held.length >= 2) left -= read(matchAll(held.map((t) => t.term)), left);
-  order.forEach((t, i) => {
-    const share = Math.floor(left / (order.length - i));
+  const takeTurns = (terms: WeightedTerm[], waiting: number) => terms.forEach((t, i) => {
+    const share = Math.floor(left / (waiting - i));
     if (share > 0) left -= read(matchAny([t.term]), share);
   });
+  const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
+  // Words no team claim holds (only claims the caller reads privately or in a workspace can) are the
+  // rarest: they take their turns first, before the AND read of the shared words can use up the reads.
+  const unshared = order.filter((t) => t.held === 0);
+  const shared = order.filter((t) => t.held > 0);
+  takeTurns(unshared, order.length);
+  if (shared.length >= 2) left -= read(matchAll(shared.map((t) => t.term)), left);
+  takeTurns(shared, shared.length);
   const phrases = selecting.map((t) => t.stems);
   const scored = [...matches.values()].map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) })).filter((c) => c.rank > 0);
   scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);

@@ -563,14 +563,17 @@ function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, u
  * term), with their stored terms. Newest first by rowid, so FTS5 walks the term's doclist backwards
  * and stops at the limit: the cost is bounded by the limit, not by how many claims of the organization
  * hold the term. Each match is one read of its narrow claim_ranking row (not claims and claim_stems:
- * two random page reads per match were what still grew with the organization).
+ * two random page reads per match were what still grew with the organization). Matches at the `skip`
+ * positions (already read by an earlier call) are passed over before their row is read, so they do not
+ * count against the limit.
  */
-export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number): CandidateRow[] {
+export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number,
+  skip: number[] = []): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
     `SELECT ${rankingCandidateCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid ${joinFeedback}
-      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
-    match, ...args, limit);
+      WHERE claims_fts MATCH ? AND f.rowid NOT IN (SELECT value FROM json_each(?)) AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
+    match, JSON.stringify(skip), ...args, limit);
 }
 
 /** The newest `limit` candidates about a subject or project (scope null: about anything). */

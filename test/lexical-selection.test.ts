@@ -1,5 +1,5 @@
-// Adversarial review 27 (lexflat/search merge, be78c62..lead): defects found, each shown by a test
-// that fails against the lead's code.
+// Compile's lexical selection (ranking.ts lexicalSelection): how the LEXICAL_READS are spent between the
+// read of claims holding every shared word, words no team claim holds, and each word's own matches.
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
