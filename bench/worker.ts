@@ -12,7 +12,7 @@
 //   Durable Object `reps` times (for looking into where compile time goes).
 // - POST /__bench/age: { key, days } moves every observation's and claim's created_at back by `days`
 //   (retention apply needs old records; the product never rewrites created_at).
-// - POST /__bench/profile: { key, bodies, reps? } compile's phases (rankClaims' marks, pack, JSON)
+// - POST /__bench/profile: { key, bodies, reps? } compile's phases (vector query, rankClaims' marks, pack, JSON)
 //   timed inside the org's Durable Object, mean ms per compile.
 // - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
 // None of this is part of the product's route table (src/routes.ts).
@@ -24,6 +24,9 @@ import { buildMatcher } from "../src/http/router";
 import { orgForCredential } from "../src/index-db";
 import { type CompileFilters, compilePack } from "../src/domains/memory/ranking";
 import { loadCaller } from "../src/domains/identity/store";
+import { vectorHits } from "../src/domains/indexing/retrieval";
+import { getMeta } from "../src/org/meta";
+import { runtimeFor } from "../src/vector/runtime";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
 import { REGISTRY_SHARDS } from "../src/registry/shards";
@@ -75,12 +78,15 @@ export class BenchOrgStore extends OrgStore {
   }
 
   /**
-   * Bench-only profile of compile: rank and pack each body `reps` times with the caller of `key`,
-   * summing the time of each phase of rankClaims, then the pack and the response's JSON.
+   * Bench-only profile of compile: for each body, `reps` times with the caller of `key`, the vector
+   * query the route runs first (embedding + authorized kNN, `vectorHits`; nothing when vectors are off
+   * or the query embeds to zero), then rank and pack with its hits, summing the time of each phase of
+   * rankClaims, then the pack and the response's JSON.
    */
-  profileCompile(key: string, bodies: CompileFilters[], reps: number): Record<string, number> {
+  async profileCompile(key: string, bodies: CompileFilters[], reps: number): Promise<Record<string, number>> {
     const caller = loadCaller(this.db, hashKey(key));
     if (!caller) throw new Error("unknown key");
+    const rt = runtimeFor({ deps: this.deps, db: this.db, orgId: getMeta(this.db, "org_id") ?? undefined });
     const total: Record<string, number> = {};
     for (let r = 0; r < reps; r++)
       for (const body of bodies) {
@@ -90,7 +96,9 @@ export class BenchOrgStore extends OrgStore {
           total[phase] = (total[phase] ?? 0) + now - t;
           t = now;
         };
-        const { items } = compilePack(this.db, caller, body, 1000, 50, mark);
+        const vectors = await vectorHits(rt, this.db, caller, body);
+        mark("vector query (embed + kNN)");
+        const { items } = compilePack(this.db, caller, body, 1000, 50, mark, vectors ?? undefined);
         JSON.stringify(items.map((i) => ({ claim_id: i.claim.claim_id, statement: i.claim.statement, score: i.score, tokens: i.tokens })));
         mark("pack + JSON");
       }

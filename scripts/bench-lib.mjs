@@ -241,14 +241,25 @@ export function prng(seed) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-const SYLLABLES = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "en", "ro", "na", "shi", "ta", "qu", "fa", "bel", "zo", "gri", "um",
-  "cor", "lin", "mar", "tes", "vo", "gan", "hel", "pra", "sto", "wi"];
-const VOCAB = Array.from({ length: 20_000 }, (_, i) => {
-  let w = "", n = i + SYLLABLES.length;
-  while (n > 0) { w += SYLLABLES[n % SYLLABLES.length]; n = Math.floor(n / SYLLABLES.length); }
-  return w;
-});
-// Zipf(1.07) over the vocabulary: a few words are everywhere, most are rare, as in real text.
+// The local embedder's own vocabulary (src/vector/glove-table.ts, the 10,000 most frequent English
+// words in frequency order), read out of the table file so it stays in step with the table: statements
+// and queries made of words the embedder knows embed to real vectors, so a hybrid compile's vector step
+// finds real neighbours (made-up words all embed to zero and find none).
+const readSource = (path) => readFileSync(join(root, path), "utf8");
+function tableWords() {
+  const m = /^\s*words: "([a-z0-9 ]+)",?$/m.exec(readSource("src/vector/glove-table.ts"));
+  if (!m) throw new Error("src/vector/glove-table.ts: no `words` line (the table's format changed?)");
+  return m[1].split(" ");
+}
+/** compile's and the embedder's stopwords (src/domains/memory/fts.ts STOPWORDS), read out of the source. */
+function ftsStopwords() {
+  const m = /export const STOPWORDS\b[^=]*= new Set\(\(([\s\S]*?)\)\.split\(" "\)\)/.exec(readSource("src/domains/memory/fts.ts"));
+  if (!m) throw new Error("src/domains/memory/fts.ts: no STOPWORDS list (its format changed?)");
+  return new Set([...m[1].matchAll(/"([^"]*)"/g)].map((q) => q[1]).join("").split(" "));
+}
+export const VOCAB = tableWords();
+export const STOPWORDS = ftsStopwords();
+// Zipf(1.07) over the vocabulary by frequency rank: a few words are everywhere, most are rare, as in real text.
 const CDF = (() => {
   const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07));
   const total = w.reduce((a, b) => a + b, 0);
@@ -261,7 +272,14 @@ export function zipfWord(rand) {
   while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; }
   return VOCAB[lo];
 }
+/** A word from the same Zipf that is not a stopword: what an agent's query is made of. */
+export function informativeWord(rand) {
+  for (;;) { const w = zipfWord(rand); if (!STOPWORDS.has(w)) return w; }
+}
+/** A claim's statement: 10-30 words from the Zipf, stopwords included, as in running text. */
 export const statement = (rand) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
+/** A compile query: `n` informative words (no stopwords) from the same Zipf. */
+export const queryWords = (rand, n = 4) => Array.from({ length: n }, () => informativeWord(rand)).join(" ");
 
 /**
  * Fill the vector index the way an operator would: verify pages (queueing whatever the index lacks),
@@ -271,7 +289,7 @@ export const statement = (rand) => Array.from({ length: 10 + Math.floor(rand() *
 export async function fillIndex(server, key) {
   const verifyAll = async () => {
     let present = 0, missing = 0;
-    for (let after, i = 0; i < 1000; i++) {
+    for (let after; ;) {
       const v = await api(server.url, key, "POST", "/v1/index/verify", after ? { after } : {});
       if (v.status !== 200) return null;
       present += v.json.data.present;
@@ -282,12 +300,30 @@ export async function fillIndex(server, key) {
     return { present, missing };
   };
   if (!(await verifyAll())) return null;
-  for (let i = 0; ; i++) {
-    if (i >= 2000) throw new Error("the index queue did not drain");
-    const d = await apiOk(server.url, key, "POST", "/v1/index/drain", { limit: 100 });
-    if (d.json.data.remaining === 0) break;
-  }
+  await drainIndex(server, key);
   const after = await verifyAll();
   if (after.missing) throw new Error(`${after.missing} claims still missing from the index after draining`);
   return after.present;
+}
+
+/** The drain route's largest page (src/domains/indexing/schema.ts INDEX_DRAIN_MAX). */
+export const DRAIN_PAGE = 100;
+
+/**
+ * Drain the organization's index queue through `POST /v1/index/drain` (pages of DRAIN_PAGE, `concurrency`
+ * requests in flight; the organization's object runs them one after another, each on the queue's next
+ * rows, so two in flight only overlap one's HTTP with the other's work) until a drain answers that
+ * nothing remains. The server's own timer, if it runs, drains beside it. Returns the drains sent.
+ */
+export async function drainIndex(server, key, { concurrency = 2, maxDrains = 100_000 } = {}) {
+  let sent = 0, empty = false;
+  const worker = async () => {
+    while (!empty) {
+      if (++sent > maxDrains) throw new Error("the index queue did not drain");
+      const d = await apiOk(server.url, key, "POST", "/v1/index/drain", { limit: DRAIN_PAGE });
+      if (d.json.data.remaining === 0) empty = true;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return sent;
 }
