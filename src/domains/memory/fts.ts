@@ -327,3 +327,41 @@ export function bm25(stems: string[], phrases: string[][], stats: TermStats): nu
   }
   return score;
 }
+
+/**
+ * bm25 of claims' stored terms (claim_ranking.stems), one scorer per query: `scorer(stored)` equals
+ * `bm25(storedStems(stored), phrases, stats)` to the bit, but counts each phrase in the stored string
+ * (as whole space-separated terms) instead of splitting it into an array, and takes the idf once per
+ * query. Search scores up to SEARCH_WINDOW rows this way (docs/BENCHMARKS.md, "Issue 23, fifth pass").
+ */
+export function storedBm25(phrases: string[][], stats: TermStats): (stored: string) => number {
+  const rows = Math.max(stats.rows, 1);
+  const idfs = phrases.map((p) => {
+    const n = phraseHeld(stats, p);
+    const idf = Math.log((rows - n + 0.5) / (n + 0.5));
+    return idf <= 0 ? 1e-6 : idf;
+  });
+  // A stored phrase: its stems space-separated, as the stored string holds adjacent terms.
+  const needles = phrases.map((p) => p.join(" "));
+  const whole = phrases.some((p) => p.includes(""));
+  return (stored) => {
+    // Stored terms of other than ASCII are stem keys only after conversion (and an empty stem cannot
+    // be searched for in a string): the array path.
+    if (whole || !ASCII.test(stored)) return bm25(storedStems(stored), phrases, stats);
+    let length = stored ? 1 : 0;
+    for (let i = stored.indexOf(" "); i !== -1; i = stored.indexOf(" ", i + 1)) length++;
+    const avgdl = stats.rows > 0 && stats.tokens > 0 ? stats.tokens / stats.rows : Math.max(length, 1);
+    const norm = K1 * (1 - B + (B * length) / avgdl);
+    let score = 0;
+    for (let k = 0; k < needles.length; k++) {
+      const needle = needles[k];
+      if (!phrases[k].length) continue;
+      let tf = 0;
+      for (let i = stored.indexOf(needle); i !== -1; i = stored.indexOf(needle, i + 1))
+        if ((i === 0 || stored.charCodeAt(i - 1) === 32) && (i + needle.length === stored.length || stored.charCodeAt(i + needle.length) === 32)) tf++;
+      if (!tf) continue;
+      score += (idfs[k] * tf * (K1 + 1)) / (tf + norm);
+    }
+    return score;
+  };
+}

@@ -495,25 +495,37 @@ export type StoredTerms = { stems: string | null; statement?: string | null };
 const storedTermsCols = "c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement";
 
 /**
- * Memories search's candidates (what ranking needs of them): the newest `window` claims matching an FTS5 MATCH expression that
- * pass the list's retrieval and filters (applied in the same statement, before anything is ranked).
- * Newest first by rowid, so FTS5 walks its doclists backwards and stops at the window. Read from
- * claim_ranking (every column memoriesWhere names is there): one narrow row per match.
+ * Memories search's candidates (what ranking needs of them): the seq and stored terms of the newest
+ * `window` claims matching an FTS5 MATCH expression that pass the list's retrieval and filters (applied
+ * in the same statement, before anything is ranked). Newest first by rowid, so FTS5 walks its doclists
+ * backwards and stops at the window. Read from claim_ranking (every column memoriesWhere names is
+ * there): one narrow row per match, and of it only seq and stems (the seq is the claim's identity for
+ * the rest of the search: AUTOINCREMENT, never reused). The few claims without stems get their
+ * statement in a second read: a CASE for them in this one cost every row (docs/BENCHMARKS.md, "Issue
+ * 23, fifth pass").
  */
 export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
   const [where, args] = memoriesWhere(caller, f);
-  return db.all<Pick<ClaimRow, "seq" | "claim_id"> & StoredTerms>(
-    `SELECT c.seq, c.claim_id, ${storedTermsCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid
+  const rows = db.all<Pick<ClaimRow, "seq"> & StoredTerms>(
+    `SELECT c.seq, c.stems FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid
       WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
+  const bare = rows.filter((r) => r.stems == null);
+  if (bare.length) {
+    const statements = new Map(db.all<{ seq: number; statement: string }>(
+      "SELECT seq, statement FROM claims WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(bare.map((r) => r.seq)))
+      .map((r) => [r.seq, r.statement]));
+    for (const r of bare) r.statement = statements.get(r.seq) ?? null;
+  }
+  return rows;
 }
 
-/** The claims among `ids` that still pass the memories list's retrieval and filters (any order). */
-export function memoriesByIds(db: Db, caller: Caller, f: MemoriesFilter, ids: string[]): ClaimRow[] {
-  if (!ids.length) return [];
+/** The claims among `seqs` that still pass the memories list's retrieval and filters (any order). */
+export function memoriesBySeqs(db: Db, caller: Caller, f: MemoriesFilter, seqs: number[]): ClaimRow[] {
+  if (!seqs.length) return [];
   const [where, args] = memoriesWhere(caller, f);
-  // CROSS JOIN keeps the planner on the ids (one unique-index lookup each), never a scan of claims_current.
-  return db.all(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.claim_id = j.value WHERE ${where}`,
-    JSON.stringify(ids), ...args);
+  // CROSS JOIN keeps the planner on the seqs (one rowid lookup each), never a scan of claims_current.
+  return db.all(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`,
+    JSON.stringify(seqs), ...args);
 }
 
 // ---- compile ranking's reads ---------------------------------------------------------------------

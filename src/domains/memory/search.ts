@@ -5,7 +5,7 @@
 // and filters (one bounded read, whatever the organization's size). Score: bm25 over the statistics
 // of team claims (records.ts sharedTermStats), so no score or order depends on a record the caller
 // cannot read. Pages: the first page is answered directly; when more remain, the rest of the order
-// (claim ids only) is stored as a snapshot bound to the caller and the search, for SNAPSHOT_TTL_MS,
+// (claim seqs only) is stored as a snapshot bound to the caller and the search, for SNAPSHOT_TTL_MS,
 // and the cursor names the snapshot and a position in it. Each later page re-checks its items now
 // (a claim the caller can no longer read, or that no longer passes the filters, is left out).
 import { clock } from "../../http/clock";
@@ -15,8 +15,9 @@ import { randomHex } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { BackgroundJob } from "../../org/jobs";
 import type { Caller } from "../../org/request";
-import { bm25, matchAll, phraseStems, queryTerms, stemsOf, storedStems } from "./fts";
-import { type ClaimRow, type MemoriesFilter, memoriesByIds, memoriesMatches, sharedTermStats } from "./records";
+import type { PhaseMark } from "./ranking";
+import { bm25, matchAll, phraseStems, queryTerms, stemsOf, storedBm25 } from "./fts";
+import { type ClaimRow, type MemoriesFilter, memoriesBySeqs, memoriesMatches, sharedTermStats } from "./records";
 
 /** Matches ranked per search: the newest this many. */
 export const SEARCH_WINDOW = 1000;
@@ -41,53 +42,63 @@ export interface SearchPage {
   next_cursor: string | null;
 }
 
-/** Search matches' claim ids, best first: bm25 over the shared statistics, ties oldest first. */
-function rankedMatches(db: Db, caller: Caller, f: MemoriesFilter, words: string[]): string[] {
+/** Search matches' claim seqs, best first: bm25 over the shared statistics, ties oldest first. */
+function rankedMatches(db: Db, caller: Caller, f: MemoriesFilter, words: string[], mark: PhaseMark): number[] {
   const phrases = words.map(phraseStems);
   const stats = sharedTermStats(db, phrases.flat());
+  mark("term statistics");
   const rows = memoriesMatches(db, caller, f, matchAll(words), SEARCH_WINDOW);
-  const scored = rows.map((c) => ({ c, score: bm25(c.stems != null ? storedStems(c.stems) : stemsOf(c.statement ?? ""), phrases, stats) }));
-  scored.sort((a, b) => b.score - a.score || a.c.seq - b.c.seq);
-  return scored.map((x) => x.c.claim_id);
+  mark("FTS read");
+  const score = storedBm25(phrases, stats);
+  const scored = rows.map((c) => ({ seq: c.seq, score: c.stems != null ? score(c.stems) : bm25(stemsOf(c.statement ?? ""), phrases, stats) }));
+  scored.sort((a, b) => b.score - a.score || a.seq - b.seq);
+  return scored.map((x) => x.seq);
 }
 
-/** The rows of `ids` that still pass, in the order of `ids`. */
-function rowsInOrder(db: Db, caller: Caller, f: MemoriesFilter, ids: string[]): ClaimRow[] {
-  const found = new Map(memoriesByIds(db, caller, f, ids).map((c) => [c.claim_id, c]));
-  return ids.flatMap((id) => found.get(id) ?? []);
+/** The rows of `seqs` that still pass, in the order of `seqs`. */
+function rowsInOrder(db: Db, caller: Caller, f: MemoriesFilter, seqs: number[]): ClaimRow[] {
+  const found = new Map(memoriesBySeqs(db, caller, f, seqs).map((c) => [c.seq, c]));
+  return seqs.flatMap((seq) => found.get(seq) ?? []);
 }
 
 export function searchMemories(db: Db, caller: Caller, f: MemoriesFilter, q: string, limit: number, after: string | undefined,
-  scheduleAlarm: (atMs: number) => void): SearchPage {
+  scheduleAlarm: (atMs: number) => void, mark: PhaseMark = () => {}): SearchPage {
   const words = queryTerms(q);
   const queryKey = JSON.stringify([words, f.status ?? null, f.subject_id ?? null, f.project_id ?? null, f.visibility ?? null, f.kind ?? null]);
   if (after !== undefined) return laterPage(db, caller, f, queryKey, decodeCursor(after, isSnapshotCursor), limit);
   if (!words.length) return { page: [], has_more: false, next_cursor: null };
-  const ranked = rankedMatches(db, caller, f, words);
+  const ranked = rankedMatches(db, caller, f, words, mark);
+  mark("bm25 + sort");
   const page = rowsInOrder(db, caller, f, ranked.slice(0, limit));
+  mark("first page read");
   if (ranked.length <= limit) return { page, has_more: false, next_cursor: null };
   const id = randomHex(16);
   const expiresAt = clock.nowMs() + SNAPSHOT_TTL_MS;
+  const rest = JSON.stringify(ranked.slice(limit));
+  mark("snapshot stringify");
   db.run("DELETE FROM search_snapshots WHERE expires_at <= ?", clock.nowIso());
-  db.run("INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_ids, expires_at) VALUES (?, ?, ?, ?, ?)",
-    id, caller.principalId, queryKey, JSON.stringify(ranked.slice(limit)), new Date(expiresAt).toISOString());
+  mark("snapshot expired DELETE");
+  db.run("INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_seqs, expires_at) VALUES (?, ?, ?, ?, ?)",
+    id, caller.principalId, queryKey, rest, new Date(expiresAt).toISOString());
+  mark("snapshot INSERT");
   scheduleAlarm(expiresAt);
+  mark("alarm scheduling");
   return { page, has_more: true, next_cursor: encodeCursor({ s: id, o: 0 }) };
 }
 
 /** A later page: the snapshot's order from the cursor's position, each item re-checked now. */
 function laterPage(db: Db, caller: Caller, f: MemoriesFilter, queryKey: string, cursor: SnapshotCursor, limit: number): SearchPage {
-  const snap = db.first<{ claim_ids: string }>(
-    "SELECT claim_ids FROM search_snapshots WHERE snapshot_id = ? AND principal_id = ? AND query_key = ? AND expires_at > ?",
+  const snap = db.first<{ claim_seqs: string }>(
+    "SELECT claim_seqs FROM search_snapshots WHERE snapshot_id = ? AND principal_id = ? AND query_key = ? AND expires_at > ?",
     cursor.s, caller.principalId, queryKey, clock.nowIso());
   if (!snap) throw badCursor();
-  const ids: string[] = JSON.parse(snap.claim_ids);
+  const seqs: number[] = JSON.parse(snap.claim_seqs);
   const page: ClaimRow[] = [];
   let pos = cursor.o;
   let hasMore = false;
-  while (pos < ids.length) {
-    const chunk = ids.slice(pos, pos + limit + 1);
-    const found = new Map(memoriesByIds(db, caller, f, chunk).map((c) => [c.claim_id, c]));
+  while (pos < seqs.length) {
+    const chunk = seqs.slice(pos, pos + limit + 1);
+    const found = new Map(memoriesBySeqs(db, caller, f, chunk).map((c) => [c.seq, c]));
     let i = 0;
     for (; i < chunk.length; i++) {
       const c = found.get(chunk[i]);
@@ -102,18 +113,18 @@ function laterPage(db: Db, caller: Caller, f: MemoriesFilter, queryKey: string, 
     pos += chunk.length;
     if (page.length === limit) {
       // Whether anything after this page still passes decides has_more.
-      hasMore = remaining(db, caller, f, ids, pos);
+      hasMore = remaining(db, caller, f, seqs, pos);
       break;
     }
   }
   if (!hasMore) return { page, has_more: false, next_cursor: null };
-  const next = ids.indexOf(page[page.length - 1].claim_id, cursor.o) + 1;
+  const next = seqs.indexOf(page[page.length - 1].seq, cursor.o) + 1;
   return { page, has_more: true, next_cursor: encodeCursor({ s: cursor.s, o: next }) };
 }
 
 /** Does any snapshot item from `pos` on still pass? */
-function remaining(db: Db, caller: Caller, f: MemoriesFilter, ids: string[], pos: number): boolean {
-  for (let p = pos; p < ids.length; p += 100) if (memoriesByIds(db, caller, f, ids.slice(p, p + 100)).length) return true;
+function remaining(db: Db, caller: Caller, f: MemoriesFilter, seqs: number[], pos: number): boolean {
+  for (let p = pos; p < seqs.length; p += 100) if (memoriesBySeqs(db, caller, f, seqs.slice(p, p + 100)).length) return true;
   return false;
 }
 
