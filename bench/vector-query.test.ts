@@ -14,7 +14,9 @@
 //   fast        LocalVectorIndex.query, k = 100, with the real accept
 //   reference 1/10, fast 1/10   the same with an accept that admits one claim in ten of the real
 //               accept's (a caller who may read little: fewer than k among the best 400)
-// and checks that fast and reference answer identically for every query. Run with
+// and checks that fast and reference answer identically for every query; then, per size, the recall
+// of two data-independent pre-filters against the exact answer (prefilterStudy below: issue 23, fifth
+// pass in docs/BENCHMARKS.md; prototype arithmetic only, the index has no pre-filter). Run with
 //   npx vitest run --config bench/vitest.vector.config.ts        (sizes: __VEC_SIZES, default 1k/50k/200k)
 import { expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
@@ -24,6 +26,7 @@ import type { Db } from "../src/org/db";
 import { GLOVE_TABLE } from "../src/vector/glove-table";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { bestSlots, dot, LocalVectorIndex } from "../src/vector/local-index";
+import type { AcceptIds, VectorHit } from "../src/vector/types";
 import { inOrg, newOrg, prng } from "../test/helpers";
 
 const SIZES: number[] = (globalThis as any).__VEC_SIZES ?? [1000, 50000, 200000];
@@ -109,11 +112,104 @@ it("vector query microbench", async () => {
       }
       const runs = REPS * queries.length;
       time["before"] = time["js scan"] + time["select 400"] + time["accept 400"];
-      return { n, same, runs, mean: Object.fromEntries(Object.entries(time).map(([k, v]) => [k, +(v / runs).toFixed(2)])) };
+      const study = prefilterStudy(index, qs, accept);
+      return { n, same, runs, study, mean: Object.fromEntries(Object.entries(time).map(([k, v]) => [k, +(v / runs).toFixed(2)])) };
     });
     const line = `${size} vectors (seeded in ${seeded}s): ${JSON.stringify(r.mean)}; fast = reference for ${r.same}/${r.runs} queries`;
     lines.push(line);
     console.log(line);
+    for (const l of r.study) console.log(`  ${size} ${l}`);
     expect(r.same, line).toBe(r.runs); // a timing of a different answer would not be a comparison
   }
 }, 3_600_000);
+
+/**
+ * Would a data-independent pre-filter make the query's cost flat (issue 23, fifth pass)? For each
+ * query that embeds to a non-zero vector (compile asks no other), the exact answer (queryReference,
+ * k = 100, the real accept and the 1/10 accept) against the answer of a pre-filter that keeps M
+ * candidates, re-scores them exactly and walks them best first through the same accept:
+ *   sign     one sign bit per dimension of the int8 row (a pure function of the row, 16 bytes), the
+ *            M nearest by Hamming distance to the query's signs, cut by a histogram over 0..100
+ *            (every slot at the cut's distance included, so a few more than M);
+ *   int4     the row rounded to 4 bits with its own scale (50 bytes), the M best approximate cosines;
+ *   int4 bound  how many rows a proven bound keeps: |approximate - exact| <= |int8 row - int4 row| *
+ *            invNorm (Cauchy-Schwarz, unit query), rows whose upper bound reaches the 400th lower bound.
+ * and the JS cost of the step a pre-filter cannot skip: the exact re-score and sort of M slots.
+ * Prototype arithmetic in this file only: nothing here is the index's code.
+ */
+function prefilterStudy(index: LocalVectorIndex, qs: Float32Array[], accept: AcceptIds): string[] {
+  const c = (index as any).cache;
+  const ids = c.ids as string[], data = c.rows.data as Int8Array, norms = c.rows.norms as Float32Array, stride = c.rows.stride as number;
+  const n = ids.length, dims = c.dims as number;
+  const Ms = [1000, 2000, 4000, 8000, 16000, 32000].filter((m) => m < n);
+  const sign = new Uint32Array(n * 4), int4 = new Int8Array(n * dims), unit4 = new Float32Array(n), resid = new Float32Array(n);
+  for (let s = 0; s < n; s++) {
+    let max = 0;
+    for (let i = 0; i < dims; i++) { const x = data[s * stride + i]; if (x > 0) sign[s * 4 + (i >> 5)] |= 1 << (i & 31); max = Math.max(max, Math.abs(x)); }
+    const u = max / 7 || 1;
+    let r2 = 0;
+    for (let i = 0; i < dims; i++) { const x = data[s * stride + i], v = Math.max(-8, Math.min(7, Math.round(x / u))); int4[s * dims + i] = v; r2 += (x - v * u) ** 2; }
+    unit4[s] = u; resid[s] = Math.sqrt(r2);
+  }
+  const pop = (x: number) => { x -= (x >>> 1) & 0x55555555; x = (x & 0x33333333) + ((x >>> 2) & 0x33333333); return (((x + (x >>> 4)) & 0xf0f0f0f) * 0x1010101) >>> 24; };
+  const few: AcceptIds = (list) => new Set([...accept(list)].filter((id) => parseInt(id.slice(-4), 16) % 10 === 0));
+  const score = new Float32Array(n);
+  /** The index's walk over `cand` only: exact scores, best first (score, then id), admitted in batches. */
+  const walk = (q: Float32Array, cand: number[], acc: AcceptIds): VectorHit[] => {
+    for (const s of cand) score[s] = Math.fround(dot(data, s * stride, dims, q) * norms[s]);
+    cand.sort((a, b) => score[b] - score[a] || (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
+    const hits: VectorHit[] = [];
+    for (let i = 0; i < cand.length && hits.length < 100; i += i === 0 ? 100 : 1000) {
+      const batch = cand.slice(i, i === 0 ? 100 : i + 1000), ok = acc(batch.map((s) => ids[s]));
+      for (const s of batch) if (ok.has(ids[s]) && hits.length < 100) hits.push({ id: ids[s], score: score[s] });
+    }
+    return hits;
+  };
+  const recall = (got: VectorHit[], ref: VectorHit[], k: number) => {
+    const want = new Set(ref.slice(0, k).map((h) => h.id));
+    return want.size ? got.slice(0, k).filter((h) => want.has(h.id)).length / want.size : 1;
+  };
+  type Acc = { r10: number; r100: number; few100: number; cand: number };
+  const sums: Record<string, Acc> = {};
+  const add = (key: string, a: Acc) => { const t = (sums[key] ??= { r10: 0, r100: 0, few100: 0, cand: 0 }); t.r10 += a.r10; t.r100 += a.r100; t.few100 += a.few100; t.cand += a.cand; };
+  const rescoreMs: Record<number, number> = {};
+  let used = 0, bandRows = 0, hammingMs = 0;
+  for (const q of qs) {
+    if (!q.some((x) => x !== 0)) continue;
+    used++;
+    const ref = index.queryReference(q, 100, accept), refFew = index.queryReference(q, 100, few);
+    const qsign = new Uint32Array(4);
+    for (let i = 0; i < dims; i++) if (q[i] > 0) qsign[i >> 5] |= 1 << (i & 31);
+    const t = performance.now();
+    const dist = new Uint8Array(n), hist = new Uint32Array(dims + 1);
+    for (let s = 0; s < n; s++) {
+      const d = pop(sign[s * 4] ^ qsign[0]) + pop(sign[s * 4 + 1] ^ qsign[1]) + pop(sign[s * 4 + 2] ^ qsign[2]) + pop(sign[s * 4 + 3] ^ qsign[3]);
+      dist[s] = d; hist[d]++;
+    }
+    hammingMs += performance.now() - t;
+    const approx = new Float64Array(n), lower = new Float64Array(n);
+    for (let s = 0; s < n; s++) { approx[s] = dot(int4, s * dims, dims, q) * unit4[s] * norms[s]; lower[s] = approx[s] - resid[s] * norms[s]; }
+    const cut400 = Float64Array.from(lower).sort()[n - Math.min(n, 400)];
+    for (let s = 0; s < n; s++) if (approx[s] + resid[s] * norms[s] >= cut400) bandRows++;
+    const order = Array.from({ length: n }, (_, s) => s).sort((a, b) => approx[b] - approx[a]);
+    for (const M of Ms) {
+      let cut = 0, below = 0;
+      while (below + hist[cut] < M) below += hist[cut++];
+      const bySign: number[] = [];
+      for (let s = 0; s < n; s++) if (dist[s] <= cut) bySign.push(s);
+      const t0 = performance.now();
+      const got = walk(q, bySign.slice(), accept);
+      rescoreMs[M] = (rescoreMs[M] ?? 0) + performance.now() - t0;
+      add(`sign M=${M}`, { r10: recall(got, ref, 10), r100: recall(got, ref, 100), few100: recall(walk(q, bySign.slice(), few), refFew, 100), cand: bySign.length });
+      const byInt4 = order.slice(0, M);
+      const got4 = walk(q, byInt4.slice(), accept);
+      add(`int4 M=${M}`, { r10: recall(got4, ref, 10), r100: recall(got4, ref, 100), few100: recall(walk(q, byInt4.slice(), few), refFew, 100), cand: M });
+    }
+  }
+  const f = (x: number) => (x / used).toFixed(4);
+  return [
+    `pre-filter study over ${used} non-zero queries; int4 proven bound keeps ${(bandRows / used).toFixed(0)} of ${n} rows for the best 400; JS Hamming pass ${(hammingMs / used).toFixed(2)} ms`,
+    ...Object.entries(sums).map(([k, a]) => `${k}: recall@10 ${f(a.r10)} recall@100 ${f(a.r100)} recall@100 (1/10 accept) ${f(a.few100)} candidates ${(a.cand / used).toFixed(0)}` +
+      (k.startsWith("sign") ? `, exact re-score + sort + accept walk ${(rescoreMs[+k.slice(7)] / used).toFixed(2)} ms` : "")),
+  ];
+}

@@ -4,11 +4,12 @@
 // scripts/test/scan-kernel.test.mjs checks the committed file is exactly what this script writes.
 //
 // One exported function and the module's memory:
-//   scan(high, low, data, stride, n, norms, unit, lowUnit, out)
+//   scan(query, data, stride, n, norms, unit, out)
 // For each of n int8 vectors of `stride` bytes (a multiple of 16, zero-padded) starting at `data`, the
-// integer dot products H and L with two int16 queries (stride values each: the query rounded, and what
-// the rounding left, rounded again), then out[s] = (H * unit + L * lowUnit) * norms[s] as f64 (norms:
-// f32 per vector). Each row is read once.
+// integer dot product H with the int16 query (stride values: the query rounded), then
+// out[s] = H * unit * norms[s] as f64 (norms: f32 per vector). Each row is read once. (Until issue 23's
+// fifth pass it also took the dot product with the rounding's remainder, rounded again: a band a few
+// millionths narrower at about 1.5x the kernel's time.)
 // WebAssembly SIMD128: 16 int8 lanes widened to two i16x8 halves, i32x4.dot_i16x8_s, lane sums.
 // The caller keeps |query| small enough that no sum can overflow (local-index.ts, queryScale).
 import { writeFileSync } from "node:fs";
@@ -31,12 +32,12 @@ const extendLowS = simd(0x87), extendHighS = simd(0x88), dotI16 = simd(0xba), ad
 const lane = (l) => simd(0x1b, l);
 const i32Store = [0x36, 2, 0];
 const f32Load = [0x2a, 2, 0], f64Store = [0x39, 3, 0];
-const f64FromI32 = [0xb7], f64FromF32 = [0xbb], f64Add = [0xa0], f64Mul = [0xa2];
+const f64FromI32 = [0xb7], f64FromF32 = [0xbb], f64Mul = [0xa2];
 const block = [0x02, 0x40], loop = [0x03, 0x40], end = [0x0b], brIf = (d) => [0x0d, d];
 
-// params: 0 high, 1 low, 2 data, 3 stride, 4 n, 5 norms, 6 unit (f64), 7 lowUnit (f64), 8 out;
-// locals: 9 j, 10 p (vector start), 11 accHigh, 12 accLow, 13 v (16 int8), 14 w (low half as i16), 15 x (high half)
-const [QH, QL, DATA, STRIDE, N, NORMS, UNIT, LOWUNIT, OUT, J, P, ACCH, ACCL, V, W, X] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+// params: 0 query, 1 data, 2 stride, 3 n, 4 norms, 5 unit (f64), 6 out;
+// locals: 7 j, 8 p (vector start), 9 acc, 10 v (16 int8), 11 w (low half as i16), 12 x (high half)
+const [Q, DATA, STRIDE, N, NORMS, UNIT, OUT, J, P, ACC, V, W, X] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
 const at = (q) => [...get(q), ...get(J), ...i32(1), ...shl, ...add]; // query + 2j
 const accumulate = (acc, q, half, offset) => [...get(half), ...at(q), ...v128Load(offset), ...dotI16, ...get(acc), ...addI32x4, ...set(acc)];
 const laneSum = (acc) => [...get(acc), ...lane(0), ...get(acc), ...lane(1), ...add, ...get(acc), ...lane(2), ...add, ...get(acc), ...lane(3), ...add];
@@ -45,18 +46,16 @@ const body = [
   ...block,
   ...get(N), ...eqz, ...brIf(0),
   ...loop, // one vector
-  ...v128Zero, ...set(ACCH), ...v128Zero, ...set(ACCL),
+  ...v128Zero, ...set(ACC),
   ...i32(0), ...set(J),
   ...loop, // 16 dimensions
   ...get(P), ...get(J), ...add, ...v128Load(0), ...tee(V),
   ...extendLowS, ...set(W), ...get(V), ...extendHighS, ...set(X),
-  ...accumulate(ACCH, QH, W, 0), ...accumulate(ACCH, QH, X, 16),
-  ...accumulate(ACCL, QL, W, 0), ...accumulate(ACCL, QL, X, 16),
+  ...accumulate(ACC, Q, W, 0), ...accumulate(ACC, Q, X, 16),
   ...get(J), ...i32(16), ...add, ...tee(J), ...get(STRIDE), ...ltU, ...brIf(0),
   ...end,
   ...get(OUT),
-  ...laneSum(ACCH), ...f64FromI32, ...get(UNIT), ...f64Mul,
-  ...laneSum(ACCL), ...f64FromI32, ...get(LOWUNIT), ...f64Mul, ...f64Add,
+  ...laneSum(ACC), ...f64FromI32, ...get(UNIT), ...f64Mul,
   ...get(NORMS), ...f32Load, ...f64FromF32, ...f64Mul,
   ...f64Store,
   ...get(OUT), ...i32(8), ...add, ...set(OUT),
@@ -67,13 +66,13 @@ const body = [
   ...end,
   ...end, // function
 ];
-const locals = vec([[2, I32], [5, V128]]);
+const locals = vec([[2, I32], [4, V128]]);
 const func = [...locals, ...body];
 
 export function scanKernelBytes() {
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vec([[0x60, ...vec([[I32], [I32], [I32], [I32], [I32], [I32], [F64], [F64], [I32]]), 0x00]])), // -> ()
+    ...section(1, vec([[0x60, ...vec([[I32], [I32], [I32], [I32], [I32], [F64], [I32]]), 0x00]])), // -> ()
     ...section(3, vec([[0x00]])),
     ...section(5, vec([[0x00, 0x01]])), // memory: min 1 page, no maximum (grown by the caller)
     ...section(7, vec([[...str("memory"), 0x02, 0x00], [...str("scan"), 0x00, 0x00]])),

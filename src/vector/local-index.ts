@@ -1,9 +1,13 @@
 // The embedded default index: vectors in the organization's own SQLite (table local_vectors, int8
 // with a scale), searched exactly over an int8 copy kept in memory by the Durable Object. Every vector
 // is scored on every query: a WebAssembly SIMD kernel (scan-kernel.ts) takes integer dot products with
-// the query rounded to int16 (twice: the rounding, then its remainder), which settles all but a thin
-// band of slots around the cut; those are re-scored with the exact JS arithmetic, so scores and order
-// are bit for bit those of the plain JS scan (`queryReference`). About 2 ms per query at 200,000 vectors of 100 dimensions (docs/BENCHMARKS.md).
+// the query rounded to int16, which settles all but a thin band of slots around the cut; those are
+// re-scored with the exact JS arithmetic, so scores and order are bit for bit those of the plain JS
+// scan (`queryReference`). Every row is read on every query, by design: no structure that skips rows
+// is built, neither one trained on the organization's vectors nor a data-independent pre-filter (sign
+// bits, 4-bit codes: measured, docs/BENCHMARKS.md "Issue 23, fifth pass": on these vectors they miss
+// too much for less than the scan costs, and a best-M cut over all rows would let unreadable vectors
+// take places among the M).
 // The cache is loaded on the first query and kept in step by this class, the table's only writer.
 import type { Db } from "../org/db";
 import { VectorRows } from "./scan-kernel";
@@ -189,15 +193,16 @@ export class LocalVectorIndex implements VectorIndex {
    * scores, with only a band of slots scored exactly; their scores are written into `scores`. null
    * when the kernel cannot run or the query gives no usable scale (then the caller scores in JS).
    *
-   * Why it is exact: the query is split as high * unit + low * lowUnit + rest (two int16 roundings),
-   * and the kernel gives a(s) = (int8 . high * unit + int8 . low * lowUnit) * invNorm(s) exactly in
-   * integers, which differs from the exact score e(s) by at most eps = |rest| (Cauchy-Schwarz:
-   * |int8 . rest| * invNorm <= |rest|) plus a margin for float rounding. If A is the m-th largest
+   * Why it is exact: the query is split as query * unit + rest (rounded to int16), and the kernel
+   * gives a(s) = (int8 . query) * unit * invNorm(s), the dot product exact in integers, which differs
+   * from the exact score e(s) by at most eps = |rest| (Cauchy-Schwarz: |int8 . rest| * invNorm <= |rest|)
+   * plus a margin for float rounding. If A is the m-th largest
    * approximation, m slots have e >= A - eps, so the m-th largest exact score E is >= A - eps, and
    * every slot of the exact top m has a >= E - eps >= A - 2 eps. Scoring exactly every slot with
    * a >= A - 2 eps and sorting them by (score, id) therefore yields the exact top m, in order. |rest|
-   * is about 1e-9 for a unit query; the float margin (1e-6) dominates eps, so the band is the top m
-   * and the few slots within a few millionths of the cut.
+   * is about 3e-5 for a unit query of 100 dimensions, so the band is the top m and the few slots
+   * within about 1e-4 of the cut. (A second int16 rounding of the remainder, as before issue 23's fifth
+   * pass, narrowed the band to a few millionths but cost about half as much again in the kernel.)
    * Which slots fall in the band depends only on the scores, never on `accept`.
    */
   private bestSlotsFast(c: Cache, values: Float32Array, m: number, scores: Float32Array): number[] | null {
@@ -209,37 +214,36 @@ export class LocalVectorIndex implements VectorIndex {
     for (let i = 0; i < dims; i++) { max = Math.max(max, Math.abs(values[i])); norm2 += values[i] * values[i]; }
     if (!(max > 0) || !Number.isFinite(max) || !Number.isFinite(norm2)) return null;
     const scale = Math.min(queryScale(rows.stride), this.options.maxQueryScale ?? Infinity);
-    // values = high * unit + low * lowUnit + rest: the query rounded to int16, then what that left.
-    const high = new Int16Array(rows.stride), low = new Int16Array(rows.stride);
+    // values = query * unit + rest: the query rounded to int16, and what the rounding left.
+    const query = new Int16Array(rows.stride);
     const unit = max / scale;
-    const left = new Float64Array(dims);
-    let leftMax = 0;
-    for (let i = 0; i < dims; i++) {
-      high[i] = Math.round((values[i] / max) * scale);
-      left[i] = values[i] - high[i] * unit;
-      leftMax = Math.max(leftMax, Math.abs(left[i]));
-    }
-    const lowUnit = leftMax / scale;
     let rest2 = 0;
     for (let i = 0; i < dims; i++) {
-      if (leftMax > 0) low[i] = Math.round((left[i] / leftMax) * scale);
-      const rest = left[i] - low[i] * lowUnit;
+      query[i] = Math.round((values[i] / max) * scale);
+      const rest = values[i] - query[i] * unit;
       rest2 += rest * rest;
     }
     // |approximation - exact| <= |rest| (Cauchy-Schwarz: |sum int8 * rest| * invNorm <= |rest|), plus a
     // margin for the float rounding of both (the exact score is a float32).
     const eps = Math.sqrt(rest2) * 1.001 + 1e-6 * (1 + Math.sqrt(norm2));
-    const approx = rows.scan(high, low, unit, lowUnit, n);
-    // A: the m-th largest approximation, by a min-heap of the best m seen.
+    const approx = rows.scan(query, unit, n);
+    // A: the m-th largest approximation, by a min-heap of the best m seen. The same pass keeps every
+    // slot that may fall in the band (a >= A - 2 eps): the heap's minimum only rises, up to A, so such a
+    // slot came while the heap was filling or had a >= (the minimum at its turn) - 2 eps.
+    const twoEps = 2 * eps;
     const heap = new Float64Array(m);
+    const near: number[] = [];
     let size = 0;
     for (let s = 0; s < n; s++) {
       const a = approx[s];
       if (size < m) {
+        near.push(s);
         let i = size++;
         while (i > 0) { const p = (i - 1) >> 1; if (heap[p] <= a) break; heap[i] = heap[p]; i = p; }
         heap[i] = a;
-      } else if (a > heap[0]) {
+      } else if (a >= heap[0] - twoEps) {
+        near.push(s);
+        if (!(a > heap[0])) continue;
         let i = 0;
         for (;;) {
           const l = 2 * i + 1;
@@ -253,9 +257,9 @@ export class LocalVectorIndex implements VectorIndex {
         heap[i] = a;
       }
     }
-    const cut = heap[0] - 2 * eps;
+    const cut = heap[0] - twoEps;
     const band: number[] = [];
-    for (let s = 0; s < n; s++) {
+    for (const s of near) {
       if (approx[s] >= cut) { band.push(s); scores[s] = exactScore(c, s, values); }
     }
     const ids = c.ids;

@@ -1,5 +1,5 @@
-// The local index's rows in WebAssembly memory, and the SIMD kernel that scores them all against a
-// query given as two int16 vectors, its rounding and the rounding of the remainder (scan-kernel.wasm,
+// The local index's rows in WebAssembly memory, and the SIMD kernel that scores them all against the
+// query rounded to int16 (scan-kernel.wasm,
 // written by scripts/build-scan-kernel.mjs). Workers refuse to compile wasm bytes at run time, so the
 // module arrives compiled through a static import (wrangler bundles `*.wasm` as a compiled module);
 // instantiating it per organization's index is synchronous and cheap. When it cannot be instantiated, or
@@ -10,7 +10,7 @@ import scanKernel from "./scan-kernel.wasm";
 
 interface KernelExports {
   memory: WebAssembly.Memory;
-  scan(high: number, low: number, data: number, stride: number, n: number, norms: number, unit: number, lowUnit: number, out: number): void;
+  scan(query: number, data: number, stride: number, n: number, norms: number, unit: number, out: number): void;
 }
 
 function instantiate(): KernelExports | null {
@@ -25,7 +25,7 @@ const PAGE = 65536;
 
 /**
  * `cap` rows of `stride` int8 values (stride: dimensions rounded up to 16, zero-padded) and one float32
- * per row (1 / |row|). Layout in the kernel's memory: the two int16 queries, the rows, the norms, then
+ * per row (1 / |row|). Layout in the kernel's memory: the int16 query, the rows, the norms, then
  * the scan's float64 output (scratch). Growing moves the norms and the output, never the rows.
  */
 export class VectorRows {
@@ -39,7 +39,7 @@ export class VectorRows {
   constructor(readonly stride: number, cap: number, useKernel = true) {
     this.kernel = useKernel ? instantiate() : null;
     this.queryBytes = Math.ceil((stride * 2) / 16) * 16;
-    this.dataAt = 2 * this.queryBytes;
+    this.dataAt = this.queryBytes;
     this.cap = cap;
     if (this.kernel) {
       try {
@@ -98,16 +98,14 @@ export class VectorRows {
   }
 
   /**
-   * For rows 0..n-1: (row . high * unit + row . low * lowUnit) * norm, the integer dot products exact
-   * (high, low: stride int16 values each, zero past the dimensions). The view is valid until the next
-   * scan or growth. Only when `scans`.
+   * For rows 0..n-1: (row . query) * unit * norm, the integer dot product exact (query: stride int16
+   * values, zero past the dimensions). The view is valid until the next scan or growth. Only when `scans`.
    */
-  scan(high: Int16Array, low: Int16Array, unit: number, lowUnit: number, n: number): Float64Array {
+  scan(query: Int16Array, unit: number, n: number): Float64Array {
     const k = this.kernel!;
     const outAt = this.outAt;
-    new Int16Array(k.memory.buffer, 0, this.stride).set(high);
-    new Int16Array(k.memory.buffer, this.queryBytes, this.stride).set(low);
-    k.scan(0, this.queryBytes, this.dataAt, this.stride, n, this.normsAt, unit, lowUnit, outAt);
+    new Int16Array(k.memory.buffer, 0, this.stride).set(query);
+    k.scan(0, this.dataAt, this.stride, n, this.normsAt, unit, outAt);
     return new Float64Array(k.memory.buffer, outAt, n);
   }
 
