@@ -19,14 +19,17 @@ import { Db } from "../src/org/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";
+import { GLOVE_TABLE } from "../src/vector/glove-table";
+import { STOPWORDS } from "../src/domains/memory/fts";
 
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).
 const SIZES: number[] = inject("profileSizes") ?? [1000, 50000, 200000];
 const REPS = 3;
 /** Searches are cheap and the old code runs beside them: more repetitions for steadier means. */
 const SEARCH_REPS = 10;
-const SYL = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "en", "ro", "na", "shi", "ta", "qu", "fa", "bel", "zo", "gri", "um", "cor", "lin", "mar", "tes", "vo", "gan", "hel", "pra", "sto", "wi"];
-const VOCAB = Array.from({ length: 20_000 }, (_, i) => { let w = "", n = i + SYL.length; while (n > 0) { w += SYL[n % SYL.length]; n = Math.floor(n / SYL.length); } return w; });
+// The scale bench's data (scripts/bench-lib.mjs): words of the local embedder's own vocabulary, Zipf by
+// frequency rank; statements keep stopwords as running text does, queries skip them as an agent's do.
+const VOCAB = GLOVE_TABLE.words.split(" ");
 const CDF = (() => { const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07)); const t = w.reduce((a, b) => a + b, 0); let acc = 0; return w.map((x) => (acc += x / t)); })();
 function zipfWord(rand: () => number) { const u = rand(); let lo = 0, hi = CDF.length - 1; while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; } return VOCAB[lo]; }
 const statement = (rand: () => number) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
@@ -48,7 +51,8 @@ function timedDb(db: Db, stats: Map<string, [number, number, number]>): Db {
 it("profile", async () => {
   const org = await newOrg();
   const rand = prng(42), qrand = prng(7);
-  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => zipfWord(qrand)).join(" "));
+  const informative = () => { for (;;) { const w = zipfWord(qrand); if (!STOPWORDS.has(w)) return w; } };
+  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, informative).join(" "));
   const sample: string[] = [];
   let have = 0;
   const out: string[] = [];
@@ -74,7 +78,7 @@ it("profile", async () => {
       }
     });
     have = size;
-    const searches = Array.from({ length: 50 }, (_, i) => { const w = sample[(i * 7) % sample.length].split(" "); return `${w[i % w.length]} ${w[(i * 3 + 1) % w.length]}`; });
+    const searches = Array.from({ length: 50 }, (_, i) => { const w = sample[(i * 7) % sample.length].split(" ").filter((x) => !STOPWORDS.has(x)); return `${w[i % w.length]} ${w[(i * 3 + 1) % w.length]}`; });
     const res = await inOrg(org.org_id, (o) => {
       const db0: Db = (o as any).db;
       const caller = loadCaller(db0, hashKey(org.api_key))!;
