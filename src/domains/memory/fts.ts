@@ -307,61 +307,62 @@ export const phraseHeld = (stats: TermStats, phrase: string[]): number =>
 const K1 = 1.2;
 const B = 0.75;
 
+/** Each phrase's idf over the statistics, as FTS5's bm25() computes it (floored at 1e-6). */
+function phraseIdfs(phrases: string[][], stats: TermStats): number[] {
+  const rows = Math.max(stats.rows, 1);
+  return phrases.map((p) => {
+    const n = phraseHeld(stats, p);
+    const idf = Math.log((rows - n + 0.5) / (n + 0.5));
+    return idf <= 0 ? 1e-6 : idf;
+  });
+}
+
+/** The bm25 sum of a document of `length` terms, `tf(k)` being how often it holds phrase k. */
+function bm25Sum(length: number, tf: (k: number) => number, idfs: number[], stats: TermStats): number {
+  const avgdl = stats.rows > 0 && stats.tokens > 0 ? stats.tokens / stats.rows : Math.max(length, 1);
+  const norm = K1 * (1 - B + (B * length) / avgdl);
+  let score = 0;
+  for (let k = 0; k < idfs.length; k++) {
+    const n = tf(k);
+    if (n) score += (idfs[k] * n * (K1 + 1)) / (n + norm);
+  }
+  return score;
+}
+
 /**
  * Okapi BM25 as SQLite FTS5's bm25() computes it (k1 1.2, b 0.75, idf floored at 1e-6), but over the
  * given statistics instead of every row of the index, and positive (higher is better). Ranking passes
  * statistics of records every reader may read, so no score depends on a record the caller cannot read.
  */
 export function bm25(stems: string[], phrases: string[][], stats: TermStats): number {
-  const rows = Math.max(stats.rows, 1);
-  const avgdl = stats.rows > 0 && stats.tokens > 0 ? stats.tokens / stats.rows : Math.max(stems.length, 1);
-  const norm = K1 * (1 - B + (B * stems.length) / avgdl);
-  let score = 0;
-  for (const p of phrases) {
-    const tf = phraseCount(stems, p);
-    if (!tf) continue;
-    const n = phraseHeld(stats, p);
-    let idf = Math.log((rows - n + 0.5) / (n + 0.5));
-    if (idf <= 0) idf = 1e-6;
-    score += (idf * tf * (K1 + 1)) / (tf + norm);
-  }
-  return score;
+  return bm25Sum(stems.length, (k) => phraseCount(stems, phrases[k]), phraseIdfs(phrases, stats), stats);
 }
 
 /**
  * bm25 of claims' stored terms (claim_ranking.stems), one scorer per query: `scorer(stored)` equals
- * `bm25(storedStems(stored), phrases, stats)` to the bit, but counts each phrase in the stored string
- * (as whole space-separated terms) instead of splitting it into an array, and takes the idf once per
- * query. Search scores up to SEARCH_WINDOW rows this way (docs/BENCHMARKS.md, "Issue 23, fifth pass").
+ * `bm25(storedStems(stored), phrases, stats)` (the same sum), but counts each phrase in the stored
+ * string (as whole space-separated terms) instead of splitting it into an array, and takes the idfs
+ * once per query. Search scores up to SEARCH_WINDOW rows this way (docs/BENCHMARKS.md, "Issue 23,
+ * fifth pass").
  */
 export function storedBm25(phrases: string[][], stats: TermStats): (stored: string) => number {
-  const rows = Math.max(stats.rows, 1);
-  const idfs = phrases.map((p) => {
-    const n = phraseHeld(stats, p);
-    const idf = Math.log((rows - n + 0.5) / (n + 0.5));
-    return idf <= 0 ? 1e-6 : idf;
-  });
+  const idfs = phraseIdfs(phrases, stats);
   // A stored phrase: its stems space-separated, as the stored string holds adjacent terms.
   const needles = phrases.map((p) => p.join(" "));
-  const whole = phrases.some((p) => p.includes(""));
+  // An empty phrase or stem cannot be searched for in a string, and stored terms of other than ASCII
+  // are stem keys only after conversion: those take the array path.
+  const arrayPath = phrases.some((p) => !p.length || p.includes(""));
+  const counted = (stored: string) => (k: number) => {
+    const needle = needles[k];
+    let tf = 0;
+    for (let i = stored.indexOf(needle); i !== -1; i = stored.indexOf(needle, i + 1))
+      if ((i === 0 || stored.charCodeAt(i - 1) === 32) && (i + needle.length === stored.length || stored.charCodeAt(i + needle.length) === 32)) tf++;
+    return tf;
+  };
   return (stored) => {
-    // Stored terms of other than ASCII are stem keys only after conversion (and an empty stem cannot
-    // be searched for in a string): the array path.
-    if (whole || !ASCII.test(stored)) return bm25(storedStems(stored), phrases, stats);
+    if (arrayPath || !ASCII.test(stored)) return bm25(storedStems(stored), phrases, stats);
     let length = stored ? 1 : 0;
     for (let i = stored.indexOf(" "); i !== -1; i = stored.indexOf(" ", i + 1)) length++;
-    const avgdl = stats.rows > 0 && stats.tokens > 0 ? stats.tokens / stats.rows : Math.max(length, 1);
-    const norm = K1 * (1 - B + (B * length) / avgdl);
-    let score = 0;
-    for (let k = 0; k < needles.length; k++) {
-      const needle = needles[k];
-      if (!phrases[k].length) continue;
-      let tf = 0;
-      for (let i = stored.indexOf(needle); i !== -1; i = stored.indexOf(needle, i + 1))
-        if ((i === 0 || stored.charCodeAt(i - 1) === 32) && (i + needle.length === stored.length || stored.charCodeAt(i + needle.length) === 32)) tf++;
-      if (!tf) continue;
-      score += (idfs[k] * tf * (K1 + 1)) / (tf + norm);
-    }
-    return score;
+    return bm25Sum(length, counted(stored), idfs, stats);
   };
 }
