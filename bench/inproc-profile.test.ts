@@ -19,6 +19,7 @@ import { Db } from "../src/org/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";
+import { zipfText } from "../scripts/synthetic-text.mjs";
 import { GLOVE_TABLE } from "../src/vector/glove-table";
 import { STOPWORDS } from "../src/domains/memory/fts";
 
@@ -30,9 +31,7 @@ const SEARCH_REPS = 10;
 // The scale bench's data (scripts/bench-lib.mjs): words of the local embedder's own vocabulary, Zipf by
 // frequency rank; statements keep stopwords as running text does, queries skip them as an agent's do.
 const VOCAB = GLOVE_TABLE.words.split(" ");
-const CDF = (() => { const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07)); const t = w.reduce((a, b) => a + b, 0); let acc = 0; return w.map((x) => (acc += x / t)); })();
-function zipfWord(rand: () => number) { const u = rand(); let lo = 0, hi = CDF.length - 1; while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; } return VOCAB[lo]; }
-const statement = (rand: () => number) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
+const text = zipfText(VOCAB, STOPWORDS);
 
 /** Db whose statements are timed by their first 60 chars. */
 function timedDb(db: Db, stats: Map<string, [number, number, number]>): Db {
@@ -51,8 +50,7 @@ function timedDb(db: Db, stats: Map<string, [number, number, number]>): Db {
 it("profile", async () => {
   const org = await newOrg();
   const rand = prng(42), qrand = prng(7);
-  const informative = () => { for (;;) { const w = zipfWord(qrand); if (!STOPWORDS.has(w)) return w; } };
-  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, informative).join(" "));
+  const queries = Array.from({ length: 50 }, () => text.queryWords(qrand));
   const sample: string[] = [];
   let have = 0;
   const out: string[] = [];
@@ -68,7 +66,7 @@ it("profile", async () => {
           for (let i = from; i < Math.min(size, from + 1000); i++) {
             const b = Math.floor(i / 50);
             const at = new Date(t0 + b * 4).toISOString();
-            const s = statement(rand);
+            const s = text.statement(rand);
             if (sample.length < 500 && rand() < 0.05) sample.push(s);
             insertClaim(db, { claim_id: `clm_${i.toString(16).padStart(32, "0")}`, subject_id: `subject-${b % 20}`, project_id: null, kind: "fact",
               statement: s, status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,

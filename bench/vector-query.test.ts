@@ -28,19 +28,18 @@ import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { bestSlots, dot, LocalVectorIndex } from "../src/vector/local-index";
 import type { AcceptIds, VectorHit } from "../src/vector/types";
 import { inOrg, newOrg, prng } from "../test/helpers";
+import { zipfText } from "../scripts/synthetic-text.mjs";
+import { STOPWORDS } from "../src/domains/memory/fts";
 
 const SIZES: number[] = (globalThis as any).__VEC_SIZES ?? [1000, 50000, 200000];
 const REPS = 3;
 const VOCAB = GLOVE_TABLE.words.split(" ");
-const CDF = (() => { const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07)); const t = w.reduce((a, b) => a + b, 0); let acc = 0; return w.map((x) => (acc += x / t)); })();
-function zipfWord(rand: () => number) { const u = rand(); let lo = 0, hi = CDF.length - 1; while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; } return VOCAB[lo]; }
-const statement = (rand: () => number) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
-
+const text = zipfText(VOCAB, STOPWORDS);
 
 it("vector query microbench", async () => {
   const org = await newOrg();
   const rand = prng(42), qrand = prng(7);
-  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => zipfWord(qrand)).join(" "));
+  const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => text.word(qrand)).join(" "));
   const t0 = Date.parse("2026-11-01T00:00:00.000Z");
   let have = 0;
   const lines: string[] = [];
@@ -57,7 +56,7 @@ it("vector query microbench", async () => {
           for (let i = from; i < Math.min(size, from + 1000); i++) {
             const b = Math.floor(i / 50);
             const at = new Date(t0 + b * 4).toISOString();
-            const s = statement(rand);
+            const s = text.statement(rand);
             const claim_id = `clm_${i.toString(16).padStart(32, "0")}`;
             insertClaim(db, { claim_id, subject_id: `subject-${b % 20}`, project_id: null, kind: "fact",
               statement: s, status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,

@@ -11,8 +11,9 @@ import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync,
 import { cpus, totalmem, tmpdir, platform, release } from "node:os";
 import { join, resolve } from "node:path";
 import { bootstrapVia, freePort, root, waitHealthy } from "./local.mjs";
+import { prng, zipfText } from "./synthetic-text.mjs";
 
-export { root };
+export { prng, root };
 const wrangler = join(root, "node_modules", ".bin", "wrangler");
 const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_UPDATE_NOTIFIER: "1" };
 
@@ -231,16 +232,6 @@ export function table(header, rows) {
 
 // ---- deterministic synthetic text ---------------------------------------------------------------
 
-export function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 // The local embedder's own vocabulary (src/vector/glove-table.ts, the 10,000 most frequent English
 // words in frequency order), read out of the table file so it stays in step with the table: statements
 // and queries made of words the embedder knows embed to real vectors, so a hybrid compile's vector step
@@ -259,27 +250,9 @@ function ftsStopwords() {
 }
 export const VOCAB = tableWords();
 export const STOPWORDS = ftsStopwords();
-// Zipf(1.07) over the vocabulary by frequency rank: a few words are everywhere, most are rare, as in real text.
-const CDF = (() => {
-  const w = VOCAB.map((_, r) => 1 / Math.pow(r + 1, 1.07));
-  const total = w.reduce((a, b) => a + b, 0);
-  let acc = 0;
-  return w.map((x) => (acc += x / total));
-})();
-export function zipfWord(rand) {
-  const u = rand();
-  let lo = 0, hi = CDF.length - 1;
-  while (lo < hi) { const mid = (lo + hi) >> 1; if (CDF[mid] < u) lo = mid + 1; else hi = mid; }
-  return VOCAB[lo];
-}
-/** A word from the same Zipf that is not a stopword: what an agent's query is made of. */
-export function informativeWord(rand) {
-  for (;;) { const w = zipfWord(rand); if (!STOPWORDS.has(w)) return w; }
-}
-/** A claim's statement: 10-30 words from the Zipf, stopwords included, as in running text. */
-export const statement = (rand) => Array.from({ length: 10 + Math.floor(rand() * 21) }, () => zipfWord(rand)).join(" ");
-/** A compile query: `n` informative words (no stopwords) from the same Zipf. */
-export const queryWords = (rand, n = 4) => Array.from({ length: n }, () => informativeWord(rand)).join(" ");
+// Zipf(1.07) over the vocabulary by frequency rank (scripts/synthetic-text.mjs, shared with the in-process benches).
+const text = zipfText(VOCAB, STOPWORDS);
+export const { word: zipfWord, informativeWord, statement, queryWords } = text;
 
 /**
  * Fill the vector index the way an operator would: verify pages (queueing whatever the index lacks),

@@ -186,14 +186,5 @@ export function countingDb(db: Db): { db: Db; rowsRead: () => number } {
   return { db: counting, rowsRead: () => rowsRead };
 }
 
-/** A seeded pseudo-random generator (mulberry32) in [0, 1): test and bench data that repeats run to run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded pseudo-random generator in [0, 1) (scripts/synthetic-text.mjs, shared with the benches). */
+export { prng } from "../scripts/synthetic-text.mjs";
