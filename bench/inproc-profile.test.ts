@@ -9,11 +9,9 @@
 import { inject, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import * as ranking from "../src/domains/memory/ranking";
-const { rankClaims } = ranking;
+import { compilePack, rankClaims } from "../src/domains/memory/ranking";
 import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search";
 import { markJobDue } from "../src/org/jobs";
-import { beforeTable, searchBefore } from "./search-before";
 import { insertClaim } from "../src/domains/memory/records";
 import { Db } from "../src/org/db";
 import { clock } from "../src/http/clock";
@@ -26,7 +24,7 @@ import { STOPWORDS } from "../src/domains/memory/fts";
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).
 const SIZES: number[] = inject("profileSizes") ?? [1000, 50000, 200000];
 const REPS = 3;
-/** Searches are cheap and the old code runs beside them: more repetitions for steadier means. */
+/** Searches are cheap: more repetitions for steadier means. */
 const SEARCH_REPS = 10;
 // The scale bench's data (scripts/bench-lib.mjs): words of the local embedder's own vocabulary, Zipf by
 // frequency rank; statements keep stopwords as running text does, queries skip them as an agent's do.
@@ -92,9 +90,9 @@ it("profile", async () => {
       for (let r = 0; r < REPS; r++) for (const q of queries) {
         pin(); let t = performance.now(); const start = t;
         const mark = (phase: string) => { const now = performance.now(); total[phase] = (total[phase] ?? 0) + now - t; t = now; };
-        const result = (ranking as any).compilePack ? (ranking as any).compilePack(db, caller, { query: q }, 1000, 50, mark) : null;
-        const packed = result ? result.items : ranking.pack(rankClaims(db, caller, { query: q }, mark), 1000, 50);
-        if (result) rankedCount += result.ranked.length;
+        const result = compilePack(db, caller, { query: q }, 1000, 50, mark);
+        const packed = result.items;
+        rankedCount += result.ranked.length;
         mark("pack");
         perQuery.push(performance.now() - start);
         if (r === 0) items.push(packed.map((p: { claim: { claim_id: string } }) => `${p.claim.claim_id.slice(-6)}`).join(","));
@@ -102,62 +100,36 @@ it("profile", async () => {
       const n = REPS * queries.length;
       const phases = Object.fromEntries(Object.entries(total).map(([k, v]) => [k, +(v / n).toFixed(2)]));
       const st = [...stmts].map(([k, [ms, c, rows]]) => `${(ms / n).toFixed(2)} ms/compile ${(c / n).toFixed(1)} calls ${(rows / n).toFixed(0)} rows  ${k}`);
-      // search: this code and main's (bench/search-before.ts) alternately, on the same searches
-      db0.sql.exec(beforeTable);
-      // Both through a timed Db (its own statement table each), so both pay the same wrapper.
-      const sstm = new Map<string, [number, number, number]>(), bstm = new Map<string, [number, number, number]>();
-      const sdb = timedDb(db0, sstm), bdb = timedDb(db0, bstm);
-      const sl: number[] = [], blat: number[] = [];
+      // search, through the timed Db, its phases marked
+      const sstm = new Map<string, [number, number, number]>();
+      const sdb = timedDb(db0, sstm);
+      const sl: number[] = [];
       const sres: string[] = [];
-      const stotal: Record<string, number> = {}, btotal: Record<string, number> = {};
+      const stotal: Record<string, number> = {};
       let snapshots = 0;
       // The route's alarm request: the job's due time in org_meta (the storage alarm itself is armed once).
       const scheduleAlarm = (atMs: number) => { markJobDue(db0, searchSnapshotsJob.name, atMs); };
-      const marker = (into: Record<string, number>, start: number) => {
-        let t = start;
-        return (phase: string) => { const now = performance.now(); into[phase] = (into[phase] ?? 0) + now - t; t = now; };
-      };
-      for (let r = 0; r < SEARCH_REPS; r++) for (const [i, s] of searches.entries()) {
-        const runNew = () => {
-          pin(); const a = performance.now();
-          const page = searchMemories(sdb, caller, {}, s, 25, undefined, scheduleAlarm, marker(stotal, a));
-          sl.push(performance.now() - a);
-          return page;
-        };
-        const runOld = () => {
-          pin(); const a = performance.now();
-          const old = searchBefore(bdb, caller, s, 25, scheduleAlarm, marker(btotal, a));
-          blat.push(performance.now() - a);
-          return old;
-        };
-        const [page, old] = (r + i) % 2 ? [runNew(), runOld()] : (() => { const o = runOld(); return [runNew(), o] as const; })();
+      for (let r = 0; r < SEARCH_REPS; r++) for (const s of searches) {
+        pin(); const a = performance.now();
+        let t = a;
+        const mark = (phase: string) => { const now = performance.now(); stotal[phase] = (stotal[phase] ?? 0) + now - t; t = now; };
+        const page = searchMemories(sdb, caller, {}, s, 25, undefined, scheduleAlarm, mark);
+        sl.push(performance.now() - a);
         if (page.has_more) snapshots++;
-        if (r === 0) {
-          sres.push(page.page.map((c) => c.claim_id.slice(-6)).join(","));
-          // Same answer as main's: the page, has_more, and the stored order of the rest.
-          const rest = page.next_cursor ? JSON.parse(db0.first<{ claim_seqs: string }>("SELECT claim_seqs FROM search_snapshots WHERE snapshot_id = ?",
-            JSON.parse(atob(page.next_cursor.replace(/-/g, "+").replace(/_/g, "/"))).s)!.claim_seqs) as number[] : [];
-          const idOf = new Map(db0.all<{ seq: number; claim_id: string }>("SELECT seq, claim_id FROM claims WHERE seq IN (SELECT value FROM json_each(?))",
-            JSON.stringify(rest)).map((c) => [c.seq, c.claim_id]));
-          const order = [...page.page.map((c) => c.claim_id), ...rest.map((q) => idOf.get(q))];
-          if (JSON.stringify(order) !== JSON.stringify(old.order) || page.has_more !== old.order.length > 25 ||
-            JSON.stringify(page.page) !== JSON.stringify(old.page)) throw new Error(`search "${s}" differs from main's`);
-        }
+        if (r === 0) sres.push(page.page.map((c) => c.claim_id.slice(-6)).join(",") + (page.has_more ? "+" : ""));
       }
       const sn = SEARCH_REPS * searches.length;
       snapshots /= SEARCH_REPS * searches.length;
       const sphases = Object.fromEntries(Object.entries(stotal).map(([k, v]) => [k, +(v / sn).toFixed(3)]));
-      const bphases = Object.fromEntries(Object.entries(btotal).map(([k, v]) => [k, +(v / sn).toFixed(3)]));
       const sst = [...sstm].map(([k, [ms, c, rows]]) => `${(ms / sn).toFixed(2)} ms/search ${(c / sn).toFixed(1)} calls ${(rows / sn).toFixed(0)} rows  ${k}`);
       const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
       const p95 = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length * 0.95)];
       return { phases, st, ranked: rankedCount / n, compileMean: mean(perQuery), compileP95: p95(perQuery), searchMean: mean(sl), searchP95: p95(sl), sst, sphases, snapshots,
-        beforeMean: mean(blat), beforeP95: p95(blat), bphases,
         hash: items.join("|"), shash: sres.join("|") };
     });
     out.push(`== ${size} (seed ${(Date.now() - seedStart) / 1000}s)\ncompile mean ${res.compileMean.toFixed(2)} p95 ${res.compileP95.toFixed(2)} (${res.ranked.toFixed(0)} candidates ranked); search mean ${res.searchMean.toFixed(2)} p95 ${res.searchP95.toFixed(2)}\n` +
-      JSON.stringify(res.phases, null, 1) + "\n" + res.st.join("\n") + "\n-- search (share writing a snapshot " + res.snapshots.toFixed(2) + `; main's code, interleaved: mean ${res.beforeMean.toFixed(2)} p95 ${res.beforeP95.toFixed(2)})\n` +
-      Object.keys(res.sphases).map((k) => `${k}: main ${res.bphases[k] ?? "-"} -> now ${res.sphases[k]}`).join("\n") + "\n" + res.sst.join("\n") +
+      JSON.stringify(res.phases, null, 1) + "\n" + res.st.join("\n") + "\n-- search (share writing a snapshot " + res.snapshots.toFixed(2) + ")\n" +
+      Object.entries(res.sphases).map(([k, v]) => `${k}: ${v}`).join("\n") + "\n" + res.sst.join("\n") +
       `\nanswers ${await sha(res.hash)} search ${await sha(res.shash)}`);
     console.log(out.at(-1));
   }
