@@ -113,6 +113,14 @@ export const obs = (subject: string, content: string, extra: Record<string, unkn
   subject_id: subject, kind: "note", content, source: { type: "test", ref: "r1" }, ...extra,
 });
 
+/** A fresh organization and two principals in it with every scope: the usual setup of a two-reader test. */
+export async function orgWithTwoPrincipals() {
+  const org = await newOrg();
+  const first = await mintKey(org.api_key, { scopes: ["*"] });
+  const second = await mintKey(org.api_key, { scopes: ["*"] });
+  return { org, first, second };
+}
+
 export async function append(key: string, body: Record<string, unknown>, headers?: Record<string, string>) {
   return call("POST", "/v1/observations", { key, body, headers });
 }

@@ -7,7 +7,7 @@ import { loadCaller } from "../src/domains/identity/store";
 import { LEXICAL_CANDIDATES, LEXICAL_READS, rankClaims, rankTexts } from "../src/domains/memory/ranking";
 import { insertClaim } from "../src/domains/memory/records";
 import { SNAPSHOT_TTL_MS } from "../src/domains/memory/search";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, orgWithTwoPrincipals, supports } from "./helpers";
 
 /** The caller's own writes: team claims, and private ones (one word, "quokka", held by no team claim). */
 const OWN_TEAM = [
@@ -52,9 +52,7 @@ function normalized(value: unknown): string {
  * claims that retention then excludes, or another principal's team claims that retention excludes. The vector index is filled at the end, so compile is hybrid (authorized kNN).
  */
 async function organization(others: false | "private" | "workspace" | "retention" | "excluded") {
-  const org = await newOrg();
-  const me = await mintKey(org.api_key, { scopes: ["*"] });
-  const other = await mintKey(org.api_key, { scopes: ["*"] });
+  const { org, first: me, second: other } = await orgWithTwoPrincipals();
   const mine = await appendOk(me.key, obs("s", "team evidence"));
   const minePrivate = await appendOk(me.key, obs("s", "private evidence", { visibility: "private" }));
   // "workspace": the other principal's claims are team claims of a workspace the caller is not in.

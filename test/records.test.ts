@@ -6,7 +6,7 @@ import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
 import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, readableWithin, tombstone } from "../src/domains/memory/records";
 import { queueTouched } from "../src/org/outbox";
-import { appendOk, consolidateOk, countingDb, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, consolidateOk, countingDb, inOrg, mintKey, newOrg, obs, orgWithTwoPrincipals, supports } from "./helpers";
 
 declare global {
   /** Vite's compile-time glob import (vitest transforms it; typed here rather than pulling in vite/client). */
@@ -127,9 +127,7 @@ describe("memory record writers", () => {
 
 /** Two principals of one organization, each with an observation: mine (team) and theirs (private to them). */
 async function meAndOther() {
-  const org = await newOrg();
-  const me = await mintKey(org.api_key, { scopes: ["*"] });
-  const other = await mintKey(org.api_key, { scopes: ["*"] });
+  const { org, first: me, second: other } = await orgWithTwoPrincipals();
   const mine = await appendOk(me.key, obs("s", "x"));
   const theirs = await appendOk(other.key, obs("s", "y", { visibility: "private" }));
   return { org, me, other, mine, theirs };

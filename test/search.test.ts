@@ -11,7 +11,7 @@ import { migrate } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
 import type { OrgStore } from "../src/org/OrgStore";
 import type { Caller } from "../src/org/request";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, prng, supports } from "./helpers";
+import { appendOk, call, consolidateOk, expectError, inOrg, obs, orgWithTwoPrincipals, prng, supports } from "./helpers";
 
 describe("storedBm25", () => {
   it("scores a stored term string exactly as bm25 over its split terms, for ASCII and other text, phrases and repeats", () => {
@@ -46,9 +46,7 @@ describe("storedBm25", () => {
 describe("search snapshots of claim seqs", () => {
   /** Alice's team claims and her private ones in subject "alpha", which bob reads through a grant. */
   async function world() {
-    const org = await newOrg();
-    const alice = await mintKey(org.api_key, { scopes: ["*"] });
-    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const { org, first: alice, second: bob } = await orgWithTwoPrincipals();
     const team = await appendOk(alice.key, obs("open", "walrus notes"));
     const secret = await appendOk(alice.key, obs("alpha", "walrus secret", { visibility: "private" }));
     // Different term counts, so the order is not write order.
