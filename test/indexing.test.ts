@@ -3,7 +3,9 @@
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../src/http/errors";
 import { applyEnrichment, runEnrichment } from "../src/domains/indexing/enrichment";
-import { tombstone } from "../src/domains/memory/records";
+import { changeClaim, tombstone } from "../src/domains/memory/records";
+import { clock } from "../src/http/clock";
+import { vectorHits } from "../src/domains/indexing/retrieval";
 import { indexQueueSize } from "../src/domains/indexing/queue";
 import { applyDrain, runDrain, runVerify } from "../src/domains/indexing/service";
 import { indexDrainJob } from "../src/domains/indexing/background";
@@ -14,7 +16,7 @@ import { sha256Hex } from "../src/auth/credentials";
 import { readModelConfig } from "../src/vector/config";
 import { vectorRuntime } from "../src/vector/runtime";
 import { FakeAi, FakeVectorize } from "./fakes/vector";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, consolidateOk, countingDb, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const NOW = () => new Date().toISOString();
 
@@ -169,6 +171,61 @@ describe("index drain and verify on the embedded default", () => {
     }
     const own = await call("POST", "/v1/context/compile", { key: alice.key, body: { query: "spare key blue flowerpot" } });
     expect(own.json.meta.degraded.vectors).toBe(false);
+  });
+});
+
+describe("vector hits are re-authorized inside compile's transaction", () => {
+  // The route runs the vector query (whose accept reads each hit's candidate row) before the
+  // transaction and ranks inside it; the rows the accept read are taken there only when nothing was
+  // written in between and the clock has not gone back (records.ts CandidatesReadAhead).
+  const QUERY = { query: "dog pet" };
+  async function withHit(fn: (o: any, caller: NonNullable<ReturnType<typeof loadCaller>>, id: string) => Promise<void>) {
+    const org = await newOrg();
+    const id = await claimOk(org.api_key, "s", "she adopted a puppy from the animal shelter");
+    await claimOk(org.api_key, "s", "quarterly invoices are due on friday");
+    await indexAll(org.api_key);
+    await inOrg(org.org_id, async (o) => fn(o, loadCaller(o.db, sha256Hex(org.api_key))!, id));
+  }
+  const rt = (o: any) => vectorRuntime(readModelConfig({}, NOW()), {}, o.db, "org");
+  const ids = (ranked: { claim: { claim_id: string } }[]) => ranked.map((r) => r.claim.claim_id);
+
+  it("with nothing written in between, ranks from the rows the accept read: same answer, fewer rows read", async () => {
+    await withHit(async (o, caller, id) => {
+      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      // No word in common: the hit comes in through the vector path only.
+      expect(hits.has(id)).toBe(true);
+      expect(ids(rankClaims(o.db, caller, QUERY))).not.toContain(id);
+      const carried = countingDb(o.db);
+      const fromAccept = o.ctx.storage.transactionSync(() => rankClaims(carried.db, caller, QUERY, undefined, hits));
+      const again = countingDb(o.db);
+      const reread = o.ctx.storage.transactionSync(() => rankClaims(again.db, caller, QUERY, undefined, new Map(hits)));
+      expect(ids(fromAccept)).toContain(id);
+      expect(fromAccept).toEqual(reread);
+      expect(carried.rowsRead()).toBeLessThan(again.rowsRead());
+    });
+  });
+
+  it("a write between the vector query and the transaction that revokes a hit keeps it out", async () => {
+    await withHit(async (o, caller, id) => {
+      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      expect(hits.has(id)).toBe(true);
+      o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { status: "revoked" }));
+      expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(id);
+    });
+  });
+
+  it("a hit whose validity ends between the vector query and the transaction is kept out (no write, only time)", async () => {
+    await withHit(async (o, caller, id) => {
+      o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { valid_to: new Date(clock.nowMs() + 60_000).toISOString() }));
+      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      expect(hits.has(id)).toBe(true);
+      clock.advance(120_000);
+      try {
+        expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(id);
+      } finally {
+        clock.reset();
+      }
+    });
   });
 });
 

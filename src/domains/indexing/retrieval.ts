@@ -2,19 +2,22 @@
 // kNN. The index takes the top k among the claims the caller could receive as candidates (records.ts
 // candidateIdsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
 // filtered afterwards, so neither which hits come back nor their scores depend on a record the caller
-// cannot read. Ranking then reads the hits through the same SQL filter as every other candidate.
+// cannot read. Ranking then re-authorizes the hits inside compile's transaction through the same filter
+// as every other candidate: the rows the accept read are carried there (`ahead`) and taken
+// only when nothing was written since (records.ts CandidatesReadAhead), else read again.
 import { ID_PREFIX } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
 import { MAX_TOP_K, VectorBackendError } from "../../vector/types";
-import { candidateIdsAmong } from "../memory/records";
+import { candidateRowsAmong, readAhead } from "../memory/records";
+import type { VectorSimilarities } from "../memory/ranking";
 
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;
 
 /** Nearest ids with their cosine similarity, or null when vectors were not used for this query. */
-export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: { query?: string; kinds?: string[] }): Promise<Map<string, number> | null> {
+export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: { query?: string; kinds?: string[] }): Promise<VectorSimilarities | null> {
   if (!f.query?.trim() || !hasVectors(rt)) return null;
   try {
     const [q] = await rt.embedder.embed([f.query]);
@@ -22,10 +25,11 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: {
     // is near it (every cosine is 0, and the "nearest" would be the smallest ids). Vectors were asked
     // and found nothing; nothing joins the candidates.
     if (!q.some((x) => x !== 0)) return new Map();
-    const accept = (ids: string[]) => candidateIdsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)));
+    const ahead = readAhead(caller, f.kinds);
+    const accept = (ids: string[]) => candidateRowsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), ahead);
     const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
     // Only claims that point the query's way are near it: a cosine of 0 or less says nothing in common.
-    return new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score]));
+    return Object.assign(new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])), { ahead });
   } catch (err) {
     // Retrieval degrades to lexical (meta.degraded.vectors stays true); it never fails the compile.
     if (err instanceof VectorBackendError) return null;

@@ -9,7 +9,7 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
-import { compilePack } from "./ranking";
+import { compilePack, type VectorSimilarities } from "./ranking";
 import { vectorHits } from "../indexing/retrieval";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
@@ -51,7 +51,7 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
  * was among the ranked candidates, so what tells the caller "vectors were used" depends only on
  * claims it may read (never on whether the index holds anything else).
  */
-export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: Map<string, number> | null) {
+export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: VectorSimilarities | null) {
   const { ranked, items } = compilePack(db, caller, body, body.token_budget, body.max_items, undefined, vectors ?? undefined);
   const vectorsUsed = !!vectors?.size && ranked.some((r) => vectors.has(r.claim.claim_id));
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
@@ -90,7 +90,8 @@ export const contextRoutes = [
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
     handler: async (rc) => {
       // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its
-      // hits are re-authorized inside it, with every other candidate. degraded.vectors is false only when a
+      // hits are re-authorized inside it, with every other candidate (from the rows its accept read when
+      // nothing was written in between, records.ts CandidatesReadAhead). degraded.vectors is false only when a
       // hit the caller may retrieve took part in ranking (not when vectors are off, failed, or found
       // nothing the caller may read).
       const vectors = await vectorHits(runtimeFor(rc), rc.db, rc.caller, rc.body);

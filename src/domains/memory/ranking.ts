@@ -29,7 +29,7 @@ import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAll, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
-import { type CandidateRow, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableNeighbours, readableWithin, scopedCandidates, sharedTermStats } from "./records";
+import { type CandidateRow, type CandidatesReadAhead, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableNeighbours, readableWithin, scopedCandidates, sharedTermStats } from "./records";
 import { estimateTokens, tokensOfBytes } from "./tokens";
 
 /**
@@ -285,12 +285,13 @@ function stemsPerCompile(): (c: Stemmed) => string[] {
 /**
  * Vector hits join the candidates through the same retrieval predicate as every other way in (by
  * write position), so a hit the caller may not read, or that is no longer current, is dropped before
- * it can score. Returns the authorized hits' similarities by seq (what the vector score reads).
+ * it can score (from the rows the vector query's accept read, when nothing was written since:
+ * records.ts candidatesWithIds). Returns the authorized hits' similarities by seq (what the vector score reads).
  */
-function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Map<string, number>, candidates: Candidate[]): Map<number, number> {
+function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: VectorSimilarities, candidates: Candidate[]): Map<number, number> {
   const have = new Set(candidates.map((c) => c.claim_id));
   const missing = [...vectors.keys()].filter((id) => !have.has(id));
-  if (missing.length) for (const c of candidatesWithIds(db, caller, f.kinds, missing)) candidates.push(c);
+  if (missing.length) for (const c of candidatesWithIds(db, caller, f.kinds, missing, vectors.ahead)) candidates.push(c);
   const similarity = new Map<number, number>();
   for (const c of candidates) {
     const s = vectors.get(c.claim_id);
@@ -299,8 +300,11 @@ function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Ma
   return similarity;
 }
 
+/** Vector hits' cosine similarity by claim id, with their rows as the accept read them (indexing/retrieval.ts). */
+export type VectorSimilarities = Map<string, number> & { ahead?: CandidatesReadAhead };
+
 /** `vectors`: the query's nearest claim ids with their cosine similarity (hybrid compile), if any. */
-export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: Map<string, number>): RankedClaim[] {
+export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): RankedClaim[] {
   const words = rankingTerms(f.query);
   const stats = sharedTermStats(db, words.flatMap(phraseStems));
   mark("term statistics");
@@ -347,7 +351,7 @@ export interface PackedClaim {
  * ranking reads just the columns it scores). `ranked` is the whole order (vector use is judged on it).
  */
 export function compilePack(db: Db, caller: Caller, f: CompileFilters, tokenBudget: number, maxItems: number,
-  mark: PhaseMark = () => {}, vectors?: Map<string, number>): { ranked: RankedClaim[]; items: PackedClaim[] } {
+  mark: PhaseMark = () => {}, vectors?: VectorSimilarities): { ranked: RankedClaim[]; items: PackedClaim[] } {
   const ranked = rankClaims(db, caller, f, mark, vectors);
   const packed = pack(ranked, tokenBudget, maxItems);
   const whole = new Map(claimsAt(db, caller, f.kinds, packed.map((p) => p.claim.seq)).map((c) => [c.seq, c]));

@@ -601,6 +601,54 @@ export function candidateIdsAmong(db: Db, caller: Caller, kinds: string[] | unde
     JSON.stringify(ids), ...args).map((r) => r.claim_id));
 }
 
+/**
+ * Compile candidates read before compile's transaction (the vector hits' accept, records.ts
+ * `candidateRowsAmong`), carried into it with what proves them still exact there: the connection's
+ * write count when the first was read (SQLite's total_changes(), which every INSERT, UPDATE and DELETE
+ * of this object, triggers included, raises; a rolled-back write raises it too, which only costs the
+ * shortcut) and the latest clock reading the predicate used. Equal count and a clock not behind it:
+ * no row the predicate or scoring reads has changed, and only validity (valid_to against now) can
+ * have moved, which the rows carry. Anything else, and the rows are read again (`candidatesWithIds`).
+ */
+export interface CandidatesReadAhead {
+  caller: Caller;
+  kinds: string | null;
+  stamp: number | null;
+  at: string;
+  /** Admitted ids' candidate rows, with their valid_to (not part of the row). */
+  rows: Map<string, { row: CandidateRow; validTo: string | null }>;
+}
+
+/** Writes on this object's SQLite connection so far (INSERT, UPDATE, DELETE rows, triggers included). */
+const writesSoFar = (db: Db) => db.first<{ n: number }>("SELECT total_changes() AS n")!.n;
+
+export const readAhead = (caller: Caller, kinds: string[] | undefined): CandidatesReadAhead =>
+  ({ caller, kinds: kinds?.length ? JSON.stringify(kinds) : null, stamp: null, at: "", rows: new Map() });
+
+/**
+ * candidateIdsAmong that keeps the admitted ids' candidate rows in `ahead` (the vector hits' accept):
+ * the same predicate over the same narrow rows, plus the columns scoring reads, so the compile's
+ * re-authorization can take them instead of reading every hit again.
+ */
+export function candidateRowsAmong(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead: CandidatesReadAhead): Set<string> {
+  if (!ids.length) return new Set();
+  if (ahead.stamp === null) ahead.stamp = writesSoFar(db);
+  const [where, args] = candidateWhere(caller, kinds);
+  const rows = db.all<CandidateRow & { valid_to: string | null }>(
+    `SELECT ${rankingCandidateCols}, c.valid_to AS valid_to FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
+       CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${where}`,
+    JSON.stringify(ids), ...args);
+  // After the read: not earlier than the now its predicate used.
+  const at = clock.nowIso();
+  if (at > ahead.at) ahead.at = at;
+  for (const r of rows) {
+    const validTo = r.valid_to;
+    delete (r as Partial<typeof r>).valid_to;
+    ahead.rows.set(r.claim_id, { row: r, validTo });
+  }
+  return new Set(rows.map((r) => r.claim_id));
+}
+
 /** Candidates at the given write positions (seq), with their stored terms. */
 export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
@@ -609,8 +657,25 @@ export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined
     JSON.stringify(seqs), ...args);
 }
 
-/** Candidates with the given claim ids, in write order, with their stored terms (vector hits). */
-export function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[]): CandidateRow[] {
+/**
+ * Candidates with the given claim ids, in write order, with their stored terms (vector hits). With
+ * `ahead` (their rows read before the transaction) and no write since, nor a clock behind it, those
+ * rows are taken, each kept only if still valid now: what this read would return, without reading
+ * (CandidatesReadAhead). An id without a carried row (never admitted by the accept: a hit always is)
+ * is read.
+ */
+export function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead?: CandidatesReadAhead): CandidateRow[] {
+  const now = clock.nowIso();
+  if (ahead && ahead.stamp !== null && ahead.caller === caller && ahead.kinds === (kinds?.length ? JSON.stringify(kinds) : null) &&
+    now >= ahead.at && writesSoFar(db) === ahead.stamp) {
+    const unknown = ids.filter((id) => !ahead.rows.has(id));
+    const out = ids.flatMap((id) => {
+      const r = ahead.rows.get(id);
+      return r && (r.validTo == null || r.validTo > now) ? [{ ...r.row }] : [];
+    });
+    if (unknown.length) out.push(...candidatesWithIds(db, caller, kinds, unknown));
+    return out.sort((a, b) => a.seq - b.seq);
+  }
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
     `SELECT ${rankingCandidateCols} FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
