@@ -641,11 +641,8 @@ export function candidateRowsAmong(db: Db, caller: Caller, kinds: string[] | und
   // After the read: not earlier than the now its predicate used.
   const at = clock.nowIso();
   if (at > ahead.at) ahead.at = at;
-  for (const r of rows) {
-    const validTo = r.valid_to;
-    delete (r as Partial<typeof r>).valid_to;
-    ahead.rows.set(r.claim_id, { row: r, validTo });
-  }
+  // The row without valid_to, built like every other candidate row (same keys in the same order).
+  for (const { valid_to: validTo, ...row } of rows) ahead.rows.set(row.claim_id, { row, validTo });
   return new Set(rows.map((r) => r.claim_id));
 }
 
