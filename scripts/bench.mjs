@@ -310,9 +310,10 @@ async function syscallsPerRequest(server, n, run) {
  * Object and their alarms. Returns { worker, proxy } process ids (null when not found).
  */
 function workerdThreads(server) {
+  const pids = [...groupCpu(server)].filter(([, p]) => p.name === "workerd").map(([pid]) => pid);
+  if (pids.length === 1) return { worker: pids[0], proxy: null }; // no separate proxy process
   const out = { worker: null, proxy: null };
-  for (const [pid, p] of groupCpu(server)) {
-    if (p.name !== "workerd") continue;
+  for (const pid of pids) {
     let cmd = "";
     try { cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch { continue; }
     out[cmd.includes(`127.0.0.1:${server.port}`) ? "proxy" : "worker"] = pid;
