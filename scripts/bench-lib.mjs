@@ -130,6 +130,36 @@ export async function apiOk(url, key, method, path, body, ok = [200, 201], heade
   return r;
 }
 
+/** CPU ms a process's main (event-loop) thread has run so far (schedstat, ns precision). */
+export const threadCpuMs = (pid) => Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+
+/**
+ * While `run` goes, sample the thread's scheduler state every millisecond: the share of samples it was
+ * running or waiting for a core (R), waiting on disk (D: fsync) or idle (S: nothing to do).
+ */
+export async function threadStates(pid, run) {
+  const counts = { R: 0, D: 0, S: 0 };
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      try {
+        const st = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
+        const c = st[st.lastIndexOf(")") + 2];
+        counts[c === "R" || c === "D" ? c : "S"]++;
+      } catch { /* gone */ }
+      await sleep(1);
+    }
+  })();
+  try {
+    await run();
+  } finally {
+    sampling = false;
+    await sampler;
+  }
+  const total = counts.R + counts.D + counts.S || 1;
+  return { R: (100 * counts.R) / total, D: (100 * counts.D) / total, S: (100 * counts.S) / total };
+}
+
 /** Run `fn(i)` for i in [0, n) with at most `concurrency` in flight; stops early past `deadline` (ms epoch). */
 export async function pool(n, concurrency, fn, { deadline = Infinity, onProgress } = {}) {
   let next = 0;

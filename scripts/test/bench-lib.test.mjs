@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { prng, queryWords, root, statement, STOPWORDS, VOCAB, zipfWord } from "../bench-lib.mjs";
+import { prng, queryWords, root, sleep, statement, STOPWORDS, threadCpuMs, threadStates, VOCAB, zipfWord } from "../bench-lib.mjs";
 
 test("the vocabulary is the embedding table's words, in its order", () => {
   const header = /(\d+) words in frequency order/.exec(readFileSync(join(root, "src/vector/glove-table.ts"), "utf8"));
@@ -52,4 +52,27 @@ test("words follow Zipf(1.07) over the frequency rank", () => {
   // A long tail: most of the vocabulary appears, rare words rarely.
   assert.ok(counts.size > VOCAB.length * 0.8, `${counts.size} distinct words`);
   assert.ok((counts.get(VOCAB[VOCAB.length - 1]) ?? 0) < 10);
+});
+
+// Part 1b's view of one thread (threadCpuMs, threadStates): a spinning process is busy (running or
+// waiting for a core) and gains CPU; a sleeping one is idle and gains none.
+test("a thread's CPU and scheduler state: spinning vs sleeping", async () => {
+  const { spawn } = await import("node:child_process");
+  const start = (code) => spawn(process.execPath, ["-e", code], { stdio: "ignore" });
+  const spinning = start("for (;;) {}");
+  const sleeping = start("setTimeout(() => {}, 60000)");
+  try {
+    await sleep(300);
+    const cpu0 = { spinning: threadCpuMs(spinning.pid), sleeping: threadCpuMs(sleeping.pid) };
+    const busy = await threadStates(spinning.pid, () => sleep(300));
+    const idle = await threadStates(sleeping.pid, () => sleep(300));
+    assert.ok(busy.R > 80, `spinning: ${JSON.stringify(busy)}`);
+    assert.ok(idle.S > 95 && idle.R < 5, `sleeping: ${JSON.stringify(idle)}`);
+    assert.ok(threadCpuMs(spinning.pid) - cpu0.spinning > 50, "the spinning thread ran");
+    assert.ok(threadCpuMs(sleeping.pid) - cpu0.sleeping < 20, "the sleeping thread did not");
+    await assert.rejects(threadStates(sleeping.pid, async () => { throw new Error("run failed"); }), /run failed/);
+  } finally {
+    spinning.kill();
+    sleeping.kill();
+  }
 });
