@@ -11,7 +11,10 @@
 // Vectors: after seeding, the organization's vector index is filled the way an operator would (verify
 // queues whatever the index lacks, then drain until the queue is empty), so compile is hybrid when
 // the server has a vector capability. `--no-vectors` skips that: compile is then lexical only.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+// `--misses FILE` (diagnostics) also compiles each question once more with the largest budget (top
+// MAX_ITEMS by score) and writes every evidence turn compile misses at 1000 tokens, with its rank
+// and score there, to FILE (JSON), printing where the misses rank.
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve, basename } from "node:path";
 import { stemmer } from "stemmer";
 import {
@@ -188,6 +191,7 @@ async function main() {
     const t = ((tallies[sys][cat] ??= {})[budget] ??= { held: 0, total: 0, questions: 0, full: 0, tokens: 0, qrecall: 0 });
     t.held += held; t.total += total; t.questions++; t.full += held === total ? 1 : 0; t.tokens += tokens; t.qrecall += held / total;
   };
+  const misses = [];
   let droppedEvidence = 0, skippedQuestions = 0, turnsTotal = 0, questionsTotal = 0, vectorsIndexed = 0, hybridPacks = 0, packs = 0;
   const started = Date.now();
   try {
@@ -219,6 +223,7 @@ async function main() {
         const { q, budget } = jobs[i];
         const r = await apiOk(server.url, key, "POST", "/v1/context/compile", { query: q.q, token_budget: budget, max_items: MAX_ITEMS });
         const got = new Set(r.json.data.items.map((it) => diaByClaim.get(it.claim_id)));
+        if (args.misses && budget === 1000) await recordMisses(server.url, key, c, q, got, r.json.data.items, diaByClaim, misses);
         packs++;
         if (r.json.meta?.degraded?.vectors === false) hybridPacks++;
         bump("compile", q.cat, budget, q.ev.filter((e) => got.has(e)).length, q.ev.length, r.json.data.tokens_used);
@@ -274,6 +279,35 @@ ${table(header, rows)}
 **Recall at 1000 tokens, all categories: ${fmt(at1000, 2)}× the BM25 baseline** (target ≥ 1.15× lexical, ≥ 1.35× with local vectors).`;
   writeSection("recall", md);
   console.log(md);
+  if (args.misses) reportMisses(String(args.misses), misses);
+}
+
+/** `--misses`: where each evidence turn the 1000-token pack missed ranks among the MAX_ITEMS best. */
+async function recordMisses(url, key, c, q, got, packed, diaByClaim, misses) {
+  const missed = q.ev.filter((e) => !got.has(e));
+  if (!missed.length) return;
+  const r = await apiOk(url, key, "POST", "/v1/context/compile", { query: q.q, token_budget: 32_000, max_items: MAX_ITEMS });
+  const order = r.json.data.items.map((it) => diaByClaim.get(it.claim_id));
+  const last = packed.length ? packed[packed.length - 1].score : null;
+  for (const e of missed) {
+    const k = order.indexOf(e);
+    misses.push({ conversation: c.name, question: q.q, category: q.cat, evidence: e, statement: c.turns.find((t) => t.dia === e).statement,
+      rank: k < 0 ? null : k + 1, score: k < 0 ? null : r.json.data.items[k].score, last_packed_score: last, packed: packed.length });
+  }
+}
+
+function reportMisses(file, misses) {
+  writeFileSync(file, JSON.stringify(misses, null, 1));
+  const buckets = [["rank 1-40", (m) => m.rank !== null && m.rank <= 40], ["rank 41-80", (m) => m.rank > 40 && m.rank <= 80],
+    ["rank 81-200", (m) => m.rank > 80], [`not among the ${MAX_ITEMS} best`, (m) => m.rank === null]];
+  log(`misses at 1000 tokens: ${misses.length} evidence turns (written to ${file})`);
+  for (const [label, test] of buckets) {
+    const ms = misses.filter(test);
+    const byCat = Object.keys(CATEGORIES).map((k) => `${CATEGORIES[k]} ${ms.filter((m) => m.category === Number(k)).length}`).join(", ");
+    log(`  ${label}: ${ms.length} (${byCat})`);
+  }
+  const ranked = misses.filter((m) => m.rank !== null);
+  log(`  ranked, within 0.05 of the last packed item's score: ${ranked.filter((m) => m.last_packed_score - m.score < 0.05).length} of ${ranked.length}`);
 }
 
 main().catch((err) => {
