@@ -609,6 +609,8 @@ export function candidateIdsAmong(db: Db, caller: Caller, kinds: string[] | unde
  * shortcut) and the latest clock reading the predicate used. Equal count and a clock not behind it:
  * no row the predicate or scoring reads has changed, and only validity (valid_to against now) can
  * have moved, which the rows carry. Anything else, and the rows are read again (`candidatesWithIds`).
+ * This rests on the organization object writing through one SQLite connection (ctx.storage.sql, the
+ * only one a Durable Object has): a write through another would not raise this count.
  */
 export interface CandidatesReadAhead {
   caller: Caller;
