@@ -227,6 +227,16 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
       }
     });
   });
+
+  it("rows the accept read for other kinds are not taken: a ranking asking other kinds reads its hits again", async () => {
+    await withHit(async (o, caller, id) => {
+      // The accept ran for every kind (the hit is a fact); the ranking asks only preferences.
+      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      expect(hits.has(id)).toBe(true);
+      const ranked = o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, { ...QUERY, kinds: ["preference"] }, undefined, hits));
+      expect(ids(ranked)).not.toContain(id);
+    });
+  });
 });
 
 describe("the production backends (typed fakes of Ai and Vectorize)", () => {
