@@ -13,7 +13,7 @@ import { loadCaller } from "../src/domains/identity/store";
 import { compilePack, rankClaims } from "../src/domains/memory/ranking";
 import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search";
 import { markJobDue } from "../src/org/jobs";
-import { candidateIdsAmong, insertClaim } from "../src/domains/memory/records";
+import { candidateRowsAmong, insertClaim, readAhead } from "../src/domains/memory/records";
 import { vectorHits } from "../src/domains/indexing/retrieval";
 import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
@@ -96,14 +96,15 @@ it("profile", async () => {
       // Hybrid compile as the route runs it: the vector query (local embedder, the organization's local
       // index, the route's accept) before the transaction, then rank + pack inside it. Two variants,
       // interleaved query by query (order alternating): "hybrid" is the code as it is; "hybrid, hits
-      // read again" is the re-authorization before issue 23's sixth pass (accept of ids only, every hit
-      // missing from the lexical candidates read again inside the transaction).
+      // read again" is the re-authorization before issue 23's sixth pass, still compile's path when a write
+      // lands between the two (the hits without their read-ahead: every hit missing from the lexical
+      // candidates read again inside the transaction).
       const rt: VectorRuntime = { config: readModelConfig({}, new Date().toISOString()), embedder: new LocalEmbedder(), index: localIndexFor(db0), extractor: null };
       const variants: Record<string, () => Promise<Map<string, number> | null>> = {
         hybrid: () => vectorHits(rt, db, caller, { query: q }),
         "hybrid, hits read again": async () => {
           const [v] = await rt.embedder!.embed([q]);
-          const hits = await rt.index!.query(v, 100, (ids) => candidateIdsAmong(db, caller, undefined, ids.filter((id) => id.startsWith("claim_"))));
+          const hits = await rt.index!.query(v, 100, (ids) => candidateRowsAmong(db, caller, undefined, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, undefined)));
           return new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score]));
         },
       };

@@ -7,7 +7,7 @@
 //   embed       the query's embedding (LocalEmbedder)
 //   js scan     every slot's exact score in JS (the reference arithmetic, exported `dot`)
 //   select 400  bestSlots-equivalent selection of the best 4k = 400 slots over those scores
-//   accept 400  candidateIdsAmong (the compile's accept: the authorization SQL) of the best 400 ids
+//   accept 400  candidateRowsAmong (the compile's accept: the authorization SQL) of the best 400 ids
 //   accept 100  the same of the best 100 (what the index asks first since this change)
 //   before      js scan + select 400 + accept 400: the query's path before the fast path
 //   reference   LocalVectorIndex.queryReference, k = 100, with the real accept (the JS path, kept)
@@ -21,7 +21,7 @@
 import { expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { candidateIdsAmong, insertClaim } from "../src/domains/memory/records";
+import { candidateRowsAmong, insertClaim, readAhead } from "../src/domains/memory/records";
 import type { Db } from "../src/org/db";
 import { GLOVE_TABLE } from "../src/vector/glove-table";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
@@ -72,7 +72,7 @@ it("vector query microbench", async () => {
     const r = await inOrg(org.org_id, async (o) => {
       const db: Db = (o as any).db;
       const caller = loadCaller(db, hashKey(org.api_key))!;
-      const accept = (ids: string[]) => candidateIdsAmong(db, caller, undefined, ids);
+      const accept = (ids: string[]) => candidateRowsAmong(db, caller, undefined, ids, readAhead(db, caller, undefined));
       const embedder = new LocalEmbedder();
       const index = new LocalVectorIndex(db); // loads the cache from SQLite once (not timed)
       const qs = await embedder.embed(queries);

@@ -28,7 +28,7 @@ export interface VectorHit {
 
 /**
  * Which of these ids the asker may receive: the compile candidate predicate (records.ts
- * candidateIdsAmong: retrievable, current, of the kinds) as a set. Synchronous: a read of the
+ * candidateRowsAmong: retrievable, current, of the kinds) as a set. Synchronous: a read of the
  * organization's own SQLite.
  */
 export type AcceptIds = (ids: string[]) => Set<string>;

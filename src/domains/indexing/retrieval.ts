@@ -1,6 +1,6 @@
 // Vector candidates for compile: the query's nearest claim ids and similarities, found by authorized
 // kNN. The index takes the top k among the claims the caller could receive as candidates (records.ts
-// candidateIdsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
+// candidateRowsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
 // filtered afterwards, so neither which hits come back nor their scores depend on a record the caller
 // cannot read. Ranking then re-authorizes the hits inside compile's transaction through the same filter
 // as every other candidate: the rows the accept read are carried there (`ahead`) and taken
@@ -25,7 +25,7 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: {
     // is near it (every cosine is 0, and the "nearest" would be the smallest ids). Vectors were asked
     // and found nothing; nothing joins the candidates.
     if (!q.some((x) => x !== 0)) return new Map();
-    const ahead = readAhead(caller, f.kinds);
+    const ahead = readAhead(db, caller, f.kinds);
     const accept = (ids: string[]) => candidateRowsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), ahead);
     const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
     // Only claims that point the query's way are near it: a cosine of 0 or less says nothing in common.

@@ -587,36 +587,33 @@ export function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undef
 }
 
 /**
- * The claim ids among `ids` that could be compile candidates for the caller (the candidate predicate:
- * retrievable, current, of the kinds). Vector kNN filters through it before taking its top k.
+ * Candidate rows of the claims among `ids` that pass compile's candidate predicate (retrievable,
+ * current, of the kinds), in write order, with `extra` columns. The id → seq step reads only claims'
+ * claim_id index (it holds seq); the predicate and scoring read the narrow claim_ranking row.
  */
-export function candidateIdsAmong(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[]): Set<string> {
-  if (!ids.length) return new Set();
+function candidateRowsWithIds<T extends CandidateRow>(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], extra = ""): T[] {
+  if (!ids.length) return [];
   const [where, args] = candidateWhere(caller, kinds);
-  // The id → seq step reads only claims' claim_id index (it holds seq); the predicate reads the narrow
-  // claim_ranking row, not the wide claims row: one small page per hit instead of a claims page.
-  return new Set(db.all<{ claim_id: string }>(
-    `SELECT c.claim_id FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value CROSS JOIN claim_ranking c ON c.seq = k.seq
-      WHERE ${where}`,
-    JSON.stringify(ids), ...args).map((r) => r.claim_id));
+  return db.all<T>(
+    `SELECT ${rankingCandidateCols}${extra} FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
+       CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${where} ORDER BY c.seq`,
+    JSON.stringify(ids), ...args);
 }
 
 /**
- * Compile candidates read before compile's transaction (the vector hits' accept, records.ts
- * `candidateRowsAmong`), carried into it with what proves them still exact there: the connection's
- * write count when the first was read (SQLite's total_changes(), which every INSERT, UPDATE and DELETE
- * of this object, triggers included, raises; a rolled-back write raises it too, which only costs the
- * shortcut) and the latest clock reading the predicate used. Equal count and a clock not behind it:
- * no row the predicate or scoring reads has changed, and only validity (valid_to against now) can
- * have moved, which the rows carry. Anything else, and the rows are read again (`candidatesWithIds`).
- * This rests on the organization object writing through one SQLite connection (ctx.storage.sql, the
- * only one a Durable Object has): a write through another would not raise this count.
+ * Compile candidates read before compile's transaction (the vector hits' accept, `candidateRowsAmong`),
+ * carried into it with what proves them still exact there: the connection's write count when the
+ * read-ahead began (SQLite's total_changes(), which every INSERT, UPDATE and DELETE of this object,
+ * triggers included, raises; a rolled-back write raises it too, which only costs the shortcut). An
+ * equal count: no row the predicate or scoring reads has changed, and only validity (valid_to against
+ * now) can have moved, which the rows carry. Anything else, and the rows are read again
+ * (`candidatesWithIds`). This rests on the organization object writing through one SQLite connection
+ * (ctx.storage.sql, the only one a Durable Object has): a write through another would not raise this count.
  */
 export interface CandidatesReadAhead {
   caller: Caller;
   kinds: string | null;
-  stamp: number | null;
-  at: string;
+  stamp: number;
   /** Admitted ids' candidate rows, with their valid_to (not part of the row). */
   rows: Map<string, { row: CandidateRow; validTo: string | null }>;
 }
@@ -624,25 +621,19 @@ export interface CandidatesReadAhead {
 /** Writes on this object's SQLite connection so far (INSERT, UPDATE, DELETE rows, triggers included). */
 const writesSoFar = (db: Db) => db.first<{ n: number }>("SELECT total_changes() AS n")!.n;
 
-export const readAhead = (caller: Caller, kinds: string[] | undefined): CandidatesReadAhead =>
-  ({ caller, kinds: kinds?.length ? JSON.stringify(kinds) : null, stamp: null, at: "", rows: new Map() });
+const kindsKey = (kinds: string[] | undefined) => (kinds?.length ? JSON.stringify(kinds) : null);
+
+/** A read-ahead for this caller and kinds, stamped now (before any of its rows is read). */
+export const readAhead = (db: Db, caller: Caller, kinds: string[] | undefined): CandidatesReadAhead =>
+  ({ caller, kinds: kindsKey(kinds), stamp: writesSoFar(db), rows: new Map() });
 
 /**
- * candidateIdsAmong that keeps the admitted ids' candidate rows in `ahead` (the vector hits' accept):
- * the same predicate over the same narrow rows, plus the columns scoring reads, so the compile's
+ * The claim ids among `ids` that could be compile candidates for the caller (vector kNN filters
+ * through it before taking its top k), keeping their candidate rows in `ahead` so that compile's
  * re-authorization can take them instead of reading every hit again.
  */
 export function candidateRowsAmong(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead: CandidatesReadAhead): Set<string> {
-  if (!ids.length) return new Set();
-  if (ahead.stamp === null) ahead.stamp = writesSoFar(db);
-  const [where, args] = candidateWhere(caller, kinds);
-  const rows = db.all<CandidateRow & { valid_to: string | null }>(
-    `SELECT ${rankingCandidateCols}, c.valid_to AS valid_to FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
-       CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${where}`,
-    JSON.stringify(ids), ...args);
-  // After the read: not earlier than the now its predicate used.
-  const at = clock.nowIso();
-  if (at > ahead.at) ahead.at = at;
+  const rows = candidateRowsWithIds<CandidateRow & { valid_to: string | null }>(db, caller, kinds, ids, ", c.valid_to AS valid_to");
   // The row without valid_to, built like every other candidate row (same keys in the same order).
   for (const { valid_to: validTo, ...row } of rows) ahead.rows.set(row.claim_id, { row, validTo });
   return new Set(rows.map((r) => r.claim_id));
@@ -658,28 +649,20 @@ export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined
 
 /**
  * Candidates with the given claim ids, in write order, with their stored terms (vector hits). With
- * `ahead` (their rows read before the transaction) and no write since, nor a clock behind it, those
- * rows are taken, each kept only if still valid now: what this read would return, without reading
- * (CandidatesReadAhead). An id without a carried row (never admitted by the accept: a hit always is)
- * is read.
+ * `ahead` (their rows read before the transaction) and no write since, those rows are taken, each kept
+ * only if still valid now: what this read would return, without reading (CandidatesReadAhead). An id
+ * without a carried row (never admitted by the accept: a hit always is) is read.
  */
 export function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead?: CandidatesReadAhead): CandidateRow[] {
+  if (!ahead || ahead.caller !== caller || ahead.kinds !== kindsKey(kinds) || writesSoFar(db) !== ahead.stamp)
+    return candidateRowsWithIds(db, caller, kinds, ids);
   const now = clock.nowIso();
-  if (ahead && ahead.stamp !== null && ahead.caller === caller && ahead.kinds === (kinds?.length ? JSON.stringify(kinds) : null) &&
-    now >= ahead.at && writesSoFar(db) === ahead.stamp) {
-    const unknown = ids.filter((id) => !ahead.rows.has(id));
-    const out = ids.flatMap((id) => {
-      const r = ahead.rows.get(id);
-      return r && (r.validTo == null || r.validTo > now) ? [{ ...r.row }] : [];
-    });
-    if (unknown.length) out.push(...candidatesWithIds(db, caller, kinds, unknown));
-    return out.sort((a, b) => a.seq - b.seq);
-  }
-  const [where, args] = candidateWhere(caller, kinds);
-  return db.all<CandidateRow>(
-    `SELECT ${rankingCandidateCols} FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
-       CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${where} ORDER BY c.seq`,
-    JSON.stringify(ids), ...args);
+  const out = ids.flatMap((id) => {
+    const r = ahead.rows.get(id);
+    return r && (r.validTo == null || r.validTo > now) ? [{ ...r.row }] : [];
+  });
+  out.push(...candidateRowsWithIds(db, caller, kinds, ids.filter((id) => !ahead.rows.has(id))));
+  return out.sort((a, b) => a.seq - b.seq);
 }
 
 /** The candidates at the given write positions, whole (what compile returns of the packed ones). */
