@@ -74,15 +74,11 @@ export function searchMemories(db: Db, caller: Caller, f: MemoriesFilter, q: str
   if (ranked.length <= limit) return { page, has_more: false, next_cursor: null };
   const id = randomHex(16);
   const expiresAt = clock.nowMs() + SNAPSHOT_TTL_MS;
-  const rest = JSON.stringify(ranked.slice(limit));
-  mark("snapshot stringify");
   db.run("DELETE FROM search_snapshots WHERE expires_at <= ?", clock.nowIso());
-  mark("snapshot expired DELETE");
   db.run("INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_seqs, expires_at) VALUES (?, ?, ?, ?, ?)",
-    id, caller.principalId, queryKey, rest, new Date(expiresAt).toISOString());
-  mark("snapshot INSERT");
+    id, caller.principalId, queryKey, JSON.stringify(ranked.slice(limit)), new Date(expiresAt).toISOString());
   scheduleAlarm(expiresAt);
-  mark("alarm scheduling");
+  mark("snapshot");
   return { page, has_more: true, next_cursor: encodeCursor({ s: id, o: 0 }) };
 }
 
