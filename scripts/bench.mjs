@@ -336,12 +336,13 @@ async function partAppendCpu(server) {
   for (let round = 0; round < ROUNDS; round++)
     for (const name of round % 2 ? ["bare", "append"] : ["append", "bare"]) {
       const before = groupCpu(server);
-      const t0 = { worker: threads.worker && threadCpuMs(threads.worker), proxy: threads.proxy && threadCpuMs(threads.proxy) };
+      const threadCpu = () => ({ worker: threads.worker && threadCpuMs(threads.worker), proxy: threads.proxy && threadCpuMs(threads.proxy) });
+      const t0 = threadCpu();
       let r;
-      const states = threads.worker ? await threadStates(threads.worker, async () => { r = await autocannon({ ...targets[name], connections: 8, amount: n }); })
-        : (r = await autocannon({ ...targets[name], connections: 8, amount: n }), null);
+      const run = async () => { r = await autocannon({ ...targets[name], connections: 8, amount: n }); };
+      const states = threads.worker ? await threadStates(threads.worker, run) : (await run(), null);
       // The event-loop threads right after the run (before the pause): what the requests themselves cost.
-      const t1 = { worker: threads.worker && threadCpuMs(threads.worker), proxy: threads.proxy && threadCpuMs(threads.proxy) };
+      const t1 = threadCpu();
       await sleep(200);
       const after = groupCpu(server);
       let workerd = 0, node = 0;
