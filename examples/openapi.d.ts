@@ -802,7 +802,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Metadata-only audit entries in commit order after an audit id; filter by action (owner or admin). */
+        /** Metadata-only audit entries, newest first, continuing after an audit id; filter by action (owner or admin). */
         get: operations["getV1Audit"];
         put?: never;
         post?: never;
@@ -4610,7 +4610,7 @@ export interface operations {
                                 entry_hash: string;
                             }[];
                             has_more: boolean;
-                            /** @description The last entry id of the page (or the `after` given): pass it as `after` */
+                            /** @description The last (oldest) entry id of the page (or the `after` given): pass it as `after` for older entries */
                             cursor: string | null;
                         };
                         meta: {

@@ -25,21 +25,22 @@ const addEntries = (orgId: string, n: number, action = "test.filler") =>
   }));
 
 describe("GET /v1/audit", () => {
-  it("lists metadata-only entries in commit order, never content", async () => {
+  it("lists metadata-only entries newest first, never content", async () => {
     const org = await newOrg();
     const id = await appendOk(org.api_key, obs("s", "secret zebra content"));
     const r = await call("GET", "/v1/audit", { key: org.api_key });
     expect(r.status, r.text).toBe(200);
     expect(r.text).not.toContain("zebra");
     const entries = r.json.data.entries;
-    expect(entries.map((e: { action: string }) => e.action)).toEqual(["organization.bootstrapped", "key.created", "observation.appended"]);
+    expect(entries.map((e: { action: string }) => e.action)).toEqual(["observation.appended", "key.created", "organization.bootstrapped"]);
     for (const e of entries) auditEntry.parse(e);
-    const appended = entries[2];
+    const appended = entries[0];
     expect(appended).toMatchObject({ resource_type: "observation", resource_id: id, metadata: {} });
     expect(appended.request_id).toMatch(/^req_[0-9a-f]{32}$/);
     expect(appended.key_id).toBe((await call("GET", "/v1/principal", { key: org.api_key })).json.data.key_id);
-    expect(r.json.data).toMatchObject({ has_more: false, cursor: appended.id });
-    expect(verifyChain(entries)).toMatchObject({ ok: true, checked: 3 });
+    expect(r.json.data).toMatchObject({ has_more: false, cursor: entries[2].id });
+    // Reversed, a page is a stretch of the chain.
+    expect(verifyChain([...entries].reverse())).toMatchObject({ ok: true, checked: 3 });
   });
 
   it("pages with after (an audit id), filters by action, and bounds limit 1 to 500 (default 50)", async () => {
@@ -48,10 +49,15 @@ describe("GET /v1/audit", () => {
     const first = await call("GET", "/v1/audit", { key: org.api_key });
     expect(first.json.data.entries).toHaveLength(50);
     expect(first.json.data.has_more).toBe(true);
+    // The newest first: the last filler written opens the first page.
+    expect(first.json.data.entries[0].metadata).toEqual({ i: 59 });
     const rest = await call("GET", `/v1/audit?after=${first.json.data.cursor}&limit=500`, { key: org.api_key });
     expect(rest.json.data.entries).toHaveLength(12);
     expect(rest.json.data.has_more).toBe(false);
-    // Nothing newer: the cursor stays where it was, so a poller can keep passing it.
+    // The two pages are the whole trail, newest to oldest: the export's commit order reversed.
+    const exported = (await call("GET", "/v1/audit/export", { key: org.api_key })).text.trim().split("\n").slice(1).map((l) => JSON.parse(l).id);
+    expect([...first.json.data.entries, ...rest.json.data.entries].map((e: { id: string }) => e.id)).toEqual([...exported].reverse());
+    // Nothing older: the cursor stays where it was.
     const last = rest.json.data.cursor;
     expect((await call("GET", `/v1/audit?after=${last}`, { key: org.api_key })).json.data).toEqual({ entries: [], has_more: false, cursor: last });
     const keys = await call("GET", "/v1/audit?action=key.created", { key: org.api_key });

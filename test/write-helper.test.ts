@@ -109,7 +109,8 @@ describe("commitWrite", () => {
       expect(r.entry_hash).toBe(await readmeAuditHash(prev, { ...r, id: r.audit_id, metadataJson: r.detail }));
       prev = r.entry_hash;
     }
-    const listed = async () => (await call("GET", "/v1/audit", { key: org.api_key })).json.data.entries;
+    // The list is newest first; in commit order it is the chain.
+    const listed = async () => (await call("GET", "/v1/audit", { key: org.api_key })).json.data.entries.reverse();
     expect(verifyChain(await listed())).toMatchObject({ ok: true, checked: 3 });
     // Tamper with a stored row: the chain check reports exactly that entry.
     await inOrg(org.org_id, (o) => o.db.run("UPDATE audit_log SET actor_id = 'prn_forged' WHERE audit_id = ?", rows[1].audit_id));

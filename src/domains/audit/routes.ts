@@ -38,11 +38,15 @@ function anchor(db: Db, after: string | undefined): { seq: number; entry_hash: s
   return row;
 }
 
-/** Up to `limit` entries after `afterSeq`, plus whether more exist. */
-function page(db: Db, afterSeq: number, limit: number, action?: string) {
+/**
+ * Up to `limit` entries past `fromSeq` in the given order (commit order: newer than it; newest first:
+ * older than it), plus whether more exist.
+ */
+function page(db: Db, fromSeq: number | null, limit: number, order: "commit" | "newest", action?: string) {
+  const [cmp, dir, start] = order === "commit" ? [">", "ASC", 0] : ["<", "DESC", Number.MAX_SAFE_INTEGER];
   const rows = db.all<AuditRow>(
-    `SELECT * FROM audit_log WHERE seq > ? ${action ? "AND action = ?" : ""} ORDER BY seq LIMIT ?`,
-    afterSeq, ...(action ? [action] : []), limit + 1);
+    `SELECT * FROM audit_log WHERE seq ${cmp} ? ${action ? "AND action = ?" : ""} ORDER BY seq ${dir} LIMIT ?`,
+    fromSeq ?? start, ...(action ? [action] : []), limit + 1);
   return { entries: rows.slice(0, limit).map(entryView), hasMore: rows.length > limit };
 }
 
@@ -51,10 +55,11 @@ export const auditRoutes = [
   orgRoute({
     method: "GET", path: "/v1/audit", scope: "audit:read", roles: ADMIN_ROLES, query: listAuditQuery,
     response: { 200: auditListResponse },
-    summary: "Metadata-only audit entries in commit order after an audit id; filter by action (owner or admin).",
+    summary: "Metadata-only audit entries, newest first, continuing after an audit id; filter by action (owner or admin).",
     handler: ({ db, query }) => {
+      // Newest first, as one reads a trail; the export is the commit-order stream the hash chain verifies.
       const from = anchor(db, query.after);
-      const { entries, hasMore } = page(db, from?.seq ?? 0, query.limit, query.action);
+      const { entries, hasMore } = page(db, from?.seq ?? null, query.limit, "newest", query.action);
       const cursor = entries.length ? entries[entries.length - 1].id : (query.after ?? null);
       return ok({ entries, has_more: hasMore, cursor });
     },
@@ -65,7 +70,7 @@ export const auditRoutes = [
     summary: "NDJSON audit export behind a svc.audit.header line that explains how to verify the hash chain (owner or admin).",
     handler: ({ db, query }) => {
       const from = anchor(db, query.after);
-      const { entries, hasMore } = page(db, from?.seq ?? 0, query.limit);
+      const { entries, hasMore } = page(db, from?.seq ?? null, query.limit, "commit");
       const header = {
         type: "svc.audit.header", format_version: AUDIT_FORMAT_VERSION,
         filters: { after: query.after ?? null, limit: query.limit },

@@ -59,5 +59,5 @@ export const auditHeader = z.strictObject({
 /** GET /v1/audit (published in docs/openapi.json; checked against every answer of the test suite). */
 export const auditListResponse = z.strictObject({
   entries: z.array(auditEntry), has_more: z.boolean(),
-  cursor: z.string().nullable().describe("The last entry id of the page (or the `after` given): pass it as `after`"),
+  cursor: z.string().nullable().describe("The last (oldest) entry id of the page (or the `after` given): pass it as `after` for older entries"),
 });
