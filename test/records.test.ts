@@ -4,9 +4,15 @@
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { changeClaim, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, readableWithin, tombstone } from "../src/domains/memory/records";
+import { type HeldGrant, type Permission } from "../src/access/policy";
+import { VISIBILITIES } from "../src/access/visibility";
+import { ROLES } from "../src/auth/roles";
+import { canRetrieve, changeClaim, type ClaimRow, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, readableWithin, tombstone } from "../src/domains/memory/records";
+import { CLAIM_STATUSES } from "../src/domains/memory/schema";
+import { Db } from "../src/org/db";
 import { queueTouched } from "../src/org/outbox";
-import { appendOk, consolidateOk, countingDb, inOrg, mintKey, newOrg, obs, orgWithTwoPrincipals, supports } from "./helpers";
+import type { Caller } from "../src/org/request";
+import { appendOk, consolidateOk, countingDb, inOrg, mintKey, newOrg, obs, orgWithTwoPrincipals, prng, supports } from "./helpers";
 
 declare global {
   /** Vite's compile-time glob import (vitest transforms it; typed here rather than pulling in vite/client). */
@@ -180,4 +186,189 @@ describe("memory record readers", () => {
     // Strictly between: m0..m2 holds m1 only; m1..m2 nothing readable; m2..(past m3) m3.
     expect(out.within).toEqual({ [m0]: [m1], [m1]: [], [m2]: [m3] });
   });
+});
+
+// ---- the neighbour walks: one per way of reading -----------------------------------------------------
+
+const AT = "2026-01-01T00:00:00.000Z";
+
+/** A claim straight through insertClaim (its workspace comes from its project), as consolidation writes it. */
+function putClaim(db: Db, c: { id: string; author: string; project: string | null; subject: string; visibility: string; status?: string; validTo?: string | null }) {
+  insertClaim(db, { claim_id: c.id, subject_id: c.subject, project_id: c.project, kind: "fact", statement: `claim ${c.id}`, status: c.status ?? "active",
+    visibility: c.visibility, trust: "medium", version: 1, valid_from: AT, valid_to: c.validTo ?? null, superseded_by: null, disputes: "[]",
+    author_id: c.author, created_at: AT, updated_at: AT }, []);
+}
+
+/** Workspaces and projects: prj_w<i> in workspace wks_<i>, prj_n<i> in none. */
+function workspacesAndProjects(db: Db, workspaces: number, loose: number) {
+  const projects: (string | null)[] = [null];
+  for (let i = 0; i < workspaces; i++) {
+    db.run("INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES (?, ?, 'prn_0', ?)", `wks_${i}`, `w${i}`, AT);
+    insertProject(db, { project_id: `prj_w${i}`, reference: `w${i}`, created_by: "prn_0", created_at: AT, workspace_id: `wks_${i}` });
+    projects.push(`prj_w${i}`);
+  }
+  for (let i = 0; i < loose; i++) {
+    insertProject(db, { project_id: `prj_n${i}`, reference: `n${i}`, created_by: "prn_0", created_at: AT });
+    projects.push(`prj_n${i}`);
+  }
+  return projects;
+}
+
+const callerOf = (principalId: string, role: Caller["role"], workspaces: Caller["workspaces"] = {}, grants: HeldGrant[] = []): Caller =>
+  ({ principalId, keyId: "key_x", scopes: ["*"], maxTrust: "verified", role, grants, workspaces });
+const grant = (type: HeldGrant["type"], id: string | null, permissions: Permission[] = ["read"]): HeldGrant =>
+  ({ grantId: `grt_${type}_${id}`, type, id, permissions });
+
+/** What one walk of every claim in write order, stopping at the n-th the caller may retrieve, answers. */
+function referenceWalks(rows: ClaimRow[], caller: Caller, seqs: number[], spans: [number, number][], n: number) {
+  const readable = rows.filter((r) => canRetrieve(caller, r)).map((r) => r.seq);
+  return {
+    neighbours: [...new Map(seqs.map((s) => [s, { before: readable.filter((x) => x < s).reverse().slice(0, n), after: readable.filter((x) => x > s).slice(0, n) }]))],
+    within: [...new Map(spans.map(([a, b]) => [a, readable.filter((x) => x > a && x < b).slice(0, n)]))],
+  };
+}
+
+describe("neighbour walks (readableNeighbours, readableWithin)", () => {
+  it("answer exactly what one walk of every claim with canRetrieve answers, for callers of every shape (seeded)", async () => {
+    const org = await newOrg();
+    const out = await inOrg(org.org_id, (store) => {
+      const db = store.db;
+      const rand = prng(2026);
+      const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
+      const projects = workspacesAndProjects(db, 3, 2);
+      const principals = ["prn_0", "prn_1", "prn_2", "prn_3", "prn_4"];
+      const subjects = ["s0", "s1", "s2", "s3", "s4"];
+      for (let i = 0; i < 700; i++) {
+        const id = `clm_${i.toString(16).padStart(32, "0")}`;
+        putClaim(db, { id, author: pick(principals), project: pick(projects), subject: pick(subjects), visibility: pick(VISIBILITIES),
+          status: pick(CLAIM_STATUSES), validTo: pick([null, "2020-01-01T00:00:00.000Z", "2099-01-01T00:00:00.000Z"]) });
+        if (rand() < 0.1) changeClaim(db, id, { retention_excluded_at: AT });
+      }
+      const wsIds = ["wks_0", "wks_1", "wks_2"];
+      const randomGrant = () => {
+        const permissions: Permission[] = rand() < 0.8 ? ["read"] : ["write"];
+        const r = rand();
+        if (r < 0.08) return grant("organization", null, permissions);
+        if (r < 0.55) return grant("project", pick(projects), permissions);
+        return grant("subject", pick(subjects), permissions);
+      };
+      const callers: Caller[] = [
+        // Every way of reading at least once, alone.
+        callerOf("prn_0", "member"),
+        callerOf("prn_new", "reader"),
+        callerOf("prn_1", "owner"),
+        callerOf("prn_2", "admin", { wks_1: "member" }),
+        callerOf("prn_new", "member", { wks_0: "member", wks_2: "reader" }),
+        callerOf("prn_new", "reader", { wks_1: "admin" }),
+        callerOf("prn_3", "member", { wks_0: "owner", wks_1: "member" }),
+        callerOf("prn_new", "reader", {}, [grant("organization", null)]),
+        callerOf("prn_new", "reader", {}, [grant("project", "prj_w2"), grant("project", "prj_n1")]),
+        callerOf("prn_new", "reader", {}, [grant("project", null)]),
+        callerOf("prn_new", "reader", {}, [grant("subject", "s3")]),
+        callerOf("prn_4", "member", {}, [grant("subject", "s1", ["write"]), grant("project", "prj_w0", ["write", "approve"])]),
+        // More ways than one statement binds (100 parameters): the walks split across statements.
+        callerOf("prn_4", "member", { wks_2: "admin" }, Array.from({ length: 40 }, (_, i) => grant(i % 2 ? "subject" : "project", `x${i}`))
+          .concat([grant("subject", "s2"), grant("project", "prj_n0")])),
+        // And random ones.
+        ...Array.from({ length: 24 }, (_, i) => callerOf(pick([...principals, "prn_new"]), pick(ROLES),
+          Object.fromEntries(wsIds.filter(() => rand() < 0.4).map((w) => [w, pick(ROLES)])),
+          Array.from({ length: Math.floor(rand() * 4) }, randomGrant).map((g, k) => ({ ...g, grantId: `grt_${i}_${k}` })))),
+      ];
+      const rows = db.all<ClaimRow>("SELECT * FROM claims ORDER BY seq");
+      const last = rows.at(-1)!.seq;
+      const results = callers.flatMap((caller) => [1, 2, 3].map((n) => {
+        const seqs = [0, last + 1, ...Array.from({ length: 12 }, () => 1 + Math.floor(rand() * last))];
+        const spans = Array.from({ length: 10 }, (): [number, number] => {
+          const a = Math.floor(rand() * last);
+          return [a, rand() < 0.2 ? last + 5 : a + 1 + Math.floor(rand() * 60)];
+        });
+        return {
+          got: { neighbours: [...readableNeighbours(db, caller, seqs, n)], within: [...readableWithin(db, caller, spans, n)] },
+          want: referenceWalks(rows, caller, seqs, spans, n),
+        };
+      }));
+      return { results, readable: callers.map((c) => rows.filter((r) => canRetrieve(c, r)).length), total: rows.length };
+    });
+    // The callers read very different shares of the organization (a fifth of it, or all but the excluded).
+    expect(Math.min(...out.readable)).toBeLessThan(out.total * 0.3);
+    expect(Math.max(...out.readable)).toBeGreaterThan(out.total * 0.8);
+    for (const [i, r] of out.results.entries()) expect(r.got, `caller ${Math.floor(i / 3)}, n ${1 + (i % 3)}`).toEqual(r.want);
+  }, 120_000);
+
+  /**
+   * An organization where the caller (prn_me, a member of no workspace) may retrieve three claims, its
+   * own private ones, between `hidden` claims it may not: other principals' private claims, team claims
+   * of a workspace it is not in, its own claims retention excluded.
+   */
+  async function sparseReader(hidden: number) {
+    const org = await newOrg();
+    return inOrg(org.org_id, (store) => {
+      const db = store.db;
+      workspacesAndProjects(db, 1, 0);
+      const mine: number[] = [];
+      for (let i = 0; i < 3 * hidden + 3; i++) {
+        const id = `clm_${i.toString(16).padStart(32, "0")}`;
+        const kind = i % (hidden + 1) === hidden / 2 ? "mine" : ["private", "workspace", "excluded"][i % 3];
+        putClaim(db, { id, subject: "s", author: kind === "mine" || kind === "excluded" ? "prn_me" : "prn_other",
+          project: kind === "workspace" ? "prj_w0" : null, visibility: kind === "workspace" ? "team" : "private" });
+        if (kind === "excluded") changeClaim(db, id, { retention_excluded_at: AT });
+        if (kind === "mine") mine.push(getClaim(db, id)!.seq);
+      }
+      const caller = callerOf("prn_me", "member");
+      const neighbours = countingDb(db);
+      const around = readableNeighbours(neighbours.db, caller, [...mine, mine[0] + 1, mine[2] + 1], 2);
+      const within = countingDb(db);
+      const spans = readableWithin(within.db, caller, [[mine[0], mine[2]], [0, mine[0] + 1], [mine[1] + 1, mine[2] + 7]], 2);
+      return { mine, around: [...around], spans: [...spans], rowsRead: { neighbours: neighbours.rowsRead(), within: within.rowsRead() } };
+    });
+  }
+
+  it("read no more rows for a caller with three readable claims among 3,000 it cannot read than among 300", async () => {
+    const few = await sparseReader(100);
+    const many = await sparseReader(1000);
+    for (const { mine: [a, b, c], around, spans } of [few, many]) {
+      expect(around).toEqual([[a, { before: [], after: [b, c] }], [b, { before: [a], after: [c] }], [c, { before: [b, a], after: [] }],
+        [a + 1, { before: [a], after: [b, c] }], [c + 1, { before: [c, b], after: [] }]]);
+      expect(spans).toEqual([[a, [b]], [0, [a]], [b + 1, [c]]]);
+    }
+    expect(many.rowsRead, JSON.stringify([few.rowsRead, many.rowsRead])).toEqual(few.rowsRead);
+    expect(many.rowsRead.neighbours + many.rowsRead.within).toBeLessThan(60);
+  }, 120_000);
+
+  it("walk each way of reading on its own index, in write order, both directions and within spans (no scan, no sort)", async () => {
+    const org = await newOrg();
+    const plans = await inOrg(org.org_id, (store) => {
+      workspacesAndProjects(store.db, 2, 1);
+      const ran: [string, unknown[]][] = [];
+      const db = new (class extends Db {
+        override all<T>(query: string, ...args: unknown[]): T[] { ran.push([query, args]); return super.all<T>(query, ...args); }
+      })(store.db.sql);
+      const callers = [
+        // team outside workspaces, team of a workspace, a workspace's private and team claims, its own, every grant target
+        callerOf("prn_me", "member", { wks_0: "member", wks_1: "admin" }, [grant("project", "prj_n0"), grant("project", null), grant("subject", "s")]),
+        callerOf("prn_me", "admin"),
+        callerOf("prn_me", "reader", {}, [grant("organization", null)]),
+      ];
+      return callers.map((caller) => {
+        ran.length = 0;
+        readableNeighbours(db, caller, [1, 5], 2);
+        readableWithin(db, caller, [[1, 9]], 2);
+        return ran.map(([sql, args]) => store.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...args).map((r) => r.detail));
+      });
+    });
+    const walks = plans.flat(2).filter((d) => /\bc\b/.test(d));
+    for (const [caller, statements] of plans.entries()) {
+      const [neighbours, within] = statements.map((details) => details.filter((d) => /\bc\b/.test(d)).join("\n"));
+      // One walk per way and direction, each a range of an index that holds every column it reads.
+      expect(neighbours, `caller ${caller}`).toMatch(/seq<\?\)/);
+      expect(neighbours, `caller ${caller}`).toMatch(/seq>\?\)/);
+      expect(within, `caller ${caller}`).toMatch(/seq>\? AND seq<\?\)/);
+    }
+    for (const d of walks) expect(d).toMatch(/^SEARCH c USING COVERING INDEX claim_ranking_by_\w+ \(.*retention_excluded_at=\? AND seq[<>]\?( AND seq<\?)?\)$/);
+    expect(new Set(walks.map((d) => d.split(" ")[5]))).toEqual(new Set(["claim_ranking_by_workspace", "claim_ranking_by_author",
+      "claim_ranking_by_project", "claim_ranking_by_subject", "claim_ranking_by_visibility"]));
+    expect(plans.flat(2).join("\n")).not.toMatch(/TEMP B-TREE|SCAN c\b/);
+    // The first caller: eight ways (team outside, team of wks_0, team and private of wks_1, own, prj_n0, no project, s) × 2 directions.
+    expect(plans[0][0].filter((d) => /\bc\b/.test(d))).toHaveLength(16);
+  }, 60_000);
 });

@@ -14,6 +14,7 @@ import { ADMIN_ROLES } from "../auth/roles";
 import { ApiError } from "../http/errors";
 import type { Db } from "../org/db";
 import type { Caller } from "../org/request";
+import { VISIBILITIES } from "./visibility";
 
 export const PERMISSIONS = ["read", "write", "approve", "admin"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -138,30 +139,43 @@ export function readableWhere(caller: Caller, alias: string, ownerColumn = "auth
  * readableWhere as its disjuncts: each way a record can be readable (team outside workspaces, team of
  * the caller's workspaces, authorship, a grant's projects, …), each with its bind values. A read that
  * must cost what it returns walks one index per way (see records.ts retrievableWays).
+ *
+ * With singleValues, no way holds a list or takes every visibility: each is equalities on the columns of
+ * one index and, with seq last in it, one range in write order (records.ts readableNeighbours). A list
+ * becomes one way per value; a way that takes every visibility becomes one per visibility (VISIBILITIES
+ * are all a record can hold: every writer validates against them). Ways that come out twice are kept once.
  */
 export function readableWays(caller: Caller, alias: string, ownerColumn = "author_id",
-  opts: { targets?: boolean; workspaces?: boolean } = {}): [string, ...unknown[]][] {
+  opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {}): [string, ...unknown[]][] {
+  const each = opts.singleValues === true;
+  /** `column` is one of `values`: one way, or one per value. */
+  const oneOf = (column: string, values: unknown[], within = (is: string) => is): [string, ...unknown[]][] => each
+    ? values.map((v) => [within(`${alias}.${column} = ?`), v])
+    : [[within(`${alias}.${column} IN (SELECT value FROM json_each(?))`), JSON.stringify(values)]];
   const reads = caller.grants.filter((g) => g.permissions.includes("read"));
-  if (reads.some((g) => g.type === "organization")) return [["1 = 1"]];
+  if (reads.some((g) => g.type === "organization")) return each ? VISIBILITIES.map((v) => [`${alias}.visibility = '${v}'`]) : [["1 = 1"]];
   const ways: [string, ...unknown[]][] = [];
   if (opts.workspaces === false || opts.targets === false || isAdmin(caller)) ways.push([`${alias}.visibility = 'team'`]);
   else {
     ways.push([`(${alias}.visibility = 'team' AND ${alias}.workspace_id IS NULL)`]);
     const member = Object.keys(caller.workspaces);
-    if (member.length) ways.push([`(${alias}.visibility = 'team' AND ${alias}.workspace_id IN (SELECT value FROM json_each(?)))`, JSON.stringify(member)]);
+    if (member.length) ways.push(...oneOf("workspace_id", member, (is) => `(${alias}.visibility = 'team' AND ${is})`));
   }
   if (opts.workspaces !== false && opts.targets !== false) {
     const privateReader = Object.entries(caller.workspaces).filter(([, role]) => WORKSPACE_PRIVATE_READERS.includes(role)).map(([id]) => id);
-    if (privateReader.length) ways.push([`${alias}.workspace_id IN (SELECT value FROM json_each(?))`, JSON.stringify(privateReader)]);
+    if (privateReader.length) {
+      if (each) for (const id of privateReader) for (const v of VISIBILITIES) ways.push([`(${alias}.visibility = '${v}' AND ${alias}.workspace_id = ?)`, id]);
+      else ways.push(...oneOf("workspace_id", privateReader));
+    }
   }
   ways.push([`${alias}.${ownerColumn} = ?`, caller.principalId]);
   if (opts.targets !== false) {
     const projects = reads.filter((g) => g.type === "project");
     const named = projects.flatMap((g) => (g.id ? [g.id] : []));
-    if (named.length) ways.push([`${alias}.project_id IN (SELECT value FROM json_each(?))`, JSON.stringify(named)]);
+    if (named.length) ways.push(...oneOf("project_id", named));
     if (projects.some((g) => g.id === null)) ways.push([`${alias}.project_id IS NULL`]);
     const subjects = reads.filter((g) => g.type === "subject").map((g) => g.id);
-    if (subjects.length) ways.push([`${alias}.subject_id IN (SELECT value FROM json_each(?))`, JSON.stringify(subjects)]);
+    if (subjects.length) ways.push(...oneOf("subject_id", subjects));
   }
-  return ways;
+  return each ? [...new Map(ways.map((w) => [JSON.stringify(w), w])).values()] : ways;
 }

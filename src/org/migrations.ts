@@ -881,4 +881,24 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX search_snapshots_by_expiry ON search_snapshots(expires_at);
     `,
   },
+  {
+    // The neighbour reads of compile's ranking (records.ts readableNeighbours, readableWithin) walk
+    // claim_ranking in write order once per way the caller may read a claim, each walk one range of one
+    // of these indexes: equalities on that way's columns, then seq, so each stops at its n-th claim having
+    // read no claim the caller cannot read. One walk of the primary key instead read every claim between
+    // two readable ones: for a caller who reads little of a large organization, nearly all of them.
+    // by_workspace serves team outside workspaces (workspace_id IS NULL), team of a workspace and a
+    // workspace's private claims; by_visibility owners and admins (every team claim) and an
+    // organization-wide grant. retention_excluded_at IS NULL (every retrieval's term) is an equality
+    // before seq, so no walk steps over an excluded claim, and each walk reads only the index (seq is in
+    // it). Each costs one index entry per claim written, rewritten when a claim changes.
+    name: "0026_claim_ranking_walks",
+    sql: `
+      CREATE INDEX claim_ranking_by_visibility ON claim_ranking(visibility, retention_excluded_at, seq);
+      CREATE INDEX claim_ranking_by_workspace ON claim_ranking(workspace_id, visibility, retention_excluded_at, seq);
+      CREATE INDEX claim_ranking_by_author ON claim_ranking(author_id, retention_excluded_at, seq);
+      CREATE INDEX claim_ranking_by_project ON claim_ranking(project_id, retention_excluded_at, seq);
+      CREATE INDEX claim_ranking_by_subject ON claim_ranking(subject_id, retention_excluded_at, seq);
+    `,
+  },
 ];

@@ -128,9 +128,10 @@ export function retrievable(caller: Caller, alias: string, opts: Retrieval = {})
  * is exactly retrievable. A read that must cost what it returns, not what the caller cannot see, runs
  * one indexed walk per way and merges them (atlasClaims).
  */
-export function retrievableWays(caller: Caller, alias: string, opts: Retrieval = {}): [string, ...unknown[]][] {
+export function retrievableWays(caller: Caller, alias: string, opts: Retrieval = {},
+  shape: { singleValues?: boolean } = {}): [string, ...unknown[]][] {
   const [rest, ...restArgs] = retrievableRecord(alias, opts);
-  return readableWays(caller, alias).map(([way, ...args]) => [`${way} AND ${rest}`, ...args, ...restArgs]);
+  return readableWays(caller, alias, "author_id", shape).map(([way, ...args]) => [`${way} AND ${rest}`, ...args, ...restArgs]);
 }
 
 /**
@@ -673,42 +674,76 @@ export function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, se
 }
 
 /**
+ * Walks of claim_ranking in write order for the neighbour reads below, from each element h of `over`
+ * (a JSON value): one per way the caller may retrieve a claim (in any status) and per kind of walk in
+ * `walks` (a scalar subquery of seqs as a JSON array, given the way's clause; its bind values are the
+ * way's, then the LIMIT `n`). Each way is a single range of one 0026_claim_ranking_walks index in seq
+ * order (retrievableWays with single values: equalities only), so a walk reads only claims that way
+ * lets the caller read and stops at its LIMIT: the cost follows what the caller may read, never the
+ * claims it may not. The walks are columns of one statement (a compound SELECT takes at most five
+ * terms here), split only where 100 bound parameters would not hold them. Returns, for each element
+ * and kind of walk, every way's list.
+ */
+function walkEachWay(db: Db, caller: Caller, over: unknown[], n: number, walks: ((ok: string) => string)[]): number[][][][] {
+  const found = over.map(() => walks.map(() => [] as number[][]));
+  const at = JSON.stringify(over);
+  let cols: string[] = [];
+  let args: unknown[] = [];
+  const run = () => {
+    const rows = db.all<Record<string, unknown>>(`SELECT h.key AS i, ${cols.join(", ")} FROM json_each(?) h`, ...args, at);
+    for (const r of rows) cols.forEach((_, k) => found[r.i as number][k % walks.length].push(JSON.parse(r[`w${k}`] as string)));
+    cols = [];
+    args = [];
+  };
+  for (const [ok, ...okArgs] of retrievableWays(caller, "c", {}, { singleValues: true })) {
+    const wayArgs = walks.flatMap(() => [...okArgs, n]);
+    if (cols.length && args.length + wayArgs.length + 1 > MAX_BOUND_PARAMETERS) run();
+    cols.push(...walks.map((walk, j) => `${walk(ok)} AS w${cols.length + j}`));
+    args.push(...wayArgs);
+  }
+  run();
+  return found;
+}
+
+/** Durable Object SQLite refuses a statement with more bound parameters than this. */
+const MAX_BOUND_PARAMETERS = 100;
+
+/** The first `n` of the union of ordered lists, in order (`by`: ascending or descending). */
+function firstOfUnion(lists: number[][], n: number, by: "asc" | "desc"): number[] {
+  const all = [...new Set(lists.flat())];
+  return all.sort((a, b) => (by === "asc" ? a - b : b - a)).slice(0, n);
+}
+
+/**
  * For each write position, the nearest `n` claims before and after it that the caller may retrieve (in
- * any status): write order as the caller sees it, skipping what it cannot read. One statement; each
- * side is a backward or forward walk of the primary key that stops at the n-th readable claim. The walks
- * read claim_ranking (every claim, with every column the predicate names), whose narrow rows share
- * pages where claims' wide rows each cost a page read in a large organization.
+ * any status): write order as the caller sees it, skipping what it cannot read. Each way the caller
+ * reads claims is walked backward and forward from each position to its n-th claim (walkEachWay), and
+ * the nearest n of their union kept: what one walk of every claim, stopping at the n-th readable one,
+ * finds, at the cost of what the caller may read.
  */
 export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number): Map<number, { before: number[]; after: number[] }> {
   const out = new Map<number, { before: number[]; after: number[] }>();
   if (!seqs.length) return out;
-  const [ok, ...args] = retrievable(caller, "c");
-  const walk = (cmp: "<" | ">", order: "DESC" | "ASC") =>
+  const side = (cmp: "<" | ">", order: "DESC" | "ASC") => (ok: string) =>
     `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c WHERE c.seq ${cmp} h.value AND ${ok} ORDER BY c.seq ${order} LIMIT ?))`;
-  const rows = db.all<{ seq: number; before: string; after: string }>(
-    `SELECT h.value AS seq, ${walk("<", "DESC")} AS before, ${walk(">", "ASC")} AS after FROM json_each(?) h`,
-    ...args, n, ...args, n, JSON.stringify(seqs));
-  for (const r of rows) out.set(r.seq, { before: JSON.parse(r.before), after: JSON.parse(r.after) });
+  const found = walkEachWay(db, caller, seqs, n, [side("<", "DESC"), side(">", "ASC")]);
+  seqs.forEach((seq, i) => {
+    if (!out.has(seq)) out.set(seq, { before: firstOfUnion(found[i][0], n, "desc"), after: firstOfUnion(found[i][1], n, "asc") });
+  });
   return out;
 }
 
 /**
  * For each span [a, b] of write positions, the first `n` claims strictly between them that the caller
- * may retrieve (in any status), keyed by a: a forward walk of the primary key from a that stops at the
- * n-th readable claim or at b, so claims the caller cannot read past b cost nothing. Walks claim_ranking
- * (narrow rows), as readableNeighbours does.
+ * may retrieve (in any status), keyed by a: each way the caller reads claims is walked forward from a to
+ * its n-th claim or to b (walkEachWay), and the first n of their union kept, so neither claims the
+ * caller cannot read nor any past b cost anything.
  */
 export function readableWithin(db: Db, caller: Caller, spans: [number, number][], n: number): Map<number, number[]> {
   if (!spans.length) return new Map();
-  const [ok, ...args] = retrievable(caller, "c");
-  const rows = db.all<{ seq: number; within: string }>(
-    `SELECT json_extract(h.value, '$[0]') AS seq,
-        (SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c
-          WHERE c.seq > json_extract(h.value, '$[0]') AND c.seq < json_extract(h.value, '$[1]') AND ${ok}
-          ORDER BY c.seq LIMIT ?)) AS within
-       FROM json_each(?) h`,
-    ...args, n, JSON.stringify(spans));
-  return new Map(rows.map((r) => [r.seq, JSON.parse(r.within) as number[]]));
+  const found = walkEachWay(db, caller, spans, n, [(ok) => `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c
+      WHERE c.seq > json_extract(h.value, '$[0]') AND c.seq < json_extract(h.value, '$[1]') AND ${ok} ORDER BY c.seq LIMIT ?))`]);
+  return new Map(spans.map(([a], i) => [a, firstOfUnion(found[i][0], n, "asc")]));
 }
 
 // ---- ranking statistics -------------------------------------------------------------------------
