@@ -18,12 +18,11 @@ export const LOW_WATER = 16;
  * noted in `taken`, the ids the calling write took (WriteScope.takenFromReserve, one per write): the take
  * deletes the row (a rollback puts it back), so the write's end learns from the note, not from a second
  * statement, which of its created ids were registered already. Null when the reserve is dry.
- * (Migration 0020's `taken` column is no longer set: a take deletes the row.)
  */
 export function takeReservedId(db: Db, prefix: RecordPrefix, taken: Set<string>): string | null {
   const id = db.first<{ record_id: string }>(
     `DELETE FROM reserved_record_ids
-      WHERE record_id = (SELECT record_id FROM reserved_record_ids WHERE prefix = ? AND taken = 0 LIMIT 1)
+      WHERE record_id = (SELECT record_id FROM reserved_record_ids WHERE prefix = ? LIMIT 1)
       RETURNING record_id`, prefix)?.record_id ?? null;
   if (id) taken.add(id);
   return id;
@@ -38,10 +37,10 @@ export function unregisteredOf(created: string[], taken: ReadonlySet<string>): s
   return taken.size ? created.filter((id) => !taken.has(id)) : created;
 }
 
-/** Untaken reserved ids per prefix, counted in SQL. */
+/** Reserved ids per prefix (every row is untaken: a take deletes it), counted in SQL. */
 function reserveStock(db: Db): Map<string, number> {
   return new Map(db.all<{ prefix: string; n: number }>(
-    "SELECT prefix, count(*) AS n FROM reserved_record_ids WHERE taken = 0 GROUP BY prefix").map((r) => [r.prefix, r.n]));
+    "SELECT prefix, count(*) AS n FROM reserved_record_ids GROUP BY prefix").map((r) => [r.prefix, r.n]));
 }
 
 const usedPrefixes = (created: string[]) => RESERVED_PREFIXES.filter((p) => created.some((id) => id.startsWith(p)));
@@ -88,7 +87,7 @@ export async function topUpReserves(db: Db, registry: OwnershipRegistry, orgId: 
   const { conflicts } = await registry.register(orgId, fresh.map((f) => f.id), at);
   const foreign = new Set(conflicts);
   db.run(
-    `INSERT OR IGNORE INTO reserved_record_ids (record_id, prefix, taken)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), 0 FROM json_each(?)`,
+    `INSERT OR IGNORE INTO reserved_record_ids (record_id, prefix)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)`,
     JSON.stringify(fresh.filter((f) => !foreign.has(f.id)).map((f) => [f.id, f.prefix])));
 }
