@@ -10,7 +10,7 @@
 import { inject, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { compilePack, rankClaims } from "../src/domains/memory/ranking";
+import { compilePack, rankClaims, type VectorSimilarities } from "../src/domains/memory/ranking";
 import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search";
 import { markJobDue } from "../src/org/jobs";
 import { candidateRowsAmong, insertClaim, readAhead } from "../src/domains/memory/records";
@@ -100,12 +100,12 @@ it("profile", async () => {
       // lands between the two (the hits without their read-ahead: every hit missing from the lexical
       // candidates read again inside the transaction).
       const rt: VectorRuntime = { config: readModelConfig({}, new Date().toISOString()), embedder: new LocalEmbedder(), index: localIndexFor(db0), extractor: null };
-      const variants: Record<string, () => Promise<Map<string, number> | null>> = {
+      const variants: Record<string, () => Promise<VectorSimilarities | null>> = {
         hybrid: () => vectorHits(rt, db, caller, { query: q }),
         "hybrid, hits read again": async () => {
           const [v] = await rt.embedder!.embed([q]);
           const hits = await rt.index!.query(v, 100, (ids) => candidateRowsAmong(db, caller, undefined, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, undefined)));
-          return new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score]));
+          return { similarities: new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])) };
         },
       };
       let q = "";

@@ -68,7 +68,7 @@ describe("index drain and verify on the embedded default", () => {
       };
       const caller = loadCaller(o.db, sha256Hex(org.api_key))!;
       expect(fake.config.vectors.status).toBe("enabled");
-      expect([...(await vectorHits(fake, o.db, caller, { query: "anything" }))!]).toEqual([["claim_a", 0.5]]);
+      expect([...(await vectorHits(fake, o.db, caller, { query: "anything" }))!.similarities]).toEqual([["claim_a", 0.5]]);
     });
   });
 
@@ -158,7 +158,7 @@ describe("index drain and verify on the embedded default", () => {
       expect(o.db.first("SELECT 1 AS x FROM local_vectors WHERE record_id = ?", secret)).toBeTruthy();
       const bobCaller = loadCaller(o.db, sha256Hex(bob.key))!;
       const aliceCaller = loadCaller(o.db, sha256Hex(alice.key))!;
-      const hits = new Map([[secret, 1]]);
+      const hits = { similarities: new Map([[secret, 1]]) };
       expect(rankClaims(o.db, bobCaller, {}, undefined, hits).map((r) => r.claim.claim_id)).not.toContain(secret);
       expect(rankClaims(o.db, aliceCaller, {}, undefined, hits).map((r) => r.claim.claim_id)).toContain(secret);
     });
@@ -193,12 +193,12 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
     await withHit(async (o, caller, id) => {
       const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
       // No word in common: the hit comes in through the vector path only.
-      expect(hits.has(id)).toBe(true);
+      expect(hits.similarities.has(id)).toBe(true);
       expect(ids(rankClaims(o.db, caller, QUERY))).not.toContain(id);
       const carried = countingDb(o.db);
       const fromAccept = o.ctx.storage.transactionSync(() => rankClaims(carried.db, caller, QUERY, undefined, hits));
       const again = countingDb(o.db);
-      const reread = o.ctx.storage.transactionSync(() => rankClaims(again.db, caller, QUERY, undefined, new Map(hits)));
+      const reread = o.ctx.storage.transactionSync(() => rankClaims(again.db, caller, QUERY, undefined, { similarities: hits.similarities }));
       expect(ids(fromAccept)).toContain(id);
       expect(fromAccept).toEqual(reread);
       expect(carried.rowsRead()).toBeLessThan(again.rowsRead());
@@ -208,7 +208,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
   it("a write between the vector query and the transaction that revokes a hit keeps it out", async () => {
     await withHit(async (o, caller, id) => {
       const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
-      expect(hits.has(id)).toBe(true);
+      expect(hits.similarities.has(id)).toBe(true);
       o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { status: "revoked" }));
       expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(id);
     });
@@ -218,7 +218,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
     await withHit(async (o, caller, id) => {
       o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { valid_to: new Date(clock.nowMs() + 60_000).toISOString() }));
       const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
-      expect(hits.has(id)).toBe(true);
+      expect(hits.similarities.has(id)).toBe(true);
       clock.advance(120_000);
       try {
         expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(id);
@@ -232,7 +232,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
     await withHit(async (o, caller, id) => {
       // The accept ran for every kind (the hit is a fact); the ranking asks only preferences.
       const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
-      expect(hits.has(id)).toBe(true);
+      expect(hits.similarities.has(id)).toBe(true);
       const ranked = o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, { ...QUERY, kinds: ["preference"] }, undefined, hits));
       expect(ids(ranked)).not.toContain(id);
     });

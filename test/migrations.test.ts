@@ -6,6 +6,7 @@ import { rankingDrift } from "../src/domains/memory/records";
 import type { PublicRoute } from "../src/http/route";
 import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
+import { takeReservedId } from "../src/org/reserved-ids";
 import type { OrgStore } from "../src/org/OrgStore";
 import { bareRequest, inOrg, orgStub } from "./helpers";
 
@@ -203,6 +204,27 @@ describe("migrations that backfill data", () => {
     await inEmptyObject((o, storage) => {
       migrate(o.db, storage, upTo("0007_job_due_times"));
       expect(o.db.all("SELECT name FROM org_meta")).toEqual([]);
+    });
+  });
+});
+
+describe("0027_reserved_record_ids_without_taken", () => {
+  it("drops the dead taken column of a stocked reserve: untaken ids stay and are handed out, ids marked taken never are", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0027_reserved_record_ids_without_taken"));
+      o.db.run(`INSERT INTO reserved_record_ids (record_id, prefix, taken) VALUES
+        ('obs_free_1', 'obs_', 0), ('obs_marked', 'obs_', 1), ('claim_free', 'claim_', 0), ('obs_free_2', 'obs_', 0)`);
+      migrate(o.db, storage, upTo("0027_reserved_record_ids_without_taken"));
+      expect(o.db.all("SELECT name FROM pragma_table_info('reserved_record_ids') ORDER BY cid")).toEqual([{ name: "record_id" }, { name: "prefix" }]);
+      expect(o.db.all("SELECT record_id, prefix FROM reserved_record_ids ORDER BY record_id")).toEqual([
+        { record_id: "claim_free", prefix: "claim_" }, { record_id: "obs_free_1", prefix: "obs_" }, { record_id: "obs_free_2", prefix: "obs_" }]);
+      // The take and the top-up work on the new shape.
+      const taken = new Set<string>();
+      const took = [takeReservedId(o.db, "obs_", taken), takeReservedId(o.db, "obs_", taken), takeReservedId(o.db, "obs_", taken)];
+      expect(took.slice(0, 2).sort()).toEqual(["obs_free_1", "obs_free_2"]);
+      expect(took[2]).toBeNull();
+      expect([...taken].sort()).toEqual(["obs_free_1", "obs_free_2"]);
+      expect(o.db.all("SELECT record_id FROM reserved_record_ids")).toEqual([{ record_id: "claim_free" }]);
     });
   });
 });

@@ -70,7 +70,7 @@ describe("memory record writers", () => {
       const changed = changeClaim(store.db, claim, { status: "revoked" });
       const purged = tombstone(store.db, o);
       const before = store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n;
-      const queued = queueTouched(store.db, { created: ["obs_new", "obs_new"], changed: [claim] }, "2026-01-01T00:00:00.000Z");
+      const queued = queueTouched(store.db, { created: ["obs_new", "obs_new"], changed: [claim] }, "2026-01-01T00:00:00.000Z", new Set());
       const rows = store.db.all<{ topic: string; payload: string }>("SELECT topic, payload FROM outbox ORDER BY seq DESC LIMIT ?", queued.rows);
       return { changed, purged, version: getClaim(store.db, claim)!.version, added: store.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox")!.n - before, queued, rows };
     });

@@ -2,7 +2,9 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { OrgStore } from "../src/org/OrgStore";
 import type { RequestCtx } from "../src/org/request";
-import { commitWrite } from "../src/org/write";
+import type { Db } from "../src/org/db";
+import { commitWrite, type WriteOutcome } from "../src/org/write";
+import { newRecordId } from "../src/domains/memory/records";
 import { verifyChain } from "../src/domains/audit/verify";
 import { appendOk, call, inOrg, newOrg, obs, readmeAuditHash } from "./helpers";
 
@@ -81,6 +83,40 @@ describe("commitWrite", () => {
         events: [{ kind: "observation.appended", resourceType: "project", resourceId: "prj_5", payload: {} }],
         audit: { action: "test.write", resourceType: "project", resourceId: "prj_5" }, touched: { created: ["prj_5"], changed: [] } }));
       expect(counts(o)).toMatchObject({ outbox: 1, webhook_due: expect.any(String), outbox_due: expect.any(String) });
+    });
+  });
+
+  it("keeps a write's note of the ids it took from the reserve to that write: a rolled-back take reaches no later write", async () => {
+    const org = await newOrg();
+    await inOrg(org.org_id, (o) => {
+      const reserve = () => o.db.all<{ record_id: string }>("SELECT record_id FROM reserved_record_ids WHERE prefix = 'prj_'").map((r) => r.record_id);
+      const queuedForRegistry = (id: string) => o.db.all("SELECT 1 FROM outbox WHERE topic = 'record_owner' AND payload = ?", id).length;
+      const project = (db: Db, id: string, reference: string): WriteOutcome => {
+        db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES (?, ?, 'p', 'now')", id, reference);
+        return { status: 201, data: {}, audit: { action: "test.write", resourceType: "project", resourceId: id }, touched: { created: [id], changed: [] } };
+      };
+      o.db.run("DELETE FROM reserved_record_ids WHERE prefix = 'prj_'");
+      o.db.run("INSERT INTO reserved_record_ids (record_id, prefix) VALUES ('prj_reserved_a', 'prj_')");
+      // A write takes the reserved id, then fails: the rollback puts the id back into the reserve.
+      expect(() => commitWrite(fakeRequest(o, null), (db, write) => {
+        expect(newRecordId(db, write, "prj_")).toBe("prj_reserved_a");
+        throw new Error("boom");
+      })).toThrow("boom");
+      expect(reserve()).toEqual(["prj_reserved_a"]);
+      // A later write creating that id without taking it (as a restore keeps its ids) has taken nothing
+      // from the reserve, so its id is queued for the registry like any fresh id.
+      commitWrite(fakeRequest(o, null), (db) => project(db, "prj_reserved_a", "restored"));
+      expect(queuedForRegistry("prj_reserved_a")).toBe(1);
+      // A write that takes a reserved id and commits queues nothing for it (registered already).
+      o.db.run("INSERT INTO reserved_record_ids (record_id, prefix) VALUES ('prj_reserved_b', 'prj_')");
+      o.db.run("DELETE FROM reserved_record_ids WHERE record_id = 'prj_reserved_a'");
+      commitWrite(fakeRequest(o, null), (db, write) => project(db, newRecordId(db, write, "prj_"), "taken"));
+      expect(reserve()).toEqual([]);
+      expect(queuedForRegistry("prj_reserved_b")).toBe(0);
+      // Nor does that note carry over: the same id created again by the next write is queued.
+      o.db.run("DELETE FROM projects WHERE project_id = 'prj_reserved_b'");
+      commitWrite(fakeRequest(o, null), (db) => project(db, "prj_reserved_b", "again"));
+      expect(queuedForRegistry("prj_reserved_b")).toBe(1);
     });
   });
 

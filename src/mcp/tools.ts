@@ -31,8 +31,8 @@ const find = (routes: readonly AnyRoute[], method: string, path: string): AnyRou
 const rememberRoute: OrgRoute<typeof observationBody> = {
   auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: targetInBody,
   summary: "MCP svc_remember",
-  handler: (rc) => commitWrite(rc, (db) => {
-    const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
+  handler: (rc) => commitWrite(rc, (db, write) => {
+    const { row, data, touched } = appendObservation(db, write, rc.caller, rc.body);
     return {
       status: 201, data,
       audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id, detail: { via: "mcp" } },

@@ -901,4 +901,21 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX claim_ranking_by_subject ON claim_ranking(subject_id, retention_excluded_at, seq);
     `,
   },
+  {
+    // 0020's `taken` column is dead: a take deletes its row (src/org/reserved-ids.ts) and nothing sets
+    // it any more. A row still marked taken (the reserve's first version marked a take and deleted only
+    // the ids the write reported) was handed out: it goes, so that it is never handed out again.
+    // Rebuilt, not ALTER TABLE ... DROP COLUMN: SQLite refuses that here ("incomplete input": 0020's
+    // comment after the last column is left dangling when the column's text is cut out).
+    name: "0027_reserved_record_ids_without_taken",
+    sql: `
+      CREATE TABLE reserved_record_ids_next (
+        record_id TEXT PRIMARY KEY,
+        prefix TEXT NOT NULL                -- prj_, obs_ or claim_
+      ) WITHOUT ROWID;
+      INSERT INTO reserved_record_ids_next (record_id, prefix) SELECT record_id, prefix FROM reserved_record_ids WHERE taken = 0;
+      DROP TABLE reserved_record_ids;
+      ALTER TABLE reserved_record_ids_next RENAME TO reserved_record_ids;
+    `,
+  },
 ];

@@ -14,46 +14,33 @@ export const RESERVE_BATCH = 64;
 export const LOW_WATER = 16;
 
 /**
- * Ids this object took from the reserve, by database, since the last unregisteredOf: the take deletes
- * the row (a rollback puts it back), so the write's end learns from here, not from a second statement,
- * which of its created ids were registered already. An id noted by a write that rolled back went back
- * into the reserve; the note is harmless, since a later write can only create that id by taking it again.
+ * An unused reserved id for `prefix`, removed from the reserve inside the caller's transaction and
+ * noted in `taken`, the ids the calling write took (WriteScope.takenFromReserve, one per write): the take
+ * deletes the row (a rollback puts it back), so the write's end learns from the note, not from a second
+ * statement, which of its created ids were registered already. Null when the reserve is dry.
  */
-const takenBy = new WeakMap<Db, Set<string>>();
-
-/**
- * An unused reserved id for `prefix`, removed from the reserve inside the caller's transaction, or null
- * when the reserve is dry. (Migration 0020's `taken` column is no longer set: a take deletes the row.)
- */
-export function takeReservedId(db: Db, prefix: RecordPrefix): string | null {
+export function takeReservedId(db: Db, prefix: RecordPrefix, taken: Set<string>): string | null {
   const id = db.first<{ record_id: string }>(
     `DELETE FROM reserved_record_ids
-      WHERE record_id = (SELECT record_id FROM reserved_record_ids WHERE prefix = ? AND taken = 0 LIMIT 1)
+      WHERE record_id = (SELECT record_id FROM reserved_record_ids WHERE prefix = ? LIMIT 1)
       RETURNING record_id`, prefix)?.record_id ?? null;
-  if (id) {
-    let taken = takenBy.get(db);
-    if (!taken) takenBy.set(db, (taken = new Set()));
-    taken.add(id);
-  }
+  if (id) taken.add(id);
   return id;
 }
 
 /**
- * A write's created ids less the reserved ones it took (registered already): what needs registering
- * after the commit. Also a writer that took several ids and reported fewer leaves nothing behind: a
- * taken id is out of the reserve, registered to this organization, and simply never appears.
+ * A write's created ids less the reserved ones it took (`taken`, registered already): what needs
+ * registering after the commit. Also a writer that took several ids and reported fewer leaves nothing
+ * behind: a taken id is out of the reserve, registered to this organization, and simply never appears.
  */
-export function unregisteredOf(db: Db, created: string[]): string[] {
-  const taken = takenBy.get(db);
-  if (!taken?.size) return created;
-  takenBy.delete(db);
-  return created.filter((id) => !taken.has(id));
+export function unregisteredOf(created: string[], taken: ReadonlySet<string>): string[] {
+  return taken.size ? created.filter((id) => !taken.has(id)) : created;
 }
 
-/** Untaken reserved ids per prefix, counted in SQL. */
+/** Reserved ids per prefix (every row is untaken: a take deletes it), counted in SQL. */
 function reserveStock(db: Db): Map<string, number> {
   return new Map(db.all<{ prefix: string; n: number }>(
-    "SELECT prefix, count(*) AS n FROM reserved_record_ids WHERE taken = 0 GROUP BY prefix").map((r) => [r.prefix, r.n]));
+    "SELECT prefix, count(*) AS n FROM reserved_record_ids GROUP BY prefix").map((r) => [r.prefix, r.n]));
 }
 
 const usedPrefixes = (created: string[]) => RESERVED_PREFIXES.filter((p) => created.some((id) => id.startsWith(p)));
@@ -100,7 +87,7 @@ export async function topUpReserves(db: Db, registry: OwnershipRegistry, orgId: 
   const { conflicts } = await registry.register(orgId, fresh.map((f) => f.id), at);
   const foreign = new Set(conflicts);
   db.run(
-    `INSERT OR IGNORE INTO reserved_record_ids (record_id, prefix, taken)
-       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), 0 FROM json_each(?)`,
+    `INSERT OR IGNORE INTO reserved_record_ids (record_id, prefix)
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)`,
     JSON.stringify(fresh.filter((f) => !foreign.has(f.id)).map((f) => [f.id, f.prefix])));
 }

@@ -47,6 +47,18 @@ export interface WriteOutcome {
   touched?: Touched;
 }
 
+/**
+ * What commitWrite hands a write's work beside the database: notes of this one write, made fresh when
+ * its transaction starts and gone with it (committed or rolled back), so no write sees another's.
+ */
+export interface WriteScope {
+  /**
+   * Record ids this write took from the reserve (newRecordId, src/org/reserved-ids.ts): registered
+   * already, so its end queues none of them for the ownership registry.
+   */
+  readonly takenFromReserve: Set<string>;
+}
+
 /** How soon after a write the alarm carries its outbox rows to the global index (batches writes). */
 export const OUTBOX_DELAY_MS = 1_000;
 
@@ -107,7 +119,7 @@ export function insertAudit(
  * caller sent one) the replay record, all in one transaction. A replay of the same request answers the
  * stored response with status 200 and meta.replayed true; the same key with another request is 409.
  */
-export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Reply {
+export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) => WriteOutcome): Reply {
   const idemKey = rc.idempotent ? rc.idempotencyKey : null;
   // The request identity includes the caller: another principal reusing the key is a different
   // request (409), never a replay of someone else's response.
@@ -124,12 +136,13 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Rep
       }
     }
     const at = clock.nowIso();
-    const out = work(rc.db);
+    const write: WriteScope = { takenFromReserve: new Set() };
+    const out = work(rc.db, write);
     const who = { actorId: rc.caller.principalId, keyId: rc.caller.keyId, requestId: rc.requestId };
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
-    const queued = queueTouched(rc.db, out.touched ?? { created: [], changed: [] }, at);
+    const queued = queueTouched(rc.db, out.touched ?? { created: [], changed: [] }, at, write.takenFromReserve);
     // The alarm is the retry; the object registers these ids itself right after the commit.
     if (queued.ownerIds.length) rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
     if (out.touched?.created.length) rc.recordsCreated(out.touched.created, queued.ownerIds);

@@ -13,7 +13,7 @@ import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";
-import { canonical, commitWrite } from "../../org/write";
+import { canonical, commitWrite, type WriteScope } from "../../org/write";
 import { insertClaim, insertObservation, newRecordId } from "../memory/records";
 import { contentHash, getObservation, type ObservationRow } from "../memory/store";
 import { type FilterRow, passes } from "./filters";
@@ -113,13 +113,13 @@ function checkBundle(db: Db, peer: PeerRow, filters: FilterRow[], caller: Caller
 }
 
 /** Import one accepted bundle: new local ids, federation provenance, trust capped. */
-function importBundle(db: Db, peer: PeerRow, caller: Caller, a: Accepted, imported: Map<string, string>, at: string): { claimId: string; touched: Touched } {
+function importBundle(db: Db, write: WriteScope, peer: PeerRow, caller: Caller, a: Accepted, imported: Map<string, string>, at: string): { claimId: string; touched: Touched } {
   const touched: Touched[] = [];
   const local = (remoteId: string) => imported.get(remoteId) ?? a.existing.get(remoteId);
   for (const o of a.bundle.observations) {
     if (local(o.observation_id)) continue;
     const row: Omit<ObservationRow, "workspace_id"> = {
-      observation_id: newRecordId(db, ID_PREFIX.observation), subject_id: o.subject_id, project_id: null, kind: o.kind, content: o.content,
+      observation_id: newRecordId(db, write, ID_PREFIX.observation), subject_id: o.subject_id, project_id: null, kind: o.kind, content: o.content,
       content_hash: o.content_hash, source_type: "federation", source_ref: `${peer.peer_id}:${o.observation_id}`,
       trust: lowerTrust(o.trust, caller.maxTrust), visibility: "team", author_id: caller.principalId, created_at: at, purged_at: null,
     };
@@ -128,7 +128,7 @@ function importBundle(db: Db, peer: PeerRow, caller: Caller, a: Accepted, import
     imported.set(o.observation_id, row.observation_id);
   }
   const c = a.bundle.claim;
-  const claimId = newRecordId(db, ID_PREFIX.claim);
+  const claimId = newRecordId(db, write, ID_PREFIX.claim);
   touched.push(insertClaim(db, {
     claim_id: claimId, subject_id: c.subject_id, project_id: null, kind: c.kind, statement: c.statement, status: "active",
     visibility: "team", trust: a.trust, version: 1, valid_from: c.valid_from, valid_to: c.valid_to, superseded_by: null,
@@ -153,7 +153,7 @@ export function push(rc: RequestCtx): Reply {
     return ok({ ...(JSON.parse(prior.response) as object), replayed: true });
   }
   const filters = filtersOf(rc.db, peer.peer_id);
-  return commitWrite(rc, (db) => {
+  return commitWrite(rc, (db, write) => {
     const at = clock.nowIso();
     const results = body.events.map((e) => eventResult(db, peer, filters, rc.caller, e, at));
     const state = { pinned: peer.remote_org_id, claims: new Set<string>() };
@@ -162,7 +162,7 @@ export function push(rc: RequestCtx): Reply {
     const bundles = (body.bundles ?? []).map((raw): BundleResult => {
       const checked = checkBundle(db, peer, filters, rc.caller, raw, state);
       if (!("bundle" in checked)) return checked;
-      const { claimId: localClaimId, touched: wrote } = importBundle(db, peer, rc.caller, checked, imported, at);
+      const { claimId: localClaimId, touched: wrote } = importBundle(db, write, peer, rc.caller, checked, imported, at);
       touched.push(wrote);
       state.claims.add(checked.bundle.claim.claim_id);
       if (!state.pinned) {

@@ -16,7 +16,10 @@ import type { VectorSimilarities } from "../memory/ranking";
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;
 
-/** Nearest ids with their cosine similarity, or null when vectors were not used for this query. */
+/**
+ * Nearest ids with their cosine similarity, and the rows the accept read for them; null when vectors
+ * were not used for this query.
+ */
 export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: { query?: string; kinds?: string[] }): Promise<VectorSimilarities | null> {
   if (!f.query?.trim() || !hasVectors(rt)) return null;
   try {
@@ -24,12 +27,12 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: {
     // A query none of whose words the embedder knows embeds to zero: it has no direction, so no claim
     // is near it (every cosine is 0, and the "nearest" would be the smallest ids). Vectors were asked
     // and found nothing; nothing joins the candidates.
-    if (!q.some((x) => x !== 0)) return new Map();
+    if (!q.some((x) => x !== 0)) return { similarities: new Map() };
     const ahead = readAhead(db, caller, f.kinds);
     const accept = (ids: string[]) => candidateRowsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), ahead);
     const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
     // Only claims that point the query's way are near it: a cosine of 0 or less says nothing in common.
-    return Object.assign(new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])), { ahead });
+    return { similarities: new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])), ahead };
   } catch (err) {
     // Retrieval degrades to lexical (meta.degraded.vectors stays true); it never fails the compile.
     if (err instanceof VectorBackendError) return null;

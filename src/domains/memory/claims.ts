@@ -11,7 +11,7 @@ import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";
-import { commitWrite, type EventInput } from "../../org/write";
+import { commitWrite, type EventInput, type WriteScope } from "../../org/write";
 import type { z } from "zod";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
@@ -31,7 +31,7 @@ const claimEvent = (kind: EventInput["kind"], c: NewClaim, extra: Record<string,
  * Materialize the claims of one consolidation. Shared by the HTTP route and the MCP tool (which runs
  * the route): the write grant was checked by the pipeline.
  */
-export function materializeClaims(db: Db, caller: Caller, input: ConsolidationInput) {
+export function materializeClaims(db: Db, write: WriteScope, caller: Caller, input: ConsolidationInput) {
   const projectId = requireProject(db, input.project_id);
   const now = clock.nowIso();
 
@@ -74,7 +74,7 @@ export function materializeClaims(db: Db, caller: Caller, input: ConsolidationIn
     const hasContradiction = spec.sources.some((s) => s.relation === "contradicts");
     if (spec.valid_to && spec.valid_to <= now) throw invalid(`Invalid field "valid_to": must be in the future.`);
     const row: NewClaim = {
-      claim_id: newRecordId(db, ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
+      claim_id: newRecordId(db, write, ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
       statement: spec.statement, status: hasContradiction ? "disputed" : "active",
       // A claim drawn from private evidence stays private unless the caller says otherwise.
       visibility: spec.visibility ?? (anyPrivate ? "private" : "team"), trust, version: 1, valid_from: now,
@@ -112,8 +112,8 @@ export const claimRoutes = [
     response: { 201: consolidationResponse, 200: consolidationResponse },
     responseMeta: consolidationMeta,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const out = materializeClaims(db, rc.caller, rc.body);
+    handler: (rc) => commitWrite(rc, (db, write) => {
+      const out = materializeClaims(db, write, rc.caller, rc.body);
       return {
         status: 201,
         data: { claims: out.claims, model_used: false },

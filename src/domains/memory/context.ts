@@ -53,7 +53,7 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
  */
 export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: VectorSimilarities | null) {
   const { ranked, items } = compilePack(db, caller, body, body.token_budget, body.max_items, undefined, vectors ?? undefined);
-  const vectorsUsed = !!vectors?.size && ranked.some((r) => vectors.has(r.claim.claim_id));
+  const vectorsUsed = !!vectors?.similarities.size && ranked.some((r) => vectors.similarities.has(r.claim.claim_id));
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
   const contextId = newId(ID_PREFIX.context);
   db.run(

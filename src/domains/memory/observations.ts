@@ -11,7 +11,7 @@ import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
-import { commitWrite } from "../../org/write";
+import { commitWrite, type WriteScope } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
 import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference, targetInBody, tombstone } from "./records";
 import { contentHash, observationView, readableObservation, requireProject, unresolved } from "./store";
@@ -22,11 +22,11 @@ import type { z } from "zod";
  * with the same reply (`data`). The caller commits, passing `touched` on. The write grant was checked
  * by the pipeline (the routes are grantWritable).
  */
-export function appendObservation(db: Db, caller: Caller, body: z.infer<typeof observationBody>) {
+export function appendObservation(db: Db, write: WriteScope, caller: Caller, body: z.infer<typeof observationBody>) {
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
   const row: Omit<ObservationRow, "workspace_id"> = {
-    observation_id: newRecordId(db, ID_PREFIX.observation), subject_id: body.subject_id,
+    observation_id: newRecordId(db, write, ID_PREFIX.observation), subject_id: body.subject_id,
     project_id: requireProject(db, body.project_id), kind: body.kind, content: body.content,
     content_hash: contentHash(body.content), source_type: body.source.type, source_ref: body.source.ref ?? null,
     trust, visibility: body.visibility ?? DEFAULT_VISIBILITY, author_id: caller.principalId,
@@ -55,9 +55,9 @@ export const observationRoutes = [
         if (!workspaceVisible(rc.db, rc.caller, workspaceId)) throw unresolved("workspace", [workspaceId]);
         if (!canWrite(rc.caller, { workspace_id: workspaceId })) throw forbidden("Creating a project in this workspace takes workspace role member or above.");
       }
-      return commitWrite(rc, (db) => {
+      return commitWrite(rc, (db, write) => {
         const project: ProjectRow = {
-          project_id: newRecordId(db, ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
+          project_id: newRecordId(db, write, ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),
           workspace_id: workspaceId,
         };
         const touched = insertProject(db, project);
@@ -74,8 +74,8 @@ export const observationRoutes = [
     method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: targetInBody,
     response: { 201: observationResponse, 200: observationResponse },
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const { row, data, touched } = appendObservation(db, rc.caller, rc.body);
+    handler: (rc) => commitWrite(rc, (db, write) => {
+      const { row, data, touched } = appendObservation(db, write, rc.caller, rc.body);
       return {
         status: 201, data,
         events: [{

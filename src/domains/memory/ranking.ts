@@ -290,18 +290,23 @@ function stemsPerCompile(): (c: Stemmed) => string[] {
  */
 function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: VectorSimilarities, candidates: Candidate[]): Map<number, number> {
   const have = new Set(candidates.map((c) => c.claim_id));
-  const missing = [...vectors.keys()].filter((id) => !have.has(id));
+  const missing = [...vectors.similarities.keys()].filter((id) => !have.has(id));
   if (missing.length) for (const c of candidatesWithIds(db, caller, f.kinds, missing, vectors.ahead)) candidates.push(c);
   const similarity = new Map<number, number>();
   for (const c of candidates) {
-    const s = vectors.get(c.claim_id);
+    const s = vectors.similarities.get(c.claim_id);
     if (s !== undefined) similarity.set(c.seq, s);
   }
   return similarity;
 }
 
-/** Vector hits' cosine similarity by claim id, with their rows as the accept read them (indexing/retrieval.ts). */
-export type VectorSimilarities = Map<string, number> & { ahead?: CandidatesReadAhead };
+/** The query's vector hits (indexing/retrieval.ts vectorHits), as ranking takes them. */
+export interface VectorSimilarities {
+  /** Each hit's cosine similarity to the query, by claim id. */
+  similarities: Map<string, number>;
+  /** The hits' candidate rows as the vector query's accept read them, if it did: taken only when still current (records.ts). */
+  ahead?: CandidatesReadAhead;
+}
 
 /** `vectors`: the query's nearest claim ids with their cosine similarity (hybrid compile), if any. */
 export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): RankedClaim[] {
@@ -329,7 +334,7 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
   mark("context neighbours");
   // Vector hits join last, so the lexical steps above see exactly what they see without vectors; the
   // best similarity is taken over authorized hits only, so no score moves with an unreadable record.
-  const similarity = vectors?.size ? vectorCandidates(db, caller, f, vectors, candidates) : new Map<number, number>();
+  const similarity = vectors?.similarities.size ? vectorCandidates(db, caller, f, vectors, candidates) : new Map<number, number>();
   const bestSimilarity = Math.max(0, ...similarity.values());
   const vectorScore = (c: Candidate) => bestSimilarity > 0 ? Math.max(0, similarity.get(c.seq) ?? 0) / bestSimilarity : 0;
   mark("vector candidates");

@@ -20,6 +20,7 @@ import type { Caller } from "../../org/request";
 import { getMeta } from "../../org/meta";
 import { recordIdFor } from "../../registry/shards";
 import { type RecordPrefix, takeReservedId } from "../../org/reserved-ids";
+import type { WriteScope } from "../../org/write";
 import { stemsOf, storedTerm, type TermStats } from "./fts";
 
 export interface ProjectRow {
@@ -228,13 +229,13 @@ export const claimFacets = (db: Db, ids: string[]) =>
     JSON.stringify(ids));
 
 /**
- * The id of a project, observation or claim this organization creates: one registered ahead of use when
- * the reserve has one (src/org/reserved-ids.ts), else a fresh one in the organization's own registry
- * shard (recordIdFor), registered after the write commits. Every organization has its org_id stored at
- * bootstrap.
+ * The id of a project, observation or claim this organization creates in `write`: one registered ahead
+ * of use when the reserve has one (src/org/reserved-ids.ts; noted on the write), else a fresh one in
+ * the organization's own registry shard (recordIdFor), registered after the write commits. Every
+ * organization has its org_id stored at bootstrap.
  */
-export function newRecordId(db: Db, prefix: RecordPrefix): string {
-  const reserved = takeReservedId(db, prefix);
+export function newRecordId(db: Db, write: WriteScope, prefix: RecordPrefix): string {
+  const reserved = takeReservedId(db, prefix, write.takenFromReserve);
   if (reserved) return reserved;
   const orgId = getMeta(db, "org_id");
   if (!orgId) throw new Error("organization has no org_id");
