@@ -27,6 +27,11 @@ export interface EventInput {
   payload: Record<string, unknown>;
   /** Visibility of the record it describes ("team" when not applicable). */
   visibility?: string;
+  /**
+   * Workspace of the record it describes (absent or null: none). Its team events are then read like
+   * the workspace's team records (src/access/policy.ts), never by the rest of the organization.
+   */
+  workspaceId?: string | null;
 }
 
 export interface AuditInput {
@@ -68,9 +73,9 @@ export const canonical = (value: unknown): string =>
 export function insertEvent(db: Db, actorId: string, e: EventInput, at: string): string {
   const eventId = newId(ID_PREFIX.event);
   db.run(
-    `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    eventId, e.kind, actorId, e.resourceType, e.resourceId, JSON.stringify(e.payload), e.visibility ?? "team", at,
+    `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, workspace_id, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    eventId, e.kind, actorId, e.resourceType, e.resourceId, JSON.stringify(e.payload), e.visibility ?? "team", e.workspaceId ?? null, at,
   );
   return eventId;
 }

@@ -1,0 +1,174 @@
+// Review findings on events, deliveries, context feedback, list cursors, MCP errors and idempotency:
+// events about a workspace's records are read like the workspace's team records (list, get, `after`,
+// webhooks, delivery lists); feedback reaches only items the caller may retrieve; list cursors name
+// the caller's own last row, never a position among everybody's; MCP tools translate storage failures
+// like HTTP routes; a reused Idempotency-Key says nothing about whose it was.
+import { beforeEach, describe, expect, it } from "vitest";
+import type { Sender } from "../src/domains/webhooks/delivery";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+
+const secret = "s3cret-s3cret-s3cret";
+let sent: { url: string; eventId: string }[] = [];
+const recordingSender: Sender = async (url, init) => {
+  sent.push({ url, eventId: init.headers["x-svc-event-id"] });
+  return 200;
+};
+beforeEach(() => {
+  sent = [];
+});
+
+const ZERO_EVENT = "evt_" + "0".repeat(32);
+/** An answer with its request-specific meta left out, to compare two answers. */
+const body = (r: { json: any }) => ({ ...r.json, meta: null });
+const decode = (cursor: string) => JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/")));
+
+async function member(ownerKey: string, role: "admin" | "member" | "reader", workspace?: { id: string; role: "owner" | "admin" | "member" | "reader" }) {
+  const k = await mintKey(ownerKey, { scopes: ["*"] });
+  if (role !== "member") {
+    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } });
+    expect(m.status, m.text).toBe(201);
+  }
+  if (workspace) {
+    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role: workspace.role, workspace_id: workspace.id } });
+    expect(m.status, m.text).toBe(201);
+  }
+  return k;
+}
+
+/** An organization with a workspace project holding team records, and who is who around it. */
+async function workspaceOrg() {
+  const org = await newOrg();
+  await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, sendWebhook: recordingSender }; });
+  const w = await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "scoped" } });
+  expect(w.status, w.text).toBe(201);
+  const ws = w.json.data.workspace_id as string;
+  const author = await member(org.api_key, "member", { id: ws, role: "member" });
+  const wsReader = await member(org.api_key, "member", { id: ws, role: "reader" });
+  const outsider = await member(org.api_key, "member");
+  const orgAdmin = await member(org.api_key, "admin");
+  const hooks: Record<string, string> = {};
+  for (const [name, k] of Object.entries({ author, wsReader, outsider, orgAdmin })) {
+    const h = await call("POST", "/v1/webhooks", { key: k.key, body: { url: `https://hooks.example.com/${name}`, secret, events: ["*"] } });
+    expect(h.status, h.text).toBe(201);
+    hooks[name] = h.json.data.webhook_id;
+  }
+  const p = await call("POST", "/v1/projects/resolve", { key: author.key, body: { reference: "scoped-project", create: true, workspace_id: ws } });
+  expect(p.status, p.text).toBe(201);
+  const project = p.json.data.project_id as string;
+  const wsObs = await appendOk(author.key, obs("scoped-subject", "workspace evidence", { project_id: project }));
+  const wsClaim = (await call("POST", "/v1/consolidations", { key: author.key, body: { subject_id: "scoped-subject", project_id: project,
+    claims: [{ kind: "fact", statement: "workspace claim", sources: supports(wsObs) }] } })).json.data.claims[0].claim_id as string;
+  expect((await call("POST", `/v1/claims/${wsClaim}/revoke`, { key: author.key, body: {} })).status).toBe(200);
+  const orgObs = await appendOk(author.key, obs("open-subject", "organization-wide evidence"));
+  const [orgClaim] = await consolidateOk(author.key, "open-subject", [{ kind: "fact", statement: "organization-wide claim", sources: supports(orgObs) }]);
+  const events = (await call("GET", "/v1/events?limit=200", { key: author.key })).json.data.events as { id: string; kind: string; resource_id: string }[];
+  const wsEvents = events.filter((e) => e.resource_id === wsObs || e.resource_id === wsClaim);
+  const orgEvents = events.filter((e) => e.resource_id === orgObs || e.resource_id === orgClaim);
+  expect(wsEvents.map((e) => e.kind)).toEqual(["observation.appended", "claim.materialized", "claim.revoked"]);
+  expect(orgEvents.map((e) => e.kind)).toEqual(["observation.appended", "claim.materialized"]);
+  return { org, ws, author, wsReader, outsider, orgAdmin, hooks, wsEvents, orgEvents, wsRecords: [wsObs, wsClaim] };
+}
+
+describe("events about a workspace's records are read like its team records", () => {
+  it("list, get, after, webhook delivery and the delivery list agree; members and organization admins read them", async () => {
+    const t = await workspaceOrg();
+    const wsIds = t.wsEvents.map((e) => e.id);
+    const orgIds = t.orgEvents.map((e) => e.id);
+    const who: [string, string, boolean][] = [
+      ["workspace member", t.author.key, true],
+      ["workspace reader", t.wsReader.key, true],
+      ["organization admin outside the workspace", t.orgAdmin.key, true],
+      ["organization owner", t.org.api_key, true],
+      ["organization member outside the workspace", t.outsider.key, false],
+    ];
+    const drained = await call("POST", "/v1/webhooks/deliver", { key: t.org.api_key, body: { limit: 200 } });
+    expect(drained.status, drained.text).toBe(200);
+    for (const [name, key, reads] of who) {
+      const listed = (await call("GET", "/v1/events?limit=200", { key })).json.data.events.map((e: { id: string }) => e.id);
+      expect(listed, name).toEqual(expect.arrayContaining(orgIds));
+      for (const id of wsIds) {
+        expect(listed.includes(id), `${name} lists ${id}`).toBe(reads);
+        const one = await call("GET", `/v1/events/${id}`, { key });
+        const after = await call("GET", `/v1/events?after=${id}`, { key });
+        if (reads) {
+          expect(one.status, name).toBe(200);
+          expect(after.status, name).toBe(200);
+        } else {
+          // Exactly like an event that does not exist.
+          expectError(one, 404, "NOT_FOUND");
+          expect(body(one)).toEqual(body(await call("GET", `/v1/events/${ZERO_EVENT}`, { key })));
+          expectError(after, 404, "NOT_FOUND");
+          expect(body(after)).toEqual(body(await call("GET", `/v1/events?after=${ZERO_EVENT}`, { key })));
+        }
+      }
+      // The event payloads name the workspace's records only where the reader may read them.
+      const text = (await call("GET", "/v1/events?limit=200", { key })).text;
+      for (const id of t.wsRecords) expect(text.includes(id), `${name} sees ${id}`).toBe(reads);
+    }
+    // Webhooks deliver as their creator reads.
+    for (const [name, reads] of [["author", true], ["wsReader", true], ["orgAdmin", true], ["outsider", false]] as const) {
+      const deliveries = (await call("GET", `/v1/webhooks/${t.hooks[name]}/deliveries?limit=200`, { key: t.org.api_key })).json.data.deliveries
+        .map((d: { event_id: string }) => d.event_id);
+      expect(deliveries, name).toEqual(expect.arrayContaining(orgIds));
+      for (const id of wsIds) expect(deliveries.includes(id), `${name}'s hook got ${id}`).toBe(reads);
+    }
+    // Sent: every workspace event went to the three hooks whose creators read it, never to the outsider's.
+    for (const id of wsIds) expect(sent.filter((s) => s.eventId === id)).toHaveLength(3);
+    for (const id of orgIds) expect(sent.filter((s) => s.eventId === id)).toHaveLength(4);
+
+    // The outsider's `after` cursor walks only what it may read, one at a time, and stays put at the end.
+    let cursor: string | null = null;
+    const seen: string[] = [];
+    for (;;) {
+      const page: any = await call("GET", `/v1/events?limit=1${cursor ? `&after=${cursor}` : ""}`, { key: t.outsider.key });
+      expect(page.status, page.text).toBe(200);
+      if (!page.json.data.events.length) {
+        expect(page.json.data.cursor).toBe(cursor);
+        break;
+      }
+      seen.push(page.json.data.events[0].id);
+      expect(page.json.data.cursor).toBe(page.json.data.events[0].id);
+      cursor = page.json.data.cursor;
+    }
+    expect(seen).toEqual(expect.arrayContaining(orgIds));
+    for (const id of wsIds) expect(seen).not.toContain(id);
+
+    // Leaving the workspace ends reading its events on the next request.
+    const ms = (await call("GET", `/v1/memberships?workspace_id=${t.ws}`, { key: t.org.api_key })).json.data.memberships;
+    const m = ms.find((x: { principal_id: string }) => x.principal_id === t.wsReader.principal_id);
+    expect((await call("DELETE", `/v1/memberships/${m.membership_id}`, { key: t.org.api_key })).status).toBe(200);
+    expectError(await call("GET", `/v1/events/${wsIds[0]}`, { key: t.wsReader.key }), 404, "NOT_FOUND");
+  }, 60_000);
+
+  it("stores each memory event with its record's workspace; the migration backfills older events from the record", async () => {
+    const t = await workspaceOrg();
+    const rows = await inOrg(t.org.org_id, (o) => o.db.all<{ event_id: string; workspace_id: string | null }>(
+      "SELECT event_id, workspace_id FROM events WHERE resource_type IN ('observation', 'claim') ORDER BY seq"));
+    const byId = new Map(rows.map((r) => [r.event_id, r.workspace_id]));
+    for (const e of t.wsEvents) expect(byId.get(e.id), e.kind).toBe(t.ws);
+    for (const e of t.orgEvents) expect(byId.get(e.id), e.kind).toBeNull();
+  });
+
+  it("claim.superseded names a workspace replacement only to readers of that workspace's events", async () => {
+    const t = await workspaceOrg();
+    const project = (await call("POST", "/v1/projects/resolve", { key: t.author.key, body: { reference: "scoped-project" } })).json.data.project_id;
+    const o = await appendOk(t.author.key, obs("swap", "evidence", { project_id: project }));
+    const replacement = (await call("POST", "/v1/consolidations", { key: t.author.key, body: { subject_id: "swap", project_id: project,
+      claims: [{ kind: "fact", statement: "in the workspace", sources: supports(o) }] } })).json.data.claims[0].claim_id as string;
+    const [open] = await consolidateOk(t.author.key, "swap", [{ kind: "fact", statement: "organization-wide", sources: supports(await appendOk(t.author.key, obs("swap", "open"))) }]);
+    expect((await call("POST", `/v1/claims/${open}/supersede`, { key: t.author.key, body: { superseded_by: replacement } })).status).toBe(200);
+    const ev = (await call("GET", "/v1/events?kind=claim.superseded", { key: t.outsider.key })).json.data.events;
+    expect(ev.map((e: { resource_id: string }) => e.resource_id)).toEqual([open]);
+    expect(ev[0].payload).not.toHaveProperty("superseded_by");
+    expect(JSON.stringify(ev)).not.toContain(replacement);
+  });
+
+  it("federation pull serves only organization-wide team events: a peer is in no workspace", async () => {
+    const t = await workspaceOrg();
+    const { teamEventsAfter } = await import("../src/domains/events/routes");
+    const served = await inOrg(t.org.org_id, (o) => teamEventsAfter(o.db, 0, ["observation.appended", "claim.materialized", "claim.revoked"], 200)
+      .map((e) => e.event_id));
+    expect(served).toEqual(expect.arrayContaining(t.orgEvents.map((e) => e.id)));
+    for (const e of t.wsEvents) expect(served).not.toContain(e.id);
+  });
+});
