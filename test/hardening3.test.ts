@@ -172,3 +172,88 @@ describe("events about a workspace's records are read like its team records", ()
     for (const e of t.wsEvents) expect(served).not.toContain(e.id);
   });
 });
+
+describe("a webhook's delivery list shows only deliveries of events the caller may read", () => {
+  it("filters before the page limit; the cursor continues among them", async () => {
+    const org = await newOrg();
+    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, sendWebhook: recordingSender }; });
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["webhooks:read"] });
+    const hook = await call("POST", "/v1/webhooks", { key: alice.key, body: { url: "https://hooks.example.com/a", secret, events: ["*"] } });
+    expect(hook.status, hook.text).toBe(201);
+    const id = hook.json.data.webhook_id as string;
+    await appendOk(alice.key, obs("s", "team one"));
+    await appendOk(alice.key, obs("s", "team two"));
+    await appendOk(alice.key, obs("s", "private, newest", { visibility: "private" }));
+    expect((await call("POST", "/v1/webhooks/deliver", { key: org.api_key, body: {} })).status).toBe(200);
+    const list = (key: string, q = "") => call("GET", `/v1/webhooks/${id}/deliveries${q}`, { key });
+    const all = (await list(alice.key)).json.data.deliveries as { id: string; event_id: string }[];
+    expect(all).toHaveLength(3);
+    const privateDelivery = all[0];
+    const bobs = (await list(bob.key)).json.data.deliveries as { id: string; event_id: string }[];
+    expect(bobs.map((d) => d.id)).toEqual(all.slice(1).map((d) => d.id));
+    // Newest first, one per page: bob's first page is the newest delivery he may see, and more follows.
+    const first = await list(bob.key, "?limit=1");
+    expect(first.json.data.deliveries.map((d: { id: string }) => d.id)).toEqual([all[1].id]);
+    expect(first.json.data.has_more).toBe(true);
+    const second = await list(bob.key, `?limit=1&after=${first.json.data.next_cursor}`);
+    expect(second.json.data.deliveries.map((d: { id: string }) => d.id)).toEqual([all[2].id]);
+    expect(second.json.data.has_more).toBe(false);
+    expect(second.json.data.next_cursor).toBeNull();
+    // Alice's private delivery as a cursor is, for bob, the same as one that does not exist.
+    const aliceCursor = (await list(alice.key, "?limit=1")).json.data.next_cursor as string;
+    expect(decode(aliceCursor)).toEqual([privateDelivery.id]);
+    const hidden = await list(bob.key, `?after=${aliceCursor}`);
+    const missing = await list(bob.key, `?after=${btoa(JSON.stringify(["dlv_" + "0".repeat(32)])).replace(/=+$/, "")}`);
+    expectError(hidden, 404, "NOT_FOUND");
+    expect(body(hidden)).toEqual(body(missing));
+    expect((await list(alice.key, `?after=${aliceCursor}`)).json.data.deliveries.map((d: { id: string }) => d.id)).toEqual(all.slice(1).map((d) => d.id));
+  });
+});
+
+describe("list cursors name the caller's own last row, never a position among everybody's", () => {
+  it("GET /v1/handoffs: the cursor holds the last handoff of the page; another's handoff as `after` is a missing one", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const carol = await mintKey(org.api_key, { scopes: ["*"] });
+    const offer = async (to: string) => {
+      const r = await call("POST", "/v1/handoffs", { key: alice.key, body: { to_principal_id: to } });
+      expect(r.status, r.text).toBe(201);
+      return r.json.data.handoff_id as string;
+    };
+    const forBob = [await offer(bob.principal_id)];
+    const forCarol = [await offer(carol.principal_id), await offer(carol.principal_id)];
+    forBob.push(await offer(bob.principal_id), await offer(bob.principal_id));
+    const page = (q: string) => call("GET", `/v1/handoffs${q}`, { key: bob.key });
+    const p1 = await page("?limit=2");
+    expect(p1.json.data.handoffs.map((x: { handoff_id: string }) => x.handoff_id)).toEqual(forBob.slice(0, 2));
+    expect(decode(p1.json.data.next_cursor)).toEqual([forBob[1]]);
+    const p2 = await page(`?limit=2&after=${p1.json.data.next_cursor}`);
+    expect(p2.json.data).toMatchObject({ has_more: false, next_cursor: null });
+    expect(p2.json.data.handoffs.map((x: { handoff_id: string }) => x.handoff_id)).toEqual([forBob[2]]);
+    // A resolved handoff still marks its place.
+    expect((await call("POST", `/v1/handoffs/${forBob[1]}/resolve`, { key: bob.key, body: { status: "accepted" } })).status).toBe(200);
+    expect((await page(`?after=${p1.json.data.next_cursor}`)).json.data.handoffs.map((x: { handoff_id: string }) => x.handoff_id)).toEqual([forBob[2]]);
+    const cursorOf = (id: string) => btoa(JSON.stringify([id])).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const carols = await page(`?after=${cursorOf(forCarol[0])}`);
+    const missing = await page(`?after=${cursorOf("hnd_" + "0".repeat(32))}`);
+    expectError(carols, 404, "NOT_FOUND");
+    expect(body(carols)).toEqual(body(missing));
+    expectError(await page("?after=garbage"), 400, "VALIDATION_ERROR");
+  });
+
+  it("GET /v1/leases: the cursor holds the last lease of the page", async () => {
+    const org = await newOrg();
+    const ids: string[] = [];
+    for (const r of ["a", "b", "c"]) {
+      const l = await call("POST", "/v1/leases", { key: org.api_key, body: { resource_type: "file", resource_id: r, ttl_seconds: 60 } });
+      expect(l.status, l.text).toBe(201);
+      ids.push(l.json.data.lease_id);
+    }
+    const p1 = await call("GET", "/v1/leases?limit=2", { key: org.api_key });
+    expect(decode(p1.json.data.next_cursor)).toEqual([ids[1]]);
+    const p2 = await call("GET", `/v1/leases?limit=2&after=${p1.json.data.next_cursor}`, { key: org.api_key });
+    expect(p2.json.data.leases.map((l: { lease_id: string }) => l.lease_id)).toEqual([ids[2]]);
+  });
+});
