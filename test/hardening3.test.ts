@@ -257,3 +257,37 @@ describe("list cursors name the caller's own last row, never a position among ev
     expect(p2.json.data.leases.map((l: { lease_id: string }) => l.lease_id)).toEqual([ids[2]]);
   });
 });
+
+describe("feedback on a handed-off run reaches only the items the caller may retrieve", () => {
+  it("run-level feedback skips unreadable items; naming one answers like a non-item", async () => {
+    const org = await newOrg();
+    const alice = await mintKey(org.api_key, { scopes: ["*"] });
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const teamObs = await appendOk(alice.key, obs("fb", "heron team note"));
+    const privObs = await appendOk(alice.key, obs("fb", "heron private note", { visibility: "private" }));
+    const [teamClaim] = await consolidateOk(alice.key, "fb", [{ kind: "fact", statement: "heron team claim", sources: supports(teamObs) }]);
+    const [privClaim] = await consolidateOk(alice.key, "fb", [{ kind: "fact", statement: "heron private claim", visibility: "private", sources: supports(privObs) }]);
+    const run = await call("POST", "/v1/context/compile", { key: alice.key, body: { query: "heron", token_budget: 1000 } });
+    expect(run.status, run.text).toBe(201);
+    const ctx = run.json.data.context_id as string;
+    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id).sort()).toEqual([teamClaim, privClaim].sort());
+    const h = await call("POST", "/v1/handoffs", { key: alice.key, body: { to_principal_id: bob.principal_id, context_id: ctx } });
+    expect(h.status, h.text).toBe(201);
+    const scores = () => inOrg(org.org_id, (o) => Object.fromEntries(o.db.all<{ claim_id: string; score: number }>(
+      "SELECT claim_id, score FROM claim_feedback_score").map((r) => [r.claim_id, r.score])));
+
+    const feedback = (b: Record<string, unknown>) => call("POST", `/v1/context/${ctx}/feedback`, { key: bob.key, body: b });
+    expect((await feedback({ outcome: "useful" })).status).toBe(201);
+    expect(await scores()).toEqual({ [teamClaim]: 0.5 });
+
+    const hidden = await feedback({ outcome: "harmful", claim_id: privClaim });
+    const nonItem = await feedback({ outcome: "harmful", claim_id: "claim_" + "0".repeat(32) });
+    expectError(hidden, 400, "VALIDATION_ERROR");
+    expect(body(hidden)).toEqual(body(nonItem));
+    expect((await feedback({ outcome: "useful", claim_id: teamClaim })).status).toBe(201);
+    expect(await scores()).toEqual({ [teamClaim]: 1.5 });
+    // The run's own compiler still reaches both.
+    expect((await call("POST", `/v1/context/${ctx}/feedback`, { key: alice.key, body: { outcome: "used" } })).status).toBe(201);
+    expect(await scores()).toEqual({ [teamClaim]: 1.75, [privClaim]: 0.25 });
+  });
+});
