@@ -291,3 +291,19 @@ describe("feedback on a handed-off run reaches only the items the caller may ret
     expect(await scores()).toEqual({ [teamClaim]: 1.75, [privClaim]: 0.25 });
   });
 });
+
+describe("MCP tools translate storage failures exactly like HTTP routes", () => {
+  it("a unique-constraint failure is CONFLICT through both", async () => {
+    const org = await newOrg();
+    await inOrg(org.org_id, (o) => o.db.run("CREATE UNIQUE INDEX forced_unique ON observations(subject_id) WHERE subject_id = 'forced'"));
+    expect((await call("POST", "/v1/observations", { key: org.api_key, body: obs("forced", "first") })).status).toBe(201);
+    const http = await call("POST", "/v1/observations", { key: org.api_key, body: obs("forced", "second") });
+    expectError(http, 409, "CONFLICT");
+    const r = await call("POST", "/mcp", { key: org.api_key, raw: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call",
+      params: { name: "svc_remember", arguments: { subject_id: "forced", content: "third" } } }),
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.result.isError).toBe(true);
+    expect(r.json.result.content[0].text).toBe(`CONFLICT: ${http.json.error.message}`);
+  });
+});
