@@ -307,3 +307,19 @@ describe("MCP tools translate storage failures exactly like HTTP routes", () => 
     expect(r.json.result.content[0].text).toBe(`CONFLICT: ${http.json.error.message}`);
   });
 });
+
+describe("a reused Idempotency-Key says nothing about whose it was", () => {
+  it("another principal's key and a different body of one's own get the same 409", async () => {
+    const org = await newOrg();
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const post = (key: string, content: string) =>
+      call("POST", "/v1/observations", { key, body: obs("idem", content), headers: { "idempotency-key": "shared-key" } });
+    expect((await post(org.api_key, "one")).status).toBe(201);
+    const other = await post(bob.key, "one");
+    const changed = await post(org.api_key, "two");
+    expectError(other, 409, "CONFLICT");
+    expectError(changed, 409, "CONFLICT");
+    expect(other.json.error.message).toBe("Idempotency-Key was already used for a different request.");
+    expect(body(other)).toEqual(body(changed));
+  });
+});

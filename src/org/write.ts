@@ -123,7 +123,8 @@ export function commitWrite(rc: RequestCtx, work: (db: Db) => WriteOutcome): Rep
         "SELECT request_hash, response FROM idempotency WHERE idem_key = ?", idemKey);
       if (prior) {
         if (prior.request_hash !== requestHash)
-          throw conflict("Idempotency-Key was reused with a different request body.");
+          // One message for another body and for another principal's use: it must not reveal the latter.
+          throw conflict("Idempotency-Key was already used for a different request.");
         const stored = JSON.parse(prior.response) as { data: unknown; meta?: Record<string, unknown> };
         return { status: 200, data: stored.data, meta: { ...(stored.meta ?? {}), replayed: true } };
       }
