@@ -544,7 +544,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Deliveries of one webhook, newest first; never a response body. */
+        /** Deliveries of one webhook of events you may read, newest first; never a response body. */
         get: operations["getV1WebhooksByIdDeliveries"];
         put?: never;
         post?: never;

@@ -200,6 +200,37 @@ describe("migrations that backfill data", () => {
     });
   });
 
+  it("0028_event_workspaces gives existing events of workspace records their record's workspace", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0028_event_workspaces"));
+      const t = "2026-01-01T00:00:00.000Z";
+      o.db.run("INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES ('wsp_1', 'w', 'prn_a', ?)", t);
+      o.db.run("INSERT INTO projects (project_id, reference, created_by, created_at, workspace_id) VALUES ('prj_w', 'w', 'prn_a', ?, 'wsp_1'), ('prj_o', 'o', 'prn_a', ?, NULL)", t, t);
+      for (const [id, project] of [["obs_w", "prj_w"], ["obs_o", "prj_o"], ["obs_n", null]])
+        o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, trust, visibility,
+            author_id, created_at, workspace_id) VALUES (?, 's', ?, 'note', 'x', 'h', 't', 'medium', 'team', 'prn_a', ?, ?)`,
+        id, project, t, project === "prj_w" ? "wsp_1" : null);
+      for (const [id, project] of [["claim_w", "prj_w"], ["claim_o", "prj_o"]]) {
+        o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
+            valid_to, superseded_by, disputes, author_id, created_at, updated_at, workspace_id)
+          VALUES (?, 's', ?, 'fact', 'x', 'active', 'team', 'medium', 1, ?, NULL, NULL, '[]', 'prn_a', ?, ?, ?)`,
+        id, project, t, t, t, project === "prj_w" ? "wsp_1" : null);
+        o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims WHERE claim_id = ?", id);
+      }
+      const events: [string, string, string][] = [["evt_1", "observation", "obs_w"], ["evt_2", "observation", "obs_o"], ["evt_3", "observation", "obs_n"],
+        ["evt_4", "claim", "claim_w"], ["evt_5", "claim", "claim_o"], ["evt_6", "lease", "obs_w"], ["evt_7", "claim", "claim_gone"]];
+      for (const [id, type, resource] of events)
+        o.db.run(`INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, created_at)
+          VALUES (?, 'k', 'prn_a', ?, ?, '{}', 'team', ?)`, id, type, resource, t);
+      migrate(o.db, storage, upTo("0028_event_workspaces"));
+      expect(o.db.all("SELECT event_id, workspace_id FROM events ORDER BY seq")).toEqual([
+        { event_id: "evt_1", workspace_id: "wsp_1" }, { event_id: "evt_2", workspace_id: null }, { event_id: "evt_3", workspace_id: null },
+        { event_id: "evt_4", workspace_id: "wsp_1" }, { event_id: "evt_5", workspace_id: null }, { event_id: "evt_6", workspace_id: null },
+        { event_id: "evt_7", workspace_id: null },
+      ]);
+    });
+  });
+
   it("0007_job_due_times makes nothing due in an organization without waiting work", async () => {
     await inEmptyObject((o, storage) => {
       migrate(o.db, storage, upTo("0007_job_due_times"));

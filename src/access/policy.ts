@@ -9,6 +9,7 @@
 //          organization owners/admins; its private records by their writer, a covering read grant,
 //          or the workspace's admins/owners. Writing there takes workspace role member or above, an
 //          organization owner/admin role, or a covering write grant. Memberships load with the caller.
+//          Events about a workspace's records carry its id and are read like its team records.
 // Hidden records contribute nothing anywhere; the evidence view's hidden_source_count is the only trace.
 import { ADMIN_ROLES } from "../auth/roles";
 import { ApiError } from "../http/errors";
@@ -125,9 +126,10 @@ export function requireWrite(caller: Caller, target: WriteTarget): void {
 /**
  * SQL form of canRead, for queries that filter before search and pagination. `alias` names a table
  * with visibility, subject_id and project_id columns (pass targets: false when it has no such
- * columns, e.g. events: then only an organization-wide grant widens it). Tables with a workspace_id
- * column (observations, claims) are scoped by workspace as canRead describes; pass workspaces: false
- * for a table without one. Returns the clause and its bind values, in order.
+ * columns, e.g. events: then only an organization-wide grant widens it, and a workspace's private
+ * rows stay their writer's). Tables with a workspace_id column (observations, claims, events) are
+ * scoped by workspace as canRead describes; pass workspaces: false for a table without one.
+ * Returns the clause and its bind values, in order.
  */
 export function readableWhere(caller: Caller, alias: string, ownerColumn = "author_id",
   opts: { targets?: boolean; workspaces?: boolean } = {}): [string, ...unknown[]] {
@@ -155,7 +157,7 @@ export function readableWays(caller: Caller, alias: string, ownerColumn = "autho
   const reads = caller.grants.filter((g) => g.permissions.includes("read"));
   if (reads.some((g) => g.type === "organization")) return each ? VISIBILITIES.map((v) => [`${alias}.visibility = '${v}'`]) : [["1 = 1"]];
   const ways: [string, ...unknown[]][] = [];
-  if (opts.workspaces === false || opts.targets === false || isAdmin(caller)) ways.push([`${alias}.visibility = 'team'`]);
+  if (opts.workspaces === false || isAdmin(caller)) ways.push([`${alias}.visibility = 'team'`]);
   else {
     ways.push([`(${alias}.visibility = 'team' AND ${alias}.workspace_id IS NULL)`]);
     const member = Object.keys(caller.workspaces);

@@ -21,6 +21,14 @@ export function decodeCursor<T>(cursor: string, check: (v: unknown) => v is T): 
 
 export const isSeqCursor = (v: unknown): v is [number] => Array.isArray(v) && v.length === 1 && Number.isInteger(v[0]);
 
+/**
+ * A cursor naming the last row of the caller's own page by its id (pageOf with `[id]` as the key).
+ * The route resolves it to a position itself, among the rows the caller may see, so the cursor tells
+ * nothing about how many rows others have (a rowid would).
+ */
+export const idInCursor = (cursor: string, prefix: string): string =>
+  decodeCursor(cursor, (v): v is [string] => Array.isArray(v) && v.length === 1 && typeof v[0] === "string" && v[0].startsWith(prefix))[0];
+
 export const isPairCursor = (v: unknown): v is [string, string] =>
   Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
 

@@ -1,6 +1,6 @@
 // POST /mcp: JSON-RPC 2.0 over MCP Streamable HTTP, stateless (no session id, no server-initiated
 // stream: GET /mcp is a 405 from the route table). Replies are application/json, never SSE.
-import { ApiError, INTERNAL_MESSAGE } from "../http/errors";
+import { ApiError, INTERNAL_MESSAGE, translateStorageError } from "../http/errors";
 import { orgRoute } from "../http/route";
 import { validate } from "../http/validate";
 import { executeRoute, type Session } from "../org/execute";
@@ -45,9 +45,10 @@ async function callTool(session: Session, version: string, params: Record<string
       },
     };
   } catch (err) {
-    if (err instanceof ApiError && err.code !== "INTERNAL") return failure(`${err.code}: ${err.message}`);
-    console.error("tool failed", tool.name, err);
-    return failure(`INTERNAL: ${INTERNAL_MESSAGE}`);
+    // The same translation as every HTTP route (OrgStore.handle): a storage failure answers the same code here.
+    if (!(err instanceof ApiError)) console.error("tool failed", tool.name, err);
+    const e = translateStorageError(err);
+    return failure(`${e.code}: ${e.code === "INTERNAL" ? INTERNAL_MESSAGE : e.message}`);
   }
 }
 

@@ -14,14 +14,20 @@ export interface EventRow {
   /** JSON, metadata only; delivered to webhooks exactly as stored. */
   payload: string;
   visibility: string;
+  /** The workspace of the record it describes, or null (see EventInput.workspaceId). */
+  workspace_id: string | null;
   created_at: string;
 }
 
 /**
  * The one rule for which events a caller may read — GET /v1/events, its `after` cursor, GET
- * /v1/events/:id and webhook delivery (as the hook's creator) all read through these two functions.
+ * /v1/events/:id, webhook delivery (as the hook's creator) and a hook's delivery list all read
+ * through it: SQL over an `events` row aliased `alias`. Events carry no subject or project (only
+ * an organization-wide grant widens them); a workspace record's team events go to the workspace's
+ * members and organization owners/admins, like its team records.
  */
-const readableByCaller = (caller: Caller) => readableWhere(caller, "e", "actor_id", { targets: false });
+export const readableEventsWhere = (caller: Caller, alias = "e") => readableWhere(caller, alias, "actor_id", { targets: false });
+const readableByCaller = (caller: Caller) => readableEventsWhere(caller);
 
 /** One event the caller may read, or null (an unreadable event is as unknown as a random id). */
 export function readableEvent(db: Db, caller: Caller, eventId: string): EventRow | null {

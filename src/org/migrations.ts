@@ -918,4 +918,20 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE reserved_record_ids_next RENAME TO reserved_record_ids;
     `,
   },
+  {
+    // An event about a workspace's record (observation.appended, claim.*) is read like that workspace's
+    // team records: the event carries the record's workspace (fixed, like its project's). Existing
+    // events take it from their record; events of other resources, and of records without one, stay NULL.
+    name: "0028_event_workspaces",
+    sql: `
+      ALTER TABLE events ADD COLUMN workspace_id TEXT;
+      UPDATE events SET workspace_id = (SELECT o.workspace_id FROM observations o WHERE o.observation_id = events.resource_id)
+        WHERE resource_type = 'observation'
+          AND resource_id IN (SELECT observation_id FROM observations
+            WHERE project_id IN (SELECT project_id FROM projects WHERE workspace_id IS NOT NULL));
+      UPDATE events SET workspace_id = (SELECT c.workspace_id FROM claims c WHERE c.claim_id = events.resource_id)
+        WHERE resource_type = 'claim'
+          AND resource_id IN (SELECT claim_id FROM claims WHERE workspace_id IS NOT NULL);
+    `,
+  },
 ];

@@ -27,6 +27,11 @@ export interface EventInput {
   payload: Record<string, unknown>;
   /** Visibility of the record it describes ("team" when not applicable). */
   visibility?: string;
+  /**
+   * Workspace of the record it describes (absent or null: none). Its team events are then read like
+   * the workspace's team records (src/access/policy.ts), never by the rest of the organization.
+   */
+  workspaceId?: string | null;
 }
 
 export interface AuditInput {
@@ -80,9 +85,9 @@ export const canonical = (value: unknown): string =>
 export function insertEvent(db: Db, actorId: string, e: EventInput, at: string): string {
   const eventId = newId(ID_PREFIX.event);
   db.run(
-    `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    eventId, e.kind, actorId, e.resourceType, e.resourceId, JSON.stringify(e.payload), e.visibility ?? "team", at,
+    `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, workspace_id, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    eventId, e.kind, actorId, e.resourceType, e.resourceId, JSON.stringify(e.payload), e.visibility ?? "team", e.workspaceId ?? null, at,
   );
   return eventId;
 }
@@ -130,7 +135,8 @@ export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) =>
         "SELECT request_hash, response FROM idempotency WHERE idem_key = ?", idemKey);
       if (prior) {
         if (prior.request_hash !== requestHash)
-          throw conflict("Idempotency-Key was reused with a different request body.");
+          // One message for another body and for another principal's use: it must not reveal the latter.
+          throw conflict("Idempotency-Key was already used for a different request.");
         const stored = JSON.parse(prior.response) as { data: unknown; meta?: Record<string, unknown> };
         return { status: 200, data: stored.data, meta: { ...(stored.meta ?? {}), replayed: true } };
       }

@@ -2,7 +2,7 @@
 // which the recipient may then read while the handoff is pending or accepted. Only the sender's own run
 // and checkpoint can be handed off.
 import { clock } from "../../http/clock";
-import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
+import { idInCursor, pageOf } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -105,11 +105,19 @@ export const handoffRoutes = [
     response: { 200: handoffListResponse },
     summary: "Pending handoffs addressed to the caller, oldest first.",
     handler: ({ db, caller, query }) => {
-      const after = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;
-      const rows = db.all<HandoffRow & { r: number }>(
-        `SELECT rowid AS r, * FROM handoffs WHERE to_principal_id = ? AND status = 'pending' AND rowid > ?
+      // The cursor names the page's last handoff (resolved to its place here, among the caller's own,
+      // resolved or not); one addressed to someone else is as missing as a random id.
+      let after = 0;
+      if (query.after) {
+        const anchor = db.first<{ r: number }>("SELECT rowid AS r FROM handoffs WHERE handoff_id = ? AND to_principal_id = ?",
+          idInCursor(query.after, ID_PREFIX.handoff), caller.principalId);
+        if (!anchor) throw notFound("Handoff");
+        after = anchor.r;
+      }
+      const rows = db.all<HandoffRow>(
+        `SELECT * FROM handoffs WHERE to_principal_id = ? AND status = 'pending' AND rowid > ?
           ORDER BY rowid LIMIT ?`, caller.principalId, after, query.limit + 1);
-      const { page, ...more } = pageOf(rows, query.limit, (h) => [h.r]);
+      const { page, ...more } = pageOf(rows, query.limit, (h) => [h.handoff_id]);
       return ok({ handoffs: page.map(view), ...more });
     },
   }),

@@ -2,7 +2,7 @@
 // one request's synchronous transaction at a time, and a partial unique index allows one live row.
 import { ADMIN_ROLES } from "../../auth/roles";
 import { clock, isoAt } from "../../http/clock";
-import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
+import { idInCursor, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -85,12 +85,18 @@ export const leaseRoutes = [
     response: { 200: leaseListResponse },
     summary: "Unreleased, unexpired leases of the organization, with an opaque cursor.",
     handler: ({ db, query }) => {
-      const after = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;
-      const rows = db.all<LeaseRow & { r: number }>(
-        `SELECT rowid AS r, * FROM leases WHERE released_at IS NULL AND expires_at > ? AND rowid > ?
+      // The cursor names the page's last lease (resolved to its place here; released since or not).
+      let after = 0;
+      if (query.after) {
+        const anchor = db.first<{ r: number }>("SELECT rowid AS r FROM leases WHERE lease_id = ?", idInCursor(query.after, ID_PREFIX.lease));
+        if (!anchor) throw notFound("Lease");
+        after = anchor.r;
+      }
+      const rows = db.all<LeaseRow>(
+        `SELECT * FROM leases WHERE released_at IS NULL AND expires_at > ? AND rowid > ?
           ${query.resource_type !== undefined ? "AND resource_type = ?" : ""} ORDER BY rowid LIMIT ?`,
         clock.nowIso(), after, ...(query.resource_type !== undefined ? [query.resource_type] : []), query.limit + 1);
-      const { page, ...more } = pageOf(rows, query.limit, (l) => [l.r]);
+      const { page, ...more } = pageOf(rows, query.limit, (l) => [l.lease_id]);
       return ok({ leases: page.map(view), ...more });
     },
   }),

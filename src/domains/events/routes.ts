@@ -15,12 +15,14 @@ const eventView = (e: EventRow) => ({
 });
 
 /**
- * Team events of the given kinds after a position in the log, in commit order (federation reads
- * through this: nothing private ever leaves the organization).
+ * Organization-wide team events of the given kinds after a position in the log, in commit order
+ * (federation reads through this: nothing private, and nothing of a workspace, whose events only its
+ * members read, ever leaves the organization: a peer is in no workspace).
  */
 export const teamEventsAfter = (db: Db, afterSeq: number, kinds: readonly string[], limit: number) =>
   db.all<EventRow>(
-    `SELECT * FROM events WHERE seq > ? AND kind IN (SELECT value FROM json_each(?)) AND visibility = 'team' ORDER BY seq LIMIT ?`,
+    `SELECT * FROM events WHERE seq > ? AND kind IN (SELECT value FROM json_each(?)) AND visibility = 'team' AND workspace_id IS NULL
+      ORDER BY seq LIMIT ?`,
     afterSeq, JSON.stringify(kinds), limit);
 
 /**

@@ -22,8 +22,8 @@ import { claimViewFor, claimViewsFor, observationView, readableClaim, requirePro
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
 
-const claimEvent = (kind: EventInput["kind"], c: NewClaim, extra: Record<string, unknown> = {}): EventInput => ({
-  kind, resourceType: "claim", resourceId: c.claim_id, visibility: c.visibility,
+const claimEvent = (kind: EventInput["kind"], c: NewClaim & { workspace_id: string | null }, extra: Record<string, unknown> = {}): EventInput => ({
+  kind, resourceType: "claim", resourceId: c.claim_id, visibility: c.visibility, workspaceId: c.workspace_id,
   payload: { subject_id: c.subject_id, kind: c.kind, status: c.status, version: c.version, ...extra },
 });
 
@@ -59,6 +59,7 @@ export function materializeClaims(db: Db, write: WriteScope, caller: Caller, inp
     if (c.status !== "active" && c.status !== "disputed") throw invalid(`Claim ${c.claim_id} is ${c.status} and cannot be disputed.`);
   }
 
+  const workspaceId = projectWorkspace(db, projectId);
   const created: ClaimRow[] = [];
   const touched: Touched[] = [];
   const events: EventInput[] = [];
@@ -84,8 +85,9 @@ export function materializeClaims(db: Db, write: WriteScope, caller: Caller, inp
     const inserted = insertClaim(db, row, obsSources);
     touched.push(inserted);
     for (const id of disputes) newlyDisputed.add(id);
-    created.push({ ...row, seq: inserted.seq, workspace_id: projectWorkspace(db, projectId) });
-    events.push(claimEvent("claim.materialized", row, { trust: row.trust, visibility: row.visibility, project_id: row.project_id }));
+    const claim = { ...row, seq: inserted.seq, workspace_id: workspaceId };
+    created.push(claim);
+    events.push(claimEvent("claim.materialized", claim, { trust: row.trust, visibility: row.visibility, project_id: row.project_id }));
   }
   for (const id of newlyDisputed) if (disputed.get(id)!.status === "active") touched.push(changeClaim(db, id, { status: "disputed" }));
 
@@ -144,8 +146,10 @@ export const claimRoutes = [
         const after = getClaim(db, claim.claim_id)!;
         return {
           status: 200, data: claimViewFor(db, rc.caller, after),
-          // The event is as visible as the superseded claim, so it names a private replacement by no id.
-          events: [claimEvent("claim.superseded", after, by.visibility === "team" ? { superseded_by: by.claim_id } : {})],
+          // The event is as visible as the superseded claim, so it names the replacement only when every
+          // reader of the event may read it: team, and of no workspace or the superseded claim's own.
+          events: [claimEvent("claim.superseded", after,
+            by.visibility === "team" && (by.workspace_id == null || by.workspace_id === after.workspace_id) ? { superseded_by: by.claim_id } : {})],
           touched,
           audit: { action: "claim.superseded", resourceType: "claim", resourceId: claim.claim_id,
             detail: { superseded_by: by.claim_id, reason: rc.body.reason ?? null } },

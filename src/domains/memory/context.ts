@@ -134,8 +134,9 @@ export const contextRoutes = [
     handler: (rc) => {
       const run = readableRun(rc.db, rc.caller, rc.params.id);
       if (!run) throw notFound("Context");
-      const itemIds = rc.db.all<{ claim_id: string }>("SELECT claim_id FROM context_items WHERE context_id = ?", run.context_id)
-        .map((r) => r.claim_id);
+      // Only the items the caller may retrieve now, as GET /v1/context/:id shows them: run-level feedback
+      // scores those alone, and naming any other claim answers exactly like naming a non-item.
+      const itemIds = contextRunClaims(rc.db, run.context_id).filter((c) => canRetrieve(rc.caller, c)).map((c) => c.claim_id);
       if (rc.body.claim_id !== undefined && !itemIds.includes(rc.body.claim_id))
         throw invalid(`Invalid field "claim_id": not an item of this context run.`);
       return commitWrite(rc, (db) => {

@@ -13,7 +13,7 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite, type WriteScope } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference, targetInBody, tombstone } from "./records";
+import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference, projectWorkspace, targetInBody, tombstone } from "./records";
 import { contentHash, observationView, readableObservation, requireProject, unresolved } from "./store";
 import type { z } from "zod";
 
@@ -80,6 +80,7 @@ export const observationRoutes = [
         status: 201, data,
         events: [{
           kind: "observation.appended", resourceType: "observation", resourceId: row.observation_id, visibility: row.visibility,
+          workspaceId: projectWorkspace(db, row.project_id),
           payload: { subject_id: row.subject_id, kind: row.kind, trust: row.trust, visibility: row.visibility },
         }],
         audit: { action: "observation.appended", resourceType: "observation", resourceId: row.observation_id },

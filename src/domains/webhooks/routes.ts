@@ -2,13 +2,14 @@
 // Webhook administration emits no domain events (SPEC) but every change is audited.
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
+import { decodeCursor, encodeCursor, idInCursor, pageOf } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
+import { readableEventsWhere } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
 import { drainEvents, pendingDeliveries, type WebhookRow } from "./delivery";
@@ -125,14 +126,24 @@ export const webhookRoutes = [
   orgRoute({
     method: "GET", path: "/v1/webhooks/:id/deliveries", scope: "webhooks:read", query: deliveriesQuery,
     response: { 200: deliveryListResponse },
-    summary: "Deliveries of one webhook, newest first; never a response body.",
-    handler: ({ db, params, query }) => {
+    summary: "Deliveries of one webhook of events you may read, newest first; never a response body.",
+    handler: ({ db, caller, params, query }) => {
       const hook = requireHook(db, params.id);
-      const before = query.after ? decodeCursor(query.after, isSeqCursor)[0] : Number.MAX_SAFE_INTEGER;
+      // Only deliveries of events the caller may read (GET /v1/events/:id answers them), filtered
+      // before the LIMIT. The cursor names the page's last delivery; one the caller cannot see is missing.
+      const [visible, ...who] = readableEventsWhere(caller, "e");
+      const readable = `FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.webhook_id = ? AND ${visible}`;
+      let before = Number.MAX_SAFE_INTEGER;
+      if (query.after) {
+        const anchor = db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`,
+          hook.webhook_id, ...who, idInCursor(query.after, ID_PREFIX.delivery));
+        if (!anchor) throw notFound("Delivery");
+        before = anchor.seq;
+      }
       const rows = db.all<{ seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
         last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string }>(
-        "SELECT * FROM deliveries WHERE webhook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?", hook.webhook_id, before, query.limit + 1);
-      const { page, ...more } = pageOf(rows, query.limit, (d) => [d.seq]);
+        `SELECT d.* ${readable} AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`, hook.webhook_id, ...who, before, query.limit + 1);
+      const { page, ...more } = pageOf(rows, query.limit, (d) => [d.delivery_id]);
       return ok({
         deliveries: page.map((d) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
           last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at })),
