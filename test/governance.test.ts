@@ -519,3 +519,110 @@ describe("channel compile", () => {
     expect(disabled.json.error.message).toContain("disabled");
   });
 });
+
+// ---- what a caller who may not retrieve a release's claim sees of it ------------------------------
+
+/** A workspace with `alice` (verified ceiling) as a member, its project, and `bob`, an organization member outside it. */
+async function workspaceSetup(org: Org) {
+  const alice = await mintKey(org.api_key, { scopes: ["*"], max_trust: "verified" });
+  const bob = await mintKey(org.api_key, { scopes: ["*"], max_trust: "verified" });
+  const w = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: `w-${n++}` } })).json.data.workspace_id as string;
+  const m = await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: alice.principal_id, role: "member", workspace_id: w } });
+  expect(m.status, m.text).toBe(201);
+  const p = await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: `wp-${n++}`, create: true, workspace_id: w } });
+  expect(p.status, p.text).toBe(201);
+  return { alice, bob, workspace: w, project: p.json.data.project_id as string };
+}
+
+/** A verified team claim in a workspace's project. */
+async function workspaceClaim(key: string, project: string, statement: string) {
+  const subject = `gov-ws-${n++}`;
+  const o = await appendOk(key, obs(subject, statement, { trust: "verified", project_id: project }));
+  const r = await call("POST", "/v1/consolidations", { key, body: { subject_id: subject, project_id: project,
+    claims: [{ kind: "fact", statement, visibility: "team", sources: supports(o) }] } });
+  expect(r.status, r.text).toBe(201);
+  return r.json.data.claims[0].claim_id as string;
+}
+
+/**
+ * A release of a claim written straight into the table, as one drafted before workspace claims became
+ * ineligible would be (the API no longer drafts one): the list and the moves must hide it all the same.
+ */
+async function legacyRelease(org: Org, claimId: string, channelId: string, createdBy: string, status = "draft") {
+  const id = `rel_${crypto.randomUUID().replaceAll("-", "")}`;
+  await inOrg(org.org_id, (o) => {
+    const c = o.db.first<{ subject_id: string; statement: string; version: number }>("SELECT subject_id, statement, version FROM claims WHERE claim_id = ?", claimId)!;
+    o.db.run(`INSERT INTO knowledge_releases (release_id, channel_id, claim_id, claim_version, status, snapshot, created_by, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, channelId, claimId, c.version, status,
+      JSON.stringify({ subject_id: c.subject_id, kind: "fact", statement: c.statement, trust: "verified", valid_to: null, evidence: [] }),
+      createdBy, clock.nowIso());
+  });
+  return id;
+}
+
+/** Everything the organization recorded: audit entries and events, to show a refused request wrote nothing. */
+const history = async (org: Org) => ({
+  audit: (await call("GET", "/v1/audit?limit=200", { key: org.api_key })).json.data.entries.map((e: any) => e.id),
+  events: (await call("GET", "/v1/events?limit=200", { key: org.api_key })).json.data.events.map((e: any) => e.id),
+});
+
+describe("releases of claims the caller may not retrieve", () => {
+  it("are not listed: no statement, no row, and has_more and cursors count only listed releases", async () => {
+    const org = await newOrg();
+    const { alice, bob, project } = await workspaceSetup(org);
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const ch = await channelFor(org.api_key, gw.principal_id);
+    const secret = "the workspace merger closes on friday";
+    const hidden = await workspaceClaim(alice.key, project, secret);
+    const hiddenDraft = await legacyRelease(org, hidden, ch.channel_id, alice.principal_id);
+    const open = await release(alice.key, await claimOf(alice.key, "the office opens at nine"), ch.channel_id);
+    const hiddenRevoked = await legacyRelease(org, hidden, ch.channel_id, alice.principal_id, "revoked");
+    const list = (key: string, query = "") => call("GET", `/v1/knowledge-releases${query}`, { key });
+    const ids = (r: Awaited<ReturnType<typeof list>>) => r.json.data.releases.map((x: any) => x.release_id);
+    // Bob, outside the workspace: only the open release, and no page boundary betrays the others.
+    for (const query of ["", "?limit=1", "?status=draft", "?status=revoked", `?channel_id=${ch.channel_id}`]) {
+      const r = await list(bob.key, query);
+      expect(r.status, r.text).toBe(200);
+      expect(ids(r), query).toEqual(query === "?status=revoked" ? [] : [open]);
+      expect(r.json.data.has_more, query).toBe(false);
+      expect(r.json.data.next_cursor, query).toBeNull();
+      for (const leak of [secret, hidden, hiddenDraft, hiddenRevoked]) expect(r.text, query).not.toContain(leak);
+    }
+    // Members of the workspace and organization admins see all three, paged as before.
+    for (const key of [alice.key, org.api_key]) {
+      expect(ids(await list(key))).toEqual([hiddenDraft, open, hiddenRevoked]);
+      const first = await list(key, "?limit=1");
+      expect([ids(first), first.json.data.has_more]).toEqual([[hiddenDraft], true]);
+      expect(ids(await list(key, `?after=${first.json.data.next_cursor}`))).toEqual([open, hiddenRevoked]);
+    }
+  });
+
+  it("cannot be moved: approve, activate and revoke answer exactly as for a missing release and write nothing", async () => {
+    const org = await newOrg();
+    const { alice, bob, project } = await workspaceSetup(org);
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const ch = await channelFor(org.api_key, gw.principal_id);
+    const secret = "the workspace budget is nine million";
+    const claim = await workspaceClaim(alice.key, project, secret);
+    const draft = await legacyRelease(org, claim, ch.channel_id, alice.principal_id);
+    const approved = await legacyRelease(org, claim, ch.channel_id, alice.principal_id, "approved");
+    const before = await history(org);
+    const rows = () => inOrg(org.org_id, (o) => o.db.all("SELECT * FROM knowledge_releases ORDER BY seq"));
+    const rowsBefore = await rows();
+    /** The whole answer apart from its request id. */
+    const answer = (r: Awaited<ReturnType<typeof call>>) => `${r.status} ${r.text.replaceAll(r.json.meta.request_id, "req_")}`;
+    for (const [id, action] of [[draft, "approve"], [approved, "activate"], [draft, "revoke"], [approved, "revoke"]] as const) {
+      const invisible = await moveRelease(bob.key, id, action);
+      const missing = await moveRelease(bob.key, `rel_${zero}`, action);
+      expectError(invisible, 404, "NOT_FOUND");
+      expect(answer(invisible), `${action} ${id}`).toBe(answer(missing));
+      expect(invisible.text).not.toContain(secret);
+    }
+    expect(await rows()).toEqual(rowsBefore);
+    expect(await history(org)).toEqual(before);
+    // The workspace's member still acts on it (revoking is how a legacy release is withdrawn).
+    const revoked = await moveRelease(alice.key, draft, "revoke");
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.json.data.status).toBe("revoked");
+  });
+});

@@ -264,6 +264,8 @@ describe("retention apply", () => {
       ["MCP svc_search", () => has(mcp("svc_search", { query: word }), cx)],
       ["MCP svc_recall", () => has(mcp("svc_recall", { query: word }), cx)],
       ["channel compile", () => has(call("POST", `/v1/channels/${channel}/context/compile`, { key: gw.key, body: { query: word } }), cx)],
+      // The release's snapshot is a copy of the claim: listed only while the claim may be retrieved.
+      ["release list", () => has(get("/v1/knowledge-releases"), cx, rel)],
       ["federation pull", async () => has(call("POST", "/v1/federation/pull", { key: owner, body: { peer_id: await peer(), include_memory: true } }), cx, ox)],
     ];
     for (const [name, shows] of paths) expect(await shows(), `${name} before retention`).toBe(true);

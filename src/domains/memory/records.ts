@@ -440,6 +440,23 @@ export function retrievableApprovalsPage<T>(db: Db, caller: Caller, f: { claim_i
       ORDER BY a.created_at, a.approval_id LIMIT ?`, ...args, limit + 1);
 }
 
+/**
+ * One page of knowledge releases whose claim the caller may retrieve (filtered in SQL before paging,
+ * like approvals: a release is a copy of its claim's content, so it is seen exactly as far as the
+ * claim is), ordered by seq.
+ */
+export function retrievableReleasesPage<T>(db: Db, caller: Caller, f: { channel_id?: string; status?: string },
+  afterSeq: number, limit: number): T[] {
+  const [ok, ...args] = retrievable(caller, "c");
+  const where = [ok, "r.seq > ?"];
+  args.push(afterSeq);
+  if (f.channel_id) { where.push("r.channel_id = ?"); args.push(f.channel_id); }
+  if (f.status) { where.push("r.status = ?"); args.push(f.status); }
+  return db.all<T>(
+    `SELECT r.* FROM knowledge_releases r JOIN claims c ON c.claim_id = r.claim_id WHERE ${where.join(" AND ")}
+      ORDER BY r.seq LIMIT ?`, ...args, limit + 1);
+}
+
 /** Every source observation of a claim with its relation, in order; the caller filters with canRetrieve. */
 export const evidenceOf = (db: Db, claimId: string) =>
   db.all<ObservationRow & { relation: string }>(
