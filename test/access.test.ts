@@ -589,7 +589,7 @@ describe("governance routes: the same 404, the same unresolved reference, and th
       for (const r of answers) expectError(r, 400, "UNRESOLVED_REFERENCE");
       expect(new Set(answers.map((r, i) => r.json.error.message.replace(ids[i], "ID"))).size, path).toBe(1);
     }
-  });
+  }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
 
   it("allows and refuses each governance route by role", async () => {
     const org = await newOrg();
