@@ -1129,7 +1129,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List releases (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown. */
+        /** List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown. */
         get: operations["getV1KnowledgeReleases"];
         put?: never;
         /** Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible. */

@@ -547,6 +547,18 @@ describe("governance routes: the same 404, the same unresolved reference, and th
     const approval = (await call("POST", "/v1/claim-approvals", { key: alice.key, body: { claim_id: hidden } })).json.data.approval_id;
     const channel = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: "c", audiences: ["a"], min_trust: "low", gateway_principal_id: gw.principal_id } })).json.data.channel_id;
     const rel = (await call("POST", "/v1/knowledge-releases", { key: alice.key, body: { claim_id: await verifiedClaim(alice.key, "shared"), channel_id: channel } })).json.data.release_id;
+    // A release of a team claim in a workspace bob is not in, written straight into the table (the API
+    // no longer drafts one): bob may not retrieve its claim, so he may not see the release either.
+    const w = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "gov-w" } })).json.data.workspace_id;
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: alice.principal_id, role: "member", workspace_id: w } })).status).toBe(201);
+    const wp = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "gov-wp", create: true, workspace_id: w } })).json.data.project_id;
+    const wo = await appendOk(alice.key, obs("gov-ws", "workspace only", { trust: "verified", project_id: wp }));
+    const wc = (await call("POST", "/v1/consolidations", { key: alice.key, body: { subject_id: "gov-ws", project_id: wp,
+      claims: [{ kind: "fact", statement: "workspace only", visibility: "team", sources: supports(wo) }] } })).json.data.claims[0].claim_id;
+    const wrel = `rel_${"1".repeat(32)}`;
+    await inOrg(org.org_id, (o) => o.db.run(`INSERT INTO knowledge_releases (release_id, channel_id, claim_id, claim_version, status, snapshot, created_by, created_at)
+      VALUES (?, ?, ?, 1, 'draft', '{"subject_id":"gov-ws","kind":"fact","statement":"workspace only","trust":"verified","valid_to":null,"evidence":[]}', ?, ?)`,
+      wrel, channel, wc, alice.principal_id, new Date().toISOString()));
     // [method, path, missing path, body, the key of this organization that asks for the missing id, a key to which the record is invisible]
     const cases: [string, string, string, unknown, string, string?][] = [
       ["PATCH", `/v1/policies/${policy}`, `/v1/policies/pol_${zero}`, { expected_version: 1, status: "retired" }, org.api_key],
@@ -555,6 +567,9 @@ describe("governance routes: the same 404, the same unresolved reference, and th
       ["POST", `/v1/knowledge-releases/${rel}/approve`, `/v1/knowledge-releases/rel_${zero}/approve`, {}, bob.key],
       ["POST", `/v1/knowledge-releases/${rel}/activate`, `/v1/knowledge-releases/rel_${zero}/activate`, {}, bob.key],
       ["POST", `/v1/knowledge-releases/${rel}/revoke`, `/v1/knowledge-releases/rel_${zero}/revoke`, {}, bob.key],
+      ["POST", `/v1/knowledge-releases/${wrel}/approve`, `/v1/knowledge-releases/rel_${zero}/approve`, {}, bob.key, bob.key],
+      ["POST", `/v1/knowledge-releases/${wrel}/activate`, `/v1/knowledge-releases/rel_${zero}/activate`, {}, bob.key, bob.key],
+      ["POST", `/v1/knowledge-releases/${wrel}/revoke`, `/v1/knowledge-releases/rel_${zero}/revoke`, {}, bob.key, bob.key],
       ["POST", `/v1/channels/${channel}/context/compile`, `/v1/channels/chn_${zero}/context/compile`, {}, gw.key],
     ];
     await expectSame404(cases, other.api_key);
@@ -574,7 +589,7 @@ describe("governance routes: the same 404, the same unresolved reference, and th
       for (const r of answers) expectError(r, 400, "UNRESOLVED_REFERENCE");
       expect(new Set(answers.map((r, i) => r.json.error.message.replace(ids[i], "ID"))).size, path).toBe(1);
     }
-  });
+  }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
 
   it("allows and refuses each governance route by role", async () => {
     const org = await newOrg();

@@ -1,6 +1,8 @@
 // Governance: policies, claim approvals, channels, knowledge releases, channel compile (DESIGN part 2).
 import { afterEach, describe, expect, it } from "vitest";
+import { MAX_CREATION_DEPTH, dutyRefusal } from "../src/access/duty";
 import { clock } from "../src/http/clock";
+import type { Caller } from "../src/org/request";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 afterEach(() => clock.reset());
@@ -517,5 +519,228 @@ describe("channel compile", () => {
     const disabled = await compileChannel(gw.key, ch.channel_id);
     expectError(disabled, 403, "FORBIDDEN");
     expect(disabled.json.error.message).toContain("disabled");
+  });
+});
+
+// ---- what a caller who may not retrieve a release's claim sees of it ------------------------------
+
+/** A workspace with `alice` (verified ceiling) as a member, its project, and `bob`, an organization member outside it. */
+async function workspaceSetup(org: Org) {
+  const alice = await mintKey(org.api_key, { scopes: ["*"], max_trust: "verified" });
+  const bob = await mintKey(org.api_key, { scopes: ["*"], max_trust: "verified" });
+  const w = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: `w-${n++}` } })).json.data.workspace_id as string;
+  const m = await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: alice.principal_id, role: "member", workspace_id: w } });
+  expect(m.status, m.text).toBe(201);
+  const p = await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: `wp-${n++}`, create: true, workspace_id: w } });
+  expect(p.status, p.text).toBe(201);
+  return { alice, bob, workspace: w, project: p.json.data.project_id as string };
+}
+
+/** A verified team claim in a workspace's project. */
+async function workspaceClaim(key: string, project: string, statement: string) {
+  const subject = `gov-ws-${n++}`;
+  const o = await appendOk(key, obs(subject, statement, { trust: "verified", project_id: project }));
+  const r = await call("POST", "/v1/consolidations", { key, body: { subject_id: subject, project_id: project,
+    claims: [{ kind: "fact", statement, visibility: "team", sources: supports(o) }] } });
+  expect(r.status, r.text).toBe(201);
+  return r.json.data.claims[0].claim_id as string;
+}
+
+/**
+ * A release of a claim written straight into the table, as one drafted before workspace claims became
+ * ineligible would be (the API no longer drafts one): the list and the moves must hide it all the same.
+ */
+async function legacyRelease(org: Org, claimId: string, channelId: string, createdBy: string, status = "draft") {
+  const id = `rel_${crypto.randomUUID().replaceAll("-", "")}`;
+  await inOrg(org.org_id, (o) => {
+    const c = o.db.first<{ subject_id: string; statement: string; version: number }>("SELECT subject_id, statement, version FROM claims WHERE claim_id = ?", claimId)!;
+    o.db.run(`INSERT INTO knowledge_releases (release_id, channel_id, claim_id, claim_version, status, snapshot, created_by, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, channelId, claimId, c.version, status,
+      JSON.stringify({ subject_id: c.subject_id, kind: "fact", statement: c.statement, trust: "verified", valid_to: null, evidence: [] }),
+      createdBy, clock.nowIso());
+  });
+  return id;
+}
+
+/** Everything the organization recorded: audit entries and events, to show a refused request wrote nothing. */
+const history = async (org: Org) => ({
+  audit: (await call("GET", "/v1/audit?limit=200", { key: org.api_key })).json.data.entries.map((e: any) => e.id),
+  events: (await call("GET", "/v1/events?limit=200", { key: org.api_key })).json.data.events.map((e: any) => e.id),
+});
+
+describe("releases of claims the caller may not retrieve", () => {
+  it("are not listed: no statement, no row, and has_more and cursors count only listed releases", async () => {
+    const org = await newOrg();
+    const { alice, bob, project } = await workspaceSetup(org);
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const ch = await channelFor(org.api_key, gw.principal_id);
+    const secret = "the workspace merger closes on friday";
+    const hidden = await workspaceClaim(alice.key, project, secret);
+    const hiddenDraft = await legacyRelease(org, hidden, ch.channel_id, alice.principal_id);
+    const open = await release(alice.key, await claimOf(alice.key, "the office opens at nine"), ch.channel_id);
+    const hiddenRevoked = await legacyRelease(org, hidden, ch.channel_id, alice.principal_id, "revoked");
+    const list = (key: string, query = "") => call("GET", `/v1/knowledge-releases${query}`, { key });
+    const ids = (r: Awaited<ReturnType<typeof list>>) => r.json.data.releases.map((x: any) => x.release_id);
+    // Bob, outside the workspace: only the open release, and no page boundary betrays the others.
+    for (const query of ["", "?limit=1", "?status=draft", "?status=revoked", `?channel_id=${ch.channel_id}`]) {
+      const r = await list(bob.key, query);
+      expect(r.status, r.text).toBe(200);
+      expect(ids(r), query).toEqual(query === "?status=revoked" ? [] : [open]);
+      expect(r.json.data.has_more, query).toBe(false);
+      expect(r.json.data.next_cursor, query).toBeNull();
+      for (const leak of [secret, hidden, hiddenDraft, hiddenRevoked]) expect(r.text, query).not.toContain(leak);
+    }
+    // Members of the workspace and organization admins see all three, paged as before.
+    for (const key of [alice.key, org.api_key]) {
+      expect(ids(await list(key))).toEqual([hiddenDraft, open, hiddenRevoked]);
+      const first = await list(key, "?limit=1");
+      expect([ids(first), first.json.data.has_more]).toEqual([[hiddenDraft], true]);
+      expect(ids(await list(key, `?after=${first.json.data.next_cursor}`))).toEqual([open, hiddenRevoked]);
+    }
+  }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
+
+  it("cannot be moved: approve, activate and revoke answer exactly as for a missing release and write nothing", async () => {
+    const org = await newOrg();
+    const { alice, bob, project } = await workspaceSetup(org);
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const ch = await channelFor(org.api_key, gw.principal_id);
+    const secret = "the workspace budget is nine million";
+    const claim = await workspaceClaim(alice.key, project, secret);
+    const draft = await legacyRelease(org, claim, ch.channel_id, alice.principal_id);
+    const approved = await legacyRelease(org, claim, ch.channel_id, alice.principal_id, "approved");
+    const before = await history(org);
+    const rows = () => inOrg(org.org_id, (o) => o.db.all("SELECT * FROM knowledge_releases ORDER BY seq"));
+    const rowsBefore = await rows();
+    /** The whole answer apart from its request id. */
+    const answer = (r: Awaited<ReturnType<typeof call>>) => `${r.status} ${r.text.replaceAll(r.json.meta.request_id, "req_")}`;
+    for (const [id, action] of [[draft, "approve"], [approved, "activate"], [draft, "revoke"], [approved, "revoke"]] as const) {
+      const invisible = await moveRelease(bob.key, id, action);
+      const missing = await moveRelease(bob.key, `rel_${zero}`, action);
+      expectError(invisible, 404, "NOT_FOUND");
+      expect(answer(invisible), `${action} ${id}`).toBe(answer(missing));
+      expect(invisible.text).not.toContain(secret);
+    }
+    expect(await rows()).toEqual(rowsBefore);
+    expect(await history(org)).toEqual(before);
+    // The workspace's member still acts on it (revoking is how a legacy release is withdrawn).
+    const revoked = await moveRelease(alice.key, draft, "revoke");
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.json.data.status).toBe("revoked");
+  }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
+});
+
+describe("claims of a workspace's project", () => {
+  it("are not eligible for a channel, whose audience is outside every workspace: refused at create, approve, activate, never served", async () => {
+    const org = await newOrg();
+    const { alice, project } = await workspaceSetup(org);
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const ch = await channelFor(org.api_key, gw.principal_id);
+    const secret = "the workspace roadmap slips to march";
+    const claim = await workspaceClaim(alice.key, project, secret);
+    for (const key of [alice.key, org.api_key]) {
+      const r = await call("POST", "/v1/knowledge-releases", { key, body: { claim_id: claim, channel_id: ch.channel_id } });
+      expectError(r, 400, "VALIDATION_ERROR");
+      expect(r.json.error.message).toContain("workspace_scoped");
+    }
+    // Releases drafted before the rule: approve and activate are refused (409), compile serves none.
+    const draft = await legacyRelease(org, claim, ch.channel_id, alice.principal_id);
+    const approved = await legacyRelease(org, claim, ch.channel_id, alice.principal_id, "approved");
+    const active = await legacyRelease(org, claim, ch.channel_id, alice.principal_id, "active");
+    for (const [id, action] of [[draft, "approve"], [approved, "activate"]] as const) {
+      const r = await moveRelease(org.api_key, id, action);
+      expectError(r, 409, "CONFLICT");
+      expect(r.json.error.message).toContain("workspace_scoped");
+    }
+    const open = await activeRelease(org.api_key, await claimOf(org.api_key, "the roadmap is public"), ch.channel_id);
+    const served = await compileChannel(gw.key, ch.channel_id);
+    expect(served.json.data.items.map((i: any) => i.release_id)).toEqual([open]);
+    expect(served.text).not.toContain(secret);
+    expect(served.text).not.toContain(active);
+  }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
+});
+
+describe("separation of duty by proxy: principals a member created count as that member", () => {
+  it("refuses the submitter's and author's creations (direct and transitive), their creators and siblings; an unrelated principal decides", async () => {
+    const org = await newOrg();
+    const mint = (key: string) => mintKey(key, { scopes: ["*"], max_trust: "verified" });
+    // owner -> a -> { p -> q, p2 };  owner -> u, v (unrelated to a's tree)
+    const a = await mint(org.api_key);
+    const p = await mint(a.key);
+    const q = await mint(p.key);
+    const p2 = await mint(a.key);
+    const u = await mint(org.api_key);
+    const v = await mint(org.api_key);
+    await policy(org.api_key, "approval", { separation_of_duty: true });
+    const submit = async (key: string, claimId: string) => {
+      const r = await call("POST", "/v1/claim-approvals", { key, body: { claim_id: claimId } });
+      expect(r.status, r.text).toBe(201);
+      return `/v1/claim-approvals/${r.json.data.approval_id}/decide`;
+    };
+    const refusedBy = async (path: string, keys: string[]) => {
+      const before = await history(org);
+      for (const key of keys) {
+        const r = await call("POST", path, { key, body: { decision: "approved" } });
+        expectError(r, 403, "FORBIDDEN");
+        expect(r.json.error.message).toContain("one actor");
+      }
+      expect(await history(org)).toEqual(before);
+    };
+    // Submitted by a (claim by v): a's creations decide for a.
+    const bySubmitter = await submit(a.key, await claimOf(v.key, "submitted by the creator"));
+    await refusedBy(bySubmitter, [p.key, q.key, p2.key]);
+    expect((await call("POST", bySubmitter, { key: u.key, body: { decision: "approved" } })).json.data.decided_by).toBe(u.principal_id);
+    // Authored by q (submitted by v): q's creator, its creator's creator and a sibling branch are q's actor too.
+    const byAuthor = await submit(v.key, await claimOf(q.key, "authored by a grandchild"));
+    await refusedBy(byAuthor, [p.key, a.key, p2.key]);
+    expect((await call("POST", byAuthor, { key: u.key, body: { decision: "rejected" } })).json.data.status).toBe("rejected");
+    // A link from the owner is not followed: the owner (who created a) may decide a's approval.
+    const ownersCreation = await submit(a.key, await claimOf(a.key, "authored and submitted by a"));
+    expect((await call("POST", ownersCreation, { key: org.api_key, body: { decision: "approved" } })).status).toBe(200);
+
+    // Release approval: the creator's tree may not approve; an unrelated principal may.
+    await policy(org.api_key, "release", { separation_of_duty: true, require_approved_claim: false });
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const ch = await channelFor(org.api_key, gw.principal_id);
+    const byQ = await release(q.key, await claimOf(q.key, "released by a grandchild"), ch.channel_id);
+    const byA = await release(a.key, await claimOf(a.key, "released by the creator"), ch.channel_id);
+    const before = await history(org);
+    for (const [id, keys] of [[byQ, [a.key, p.key, p2.key]], [byA, [p.key, q.key]]] as const)
+      for (const key of keys) {
+        const r = await moveRelease(key, id, "approve");
+        expectError(r, 403, "FORBIDDEN");
+        expect(r.json.error.message).toContain("one actor");
+      }
+    expect(await history(org)).toEqual(before);
+    for (const id of [byQ, byA]) expect((await moveRelease(u.key, id, "approve")).json.data.approved_by).toBe(u.principal_id);
+  }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
+
+  it("walks a bounded creation chain: a chain too long to clear, or a loop, is refused", async () => {
+    const org = await newOrg();
+    await policy(org.api_key, "release", { separation_of_duty: true, require_approved_claim: false });
+    const refusal = (me: string, creator: string) => inOrg(org.org_id, (o) =>
+      dutyRefusal(o.db, { principalId: me } as Caller, { act: "approve_release", created_by: creator }));
+    const principal = (id: string, createdBy: string | null, role = "member") => inOrg(org.org_id, (o) =>
+      o.db.run("INSERT INTO principals (principal_id, kind, display_name, role, created_at, created_by) VALUES (?, 'agent', 'x', ?, ?, ?)",
+        id, role, clock.nowIso(), createdBy));
+    const chain: string[] = [];
+    for (let i = 0; i <= MAX_CREATION_DEPTH + 1; i++) {
+      chain.push(`prn_chain${i}`);
+      await principal(chain[i], i ? chain[i - 1] : null);
+    }
+    await principal("prn_unrelated", null);
+    // Within the bound: the top of the chain and a principal MAX_CREATION_DEPTH links below are one actor.
+    expect(await refusal(chain[MAX_CREATION_DEPTH], chain[0])).toContain("one actor");
+    expect(await refusal(chain[MAX_CREATION_DEPTH], "prn_unrelated")).toBeNull();
+    // One link more: the actor cannot be established, so it is refused, even against an unrelated creator.
+    expect(await refusal(chain[MAX_CREATION_DEPTH + 1], "prn_unrelated")).toContain(`longer than ${MAX_CREATION_DEPTH}`);
+    // An admin link cuts the chain: below it, principals are their own actors again.
+    await principal("prn_admin", chain[3], "admin");
+    await principal("prn_below_admin", "prn_admin");
+    expect(await refusal("prn_below_admin", chain[0])).toBeNull();
+    expect(await refusal("prn_below_admin", "prn_admin")).toBeNull();
+    // A loop no route can write still ends, refused.
+    await principal("prn_loop_a", "prn_loop_b");
+    await principal("prn_loop_b", "prn_loop_a");
+    expect(await refusal("prn_loop_a", "prn_unrelated")).toContain(`longer than ${MAX_CREATION_DEPTH}`);
   });
 });

@@ -264,6 +264,8 @@ describe("retention apply", () => {
       ["MCP svc_search", () => has(mcp("svc_search", { query: word }), cx)],
       ["MCP svc_recall", () => has(mcp("svc_recall", { query: word }), cx)],
       ["channel compile", () => has(call("POST", `/v1/channels/${channel}/context/compile`, { key: gw.key, body: { query: word } }), cx)],
+      // The release's snapshot is a copy of the claim: listed only while the claim may be retrieved.
+      ["release list", () => has(get("/v1/knowledge-releases"), cx, rel)],
       ["federation pull", async () => has(call("POST", "/v1/federation/pull", { key: owner, body: { peer_id: await peer(), include_memory: true } }), cx, ox)],
     ];
     for (const [name, shows] of paths) expect(await shows(), `${name} before retention`).toBe(true);
@@ -339,7 +341,7 @@ describe("identity mappings", () => {
 describe("release eligibility", () => {
   it("names retention exclusion as its own reason (exclusion also bumps the version, so a pinned release is stale too)", async () => {
     const { ineligibility } = await import("../src/domains/governance/eligibility");
-    const facts = { claim_id: "c", version: 2, status: "active", valid_to: null, visibility: "team", trust: "verified", author_id: "p",
+    const facts = { claim_id: "c", version: 2, status: "active", valid_to: null, visibility: "team", workspace_id: null, trust: "verified", author_id: "p",
       retention_excluded_at: null as string | null, supporting_trusts: ["verified"] };
     const ctx = (f: typeof facts) => ({ facts: new Map([["c", f]]), approved: null, now: clock.nowIso() });
     expect(ineligibility(ctx(facts), { claim_id: "c", claim_version: 2 }, "low")).toBeNull();

@@ -1,7 +1,8 @@
 // THE release eligibility rule (DESIGN "Eligible"), one pure function checked at release create,
 // approve and activate, and again for every release at channel compile time:
 //   the claim's current version equals the pinned version; it is active, unexpired, not excluded by
-//   retention and team-visible;
+//   retention, team-visible and outside every workspace (a workspace's team claim is for that
+//   workspace; a channel's audience is outside every workspace);
 //   every supporting source's trust is at least the channel's min_trust; its trust is `verified`; and,
 //   when the active `release` policy has require_approved_claim, an approved claim approval of exactly
 //   that version exists.
@@ -17,6 +18,7 @@ export const INELIGIBLE = {
   expired: "the claim has expired",
   retention_excluded: "retention has excluded the claim from retrieval",
   not_team: "the claim is not team-visible",
+  workspace_scoped: "the claim belongs to a workspace's project, and a channel's audience is outside every workspace",
   source_below_min_trust: "a supporting source's trust is below the channel's min_trust",
   not_verified: "the claim's trust is not verified",
   not_approved: "the active release policy requires an approved claim approval of this version",
@@ -37,6 +39,7 @@ export function ineligibility(ctx: EligibilityContext, pin: { claim_id: string; 
   if (c.valid_to != null && c.valid_to <= ctx.now) return "expired";
   if (c.retention_excluded_at != null) return "retention_excluded";
   if (c.visibility !== "team") return "not_team";
+  if (c.workspace_id != null) return "workspace_scoped";
   // Before the claim's own trust: a claim's trust is the lowest of its supporting sources', so a
   // verified claim always passes this; checking it first names the channel's floor when it is the cause.
   if (c.supporting_trusts.some((t) => trustRank(t as Trust) < trustRank(minTrust as Trust))) return "source_below_min_trust";

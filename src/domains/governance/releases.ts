@@ -14,11 +14,22 @@ import type { Db } from "../../org/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type EventInput, commitWrite } from "../../org/write";
-import { readableClaim, unresolved } from "../memory/store";
+import { getClaim, readableClaim, unresolved } from "../memory/store";
 import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibility";
-import { claimSourceHashes, retrievableObservationIds } from "../memory/records";
+import { canRetrieve, claimSourceHashes, retrievableObservationIds, retrievableReleasesPage } from "../memory/records";
 import { releaseBody, releaseListQuery, releaseListResponse, releaseMoveBody, releaseResponse } from "./schema";
 import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease } from "./store";
+
+/**
+ * A release the caller may see: it may retrieve the release's claim (the snapshot is a copy of it).
+ * Otherwise it answers like a missing one, wherever it is named.
+ */
+function visibleRelease(db: Db, caller: Caller, id: string): ReleaseRow | null {
+  const r = getRelease(db, id);
+  if (!r) return null;
+  const claim = getClaim(db, r.claim_id);
+  return claim && canRetrieve(caller, claim) ? r : null;
+}
 
 /** The view for one caller: snapshot evidence it cannot read is dropped and counted. */
 function releaseViews(db: Db, caller: Caller, rows: ReleaseRow[]) {
@@ -49,7 +60,7 @@ function requireStillEligible(db: Db, r: ReleaseRow, channel: ChannelRow) {
 /** A status move of one release, committed with its audit entry (and event, for publish and revoke). */
 function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
   return commitWrite(rc, (db) => {
-    const r = getRelease(db, rc.params.id);
+    const r = visibleRelease(db, rc.caller, rc.params.id);
     if (!r) throw notFound("Release");
     const channel = getChannel(db, r.channel_id)!;
     const at = clock.nowIso();
@@ -126,14 +137,10 @@ export const releaseRoutes = [
   orgRoute({
     method: "GET", path: "/v1/knowledge-releases", scope: "releases:read", query: releaseListQuery,
     response: { 200: releaseListResponse },
-    summary: "List releases (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
+    summary: "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
-      const where = ["seq > ?"];
-      const args: unknown[] = [query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0];
-      if (query.channel_id) { where.push("channel_id = ?"); args.push(query.channel_id); }
-      if (query.status) { where.push("status = ?"); args.push(query.status); }
-      const rows = db.all<ReleaseRow>(`SELECT * FROM knowledge_releases WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`,
-        ...args, query.limit + 1);
+      const after = query.after ? decodeCursor(query.after, isSeqCursor)[0] : 0;
+      const rows = retrievableReleasesPage<ReleaseRow>(db, caller, query, after, query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (r) => [r.seq]);
       return ok({ releases: releaseViews(db, caller, page), ...rest });
     },

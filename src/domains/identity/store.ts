@@ -71,6 +71,23 @@ export function insertPrincipal(
   return row;
 }
 
+/**
+ * The creation chain above a principal, nearest first: its creator, the creator's creator, … (removed
+ * principals included), each with its current role (null if the row is gone). At most `max` links, so
+ * a cycle (no route can write one) or an absurdly deep chain still ends. One statement, one primary-key
+ * lookup per link.
+ */
+export function creatorsOf(db: Db, principalId: string, max: number): { principal_id: string; role: Role | null }[] {
+  return db.all<{ principal_id: string; role: Role | null }>(
+    `WITH RECURSIVE up(id, depth) AS (
+       SELECT created_by, 1 FROM principals WHERE principal_id = ? AND created_by IS NOT NULL
+       UNION ALL
+       SELECT p.created_by, up.depth + 1 FROM up JOIN principals p ON p.principal_id = up.id
+        WHERE p.created_by IS NOT NULL AND up.depth < ?)
+     SELECT up.id AS principal_id, p.role FROM up LEFT JOIN principals p ON p.principal_id = up.id ORDER BY up.depth`,
+    principalId, max);
+}
+
 /** A current principal of the organization (removed principals are gone for every purpose but history). */
 export const getPrincipal = (db: Db, principalId: string) =>
   db.first<PrincipalRow>("SELECT * FROM principals WHERE principal_id = ? AND removed_at IS NULL", principalId);

@@ -398,6 +398,8 @@ export interface ClaimFacts {
   status: string;
   valid_to: string | null;
   visibility: string;
+  /** The workspace of the claim's project (null: none). */
+  workspace_id: string | null;
   trust: string;
   author_id: string;
   retention_excluded_at: string | null;
@@ -410,7 +412,7 @@ export function claimFacts(db: Db, claimIds: string[]): Map<string, ClaimFacts> 
   const out = new Map<string, ClaimFacts>();
   if (!claimIds.length) return out;
   for (const c of db.all<Omit<ClaimFacts, "supporting_trusts"> & { supporting: string | null }>(
-    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.trust, c.author_id, c.retention_excluded_at,
+    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.workspace_id, c.trust, c.author_id, c.retention_excluded_at,
             (SELECT group_concat(o.trust) FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
               WHERE s.claim_id = c.claim_id AND s.relation = 'supports') AS supporting
        FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?))`, JSON.stringify([...new Set(claimIds)]))) {
@@ -440,6 +442,23 @@ export function retrievableApprovalsPage<T>(db: Db, caller: Caller, f: { claim_i
   return db.all<T>(
     `SELECT a.* FROM claim_approvals a JOIN claims c ON c.claim_id = a.claim_id WHERE ${where.join(" AND ")}
       ORDER BY a.created_at, a.approval_id LIMIT ?`, ...args, limit + 1);
+}
+
+/**
+ * One page of knowledge releases whose claim the caller may retrieve (filtered in SQL before paging,
+ * like approvals: a release is a copy of its claim's content, so it is seen exactly as far as the
+ * claim is), ordered by seq.
+ */
+export function retrievableReleasesPage<T>(db: Db, caller: Caller, f: { channel_id?: string; status?: string },
+  afterSeq: number, limit: number): T[] {
+  const [ok, ...args] = retrievable(caller, "c");
+  const where = [ok, "r.seq > ?"];
+  args.push(afterSeq);
+  if (f.channel_id) { where.push("r.channel_id = ?"); args.push(f.channel_id); }
+  if (f.status) { where.push("r.status = ?"); args.push(f.status); }
+  return db.all<T>(
+    `SELECT r.* FROM knowledge_releases r JOIN claims c ON c.claim_id = r.claim_id WHERE ${where.join(" AND ")}
+      ORDER BY r.seq LIMIT ?`, ...args, limit + 1);
 }
 
 /** Every source observation of a claim with its relation, in order; the caller filters with canRetrieve. */
