@@ -224,6 +224,39 @@ describe("federation pull", () => {
   });
 });
 
+describe("federation pull and workspaces", () => {
+  it("bundles only organization-wide records: a workspace claim, or a claim citing workspace evidence, never crosses with content", async () => {
+    const org = await newOrg();
+    const id = await peer(org.api_key, "pull", [{ resource_type: "observation" }, { resource_type: "claim" }]);
+    const workspace = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: unique("ws") } })).json.data.workspace_id;
+    const project = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: unique("repo"), create: true, workspace_id: workspace } });
+    expect(project.json.data.workspace_id, project.text).toBe(workspace);
+    const project_id = project.json.data.project_id;
+    const inWorkspace = await appendOk(org.api_key, obs("s", "workspace-only evidence", { project_id }));
+    const open = await appendOk(org.api_key, obs("s", "organization evidence"));
+    const consolidate = async (body: Record<string, unknown>) => {
+      const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "s", ...body } });
+      expect(r.status, r.text).toBe(201);
+      return r.json.data.claims[0].claim_id as string;
+    };
+    // A team claim of the workspace project; an organization-wide team claim citing workspace evidence; a plain one.
+    const wsClaim = await consolidate({ project_id, claims: [{ kind: "fact", statement: "workspace-only statement", sources: supports(inWorkspace) }] });
+    const mixed = await consolidate({ claims: [{ kind: "fact", statement: "organization statement over workspace evidence", visibility: "team",
+      sources: [...supports(open), ...supports(inWorkspace)] }] });
+    const plain = await consolidate({ claims: [{ kind: "fact", statement: "organization statement", sources: supports(open) }] });
+    expect(await inOrg(org.org_id, (o) => o.db.all<{ claim_id: string; visibility: string; workspace_id: string | null }>(
+      "SELECT claim_id, visibility, workspace_id FROM claims ORDER BY seq"))).toEqual([
+      { claim_id: wsClaim, visibility: "team", workspace_id: workspace },
+      { claim_id: mixed, visibility: "team", workspace_id: null },
+      { claim_id: plain, visibility: "team", workspace_id: null },
+    ]);
+    const { bundles } = await pullAll(org.api_key, id, { include_memory: true });
+    expect(bundles.map((b) => b.claim.claim_id)).toEqual([plain]);
+    expect(JSON.stringify(bundles)).not.toContain("workspace-only");
+    // (Whether the events of workspace records cross at all is the event log's rule, not the bundles'.)
+  });
+});
+
 describe("federation pull page size", () => {
   it("ends a page before the bundle that would make it unpushable, and skips a bundle too large to ever push", async () => {
     const org = await newOrg();
@@ -337,6 +370,9 @@ describe("federation bundles on push", () => {
     expect(imported.observations).toHaveLength(1);
     expect(imported.observations[0].observation_id).not.toBe(f.o1);
     expect(imported.observations[0].source_ref).toBe(`${f.intoB}:${f.o1}`);
+    // Imports land outside every workspace: no project, so no workspace scopes them.
+    expect(await inOrg(f.b.org_id, (o) => o.db.all("SELECT project_id, workspace_id FROM observations UNION ALL SELECT project_id, workspace_id FROM claims")))
+      .toEqual([{ project_id: null, workspace_id: null }, { project_id: null, workspace_id: null }]);
     const peers = await call("GET", "/v1/federation/peers", { key: f.b.api_key });
     expect(peers.json.data.peers[0].remote_org_id).toBe(f.a.org_id);
     // The second claim shares o1 (imported before) and brings o2: the graph is complete.
