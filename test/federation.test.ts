@@ -463,6 +463,57 @@ describe("federation bundles on push", () => {
   });
 });
 
+describe("federation push after a local purge", () => {
+  it("rejects a bundle citing an imported observation purged here, processes the rest of the page, and keeps doing so on resend", async () => {
+    const f = await bundled();
+    // A third claim in A whose evidence has nothing to do with o1; pulled with the next page.
+    const o3 = await appendOk(f.a.api_key, obs(f.subject, `third evidence ${f.subject}`));
+    const [c3] = await consolidateOk(f.a.api_key, f.subject, [{ kind: "fact", statement: `three ${f.subject}`, sources: supports(o3) }]);
+    const next = await pullAll(f.a.api_key, f.fromA, { include_memory: true });
+    const events = [...f.events, ...next.events];
+    const c3Bundle = next.bundles.find((b) => b.claim.claim_id === c3);
+    const first = await push(f.b.api_key, exchange(f.intoB, { bundles: [f.bundleOf(f.c1)] }));
+    expect(first.json.data.bundles[0].status, first.text).toBe("success");
+    const [localO1] = (await federated(f.b.org_id)).observations.map((o) => o.observation_id);
+    expect((await call("DELETE", `/v1/observations/${localO1}`, { key: f.b.api_key })).status).toBe(200);
+    // c2 carries o1 again; a re-signed claim cites o1 without carrying it: both need the purged observation.
+    const { signature: _s, ...c2 } = f.bundleOf(f.c2);
+    const citing = signBundle(SECRET, { ...c2, claim: { ...c2.claim, claim_id: `claim_${hex()}`, sources: supports(f.o1) }, observations: [] });
+    const page = exchange(f.intoB, { events, bundles: [f.bundleOf(f.c2), citing, c3Bundle] });
+    const before = await inOrg(f.b.org_id, (o) => o.db.all("SELECT observation_id, content, purged_at FROM observations ORDER BY observation_id"));
+    const r = await push(f.b.api_key, page);
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.data.results.map((x: any) => x.status)).toEqual(events.map(() => "success"));
+    expect(r.json.data.bundles).toEqual([
+      { claim_id: f.c2, status: "rejected", reason: expect.stringContaining("purged") },
+      { claim_id: citing.claim.claim_id, status: "rejected", reason: expect.stringContaining("purged") },
+      { claim_id: c3, status: "success", local_claim_id: expect.stringMatching(/^claim_/) },
+    ]);
+    expect(r.json.data.bundles[0].reason).toContain(f.o1);
+    // The refused bundles wrote nothing: o1 stays purged (not re-imported), o2 never arrived; c3 and o3 did.
+    const after = await federated(f.b.org_id);
+    expect(after.observations.map((o) => o.source_ref).sort()).toEqual([`${f.intoB}:${f.o1}`, `${f.intoB}:${o3}`].sort());
+    expect(after).toMatchObject({ claims: 2, imports: 4 });
+    expect(await inOrg(f.b.org_id, (o) => o.db.all("SELECT observation_id, content, purged_at FROM observations WHERE observation_id = ?", localO1)))
+      .toEqual(before.filter((o: any) => o.observation_id === localO1));
+    // The same bytes replay the stored answer; the same bundles in a new exchange give the same verdicts.
+    const replay = await push(f.b.api_key, page);
+    expect(replay.json.data).toEqual({ ...r.json.data, replayed: true });
+    const again = await push(f.b.api_key, exchange(f.intoB, { events, bundles: [f.bundleOf(f.c2), citing, c3Bundle] }));
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.data.bundles.map((x: any) => x.status)).toEqual(["rejected", "rejected", "conflict"]);
+    expect((await federated(f.b.org_id))).toEqual(after);
+    const log = await call("GET", `/v1/federation/log?peer_id=${f.intoB}`, { key: f.b.api_key });
+    expect(log.json.data.entries.map((e: any) => e.counts)).toEqual([
+      { events: 0, bundles: 1, success: 1, conflict: 0, rejected: 0 },
+      { events: events.length, bundles: 3, success: events.length + 1, conflict: 0, rejected: 2 },
+      { events: events.length, bundles: 3, success: events.length, conflict: 1, rejected: 2 },
+    ]);
+    const audit = await call("GET", "/v1/audit?limit=500", { key: f.b.api_key });
+    expect(audit.json.data.entries.filter((e: any) => e.action === "federation.pushed")).toHaveLength(3);
+  });
+});
+
 describe("federation push atomicity", () => {
   it("rolls back every bundle, event result, log and replay record when the last bundle's import fails in storage", async () => {
     const f = await bundled();
