@@ -58,7 +58,7 @@ async function bundled(opts: { trust?: string; bFilters?: Record<string, unknown
   const [c2] = await consolidateOk(a.api_key, subject, [{ kind: "fact", statement: `two ${subject}`, sources: [...supports(o1), { observation_id: o2, relation: "qualifies" }] }]);
   const { events, bundles } = await pullAll(a.api_key, fromA, { include_memory: true });
   const intoB = await peer(b.api_key, "push", opts.bFilters ?? [{ resource_type: "observation" }, { resource_type: "claim" }]);
-  const bKey = opts.bKeyTrust ? (await mintKey(b.api_key, { scopes: ["*"], max_trust: opts.bKeyTrust })).key : b.api_key;
+  const bKey = opts.bKeyTrust ? (await mintKey(b.api_key, { scopes: ["federation:write"], max_trust: opts.bKeyTrust })).key : b.api_key;
   return { a, b, fromA, intoB, bKey, subject, o1, o2, c1, c2, events, bundles,
     bundleOf: (claimId: string) => bundles.find((x) => x.claim.claim_id === claimId) };
 }
@@ -254,6 +254,74 @@ describe("federation pull and workspaces", () => {
     expect(bundles.map((b) => b.claim.claim_id)).toEqual([plain]);
     expect(JSON.stringify(bundles)).not.toContain("workspace-only");
     // (Whether the events of workspace records cross at all is the event log's rule, not the bundles'.)
+  });
+});
+
+/** A dashboard account of `role` past its temporary password, and its full session token. */
+async function fullSession(orgKey: string, role: string) {
+  const username = unique("acct");
+  const acct = await call("POST", "/v1/operator-accounts", { key: orgKey, body: { username, role } });
+  expect(acct.status, acct.text).toBe(201);
+  const login = (password: string) => call("POST", "/v1/dashboard-sessions", { body: { username, password } });
+  const first = await login(acct.json.data.temporary_password);
+  const password = `pw-${unique("new")}-long`;
+  const changed = await call("PATCH", "/v1/operator-accounts/current/password", { key: first.json.data.session_token,
+    body: { current_password: acct.json.data.temporary_password, new_password: password } });
+  expect(changed.status, changed.text).toBe(200);
+  const full = await login(password);
+  expect(full.json.data.stage, full.text).toBe("full");
+  return full.json.data.session_token as string;
+}
+
+describe("who may pull and push", () => {
+  it("takes an API key naming federation:write, or an owner's or admin's key; never a dashboard session", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const id = await peer(org.api_key, "bidirectional");
+    await appendOk(org.api_key, obs("s", "team evidence"));
+    const asRole = async (role: string) => {
+      const k = await mintKey(org.api_key, { scopes: ["*"] });
+      if (role !== "member") expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: k.principal_id, role } })).status).toBe(201);
+      return k.key;
+    };
+    const admin = await asRole("admin");
+    const member = await asRole("member");
+    const handedOver = (await mintKey(org.api_key, { scopes: ["federation:write"] })).key; // a new agent principal: role member
+    const sessions = { owner: await fullSession(org.api_key, "owner"), admin: await fullSession(org.api_key, "admin"), member: await fullSession(org.api_key, "member") };
+    const state = () => inOrg(org.org_id, (o) => ({
+      peer: o.db.first("SELECT cursor, scan_seq, last_exchange_at FROM federation_peers"),
+      log: o.db.first<{ n: number }>("SELECT count(*) AS n FROM federation_log")!.n,
+      inbox: o.db.first<{ n: number }>("SELECT count(*) AS n FROM federation_inbox")!.n,
+    }));
+    const before = await state();
+    const pushed = () => exchange(id, { events: [event("observation.appended", { subject_id: "s", kind: "note" })] });
+    // Refused before anything is read or moved: a member's "*" key and every dashboard session.
+    for (const key of [member, ...Object.values(sessions)]) {
+      const p = await pull(key, id);
+      expectError(p, 403, "FORBIDDEN");
+      expectError(await push(key, pushed()), 403, "FORBIDDEN");
+    }
+    expect(await state()).toEqual(before);
+    expect((await pull(sessions.owner, id)).json.error.message).toContain("dashboard session");
+    expect((await pull(member, id)).json.error.message).toContain('"federation:write"');
+    // The answer does not depend on the peer: a foreign or missing one is refused alike.
+    const foreign = await peer(other.api_key, "bidirectional");
+    for (const peerId of [foreign, `peer_${"0".repeat(32)}`]) {
+      const r = await pull(member, peerId);
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message).toBe((await pull(member, id)).json.error.message);
+    }
+    // A key handed to the other side names the scope; owners and admins may also use a "*" key.
+    for (const key of [handedOver, admin, org.api_key]) {
+      expect((await pull(key, id)).status).toBe(200);
+      expect((await push(key, pushed())).status).toBe(200);
+    }
+    // Only an owner or admin mints a key naming federation:write; a member's "*" key stays "*".
+    expectError(await call("POST", "/v1/keys", { key: member, body: { label: "peer", scopes: ["federation:write"] } }), 403, "FORBIDDEN");
+    expectError(await call("POST", "/v1/keys", { key: sessions.member, body: { label: "peer", scopes: ["events:read", "federation:write"] } }), 403, "FORBIDDEN");
+    const wildcard = (await mintKey(member, { scopes: ["*"] })).key;
+    expectError(await pull(wildcard, id), 403, "FORBIDDEN");
+    expect((await mintKey(sessions.admin, { scopes: ["federation:write"] })).key).toMatch(/^/);
   });
 });
 
