@@ -420,7 +420,7 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/access/simulate", () => ({ principal_id: bobId, action: "read" }), ["owner"], 200],
       ["POST", "/v1/federation/peers", () => ({ endpoint: `https://m${n++}.example.com`, shared_secret: "0123456789abcdef", direction: "pull" }), ["owner", "admin"], 201],
       ["POST", `/v1/federation/peers/${fedPeer}/filters`, () => ({ resource_type: "observation" }), ["owner", "admin"], 201],
-      ["POST", "/v1/federation/pull", () => ({ peer_id: fedPeer }), anyone, 200],
+      ["POST", "/v1/federation/pull", () => ({ peer_id: fedPeer }), ["owner", "admin"], 200], // a member needs a key naming federation:write
       ["GET", "/v1/models/config", () => undefined, [...anyone, "reader"], 200],
       ["POST", "/v1/models/probe", () => ({ kind: "embedding", text: "role matrix" }), anyone, 200],
       ["POST", "/v1/index/drain", () => ({ limit: 1 }), ["owner", "admin"], 200],
@@ -479,7 +479,7 @@ describe("role matrix on the remaining mutating routes", () => {
         : ["DELETE", `/v1/keys/${(await call("POST", "/v1/keys", { key: who.key, body: { label: "m", scopes: ["events:read"], principal_id: who.principal_id } })).json.data.key_id}`], ["owner", "admin", "member"], 200],
       ["revoke a grant", async (who) => ["DELETE", `/v1/grants/${(await call("POST", "/v1/grants", { key: owner.key, body: { principal_id: who.principal_id, permissions: ["read"], subject: `g${n++}` } })).json.data.grant_id}`], ["owner", "admin"], 200],
       ["suspend a federation peer", async () => ["POST", `/v1/federation/peers/${await fedPeer()}/suspend`], ["owner", "admin"], 200],
-      ["federation push", async () => ["POST", "/v1/federation/push", undefined], ["owner", "admin", "member"], 200],
+      ["federation push", async () => ["POST", "/v1/federation/push", undefined], ["owner", "admin"], 200], // a member needs a key naming federation:write
       ["remove a membership", async () => {
         const w = (await call("POST", "/v1/workspaces", { key: owner.key, body: { name: `w${n++}` } })).json.data.workspace_id;
         const m = await call("POST", "/v1/memberships", { key: owner.key, body: { principal_id: roles.member.principal_id, role: "member", workspace_id: w } });

@@ -58,7 +58,7 @@ async function bundled(opts: { trust?: string; bFilters?: Record<string, unknown
   const [c2] = await consolidateOk(a.api_key, subject, [{ kind: "fact", statement: `two ${subject}`, sources: [...supports(o1), { observation_id: o2, relation: "qualifies" }] }]);
   const { events, bundles } = await pullAll(a.api_key, fromA, { include_memory: true });
   const intoB = await peer(b.api_key, "push", opts.bFilters ?? [{ resource_type: "observation" }, { resource_type: "claim" }]);
-  const bKey = opts.bKeyTrust ? (await mintKey(b.api_key, { scopes: ["*"], max_trust: opts.bKeyTrust })).key : b.api_key;
+  const bKey = opts.bKeyTrust ? (await mintKey(b.api_key, { scopes: ["federation:write"], max_trust: opts.bKeyTrust })).key : b.api_key;
   return { a, b, fromA, intoB, bKey, subject, o1, o2, c1, c2, events, bundles,
     bundleOf: (claimId: string) => bundles.find((x) => x.claim.claim_id === claimId) };
 }
@@ -224,6 +224,107 @@ describe("federation pull", () => {
   });
 });
 
+describe("federation pull and workspaces", () => {
+  it("bundles only organization-wide records: a workspace claim, or a claim citing workspace evidence, never crosses with content", async () => {
+    const org = await newOrg();
+    const id = await peer(org.api_key, "pull", [{ resource_type: "observation" }, { resource_type: "claim" }]);
+    const workspace = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: unique("ws") } })).json.data.workspace_id;
+    const project = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: unique("repo"), create: true, workspace_id: workspace } });
+    expect(project.json.data.workspace_id, project.text).toBe(workspace);
+    const project_id = project.json.data.project_id;
+    const inWorkspace = await appendOk(org.api_key, obs("s", "workspace-only evidence", { project_id }));
+    const open = await appendOk(org.api_key, obs("s", "organization evidence"));
+    const consolidate = async (body: Record<string, unknown>) => {
+      const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "s", ...body } });
+      expect(r.status, r.text).toBe(201);
+      return r.json.data.claims[0].claim_id as string;
+    };
+    // A team claim of the workspace project; an organization-wide team claim citing workspace evidence; a plain one.
+    const wsClaim = await consolidate({ project_id, claims: [{ kind: "fact", statement: "workspace-only statement", sources: supports(inWorkspace) }] });
+    const mixed = await consolidate({ claims: [{ kind: "fact", statement: "organization statement over workspace evidence", visibility: "team",
+      sources: [...supports(open), ...supports(inWorkspace)] }] });
+    const plain = await consolidate({ claims: [{ kind: "fact", statement: "organization statement", sources: supports(open) }] });
+    expect(await inOrg(org.org_id, (o) => o.db.all<{ claim_id: string; visibility: string; workspace_id: string | null }>(
+      "SELECT claim_id, visibility, workspace_id FROM claims ORDER BY seq"))).toEqual([
+      { claim_id: wsClaim, visibility: "team", workspace_id: workspace },
+      { claim_id: mixed, visibility: "team", workspace_id: null },
+      { claim_id: plain, visibility: "team", workspace_id: null },
+    ]);
+    const { bundles } = await pullAll(org.api_key, id, { include_memory: true });
+    expect(bundles.map((b) => b.claim.claim_id)).toEqual([plain]);
+    expect(JSON.stringify(bundles)).not.toContain("workspace-only");
+    // (Whether the events of workspace records cross at all is the event log's rule, not the bundles'.)
+  });
+});
+
+/** A dashboard account of `role` past its temporary password, and its full session token. */
+async function fullSession(orgKey: string, role: string) {
+  const username = unique("acct");
+  const acct = await call("POST", "/v1/operator-accounts", { key: orgKey, body: { username, role } });
+  expect(acct.status, acct.text).toBe(201);
+  const login = (password: string) => call("POST", "/v1/dashboard-sessions", { body: { username, password } });
+  const first = await login(acct.json.data.temporary_password);
+  const password = `pw-${unique("new")}-long`;
+  const changed = await call("PATCH", "/v1/operator-accounts/current/password", { key: first.json.data.session_token,
+    body: { current_password: acct.json.data.temporary_password, new_password: password } });
+  expect(changed.status, changed.text).toBe(200);
+  const full = await login(password);
+  expect(full.json.data.stage, full.text).toBe("full");
+  return full.json.data.session_token as string;
+}
+
+describe("who may pull and push", () => {
+  it("takes an API key naming federation:write, or an owner's or admin's key; never a dashboard session", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const id = await peer(org.api_key, "bidirectional");
+    await appendOk(org.api_key, obs("s", "team evidence"));
+    const asRole = async (role: string) => {
+      const k = await mintKey(org.api_key, { scopes: ["*"] });
+      if (role !== "member") expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: k.principal_id, role } })).status).toBe(201);
+      return k.key;
+    };
+    const admin = await asRole("admin");
+    const member = await asRole("member");
+    const handedOver = (await mintKey(org.api_key, { scopes: ["federation:write"] })).key; // a new agent principal: role member
+    const sessions = { owner: await fullSession(org.api_key, "owner"), admin: await fullSession(org.api_key, "admin"), member: await fullSession(org.api_key, "member") };
+    const state = () => inOrg(org.org_id, (o) => ({
+      peer: o.db.first("SELECT cursor, scan_seq, last_exchange_at FROM federation_peers"),
+      log: o.db.first<{ n: number }>("SELECT count(*) AS n FROM federation_log")!.n,
+      inbox: o.db.first<{ n: number }>("SELECT count(*) AS n FROM federation_inbox")!.n,
+    }));
+    const before = await state();
+    const pushed = () => exchange(id, { events: [event("observation.appended", { subject_id: "s", kind: "note" })] });
+    // Refused before anything is read or moved: a member's "*" key and every dashboard session.
+    for (const key of [member, ...Object.values(sessions)]) {
+      const p = await pull(key, id);
+      expectError(p, 403, "FORBIDDEN");
+      expectError(await push(key, pushed()), 403, "FORBIDDEN");
+    }
+    expect(await state()).toEqual(before);
+    expect((await pull(sessions.owner, id)).json.error.message).toContain("dashboard session");
+    expect((await pull(member, id)).json.error.message).toContain('"federation:write"');
+    // The answer does not depend on the peer: a foreign or missing one is refused alike.
+    const foreign = await peer(other.api_key, "bidirectional");
+    for (const peerId of [foreign, `peer_${"0".repeat(32)}`]) {
+      const r = await pull(member, peerId);
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message).toBe((await pull(member, id)).json.error.message);
+    }
+    // A key handed to the other side names the scope; owners and admins may also use a "*" key.
+    for (const key of [handedOver, admin, org.api_key]) {
+      expect((await pull(key, id)).status).toBe(200);
+      expect((await push(key, pushed())).status).toBe(200);
+    }
+    // Only an owner or admin mints a key naming federation:write; a member's "*" key stays "*".
+    expectError(await call("POST", "/v1/keys", { key: member, body: { label: "peer", scopes: ["federation:write"] } }), 403, "FORBIDDEN");
+    expectError(await call("POST", "/v1/keys", { key: sessions.member, body: { label: "peer", scopes: ["events:read", "federation:write"] } }), 403, "FORBIDDEN");
+    const wildcard = (await mintKey(member, { scopes: ["*"] })).key;
+    expectError(await pull(wildcard, id), 403, "FORBIDDEN");
+    expect((await mintKey(sessions.admin, { scopes: ["federation:write"] })).key).toMatch(/^/);
+  });
+});
+
 describe("federation pull page size", () => {
   it("ends a page before the bundle that would make it unpushable, and skips a bundle too large to ever push", async () => {
     const org = await newOrg();
@@ -337,6 +438,9 @@ describe("federation bundles on push", () => {
     expect(imported.observations).toHaveLength(1);
     expect(imported.observations[0].observation_id).not.toBe(f.o1);
     expect(imported.observations[0].source_ref).toBe(`${f.intoB}:${f.o1}`);
+    // Imports land outside every workspace: no project, so no workspace scopes them.
+    expect(await inOrg(f.b.org_id, (o) => o.db.all("SELECT project_id, workspace_id FROM observations UNION ALL SELECT project_id, workspace_id FROM claims")))
+      .toEqual([{ project_id: null, workspace_id: null }, { project_id: null, workspace_id: null }]);
     const peers = await call("GET", "/v1/federation/peers", { key: f.b.api_key });
     expect(peers.json.data.peers[0].remote_org_id).toBe(f.a.org_id);
     // The second claim shares o1 (imported before) and brings o2: the graph is complete.
@@ -424,6 +528,57 @@ describe("federation bundles on push", () => {
     expect(after.imports).toBe(2);
     const log = await call("GET", `/v1/federation/log?peer_id=${f.intoB}`, { key: f.b.api_key });
     expect(log.json.data.entries[0].counts).toEqual({ events: 0, bundles: 2, success: 1, conflict: 0, rejected: 1 });
+  });
+});
+
+describe("federation push after a local purge", () => {
+  it("rejects a bundle citing an imported observation purged here, processes the rest of the page, and keeps doing so on resend", async () => {
+    const f = await bundled();
+    // A third claim in A whose evidence has nothing to do with o1; pulled with the next page.
+    const o3 = await appendOk(f.a.api_key, obs(f.subject, `third evidence ${f.subject}`));
+    const [c3] = await consolidateOk(f.a.api_key, f.subject, [{ kind: "fact", statement: `three ${f.subject}`, sources: supports(o3) }]);
+    const next = await pullAll(f.a.api_key, f.fromA, { include_memory: true });
+    const events = [...f.events, ...next.events];
+    const c3Bundle = next.bundles.find((b) => b.claim.claim_id === c3);
+    const first = await push(f.b.api_key, exchange(f.intoB, { bundles: [f.bundleOf(f.c1)] }));
+    expect(first.json.data.bundles[0].status, first.text).toBe("success");
+    const [localO1] = (await federated(f.b.org_id)).observations.map((o) => o.observation_id);
+    expect((await call("DELETE", `/v1/observations/${localO1}`, { key: f.b.api_key })).status).toBe(200);
+    // c2 carries o1 again; a re-signed claim cites o1 without carrying it: both need the purged observation.
+    const { signature: _s, ...c2 } = f.bundleOf(f.c2);
+    const citing = signBundle(SECRET, { ...c2, claim: { ...c2.claim, claim_id: `claim_${hex()}`, sources: supports(f.o1) }, observations: [] });
+    const page = exchange(f.intoB, { events, bundles: [f.bundleOf(f.c2), citing, c3Bundle] });
+    const before = await inOrg(f.b.org_id, (o) => o.db.all("SELECT observation_id, content, purged_at FROM observations ORDER BY observation_id"));
+    const r = await push(f.b.api_key, page);
+    expect(r.status, r.text).toBe(200);
+    expect(r.json.data.results.map((x: any) => x.status)).toEqual(events.map(() => "success"));
+    expect(r.json.data.bundles).toEqual([
+      { claim_id: f.c2, status: "rejected", reason: expect.stringContaining("purged") },
+      { claim_id: citing.claim.claim_id, status: "rejected", reason: expect.stringContaining("purged") },
+      { claim_id: c3, status: "success", local_claim_id: expect.stringMatching(/^claim_/) },
+    ]);
+    expect(r.json.data.bundles[0].reason).toContain(f.o1);
+    // The refused bundles wrote nothing: o1 stays purged (not re-imported), o2 never arrived; c3 and o3 did.
+    const after = await federated(f.b.org_id);
+    expect(after.observations.map((o) => o.source_ref).sort()).toEqual([`${f.intoB}:${f.o1}`, `${f.intoB}:${o3}`].sort());
+    expect(after).toMatchObject({ claims: 2, imports: 4 });
+    expect(await inOrg(f.b.org_id, (o) => o.db.all("SELECT observation_id, content, purged_at FROM observations WHERE observation_id = ?", localO1)))
+      .toEqual(before.filter((o: any) => o.observation_id === localO1));
+    // The same bytes replay the stored answer; the same bundles in a new exchange give the same verdicts.
+    const replay = await push(f.b.api_key, page);
+    expect(replay.json.data).toEqual({ ...r.json.data, replayed: true });
+    const again = await push(f.b.api_key, exchange(f.intoB, { events, bundles: [f.bundleOf(f.c2), citing, c3Bundle] }));
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.data.bundles.map((x: any) => x.status)).toEqual(["rejected", "rejected", "conflict"]);
+    expect((await federated(f.b.org_id))).toEqual(after);
+    const log = await call("GET", `/v1/federation/log?peer_id=${f.intoB}`, { key: f.b.api_key });
+    expect(log.json.data.entries.map((e: any) => e.counts)).toEqual([
+      { events: 0, bundles: 1, success: 1, conflict: 0, rejected: 0 },
+      { events: events.length, bundles: 3, success: events.length + 1, conflict: 0, rejected: 2 },
+      { events: events.length, bundles: 3, success: events.length, conflict: 1, rejected: 2 },
+    ]);
+    const audit = await call("GET", "/v1/audit?limit=500", { key: f.b.api_key });
+    expect(audit.json.data.entries.filter((e: any) => e.action === "federation.pushed")).toHaveLength(3);
   });
 });
 

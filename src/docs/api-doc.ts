@@ -22,7 +22,8 @@ export function renderApiDoc(routes: readonly RouteDef[]): string {
     "| --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const r of routes) {
-    const scope = r.auth === "public" ? "public" : (r.scope ?? "any valid credential");
+    const scope = r.auth === "public" ? "public" : r.explicitScope ? `${r.scope} (named by the key; \`*\` only for owner, admin)`
+      : (r.scope ?? "any valid credential");
     const roles = r.auth === "key" && r.roles ? r.roles.join(", ") : "";
     // Routes limited to some dashboard session stages name them (api_key, password_change, staged, full).
     const auth = r.auth === "public" ? "none" : r.stages ? `Bearer (${r.stages.join(", ")})` : "Bearer";

@@ -109,6 +109,12 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
    * of a dashboard session. Default: an API key or a full session. Enforced once, in executeRoute.
    */
   stages?: readonly CredentialStage[];
+  /**
+   * The credential must name `scope` itself: `*` covers it only for an owner or admin. For routes
+   * another deployment calls with a key of this organization handed to it (federation pull and push),
+   * so that a member's everyday `*` key cannot act as a peer. Enforced once, in executeRoute.
+   */
+  explicitScope?: boolean;
   /** Acts only on the caller's own dashboard account or session: open to every role, readers included. */
   ownAccount?: boolean;
   /** The body is not JSON (e.g. NDJSON import): handed to the handler as rc.rawBody, unparsed. */

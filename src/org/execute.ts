@@ -2,7 +2,7 @@
 // check of grantWritable routes, then the handler. The route's flags are honoured here and nowhere
 // else (idempotent reaches commitWrite through the RequestCtx). HTTP requests (OrgStore.dispatch) and
 // MCP tool calls both come through here, so a tool can never do more than the route it mirrors.
-import { requireWrite } from "../access/policy";
+import { isAdmin, requireWrite } from "../access/policy";
 import { checkStage } from "../domains/dashboard/stages";
 import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { ApiError } from "../http/errors";
@@ -29,6 +29,8 @@ export async function executeRoute(session: Session, route: OrgRoute, call: Rout
   const { caller } = session;
   checkStage(caller, route);
   if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
+  if (route.explicitScope && route.scope && !caller.scopes.includes(route.scope) && !isAdmin(caller))
+    throw new ApiError("FORBIDDEN", `This route needs a key that names "${route.scope}" itself; a "*" key serves here only for the owner or admin role.`);
   if (route.roles && !route.roles.includes(caller.role))
     throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
   if (caller.role === "reader" && route.method !== "GET" && !route.readOnly && !route.grantWritable && !route.ownAccount)

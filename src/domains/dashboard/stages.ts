@@ -30,5 +30,6 @@ export function checkStage(caller: Caller, route: { stages?: readonly Credential
     throw forbidden("Complete the second factor first: a passkey assertion or a recovery code.");
   if (allowed.includes("staged") && !allowed.includes("full"))
     throw forbidden("This route requires a staged dashboard session (after the password, before the second factor).");
+  if (stage === "full") throw forbidden("This route takes an API key; a dashboard session cannot call it.");
   throw forbidden("This route requires a full dashboard session.");
 }

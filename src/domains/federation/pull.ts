@@ -66,18 +66,26 @@ function scan(db: Db, peer: PeerRow, filters: FilterRow[], limit: number) {
 }
 
 /**
- * Bundles for the claims the served events describe, in event order: each active team claim that
- * passes a claim filter, with every source observation (content included), all of which must be
- * team, unpurged and pass an observation filter; otherwise the claim is not bundled. The page must
- * stay pushable (the body limit is 1 MiB): when the next bundle would pass BUNDLE_BYTES, the page
- * ends before the event that described it (`kept`), so that claim comes with the next pull.
+ * What a bundle may carry: team records outside every workspace (a peer is a member of no workspace,
+ * so a workspace's team records are not its to read) that retention has not excluded.
+ */
+const mayCross = (r: { visibility: string; workspace_id: string | null; retention_excluded_at?: string | null }) =>
+  r.visibility === "team" && r.workspace_id == null && r.retention_excluded_at == null;
+
+/**
+ * Bundles for the claims the served events describe, in event order: each active claim that may cross
+ * and passes a claim filter, with every source observation (content included), each of which must
+ * also be allowed to cross, be unpurged and pass an observation filter; otherwise the claim is not
+ * bundled. The page must stay pushable (the body limit is 1 MiB): when the next bundle would pass
+ * BUNDLE_BYTES, the page ends before the event that described it (`kept`), so that claim comes with
+ * the next pull.
  */
 function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], served: EventRow[]) {
   const claimIds = [...new Set(served.filter((e) => e.resource_type === "claim").map((e) => e.resource_id))];
   const bundles: Record<string, unknown>[] = [];
   if (!claimIds.length) return { bundles, kept: served.length };
   const now = clock.nowIso();
-  const claims = new Map(claimsByIds(db, claimIds).filter((c) => c.visibility === "team" && c.status === "active" && c.retention_excluded_at == null &&
+  const claims = new Map(claimsByIds(db, claimIds).filter((c) => mayCross(c) && c.status === "active" &&
     (c.valid_to == null || c.valid_to > now) && passes(filters, "claim", c)).map((c) => [c.claim_id, c]));
   const sources = allSourcesByClaim(db, [...claims.keys()]);
   const bundled = new Set<string>();
@@ -88,7 +96,7 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
     const own = sources.get(c.claim_id) ?? [];
     const evidence = observationsByIds(db, [...new Set(own.map((s) => s.observation_id))]);
     if (!own.length || evidence.length !== new Set(own.map((s) => s.observation_id)).size ||
-      evidence.some((o) => o.visibility !== "team" || o.purged_at != null || o.retention_excluded_at != null || o.content == null || !passes(filters, "observation", o)))
+      evidence.some((o) => !mayCross(o) || o.purged_at != null || o.content == null || !passes(filters, "observation", o)))
       continue;
     const bundle = signBundle(peer.shared_secret, {
       source_org_id: orgId,

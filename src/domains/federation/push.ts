@@ -100,8 +100,11 @@ function checkBundle(db: Db, peer: PeerRow, filters: FilterRow[], caller: Caller
   const existing = new Map<string, string>();
   for (const id of sourceIds) {
     const localId = importedAs(db, peer.peer_id, id);
-    const local = localId ? getObservation(db, localId) : null;
-    if (local && local.purged_at == null) {
+    if (localId) {
+      const local = getObservation(db, localId);
+      // Purged here on purpose: neither cited nor imported a second time (its (peer, remote id) stays taken).
+      if (!local || local.purged_at != null)
+        return reject(`Source ${id} was imported from this peer before and has been purged here; it is not imported again.`);
       if (sent.has(id) && sent.get(id)!.content_hash !== local.content_hash)
         return reject(`Source ${id} differs from the observation this peer sent before.`);
       existing.set(id, local.observation_id);

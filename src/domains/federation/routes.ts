@@ -10,6 +10,8 @@ import { push } from "./push";
 import { createFilterBody, createPeerBody, filterListResponse, filterResponse, logListResponse, logQuery, peerListResponse, peerResponse, peerSuspendedResponse, pullBody, pullResponse, pushBody, pushResponse } from "./schema";
 import { logPage, logView, requirePeer } from "./store";
 
+/** Pull and push are called by the other deployment with a key of this organization it holds: never a dashboard session. */
+const PEER_CREDENTIAL = ["api_key"] as const;
 
 export const federationRoutes = [
   orgRoute({
@@ -43,13 +45,14 @@ export const federationRoutes = [
     handler: listFilters,
   }),
   orgRoute({
-    method: "POST", path: "/v1/federation/pull", scope: "federation:write", body: pullBody,
+    method: "POST", path: "/v1/federation/pull", scope: "federation:write", stages: PEER_CREDENTIAL, explicitScope: true, body: pullBody,
     response: { 200: pullResponse },
     summary: "Called by the peer: up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response.",
     handler: pull,
   }),
   orgRoute({
-    method: "POST", path: "/v1/federation/push", scope: "federation:write", rawBody: true, rawBodySchema: pushBody,
+    method: "POST", path: "/v1/federation/push", scope: "federation:write", stages: PEER_CREDENTIAL, explicitScope: true,
+    rawBody: true, rawBodySchema: pushBody,
     response: { 200: pushResponse },
     summary: "Called by the peer: signed events and bundles; per-entry success, conflict or rejected; exchange_id replays.",
     handler: push,

@@ -41,6 +41,9 @@ export const identityRoutes = [
       const { caller, body } = rc;
       const scopes = normalizeScopes(body.scopes);
       if (!holdsAll(caller.scopes, scopes)) throw forbidden("A key cannot mint scopes it does not hold.");
+      // Such a key pulls and pushes as a federation peer (a "*" key does so only for owners and admins).
+      if (scopes.includes("federation:write") && !isAdmin(caller))
+        throw forbidden('Only an owner or admin may mint a key that names "federation:write": it acts as a federation peer.');
       const maxTrust = body.max_trust ?? lowerTrust(DEFAULT_KEY_CEILING, caller.maxTrust);
       if (!trustAtMost(maxTrust, caller.maxTrust))
         throw forbidden(`This credential may not mint a "${maxTrust}" trust ceiling.`);
