@@ -2,6 +2,7 @@
 // a project reference or a stored score: each case here answers for a hidden record exactly as for a
 // missing one (or for a foreign one, where the contract names that answer).
 import { describe, expect, it } from "vitest";
+import { contentHash } from "../src/domains/memory/store";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 type Key = Awaited<ReturnType<typeof mintKey>>;
@@ -68,5 +69,69 @@ describe("disputing a claim takes a write over the disputed claim's workspace", 
     const mine = await appendOk(f.wmember.key, obs("s", "member evidence"));
     expect((await dispute(f.wmember, mine)).status).toBe(201);
     expect(await claimRow(f.org.org_id, f.claim)).toEqual({ status: "disputed", version: 2 });
+  });
+});
+
+/** The error of `r` with `id` written as ID, to compare answers about different ids. */
+const errorOf = (r: { json: any }, id: string) => JSON.stringify(r.json.error).replaceAll(id, "ID");
+
+describe("a project of a workspace the caller cannot read answers like a missing one", () => {
+  it("resolve: 404 without create, 409 with it (references are unique), never its ids; writes naming it: 400", async () => {
+    const f = await workspaceFixture();
+    const resolve = (key: string, reference: string, create?: boolean) =>
+      call("POST", "/v1/projects/resolve", { key, body: { reference, ...(create === undefined ? {} : { create }) } });
+    // Who may read the workspace's records resolves it.
+    for (const k of [f.wreader, f.granted, f.wmember]) {
+      const r = await resolve(k.key, "repo:w-secret");
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.data).toEqual({ project_id: f.projectId, reference: "repo:w-secret", created: false, workspace_id: f.w });
+    }
+    // Anyone else: the same 404 as a reference nobody uses; creating it is a taken reference.
+    const hidden = await resolve(f.outsider.key, "repo:w-secret");
+    expectError(hidden, 404, "NOT_FOUND");
+    expect(hidden.text).not.toContain(f.projectId);
+    expect(JSON.stringify(hidden.json.error)).toBe(JSON.stringify((await resolve(f.outsider.key, "repo:nobody")).json.error));
+    const taken = await resolve(f.outsider.key, "repo:w-secret", true);
+    expectError(taken, 409, "CONFLICT");
+    expect(taken.text).not.toContain(f.projectId);
+    expect(taken.text).not.toContain(f.w);
+    expect(await inOrg(f.org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM projects"))).toEqual({ n: 1 });
+
+    // Writes naming it: an outsider (and an organization reader) gets the missing project's 400; a
+    // workspace reader or read-grant holder, who can see it, the write check's 403.
+    const missing = "prj_" + "0".repeat(32);
+    const orgReader = await mintKey(f.org.api_key, { scopes: ["*"] });
+    expect((await call("POST", "/v1/memberships", { key: f.org.api_key, body: { principal_id: orgReader.principal_id, role: "reader" } })).status).toBe(201);
+    const own = await appendOk(f.outsider.key, obs("s", "outsider evidence"));
+    const writes: [string, (projectId: string) => unknown][] = [
+      ["/v1/observations", (project_id) => obs("s", "x", { project_id })],
+      ["/v1/consolidations", (project_id) => ({ subject_id: "s", project_id, claims: [{ kind: "fact", statement: "x", sources: supports(own) }] })],
+    ];
+    for (const [path, body] of writes) {
+      for (const k of [f.outsider, orgReader]) {
+        const a = await call("POST", path, { key: k.key, body: body(f.projectId) });
+        const b = await call("POST", path, { key: k.key, body: body(missing) });
+        expectError(a, 400, "UNRESOLVED_REFERENCE");
+        expectError(b, 400, "UNRESOLVED_REFERENCE");
+        expect(errorOf(a, f.projectId), path).toBe(errorOf(b, missing));
+      }
+      for (const k of [f.wreader, f.granted]) expectError(await call("POST", path, { key: k.key, body: body(f.projectId) }), 403, "FORBIDDEN");
+    }
+    // The MCP remember tool answers the same.
+    const remember = (projectId: string) => call("POST", "/mcp", { key: f.outsider.key, headers: { accept: "application/json, text/event-stream" },
+      body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "svc_remember", arguments: obs("s", "x", { project_id: projectId }) } } });
+    const [ma, mb] = [await remember(f.projectId), await remember(missing)];
+    expect(ma.status).toBe(200);
+    expect(ma.text.replaceAll(f.projectId, "ID").replace(/req_[0-9a-f]{32}/g, "REQ")).toBe(mb.text.replaceAll(missing, "ID").replace(/req_[0-9a-f]{32}/g, "REQ"));
+    // An import line naming it: the missing project's 400, not the workspace write check's 403.
+    const at = new Date().toISOString();
+    const line = (project_id: string) => JSON.stringify({ type: "observation", observation_id: "obs_" + "9".repeat(32), subject_id: "s", project_id,
+      kind: "note", content: "x", content_hash: contentHash("x"), source: { type: "test" },
+      trust: "medium", visibility: "team", author_id: f.outsider.principal_id, created_at: at, purged: false, purged_at: null });
+    const importAs = (projectId: string) => call("POST", "/v1/import", { key: f.outsider.key, raw: line(projectId), headers: { "content-type": "application/x-ndjson" } });
+    const [ia, ib] = [await importAs(f.projectId), await importAs(missing)];
+    expectError(ia, 400, "UNRESOLVED_REFERENCE");
+    expect(errorOf(ia, f.projectId)).toBe(errorOf(ib, missing));
+    expectError(await call("POST", "/v1/import", { key: f.wreader.key, raw: line(f.projectId), headers: { "content-type": "application/x-ndjson" } }), 403, "FORBIDDEN");
   });
 });

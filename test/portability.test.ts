@@ -430,12 +430,17 @@ describe("a project's workspace across export and import", () => {
     const moved = { ...projectLine, workspace_id: null, workspace_name: null };
     expectError(await importNdjson(b.api_key, JSON.stringify(moved)), 409, "CONFLICT");
 
-    // Writing into the workspace's existing project by import takes a write there, like an append.
+    // Writing into the workspace's existing project by import takes a write there, like an append: a
+    // workspace reader gets 403; a member outside the workspace cannot see the project at all, so it is
+    // unresolved, like a missing one.
     const at = new Date().toISOString();
     const intruder = { type: "observation", observation_id: "obs_" + "9".repeat(32), subject_id: "s", project_id: p, kind: "note",
       content: "x", content_hash: contentHash("x"), source: { type: "test" }, trust: "medium", visibility: "team",
       author_id: member.principal_id, created_at: at, purged: false, purged_at: null };
-    expectError(await importNdjson(member.key, JSON.stringify(intruder)), 403, "FORBIDDEN");
+    expectError(await importNdjson(member.key, JSON.stringify(intruder)), 400, "UNRESOLVED_REFERENCE");
+    const wreader = await mintKey(b.api_key, { scopes: ["*"] });
+    expect((await call("POST", "/v1/memberships", { key: b.api_key, body: { principal_id: wreader.principal_id, role: "reader", workspace_id: w } })).status).toBe(201);
+    expectError(await importNdjson(wreader.key, JSON.stringify(intruder)), 403, "FORBIDDEN");
     expect((await importNdjson(b.api_key, JSON.stringify(intruder))).status).toBe(201);
     // A project line without the workspace fields (older files) has none.
     const plain = { type: "project", project_id: "prj_" + "7".repeat(32), reference: "repo:plain", created_by: member.principal_id, created_at: at };

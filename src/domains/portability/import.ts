@@ -14,7 +14,7 @@ import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
 import {
   allSourcesOf, canRetrieve, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference,
-  projectWorkspace,
+  projectNameable, projectWorkspace,
 } from "../memory/records";
 import { insertWorkspace } from "../access/memberships";
 import { contentHash, unresolved } from "../memory/store";
@@ -203,6 +203,17 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     if (projectByReference(db, rec.reference))
       throw conflict(`Line ${line}: another project of this organization already uses this reference.`);
   const workspacesCreated = restoreWorkspaces(db, rc.caller, projects);
+  // A project reference resolves to a project in this request or one here the caller may name (or
+  // write into): a hidden workspace's project is as unresolved as a missing one, checked before the
+  // write check below, so its 403 never confirms a project the caller cannot see.
+  const batchProjects = new Set(file.projects.map((e) => e.rec.project_id));
+  const missingProjects = unique([...observations, ...claims].filter(({ rec }) => {
+    if (rec.project_id === null || batchProjects.has(rec.project_id)) return false;
+    const row = getProject(db, rec.project_id);
+    return !row || (!projectNameable(db, rc.caller, row) &&
+      !canWrite(rc.caller, { subject_id: rec.subject_id, project_id: rec.project_id, workspace_id: row.workspace_id ?? null }));
+  }).map((e) => e.rec.project_id));
+  if (missingProjects.length) throw unresolved("project", missingProjects);
   // Writing into a workspace's projects takes what any write there takes (member or above, an
   // organization owner/admin role, or a covering write grant), whether the project is new or exists here.
   for (const { line, rec } of [...observations, ...claims]) {
@@ -212,11 +223,7 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
       throw forbidden(`Line ${line}: writing to this workspace's records takes workspace role member or above, or a write grant.`);
   }
 
-  // A reference resolves to a record in this request or one that already exists here (readable, for observations).
-  const batchProjects = new Set(file.projects.map((e) => e.rec.project_id));
-  const missingProjects = unique([...observations, ...claims].map((e) => e.rec.project_id))
-    .filter((id) => !batchProjects.has(id) && !getProject(db, id));
-  if (missingProjects.length) throw unresolved("project", missingProjects);
+  // A source resolves to an observation in this request or a readable one here.
   const batchObservations = new Set(file.observations.map((e) => e.rec.observation_id));
   const missingObservations = unique(claims.flatMap((e) => e.rec.sources.map((s) => s.observation_id)))
     .filter((id) => {
