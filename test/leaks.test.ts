@@ -1,9 +1,10 @@
 // Nothing leaks across principals or workspaces through a write check, an import answer, a cursor,
 // a project reference or a stored score: each case here answers for a hidden record exactly as for a
 // missing one (or for a foreign one, where the contract names that answer).
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { contentHash } from "../src/domains/memory/store";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, orgStub, supports } from "./helpers";
 
 type Key = Awaited<ReturnType<typeof mintKey>>;
 
@@ -133,5 +134,41 @@ describe("a project of a workspace the caller cannot read answers like a missing
     expectError(ia, 400, "UNRESOLVED_REFERENCE");
     expect(errorOf(ia, f.projectId)).toBe(errorOf(ib, missing));
     expectError(await call("POST", "/v1/import", { key: f.wreader.key, raw: line(f.projectId), headers: { "content-type": "application/x-ndjson" } }), 403, "FORBIDDEN");
+  });
+});
+
+describe("import of an id the importer cannot retrieve", () => {
+  it("answers exactly as an id of another organization: never compared, never skipped, never a source", async () => {
+    const org = await newOrg();
+    const importer = await mintKey(org.api_key, { scopes: ["*"] });
+    const secretObs = await appendOk(org.api_key, obs("s", "owner's private note", { visibility: "private" }));
+    const [secretClaim] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "owner's private claim", sources: supports(secretObs) }]);
+    const lines = (await call("GET", "/v1/export?limit=2000", { key: org.api_key })).text.split("\n").filter(Boolean).slice(1).map((l) => JSON.parse(l));
+    const obsLine = lines.find((l) => l.observation_id === secretObs);
+    const claimLine = lines.find((l) => l.claim_id === secretClaim);
+    // Another organization's record, registered in the ownership registry.
+    const other = await newOrg();
+    const foreign = await appendOk(other.api_key, obs("s", "elsewhere"));
+    await runDurableObjectAlarm(orgStub(other.org_id) as unknown as DurableObjectStub);
+    const importAs = (rec: object) => call("POST", "/v1/import", { key: importer.key, raw: JSON.stringify(rec), headers: { "content-type": "application/x-ndjson" } });
+    const foreignAnswer = await importAs({ ...obsLine, observation_id: foreign });
+    expectError(foreignAnswer, 409, "CONFLICT");
+    // Identical to the hidden record (as the member would write it, and as given), different from it, a claim: all alike.
+    const asMember = { ...obsLine, author_id: importer.principal_id };
+    for (const [id, rec] of [[secretObs, obsLine], [secretObs, asMember], [secretObs, { ...obsLine, source: { type: "guess" } }], [secretClaim, { ...claimLine, sources: [] }]] as const) {
+      const r = await importAs(rec);
+      expectError(r, 409, "CONFLICT");
+      expect(errorOf(r, id)).toBe(errorOf(foreignAnswer, foreign));
+    }
+    // A claim citing the hidden observation: unresolved, as a missing one.
+    const missing = "obs_" + "5".repeat(32);
+    const cite = (observation_id: string) => importAs({ ...claimLine, claim_id: "claim_" + "6".repeat(32), author_id: importer.principal_id, sources: [{ observation_id, relation: "supports" }] });
+    const [ca, cb] = [await cite(secretObs), await cite(missing)];
+    expectError(ca, 400, "UNRESOLVED_REFERENCE");
+    expect(errorOf(ca, secretObs)).toBe(errorOf(cb, missing));
+    // The owner, who reads it, still re-imports it as skipped.
+    const own = await call("POST", "/v1/import", { key: org.api_key, raw: JSON.stringify(obsLine), headers: { "content-type": "application/x-ndjson" } });
+    expect(own.status, own.text).toBe(200);
+    expect(own.json.data.skipped.observations).toBe(1);
   });
 });

@@ -198,14 +198,20 @@ describe("import", () => {
     const search = await call("GET", "/v1/memories?q=tea", { key: b.api_key });
     expect(search.json.data.items.map((c: { claim_id: string }) => c.claim_id).sort()).toEqual([ids.claims.liked, ids.claims.dislikes].sort());
 
-    // Re-importing identical records is idempotent, before and after B's ids reach the ownership index.
-    const again = await importNdjson(b.api_key, exported.text);
+    // B's owner cannot read A's owner's private records, so re-importing them answers as foreign ids
+    // (never compared or skipped); the principal that reads them all re-imports idempotently, before
+    // and after B's ids reach the ownership index.
+    const hidden = await importNdjson(b.api_key, exported.text);
+    expectError(hidden, 409, "CONFLICT");
+    expect(hidden.json.error.message).toBe(`2 imported id(s) already belong to another organization: ${ids.observations[2]}, ${ids.claims.privateClaim}.`);
+    const author = await mintKey(b.api_key, { principal_id: aOwner, scopes: ["*"], max_trust: "verified" });
+    const again = await importNdjson(author.key, exported.text);
     expect(again.status, again.text).toBe(200);
     expect(again.json.data).toMatchObject({ imported: { projects: 0, observations: 0, claims: 0 }, skipped: { projects: 2, observations: 4, claims: 6 } });
     await runDurableObjectAlarm(orgStub(b.org_id) as unknown as DurableObjectStub);
     const owners = await registryOwners(recordIdsOf(exported.text));
     expect(Object.values(owners)).toEqual(Array(12).fill(b.org_id));
-    expect((await importNdjson(b.api_key, exported.text)).status).toBe(200);
+    expect((await importNdjson(author.key, exported.text)).status).toBe(200);
   });
 
   it("refuses ids that belong to another organization (409) once its outbox reached the index, writing nothing", async () => {
