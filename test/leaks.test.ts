@@ -172,3 +172,30 @@ describe("import of an id the importer cannot retrieve", () => {
     expect(own.json.data.skipped.observations).toBe(1);
   });
 });
+
+describe("a delegated context run shows no scores", () => {
+  it("the compiler reads its items' scores; a handoff recipient reads the same items with score null", async () => {
+    const org = await newOrg();
+    const compiler = await mintKey(org.api_key, { scopes: ["*"] });
+    const recipient = await mintKey(org.api_key, { scopes: ["*"] });
+    const team = await appendOk(compiler.key, obs("s", "heron evidence"));
+    const priv = await appendOk(compiler.key, obs("s", "heron private evidence", { visibility: "private" }));
+    await consolidateOk(compiler.key, "s", [
+      { kind: "fact", statement: "the heron nests by the lake", sources: supports(team) },
+      { kind: "fact", statement: "the heron heron heron is private", sources: supports(priv) },
+    ]);
+    const compiled = await call("POST", "/v1/context/compile", { key: compiler.key, body: { query: "heron", token_budget: 500 } });
+    expect(compiled.status, compiled.text).toBe(201);
+    const ctx = compiled.json.data.context_id as string;
+    expect(compiled.json.data.items).toHaveLength(2);
+    const h = await call("POST", "/v1/handoffs", { key: compiler.key, body: { to_principal_id: recipient.principal_id, context_id: ctx } });
+    expect(h.status, h.text).toBe(201);
+    const own = await call("GET", `/v1/context/${ctx}`, { key: compiler.key });
+    expect(own.json.data.items.map((i: { score: unknown }) => i.score)).toEqual(compiled.json.data.items.map((i: { score: number }) => i.score));
+    const delegated = await call("GET", `/v1/context/${ctx}`, { key: recipient.key });
+    expect(delegated.status, delegated.text).toBe(200);
+    // Only the team item, and without the score it got among claims the recipient may not read.
+    expect(delegated.json.data.items).toHaveLength(1);
+    expect(delegated.json.data.items[0]).toMatchObject({ statement: "the heron nests by the lake", score: null });
+  });
+});
