@@ -24,18 +24,47 @@ export function isOperatorRequest(request: Request, url: URL, env: EdgeEnv): boo
     !!given && timingSafeEqual(hashKey(given), hashKey(token));
 }
 
-/** Create an organization: registry row, owner in its Durable Object, then the credential index row. */
+/**
+ * Create an organization: registry rows, owner in its Durable Object, then the credential index row.
+ * Nothing half-written survives a failure: if the object or the credential row fails, the registry
+ * rows are taken back, so no ownerless organization is listed and the owner username is free again.
+ * (An object that did bootstrap stays unreachable: nothing routes to it without those rows.)
+ */
 export async function bootstrapOrganization(env: EdgeEnv) {
   const orgId = newId(ID_PREFIX.org);
   const now = clock.nowIso();
-  const first = await env.INDEX_DB.prepare("SELECT count(*) AS n FROM dashboard_usernames WHERE username = 'owner'").first<{ n: number }>();
-  const username = first && first.n > 0 ? `owner-${randomHex(4)}` : "owner";
-  await env.INDEX_DB.batch([
-    env.INDEX_DB.prepare("INSERT INTO organizations (org_id, created_at) VALUES (?, ?)").bind(orgId, now),
-    env.INDEX_DB.prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)").bind(username, orgId, now),
-  ]);
-  const stub = env.ORG.get(env.ORG.idFromName(orgId));
-  const result = await stub.bootstrap(orgId, username);
-  await addCredential(env.INDEX_DB, result.key_hash, orgId, "api_key", now);
-  return { org_id: orgId, api_key: result.api_key, owner_username: username, temporary_password: result.temporary_password };
+  const username = await registerOrganization(env.INDEX_DB, orgId, now);
+  try {
+    const stub = env.ORG.get(env.ORG.idFromName(orgId));
+    const result = await stub.bootstrap(orgId, username);
+    await addCredential(env.INDEX_DB, result.key_hash, orgId, "api_key", now);
+    return { org_id: orgId, api_key: result.api_key, owner_username: username, temporary_password: result.temporary_password };
+  } catch (err) {
+    await env.INDEX_DB.batch([
+      env.INDEX_DB.prepare("DELETE FROM credentials WHERE org_id = ?").bind(orgId),
+      env.INDEX_DB.prepare("DELETE FROM dashboard_usernames WHERE org_id = ?").bind(orgId),
+      env.INDEX_DB.prepare("DELETE FROM organizations WHERE org_id = ?").bind(orgId),
+    ]).catch(() => undefined); // the original failure is the one to report
+    throw err;
+  }
+}
+
+/**
+ * The organization's registry row and its owner's username, in one batch: `owner` while free, else
+ * `owner-<hex>`. Two first bootstraps racing for `owner` do not fail: the loser takes a suffixed name.
+ */
+async function registerOrganization(db: D1Database, orgId: string, now: string): Promise<string> {
+  for (let attempt = 0; ; attempt++) {
+    const taken = attempt > 0 || (await db.prepare("SELECT 1 AS n FROM dashboard_usernames WHERE username = 'owner'").first()) != null;
+    const username = taken ? `owner-${randomHex(4)}` : "owner";
+    try {
+      await db.batch([
+        db.prepare("INSERT INTO organizations (org_id, created_at) VALUES (?, ?)").bind(orgId, now),
+        db.prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)").bind(username, orgId, now),
+      ]);
+      return username;
+    } catch (err) {
+      if (attempt >= 2 || !/UNIQUE constraint failed: dashboard_usernames/.test(String((err as Error).message))) throw err;
+    }
+  }
 }

@@ -8,6 +8,7 @@ import { healthRoutes } from "../src/domains/health/routes";
 import { ApiError, translateStorageError } from "../src/http/errors";
 import type { EdgeEnv, PublicRoute } from "../src/http/route";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
+import { bootstrapOrganization } from "../src/operator";
 import { handle } from "../src/worker";
 import { append, bareRequest, appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";
 
@@ -223,5 +224,50 @@ describe("a real route failing after a partial write leaves nothing behind", () 
     expect(Object.keys(await registryOwners(created)).sort()).toEqual([...created].sort());
     expect(after.outbox).toBe(before.outbox);
     expect(after.webhook_due_at).not.toBeNull();
+  });
+});
+
+describe("organization bootstrap leaves nothing behind when a later step fails", () => {
+  /** The real index database, except that statements whose SQL matches `pattern` answer `answer` (or fail). */
+  const indexDbWith = (pattern: RegExp, answer: "fail" | "none"): D1Database => {
+    const real = env.INDEX_DB;
+    const fake = async () => { if (answer === "fail") throw new Error("D1_ERROR: Network connection lost."); return null; };
+    return new Proxy(real, {
+      get(target, key) {
+        if (key === "prepare") return (sql: string) => {
+          if (!pattern.test(sql)) return target.prepare(sql);
+          const statement = { bind: () => statement, first: fake, run: fake, all: fake, raw: fake };
+          return statement;
+        };
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  };
+  const registryCounts = async () => env.INDEX_DB.prepare(
+    `SELECT (SELECT count(*) FROM organizations) AS orgs, (SELECT count(*) FROM dashboard_usernames) AS usernames,
+            (SELECT count(*) FROM credentials) AS credentials`).first();
+
+  it("takes back the organization and username rows when the organization's object fails", async () => {
+    await newOrg(); // the name `owner` is taken from here on, so this attempt would have taken `owner-<hex>`
+    const before = await registryCounts();
+    const unreachable = { idFromName: (name: string) => env.ORG.idFromName(name), get: () => ({ bootstrap: async () => { throw new Error("object unreachable"); } }) };
+    await expect(bootstrapOrganization({ ...env, ORG: unreachable } as unknown as EdgeEnv)).rejects.toThrow("object unreachable");
+    expect(await registryCounts()).toEqual(before);
+  });
+
+  it("takes them back when the credential row cannot be written", async () => {
+    const before = await registryCounts();
+    await expect(bootstrapOrganization({ ...env, INDEX_DB: indexDbWith(/INTO credentials/, "fail") } as EdgeEnv)).rejects.toThrow(/D1_ERROR/);
+    expect(await registryCounts()).toEqual(before);
+  });
+
+  it("a bootstrap that loses the race for the name `owner` takes a suffixed one instead of failing", async () => {
+    await newOrg();
+    // The look-up says `owner` is free (as it does to both of two first bootstraps racing), the insert finds it taken.
+    const org = await bootstrapOrganization({ ...env, INDEX_DB: indexDbWith(/SELECT 1 AS n FROM dashboard_usernames/, "none") } as EdgeEnv);
+    expect(org.owner_username).toMatch(/^owner-[0-9a-f]{8}$/);
+    const r = await call("GET", "/v1/principals", { key: org.api_key });
+    expect(r.status).toBe(200);
   });
 });
