@@ -2533,7 +2533,7 @@ export interface operations {
                                 status: "active" | "disputed" | "superseded" | "revoked";
                                 /** @enum {string} */
                                 trust: "low" | "medium" | "high" | "verified";
-                                score: number;
+                                score: number | null;
                                 tokens: number;
                                 current: boolean;
                             }[];

@@ -626,13 +626,14 @@ describe("workspaces scope records", () => {
         expect(got, `${name} via ${path}`).toEqual(want);
       }
 
-    // Writes into the workspace's project: member and above, organization owners/admins; not readers or outsiders.
+    // Writes into the workspace's project: member and above, organization owners/admins; not readers
+    // (403) or outsiders (who cannot see the project: 400, as for a missing one).
     const write = (key: string) => call("POST", "/v1/observations", { key, body: obs("scoped-subject", "w", { project_id: p }) });
     expect((await write(author.key)).status).toBe(201);
     expect((await write(wsAdmin.key)).status).toBe(201);
     expect((await write(orgAdmin.key)).status).toBe(201);
     expectError(await write(wsReader.key), 403, "FORBIDDEN");
-    expectError(await write(outsider.key), 403, "FORBIDDEN");
+    expectError(await write(outsider.key), 400, "UNRESOLVED_REFERENCE");
     expect((await call("POST", "/v1/observations", { key: outsider.key, body: obs("scoped-subject", "outside any project") })).status).toBe(201);
 
     // Removing the membership applies on the next request.

@@ -198,14 +198,20 @@ describe("import", () => {
     const search = await call("GET", "/v1/memories?q=tea", { key: b.api_key });
     expect(search.json.data.items.map((c: { claim_id: string }) => c.claim_id).sort()).toEqual([ids.claims.liked, ids.claims.dislikes].sort());
 
-    // Re-importing identical records is idempotent, before and after B's ids reach the ownership index.
-    const again = await importNdjson(b.api_key, exported.text);
+    // B's owner cannot read A's owner's private records, so re-importing them answers as foreign ids
+    // (never compared or skipped); the principal that reads them all re-imports idempotently, before
+    // and after B's ids reach the ownership index.
+    const hidden = await importNdjson(b.api_key, exported.text);
+    expectError(hidden, 409, "CONFLICT");
+    expect(hidden.json.error.message).toBe(`2 imported id(s) already belong to another organization: ${ids.observations[2]}, ${ids.claims.privateClaim}.`);
+    const author = await mintKey(b.api_key, { principal_id: aOwner, scopes: ["*"], max_trust: "verified" });
+    const again = await importNdjson(author.key, exported.text);
     expect(again.status, again.text).toBe(200);
     expect(again.json.data).toMatchObject({ imported: { projects: 0, observations: 0, claims: 0 }, skipped: { projects: 2, observations: 4, claims: 6 } });
     await runDurableObjectAlarm(orgStub(b.org_id) as unknown as DurableObjectStub);
     const owners = await registryOwners(recordIdsOf(exported.text));
     expect(Object.values(owners)).toEqual(Array(12).fill(b.org_id));
-    expect((await importNdjson(b.api_key, exported.text)).status).toBe(200);
+    expect((await importNdjson(author.key, exported.text)).status).toBe(200);
   });
 
   it("refuses ids that belong to another organization (409) once its outbox reached the index, writing nothing", async () => {
@@ -430,12 +436,17 @@ describe("a project's workspace across export and import", () => {
     const moved = { ...projectLine, workspace_id: null, workspace_name: null };
     expectError(await importNdjson(b.api_key, JSON.stringify(moved)), 409, "CONFLICT");
 
-    // Writing into the workspace's existing project by import takes a write there, like an append.
+    // Writing into the workspace's existing project by import takes a write there, like an append: a
+    // workspace reader gets 403; a member outside the workspace cannot see the project at all, so it is
+    // unresolved, like a missing one.
     const at = new Date().toISOString();
     const intruder = { type: "observation", observation_id: "obs_" + "9".repeat(32), subject_id: "s", project_id: p, kind: "note",
       content: "x", content_hash: contentHash("x"), source: { type: "test" }, trust: "medium", visibility: "team",
       author_id: member.principal_id, created_at: at, purged: false, purged_at: null };
-    expectError(await importNdjson(member.key, JSON.stringify(intruder)), 403, "FORBIDDEN");
+    expectError(await importNdjson(member.key, JSON.stringify(intruder)), 400, "UNRESOLVED_REFERENCE");
+    const wreader = await mintKey(b.api_key, { scopes: ["*"] });
+    expect((await call("POST", "/v1/memberships", { key: b.api_key, body: { principal_id: wreader.principal_id, role: "reader", workspace_id: w } })).status).toBe(201);
+    expectError(await importNdjson(wreader.key, JSON.stringify(intruder)), 403, "FORBIDDEN");
     expect((await importNdjson(b.api_key, JSON.stringify(intruder))).status).toBe(201);
     // A project line without the workspace fields (older files) has none.
     const plain = { type: "project", project_id: "prj_" + "7".repeat(32), reference: "repo:plain", created_by: member.principal_id, created_at: at };

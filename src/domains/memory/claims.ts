@@ -51,9 +51,10 @@ export function materializeClaims(db: Db, write: WriteScope, caller: Caller, inp
   }
   const missingClaims = disputedIds.filter((id) => !disputed.has(id));
   if (missingClaims.length) throw unresolved("claim", missingClaims);
-  // Disputing changes the disputed claim: it needs write authority over that claim's target, not
-  // only over the new claim's (checked once readable, so a hidden claim still looks missing).
-  for (const c of disputed.values()) requireWrite(caller, { subject_id: c.subject_id, project_id: c.project_id });
+  // Disputing changes the disputed claim: it needs write authority over that claim's target (its
+  // subject, project and workspace, as the lifecycle routes check), not only over the new claim's
+  // (checked once readable, so a hidden claim still looks missing).
+  for (const c of disputed.values()) requireWrite(caller, c);
   for (const c of disputed.values()) {
     if (c.subject_id !== input.subject_id) throw invalid(`Claim ${c.claim_id} is about another subject and cannot be disputed here.`);
     if (c.status !== "active" && c.status !== "disputed") throw invalid(`Claim ${c.claim_id} is ${c.status} and cannot be disputed.`);

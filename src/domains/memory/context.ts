@@ -114,10 +114,13 @@ export const contextRoutes = [
       const run = readableRun(db, caller, params.id);
       if (!run) throw notFound("Context");
       const rows = contextRunClaims(db, run.context_id);
-      // Items the caller can no longer read are left out without a trace.
+      // Items the caller can no longer read are left out without a trace. Scores were computed over the
+      // compiler's readable claims (normalized to its best match, boosted by its neighbours), so only
+      // the compiler sees them; a delegated reader gets null.
+      const ownRun = run.actor_id === caller.principalId;
       const items = rows.filter((c) => canRetrieve(caller, c)).map((c) => ({
         claim_id: c.claim_id, statement: c.statement, kind: c.kind, status: c.status, trust: c.trust,
-        current: isCurrentClaim(c), score: c.score, tokens: c.tokens,
+        current: isCurrentClaim(c), score: ownRun ? c.score : null, tokens: c.tokens,
       }));
       return ok({
         context_id: run.context_id, query: run.query, subject_id: run.subject_id, project_id: run.project_id,

@@ -5,7 +5,7 @@ import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { ApiError, forbidden, notFound } from "../../http/errors";
+import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -13,7 +13,8 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite, type WriteScope } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference, projectWorkspace, targetInBody, tombstone } from "./records";
+import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference, projectNameable,
+  projectWorkspace, targetInBody, tombstone } from "./records";
 import { contentHash, observationView, readableObservation, requireProject, unresolved } from "./store";
 import type { z } from "zod";
 
@@ -40,14 +41,20 @@ export function appendObservation(db: Db, write: WriteScope, caller: Caller, bod
   return { row, data, touched };
 }
 
+/** A new project's reference is taken (by a project the caller may not see: visible ones resolve). */
+export const TAKEN_REFERENCE = "Another project of this organization already uses this reference.";
+
 export const observationRoutes = [
   orgRoute({
     method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody,
     response: { 201: projectResolveResponse, 200: projectResolveResponse },
     summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
     handler: (rc) => {
+      // A project of a workspace the caller cannot read is resolved like a missing reference; creating
+      // it anyway is a taken reference (references are unique), which names no id.
       const existing = projectByReference(rc.db, rc.body.reference);
-      if (existing) return ok({ project_id: existing.project_id, reference: existing.reference, created: false, workspace_id: existing.workspace_id ?? null });
+      if (existing && projectNameable(rc.db, rc.caller, existing))
+        return ok({ project_id: existing.project_id, reference: existing.reference, created: false, workspace_id: existing.workspace_id ?? null });
       if (!rc.body.create) throw notFound("Project");
       if (!hasScope(rc.caller.scopes, "projects:create")) throw forbidden(missingScopeMessage("projects:create"));
       const workspaceId = rc.body.workspace_id ?? null;
@@ -55,6 +62,7 @@ export const observationRoutes = [
         if (!workspaceVisible(rc.db, rc.caller, workspaceId)) throw unresolved("workspace", [workspaceId]);
         if (!canWrite(rc.caller, { workspace_id: workspaceId })) throw forbidden("Creating a project in this workspace takes workspace role member or above.");
       }
+      if (existing) throw conflict(TAKEN_REFERENCE);
       return commitWrite(rc, (db, write) => {
         const project: ProjectRow = {
           project_id: newRecordId(db, write, ID_PREFIX.project), reference: rc.body.reference, created_by: rc.caller.principalId, created_at: clock.nowIso(),

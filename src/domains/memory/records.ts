@@ -12,7 +12,8 @@
 // (validity: a claim's status and valid_to; retention: retention_excluded_at). Retention exclusion
 // and workspace roles are added to retrievable/canRetrieve and nowhere else: every read of these
 // tables below is built on them.
-import { type WriteTarget, canRead, readableWays, readableWhere } from "../../access/policy";
+import { type WriteTarget, canRead, canWrite, isAdmin, readableWays, readableWhere, workspaceRole } from "../../access/policy";
+import { unresolved } from "../../http/errors";
 import { clock } from "../../http/clock";
 import type { Db } from "../../org/db";
 import type { Touched } from "../../org/outbox";
@@ -168,9 +169,32 @@ export function canRetrieve(caller: Caller, r: RecordLike & { status?: string; v
 export const projectWorkspace = (db: Db, projectId: string | null | undefined): string | null =>
   projectId ? (db.first<{ workspace_id: string | null }>("SELECT workspace_id FROM projects WHERE project_id = ?", projectId)?.workspace_id ?? null) : null;
 
-/** The write target a request body names (appends and consolidations): for grantWritable routes. */
-export const targetInBody = (rc: { db: Db; body: { subject_id: string; project_id?: string | null } }): WriteTarget =>
-  ({ subject_id: rc.body.subject_id, project_id: rc.body.project_id ?? null, workspace_id: projectWorkspace(rc.db, rc.body.project_id) });
+/**
+ * The write target a request body names (appends and consolidations): for grantWritable routes. A
+ * project the caller may not name (missing, or a hidden workspace's: projectNameable) and may not
+ * write into answers 400 UNRESOLVED_REFERENCE here, before the write check, so a 403 never confirms it.
+ */
+export function targetInBody(rc: { db: Db; caller: Caller; body: { subject_id: string; project_id?: string | null } }): WriteTarget {
+  const projectId = rc.body.project_id ?? null;
+  const project = projectId === null ? null : getProject(rc.db, projectId);
+  const target = { subject_id: rc.body.subject_id, project_id: projectId, workspace_id: project?.workspace_id ?? null };
+  if (projectId !== null && (!project || (!projectNameable(rc.db, rc.caller, project) && !canWrite(rc.caller, target))))
+    throw unresolved("project", [projectId]);
+  return target;
+}
+
+/**
+ * May the caller name this project (resolve its reference, write into it by id)? A project outside
+ * workspaces is the organization's shared namespace: yes. A workspace's project: its members and the
+ * organization's owners/admins, its creator, a grant naming it or the organization, or whoever can
+ * retrieve one of its records (the GET /v1/projects rule). For anyone else it answers like a missing one.
+ */
+export function projectNameable(db: Db, caller: Caller, p: ProjectRow): boolean {
+  if (!p.workspace_id || isAdmin(caller) || workspaceRole(caller, p.workspace_id) !== undefined || p.created_by === caller.principalId) return true;
+  if (caller.grants.some((g) => g.type === "organization" || (g.type === "project" && g.id === p.project_id))) return true;
+  const [visible, ...args] = projectVisible(caller, "p", { orCreator: false });
+  return db.first(`SELECT 1 FROM projects p WHERE p.project_id = ? AND ${visible}`, p.project_id, ...args) != null;
+}
 
 export const getProject = (db: Db, projectId: string) =>
   db.first<ProjectRow>("SELECT * FROM projects WHERE project_id = ?", projectId);

@@ -62,7 +62,8 @@ export const compileResponse = z.strictObject({
 export const contextRunResponse = z.strictObject({
   context_id: contextId, query: z.string().nullable(), subject_id: z.string().nullable(), project_id: projectId.nullable(),
   kinds: z.array(z.enum(CLAIM_KINDS)).nullable(), token_budget: count, tokens_used: count,
-  items: z.array(z.strictObject({ ...compiledItem, current: z.boolean() })), created_at: timestamp,
+  // score: null for a delegated reader (scores were computed over what the compiler may read).
+  items: z.array(z.strictObject({ ...compiledItem, score: z.number().nullable(), current: z.boolean() })), created_at: timestamp,
 });
 
 export const feedbackResponse = z.strictObject({

@@ -14,7 +14,7 @@ import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
 import {
   allSourcesOf, canRetrieve, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference,
-  projectWorkspace,
+  projectNameable, projectWorkspace,
 } from "../memory/records";
 import { insertWorkspace } from "../access/memberships";
 import { contentHash, unresolved } from "../memory/store";
@@ -102,7 +102,7 @@ export const importIds = (file: ImportFile) =>
  * wins, all-or-nothing per shard). 409 when any id belongs to another organization; 503 when the
  * registry cannot answer. Returns the ids this call newly claimed, to release if the import fails.
  */
-export async function claimIds(registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<string[]> {
+export async function claimIds(registry: OwnershipRegistry, orgId: string, ids: string[], hidden: string[] = []): Promise<string[]> {
   let result: { foreign: string[]; added: string[] };
   try {
     result = await registry.claim(orgId, ids, clock.nowIso());
@@ -110,12 +110,33 @@ export async function claimIds(registry: OwnershipRegistry, orgId: string, ids: 
     console.error("record ownership claim failed", err);
     throw new ApiError("UNAVAILABLE", "The record ownership registry is unavailable; nothing was imported.");
   }
-  const { foreign, added } = result;
+  const { added } = result;
+  // Ids that exist here but the caller may not see answer exactly as foreign ones, in request order.
+  const outside = new Set([...result.foreign, ...hidden]);
+  const foreign = ids.filter((id) => outside.has(id));
   if (foreign.length) {
     await releaseQuietly(registry, orgId, added);
-    throw conflict(`${foreign.length} imported id(s) already belong to another organization: ${foreign.slice(0, 3).join(", ")}${foreign.length > 3 ? ", …" : ""}.`);
+    throw foreignIds(foreign);
   }
   return added;
+}
+
+/** 409: ids that exist outside the organization (or, to this caller, outside what it may see). */
+const foreignIds = (ids: string[]) =>
+  conflict(`${ids.length} imported id(s) already belong to another organization: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`);
+
+/**
+ * Lines whose id exists here on a record the caller may not retrieve (a project: may not name). They
+ * are never compared or skipped (that would confirm a hidden record's fields): they answer exactly as
+ * an id of another organization does.
+ */
+function hiddenIds(db: Db, caller: Caller, file: ImportFile): string[] {
+  const hidden = (row: Parameters<typeof canRetrieve>[1] | null | undefined) => row != null && !canRetrieve(caller, row);
+  return [
+    ...file.projects.filter(({ rec }) => { const p = getProject(db, rec.project_id); return p != null && !projectNameable(db, caller, p); }),
+    ...file.observations.filter(({ rec }) => hidden(getObservation(db, rec.observation_id))),
+    ...file.claims.filter(({ rec }) => hidden(getClaim(db, rec.claim_id))),
+  ].map((e) => idOf(e.rec));
 }
 
 /** Undo claims of an import that did not commit; a failure only leaves unused reservations (README). */
@@ -195,6 +216,8 @@ const unique = (ids: (string | null)[]) => [...new Set(ids.filter((id): id is st
 
 /** The transactional half: re-checks everything against this organization's rows, then writes. */
 function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
+  const hidden = hiddenIds(db, rc.caller, file);
+  if (hidden.length) throw foreignIds(hidden);
   const projects = onlyNew(db, rc.caller, file.projects);
   const observations = onlyNew(db, rc.caller, file.observations);
   const claims = onlyNew(db, rc.caller, file.claims);
@@ -203,6 +226,17 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     if (projectByReference(db, rec.reference))
       throw conflict(`Line ${line}: another project of this organization already uses this reference.`);
   const workspacesCreated = restoreWorkspaces(db, rc.caller, projects);
+  // A project reference resolves to a project in this request or one here the caller may name (or
+  // write into): a hidden workspace's project is as unresolved as a missing one, checked before the
+  // write check below, so its 403 never confirms a project the caller cannot see.
+  const batchProjects = new Set(file.projects.map((e) => e.rec.project_id));
+  const missingProjects = unique([...observations, ...claims].filter(({ rec }) => {
+    if (rec.project_id === null || batchProjects.has(rec.project_id)) return false;
+    const row = getProject(db, rec.project_id);
+    return !row || (!projectNameable(db, rc.caller, row) &&
+      !canWrite(rc.caller, { subject_id: rec.subject_id, project_id: rec.project_id, workspace_id: row.workspace_id ?? null }));
+  }).map((e) => e.rec.project_id));
+  if (missingProjects.length) throw unresolved("project", missingProjects);
   // Writing into a workspace's projects takes what any write there takes (member or above, an
   // organization owner/admin role, or a covering write grant), whether the project is new or exists here.
   for (const { line, rec } of [...observations, ...claims]) {
@@ -212,12 +246,9 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
       throw forbidden(`Line ${line}: writing to this workspace's records takes workspace role member or above, or a write grant.`);
   }
 
-  // A reference resolves to a record in this request or one that already exists here (readable, for observations).
-  const batchProjects = new Set(file.projects.map((e) => e.rec.project_id));
-  const missingProjects = unique([...observations, ...claims].map((e) => e.rec.project_id))
-    .filter((id) => !batchProjects.has(id) && !getProject(db, id));
-  if (missingProjects.length) throw unresolved("project", missingProjects);
-  const batchObservations = new Set(file.observations.map((e) => e.rec.observation_id));
+  // A source resolves to an observation in this request or a readable one here.
+  // Only observations this request inserts count as present; an existing one must be readable.
+  const batchObservations = new Set(observations.map((e) => e.rec.observation_id));
   const missingObservations = unique(claims.flatMap((e) => e.rec.sources.map((s) => s.observation_id)))
     .filter((id) => {
       if (batchObservations.has(id)) return false;
@@ -273,7 +304,7 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
 export async function importBatch(rc: RequestCtx): Promise<Reply> {
   const file = parseImport(rc.rawBody, rc.caller);
   // The one call outside the Durable Object; everything it cannot know is re-checked in the transaction.
-  const claimed = await claimIds(rc.deps.registry, rc.orgId, importIds(file));
+  const claimed = await claimIds(rc.deps.registry, rc.orgId, importIds(file), hiddenIds(rc.db, rc.caller, file));
   try {
     return commitWrite(rc, (db) => applyImport(db, rc, file));
   } catch (err) {
