@@ -199,3 +199,42 @@ describe("a delegated context run shows no scores", () => {
     expect(delegated.json.data.items[0]).toMatchObject({ statement: "the heron nests by the lake", score: null });
   });
 });
+
+describe("list cursors name the last record, never a position others' writes move", () => {
+  const decoded = (cursor: string) => JSON.parse(Buffer.from(cursor, "base64url").toString());
+
+  it("memories, export and releases: the cursor is the same whatever others wrote meanwhile, and pages go on", async () => {
+    const org = await newOrg();
+    const bob = await mintKey(org.api_key, { scopes: ["*"] });
+    const ids = [];
+    for (const text of ["first team note", "second team note", "third team note"]) {
+      const o = await appendOk(org.api_key, obs("s", text));
+      ids.push((await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: text, sources: supports(o) }]))[0]);
+    }
+    const cursors = async () => {
+      const m = await call("GET", "/v1/memories?limit=1", { key: bob.key });
+      const e = await call("GET", "/v1/export?type=claims&limit=1", { key: bob.key });
+      return { memories: m.json.data.next_cursor as string, export: JSON.parse(e.text.split("\n")[0]).next_after as string };
+    };
+    const before = await cursors();
+    expect(decoded(before.memories)).toEqual([ids[2]]);
+    expect(decoded(before.export)).toEqual(["claims", ids[0]]);
+    // The owner writes private claims bob cannot read; bob's cursors must not change (a position would).
+    for (let i = 0; i < 3; i++) {
+      const o = await appendOk(org.api_key, obs("s", `private ${i}`, { visibility: "private" }));
+      await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: `private ${i}`, sources: supports(o) }]);
+    }
+    expect(await cursors()).toEqual(before);
+    // And they continue where they stopped.
+    const next = await call("GET", `/v1/memories?limit=1&after=${before.memories}`, { key: bob.key });
+    expect(next.json.data.items.map((c: { claim_id: string }) => c.claim_id)).toEqual([ids[1]]);
+    const nextExport = await call("GET", `/v1/export?type=claims&limit=5&after=${before.export}`, { key: bob.key });
+    const lines = nextExport.text.trim().split("\n").slice(1).map((l) => JSON.parse(l).claim_id);
+    expect(lines).toEqual([ids[1], ids[2]]);
+    // A cursor naming nothing this service issued is the invalid-cursor 400, as before.
+    const forged = Buffer.from(JSON.stringify(["claim_00000000000000000000000000000000"])).toString("base64url");
+    expectError(await call("GET", `/v1/memories?after=${forged}`, { key: bob.key }), 400, "VALIDATION_ERROR");
+    const numeric = Buffer.from(JSON.stringify([5])).toString("base64url");
+    expectError(await call("GET", `/v1/memories?after=${numeric}`, { key: bob.key }), 400, "VALIDATION_ERROR");
+  });
+});

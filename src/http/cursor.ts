@@ -16,6 +16,11 @@ export function decodeCursor<T>(cursor: string, check: (v: unknown) => v is T): 
   } catch {
     // fall through
   }
+  return invalidCursor();
+}
+
+/** The answer to an `after` this service did not issue (or that names nothing any more). */
+export function invalidCursor(): never {
   throw new ApiError("VALIDATION_ERROR", 'Invalid field "after": not a cursor this service issued.');
 }
 

@@ -3,7 +3,7 @@ import { claimResponse, consolidationMeta, consolidationResponse, evidenceRespon
 import { canRead, readableWhere, requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
+import { idInCursor, invalidCursor, pageOf } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -16,7 +16,7 @@ import type { z } from "zod";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
   type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
-  memoriesPage, newRecordId, observationsByIds, projectWorkspace, targetInBody } from "./records";
+  claimSeqOf, memoriesPage, newRecordId, observationsByIds, projectWorkspace, targetInBody } from "./records";
 import { searchMemories, searchSnapshotsJob } from "./search";
 import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
@@ -234,8 +234,10 @@ export const claimRoutes = [
           (atMs) => jobDue(searchSnapshotsJob.name, atMs));
         return ok({ items: claimViewsFor(db, caller, page), ...more });
       }
-      const rows = memoriesPage(db, caller, filter, query.after ? decodeCursor(query.after, isSeqCursor)[0] : undefined, query.limit);
-      const { page, ...more } = pageOf(rows, query.limit, (c) => [c.seq]);
+      // The cursor names the page's last claim; its position is looked up here, never handed out.
+      const afterSeq = query.after ? claimSeqOf(db, idInCursor(query.after, ID_PREFIX.claim)) ?? invalidCursor() : undefined;
+      const rows = memoriesPage(db, caller, filter, afterSeq, query.limit);
+      const { page, ...more } = pageOf(rows, query.limit, (c) => [c.claim_id]);
       return ok({ items: claimViewsFor(db, caller, page), ...more });
     },
   }),

@@ -1021,11 +1021,29 @@ export function retrievableProposals(db: Db, caller: Caller, limit: number): Pro
 
 export type ExportTable = "projects" | "observations" | "claims";
 
-const EXPORT_TABLE: Record<ExportTable, { sql: string; alias: string; position: string }> = {
-  projects: { sql: "projects p", alias: "p", position: "p.rowid" },
-  observations: { sql: "observations o", alias: "o", position: "o.rowid" },
-  claims: { sql: "claims c", alias: "c", position: "c.seq" },
+const EXPORT_TABLE: Record<ExportTable, { sql: string; alias: string; position: string; id: string }> = {
+  projects: { sql: "projects p", alias: "p", position: "p.rowid", id: "p.project_id" },
+  observations: { sql: "observations o", alias: "o", position: "o.rowid", id: "o.observation_id" },
+  claims: { sql: "claims c", alias: "c", position: "c.seq", id: "c.claim_id" },
 };
+
+/**
+ * Export cursors name a record by id, never by position: positions are organization-wide counters, so
+ * two of one caller's cursors would tell how many records others wrote in between. These two convert.
+ */
+export function exportIdAt(db: Db, type: ExportTable, position: number): string | null {
+  const t = EXPORT_TABLE[type];
+  return db.first<{ id: string }>(`SELECT ${t.id} AS id FROM ${t.sql} WHERE ${t.position} = ?`, position)?.id ?? null;
+}
+export function exportPositionOf(db: Db, type: ExportTable, id: string): number | null {
+  const t = EXPORT_TABLE[type];
+  return db.first<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${t.id} = ?`, id)?.r ?? null;
+}
+
+/** A claim's write position, for a list cursor that names the claim (memories, releases): null when no such claim. */
+export function claimSeqOf(db: Db, claimId: string): number | null {
+  return db.first<{ seq: number }>("SELECT seq FROM claims WHERE claim_id = ?", claimId)?.seq ?? null;
+}
 
 /** Position window (after, upTo] plus what the caller may retrieve (projects: see projectVisible). */
 function exportWindow(caller: Caller, type: ExportTable): [string, unknown[]] {

@@ -4,12 +4,13 @@
 // then the records are streamed 50 rows per read: memory stays constant however large the
 // organization or its records are.
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor } from "../../http/cursor";
+import { decodeCursor, encodeCursor, invalidCursor } from "../../http/cursor";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import {
-  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, exportPositions, exportRows, retrievableClaimIds, sourcesByClaim,
+  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, exportIdAt, exportPositionOf, exportPositions, exportRows,
+  retrievableClaimIds, sourcesByClaim,
 } from "../memory/records";
 import { workspaceNames } from "../access/memberships";
 import { claimReferences, claimView, observationView, withVisibleReferences } from "../memory/store";
@@ -44,6 +45,12 @@ function chunk(db: Db, caller: Caller, type: ExportType, after: number, upTo: nu
 }
 
 type Cursor = [ExportType, number];
+/**
+ * What `next_after` carries: the type and the id of the last record handed out ("" = that type from its
+ * start). Never a position: positions are organization-wide counters, so two cursors would tell how
+ * many records others wrote in between.
+ */
+type CursorText = [ExportType, string];
 
 /** One type's share of a page: positions (after, upTo], `count` readable records. */
 interface Segment {
@@ -116,9 +123,11 @@ function streamPage(db: Db, caller: Caller, header: object, plan: Plan): Readabl
 export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>>): Reply {
   const { query } = rc;
   const types: ExportType[] = query.type ? [query.type] : [...IMPORT_ORDER];
-  const isCursor = (v: unknown): v is Cursor =>
-    Array.isArray(v) && v.length === 2 && types.includes(v[0]) && Number.isInteger(v[1]) && v[1] >= 0;
-  const from = query.after ? decodeCursor(query.after, isCursor) : null;
+  const isCursor = (v: unknown): v is CursorText =>
+    Array.isArray(v) && v.length === 2 && types.includes(v[0]) && typeof v[1] === "string";
+  const given = query.after ? decodeCursor(query.after, isCursor) : null;
+  const from: Cursor | null = given && [given[0], given[1] === "" ? 0 : exportPositionOf(rc.db, given[0], given[1]) ?? invalidCursor()];
+  const cursorOf = ([type, position]: Cursor): CursorText => [type, position === 0 ? "" : exportIdAt(rc.db, type, position) ?? ""];
   let plan: Plan = { segments: [], records: 0, next: null };
   // Plan and audit in one transaction: the audit entry describes exactly the page handed out.
   const reply = commitWrite(rc, (db) => {
@@ -134,7 +143,7 @@ export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>
   const header = {
     type: "svc.export.header", format_version: EXPORT_FORMAT_VERSION, import_order: IMPORT_ORDER,
     filters: { type: query.type ?? null, limit: query.limit, after: query.after ?? null },
-    records: plan.records, has_more: plan.next != null, next_after: plan.next ? encodeCursor(plan.next) : null,
+    records: plan.records, has_more: plan.next != null, next_after: plan.next ? encodeCursor(cursorOf(plan.next)) : null,
     exported_at: clock.nowIso(),
   };
   return { ...reply, stream: streamPage(rc.db, rc.caller, header, plan) };
