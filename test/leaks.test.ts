@@ -201,7 +201,8 @@ describe("a delegated context run shows no scores", () => {
 });
 
 describe("list cursors name the last record, never a position others' writes move", () => {
-  const decoded = (cursor: string) => JSON.parse(Buffer.from(cursor, "base64url").toString());
+  const decoded = (cursor: string) => JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/")));
+  const encoded = (v: unknown) => btoa(JSON.stringify(v)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
   it("memories, export and releases: the cursor is the same whatever others wrote meanwhile, and pages go on", async () => {
     const org = await newOrg();
@@ -232,9 +233,22 @@ describe("list cursors name the last record, never a position others' writes mov
     const lines = nextExport.text.trim().split("\n").slice(1).map((l) => JSON.parse(l).claim_id);
     expect(lines).toEqual([ids[1], ids[2]]);
     // A cursor naming nothing this service issued is the invalid-cursor 400, as before.
-    const forged = Buffer.from(JSON.stringify(["claim_00000000000000000000000000000000"])).toString("base64url");
+    const forged = encoded(["claim_00000000000000000000000000000000"]);
     expectError(await call("GET", `/v1/memories?after=${forged}`, { key: bob.key }), 400, "VALIDATION_ERROR");
-    const numeric = Buffer.from(JSON.stringify([5])).toString("base64url");
+    const numeric = encoded([5]);
     expectError(await call("GET", `/v1/memories?after=${numeric}`, { key: bob.key }), 400, "VALIDATION_ERROR");
+  });
+});
+
+describe("access simulation of a write into a workspace project", () => {
+  it("decides as the real write does: a workspace reader is denied, a workspace member allowed", async () => {
+    const f = await workspaceFixture();
+    const simulate = (principalId: string) => call("POST", "/v1/access/simulate", { key: f.org.api_key,
+      body: { principal_id: principalId, action: "write", project: f.projectId } }).then((r) => { expect(r.status, r.text).toBe(200); return r.json.data.decision; });
+    expect(await simulate(f.wreader.principal_id)).toBe("deny");
+    expect(await simulate(f.outsider.principal_id)).toBe("deny");
+    expect(await simulate(f.wmember.principal_id)).toBe("allow");
+    // The real write agrees.
+    expectError(await call("POST", "/v1/observations", { key: f.wreader.key, body: obs("s", "reader writes", { project_id: f.projectId }) }), 403, "FORBIDDEN");
   });
 });

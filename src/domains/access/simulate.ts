@@ -8,7 +8,7 @@ import { orgRoute } from "../../http/route";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";
-import { canRetrieve, getClaim, getObservation, guarded } from "../memory/records";
+import { canRetrieve, getClaim, getObservation, guarded, projectWorkspace } from "../memory/records";
 import { unresolved } from "../memory/store";
 import { simulateBody, simulateResponse } from "./schema";
 
@@ -38,7 +38,9 @@ export const simulateRoutes = [
       const grants: HeldGrant[] = loadGrants(db, principal.principal_id);
       const subject: Caller = { principalId: principal.principal_id, keyId: "", scopes: ["*"], maxTrust: "verified", role: principal.role, grants,
         workspaces: principalWorkspaces(db, principal.principal_id) };
-      const scopeOf = record ?? { subject_id: body.subject ?? null, project_id: body.project === undefined ? undefined : body.project };
+      // A project target carries its workspace, as every real write into it is checked (workspace role).
+      const scopeOf = record ?? { subject_id: body.subject ?? null, project_id: body.project === undefined ? undefined : body.project,
+        workspace_id: projectWorkspace(db, body.project) };
       const applicable = grants.filter((g) => g.permissions.includes(body.action) && covers(g, scopeOf)).map((g) => g.grantId);
 
       const visibility = record
