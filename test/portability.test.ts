@@ -474,3 +474,24 @@ describe("export visibility of projects", () => {
     expect(all.text).toContain("secret-name");
   });
 });
+
+describe("an import that fails gives back only the ids it alone claimed", () => {
+  it("keeps the registration of an id this organization's own record holds (its registration was still on the way)", async () => {
+    const org = await newOrg();
+    const x = await appendOk(org.api_key, obs("s", "ours already"));
+    // As if x's registration had not reached the registry yet when the import claimed it.
+    await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub);
+    await durableRegistry(env.ID_REGISTRY).release(org.org_id, [x]);
+    const line = (await call("GET", "/v1/export?type=observations", { key: org.api_key })).text.trim().split("\n")
+      .map((l) => JSON.parse(l)).find((l) => l.observation_id === x);
+    const at = new Date().toISOString();
+    const failing = {
+      type: "claim", claim_id: "claim_" + "d".repeat(32), subject_id: "s", project_id: null, kind: "fact", statement: "cites nothing",
+      status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null, disputes: [],
+      sources: [{ observation_id: "obs_" + "9".repeat(32), relation: "supports" }], created_at: at, updated_at: at, author_id: line.author_id,
+    };
+    const r = await importNdjson(org.api_key, [line, failing].map((l) => JSON.stringify(l)).join("\n"));
+    expectError(r, 400, "UNRESOLVED_REFERENCE");
+    expect(await registryOwners([x, failing.claim_id])).toEqual({ [x]: org.org_id });
+  });
+});

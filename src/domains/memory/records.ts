@@ -1040,6 +1040,15 @@ export function exportPositionOf(db: Db, type: ExportTable, id: string): number 
   return db.first<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${t.id} = ?`, id)?.r ?? null;
 }
 
+/** Which of these ids name a project, observation or claim of this organization (any state). */
+export function existingRecordIds(db: Db, ids: string[]): string[] {
+  if (!ids.length) return [];
+  return db.all<{ id: string }>(
+    `SELECT j.value AS id FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM projects WHERE project_id = j.value)
+        OR EXISTS (SELECT 1 FROM observations WHERE observation_id = j.value) OR EXISTS (SELECT 1 FROM claims WHERE claim_id = j.value)`,
+    JSON.stringify(ids)).map((r) => r.id);
+}
+
 /** A claim's write position, for a list cursor that names the claim (memories, releases): null when no such claim. */
 export function claimSeqOf(db: Db, claimId: string): number | null {
   return db.first<{ seq: number }>("SELECT seq FROM claims WHERE claim_id = ?", claimId)?.seq ?? null;

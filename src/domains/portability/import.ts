@@ -14,7 +14,7 @@ import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
 import {
   allSourcesOf, canRetrieve, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference,
-  projectNameable, projectWorkspace,
+  existingRecordIds, projectNameable, projectWorkspace,
 } from "../memory/records";
 import { insertWorkspace } from "../access/memberships";
 import { contentHash, unresolved } from "../memory/store";
@@ -308,7 +308,10 @@ export async function importBatch(rc: RequestCtx): Promise<Reply> {
   try {
     return commitWrite(rc, (db) => applyImport(db, rc, file));
   } catch (err) {
-    await releaseQuietly(rc.deps.registry, rc.orgId, claimed);
+    // Only ids that name no record here go back: an id this organization's own write created while the
+    // import waited (its registration still on the way) was "newly claimed" too, and must stay ours.
+    const held = new Set(existingRecordIds(rc.db, claimed));
+    await releaseQuietly(rc.deps.registry, rc.orgId, claimed.filter((id) => !held.has(id)));
     throw err;
   }
 }
