@@ -235,6 +235,12 @@ describe("list cursors name the last record, never a position others' writes mov
     // A cursor naming nothing this service issued is the invalid-cursor 400, as before.
     const forged = encoded(["claim_00000000000000000000000000000000"]);
     expectError(await call("GET", `/v1/memories?after=${forged}`, { key: bob.key }), 400, "VALIDATION_ERROR");
+    // Nor does one naming a claim bob cannot read: it answers exactly as one naming no claim.
+    const hidden = (await call("GET", "/v1/memories?limit=1&visibility=private", { key: org.api_key })).json.data.items[0].claim_id as string;
+    const hiddenCursor = await call("GET", `/v1/memories?after=${encoded([hidden])}`, { key: bob.key });
+    expectError(hiddenCursor, 400, "VALIDATION_ERROR");
+    const hiddenExport = await call("GET", `/v1/export?type=claims&after=${encoded(["claims", hidden])}`, { key: bob.key });
+    expectError(hiddenExport, 400, "VALIDATION_ERROR");
     const numeric = encoded([5]);
     expectError(await call("GET", `/v1/memories?after=${numeric}`, { key: bob.key }), 400, "VALIDATION_ERROR");
   });

@@ -278,6 +278,11 @@ describe("retention apply", () => {
     // A new release of the excluded claim cannot even name it.
     const again = await call("POST", "/v1/knowledge-releases", { key: owner, body: { claim_id: cx, channel_id: channel } });
     expectError(again, 400, "UNRESOLVED_REFERENCE");
+    // But its release stays revocable (else a later hold would put it back in service unstoppably);
+    // approving or activating it is not.
+    expectError(await call("POST", `/v1/knowledge-releases/${rel}/approve`, { key: owner, body: {} }), 404, "NOT_FOUND");
+    const revoked = await call("POST", `/v1/knowledge-releases/${rel}/revoke`, { key: owner, body: {} });
+    expect(revoked.status, revoked.text).toBe(200);
   }, 60_000);
 });
 

@@ -16,19 +16,21 @@ import { ok } from "../../org/request";
 import { type EventInput, commitWrite } from "../../org/write";
 import { getClaim, readableClaim, unresolved } from "../memory/store";
 import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibility";
-import { canRetrieve, claimSourceHashes, retrievableObservationIds, retrievableReleasesPage } from "../memory/records";
+import { canRetrieve, claimSourceHashes, retrievableObservationIds, retrievableReleaseSeq, retrievableReleasesPage } from "../memory/records";
 import { releaseBody, releaseListQuery, releaseListResponse, releaseMoveBody, releaseResponse } from "./schema";
 import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease } from "./store";
 
 /**
  * A release the caller may see: it may retrieve the release's claim (the snapshot is a copy of it).
- * Otherwise it answers like a missing one, wherever it is named.
+ * Otherwise it answers like a missing one, wherever it is named. `evenExcluded` for revoke: a release
+ * whose claim retention excluded must stay revocable by those who may read the claim, or a later
+ * legal hold would bring it back into service with nobody able to stop it.
  */
-function visibleRelease(db: Db, caller: Caller, id: string): ReleaseRow | null {
+function visibleRelease(db: Db, caller: Caller, id: string, evenExcluded = false): ReleaseRow | null {
   const r = getRelease(db, id);
   if (!r) return null;
   const claim = getClaim(db, r.claim_id);
-  return claim && canRetrieve(caller, claim) ? r : null;
+  return claim && canRetrieve(caller, claim, { evenExcluded }) ? r : null;
 }
 
 /** The view for one caller: snapshot evidence it cannot read is dropped and counted. */
@@ -60,7 +62,7 @@ function requireStillEligible(db: Db, r: ReleaseRow, channel: ChannelRow) {
 /** A status move of one release, committed with its audit entry (and event, for publish and revoke). */
 function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
   return commitWrite(rc, (db) => {
-    const r = visibleRelease(db, rc.caller, rc.params.id);
+    const r = visibleRelease(db, rc.caller, rc.params.id, action === "revoke");
     if (!r) throw notFound("Release");
     const channel = getChannel(db, r.channel_id)!;
     const at = clock.nowIso();
@@ -140,7 +142,7 @@ export const releaseRoutes = [
     summary: "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last release; its position is looked up here, never handed out.
-      const after = query.after ? getRelease(db, idInCursor(query.after, ID_PREFIX.release))?.seq ?? invalidCursor() : 0;
+      const after = query.after ? retrievableReleaseSeq(db, caller, idInCursor(query.after, ID_PREFIX.release)) ?? invalidCursor() : 0;
       const rows = retrievableReleasesPage<ReleaseRow>(db, caller, query, after, query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (r) => [r.release_id]);
       return ok({ releases: releaseViews(db, caller, page), ...rest });

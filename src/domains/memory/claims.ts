@@ -235,7 +235,7 @@ export const claimRoutes = [
         return ok({ items: claimViewsFor(db, caller, page), ...more });
       }
       // The cursor names the page's last claim; its position is looked up here, never handed out.
-      const afterSeq = query.after ? claimSeqOf(db, idInCursor(query.after, ID_PREFIX.claim)) ?? invalidCursor() : undefined;
+      const afterSeq = query.after ? claimSeqOf(db, caller, idInCursor(query.after, ID_PREFIX.claim)) ?? invalidCursor() : undefined;
       const rows = memoriesPage(db, caller, filter, afterSeq, query.limit);
       const { page, ...more } = pageOf(rows, query.limit, (c) => [c.claim_id]);
       return ok({ items: claimViewsFor(db, caller, page), ...more });

@@ -1035,9 +1035,12 @@ export function exportIdAt(db: Db, type: ExportTable, position: number): string 
   const t = EXPORT_TABLE[type];
   return db.first<{ id: string }>(`SELECT ${t.id} AS id FROM ${t.sql} WHERE ${t.position} = ?`, position)?.id ?? null;
 }
-export function exportPositionOf(db: Db, type: ExportTable, id: string): number | null {
+/** The position of a record the caller may export (null for one it may not, exactly as for none). */
+export function exportPositionOf(db: Db, caller: Caller, type: ExportTable, id: string): number | null {
   const t = EXPORT_TABLE[type];
-  return db.first<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${t.id} = ?`, id)?.r ?? null;
+  const [where, args] = exportWindow(caller, type);
+  return db.first<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${t.id} = ? AND ${where}`,
+    id, 0, Number.MAX_SAFE_INTEGER, ...args)?.r ?? null;
 }
 
 /** Which of these ids name a project, observation or claim of this organization (any state). */
@@ -1049,9 +1052,22 @@ export function existingRecordIds(db: Db, ids: string[]): string[] {
     JSON.stringify(ids)).map((r) => r.id);
 }
 
-/** A claim's write position, for a list cursor that names the claim (memories, releases): null when no such claim. */
-export function claimSeqOf(db: Db, claimId: string): number | null {
-  return db.first<{ seq: number }>("SELECT seq FROM claims WHERE claim_id = ?", claimId)?.seq ?? null;
+/**
+ * The write position of a claim the caller may retrieve, for the memories cursor that names it: null
+ * (the invalid-cursor answer) for a claim it cannot, exactly as for no claim, so a cursor never confirms
+ * that someone else's claim exists or where it sits.
+ */
+export function claimSeqOf(db: Db, caller: Caller, claimId: string): number | null {
+  const [ok, ...args] = retrievable(caller, "c");
+  return db.first<{ seq: number }>(`SELECT c.seq FROM claims c WHERE c.claim_id = ? AND ${ok}`, claimId, ...args)?.seq ?? null;
+}
+
+/** The position of a release whose claim the caller may retrieve (the release list's cursor), else null. */
+export function retrievableReleaseSeq(db: Db, caller: Caller, releaseId: string): number | null {
+  const [ok, ...args] = retrievable(caller, "c");
+  return db.first<{ seq: number }>(
+    `SELECT r.seq FROM knowledge_releases r JOIN claims c ON c.claim_id = r.claim_id WHERE r.release_id = ? AND ${ok}`,
+    releaseId, ...args)?.seq ?? null;
 }
 
 /** Position window (after, upTo] plus what the caller may retrieve (projects: see projectVisible). */

@@ -126,8 +126,13 @@ export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>
   const isCursor = (v: unknown): v is CursorText =>
     Array.isArray(v) && v.length === 2 && types.includes(v[0]) && typeof v[1] === "string";
   const given = query.after ? decodeCursor(query.after, isCursor) : null;
-  const from: Cursor | null = given && [given[0], given[1] === "" ? 0 : exportPositionOf(rc.db, given[0], given[1]) ?? invalidCursor()];
-  const cursorOf = ([type, position]: Cursor): CursorText => [type, position === 0 ? "" : exportIdAt(rc.db, type, position) ?? ""];
+  const from: Cursor | null = given && [given[0], given[1] === "" ? 0 : exportPositionOf(rc.db, rc.caller, given[0], given[1]) ?? invalidCursor()];
+  const cursorOf = ([type, position]: Cursor): CursorText => {
+    if (position === 0) return [type, ""];
+    const id = exportIdAt(rc.db, type, position);
+    if (id == null) throw new Error(`export cursor: no ${type} record at the planned position`); // a bug, never input
+    return [type, id];
+  };
   let plan: Plan = { segments: [], records: 0, next: null };
   // Plan and audit in one transaction: the audit entry describes exactly the page handed out.
   const reply = commitWrite(rc, (db) => {

@@ -131,7 +131,8 @@ const foreignIds = (ids: string[]) =>
  * an id of another organization does.
  */
 function hiddenIds(db: Db, caller: Caller, file: ImportFile): string[] {
-  const hidden = (row: Parameters<typeof canRetrieve>[1] | null | undefined) => row != null && !canRetrieve(caller, row);
+  // Visibility decides, not retention: a record of ours that retention excluded is still ours to re-import.
+  const hidden = (row: Parameters<typeof canRetrieve>[1] | null | undefined) => row != null && !canRetrieve(caller, row, { evenExcluded: true });
   return [
     ...file.projects.filter(({ rec }) => { const p = getProject(db, rec.project_id); return p != null && !projectNameable(db, caller, p); }),
     ...file.observations.filter(({ rec }) => hidden(getObservation(db, rec.observation_id))),
