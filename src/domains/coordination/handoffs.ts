@@ -2,7 +2,7 @@
 // which the recipient may then read while the handoff is pending or accepted. Only the sender's own run
 // and checkpoint can be handed off.
 import { clock } from "../../http/clock";
-import { idInCursor, pageOf } from "../../http/cursor";
+import { pageOf, positionAfter } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -107,13 +107,9 @@ export const handoffRoutes = [
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last handoff (resolved to its place here, among the caller's own,
       // resolved or not); one addressed to someone else is as missing as a random id.
-      let after = 0;
-      if (query.after) {
-        const anchor = db.first<{ r: number }>("SELECT rowid AS r FROM handoffs WHERE handoff_id = ? AND to_principal_id = ?",
-          idInCursor(query.after, ID_PREFIX.handoff), caller.principalId);
-        if (!anchor) throw notFound("Handoff");
-        after = anchor.r;
-      }
+      const after = query.after ? positionAfter(query.after, ID_PREFIX.handoff,
+        (id) => db.first<{ r: number }>("SELECT rowid AS r FROM handoffs WHERE handoff_id = ? AND to_principal_id = ?", id, caller.principalId)?.r,
+        () => { throw notFound("Handoff"); }) : 0;
       const rows = db.all<HandoffRow>(
         `SELECT * FROM handoffs WHERE to_principal_id = ? AND status = 'pending' AND rowid > ?
           ORDER BY rowid LIMIT ?`, caller.principalId, after, query.limit + 1);

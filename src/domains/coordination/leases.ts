@@ -2,7 +2,7 @@
 // one request's synchronous transaction at a time, and a partial unique index allows one live row.
 import { ADMIN_ROLES } from "../../auth/roles";
 import { clock, isoAt } from "../../http/clock";
-import { idInCursor, pageOf } from "../../http/cursor";
+import { pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -86,12 +86,8 @@ export const leaseRoutes = [
     summary: "Unreleased, unexpired leases of the organization, with an opaque cursor.",
     handler: ({ db, query }) => {
       // The cursor names the page's last lease (resolved to its place here; released since or not).
-      let after = 0;
-      if (query.after) {
-        const anchor = db.first<{ r: number }>("SELECT rowid AS r FROM leases WHERE lease_id = ?", idInCursor(query.after, ID_PREFIX.lease));
-        if (!anchor) throw notFound("Lease");
-        after = anchor.r;
-      }
+      const after = query.after ? positionAfter(query.after, ID_PREFIX.lease,
+        (id) => db.first<{ r: number }>("SELECT rowid AS r FROM leases WHERE lease_id = ?", id)?.r, () => { throw notFound("Lease"); }) : 0;
       const rows = db.all<LeaseRow>(
         `SELECT * FROM leases WHERE released_at IS NULL AND expires_at > ? AND rowid > ?
           ${query.resource_type !== undefined ? "AND resource_type = ?" : ""} ORDER BY rowid LIMIT ?`,

@@ -6,7 +6,7 @@
 // Any other move is 400. Events carry ids and versions only.
 import { requireSeparationOfDuty } from "../../access/duty";
 import { clock } from "../../http/clock";
-import { idInCursor, invalidCursor, pageOf } from "../../http/cursor";
+import { pageOf, positionAfter } from "../../http/cursor";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -142,7 +142,7 @@ export const releaseRoutes = [
     summary: "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last release; its position is looked up here, never handed out.
-      const after = query.after ? retrievableReleaseSeq(db, caller, idInCursor(query.after, ID_PREFIX.release)) ?? invalidCursor() : 0;
+      const after = query.after ? positionAfter(query.after, ID_PREFIX.release, (id) => retrievableReleaseSeq(db, caller, id)) : 0;
       const rows = retrievableReleasesPage<ReleaseRow>(db, caller, query, after, query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (r) => [r.release_id]);
       return ok({ releases: releaseViews(db, caller, page), ...rest });

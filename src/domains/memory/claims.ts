@@ -3,7 +3,7 @@ import { claimResponse, consolidationMeta, consolidationResponse, evidenceRespon
 import { canRead, readableWhere, requireWrite } from "../../access/policy";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { idInCursor, invalidCursor, pageOf } from "../../http/cursor";
+import { pageOf, positionAfter } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -235,7 +235,7 @@ export const claimRoutes = [
         return ok({ items: claimViewsFor(db, caller, page), ...more });
       }
       // The cursor names the page's last claim; its position is looked up here, never handed out.
-      const afterSeq = query.after ? claimSeqOf(db, caller, idInCursor(query.after, ID_PREFIX.claim)) ?? invalidCursor() : undefined;
+      const afterSeq = query.after ? positionAfter(query.after, ID_PREFIX.claim, (id) => claimSeqOf(db, caller, id)) : undefined;
       const rows = memoriesPage(db, caller, filter, afterSeq, query.limit);
       const { page, ...more } = pageOf(rows, query.limit, (c) => [c.claim_id]);
       return ok({ items: claimViewsFor(db, caller, page), ...more });

@@ -2,7 +2,7 @@
 // Webhook administration emits no domain events (SPEC) but every change is audited.
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor, idInCursor, pageOf } from "../../http/cursor";
+import { decodeCursor, encodeCursor, pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
@@ -133,13 +133,9 @@ export const webhookRoutes = [
       // before the LIMIT. The cursor names the page's last delivery; one the caller cannot see is missing.
       const [visible, ...who] = readableEventsWhere(caller, "e");
       const readable = `FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.webhook_id = ? AND ${visible}`;
-      let before = Number.MAX_SAFE_INTEGER;
-      if (query.after) {
-        const anchor = db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`,
-          hook.webhook_id, ...who, idInCursor(query.after, ID_PREFIX.delivery));
-        if (!anchor) throw notFound("Delivery");
-        before = anchor.seq;
-      }
+      const before = query.after ? positionAfter(query.after, ID_PREFIX.delivery,
+        (id) => db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`, hook.webhook_id, ...who, id)?.seq,
+        () => { throw notFound("Delivery"); }) : Number.MAX_SAFE_INTEGER;
       const rows = db.all<{ seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
         last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string }>(
         `SELECT d.* ${readable} AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`, hook.webhook_id, ...who, before, query.limit + 1);
