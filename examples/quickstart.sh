@@ -7,7 +7,10 @@ BASE=${BASE:-http://127.0.0.1:8787}
 : "${KEY:?set KEY to the owner API key npm start printed (or: KEY=\$(npm run -s bootstrap -- --json | jq -r .api_key))}"
 api() { # api METHOD PATH [JSON]: the answer's data, or the error and exit 1
   local out
-  out=$(curl -sS -X "$1" "$BASE$2" -H "authorization: Bearer $KEY" -H 'content-type: application/json' ${3:+--data "$3"})
+  if ! out=$(curl -sS -X "$1" "$BASE$2" -H "authorization: Bearer $KEY" -H 'content-type: application/json' ${3:+--data "$3"} 2>&1); then
+    echo "$1 $2: could not reach $BASE ($out). Is the service running (npm start)? Set BASE to its address." >&2; exit 1
+  fi
+  if ! jq -e . >/dev/null 2>&1 <<<"$out"; then echo "$1 $2: $BASE answered something that is not JSON: ${out:0:200}" >&2; exit 1; fi
   if jq -e '.error' >/dev/null 2>&1 <<<"$out"; then echo "$1 $2: $(jq -c .error <<<"$out")" >&2; exit 1; fi
   jq -c '.data' <<<"$out"
 }

@@ -92,3 +92,10 @@ export function freePort() {
     s.on("error", reject);
   });
 }
+
+/**
+ * The last lines `npm start` prints. The console is named on localhost, not 127.0.0.1: passkeys need a
+ * host name (an IP address can never be a WebAuthn relying party), and localhost is the default one.
+ */
+export const servingBanner = (port, state) =>
+  `serving the API on http://127.0.0.1:${port} (state: ${state})\noperator console: http://localhost:${port}/console/`;

@@ -24,7 +24,7 @@ Stop that process, or start on another port: PORT=8788 npm start. Nothing was ch
 }
 
 execFileSync(process.execPath, [new URL("./ensure-deps.mjs", import.meta.url).pathname], { stdio: "inherit" });
-const { applyLocalMigrations, bootstrapVia, operatorToken, serverFile, startDev, stateDir, waitHealthy } = await import("./local.mjs");
+const { applyLocalMigrations, bootstrapVia, operatorToken, serverFile, servingBanner, startDev, stateDir, waitHealthy } = await import("./local.mjs");
 
 try {
   applyLocalMigrations();
@@ -72,4 +72,4 @@ Its owner key was shown on the first start only. Lost it? \`npm run -s bootstrap
 organization, or start over with an empty folder: SVC_STATE_DIR=/tmp/svc-fresh npm start
 `);
 }
-console.log(`serving on ${url} (state: ${stateDir})`);
+console.log(servingBanner(port, stateDir));

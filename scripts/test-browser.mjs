@@ -48,7 +48,7 @@ server.stderr.on("data", (d) => (output += d));
 const started = await new Promise((resolve, reject) => {
   const timer = setTimeout(() => reject(new Error("npm start did not say it was serving within 180 s")), 180_000);
   server.stdout.on("data", () => {
-    if (/serving on /.test(output)) {
+    if (/operator console: http/.test(output)) {
       clearTimeout(timer);
       resolve(true);
     }
@@ -56,6 +56,8 @@ const started = await new Promise((resolve, reject) => {
   server.on("exit", (code) => reject(new Error(`npm start exited with ${code}\n${output}`)));
 });
 const printed = (label) => output.match(new RegExp(`${label}:\\s+(\\S+)`))?.[1];
+// The console is opened at the address npm start prints, so a wrong printed address fails here.
+if (printed("operator console") !== `${base}/console/`) throw new Error(`npm start printed the console at ${printed("operator console")}, not ${base}/console/`);
 const ownerKey = printed("owner API key");
 const username = printed("dashboard username");
 const temporaryPassword = printed("temporary password");
@@ -185,7 +187,17 @@ try {
   if (!/default-src 'none'/.test(csp) || !/script-src 'self'/.test(csp)) throw new Error(`the console is served without the strict CSP: "${csp}"`);
   await onPage("/login");
   await checkLabels();
+  if (await page.$("main .notice")) throw new Error("the login page on localhost shows a passkey address note");
   await screenshot("login");
+
+  step = "opening the console on 127.0.0.1 (passkeys cannot work there: the page says so in words)";
+  await page.goto(`http://127.0.0.1:${port}/console/`, { waitUntil: "load" });
+  await onPage("/login");
+  const note = await page.$eval("main .notice", (e) => e.textContent).catch(() => "");
+  if (!note.includes(`http://localhost:${port}/console/`)) throw new Error(`the login page on 127.0.0.1 does not point to localhost: "${note}"`);
+  await page.goto(`${base}/console/`, { waitUntil: "load" });
+  await onPage("/login");
+  log("on 127.0.0.1 the console says to use localhost for passkeys");
 
   step = "logging in with the temporary password (keyboard only)";
   await page.keyboard.type(username); // the username field has focus on arrival

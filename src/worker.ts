@@ -20,6 +20,17 @@ export { IdRegistry } from "./registry/IdRegistry";
 
 const match = buildMatcher(ROUTES);
 
+/** The operator console's static assets are served under this path (wrangler.toml [assets]). */
+const CONSOLE_PATH = "/console/";
+
+/** `/console` without its slash: a browser typing it reaches the console, not a JSON 404. */
+function consoleRedirect(requestId: string, url: URL): Response {
+  const headers = baseHeaders(requestId);
+  headers.delete("content-type");
+  headers.set("location", `${CONSOLE_PATH}${url.search}`);
+  return new Response(null, { status: 308, headers });
+}
+
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
 const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
 function forwardedHeaders(request: Request, url: URL): Record<string, string> {
@@ -43,6 +54,8 @@ export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = de
   try {
     const url = new URL(request.url);
     if (isOperatorRequest(request, url, env)) return dataResponse(requestId, 201, await bootstrapOrganization(env));
+    if (url.pathname === CONSOLE_PATH.slice(0, -1) && (request.method === "GET" || request.method === "HEAD"))
+      return consoleRedirect(requestId, url);
 
     const m = await match(request, url);
     if (m.kind === "unknown") return errorResponse(requestId, new ApiError("NOT_FOUND", "Unknown endpoint."));

@@ -1,4 +1,5 @@
 // Developer experience (issue 21): errors that teach.
+import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../src/routes";
 import { appendOk, call, checkAnswer, consolidateOk, expectError, newOrg, obs, supports } from "./helpers";
@@ -112,5 +113,19 @@ describe("published response schemas (docs/openapi.json)", () => {
     expect(o.json.meta.replayed).toBe(false);
     const { replayed: _r, ...noReplayed } = o.json.meta;
     await expect(check("POST", "/v1/observations", o.status, { ...o.json, meta: noReplayed })).rejects.toThrow(/meta does not match/);
+  });
+});
+
+describe("the operator console's address", () => {
+  it("redirects /console to /console/ (query kept) for GET and HEAD; other methods and paths stay API answers", async () => {
+    for (const method of ["GET", "HEAD"]) {
+      const r = await SELF.fetch("http://svc.test/console?x=1", { method, redirect: "manual" });
+      expect(r.status).toBe(308);
+      expect(r.headers.get("location")).toBe("/console/?x=1");
+      expect(r.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/);
+      await r.arrayBuffer();
+    }
+    expectError(await call("POST", "/console"), 404, "NOT_FOUND");
+    expectError(await call("GET", "/consoles"), 404, "NOT_FOUND");
   });
 });

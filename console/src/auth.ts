@@ -2,7 +2,7 @@
 // and the account's own security page (passkeys, recovery codes).
 import { ApiFailure, api, session } from "./api";
 import { announce, confirmDialog, errorBox, field, formValues, h, table } from "./dom";
-import { createPasskey, usePasskey } from "./webauthn";
+import { createPasskey, passkeyAddressProblem, usePasskey } from "./webauthn";
 
 export type Stage = "none" | "password_change" | "staged" | "full";
 /** Held in memory only (never stored): lets the console log in again right after a password change. */
@@ -51,8 +51,14 @@ async function loggedIn(data: { session_token: string; stage: Stage }, go: (hash
   go(stageRoute(data.stage));
 }
 
+/** A note shown where passkeys are offered, when this address cannot use them. */
+const passkeyAddressNote = (): HTMLElement[] => {
+  const problem = passkeyAddressProblem();
+  return problem ? [h("p", { class: "notice", role: "note" }, problem)] : [];
+};
+
 export function loginPage(main: HTMLElement, go: (hash: string) => void): void {
-  main.append(h("h1", null, "Log in"),
+  main.append(h("h1", null, "Log in"), ...passkeyAddressNote(),
     guarded(h("form", { "aria-label": "Log in" },
       field("Username", "username", { autocomplete: "username", required: true, autofocus: true }),
       field("Password", "password", { type: "password", autocomplete: "current-password", required: true }),
@@ -86,7 +92,7 @@ export function passwordPage(main: HTMLElement, go: (hash: string) => void): voi
 }
 
 export function secondFactorPage(main: HTMLElement, go: (hash: string) => void): void {
-  main.append(h("h1", null, "Second factor"),
+  main.append(h("h1", null, "Second factor"), ...passkeyAddressNote(),
     h("p", null, "Your password is verified. Finish logging in with a passkey or one recovery code."),
     guarded(h("form", { "aria-label": "Use a passkey" }, h("button", { type: "submit", autofocus: true }, "Use a passkey")), async () => {
       const { options } = await api("POST", "/v1/dashboard-sessions/current/passkey-options");
@@ -134,7 +140,7 @@ export async function securityPage(main: HTMLElement, refresh: () => void): Prom
   };
   if (codesToShow) queueMicrotask(((codes) => () => showCodes(codes))(codesToShow));
   codesToShow = null;
-  main.append(h("h1", null, "Passkeys and recovery codes"), shown,
+  main.append(h("h1", null, "Passkeys and recovery codes"), ...passkeyAddressNote(), shown,
     h("h2", null, "Passkeys"),
     passkeys.length
       ? table(["Name", "Created", "Last used", ""], passkeys.map((p: any) => [p.name, p.created_at, p.last_used_at ?? "never",

@@ -11,9 +11,27 @@ const toB64url = (buf: ArrayBuffer | null): string | undefined => {
   for (const b of new Uint8Array(buf)) s += String.fromCharCode(b);
   return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 };
+/**
+ * Why passkeys cannot work at this address, or null. A passkey is bound to a host name and an IP address
+ * (127.0.0.1, where a server often is first opened) can never be one; the browser's own refusal ("This
+ * is an invalid domain.") does not say what to do.
+ */
+export function passkeyAddressProblem(where: Pick<Location, "hostname" | "port" | "pathname"> = location): string | null {
+  const ip = /^[0-9.]+$/.test(where.hostname) || where.hostname.startsWith("[");
+  if (!ip) return null;
+  return `Passkeys need a host name, and ${where.hostname} is an IP address: open the console at ` +
+    `http://localhost${where.port ? `:${where.port}` : ""}${where.pathname} to enroll or use a passkey.`;
+}
+
+function requireHostName(): void {
+  const problem = passkeyAddressProblem();
+  if (problem) throw new Error(problem);
+}
+
 const descriptors = (list: any[] | undefined) => list?.map((c) => ({ ...c, id: toBuffer(c.id) }));
 
 export async function createPasskey(options: any): Promise<unknown> {
+  requireHostName();
   const publicKey: PublicKeyCredentialCreationOptions = {
     ...options, challenge: toBuffer(options.challenge), user: { ...options.user, id: toBuffer(options.user.id) },
     excludeCredentials: descriptors(options.excludeCredentials),
@@ -29,6 +47,7 @@ export async function createPasskey(options: any): Promise<unknown> {
 }
 
 export async function usePasskey(options: any): Promise<unknown> {
+  requireHostName();
   const publicKey: PublicKeyCredentialRequestOptions = {
     ...options, challenge: toBuffer(options.challenge), allowCredentials: descriptors(options.allowCredentials),
   };

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { envArgs, parseDatabaseId, plan, renderProductionConfig } from "../deploy-setup.mjs";
+import { envArgs, parseDatabaseId, parseDeployedHost, plan, renderProductionConfig } from "../deploy-setup.mjs";
 import { gzippedSize } from "../bundle-size.mjs";
 
 const id = "8f7e2c1a-3b4d-4e5f-9a8b-7c6d5e4f3a2b";
@@ -36,6 +36,29 @@ test("secrets are set through stdin, never on the command line, and the deploy t
   assert.deepEqual(envArgs(base), []);
   const vec = steps.find((s) => s.wrangler?.[0] === "vectorize");
   assert.deepEqual(vec.wrangler, ["vectorize", "create", "vx", "--dimensions", "384", "--metric", "cosine"]);
+});
+
+test("the deployed host becomes the passkey relying party, in the production vars when declared", () => {
+  const prod = `${base}[env.production]\n[env.production.vars]\nSVC_RUNTIME = "workers"\n[[env.production.d1_databases]]\ndatabase_id = "00000000-0000-0000-0000-000000000000"\n`;
+  const out = renderProductionConfig(prod, { databaseId: id, host: "memory.example.com" });
+  const vars = out.slice(out.indexOf("[env.production.vars]"));
+  assert.match(vars, /^\[env\.production\.vars\]\nWEBAUTHN_RP_ID = "memory\.example\.com"\nWEBAUTHN_ORIGINS = "https:\/\/memory\.example\.com"\n/);
+  assert.ok(!renderProductionConfig(prod, { databaseId: id }).includes("WEBAUTHN"));
+  assert.match(renderProductionConfig(base, { databaseId: id, host: "a.example" }), /\n\[vars\]\nWEBAUTHN_RP_ID = "a\.example"\n/);
+  assert.throws(() => renderProductionConfig(prod, { databaseId: id, host: "evil\"\n[x]" }), /not a host name/);
+  assert.equal(parseDeployedHost("Deployed svc-memory triggers (1.2 sec)\n  https://svc-memory.acme.workers.dev\nCurrent Version ID: x"), "svc-memory.acme.workers.dev");
+  assert.equal(parseDeployedHost("no url here"), null);
+});
+
+test("without a known host the first deploy reports it and a second deploy carries it; with one, one deploy", () => {
+  const toml = `${base}[env.production]\n`;
+  const learn = plan({ database: "svc-index", vectorIndex: "vx", toml });
+  const deploys = learn.filter((s) => s.wrangler?.[0] === "deploy");
+  assert.equal(deploys.length, 2);
+  assert.equal(deploys[0].capture, "host");
+  assert.equal(learn.at(-2).local, "config");
+  const known = plan({ database: "svc-index", vectorIndex: "vx", toml, host: "memory.example.com" });
+  assert.equal(known.filter((s) => s.wrangler?.[0] === "deploy").length, 1);
 });
 
 test("bundle size counts uploaded modules gzipped, not source maps", () => {
