@@ -129,7 +129,7 @@ describe("accounts", () => {
     const admin = await fullAccount(org.api_key, "admin");
     expectError(await as(admin.token, "POST", "/v1/operator-accounts", { username: uniqueName(), role: "owner" }), 403, "FORBIDDEN");
     expect((await as(admin.token, "POST", "/v1/operator-accounts", { username: uniqueName(), role: "admin" })).status).toBe(201);
-    const member = await mintKey(org.api_key, { scopes: ["keys:manage"] });
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
     expect((await call("POST", "/v1/operator-accounts", { key: member.key, body: { username: uniqueName(), role: "member" } })).status).toBe(201);
     expectError(await call("POST", "/v1/operator-accounts", { key: member.key, body: { username: uniqueName(), role: "admin" } }), 403, "FORBIDDEN");
     const noScope = await mintKey(org.api_key, { scopes: ["events:read"] });

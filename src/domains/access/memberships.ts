@@ -1,16 +1,18 @@
 // Workspaces and memberships. A principal's organization membership IS its organization role
 // (mirrored on principals.role, which every request reads with the key); workspace memberships
 // attach it to a workspace. Removal is soft: rows stay for provenance and audit, but stop being listed.
-import { ADMIN_ROLES, type Role, roleRank } from "../../auth/roles";
+import { requireAccountAuthority, requireRoleAuthority } from "../../access/authority";
+import { ADMIN_ROLES, type Role } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
-import { conflict, forbidden, notFound } from "../../http/errors";
+import { conflict, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
-import type { Caller, IndexWrite } from "../../org/request";
+import type { IndexWrite } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
+import { accountOfPrincipal } from "../dashboard/store";
 import { getPrincipal } from "../identity/store";
 import { unresolved } from "../memory/store";
 import { revokeWhatPrincipalReaches } from "./revocation";
@@ -33,12 +35,6 @@ export const membershipView = (m: MembershipRow) => ({
 
 const liveOwners = (db: Db) => db.first<{ n: number }>(
   "SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL")!.n;
-
-/** Admins manage members below owner; only an owner grants, changes or removes the owner role. */
-function assertMayManage(caller: Caller, role: Role) {
-  if (role === "owner" && caller.role !== "owner") throw forbidden("Only an owner may grant or change the owner role.");
-  if (roleRank(role) > roleRank(caller.role)) throw forbidden("A membership cannot carry a role above your own.");
-}
 
 export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
   db.all<MembershipRow>(
@@ -98,7 +94,9 @@ export const membershipRoutes = [
       if (!principal) throw unresolved("principal", [body.principal_id]);
       if (body.workspace_id !== undefined && !rc.db.first("SELECT 1 FROM workspaces WHERE workspace_id = ?", body.workspace_id))
         throw unresolved("workspace", [body.workspace_id]);
-      assertMayManage(caller, body.role);
+      requireRoleAuthority(caller, body.role);
+      // The organization role of a principal with a dashboard account is its sessions' authority.
+      if (body.workspace_id === undefined && accountOfPrincipal(rc.db, principal.principal_id)) requireAccountAuthority(caller, body.role);
       return commitWrite(rc, (db) => {
         const now = clock.nowIso();
         const current = db.first<MembershipRow>(
@@ -107,7 +105,7 @@ export const membershipRoutes = [
         if (current && body.workspace_id !== undefined) throw conflict("The principal is already a member of this workspace.");
         if (current) {
           // The organization membership is replaced: the new role applies from the next request.
-          assertMayManage(caller, current.role);
+          requireRoleAuthority(caller, current.role);
           if (current.role === "owner" && body.role !== "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be demoted.");
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, caller.principalId, current.membership_id);
           db.run("UPDATE principals SET role = ? WHERE principal_id = ?", body.role, body.principal_id);
@@ -145,7 +143,7 @@ export const membershipRoutes = [
     handler: (rc) => {
       const m = rc.db.first<MembershipRow>("SELECT * FROM memberships WHERE membership_id = ? AND removed_at IS NULL", rc.params.id);
       if (!m) throw notFound("Membership");
-      assertMayManage(rc.caller, m.role);
+      requireRoleAuthority(rc.caller, m.role);
       const revoked: IndexWrite[] = [];
       const reply = commitWrite(rc, (db) => {
         if (m.workspace_id === null && m.role === "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be removed.");

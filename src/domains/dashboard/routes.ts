@@ -2,7 +2,7 @@
 // passkeys"). Which credential stage may call each is declared by its `stages` flag and enforced by
 // executeRoute; nothing here emits an event (accounts are not among SPEC's eleven kinds), every write
 // audits metadata only.
-import { roleRank } from "../../auth/roles";
+import { requireAccountAuthority } from "../../access/authority";
 import { ApiError, conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { type EdgeEnv, type PublicRoute, orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -92,8 +92,8 @@ export const dashboardRoutes = [
     summary: "Create a human account (principal, organization membership, account); the temporary password is returned once.",
     handler: async (rc) => {
       const { body, caller } = rc;
-      if (body.role === "owner" && caller.role !== "owner") throw forbidden("Only an owner can create an owner account.");
-      if (roleRank(body.role) > roleRank(caller.role)) throw forbidden("An account cannot be given a role above the caller's.");
+      // Before anything looks at the username: a credential that may not create the account learns nothing about it.
+      requireAccountAuthority(caller, body.role);
       const index = rc.env.INDEX_DB;
       const taken = () => conflict(`The username "${body.username}" is taken.`);
       if (await index.prepare("SELECT 1 FROM dashboard_usernames WHERE username = ?").bind(body.username).first()) throw taken();

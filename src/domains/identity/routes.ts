@@ -1,26 +1,17 @@
+import { keyAuthority, requireMintable } from "../../access/authority";
 import { isAdmin } from "../../access/policy";
-import { holdsAll, normalizeScopes } from "../../auth/scopes";
-import { ADMIN_ROLES, type Role, roleRank } from "../../auth/roles";
-import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
+import { normalizeScopes } from "../../auth/scopes";
+import { ADMIN_ROLES, type Role } from "../../auth/roles";
+import { DEFAULT_KEY_CEILING, lowerTrust } from "../../auth/trust";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
 import { orgRoute } from "../../http/route";
-import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { liveMembershipsOf } from "../access/memberships";
 import { keyListResponse, listQuery, mintedKeyResponse, mintKeyBody, principalListResponse, principalResponse, revokedKeyResponse } from "./schema";
 import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
 
-
-/**
- * The one rule for minting and revoking a key of another principal: owner or admin only (others get
- * `hidden`, answered like a missing record), and never for a principal of a higher role.
- */
-function keyAuthority(caller: Caller, target: { role: Role } | null): "ok" | "hidden" | "higher" {
-  if (!target || !isAdmin(caller)) return "hidden";
-  return roleRank(target.role) > roleRank(caller.role) ? "higher" : "ok";
-}
 
 export const identityRoutes = [
   orgRoute({
@@ -40,13 +31,8 @@ export const identityRoutes = [
     handler: (rc) => {
       const { caller, body } = rc;
       const scopes = normalizeScopes(body.scopes);
-      if (!holdsAll(caller.scopes, scopes)) throw forbidden("A key cannot mint scopes it does not hold.");
-      // Such a key pulls and pushes as a federation peer (a "*" key does so only for owners and admins).
-      if (scopes.includes("federation:write") && !isAdmin(caller))
-        throw forbidden('Only an owner or admin may mint a key that names "federation:write": it acts as a federation peer.');
       const maxTrust = body.max_trust ?? lowerTrust(DEFAULT_KEY_CEILING, caller.maxTrust);
-      if (!trustAtMost(maxTrust, caller.maxTrust))
-        throw forbidden(`This credential may not mint a "${maxTrust}" trust ceiling.`);
+      requireMintable(caller, scopes, maxTrust);
       let minted: { keyHash: string; keyId: string } | null = null;
       const reply = commitWrite(rc, (db) => {
         let principal: PrincipalRow;
