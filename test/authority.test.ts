@@ -2,8 +2,10 @@
 // memberships and keys are bounded by the creating credential; removal disables the accounts a
 // principal created; second-factor management needs the account's own session; login attempts on one
 // username queue; workspaces are listed to their members.
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, expectError, mintKey, newOrg } from "./helpers";
+import { sha256Hex } from "../src/auth/credentials";
+import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
 
 let seq = 0;
 const uniqueName = (p = "a") => `${p}${Date.now().toString(36)}${(seq++).toString(36)}`;
@@ -111,5 +113,70 @@ describe("an organization role given to a principal with a dashboard account is 
     const above = await call("POST", "/v1/memberships", { key: admin.key, body: { principal_id: target.principal_id, role: "owner", workspace_id: ws } });
     expectError(above, 403, "FORBIDDEN");
     expect((await call("POST", "/v1/memberships", { key: admin.key, body: { principal_id: target.principal_id, role: "admin", workspace_id: ws } })).status).toBe(201);
+  });
+});
+
+describe("removal and last-key revocation disable the dashboard accounts a principal created", () => {
+  const withoutRequestId = (r: { text: string }) => r.text.replace(/req_[0-9a-f]{32}/g, "req_");
+  const indexed = (token: string) => env.INDEX_DB.prepare("SELECT count(*) AS n FROM credentials WHERE key_hash = ?").bind(sha256Hex(token)).first("n");
+  const orgMembership = async (ownerKey: string, principalId: string) =>
+    (await call("GET", "/v1/memberships?limit=200", { key: ownerKey })).json.data.memberships
+      .find((m: any) => m.principal_id === principalId && m.workspace_id === null).membership_id as string;
+
+  /** The session is refused at once, and its account's right password answers exactly like a wrong one. */
+  async function expectDisabled(acct: { username: string; password: string; token: string }) {
+    expectError(await as(acct.token, "GET", "/v1/principal"), 401, "UNAUTHENTICATED");
+    expect(await indexed(acct.token)).toBe(0);
+    const right = await login(acct.username, acct.password);
+    const wrong = await login(acct.username, "not the password at all");
+    expectError(right, 401, "UNAUTHENTICATED");
+    expect(withoutRequestId(right)).toBe(withoutRequestId(wrong));
+  }
+
+  it("removing an admin disables the accounts it created, directly and through its agents, in one transaction", async () => {
+    const org = await newOrg();
+    const x = await mintKey(org.api_key, { scopes: ["*"] });
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: x.principal_id, role: "admin" } })).status).toBe(201);
+    const h = await fullAccount(x.key, "member");
+    const agent = await mintKey(x.key, { scopes: ["*"] });
+    const j = await fullAccount(agent.key, "member");
+    const bystander = await fullAccount(org.api_key, "member");
+    expect(await indexed(h.token)).toBe(1);
+
+    const d = await call("DELETE", `/v1/memberships/${await orgMembership(org.api_key, x.principal_id)}`, { key: org.api_key });
+    expect(d.status, d.text).toBe(200);
+    expect(d.json.data).toMatchObject({ keys_revoked: 2, accounts_disabled: 2 });
+    for (const acct of [h, j]) await expectDisabled(acct);
+    // An account the removed admin did not create is untouched.
+    expect((await as(bystander.token, "GET", "/v1/principal")).status).toBe(200);
+    expect((await login(bystander.username, bystander.password)).json.data.stage).toBe("full");
+    const audit = await inOrg(org.org_id, (o) => o.db.all<{ detail: string }>("SELECT detail FROM audit_log WHERE action = 'membership.removed'"));
+    expect(JSON.parse(audit[0].detail)).toMatchObject({ accounts_disabled: 2, keys_revoked: 2 });
+  });
+
+  it("revoking an agent's last key disables the accounts it created; revoking one of two keys does not", async () => {
+    const org = await newOrg();
+    const agent = await mintKey(org.api_key, { scopes: ["*"] });
+    const j = await fullAccount(agent.key, "member");
+    const spare = await mintKey(org.api_key, { scopes: ["events:read"], principal_id: agent.principal_id });
+    const first = await call("DELETE", `/v1/keys/${agent.key_id}`, { key: org.api_key });
+    expect(first.status, first.text).toBe(200);
+    expect(first.json.data.cascade).toBeNull();
+    expect((await as(j.token, "GET", "/v1/principal")).status).toBe(200);
+
+    const last = await call("DELETE", `/v1/keys/${spare.key_id}`, { key: org.api_key });
+    expect(last.status, last.text).toBe(200);
+    expect(last.json.data.cascade).toMatchObject({ accounts_disabled: 1 });
+    await expectDisabled(j);
+  });
+
+  it("revoking the API key of a principal that keeps its own dashboard account leaves what it created alone", async () => {
+    const org = await newOrg();
+    const admin = await fullAccount(org.api_key, "admin");
+    const created = await fullAccount(admin.token, "member");
+    const key = await mintKey(org.api_key, { scopes: ["*"], principal_id: admin.principalId });
+    const r = await call("DELETE", `/v1/keys/${key.key_id}`, { key: org.api_key });
+    expect(r.json.data.cascade).toBeNull();
+    expect((await as(created.token, "GET", "/v1/principal")).status).toBe(200);
   });
 });

@@ -148,24 +148,23 @@ export const membershipRoutes = [
       const reply = commitWrite(rc, (db) => {
         if (m.workspace_id === null && m.role === "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be removed.");
         const now = clock.nowIso();
-        let grantsRevoked = 0;
-        let webhooksDisabled = 0;
+        let cascade = { keys_revoked: 0, grants_revoked: 0, webhooks_disabled: 0, accounts_disabled: 0 };
         if (m.workspace_id === null) {
           // Leaving the organization: every membership ends, and every key of the principal and of the
-          // principals it created stops working, with every grant it held or they gave (and their delegations).
+          // principals it created stops working, with every grant it held or they gave (and their
+          // delegations), their webhooks and the dashboard accounts they created.
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE principal_id = ? AND removed_at IS NULL", now, rc.caller.principalId, m.principal_id);
           db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", now, m.principal_id);
           const reached = revokeWhatPrincipalReaches(db, m.principal_id, rc.caller.principalId, now);
-          for (const keyHash of reached.keyHashes) revoked.push({ op: "remove_credential", keyHash });
-          grantsRevoked = reached.grantsRevoked;
-          webhooksDisabled = reached.webhooksDisabled;
+          for (const keyHash of reached.credentialHashes) revoked.push({ op: "remove_credential", keyHash });
+          cascade = { keys_revoked: reached.keysRevoked, grants_revoked: reached.grantsRevoked, webhooks_disabled: reached.webhooksDisabled,
+            accounts_disabled: reached.accountsDisabled };
         } else {
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, rc.caller.principalId, m.membership_id);
         }
-        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, keys_revoked: revoked.length, grants_revoked: grantsRevoked,
-          webhooks_disabled: webhooksDisabled },
+        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, ...cascade },
           audit: { action: "membership.removed", resourceType: "membership", resourceId: m.membership_id,
-            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, keys_revoked: revoked.length, grants_revoked: grantsRevoked, webhooks_disabled: webhooksDisabled } } };
+            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, ...cascade } } };
       });
       return { ...reply, indexWrites: revoked };
     },

@@ -51,7 +51,7 @@ export function loadCaller(db: Db, keyHash: string): Caller | null {
              SELECT s.session_id, a.principal_id, ?, ${SESSION_CEILING_SQL}, p.role, s.account_id, s.stage
                FROM dashboard_sessions s JOIN operator_accounts a ON a.account_id = s.account_id
                JOIN principals p ON p.principal_id = a.principal_id
-              WHERE s.key_hash = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND p.removed_at IS NULL) c`,
+              WHERE s.key_hash = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND p.removed_at IS NULL AND a.disabled_at IS NULL) c`,
     keyHash, JSON.stringify(SESSION_SCOPES), keyHash, clock.nowIso(),
   );
   if (!row) return null;
