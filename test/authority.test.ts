@@ -6,6 +6,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/auth/credentials";
 import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
+import { SoftAuthenticator } from "./authenticator.mjs";
 
 let seq = 0;
 const uniqueName = (p = "a") => `${p}${Date.now().toString(36)}${(seq++).toString(36)}`;
@@ -178,5 +179,52 @@ describe("removal and last-key revocation disable the dashboard accounts a princ
     const r = await call("DELETE", `/v1/keys/${key.key_id}`, { key: org.api_key });
     expect(r.json.data.cascade).toBeNull();
     expect((await as(created.token, "GET", "/v1/principal")).status).toBe(200);
+  });
+});
+
+describe("passkeys and recovery codes are managed only from a dashboard session of the account", () => {
+  const manage = (id: string, password: string): [string, string, unknown?][] => [
+    ["GET", "/v1/operator-accounts/current/passkeys"],
+    ["DELETE", `/v1/operator-accounts/current/passkeys/${id}`, { current_password: password }],
+    ["POST", "/v1/operator-accounts/current/recovery-codes", { current_password: password }],
+    ["POST", "/v1/operator-accounts/current/passkeys/options", {}],
+  ];
+
+  it("answers an API key of the account's principal 403 and changes nothing; a key without an account 404", async () => {
+    const org = await newOrg();
+    const admin = await fullAccount(org.api_key, "admin");
+    const o = await as(admin.token, "POST", "/v1/operator-accounts/current/passkeys/options", {});
+    const added = await as(admin.token, "POST", "/v1/operator-accounts/current/passkeys", { response: await new SoftAuthenticator().create(o.json.data.options) });
+    expect(added.status, added.text).toBe(201);
+    const narrow = await mintKey(admin.token, { scopes: ["events:read"], principal_id: admin.principalId });
+    for (const [method, path, body] of manage(added.json.data.passkey_id, admin.password)) {
+      const r = await call(method, path, { key: narrow.key, body });
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message, path).toMatch(/full dashboard session/);
+    }
+    expect((await as(admin.token, "GET", "/v1/operator-accounts/current/passkeys")).json.data.passkeys).toHaveLength(1);
+    const agent = await mintKey(org.api_key, { scopes: ["*"] });
+    for (const [method, path, body] of manage(added.json.data.passkey_id, admin.password))
+      expectError(await call(method, path, { key: agent.key, body }), 404, "NOT_FOUND");
+    // The password change still takes any valid credential of the account (SPEC).
+    expect((await call("PATCH", "/v1/operator-accounts/current/password", { key: narrow.key,
+      body: { current_password: admin.password, new_password: "a different long password" } })).status).toBe(200);
+  });
+
+  it("needs current_password to remove a passkey that is not the last one", async () => {
+    const org = await newOrg();
+    const acct = await fullAccount(org.api_key);
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const o = await as(acct.token, "POST", "/v1/operator-accounts/current/passkeys/options", {});
+      ids.push((await as(acct.token, "POST", "/v1/operator-accounts/current/passkeys", { response: await new SoftAuthenticator().create(o.json.data.options) })).json.data.passkey_id);
+    }
+    const path = `/v1/operator-accounts/current/passkeys/${ids[0]}`;
+    const missing = await as(acct.token, "DELETE", path);
+    expectError(missing, 400, "VALIDATION_ERROR");
+    expect(missing.json.error.message).toContain("current_password");
+    expectError(await as(acct.token, "DELETE", path, { current_password: "wrong password!" }), 403, "FORBIDDEN");
+    expect((await as(acct.token, "GET", "/v1/operator-accounts/current/passkeys")).json.data.passkeys).toHaveLength(2);
+    expect((await as(acct.token, "DELETE", path, { current_password: acct.password })).status).toBe(200);
   });
 });
