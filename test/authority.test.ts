@@ -5,6 +5,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/auth/credentials";
+import { clock } from "../src/http/clock";
+import { handle } from "../src/worker";
 import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
 import { SoftAuthenticator } from "./authenticator.mjs";
 
@@ -226,5 +228,43 @@ describe("passkeys and recovery codes are managed only from a dashboard session 
     expectError(await as(acct.token, "DELETE", path, { current_password: "wrong password!" }), 403, "FORBIDDEN");
     expect((await as(acct.token, "GET", "/v1/operator-accounts/current/passkeys")).json.data.passkeys).toHaveLength(2);
     expect((await as(acct.token, "DELETE", path, { current_password: acct.password })).status).toBe(200);
+  });
+});
+
+describe("parallel login attempts on one username queue behind each other", () => {
+  const attempt = async (username: string, password: string, waits: number[], moveClock: boolean) => {
+    const r = await handle(new Request("http://svc.test/v1/dashboard-sessions", {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username, password }),
+    }), env, { wait: async (ms) => { waits.push(ms); if (moveClock) clock.advance(ms); } });
+    return { status: r.status, text: (await r.text()).replace(/req_[0-9a-f]{32}/g, "req_") };
+  };
+  const failures = (username: string) =>
+    env.INDEX_DB.prepare("SELECT failures FROM login_failures WHERE username_hash = ?").bind(sha256Hex(username)).first<number>("failures");
+
+  it("verifies one guess per maximum delay however many connections, for known and unknown names alike", async () => {
+    const org = await newOrg();
+    const acct = await fullAccount(org.api_key);
+    const loginFailed = () => inOrg(org.org_id, (o) => o.db.first<{ n: number }>(
+      "SELECT count(*) AS n FROM audit_log WHERE action = 'dashboard_session.login_failed'")!.n);
+    const seen: Record<string, unknown> = {};
+    for (const name of [acct.username, uniqueName("ghost")]) {
+      for (let i = 0; i < 8; i++) await attempt(name, "wrong password!", [], true);
+      expect(await failures(name)).toBe(8);
+      const audited = await loginFailed();
+      const waits: number[] = [];
+      const answers = await Promise.all(Array.from({ length: 6 }, () => attempt(name, "wrong password!", waits, false)));
+      for (const a of answers) expect(a).toEqual(answers[0]);
+      expect(answers[0].status).toBe(401);
+      // One attempt took the slot 30 s ahead and was verified; the others found the queue full.
+      const verified = { waits, failures: await failures(name), audited: (await loginFailed()) - audited };
+      // Half a minute later the next slot is free again: one more verification.
+      clock.advance(30_000);
+      const later: number[] = [];
+      await Promise.all(Array.from({ length: 3 }, () => attempt(name, "wrong password!", later, false)));
+      seen[name === acct.username ? "known" : "unknown"] = { ...verified, later };
+      clock.reset();
+    }
+    expect(seen.known).toEqual({ waits: [30_000], failures: 9, audited: 1, later: [30_000] });
+    expect(seen.unknown).toEqual({ waits: [30_000], failures: 9, audited: 0, later: [30_000] });
   });
 });
