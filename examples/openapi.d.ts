@@ -578,7 +578,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's workspaces. */
+        /** Workspaces: owners and admins see all, others the ones they are members of. */
         get: operations["getV1Workspaces"];
         put?: never;
         /** Create a workspace (name unique per organization); its creator becomes its owner. */
@@ -596,7 +596,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live memberships; workspace_id filters to one workspace. */
+        /** Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace. */
         get: operations["getV1Memberships"];
         put?: never;
         /** Attach a principal to the organization (sets its role) or to a workspace, with a role. */

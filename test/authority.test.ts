@@ -268,3 +268,63 @@ describe("parallel login attempts on one username queue behind each other", () =
     expect(seen.unknown).toEqual({ waits: [30_000], failures: 9, audited: 0, later: [30_000] });
   });
 });
+
+describe("what account creation tells about usernames elsewhere", () => {
+  it("answers a credential that may not create the account the same 403 whether the name is taken or free", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const narrow = await mintKey(org.api_key, { scopes: ["keys:manage"] });
+    const probe = (username: string) => call("POST", "/v1/operator-accounts", { key: narrow.key, body: { username, role: "member" } });
+    const taken = await probe(other.owner_username);
+    const free = await probe(uniqueName("free"));
+    expectError(taken, 403, "FORBIDDEN");
+    expect(taken.json.error).toEqual(free.json.error);
+  });
+
+  it("audits every taken answer to a credential that may create accounts", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const r = await call("POST", "/v1/operator-accounts", { key: org.api_key, body: { username: other.owner_username, role: "member" } });
+    expectError(r, 409, "CONFLICT");
+    const audit = await inOrg(org.org_id, (o) => o.db.all<{ actor_id: string; detail: string }>(
+      "SELECT actor_id, detail FROM audit_log WHERE action = 'operator_account.username_taken'"));
+    expect(audit).toHaveLength(1);
+    expect(JSON.parse(audit[0].detail)).toEqual({ username: other.owner_username });
+  });
+});
+
+describe("workspaces and memberships are listed to their members", () => {
+  it("shows a member only its workspaces, their memberships and its own; owners and admins everything", async () => {
+    const org = await newOrg();
+    const ws = async (name: string) => (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name } })).json.data.workspace_id as string;
+    const [mineWs, otherWs] = [await ws(uniqueName("mine")), await ws(uniqueName("other"))];
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const stranger = await mintKey(org.api_key, { scopes: ["*"] });
+    const admin = await mintKey(org.api_key, { scopes: ["*"] });
+    const join = (principal_id: string, role: string, workspace_id?: string) =>
+      call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id, role, ...(workspace_id ? { workspace_id } : {}) } });
+    const memberInWs = (await join(member.principal_id, "reader", mineWs)).json.data.membership_id;
+    const strangerInWs = (await join(stranger.principal_id, "member", otherWs)).json.data.membership_id;
+    await join(admin.principal_id, "admin");
+
+    const names = async (key: string) => (await call("GET", "/v1/workspaces", { key })).json.data.workspaces.map((w: any) => w.workspace_id);
+    expect(await names(member.key)).toEqual([mineWs]);
+    expect(await names(org.api_key)).toEqual([mineWs, otherWs]);
+    expect(await names(admin.key)).toEqual([mineWs, otherWs]);
+
+    const listed = (await call("GET", "/v1/memberships?limit=200", { key: member.key })).json.data.memberships;
+    const ownerId = (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id;
+    expect(listed.map((m: any) => [m.principal_id, m.workspace_id]).sort()).toEqual([
+      [member.principal_id, null], [member.principal_id, mineWs], [ownerId, mineWs]].sort());
+    expect(JSON.stringify(listed)).not.toContain(strangerInWs);
+    expect((await call("GET", "/v1/memberships?limit=200", { key: admin.key })).text).toContain(strangerInWs);
+    expect((await call("GET", `/v1/memberships?workspace_id=${mineWs}`, { key: member.key })).text).toContain(memberInWs);
+
+    // A workspace the member is not in lists exactly like a missing one.
+    const strip = (r: { text: string }) => r.text.replace(/req_[0-9a-f]{32}/g, "req_");
+    const invisible = await call("GET", `/v1/memberships?workspace_id=${otherWs}`, { key: member.key });
+    const missing = await call("GET", `/v1/memberships?workspace_id=wsp_${"0".repeat(32)}`, { key: member.key });
+    expect(invisible.status).toBe(200);
+    expect(strip(invisible)).toBe(strip(missing));
+  });
+});

@@ -1,7 +1,10 @@
 // Workspaces and memberships. A principal's organization membership IS its organization role
 // (mirrored on principals.role, which every request reads with the key); workspace memberships
 // attach it to a workspace. Removal is soft: rows stay for provenance and audit, but stop being listed.
+// Owners and admins see every workspace and membership; anyone else sees the workspaces it is a member
+// of, their memberships and its own.
 import { requireAccountAuthority, requireRoleAuthority } from "../../access/authority";
+import { isAdmin } from "../../access/policy";
 import { ADMIN_ROLES, type Role } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
@@ -74,11 +77,14 @@ export const membershipRoutes = [
   orgRoute({
     method: "GET", path: "/v1/workspaces", scope: "workspaces:read", query: listQuery,
     response: { 200: workspaceListResponse },
-    summary: "The organization's workspaces.",
-    handler: ({ db, query }) => {
+    summary: "Workspaces: owners and admins see all, others the ones they are members of.",
+    handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
+      const mine = !isAdmin(caller);
       const rows = db.all<{ workspace_id: string; name: string; created_by: string; created_at: string }>(
-        "SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?) ORDER BY created_at, workspace_id LIMIT ?", at, id, query.limit + 1);
+        `SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?)
+          ${mine ? "AND workspace_id IN (SELECT value FROM json_each(?))" : ""} ORDER BY created_at, workspace_id LIMIT ?`,
+        at, id, ...(mine ? [JSON.stringify(Object.keys(caller.workspaces))] : []), query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (w) => [w.created_at, w.workspace_id]);
       return ok({ workspaces: page, ...more });
     },
@@ -124,13 +130,17 @@ export const membershipRoutes = [
   orgRoute({
     method: "GET", path: "/v1/memberships", scope: "memberships:read", query: membershipListQuery,
     response: { 200: membershipListResponse },
-    summary: "Live memberships; workspace_id filters to one workspace.",
-    handler: ({ db, query }) => {
+    summary: "Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace.",
+    handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
+      // A workspace the caller is not a member of lists nothing, exactly like a missing one.
+      const mine = !isAdmin(caller);
       const rows = db.all<MembershipRow>(
         `SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (?, ?)
-          ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""} ORDER BY created_at, membership_id LIMIT ?`,
-        at, id, ...(query.workspace_id !== undefined ? [query.workspace_id] : []), query.limit + 1);
+          ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""}
+          ${mine ? "AND (principal_id = ? OR workspace_id IN (SELECT value FROM json_each(?)))" : ""} ORDER BY created_at, membership_id LIMIT ?`,
+        at, id, ...(query.workspace_id !== undefined ? [query.workspace_id] : []),
+        ...(mine ? [caller.principalId, JSON.stringify(Object.keys(caller.workspaces))] : []), query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (m) => [m.created_at, m.membership_id]);
       return ok({ memberships: page.map(membershipView), ...more });
     },

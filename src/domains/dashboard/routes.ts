@@ -96,7 +96,13 @@ export const dashboardRoutes = [
       requireAccountAuthority(caller, body.role);
       const index = rc.env.INDEX_DB;
       const taken = () => conflict(`The username "${body.username}" is taken.`);
-      if (await index.prepare("SELECT 1 FROM dashboard_usernames WHERE username = ?").bind(body.username).first()) throw taken();
+      if (await index.prepare("SELECT 1 FROM dashboard_usernames WHERE username = ?").bind(body.username).first()) {
+        // Usernames are unique across the deployment, so this answer tells whether one exists anywhere:
+        // each such answer is audited, for owners to see who probes.
+        rc.storage.transactionSync(() => insertAudit(rc.db, { actorId: caller.principalId, keyId: caller.keyId, requestId: rc.requestId },
+          { action: "operator_account.username_taken", resourceType: "operator_account", detail: { username: body.username } }, clock.nowIso()));
+        throw taken();
+      }
       const password = temporaryPassword();
       const hash = await hashPassword(password, pepperOf(rc.env));
       let accountId = "";
