@@ -410,7 +410,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key; it fails with 401 from the next request on. */
+        /** Revoke a key; it fails with 401 from the next request on. A principal's last credential takes what it created with it (cascade). */
         delete: operations["deleteV1KeysById"];
         options?: never;
         head?: never;
@@ -578,7 +578,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's workspaces. */
+        /** Workspaces: owners and admins see all, others the ones they are members of. */
         get: operations["getV1Workspaces"];
         put?: never;
         /** Create a workspace (name unique per organization); its creator becomes its owner. */
@@ -596,7 +596,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live memberships; workspace_id filters to one workspace. */
+        /** Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace. */
         get: operations["getV1Memberships"];
         put?: never;
         /** Attach a principal to the organization (sets its role) or to a workspace, with a role. */
@@ -925,7 +925,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke one passkey; removing the last one requires current_password. */
+        /** Revoke one passkey (current_password). */
         delete: operations["deleteV1OperatorAccountsCurrentPasskeysById"];
         options?: never;
         head?: never;
@@ -3349,6 +3349,13 @@ export interface operations {
                             created_at: string;
                             revoked_at: string | null;
                             already_revoked: boolean;
+                            /** @description Set when this was the principal's last credential (no other active key, no dashboard account): what it created, revoked with it */
+                            cascade: {
+                                keys_revoked: number;
+                                grants_revoked: number;
+                                webhooks_disabled: number;
+                                accounts_disabled: number;
+                            } | null;
                         };
                         meta: {
                             request_id: string;
@@ -3999,6 +4006,8 @@ export interface operations {
                             keys_revoked: number;
                             grants_revoked: number;
                             webhooks_disabled: number;
+                            /** @description Dashboard accounts the principal created, directly or through principals it created */
+                            accounts_disabled: number;
                         };
                         meta: {
                             request_id: string;
@@ -4943,7 +4952,7 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    current_password?: string;
+                    current_password: string;
                 };
             };
         };

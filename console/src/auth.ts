@@ -145,11 +145,7 @@ export async function securityPage(main: HTMLElement, refresh: () => void): Prom
     passkeys.length
       ? table(["Name", "Created", "Last used", ""], passkeys.map((p: any) => [p.name, p.created_at, p.last_used_at ?? "never",
         h("button", { class: "danger", type: "button", "aria-label": `Remove passkey ${p.name}`, on: { click: async () => {
-          let body: Record<string, string> | undefined;
-          if (passkeys.length === 1) {
-            const pw = main.querySelector<HTMLInputElement>("input[name=remove_password]")?.value ?? "";
-            body = { current_password: pw };
-          }
+          const body = { current_password: main.querySelector<HTMLInputElement>("input[name=remove_password]")?.value ?? "" };
           if (!(await confirmDialog("Remove passkey?", `The passkey "${p.name}" will stop working.`, "Remove"))) return;
           try {
             await api("DELETE", `/v1/operator-accounts/current/passkeys/${encodeURIComponent(p.passkey_id)}`, { body });
@@ -160,7 +156,7 @@ export async function securityPage(main: HTMLElement, refresh: () => void): Prom
           }
         } } }, "Remove")]))
       : h("p", null, "No passkey yet: logins use the password only."),
-    ...(passkeys.length === 1 ? [field("Current password (needed to remove the last passkey)", "remove_password", { type: "password", autocomplete: "current-password" })] : []),
+    ...(passkeys.length ? [field("Current password (needed to remove a passkey)", "remove_password", { type: "password", autocomplete: "current-password" })] : []),
     guarded(h("form", { "aria-label": "Enroll a passkey", class: "inline" },
       field("Passkey name", "name", { maxlength: 100, placeholder: "Passkey" }),
       h("button", { type: "submit" }, "Enroll a passkey")), async (v) => {

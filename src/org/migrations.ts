@@ -934,4 +934,13 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
           AND resource_id IN (SELECT claim_id FROM claims WHERE workspace_id IS NOT NULL);
     `,
   },
+  {
+    // A dashboard account stops for good when the principal that created it (directly or through
+    // principals it created) leaves the organization or loses its last credential: its sessions are
+    // revoked in the same transaction, and its logins answer like a wrong password. The username stays taken.
+    name: "0029_account_disabled",
+    sql: `
+      ALTER TABLE operator_accounts ADD COLUMN disabled_at TEXT;
+    `,
+  },
 ];

@@ -1,16 +1,21 @@
 // Workspaces and memberships. A principal's organization membership IS its organization role
 // (mirrored on principals.role, which every request reads with the key); workspace memberships
 // attach it to a workspace. Removal is soft: rows stay for provenance and audit, but stop being listed.
-import { ADMIN_ROLES, type Role, roleRank } from "../../auth/roles";
+// Owners and admins see every workspace and membership; anyone else sees the workspaces it is a member
+// of, their memberships and its own.
+import { requireAccountAuthority, requireRoleAuthority } from "../../access/authority";
+import { isAdmin } from "../../access/policy";
+import { ADMIN_ROLES, type Role } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
-import { conflict, forbidden, notFound } from "../../http/errors";
+import { conflict, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
-import type { Caller, IndexWrite } from "../../org/request";
+import type { IndexWrite } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
+import { accountOfPrincipal } from "../dashboard/store";
 import { getPrincipal } from "../identity/store";
 import { unresolved } from "../memory/store";
 import { revokeWhatPrincipalReaches } from "./revocation";
@@ -33,12 +38,6 @@ export const membershipView = (m: MembershipRow) => ({
 
 const liveOwners = (db: Db) => db.first<{ n: number }>(
   "SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL")!.n;
-
-/** Admins manage members below owner; only an owner grants, changes or removes the owner role. */
-function assertMayManage(caller: Caller, role: Role) {
-  if (role === "owner" && caller.role !== "owner") throw forbidden("Only an owner may grant or change the owner role.");
-  if (roleRank(role) > roleRank(caller.role)) throw forbidden("A membership cannot carry a role above your own.");
-}
 
 export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
   db.all<MembershipRow>(
@@ -78,11 +77,14 @@ export const membershipRoutes = [
   orgRoute({
     method: "GET", path: "/v1/workspaces", scope: "workspaces:read", query: listQuery,
     response: { 200: workspaceListResponse },
-    summary: "The organization's workspaces.",
-    handler: ({ db, query }) => {
+    summary: "Workspaces: owners and admins see all, others the ones they are members of.",
+    handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
+      const mine = !isAdmin(caller);
       const rows = db.all<{ workspace_id: string; name: string; created_by: string; created_at: string }>(
-        "SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?) ORDER BY created_at, workspace_id LIMIT ?", at, id, query.limit + 1);
+        `SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?)
+          ${mine ? "AND workspace_id IN (SELECT value FROM json_each(?))" : ""} ORDER BY created_at, workspace_id LIMIT ?`,
+        at, id, ...(mine ? [JSON.stringify(Object.keys(caller.workspaces))] : []), query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (w) => [w.created_at, w.workspace_id]);
       return ok({ workspaces: page, ...more });
     },
@@ -98,7 +100,9 @@ export const membershipRoutes = [
       if (!principal) throw unresolved("principal", [body.principal_id]);
       if (body.workspace_id !== undefined && !rc.db.first("SELECT 1 FROM workspaces WHERE workspace_id = ?", body.workspace_id))
         throw unresolved("workspace", [body.workspace_id]);
-      assertMayManage(caller, body.role);
+      requireRoleAuthority(caller, body.role);
+      // The organization role of a principal with a dashboard account is its sessions' authority.
+      if (body.workspace_id === undefined && accountOfPrincipal(rc.db, principal.principal_id)) requireAccountAuthority(caller, body.role);
       return commitWrite(rc, (db) => {
         const now = clock.nowIso();
         const current = db.first<MembershipRow>(
@@ -107,7 +111,7 @@ export const membershipRoutes = [
         if (current && body.workspace_id !== undefined) throw conflict("The principal is already a member of this workspace.");
         if (current) {
           // The organization membership is replaced: the new role applies from the next request.
-          assertMayManage(caller, current.role);
+          requireRoleAuthority(caller, current.role);
           if (current.role === "owner" && body.role !== "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be demoted.");
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, caller.principalId, current.membership_id);
           db.run("UPDATE principals SET role = ? WHERE principal_id = ?", body.role, body.principal_id);
@@ -126,13 +130,17 @@ export const membershipRoutes = [
   orgRoute({
     method: "GET", path: "/v1/memberships", scope: "memberships:read", query: membershipListQuery,
     response: { 200: membershipListResponse },
-    summary: "Live memberships; workspace_id filters to one workspace.",
-    handler: ({ db, query }) => {
+    summary: "Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace.",
+    handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
+      // A workspace the caller is not a member of lists nothing, exactly like a missing one.
+      const mine = !isAdmin(caller);
       const rows = db.all<MembershipRow>(
         `SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (?, ?)
-          ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""} ORDER BY created_at, membership_id LIMIT ?`,
-        at, id, ...(query.workspace_id !== undefined ? [query.workspace_id] : []), query.limit + 1);
+          ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""}
+          ${mine ? "AND (principal_id = ? OR workspace_id IN (SELECT value FROM json_each(?)))" : ""} ORDER BY created_at, membership_id LIMIT ?`,
+        at, id, ...(query.workspace_id !== undefined ? [query.workspace_id] : []),
+        ...(mine ? [caller.principalId, JSON.stringify(Object.keys(caller.workspaces))] : []), query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (m) => [m.created_at, m.membership_id]);
       return ok({ memberships: page.map(membershipView), ...more });
     },
@@ -145,29 +153,28 @@ export const membershipRoutes = [
     handler: (rc) => {
       const m = rc.db.first<MembershipRow>("SELECT * FROM memberships WHERE membership_id = ? AND removed_at IS NULL", rc.params.id);
       if (!m) throw notFound("Membership");
-      assertMayManage(rc.caller, m.role);
+      requireRoleAuthority(rc.caller, m.role);
       const revoked: IndexWrite[] = [];
       const reply = commitWrite(rc, (db) => {
         if (m.workspace_id === null && m.role === "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be removed.");
         const now = clock.nowIso();
-        let grantsRevoked = 0;
-        let webhooksDisabled = 0;
+        let cascade = { keys_revoked: 0, grants_revoked: 0, webhooks_disabled: 0, accounts_disabled: 0 };
         if (m.workspace_id === null) {
           // Leaving the organization: every membership ends, and every key of the principal and of the
-          // principals it created stops working, with every grant it held or they gave (and their delegations).
+          // principals it created stops working, with every grant it held or they gave (and their
+          // delegations), their webhooks and the dashboard accounts they created.
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE principal_id = ? AND removed_at IS NULL", now, rc.caller.principalId, m.principal_id);
           db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", now, m.principal_id);
           const reached = revokeWhatPrincipalReaches(db, m.principal_id, rc.caller.principalId, now);
-          for (const keyHash of reached.keyHashes) revoked.push({ op: "remove_credential", keyHash });
-          grantsRevoked = reached.grantsRevoked;
-          webhooksDisabled = reached.webhooksDisabled;
+          for (const keyHash of reached.credentialHashes) revoked.push({ op: "remove_credential", keyHash });
+          cascade = { keys_revoked: reached.keysRevoked, grants_revoked: reached.grantsRevoked, webhooks_disabled: reached.webhooksDisabled,
+            accounts_disabled: reached.accountsDisabled };
         } else {
           db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, rc.caller.principalId, m.membership_id);
         }
-        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, keys_revoked: revoked.length, grants_revoked: grantsRevoked,
-          webhooks_disabled: webhooksDisabled },
+        return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, ...cascade },
           audit: { action: "membership.removed", resourceType: "membership", resourceId: m.membership_id,
-            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, keys_revoked: revoked.length, grants_revoked: grantsRevoked, webhooks_disabled: webhooksDisabled } } };
+            detail: { principal_id: m.principal_id, workspace_id: m.workspace_id, ...cascade } } };
       });
       return { ...reply, indexWrites: revoked };
     },

@@ -2,6 +2,7 @@
 // commitWrite, so the whole cascade lands in the same transaction and applies from the next request
 // (every request re-reads the key row and the caller's active grants).
 import type { Db } from "../../org/db";
+import { disableAccountsOf } from "../dashboard/store";
 
 /** Revoke these grants and, transitively, every grant delegated from them; answers the ids revoked now. */
 export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: string): string[] {
@@ -16,10 +17,11 @@ export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: 
 }
 
 /**
- * A principal leaves the organization: its keys and the keys of every principal it created (and they
- * created, transitively) are revoked, and so are the grants it held, the grants any of them gave, and
- * everything delegated from those, and their webhooks are disabled. Answers the revoked keys' hashes
- * (for the credential index), the number of grants revoked and of webhooks disabled.
+ * A principal leaves the organization (or loses its last credential, see principalHasCredential): its
+ * keys and the keys of every principal it created (and they created, transitively) are revoked, and so
+ * are the grants it held, the grants any of them gave, and everything delegated from those; their
+ * webhooks are disabled, and so are their dashboard accounts, whose sessions end at once. Answers the
+ * revoked credentials' hashes (keys and sessions, for the credential index) and the counts.
  */
 export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: string, at: string) {
   const reached = db.all<{ principal_id: string }>(
@@ -38,5 +40,18 @@ export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: stri
     `UPDATE webhooks SET status = 'disabled', updated_at = ?
       WHERE created_by IN (SELECT value FROM json_each(?)) AND status <> 'disabled' RETURNING 1`,
     at, JSON.stringify(reached)).length;
-  return { keyHashes, grantsRevoked: revokeGrantsCascade(db, roots, by, at).length, webhooksDisabled };
+  // Accounts they created log in no more, and their live sessions stop now.
+  const accounts = disableAccountsOf(db, reached, at);
+  return {
+    keysRevoked: keyHashes.length, credentialHashes: [...keyHashes, ...accounts.sessionHashes],
+    grantsRevoked: revokeGrantsCascade(db, roots, by, at).length, webhooksDisabled, accountsDisabled: accounts.accounts,
+  };
 }
+
+/**
+ * Does the principal still hold a credential: an active API key or a live dashboard account? Revoking
+ * the last one ends its authority like a removal does (revokeWhatPrincipalReaches).
+ */
+export const principalHasCredential = (db: Db, principalId: string): boolean =>
+  !!db.first(`SELECT 1 FROM api_keys WHERE principal_id = ? AND status = 'active'
+              UNION ALL SELECT 1 FROM operator_accounts WHERE principal_id = ? AND disabled_at IS NULL`, principalId, principalId);

@@ -70,6 +70,7 @@ export const membershipResponse = z.strictObject({
 export const membershipListResponse = pageOf("memberships", membershipResponse);
 export const membershipRemovedResponse = membershipResponse.extend({
   removed: z.literal(true), removed_at: timestamp, keys_revoked: count, grants_revoked: count, webhooks_disabled: count,
+  accounts_disabled: count.describe("Dashboard accounts the principal created, directly or through principals it created"),
 });
 
 export const grantResponse = z.strictObject({

@@ -1,6 +1,6 @@
 // Password login: POST /v1/dashboard-sessions, the one public route that takes a body. The front Worker
-// finds the organization through the D1 username index, counts the attempt, waits out the progressive
-// delay, then asks the organization's Durable Object (RPC `login`) to verify the password and issue a
+// finds the organization through the D1 username index, takes the username's next attempt slot (counting
+// the attempt) and waits for it, then asks the organization's Durable Object (RPC `login`) to verify the password and issue a
 // session. Unknown usernames and wrong passwords get the same answer after the same work.
 import { ApiError } from "../../http/errors";
 import { dataResponse, errorResponse } from "../../http/envelope";
@@ -15,7 +15,7 @@ import { DUMMY_HASH, hashPassword, pepperOf, verifyPassword } from "../identity/
 import { loginBody } from "./schema";
 import type { SessionStage } from "./stages";
 import { accountByUsername, insertSession, revokeSessions, sessionView, upgradePasswordHash } from "./store";
-import { countFailure, delayMsAfter, forgiveFailure, resetFailures } from "./throttle";
+import { forgiveFailure, resetFailures, takeAttemptSlot } from "./throttle";
 
 export const INVALID_LOGIN = "Invalid username or password.";
 
@@ -70,18 +70,19 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
     const { username, password } = parseWith(loginBody, parseJsonBody(req.bodyText, false));
     const pepper = pepperOf(env);
     let orgId: string | null = null;
-    let prior: number;
+    let wait: number | null;
     try {
       const row = await env.INDEX_DB.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?")
         .bind(username).first<{ org_id: string }>();
       orgId = row?.org_id ?? null;
-      prior = await countFailure(env.INDEX_DB, username);
+      wait = await takeAttemptSlot(env.INDEX_DB, username);
     } catch (err) {
       console.error("login index failed", err);
       throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
     }
-    const delay = delayMsAfter(prior);
-    if (delay > 0) await req.wait(delay);
+    // Too many attempts queued on this username (known or not): the uniform answer, nothing verified.
+    if (wait === null) throw new ApiError("UNAUTHENTICATED", INVALID_LOGIN);
+    if (wait > 0) await req.wait(wait);
     let result: LoginResult;
     if (orgId) {
       const stub = env.ORG.get(env.ORG.idFromName(orgId));

@@ -2,7 +2,7 @@
 // passkeys"). Which credential stage may call each is declared by its `stages` flag and enforced by
 // executeRoute; nothing here emits an event (accounts are not among SPEC's eleven kinds), every write
 // audits metadata only.
-import { roleRank } from "../../auth/roles";
+import { requireAccountAuthority } from "../../access/authority";
 import { ApiError, conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { type EdgeEnv, type PublicRoute, orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -13,7 +13,7 @@ import { clock } from "../../http/clock";
 import { insertPrincipal } from "../identity/store";
 import { hashPassword, pepperOf, temporaryPassword, verifyPassword } from "../identity/passwords";
 import { loginAtEdge } from "./login";
-import { accountResponse, addedPasskeyResponse, addPasskeyBody, assertionBody, assertionOptionsResponse, changePasswordBody, createAccountBody, createdAccountResponse, currentPasswordBody, optionalCurrentPasswordBody, passkeyListResponse, recoveryCodeBody, recoveryCodesResponse, registrationOptionsResponse, revokedPasskeyResponse, sessionResponse, sessionRevokedResponse, upgradedSessionResponse } from "./schema";
+import { accountResponse, addedPasskeyResponse, addPasskeyBody, assertionBody, assertionOptionsResponse, changePasswordBody, createAccountBody, createdAccountResponse, currentPasswordBody, passkeyListResponse, recoveryCodeBody, recoveryCodesResponse, registrationOptionsResponse, revokedPasskeyResponse, sessionResponse, sessionRevokedResponse, upgradedSessionResponse } from "./schema";
 import type { CredentialStage } from "./stages";
 import {
   type AccountRow, accountById, accountOfPrincipal, accountView, activePasskeys, consumeChallenge, hasUnusedRecoveryCode,
@@ -92,11 +92,17 @@ export const dashboardRoutes = [
     summary: "Create a human account (principal, organization membership, account); the temporary password is returned once.",
     handler: async (rc) => {
       const { body, caller } = rc;
-      if (body.role === "owner" && caller.role !== "owner") throw forbidden("Only an owner can create an owner account.");
-      if (roleRank(body.role) > roleRank(caller.role)) throw forbidden("An account cannot be given a role above the caller's.");
+      // Before anything looks at the username: a credential that may not create the account learns nothing about it.
+      requireAccountAuthority(caller, body.role);
       const index = rc.env.INDEX_DB;
       const taken = () => conflict(`The username "${body.username}" is taken.`);
-      if (await index.prepare("SELECT 1 FROM dashboard_usernames WHERE username = ?").bind(body.username).first()) throw taken();
+      if (await index.prepare("SELECT 1 FROM dashboard_usernames WHERE username = ?").bind(body.username).first()) {
+        // Usernames are unique across the deployment, so this answer tells whether one exists anywhere:
+        // each such answer is audited, for owners to see who probes.
+        rc.storage.transactionSync(() => insertAudit(rc.db, { actorId: caller.principalId, keyId: caller.keyId, requestId: rc.requestId },
+          { action: "operator_account.username_taken", resourceType: "operator_account", detail: { username: body.username } }, clock.nowIso()));
+        throw taken();
+      }
       const password = temporaryPassword();
       const hash = await hashPassword(password, pepperOf(rc.env));
       let accountId = "";
@@ -207,7 +213,7 @@ export const dashboardRoutes = [
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/operator-accounts/current/passkeys", scope: null, ownAccount: true,
+    method: "GET", path: "/v1/operator-accounts/current/passkeys", scope: null, stages: FULL_ONLY, ownAccount: true,
     response: { 200: passkeyListResponse },
     summary: "The account's passkeys, without public keys or counters.",
     handler: (rc) => {
@@ -217,23 +223,20 @@ export const dashboardRoutes = [
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/operator-accounts/current/passkeys/:id", scope: null, ownAccount: true,
+    method: "DELETE", path: "/v1/operator-accounts/current/passkeys/:id", scope: null, stages: FULL_ONLY, ownAccount: true,
     response: { 200: revokedPasskeyResponse },
-    body: optionalCurrentPasswordBody, bodyOptional: true,
-    summary: "Revoke one passkey; removing the last one requires current_password.",
+    // Optional as a whole so that a missing body is answered by the schema, naming current_password.
+    body: currentPasswordBody, bodyOptional: true,
+    summary: "Revoke one passkey (current_password).",
     handler: async (rc) => {
       const account = currentAccount(rc);
       const passkeys = activePasskeys(rc.db, account.account_id);
       const target = passkeys.find((p) => p.passkey_id === rc.params.id);
       if (!target) throw notFound("Passkey");
       const last = passkeys.length === 1;
-      if (last) {
-        if (rc.body.current_password === undefined)
-          throw invalid('Invalid field "current_password": is required to remove the last passkey.');
-        await requirePassword(rc, account, rc.body.current_password);
-      }
+      await requirePassword(rc, account, rc.body.current_password);
       return commitWrite(rc, (db) => {
-        if (last) samePassword(db, account);
+        samePassword(db, account);
         revokePasskey(db, target.passkey_id);
         return {
           status: 200, data: { ...passkeyView(target), revoked_at: clock.nowIso() },
@@ -244,7 +247,7 @@ export const dashboardRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/operator-accounts/current/recovery-codes", scope: null, body: currentPasswordBody, ownAccount: true,
+    method: "POST", path: "/v1/operator-accounts/current/recovery-codes", scope: null, body: currentPasswordBody, stages: FULL_ONLY, ownAccount: true,
     response: { 201: recoveryCodesResponse },
     summary: "Replace all recovery codes (current_password); the new set is returned once.",
     handler: async (rc) => {

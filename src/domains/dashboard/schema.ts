@@ -21,7 +21,6 @@ export const changePasswordBody = z.strictObject({
 });
 
 export const currentPasswordBody = z.strictObject({ current_password: password("current_password") });
-export const optionalCurrentPasswordBody = z.strictObject({ current_password: password("current_password").optional() });
 
 /** The library's RegistrationResponseJSON / AuthenticationResponseJSON: shape-checked here, verified by @simplewebauthn/server. */
 const b64u = z.string().min(1, "must not be empty").max(16_384, "is too long").regex(/^[A-Za-z0-9_-]+={0,2}$/, "must be base64url");

@@ -1,7 +1,7 @@
 // The stage gate: which credentials may call a route. A dashboard session in stage `password_change`
 // or `staged` can call only the routes that name that stage; a `full` session acts as its account's
 // principal wherever an API key may. Enforced in ONE place (executeRoute) from the route's `stages` flag.
-import { forbidden } from "../../http/errors";
+import { forbidden, notFound } from "../../http/errors";
 import type { Caller } from "../../org/request";
 
 export const SESSION_STAGES = ["password_change", "staged", "full"] as const;
@@ -20,10 +20,16 @@ export const SESSION_LIFETIME_MS: Record<SessionStage, number> = {
 
 export const credentialStage = (caller: Caller): CredentialStage => caller.session?.stage ?? "api_key";
 
-export function checkStage(caller: Caller, route: { stages?: readonly CredentialStage[] }): void {
+/**
+ * An API key on a route of the caller's own account (`ownAccount`) that takes only sessions — its
+ * second factor, passkeys and recovery codes — answers like any `/current` route when the key's
+ * principal has no account (404), and 403 when it has one.
+ */
+export function checkStage(caller: Caller, route: { stages?: readonly CredentialStage[]; ownAccount?: boolean }, hasAccount: () => boolean): void {
   const allowed = route.stages ?? DEFAULT_STAGES;
   const stage = credentialStage(caller);
   if (allowed.includes(stage)) return;
+  if (stage === "api_key" && route.ownAccount && !hasAccount()) throw notFound("Operator account");
   if (stage === "password_change")
     throw forbidden("Replace the temporary password first (PATCH /v1/operator-accounts/current/password); then log in again.");
   if (stage === "staged")

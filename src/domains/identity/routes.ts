@@ -1,26 +1,19 @@
+import { keyAuthority, requireMintable } from "../../access/authority";
 import { isAdmin } from "../../access/policy";
-import { holdsAll, normalizeScopes } from "../../auth/scopes";
-import { ADMIN_ROLES, type Role, roleRank } from "../../auth/roles";
-import { DEFAULT_KEY_CEILING, lowerTrust, trustAtMost } from "../../auth/trust";
+import { normalizeScopes } from "../../auth/scopes";
+import { ADMIN_ROLES, type Role } from "../../auth/roles";
+import { DEFAULT_KEY_CEILING, lowerTrust } from "../../auth/trust";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
 import { orgRoute } from "../../http/route";
-import type { Caller } from "../../org/request";
-import { ok } from "../../org/request";
+import { type IndexWrite, ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { liveMembershipsOf } from "../access/memberships";
+import { principalHasCredential, revokeWhatPrincipalReaches } from "../access/revocation";
+import { clock } from "../../http/clock";
 import { keyListResponse, listQuery, mintedKeyResponse, mintKeyBody, principalListResponse, principalResponse, revokedKeyResponse } from "./schema";
 import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
 
-
-/**
- * The one rule for minting and revoking a key of another principal: owner or admin only (others get
- * `hidden`, answered like a missing record), and never for a principal of a higher role.
- */
-function keyAuthority(caller: Caller, target: { role: Role } | null): "ok" | "hidden" | "higher" {
-  if (!target || !isAdmin(caller)) return "hidden";
-  return roleRank(target.role) > roleRank(caller.role) ? "higher" : "ok";
-}
 
 export const identityRoutes = [
   orgRoute({
@@ -40,13 +33,8 @@ export const identityRoutes = [
     handler: (rc) => {
       const { caller, body } = rc;
       const scopes = normalizeScopes(body.scopes);
-      if (!holdsAll(caller.scopes, scopes)) throw forbidden("A key cannot mint scopes it does not hold.");
-      // Such a key pulls and pushes as a federation peer (a "*" key does so only for owners and admins).
-      if (scopes.includes("federation:write") && !isAdmin(caller))
-        throw forbidden('Only an owner or admin may mint a key that names "federation:write": it acts as a federation peer.');
       const maxTrust = body.max_trust ?? lowerTrust(DEFAULT_KEY_CEILING, caller.maxTrust);
-      if (!trustAtMost(maxTrust, caller.maxTrust))
-        throw forbidden(`This credential may not mint a "${maxTrust}" trust ceiling.`);
+      requireMintable(caller, scopes, maxTrust);
       let minted: { keyHash: string; keyId: string } | null = null;
       const reply = commitWrite(rc, (db) => {
         let principal: PrincipalRow;
@@ -94,7 +82,7 @@ export const identityRoutes = [
   orgRoute({
     method: "DELETE", path: "/v1/keys/:id", scope: "keys:manage",
     response: { 200: revokedKeyResponse },
-    summary: "Revoke a key; it fails with 401 from the next request on.",
+    summary: "Revoke a key; it fails with 401 from the next request on. A principal's last credential takes what it created with it (cascade).",
     handler: (rc) => {
       const key = getKey(rc.db, rc.params.id);
       if (!key) throw notFound("Key");
@@ -105,16 +93,27 @@ export const identityRoutes = [
         if (authority === "hidden") throw notFound("Key");
         if (authority === "higher") throw forbidden("A key of a principal with a higher role cannot be revoked.");
       }
+      const removed: IndexWrite[] = [{ op: "remove_credential", keyHash: key.key_hash }];
       const reply = commitWrite(rc, (db) => {
         const already = key.status === "revoked";
-        if (!already) revokeKey(db, key.key_id);
+        let cascade = null;
+        if (!already) {
+          revokeKey(db, key.key_id);
+          // The principal's last credential: what it created loses its standing, as on its removal.
+          if (!principalHasCredential(db, key.principal_id)) {
+            const reached = revokeWhatPrincipalReaches(db, key.principal_id, rc.caller.principalId, clock.nowIso());
+            for (const keyHash of reached.credentialHashes) removed.push({ op: "remove_credential", keyHash });
+            cascade = { keys_revoked: reached.keysRevoked, grants_revoked: reached.grantsRevoked,
+              webhooks_disabled: reached.webhooksDisabled, accounts_disabled: reached.accountsDisabled };
+          }
+        }
         return {
           status: 200,
-          data: { ...keyView(getKey(db, key.key_id)!), already_revoked: already },
-          audit: { action: "key.revoked", resourceType: "key", resourceId: key.key_id },
+          data: { ...keyView(getKey(db, key.key_id)!), already_revoked: already, cascade },
+          audit: { action: "key.revoked", resourceType: "key", resourceId: key.key_id, ...(cascade ? { detail: { cascade } } : {}) },
         };
       });
-      return { ...reply, indexWrites: [{ op: "remove_credential", keyHash: key.key_hash }] };
+      return { ...reply, indexWrites: removed };
     },
   }),
 

@@ -4,7 +4,7 @@ import { SCOPES } from "../../auth/scope-names";
 import { ALL_SCOPES, scopesSchema } from "../../auth/scopes";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
+import { count, idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 export const mintKeyBody = z.strictObject({
@@ -32,7 +32,11 @@ export const keyResponse = z.strictObject({
   status: z.enum(["active", "revoked"]), created_at: timestamp, revoked_at: timestamp.nullable(),
 });
 export const mintedKeyResponse = keyResponse.extend({ key: z.string().startsWith("svc_sk_").describe("The raw key: shown once, never again") });
-export const revokedKeyResponse = keyResponse.extend({ already_revoked: z.boolean() });
+export const revokedKeyResponse = keyResponse.extend({
+  already_revoked: z.boolean(),
+  cascade: z.strictObject({ keys_revoked: count, grants_revoked: count, webhooks_disabled: count, accounts_disabled: count }).nullable()
+    .describe("Set when this was the principal's last credential (no other active key, no dashboard account): what it created, revoked with it"),
+});
 export const keyListResponse = pageOf("keys", keyResponse);
 
 export const principalListResponse = pageOf("principals", z.strictObject({

@@ -1,7 +1,8 @@
 // Principals, API keys and operator accounts: the org Durable Object is the authority for all of them.
+import { SESSION_SCOPES, sessionCeiling } from "../../access/authority";
 import { loadGrants } from "../../access/policy";
 import { hashKey, newRawKey } from "../../auth/credentials";
-import type { Role } from "../../auth/roles";
+import { ROLES, type Role } from "../../auth/roles";
 import type { Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -28,10 +29,13 @@ export interface PrincipalRow {
   created_at: string;
 }
 
+/** sessionCeiling (src/access/authority.ts) as SQL over `p.role`. */
+const SESSION_CEILING_SQL = `CASE p.role ${ROLES.map((r) => `WHEN '${r}' THEN '${sessionCeiling(r)}'`).join(" ")} END`;
+
 /**
  * Re-read on every request: revocation, expiry and role changes take effect immediately, nothing is
  * cached. One statement per request: an API key or a live dashboard session (DESIGN: a full session
- * acts as its account's principal with scopes *, ceiling verified for owners and high otherwise), the
+ * acts as its account's principal with SESSION_SCOPES and sessionCeiling of its role), the
  * principal's role and whether it holds any grant.
  */
 export function loadCaller(db: Db, keyHash: string): Caller | null {
@@ -44,11 +48,11 @@ export function loadCaller(db: Db, keyHash: string): Caller | null {
                FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
               WHERE k.key_hash = ? AND k.status = 'active' AND p.removed_at IS NULL
              UNION ALL
-             SELECT s.session_id, a.principal_id, '["*"]', CASE p.role WHEN 'owner' THEN 'verified' ELSE 'high' END, p.role, s.account_id, s.stage
+             SELECT s.session_id, a.principal_id, ?, ${SESSION_CEILING_SQL}, p.role, s.account_id, s.stage
                FROM dashboard_sessions s JOIN operator_accounts a ON a.account_id = s.account_id
                JOIN principals p ON p.principal_id = a.principal_id
-              WHERE s.key_hash = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND p.removed_at IS NULL) c`,
-    keyHash, keyHash, clock.nowIso(),
+              WHERE s.key_hash = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND p.removed_at IS NULL AND a.disabled_at IS NULL) c`,
+    keyHash, JSON.stringify(SESSION_SCOPES), keyHash, clock.nowIso(),
   );
   if (!row) return null;
   return { keyId: row.credential_id, principalId: row.principal_id, scopes: JSON.parse(row.scopes), maxTrust: row.max_trust, role: row.role,
