@@ -7,32 +7,10 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/auth/credentials";
 import { clock } from "../src/http/clock";
 import { handle } from "../src/worker";
-import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
+import { call, expectError, fullAccount, inOrg, login, mintKey, newAccount, newOrg, uniqueName } from "./helpers";
 import { SoftAuthenticator } from "./authenticator.mjs";
 
-let seq = 0;
-const uniqueName = (p = "a") => `${p}${Date.now().toString(36)}${(seq++).toString(36)}`;
 const as = (token: string, method: string, path: string, body?: unknown) => call(method, path, { key: token, body });
-const login = (username: string, password: string) => call("POST", "/v1/dashboard-sessions", { body: { username, password } });
-
-async function newAccount(key: string, role = "member") {
-  const username = uniqueName();
-  const r = await call("POST", "/v1/operator-accounts", { key, body: { username, role } });
-  expect(r.status, r.text).toBe(201);
-  return { username, password: r.json.data.temporary_password as string, principalId: r.json.data.principal_id as string };
-}
-
-/** An account past its temporary password, with a full session. */
-async function fullAccount(key: string, role = "member") {
-  const acct = await newAccount(key, role);
-  const first = await login(acct.username, acct.password);
-  const password = `pw-${uniqueName()}-long`;
-  expect((await as(first.json.data.session_token, "PATCH", "/v1/operator-accounts/current/password",
-    { current_password: acct.password, new_password: password })).status).toBe(200);
-  const full = await login(acct.username, password);
-  expect(full.json.data.stage, full.text).toBe("full");
-  return { ...acct, password, token: full.json.data.session_token as string };
-}
 
 const createAccount = (key: string, role: string) =>
   call("POST", "/v1/operator-accounts", { key, body: { username: uniqueName(), role } });

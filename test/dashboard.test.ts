@@ -6,35 +6,10 @@ import { handle } from "../src/worker";
 import { constantTimeEqual, hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/domains/identity/passwords";
 import { delayMsAfter } from "../src/domains/dashboard/throttle";
 import { sha256Hex } from "../src/auth/credentials";
-import { appendOk, call, type CallResult, expectError, inOrg, mintKey, newOrg, obs } from "./helpers";
+import { appendOk, call, type CallResult, expectError, fullAccount, inOrg, login, mintKey, newAccount, newOrg, obs, uniqueName } from "./helpers";
 import { type Attestation, SoftAuthenticator } from "./authenticator.mjs";
 
-let seq = 0;
-const uniqueName = (p = "u") => `${p}${Date.now().toString(36)}${(seq++).toString(36)}`;
 const as = (token: string, method: string, path: string, body?: unknown) => call(method, path, { key: token, body });
-const login = (username: string, password: string, headers: Record<string, string> = {}) =>
-  call("POST", "/v1/dashboard-sessions", { body: { username, password }, headers });
-
-async function newAccount(orgKey: string, role = "member") {
-  const username = uniqueName();
-  const r = await call("POST", "/v1/operator-accounts", { key: orgKey, body: { username, role } });
-  expect(r.status, r.text).toBe(201);
-  return { username, password: r.json.data.temporary_password as string, data: r.json.data };
-}
-
-/** An account past its temporary password, with a full session. */
-async function fullAccount(orgKey: string, role = "member") {
-  const acct = await newAccount(orgKey, role);
-  const first = await login(acct.username, acct.password);
-  expect(first.status, first.text).toBe(201);
-  const password = `pw-${uniqueName()}-long`;
-  const r = await as(first.json.data.session_token, "PATCH", "/v1/operator-accounts/current/password", { current_password: acct.password, new_password: password });
-  expect(r.status, r.text).toBe(200);
-  const again = await login(acct.username, password);
-  expect(again.json.data.stage).toBe("full");
-  return { ...acct, password, token: again.json.data.session_token as string, accountId: acct.data.account_id as string };
-}
-
 async function enroll(token: string, fmt: Attestation = "none", auth = new SoftAuthenticator()) {
   const o = await as(token, "POST", "/v1/operator-accounts/current/passkeys/options", {});
   expect(o.status, o.text).toBe(200);

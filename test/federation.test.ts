@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { sign, signBundle } from "../src/domains/federation/signing";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, consolidateOk, expectError, fullAccount, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const SECRET = "federation-shared-secret-0123";
 let n = 0;
@@ -257,21 +257,7 @@ describe("federation pull and workspaces", () => {
   });
 });
 
-/** A dashboard account of `role` past its temporary password, and its full session token. */
-async function fullSession(orgKey: string, role: string) {
-  const username = unique("acct");
-  const acct = await call("POST", "/v1/operator-accounts", { key: orgKey, body: { username, role } });
-  expect(acct.status, acct.text).toBe(201);
-  const login = (password: string) => call("POST", "/v1/dashboard-sessions", { body: { username, password } });
-  const first = await login(acct.json.data.temporary_password);
-  const password = `pw-${unique("new")}-long`;
-  const changed = await call("PATCH", "/v1/operator-accounts/current/password", { key: first.json.data.session_token,
-    body: { current_password: acct.json.data.temporary_password, new_password: password } });
-  expect(changed.status, changed.text).toBe(200);
-  const full = await login(password);
-  expect(full.json.data.stage, full.text).toBe("full");
-  return full.json.data.session_token as string;
-}
+const fullSession = async (orgKey: string, role: string) => (await fullAccount(orgKey, role)).token;
 
 describe("who may pull and push", () => {
   it("takes an API key naming federation:write, or an owner's or admin's key; never a dashboard session", async () => {

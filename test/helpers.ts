@@ -196,3 +196,33 @@ export function countingDb(db: Db): { db: Db; rowsRead: () => number } {
 
 /** A seeded pseudo-random generator in [0, 1) (scripts/synthetic-text.mjs, shared with the benches). */
 export { prng } from "../scripts/synthetic-text.mjs";
+
+let nameSeq = 0;
+/** A dashboard username no other test uses (usernames are unique across the deployment). */
+export const uniqueName = (prefix = "u") => `${prefix}${Date.now().toString(36)}${(nameSeq++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+export const login = (username: string, password: string, headers: Record<string, string> = {}) =>
+  call("POST", "/v1/dashboard-sessions", { body: { username, password }, headers });
+
+/** A new dashboard account of `role`, created with `key`, still on its temporary password. */
+export async function newAccount(key: string, role = "member") {
+  const username = uniqueName();
+  const r = await call("POST", "/v1/operator-accounts", { key, body: { username, role } });
+  expect(r.status, r.text).toBe(201);
+  return { username, password: r.json.data.temporary_password as string, principalId: r.json.data.principal_id as string,
+    accountId: r.json.data.account_id as string, data: r.json.data };
+}
+
+/** An account past its temporary password, with a full session (`token`). */
+export async function fullAccount(key: string, role = "member") {
+  const acct = await newAccount(key, role);
+  const first = await login(acct.username, acct.password);
+  expect(first.status, first.text).toBe(201);
+  const password = `pw-${uniqueName()}-long`;
+  const changed = await call("PATCH", "/v1/operator-accounts/current/password",
+    { key: first.json.data.session_token, body: { current_password: acct.password, new_password: password } });
+  expect(changed.status, changed.text).toBe(200);
+  const full = await login(acct.username, password);
+  expect(full.json.data.stage, full.text).toBe("full");
+  return { ...acct, password, token: full.json.data.session_token as string };
+}
