@@ -8,7 +8,7 @@ import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { conflict, forbidden, invalid } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import { describeZodError, parseWith } from "../../http/validate";
+import { describeZodError, parseJson, parseWith } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
@@ -32,17 +32,14 @@ interface BundleResult { claim_id: string | null; status: Status; reason?: strin
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 const idOf = (v: unknown, field: string) => (isObject(v) && typeof v[field] === "string" ? (v[field] as string) : null);
 
-/** The peer a push names, read from the raw body without validating anything else. */
-function namedPeer(db: Db, raw: string | null): PeerRow {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw ?? "");
-  } catch {
-    throw invalid("Request body is not valid JSON.");
-  }
+/** The parsed body and the peer it names, read without validating anything else. */
+function namedPeer(db: Db, raw: string | null): { peer: PeerRow; value: unknown } {
+  const parsed = parseJson(raw ?? "");
+  if (!parsed.ok) throw invalid("Request body is not valid JSON.");
+  const value = parsed.value;
   if (!isObject(value)) throw invalid("Request body is required and must be a JSON object.");
   if (typeof value.peer_id !== "string" || !value.peer_id) throw invalid('Invalid field "peer_id": is required.');
-  return resolvePeer(db, value.peer_id);
+  return { peer: resolvePeer(db, value.peer_id), value };
 }
 
 function eventResult(db: Db, peer: PeerRow, filters: FilterRow[], caller: Caller, raw: unknown, at: string): EventResult {
@@ -142,11 +139,11 @@ function importBundle(db: Db, write: WriteScope, peer: PeerRow, caller: Caller, 
 }
 
 export function push(rc: RequestCtx): Reply {
-  const peer = namedPeer(rc.db, rc.rawBody);
+  const { peer, value } = namedPeer(rc.db, rc.rawBody);
   if (!verify(peer.shared_secret, rc.rawBody ?? "", rc.headers[SIGNATURE_HEADER]))
     throw forbidden("The x-svc-peer-signature header does not match the body.");
   requireOpenTo(peer, "push");
-  const body = parseWith(pushBody, JSON.parse(rc.rawBody!));
+  const body = parseWith(pushBody, value);
   if (Math.abs(Date.parse(body.sent_at) - clock.nowMs()) > SENT_AT_WINDOW_MS)
     throw forbidden("sent_at is more than 300 seconds away from this server's clock.");
   const bodyHash = sha256Hex(rc.rawBody!);
