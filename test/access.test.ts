@@ -629,12 +629,12 @@ describe("governance routes: the same 404, the same unresolved reference, and th
         const g = await mintKey(org.api_key, { scopes: ["channel:compile"] });
         const c = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: `c${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: g.principal_id } })).json.data.channel_id;
         return ["PATCH", `/v1/channels/${c}`, { status: "paused", expected_version: 1 }];
-      }, writers],
+      }, ["owner", "admin"]], // the channel is the owner's: its creator or an owner/admin manages it
       ["list channels", async () => ["GET", "/v1/channels"], everyone],
       ["create release", async () => ["POST", "/v1/knowledge-releases", { claim_id: await claim(), channel_id: channel }], writers],
-      ["approve release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn()}/approve`, {}], writers],
-      ["activate release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve")}/activate`, {}], writers],
-      ["revoke release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve", "activate")}/revoke`, {}], writers],
+      ["approve release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn()}/approve`, {}], ["owner", "admin"]],
+      ["activate release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve")}/activate`, {}], ["owner", "admin"]],
+      ["revoke release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve", "activate")}/revoke`, {}], ["owner", "admin"]],
       ["list releases", async () => ["GET", "/v1/knowledge-releases"], everyone],
       // A read-only POST: any role may compile the channel it is the gateway of.
       ["channel compile", async (who) => {
