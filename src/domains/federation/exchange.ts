@@ -3,7 +3,7 @@
 // secret to use; missing or foreign: 400 UNRESOLVED_REFERENCE), the `x-svc-peer-signature` over the raw
 // bytes (constant time; missing or wrong: 403), the peer's status and direction (403), the body schema
 // (400), `sent_at` within SENT_AT_WINDOW_MS of this server's clock (403, since the signature covers no
-// header). Nothing is read or written for the peer before all of them pass.
+// header). Nothing is served or written before all of them pass.
 import type { z } from "zod";
 import { clock } from "../../http/clock";
 import { forbidden, invalid } from "../../http/errors";

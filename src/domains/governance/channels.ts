@@ -1,9 +1,9 @@
 // Channels: named audiences served released knowledge through one bound gateway principal (an existing
 // non-human principal; one live channel per gateway). Status moves with the current expected_version,
 // by the channel's creator or an owner/admin; `disabled` is final. Audited, never evented.
+import { managesShared } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
-import { managesShared } from "../../access/policy";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
