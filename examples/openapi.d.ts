@@ -1118,7 +1118,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set a channel active, paused or disabled (final) with its current expected_version. */
+        /** Set a channel active, paused or disabled (final) with its current expected_version; its creator or an owner/admin. */
         patch: operations["patchV1ChannelsById"];
         trace?: never;
     };
@@ -1149,7 +1149,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a draft release that is still eligible; separation of duty per the release policy. */
+        /** Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy. */
         post: operations["postV1KnowledgeReleasesByIdApprove"];
         delete?: never;
         options?: never;
@@ -1166,7 +1166,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Activate an approved, still-eligible release (event release.published). */
+        /** Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published). */
         post: operations["postV1KnowledgeReleasesByIdActivate"];
         delete?: never;
         options?: never;
@@ -1183,7 +1183,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke a draft, approved or active release (event release.revoked); history is kept. */
+        /** Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept. */
         post: operations["postV1KnowledgeReleasesByIdRevoke"];
         delete?: never;
         options?: never;
@@ -1270,7 +1270,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Called by the peer: up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response. */
+        /** Called by the peer, signed like push (x-svc-peer-signature over the raw body, sent_at): up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response. */
         post: operations["postV1FederationPull"];
         delete?: never;
         options?: never;
@@ -6466,6 +6466,11 @@ export interface operations {
             content: {
                 "application/json": {
                     peer_id: string;
+                    /**
+                     * Format: date-time
+                     * @description when the peer signed the request; more than 300 s from this server's clock: 403
+                     */
+                    sent_at?: string;
                     /** @default 200 */
                     limit?: number;
                     /**
@@ -6576,7 +6581,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/x-ndjson": string;
+                "application/json": {
+                    peer_id: string;
+                    exchange_id: string;
+                    /**
+                     * Format: date-time
+                     * @description when the peer signed the request; more than 300 s from this server's clock: 403
+                     */
+                    sent_at: string;
+                    events: unknown[];
+                    bundles?: unknown[];
+                };
             };
         };
         responses: {

@@ -1012,7 +1012,13 @@ async function partFederation(server) {
     const pages = [];
     const t0 = performance.now();
     for (let guard = 0; guard < 10_000; guard++) {
-      const r = await apiOk(server.url, a.api_key, "POST", "/v1/federation/pull", { peer_id: peerId, limit: 200, include_memory: includeMemory });
+      // Signed like push: the signature over the raw body, sent_at in it.
+      const raw = JSON.stringify({ peer_id: peerId, sent_at: new Date().toISOString(), limit: 200, include_memory: includeMemory });
+      const res = await fetch(`${server.url}/v1/federation/pull`, { method: "POST", body: raw,
+        headers: { authorization: `Bearer ${a.api_key}`, "content-type": "application/json", "x-svc-peer-signature": sign(raw) } });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`pull -> ${res.status} ${text.slice(0, 300)}`);
+      const r = { json: JSON.parse(text) };
       pages.push(r.json.data);
       if (!r.json.data.has_more) break;
     }

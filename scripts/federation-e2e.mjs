@@ -2,8 +2,9 @@
 // Two-deployment federation test (run by .ci/run; not a vitest suite): starts TWO local servers with
 // `npm start` (two SVC_STATE_DIR folders, two ports), creates an organization on each with
 // `npm run bootstrap -- --json`, registers the peers and their filters, writes a claim with its
-// evidence on A, runs `npm run federation:sync` from A into B, and checks the evidence, its
-// provenance and the exchange log on both sides. Exit 0 when everything holds.
+// evidence on A, checks that pulls not signed with the peer's secret are refused and move nothing,
+// runs `npm run federation:sync` from A into B, and checks the evidence, its provenance and the
+// exchange log on both sides. Exit 0 when everything holds.
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -91,10 +92,10 @@ async function api(server, key, method, path, body) {
   return json.data;
 }
 
-async function syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB) {
+async function syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB, secret = SECRET) {
   const { stdout } = await run("npm", ["run", "-s", "federation:sync", "--", "--from", a.url, "--from-key", keyOnA, "--from-peer", peerOnA,
     "--to", b.url, "--to-key", keyOnB, "--to-peer", peerOnB, "--include-memory"],
-  { cwd: root, env: { ...process.env, FEDERATION_SHARED_SECRET: SECRET } });
+  { cwd: root, env: { ...process.env, FEDERATION_SHARED_SECRET: secret } });
   return JSON.parse(stdout.trim().split("\n").pop());
 }
 
@@ -122,6 +123,15 @@ try {
     subject_id: "e2e-subject", kind: "note", content: `private ${word} diary`, source: { type: "diary" }, visibility: "private" });
   const claim = (await api(a, a.org.api_key, "POST", "/v1/consolidations", { subject_id: "e2e-subject",
     claims: [{ kind: "fact", statement: `${word} is aquatic`, sources: [{ observation_id: evidence.observation_id, relation: "supports" }] }] })).claims[0];
+
+  // A pull is bound to its peer: unsigned, or signed with another secret, it is refused and moves nothing.
+  const unsigned = await fetch(`${a.url}/v1/federation/pull`, { method: "POST", body: JSON.stringify({ peer_id: peerOnA, sent_at: new Date().toISOString() }),
+    headers: { authorization: `Bearer ${keyOnA}`, "content-type": "application/json" } });
+  check(unsigned.status === 403, "an unsigned pull is refused (403)");
+  const wrongSecret = await syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB, `not-${SECRET}`).then(() => null, (err) => err);
+  check(/pull failed: 403/.test(wrongSecret?.stderr ?? ""), "a sync signing with another secret fails at its first pull (403)");
+  const refusedLog = await api(a, a.org.api_key, "GET", `/v1/federation/log?peer_id=${peerOnA}`);
+  check(refusedLog.entries.length === 0, "refused pulls leave no log entry");
 
   const first = await syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB);
   console.log(`sync: ${JSON.stringify(first)}`);

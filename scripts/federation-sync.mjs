@@ -3,8 +3,9 @@
 //                            [--include-memory] [--resume FILE]
 // Pulls from one deployment and pushes into the other until the source has nothing more, for cron or
 // an operator. The shared secret both peers were registered with comes from the environment
-// (FEDERATION_SHARED_SECRET), never from the command line. Every pulled page is checked against its
-// x-svc-peer-signature before anything is pushed; every push is signed over its exact bytes.
+// (FEDERATION_SHARED_SECRET), never from the command line. Every pull and every push is signed over
+// its exact bytes (x-svc-peer-signature, with sent_at in the body), and every pulled page is checked
+// against its own x-svc-peer-signature before anything is pushed.
 // A pull advances the source's cursor, so a page that could not be pushed is saved to a file
 // (printed) and can be pushed later with --resume FILE. Prints a JSON summary; exit 1 on failure.
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
@@ -79,7 +80,8 @@ export async function sync(opts, secret, log = () => {}) {
     log(`resumed ${opts.resume}`);
   }
   for (;;) {
-    const r = await post(`${opts.from}/v1/federation/pull`, opts.fromKey, JSON.stringify({ peer_id: opts.fromPeer, include_memory: opts.includeMemory }));
+    const raw = JSON.stringify({ peer_id: opts.fromPeer, sent_at: new Date().toISOString(), include_memory: opts.includeMemory });
+    const r = await post(`${opts.from}/v1/federation/pull`, opts.fromKey, raw, { "x-svc-peer-signature": sign(secret, raw) });
     if (r.status !== 200) throw new Error(`pull failed: ${describe(r)}`);
     if (!sameSignature(r.headers.get("x-svc-peer-signature"), sign(secret, r.text)))
       throw new Error("pull response signature does not match: wrong FEDERATION_SHARED_SECRET, or the response was altered; nothing pushed");

@@ -375,7 +375,7 @@ describe("the same 404 for foreign, invisible and missing records", () => {
     // A body reference: 400 UNRESOLVED_REFERENCE, naming only the id the caller sent.
     for (const path of ["/v1/federation/pull", "/v1/federation/push"]) {
       const send = (id: string) => {
-        const raw = JSON.stringify(path.endsWith("pull") ? { peer_id: id } : { peer_id: id, exchange_id: "x", sent_at: new Date().toISOString(), events: [] });
+        const raw = JSON.stringify(path.endsWith("pull") ? { peer_id: id, sent_at: new Date().toISOString() } : { peer_id: id, exchange_id: "x", sent_at: new Date().toISOString(), events: [] });
         return call("POST", path, { key: other.api_key, raw, headers: { "content-type": "application/json", "x-svc-peer-signature": sign("0123456789abcdef", raw) } });
       };
       const foreign = await send(peer);
@@ -401,7 +401,8 @@ describe("role matrix on mutating routes", () => {
     const fedPeer = (await call("POST", "/v1/federation/peers", { key: org.api_key,
       body: { endpoint: "https://matrix.example.com", shared_secret: "0123456789abcdef", direction: "pull" } })).json.data.peer_id;
     let n = 0;
-    const matrix: [string, string, () => unknown, string[], number][] = [
+    // [method, path, body, roles allowed, success status, the headers a signed body needs]
+    const matrix: [string, string, () => unknown, string[], number, ((raw: string) => Record<string, string>)?][] = [
       ["POST", "/v1/observations", () => obs("s", `x${n++}`), anyone, 201],
       ["POST", "/v1/checkpoints", () => ({ subject_id: `s${n++}`, agent_id: "a", kind: "cursor", state: "1", ttl_seconds: 60 }), anyone, 201],
       ["POST", "/v1/leases", () => ({ resource_type: "r", resource_id: `r${n++}`, ttl_seconds: 60 }), anyone, 201],
@@ -420,16 +421,18 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/access/simulate", () => ({ principal_id: bobId, action: "read" }), ["owner"], 200],
       ["POST", "/v1/federation/peers", () => ({ endpoint: `https://m${n++}.example.com`, shared_secret: "0123456789abcdef", direction: "pull" }), ["owner", "admin"], 201],
       ["POST", `/v1/federation/peers/${fedPeer}/filters`, () => ({ resource_type: "observation" }), ["owner", "admin"], 201],
-      ["POST", "/v1/federation/pull", () => ({ peer_id: fedPeer }), ["owner", "admin"], 200], // a member needs a key naming federation:write
+      ["POST", "/v1/federation/pull", () => ({ peer_id: fedPeer, sent_at: new Date().toISOString() }), ["owner", "admin"], 200, // a member needs a key naming federation:write
+        (raw) => ({ "x-svc-peer-signature": sign("0123456789abcdef", raw) })],
       ["GET", "/v1/models/config", () => undefined, [...anyone, "reader"], 200],
       ["POST", "/v1/models/probe", () => ({ kind: "embedding", text: "role matrix" }), anyone, 200],
       ["POST", "/v1/index/drain", () => ({ limit: 1 }), ["owner", "admin"], 200],
       ["POST", "/v1/index/verify", () => ({ limit: 1 }), ["owner", "admin"], 200],
       ["POST", "/v1/enrichment/drain", () => ({}), ["owner", "admin"], 200],
     ];
-    for (const [method, path, body, allowed, success] of matrix)
+    for (const [method, path, body, allowed, success, signed] of matrix)
       for (const [role, k] of Object.entries(keys)) {
-        const r = await call(method, path, { key: k.key, body: body() });
+        const b = body();
+        const r = await call(method, path, { key: k.key, body: b, headers: signed?.(JSON.stringify(b)) });
         if (allowed.includes(role)) expect(r.status, `${role} ${method} ${path}: ${r.text}`).toBe(success);
         else expectError(r, 403, "FORBIDDEN");
       }
@@ -629,12 +632,12 @@ describe("governance routes: the same 404, the same unresolved reference, and th
         const g = await mintKey(org.api_key, { scopes: ["channel:compile"] });
         const c = (await call("POST", "/v1/channels", { key: org.api_key, body: { name: `c${n++}`, audiences: ["a"], min_trust: "low", gateway_principal_id: g.principal_id } })).json.data.channel_id;
         return ["PATCH", `/v1/channels/${c}`, { status: "paused", expected_version: 1 }];
-      }, writers],
+      }, ["owner", "admin"]], // the channel is the owner's: its creator or an owner/admin manages it
       ["list channels", async () => ["GET", "/v1/channels"], everyone],
       ["create release", async () => ["POST", "/v1/knowledge-releases", { claim_id: await claim(), channel_id: channel }], writers],
-      ["approve release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn()}/approve`, {}], writers],
-      ["activate release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve")}/activate`, {}], writers],
-      ["revoke release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve", "activate")}/revoke`, {}], writers],
+      ["approve release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn()}/approve`, {}], ["owner", "admin"]],
+      ["activate release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve")}/activate`, {}], ["owner", "admin"]],
+      ["revoke release", async () => ["POST", `/v1/knowledge-releases/${await releaseIn("approve", "activate")}/revoke`, {}], ["owner", "admin"]],
       ["list releases", async () => ["GET", "/v1/knowledge-releases"], everyone],
       // A read-only POST: any role may compile the channel it is the gateway of.
       ["channel compile", async (who) => {

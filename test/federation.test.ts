@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { sign, signBundle } from "../src/domains/federation/signing";
 import { appendOk, call, consolidateOk, expectError, fullAccount, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
@@ -18,8 +18,20 @@ async function peer(key: string, direction: string, filters: Record<string, unkn
   return p.json.data.peer_id as string;
 }
 
-const pull = (key: string, peerId: string, extra: Record<string, unknown> = {}) =>
-  call("POST", "/v1/federation/pull", { key, body: { peer_id: peerId, ...extra } });
+afterEach(() => clock.reset());
+
+type Signing = { secret?: string; signature?: string | null };
+
+/** POST raw bytes as a peer does: `x-svc-peer-signature` over exactly those bytes (null: no header). */
+function signedCall(path: string, key: string, raw: string, opts: Signing = {}) {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (opts.signature !== null) headers["x-svc-peer-signature"] = opts.signature ?? sign(opts.secret ?? SECRET, raw);
+  return call("POST", path, { key, raw, headers });
+}
+
+/** A signed pull, sent_at now unless `extra` says otherwise. */
+const pull = (key: string, peerId: string, extra: Record<string, unknown> = {}, opts: Signing = {}) =>
+  signedCall("/v1/federation/pull", key, JSON.stringify({ peer_id: peerId, sent_at: clock.nowIso(), ...extra }), opts);
 
 async function pullAll(key: string, peerId: string, extra: Record<string, unknown> = {}) {
   const events: any[] = [], bundles: any[] = [];
@@ -33,12 +45,8 @@ async function pullAll(key: string, peerId: string, extra: Record<string, unknow
   return { events, bundles };
 }
 
-function push(key: string, body: Record<string, unknown>, opts: { secret?: string; signature?: string | null } = {}) {
-  const raw = JSON.stringify(body);
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (opts.signature !== null) headers["x-svc-peer-signature"] = opts.signature ?? sign(opts.secret ?? SECRET, raw);
-  return call("POST", "/v1/federation/push", { key, raw, headers });
-}
+const push = (key: string, body: Record<string, unknown>, opts: Signing = {}) =>
+  signedCall("/v1/federation/push", key, JSON.stringify(body), opts);
 
 const exchange = (peerId: string, extra: Record<string, unknown> = {}) =>
   ({ peer_id: peerId, exchange_id: unique("x"), sent_at: clock.nowIso(), events: [], ...extra });
@@ -160,6 +168,70 @@ describe("federation pull", () => {
     expect(log.json.data.entries[0]).toMatchObject({ operation: "pull", cursor_before: null, cursor_after: r.json.data.cursor,
       counts: { events: 1, success: 1, conflict: 0, rejected: 0, bundles: 0 }, request_id: r.json.meta.request_id });
     expect(log.json.data.entries[1]).toMatchObject({ cursor_before: r.json.data.cursor, cursor_after: r.json.data.cursor });
+  });
+
+  it("is bound to its peer: signed with that peer's secret over the raw body, sent_at near now; a refusal moves nothing", async () => {
+    const org = await newOrg();
+    const other = await newOrg();
+    const [s1, s2] = ["peer-one-secret-0123456789", "peer-two-secret-0123456789"];
+    const p1 = await peer(org.api_key, "pull", [{ resource_type: "observation", include_kinds: ["document"] }], s1);
+    const p2 = await peer(org.api_key, "pull", [{ resource_type: "observation" }, { resource_type: "claim" }], s2);
+    const p1Key = (await mintKey(org.api_key, { scopes: ["federation:write"] })).key; // the key handed to P1
+    const note = await appendOk(org.api_key, obs("s", "a note only P2 may pull"));
+    const [claim] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "a claim only P2 may pull", sources: supports(note) }]);
+    const state = () => inOrg(org.org_id, (o) => ({
+      peers: o.db.all("SELECT peer_id, cursor, scan_seq, last_exchange_at FROM federation_peers ORDER BY peer_id"),
+      log: o.db.first<{ n: number }>("SELECT count(*) AS n FROM federation_log")!.n,
+      audit: o.db.first<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'federation.pulled'")!.n,
+    }));
+    const before = await state();
+    // P1's key pulling as P2: unsigned, signed with P1's secret, a made-up signature, or one over other bytes.
+    const asP2 = { peer_id: p2, sent_at: clock.nowIso(), include_memory: true };
+    const refusals = [
+      await pull(p1Key, p2, { include_memory: true }, { signature: null }),
+      await pull(p1Key, p2, { include_memory: true }, { secret: s1 }),
+      await pull(p1Key, p2, {}, { signature: "sha256=" + "0".repeat(64) }),
+      await signedCall("/v1/federation/pull", p1Key, JSON.stringify(asP2, null, 1), { signature: sign(s2, JSON.stringify(asP2)) }),
+      await signedCall("/v1/federation/pull", p1Key, JSON.stringify({ ...asP2, limit: 1 }), { signature: sign(s2, JSON.stringify(asP2)) }),
+      // Nothing but peer_id is read before the signature: an unsigned malformed body is refused alike.
+      await pull(p1Key, p2, { limit: "all" }, { signature: null }),
+    ];
+    for (const r of refusals) {
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message).toBe("The x-svc-peer-signature header does not match the body.");
+    }
+    // sent_at: required (once the signature holds), and within 300 s of this server's clock either way.
+    const noSentAt = await signedCall("/v1/federation/pull", p1Key, JSON.stringify({ peer_id: p2 }), { secret: s2 });
+    expectError(noSentAt, 400, "VALIDATION_ERROR");
+    expect(noSentAt.json.error.message).toContain('"sent_at"');
+    const now = clock.nowMs();
+    for (const at of [now - 301_000, now + 301_000]) {
+      const r = await pull(p1Key, p2, { sent_at: new Date(at).toISOString() }, { secret: s2 });
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message).toContain("sent_at");
+    }
+    const captured = JSON.stringify({ peer_id: p2, sent_at: clock.nowIso() });
+    clock.advance(301_000);
+    expectError(await signedCall("/v1/federation/pull", p1Key, captured, { secret: s2 }), 403, "FORBIDDEN");
+    clock.reset();
+    // A missing or foreign peer is named before any signature is asked for.
+    for (const [key, id] of [[p1Key, `peer_${"0".repeat(32)}`], [other.api_key, p2]]) {
+      const r = await pull(key, id, {}, { signature: null });
+      expectError(r, 400, "UNRESOLVED_REFERENCE");
+      expect(r.json.error.message).toContain(id);
+    }
+    expect(await state()).toEqual(before);
+    // P2, signing with its own secret, still receives everything it has not pulled; P1 only its own filter's share.
+    const own = await pull(p1Key, p2, { sent_at: new Date(now - 250_000).toISOString(), include_memory: true }, { secret: s2 });
+    expect(own.status, own.text).toBe(200);
+    expect(own.headers.get("x-svc-peer-signature")).toBe(sign(s2, own.text));
+    expect(own.json.data.events.map((e: any) => e.resource_id)).toEqual([note, claim]);
+    expect(own.json.data.bundles.map((b: any) => b.claim.claim_id)).toEqual([claim]);
+    const mine = await pull(p1Key, p1, {}, { secret: s1 });
+    expect(mine.json.data.events).toEqual([]);
+    expect(mine.headers.get("x-svc-peer-signature")).toBe(sign(s1, mine.text));
+    const after = await state();
+    expect([after.log, after.audit]).toEqual([before.log + 2, before.audit + 2]);
   });
 
   it("applies include_kinds and min_trust, pages with limit, and never shows a withheld event's id", async () => {
@@ -308,6 +380,33 @@ describe("who may pull and push", () => {
     const wildcard = (await mintKey(member, { scopes: ["*"] })).key;
     expectError(await pull(wildcard, id), 403, "FORBIDDEN");
     expect((await mintKey(sessions.admin, { scopes: ["federation:write"] })).key).toMatch(/^/);
+  });
+
+  it("lets an owner or admin holding \"*\" pull unsigned (it administers every peer); every other key, and any signature header, is checked", async () => {
+    const org = await newOrg();
+    const id = await peer(org.api_key, "pull");
+    const team = await appendOk(org.api_key, obs("s", "team evidence"));
+    const admin = await mintKey(org.api_key, { scopes: ["*"] });
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: admin.principal_id, role: "admin" } })).status).toBe(201);
+    const adminNamed = await mintKey(org.api_key, { scopes: ["federation:write"], principal_id: admin.principal_id });
+    const handedOver = (await mintKey(org.api_key, { scopes: ["federation:write"] })).key;
+    const unsigned = (key: string, body: Record<string, unknown> = {}) => pull(key, id, { sent_at: undefined, ...body }, { signature: null });
+    const cursor = () => inOrg(org.org_id, (o) => o.db.first<{ cursor: string | null }>("SELECT cursor FROM federation_peers")!.cursor);
+    // Keys that must sign: the one handed to a peer, and an admin's key naming the scope rather than "*".
+    for (const key of [handedOver, adminNamed.key]) expectError(await unsigned(key), 403, "FORBIDDEN");
+    // A signature header that is present is always checked, whoever sends it.
+    expectError(await pull(org.api_key, id, {}, { signature: "sha256=" + "0".repeat(64) }), 403, "FORBIDDEN");
+    expect(await cursor()).toBeNull();
+    // The owner's and the admin's "*" keys pull without signature or sent_at, and the answer is signed as always.
+    const own = await unsigned(org.api_key);
+    expect(own.status, own.text).toBe(200);
+    expect(own.json.data.events.map((e: any) => e.resource_id)).toEqual([team]);
+    expect(own.headers.get("x-svc-peer-signature")).toBe(sign(SECRET, own.text));
+    expect(await cursor()).toBe(own.json.data.events[0].id);
+    expect((await unsigned(admin.key)).status).toBe(200);
+    // Suspension still holds for them.
+    expect((await call("POST", `/v1/federation/peers/${id}/suspend`, { key: org.api_key, body: {} })).status).toBe(200);
+    expectError(await unsigned(org.api_key), 403, "FORBIDDEN");
   });
 });
 

@@ -277,6 +277,69 @@ describe("channels", () => {
   });
 });
 
+/** A key of a new principal holding `role` in the organization. */
+async function withRole(ownerKey: string, role: "admin" | "member", extra: Record<string, unknown> = {}) {
+  const k = await mintKey(ownerKey, { scopes: ["*"], ...extra });
+  if (role !== "member") {
+    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } });
+    expect(m.status, m.text).toBe(201);
+  }
+  return k;
+}
+
+describe("shared channels and their releases", () => {
+  it("a channel is changed, and its releases approved, activated and revoked, only by its creator or an owner/admin", async () => {
+    const org = await newOrg();
+    const alice = await withRole(org.api_key, "member", { max_trust: "verified" });
+    const bob = await withRole(org.api_key, "member", { max_trust: "verified" });
+    const admin = await withRole(org.api_key, "admin");
+    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
+    const owners = await channelFor(org.api_key, gw.principal_id);
+    const path = `/v1/channels/${owners.channel_id}`;
+    // A member cannot disable (finally) or pause the owner's channel; nothing changes.
+    for (const status of ["disabled", "paused"]) {
+      const r = await call("PATCH", path, { key: alice.key, body: { status, expected_version: 1 } });
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message).toBe("Only the channel's creator or an owner or admin may change it.");
+    }
+    const listed = (await call("GET", "/v1/channels", { key: org.api_key })).json.data.channels.find((c: any) => c.channel_id === owners.channel_id);
+    expect(listed).toMatchObject({ status: "active", version: 1 });
+    // A member drafts a release of the owner's verified claim into the owner's channel, but cannot publish it.
+    const claim = await claimOf(org.api_key, "the owner's verified answer");
+    const drafted = await release(alice.key, claim, owners.channel_id);
+    for (const action of ["approve", "activate", "revoke"] as const) {
+      const r = await moveRelease(alice.key, drafted, action);
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message).toBe(`Only the channel's creator or an owner or admin may ${action} its releases.`);
+    }
+    expect((await moveRelease(admin.key, drafted, "approve")).json.data).toMatchObject({ status: "approved", approved_by: admin.principal_id });
+    expectError(await moveRelease(alice.key, drafted, "activate"), 403, "FORBIDDEN");
+    expectError(await moveRelease(bob.key, drafted, "activate"), 403, "FORBIDDEN");
+    expect((await moveRelease(org.api_key, drafted, "activate")).json.data.status).toBe("active");
+    expectError(await moveRelease(alice.key, drafted, "revoke"), 403, "FORBIDDEN");
+    const published = (await call("GET", "/v1/events?kind=release.published", { key: org.api_key })).json.data.events;
+    expect(published.map((e: any) => e.resource_id)).toEqual([drafted]);
+    expect((await moveRelease(admin.key, drafted, "revoke")).json.data.status).toBe("revoked");
+    // A member's own channel: the member manages it and what it publishes; another member does not; an admin does.
+    const gw2 = await mintKey(alice.key, { scopes: ["channel:compile"] });
+    const mine = await channelFor(alice.key, gw2.principal_id);
+    expectError(await call("PATCH", `/v1/channels/${mine.channel_id}`, { key: bob.key, body: { status: "paused", expected_version: 1 } }), 403, "FORBIDDEN");
+    expect((await call("PATCH", `/v1/channels/${mine.channel_id}`, { key: alice.key, body: { status: "paused", expected_version: 1 } })).json.data)
+      .toMatchObject({ status: "paused", version: 2 });
+    expect((await call("PATCH", `/v1/channels/${mine.channel_id}`, { key: admin.key, body: { status: "active", expected_version: 2 } })).json.data)
+      .toMatchObject({ status: "active", version: 3 });
+    const bobs = await release(bob.key, await claimOf(bob.key, "bob's verified answer"), mine.channel_id);
+    expectError(await moveRelease(bob.key, bobs, "approve"), 403, "FORBIDDEN");
+    for (const action of ["approve", "activate"] as const) expect((await moveRelease(alice.key, bobs, action)).json.data.status).not.toBe("draft");
+    // Refusals wrote nothing: the audit holds only the moves that happened.
+    const audit = await call("GET", "/v1/audit?limit=500", { key: org.api_key });
+    const actions = audit.json.data.entries.map((e: any) => e.action);
+    expect(actions.filter((a: string) => a === "channel.changed")).toHaveLength(2);
+    expect(actions.filter((a: string) => a.startsWith("release.") && a !== "release.created").sort())
+      .toEqual(["release.activated", "release.activated", "release.approved", "release.approved", "release.revoked"]);
+  });
+});
+
 describe("knowledge releases", () => {
   it("move draft -> approved -> active -> revoked with metadata-only events", async () => {
     const org = await newOrg();
@@ -399,8 +462,9 @@ describe("knowledge releases", () => {
 
   it("separation of duty: with the release policy on, the creator may not approve (activation is not covered)", async () => {
     const org = await newOrg();
-    const creator = await mintKey(org.api_key, { scopes: ["*"], max_trust: "verified" });
-    const approver = await mintKey(org.api_key, { scopes: ["*"] });
+    // Both manage the channel (admins), so only separation of duty stands between the creator and approval.
+    const creator = await withRole(org.api_key, "admin", { max_trust: "verified" });
+    const approver = await withRole(org.api_key, "admin");
     const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
     const ch = await channelFor(org.api_key, gw.principal_id);
     await policy(org.api_key, "release", { separation_of_duty: true, require_approved_claim: false });
@@ -622,8 +686,10 @@ describe("releases of claims the caller may not retrieve", () => {
     }
     expect(await rows()).toEqual(rowsBefore);
     expect(await history(org)).toEqual(before);
-    // The workspace's member still acts on it (revoking is how a legacy release is withdrawn).
-    const revoked = await moveRelease(alice.key, draft, "revoke");
+    // The channel's manager still acts on it (revoking is how a legacy release is withdrawn); the
+    // workspace's member who drafted it reads it but does not manage the channel.
+    expectError(await moveRelease(alice.key, draft, "revoke"), 403, "FORBIDDEN");
+    const revoked = await moveRelease(org.api_key, draft, "revoke");
     expect(revoked.status, revoked.text).toBe(200);
     expect(revoked.json.data.status).toBe("revoked");
   }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
@@ -697,21 +763,27 @@ describe("separation of duty by proxy: principals a member created count as that
     const ownersCreation = await submit(a.key, await claimOf(a.key, "authored and submitted by a"));
     expect((await call("POST", ownersCreation, { key: org.api_key, body: { decision: "approved" } })).status).toBe(200);
 
-    // Release approval: the creator's tree may not approve; an unrelated principal may.
+    // Release approval: the release creator's tree may not approve, even in a channel it manages (its
+    // creator's); an unrelated principal managing the channel may.
     await policy(org.api_key, "release", { separation_of_duty: true, require_approved_claim: false });
-    const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
-    const ch = await channelFor(org.api_key, gw.principal_id);
-    const byQ = await release(q.key, await claimOf(q.key, "released by a grandchild"), ch.channel_id);
-    const byA = await release(a.key, await claimOf(a.key, "released by the creator"), ch.channel_id);
+    const channelOf = async (key: string) => (await channelFor(key, (await mintKey(org.api_key, { scopes: ["channel:compile"] })).principal_id)).channel_id;
+    const claimByQ = await claimOf(q.key, "released by a grandchild");
+    const claimByA = await claimOf(a.key, "released by the creator");
+    const drafts: [approver: string, release: string][] = [];
+    for (const [drafter, claim, approvers] of [[q.key, claimByQ, [a.key, p.key, p2.key]], [a.key, claimByA, [p.key, q.key]]] as const)
+      for (const approver of approvers) drafts.push([approver, await release(drafter, claim, await channelOf(approver))]);
     const before = await history(org);
-    for (const [id, keys] of [[byQ, [a.key, p.key, p2.key]], [byA, [p.key, q.key]]] as const)
-      for (const key of keys) {
-        const r = await moveRelease(key, id, "approve");
-        expectError(r, 403, "FORBIDDEN");
-        expect(r.json.error.message).toContain("one actor");
-      }
+    for (const [approver, id] of drafts) {
+      const r = await moveRelease(approver, id, "approve");
+      expectError(r, 403, "FORBIDDEN");
+      expect(r.json.error.message).toContain("one actor");
+    }
     expect(await history(org)).toEqual(before);
-    for (const id of [byQ, byA]) expect((await moveRelease(u.key, id, "approve")).json.data.approved_by).toBe(u.principal_id);
+    const unrelated = await channelOf(u.key);
+    for (const [drafter, claim] of [[q.key, claimByQ], [a.key, claimByA]]) {
+      const id = await release(drafter, claim, unrelated);
+      expect((await moveRelease(u.key, id, "approve")).json.data.approved_by).toBe(u.principal_id);
+    }
   }, 120_000); // many requests: slow when the whole suite shares the machine, not a timed test
 
   it("walks a bounded creation chain: a chain too long to clear, or a loop, is refused", async () => {

@@ -352,6 +352,51 @@ describe("import", () => {
     expect(ok.json.data.imported.observations).toBe(2);
   });
 
+  it("refuses record times more than 5 minutes in the future, naming the line and field; an expiry may lie ahead", async () => {
+    const org = await newOrg();
+    const who = await principalOf(org.api_key);
+    const now = new Date().toISOString();
+    const future = "2099-01-01T00:00:00.000Z";
+    const hex = (d: string) => d.repeat(32);
+    const project = { type: "project", project_id: "prj_" + hex("1"), reference: "future", created_by: who, created_at: now };
+    const observation = {
+      type: "observation", observation_id: "obs_" + hex("2"), subject_id: "s", project_id: null, kind: "note", content: "x",
+      content_hash: contentHash("x"), source: { type: "test" }, trust: "medium", visibility: "team", author_id: who, created_at: now,
+      purged: false, purged_at: null,
+    };
+    const claim = {
+      type: "claim", claim_id: "claim_" + hex("3"), subject_id: "s", project_id: null, kind: "fact", statement: "x", status: "active",
+      visibility: "team", trust: "medium", version: 1, valid_from: now, valid_to: null, superseded_by: null, disputes: [],
+      sources: [{ observation_id: observation.observation_id, relation: "supports" }], created_at: now, updated_at: now, author_id: who,
+    };
+    const tomb = { ...observation, content: null, purged: true, purged_at: now };
+    const header = JSON.stringify({ type: "svc.export.header", format_version: 1 });
+    const lines = (...records: object[]) => [header, ...records.map((r) => JSON.stringify(r))].join("\n");
+    const cases: [string, string, string][] = [
+      [lines({ ...project, created_at: future }), "Line 2", "created_at"],
+      [lines(observation, { ...claim, created_at: future }), "Line 3", "created_at"],
+      [lines(observation, { ...claim, updated_at: future }), "Line 3", "updated_at"],
+      [lines(observation, { ...claim, valid_from: future }), "Line 3", "valid_from"],
+      [lines(project, { ...observation, created_at: future }), "Line 3", "created_at"],
+      [lines({ ...tomb, purged_at: future }), "Line 2", "purged_at"],
+    ];
+    for (const [body, line, field] of cases) {
+      const r = await importNdjson(org.api_key, body);
+      expectError(r, 400, "VALIDATION_ERROR");
+      expect(r.json.error.message).toBe(`${line}: Invalid field "${field}": must not be more than 5 minutes in the future.`);
+    }
+    // Nothing was written by the refused imports.
+    expect((await call("GET", "/v1/export", { key: org.api_key })).text.trim().split("\n")).toHaveLength(1);
+    // The allowance is 5 minutes of clock skew, measured on this server's clock.
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString();
+    const late = await importNdjson(org.api_key, lines({ ...observation, created_at: at(6 * 60_000) }));
+    expectError(late, 400, "VALIDATION_ERROR");
+    const skewed = await importNdjson(org.api_key, lines({ ...observation, created_at: at(4 * 60_000) }, { ...claim, valid_to: future }));
+    expect(skewed.status, skewed.text).toBe(201);
+    const restored = await call("GET", `/v1/claims/${claim.claim_id}/evidence`, { key: org.api_key });
+    expect(restored.json.data.claim.valid_to).toBe(future);
+  });
+
   it("accepts at most 2000 record lines (an export header is not counted) within the 1 MiB body limit", async () => {
     const org = await newOrg();
     const who = await principalOf(org.api_key);

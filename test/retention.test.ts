@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { sign } from "../src/domains/federation/signing";
 import { clock } from "../src/http/clock";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
@@ -266,7 +267,11 @@ describe("retention apply", () => {
       ["channel compile", () => has(call("POST", `/v1/channels/${channel}/context/compile`, { key: gw.key, body: { query: word } }), cx)],
       // The release's snapshot is a copy of the claim: listed only while the claim may be retrieved.
       ["release list", () => has(get("/v1/knowledge-releases"), cx, rel)],
-      ["federation pull", async () => has(call("POST", "/v1/federation/pull", { key: owner, body: { peer_id: await peer(), include_memory: true } }), cx, ox)],
+      ["federation pull", async () => {
+        const raw = JSON.stringify({ peer_id: await peer(), sent_at: clock.nowIso(), include_memory: true });
+        const headers = { "content-type": "application/json", "x-svc-peer-signature": sign("federation-shared-secret-0123", raw) };
+        return has(call("POST", "/v1/federation/pull", { key: owner, raw, headers }), cx, ox);
+      }],
     ];
     for (const [name, shows] of paths) expect(await shows(), `${name} before retention`).toBe(true);
     await retentionPolicy(owner);

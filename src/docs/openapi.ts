@@ -65,9 +65,8 @@ function operation(r: RouteDef) {
   if (r.body)
     op.requestBody = { required: !r.bodyOptional, content: { "application/json": { schema: jsonSchema(r.body, "input"), ...(example ? { example } : {}) } } };
   else if (r.rawBody)
-    op.requestBody = { required: true, content: r.rawBodySchema
-      ? { "application/x-ndjson": { schema: { type: "string", description: `NDJSON; each line: ${JSON.stringify(jsonSchema(r.rawBodySchema, "input"))}` } } }
-      : { "application/json": { schema: {} } } };
+    // A rawBodySchema route (federation pull and push) reads a JSON object whose exact bytes it verifies.
+    op.requestBody = { required: true, content: { "application/json": { schema: r.rawBodySchema ? jsonSchema(r.rawBodySchema, "input") : {} } } };
   const error = r.bareResponse
     ? { description: "A JSON-RPC error body (Origin, Accept, Content-Type, parse and protocol-version failures), or the error envelope (credential and scope failures).",
       content: { "application/json": { schema: { oneOf: [{ $ref: "#/components/schemas/Error" }, { type: "object" }] } } } }

@@ -39,18 +39,29 @@ export function describeZodError(error: z.ZodError, root: Root = "body"): string
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 const wellFormed = (s: string) => !LONE_SURROGATE.test(s);
 
-export function illFormedPath(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
-  if (typeof value === "string") return wellFormed(value) ? null : path;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = illFormedPath(value[i], [...path, i]);
-      if (found) return found;
-    }
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) {
-      if (!wellFormed(k)) return [...path, k];
-      const found = illFormedPath(v, [...path, k]);
-      if (found) return found;
+export function illFormedPath(value: unknown): (string | number)[] | null {
+  // Depth-first in document order with an explicit stack, never recursion: no input can exhaust the
+  // call stack here. Each entry links to its parent's, so a path is built only for the one reported.
+  // An object's key is checked when the walk reaches its value.
+  type Link = { segment: string | number; parent: Link | undefined } | undefined;
+  type Step = { value: unknown; at?: Link; key?: string };
+  const pathOf = (at: Link) => {
+    const path: (string | number)[] = [];
+    for (let a = at; a; a = a.parent) path.push(a.segment);
+    return path.reverse();
+  };
+  const stack: Step[] = [{ value }];
+  while (stack.length) {
+    const { value: v, at, key } = stack.pop()!;
+    if ((key !== undefined && !wellFormed(key)) || (typeof v === "string" && !wellFormed(v))) return pathOf(at);
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], at: { segment: i, parent: at } });
+    } else if (v !== null && typeof v === "object") {
+      const entries = Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, child] = entries[i];
+        stack.push({ value: child, at: { segment: k, parent: at }, key: k });
+      }
     }
   }
   return null;
@@ -77,16 +88,53 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: 
   return result.data;
 }
 
+/** Arrays and objects nest at most this deep in any JSON a request carries. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`: one pass over the characters, counting
+ * brackets outside strings. It parses nothing, so it cannot recurse; text it passes (and JSON.parse
+ * accepts) is at most `max` deep, which every later walk (validation, canonical JSON) can afford.
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character, a quote included
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * The one parse of JSON a request carries (bodies, the MCP transport, push, import lines): too deep
+ * nesting is a 400 VALIDATION_ERROR naming `what`, thrown before JSON.parse; text that is not JSON
+ * answers `{ ok: false }`, for the caller to refuse in its own protocol's words.
+ */
+export function parseJson(text: string, what = "Request body"): { ok: true; value: unknown } | { ok: false } {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH))
+    throw new ApiError("VALIDATION_ERROR", `${what}: nested too deeply (at most ${MAX_JSON_DEPTH} levels of arrays and objects).`);
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
 export function parseJsonBody(text: string | null, optional: boolean): unknown {
   if (text == null || text.trim() === "") {
     if (optional) return {};
     throw new ApiError("VALIDATION_ERROR", "Request body is required and must be a JSON object.");
   }
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new ApiError("VALIDATION_ERROR", "Request body is not valid JSON.");
-  }
+  const parsed = parseJson(text);
+  if (!parsed.ok) throw new ApiError("VALIDATION_ERROR", "Request body is not valid JSON.");
+  return parsed.value;
 }
 
 /**

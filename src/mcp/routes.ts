@@ -2,7 +2,7 @@
 // stream: GET /mcp is a 405 from the route table). Replies are application/json, never SSE.
 import { ApiError, INTERNAL_MESSAGE, translateStorageError } from "../http/errors";
 import { orgRoute } from "../http/route";
-import { validate } from "../http/validate";
+import { parseJson, validate } from "../http/validate";
 import { executeRoute, type Session } from "../org/execute";
 import type { Reply, RequestCtx } from "../org/request";
 import { REVISION } from "../domains/health/routes";
@@ -123,12 +123,9 @@ export async function handleMcp(rc: RequestCtx): Promise<Reply> {
   if (!acceptsJson(rc.headers.accept)) return bare(406, rpcError(null, RPC.INVALID_REQUEST, "Not Acceptable: the client must accept application/json"));
   if (!/^application\/json\s*(;|$)/i.test(rc.headers["content-type"] ?? ""))
     return bare(415, rpcError(null, RPC.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"));
-  let payload: unknown;
-  try {
-    payload = JSON.parse(rc.rawBody ?? "");
-  } catch {
-    return bare(400, rpcError(null, RPC.PARSE, "Parse error"));
-  }
+  const parsed = parseJson(rc.rawBody ?? "");
+  if (!parsed.ok) return bare(400, rpcError(null, RPC.PARSE, "Parse error"));
+  const payload = parsed.value;
   const messages = Array.isArray(payload) ? payload : [payload];
   if (!messages.length) return bare(400, rpcError(null, RPC.INVALID_REQUEST, "Invalid Request: empty batch"));
   const initializing = messages.some((m) => isObject(m) && m.method === "initialize");

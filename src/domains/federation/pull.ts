@@ -1,6 +1,7 @@
-// POST /v1/federation/pull, called by the other deployment: filtered team events of the federable
-// kinds after the peer's cursor, optionally with signed claim bundles. The cursor moves and the log
-// entry is written in one transaction; the response is signed over its exact bytes.
+// POST /v1/federation/pull, called by the other deployment and signed by it like a push (exchange.ts):
+// filtered team events of the federable kinds after the peer's cursor, optionally with signed claim
+// bundles. The cursor moves and the log entry is written in one transaction; the response is signed
+// over its exact bytes.
 import { clock } from "../../http/clock";
 import { invalid } from "../../http/errors";
 import { envelopeText } from "../../http/envelope";
@@ -11,11 +12,10 @@ import type { EventRow } from "../../org/events";
 import { teamEventsAfter } from "../events/routes";
 import { type FilterRow, hasFilterFor, passes } from "./filters";
 import { allSourcesByClaim, claimFacets, claimsByIds, observationFacets, observationsByIds } from "../memory/records";
-import { requireOpenTo } from "./peers";
-import { FEDERABLE_KINDS, type FederableKind, type pullBody } from "./schema";
+import { signedExchange } from "./exchange";
+import { FEDERABLE_KINDS, type FederableKind, pullBody } from "./schema";
 import { SIGNATURE_HEADER, sign, signBundle } from "./signing";
-import { advancePeer, filtersOf, insertLog, type PeerRow, resolvePeer } from "./store";
-import type { z } from "zod";
+import { advancePeer, filtersOf, insertLog, type PeerRow } from "./store";
 
 /** Events examined per pull at most, so a peer whose filters admit little still gets a bounded call. */
 const SCAN_BUDGET = 5_000;
@@ -121,16 +121,15 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
   return { bundles, kept: served.length };
 }
 
-export function pull(rc: RequestCtx<z.infer<typeof pullBody>>): Reply {
-  const peer = resolvePeer(rc.db, rc.body.peer_id);
-  requireOpenTo(peer, "pull");
+export function pull(rc: RequestCtx): Reply {
+  const { peer, body } = signedExchange(rc, "pull", pullBody, { unsignedFromAdministrator: true });
   const filters = filtersOf(rc.db, peer.peer_id);
-  if (rc.body.include_memory && !hasFilterFor(filters, "claim"))
+  if (body.include_memory && !hasFilterFor(filters, "claim"))
     throw invalid('Invalid field "include_memory": the peer has no claim filter, so no claim may cross.');
   const reply = commitWrite(rc, (db) => {
-    let { served, scanSeq, hasMore } = scan(db, peer, filters, rc.body.limit);
+    let { served, scanSeq, hasMore } = scan(db, peer, filters, body.limit);
     let bundles: Record<string, unknown>[] | undefined;
-    if (rc.body.include_memory) {
+    if (body.include_memory) {
       const fit = bundlesFor(db, rc.orgId, peer, filters, served);
       bundles = fit.bundles;
       if (fit.kept < served.length) {

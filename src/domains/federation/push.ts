@@ -1,14 +1,13 @@
-// POST /v1/federation/push, called by the other deployment. Order of checks: the peer named by
-// `peer_id` (the only field read before the signature, since it says whose secret to use), the
-// signature over the raw bytes (constant time), the peer's status and direction, the body schema,
-// the `sent_at` window, the exchange's replay identity; then per-event results, the bundle checks in
-// DESIGN's order, and one transaction importing every accepted bundle with the log and the replay record.
+// POST /v1/federation/push, called by the other deployment. The exchange is authenticated first
+// (exchange.ts: peer, signature, status and direction, schema, sent_at); then the exchange's replay
+// identity, per-event results, the bundle checks in DESIGN's order, and one transaction importing
+// every accepted bundle with the log and the replay record.
 import { sha256Hex } from "../../auth/credentials";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import { conflict, forbidden, invalid } from "../../http/errors";
+import { conflict } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import { describeZodError, parseWith } from "../../http/validate";
+import { describeZodError } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
@@ -17,12 +16,12 @@ import { canonical, commitWrite, type WriteScope } from "../../org/write";
 import { insertClaim, insertObservation, newRecordId } from "../memory/records";
 import { contentHash, getObservation, type ObservationRow } from "../memory/store";
 import { type FilterRow, passes } from "./filters";
-import { requireOpenTo } from "./peers";
-import { type Bundle, bundleSchema, FEDERABLE_KINDS, federatedEvent, pushBody, SENT_AT_WINDOW_MS } from "./schema";
-import { bundleSigningText, SIGNATURE_HEADER, verify } from "./signing";
+import { signedExchange } from "./exchange";
+import { type Bundle, bundleSchema, FEDERABLE_KINDS, federatedEvent, pushBody } from "./schema";
+import { bundleSigningText, verify } from "./signing";
 import {
   filtersOf, getExchange, importedAs, inboxHash, insertExchange, insertInbox, insertLog, type PeerRow, pinRemoteOrg,
-  recordImport, resolvePeer, touchPeer,
+  recordImport, touchPeer,
 } from "./store";
 
 type Status = "success" | "conflict" | "rejected";
@@ -31,19 +30,6 @@ interface BundleResult { claim_id: string | null; status: Status; reason?: strin
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 const idOf = (v: unknown, field: string) => (isObject(v) && typeof v[field] === "string" ? (v[field] as string) : null);
-
-/** The peer a push names, read from the raw body without validating anything else. */
-function namedPeer(db: Db, raw: string | null): PeerRow {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw ?? "");
-  } catch {
-    throw invalid("Request body is not valid JSON.");
-  }
-  if (!isObject(value)) throw invalid("Request body is required and must be a JSON object.");
-  if (typeof value.peer_id !== "string" || !value.peer_id) throw invalid('Invalid field "peer_id": is required.');
-  return resolvePeer(db, value.peer_id);
-}
 
 function eventResult(db: Db, peer: PeerRow, filters: FilterRow[], caller: Caller, raw: unknown, at: string): EventResult {
   const id = idOf(raw, "id");
@@ -142,13 +128,7 @@ function importBundle(db: Db, write: WriteScope, peer: PeerRow, caller: Caller, 
 }
 
 export function push(rc: RequestCtx): Reply {
-  const peer = namedPeer(rc.db, rc.rawBody);
-  if (!verify(peer.shared_secret, rc.rawBody ?? "", rc.headers[SIGNATURE_HEADER]))
-    throw forbidden("The x-svc-peer-signature header does not match the body.");
-  requireOpenTo(peer, "push");
-  const body = parseWith(pushBody, JSON.parse(rc.rawBody!));
-  if (Math.abs(Date.parse(body.sent_at) - clock.nowMs()) > SENT_AT_WINDOW_MS)
-    throw forbidden("sent_at is more than 300 seconds away from this server's clock.");
+  const { peer, body } = signedExchange(rc, "push", pushBody);
   const bodyHash = sha256Hex(rc.rawBody!);
   const prior = getExchange(rc.db, peer.peer_id, body.exchange_id);
   if (prior) {

@@ -45,9 +45,10 @@ export const federationRoutes = [
     handler: listFilters,
   }),
   orgRoute({
-    method: "POST", path: "/v1/federation/pull", scope: "federation:write", stages: PEER_CREDENTIAL, explicitScope: true, body: pullBody,
+    method: "POST", path: "/v1/federation/pull", scope: "federation:write", stages: PEER_CREDENTIAL, explicitScope: true,
+    rawBody: true, rawBodySchema: pullBody,
     response: { 200: pullResponse },
-    summary: "Called by the peer: up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response.",
+    summary: "Called by the peer, signed like push (x-svc-peer-signature over the raw body, sent_at): up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response.",
     handler: pull,
   }),
   orgRoute({

@@ -59,8 +59,16 @@ export const createFilterBody = z.strictObject({
 });
 export type FilterInput = z.infer<typeof createFilterBody>;
 
+const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" });
+const sentAt = isoTime.describe("when the peer signed the request; more than 300 s from this server's clock: 403");
+
+/**
+ * The pull body, signed like push: `x-svc-peer-signature` over its raw bytes, `sent_at` within the window
+ * (both required unless an owner or admin holding "*" pulls unsigned: federation/exchange.ts).
+ */
 export const pullBody = z.strictObject({
   peer_id: peerId,
+  sent_at: sentAt.optional(),
   limit: intRange(1, MAX_EVENTS_PER_CALL).default(MAX_EVENTS_PER_CALL),
   include_memory: z.boolean().default(false).describe("also answer signed claim bundles (needs a claim filter)"),
 });
@@ -71,7 +79,6 @@ export const logQuery = z.object({
   after: z.string().max(512).optional(),
 });
 
-const isoTime = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" });
 const text = (max: number) => z.string().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
 
 /** Payload fields that may describe a federated event: metadata only, never content. */
@@ -145,7 +152,7 @@ export type Bundle = z.infer<typeof bundleSchema>;
 export const pushBody = z.strictObject({
   peer_id: peerId,
   exchange_id: z.string().min(1, "must be 1 to 64 characters").max(64, "must be 1 to 64 characters"),
-  sent_at: isoTime,
+  sent_at: sentAt,
   events: z.array(z.unknown()).max(MAX_EVENTS_PER_CALL, "must have at most 200 entries"),
   bundles: z.array(z.unknown()).max(MAX_BUNDLES_PER_PUSH, "must have at most 200 entries").optional(),
 });

@@ -1,9 +1,10 @@
 // Channels: named audiences served released knowledge through one bound gateway principal (an existing
-// non-human principal; one live channel per gateway). Status moves with the current expected_version;
-// `disabled` is final. Audited, never evented.
+// non-human principal; one live channel per gateway). Status moves with the current expected_version,
+// by the channel's creator or an owner/admin; `disabled` is final. Audited, never evented.
+import { managesShared } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
-import { conflict, invalid, notFound } from "../../http/errors";
+import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import { ok } from "../../org/request";
@@ -64,10 +65,11 @@ export const channelAdminRoutes = [
   orgRoute({
     method: "PATCH", path: "/v1/channels/:id", scope: "releases:write", body: channelPatchBody,
     response: { 200: channelResponse },
-    summary: "Set a channel active, paused or disabled (final) with its current expected_version.",
+    summary: "Set a channel active, paused or disabled (final) with its current expected_version; its creator or an owner/admin.",
     handler: (rc) => commitWrite(rc, (db) => {
       const c = getChannel(db, rc.params.id);
       if (!c) throw notFound("Channel");
+      if (!managesShared(rc.caller, c.created_by)) throw forbidden("Only the channel's creator or an owner or admin may change it.");
       if (c.status === "disabled") throw invalid("A disabled channel cannot change.");
       if (rc.body.expected_version !== c.version)
         throw conflict(`Stale expected_version ${rc.body.expected_version}: the channel is at version ${c.version}.`);

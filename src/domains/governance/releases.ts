@@ -1,13 +1,16 @@
-// Knowledge releases: an immutable snapshot of one exact claim version for one channel.
+// Knowledge releases: an immutable snapshot of one exact claim version for one channel. Anyone who may
+// write drafts one; approve, activate and revoke are the channel's to decide: its creator or an
+// owner/admin (managesShared), and separation of duty may still refuse a release's own creator.
 //   create (eligible, else 400 naming the reason; a given claim_version must be current, else 409) -> draft
 //   approve (from draft; separation of duty per the release policy; no longer eligible 409)     -> approved
 //   activate (from approved; no longer eligible 409; one active release per claim and channel)   -> active   release.published
 //   revoke (from draft, approved or active)                                                      -> revoked  release.revoked
 // Any other move is 400. Events carry ids and versions only.
 import { requireSeparationOfDuty } from "../../access/duty";
+import { managesShared } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
-import { conflict, invalid, notFound } from "../../http/errors";
+import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -65,6 +68,9 @@ function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
     const r = visibleRelease(db, rc.caller, rc.params.id, action === "revoke");
     if (!r) throw notFound("Release");
     const channel = getChannel(db, r.channel_id)!;
+    // Publishing is managing the channel: drafting proposes, the channel's manager decides.
+    if (!managesShared(rc.caller, channel.created_by))
+      throw forbidden(`Only the channel's creator or an owner or admin may ${action} its releases.`);
     const at = clock.nowIso();
     const me = rc.caller.principalId;
     let next: ReleaseRow;
@@ -152,19 +158,19 @@ export const releaseRoutes = [
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/approve", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
-    summary: "Approve a draft release that is still eligible; separation of duty per the release policy.",
+    summary: "Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy.",
     handler: (rc) => move(rc, "approve"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/activate", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
-    summary: "Activate an approved, still-eligible release (event release.published).",
+    summary: "Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published).",
     handler: (rc) => move(rc, "activate"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/revoke", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
-    summary: "Revoke a draft, approved or active release (event release.revoked); history is kept.",
+    summary: "Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept.",
     handler: (rc) => move(rc, "revoke"),
   }),
 ];

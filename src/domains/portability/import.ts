@@ -7,7 +7,7 @@ import { trustAtMost } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import type { OwnershipRegistry } from "../../registry/client";
 import { ApiError, conflict, forbidden, invalid } from "../../http/errors";
-import { validate } from "../../http/validate";
+import { parseJson, validate } from "../../http/validate";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
@@ -54,12 +54,9 @@ export function parseImport(body: string | null, caller: Caller): ImportFile {
     const raw = lines[i].trim();
     if (!raw) continue;
     const line = i + 1;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw invalid(`Line ${line}: not valid JSON.`);
-    }
+    const json = parseJson(raw, `Line ${line}`);
+    if (!json.ok) throw invalid(`Line ${line}: not valid JSON.`);
+    const value = json.value;
     const type = value && typeof value === "object" ? (value as { type?: unknown }).type : undefined;
     if (type === "svc.export.header") {
       if ((value as { format_version?: unknown }).format_version !== EXPORT_FORMAT_VERSION)

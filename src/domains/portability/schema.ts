@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { VISIBILITIES } from "../../access/visibility";
 import { trustSchema } from "../../auth/trust";
+import { clock } from "../../http/clock";
 import { ID_PREFIX } from "../../http/ids";
 import { count, idOf } from "../../http/shapes";
 import { limitParam } from "../../http/validate";
@@ -28,6 +29,15 @@ const principalId = idOf(ID_PREFIX.principal, "principal");
 const workspaceId = idOf(ID_PREFIX.workspace, "workspace");
 // Exactly the form the service writes (toISOString), so a restored timestamp is byte-identical.
 const timestamp = z.iso.datetime({ precision: 3, error: "must be an ISO 8601 UTC timestamp with milliseconds" });
+/** How far past this server's clock a restored record time may lie (clock skew between deployments). */
+export const MAX_IMPORT_FUTURE_MS = 5 * 60_000;
+/**
+ * When something happened (created, updated, purged, valid from): never later than now plus the skew
+ * allowance. A record dated in the future would be younger than any retention age for as long as it
+ * likes. A claim's `valid_to` is an expiry, future by nature, and takes `timestamp`.
+ */
+const pastTimestamp = timestamp.refine((at) => !(Date.parse(at) > clock.nowMs() + MAX_IMPORT_FUTURE_MS),
+  "must not be more than 5 minutes in the future");
 // Not trimmed: imported values are restored exactly as exported.
 const text = (max: number) => z.string().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
 const visibility = z.enum(VISIBILITIES);
@@ -38,7 +48,7 @@ export const projectLine = z.strictObject({
   project_id: projectId,
   reference: text(500),
   created_by: authorId,
-  created_at: timestamp,
+  created_at: pastTimestamp,
   workspace_id: workspaceId.nullable().default(null)
     .describe("the workspace whose memberships scope the project's records (null: none); restored on import, the workspace created when missing"),
   workspace_name: text(100).nullable().default(null)
@@ -61,9 +71,9 @@ export const observationLine = z.strictObject({
   trust: trustSchema,
   visibility,
   author_id: authorId,
-  created_at: timestamp,
+  created_at: pastTimestamp,
   purged: z.boolean(),
-  purged_at: timestamp.nullable(),
+  purged_at: pastTimestamp.nullable(),
 }).superRefine((o, ctx) => {
   if (o.purged !== (o.purged_at !== null))
     ctx.addIssue({ code: "custom", path: ["purged_at"], message: "must be set exactly when purged is true" });
@@ -82,15 +92,15 @@ export const claimLine = z.strictObject({
   visibility,
   trust: trustSchema,
   version: z.number().int("must be an integer").min(1, "must be at least 1"),
-  valid_from: timestamp,
+  valid_from: pastTimestamp,
   valid_to: timestamp.nullable(),
   superseded_by: claimId.nullable().describe("kept as recorded; may name a claim of a later import batch"),
   disputes: z.array(claimId).max(50, "must have at most 50 entries").describe("claim ids, kept as recorded"),
   sources: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS) }))
     .max(50, "must have at most 50 entries")
     .describe("in order; only the sources the exporting caller could read; each must exist on import"),
-  created_at: timestamp,
-  updated_at: timestamp,
+  created_at: pastTimestamp,
+  updated_at: pastTimestamp,
   author_id: authorId,
 }).superRefine((c, ctx) => {
   // A superseded claim may carry null: its successor is one the exporter could not read (the export
