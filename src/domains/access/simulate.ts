@@ -8,7 +8,8 @@ import { orgRoute } from "../../http/route";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";
-import { canRetrieve, getClaim, getObservation, guarded, projectWorkspace } from "../memory/records";
+import { canRetrieve, guarded } from "../../access/retrieval";
+import { getClaim, getObservation, projectWorkspace } from "../memory/records";
 import { unresolved } from "../memory/store";
 import { simulateBody, simulateResponse } from "./schema";
 
