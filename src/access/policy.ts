@@ -153,10 +153,10 @@ export function readableWhere(caller: Caller, alias: string, ownerColumn = "auth
 /**
  * readableWhere as its disjuncts: each way a record can be readable (team outside workspaces, team of
  * the caller's workspaces, authorship, a grant's projects, …), each with its bind values. A read that
- * must cost what it returns walks one index per way (see records.ts retrievableWays).
+ * must cost what it returns walks one index per way (see retrieval.ts retrievableWays).
  *
  * With singleValues, no way holds a list or takes every visibility: each is equalities on the columns of
- * one index and, with seq last in it, one range in write order (records.ts readableNeighbours). A list
+ * one index and, with seq last in it, one range in write order (memory/compile.ts readableNeighbours). A list
  * becomes one way per value; a way that takes every visibility becomes one per visibility (VISIBILITIES
  * are all a record can hold: every writer validates against them). Ways that come out twice are kept once.
  */

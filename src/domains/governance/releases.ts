@@ -14,7 +14,7 @@ import type { Db } from "../../org/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type EventInput, commitWrite } from "../../org/write";
-import { getClaim, readableClaim, unresolved } from "../memory/store";
+import { readableClaim, unresolved } from "../memory/store";
 import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibility";
 import { retrievableObservationIds } from "../memory/store";
 import { claimSourceHashes, releaseSeqOf, releasesPage, seenThroughClaim } from "./claim-reads";

@@ -58,7 +58,7 @@ function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, u
  * positions (already read by an earlier call) are passed over before their row is read, so they do not
  * count against the limit.
  */
-export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number,
+function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number,
   skip: number[] = []): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
@@ -68,7 +68,7 @@ export function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefin
 }
 
 /** The newest `limit` candidates about a subject or project (scope null: about anything). */
-export function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undefined,
+function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undefined,
   scope: { column: "subject_id" | "project_id"; value: string } | null, limit: number): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
@@ -131,7 +131,7 @@ export function candidateRowsAmong(db: Db, caller: Caller, kinds: string[] | und
 }
 
 /** Candidates at the given write positions (seq), with their stored terms. */
-export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
+function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<CandidateRow>(
     `SELECT ${rankingCandidateCols} FROM json_each(?) j CROSS JOIN claim_ranking c ON c.seq = j.value ${joinFeedback} WHERE ${where}`,
@@ -144,7 +144,7 @@ export function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined
  * only if still valid now: what this read would return, without reading (CandidatesReadAhead). An id
  * without a carried row (never admitted by the accept: a hit always is) is read.
  */
-export function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead?: CandidatesReadAhead): CandidateRow[] {
+function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead?: CandidatesReadAhead): CandidateRow[] {
   if (!ahead || ahead.caller !== caller || ahead.kinds !== kindsKey(kinds) || writesSoFar(db) !== ahead.stamp)
     return candidateRowsWithIds(db, caller, kinds, ids);
   const now = clock.nowIso();
@@ -157,7 +157,7 @@ export function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | unde
 }
 
 /** The candidates at the given write positions, whole (what compile returns of the packed ones). */
-export function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): ClaimRow[] {
+function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): ClaimRow[] {
   if (!seqs.length) return [];
   const [where, args] = candidateWhere(caller, kinds);
   return db.all<ClaimRow>(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`, JSON.stringify(seqs), ...args);
@@ -340,7 +340,7 @@ function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neigh
  * Vector hits join the candidates through the same retrieval predicate as every other way in (by
  * write position), so a hit the caller may not read, or that is no longer current, is dropped before
  * it can score (from the rows the vector query's accept read, when nothing was written since:
- * records.ts candidatesWithIds). Returns the authorized hits' similarities by seq (what the vector score reads).
+ * candidatesWithIds). Returns the authorized hits' similarities by seq (what the vector score reads).
  */
 function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: VectorSimilarities, candidates: Candidate[]): Map<number, number> {
   const have = new Set(candidates.map((c) => c.claim_id));
@@ -358,7 +358,7 @@ function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Ve
 export interface VectorSimilarities {
   /** Each hit's cosine similarity to the query, by claim id. */
   similarities: Map<string, number>;
-  /** The hits' candidate rows as the vector query's accept read them, if it did: taken only when still current (records.ts). */
+  /** The hits' candidate rows as the vector query's accept read them, if it did: taken only when still current (CandidatesReadAhead). */
   ahead?: CandidatesReadAhead;
 }
 

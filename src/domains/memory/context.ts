@@ -97,7 +97,7 @@ export const contextRoutes = [
     handler: async (rc) => {
       // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its
       // hits are re-authorized inside it, with every other candidate (from the rows its accept read when
-      // nothing was written in between, records.ts CandidatesReadAhead). degraded.vectors is false only when a
+      // nothing was written in between, compile.ts CandidatesReadAhead). degraded.vectors is false only when a
       // hit the caller may retrieve took part in ranking (not when vectors are off, failed, or found
       // nothing the caller may read).
       const vectors = await vectorHits(runtimeFor(rc), rc.db, rc.caller, rc.body);
