@@ -211,6 +211,13 @@ async function pages(key: string, path: string, list: string, cursor = "next_cur
   return { text, items: data.flatMap((d) => d[list]) };
 }
 
+/** An Atlas lens that takes no argument, and what it must show the viewer. */
+const lens = (name: string, shows: () => string): [string, () => Promise<string>] => [`atlas ${name}`, async () => {
+  const r = await view(f.viewer.key, { lens: name });
+  expect(r.text).toContain(shows());
+  return r.text;
+}];
+
 const memories = (query: string) => pages(f.viewer.key, `/v1/memories${query}`, "items", "next_cursor", 100);
 
 /** A read path: what the viewer receives, as text, after checking it shows what the viewer may see. */
@@ -326,11 +333,7 @@ const PATHS: [string, () => Promise<string>][] = [
     }
     return text;
   }],
-  ["atlas conflict_freshness", async () => {
-    const r = await view(f.viewer.key, { lens: "conflict_freshness" });
-    expect(r.text).toContain(f.visible.disputed);
-    return r.text;
-  }],
+  lens("conflict_freshness", () => f.visible.disputed),
   ["atlas workspace_graph", async () => {
     const r = await view(f.viewer.key, { lens: "workspace_graph" });
     expect(r.text).toContain(f.visible.claim);
@@ -338,21 +341,9 @@ const PATHS: [string, () => Promise<string>][] = [
     expect(other.status).toBe(400);
     return r.text;
   }],
-  ["atlas review_queue", async () => {
-    const r = await view(f.viewer.key, { lens: "review_queue" });
-    expect(r.text).toContain(f.visible.approval);
-    return r.text;
-  }],
-  ["atlas scope_preview", async () => {
-    const r = await view(f.viewer.key, { lens: "scope_preview" });
-    expect(r.text).toContain(`subject:${f.visible.subject}`);
-    return r.text;
-  }],
-  ["atlas knowledge_release", async () => {
-    const r = await view(f.viewer.key, { lens: "knowledge_release" });
-    expect(r.text).toContain(f.visible.releaseId);
-    return r.text;
-  }],
+  lens("review_queue", () => f.visible.approval),
+  lens("scope_preview", () => `subject:${f.visible.subject}`),
+  lens("knowledge_release", () => f.visible.releaseId),
   ["governance lists", async () => {
     const approvals = (await pages(f.viewer.key, "/v1/claim-approvals", "approvals")).text;
     const releases = (await pages(f.viewer.key, "/v1/knowledge-releases", "releases")).text;
