@@ -9,7 +9,7 @@ import type { Caller } from "../../org/request";
 import { type ClaimRow, type ObservationRow, type SourceRow, getClaim, getObservation, getProject } from "./records";
 
 export { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, getClaim, getObservation, getProject } from "./records";
-export { guarded, isCurrent } from "../../access/retrieval";
+export { isCurrent } from "../../access/retrieval";
 
 export const contentHash = (content: string) => "sha256:" + sha256Hex(content);
 
