@@ -1,5 +1,5 @@
 // The memory records' writers, and the by-id lookups they and the readers share. Every other read of
-// projects, observations, claims, claim_sources, claims_fts and claim_ranking lives next to its one user
+// projects, observations, claims, claim_sources, claims_fts and claim_ranking lives next to its user
 // and applies a read rule of src/access/retrieval.ts in the same statement (test/records.test.ts scans
 // src/ for one that does not).
 //

@@ -4,7 +4,7 @@
 //
 // Candidates: the newest SEARCH_WINDOW claims holding every query word that pass the list's retrieval
 // and filters (one bounded read, whatever the organization's size). Score: bm25 over the statistics
-// of team claims (records.ts sharedTermStats), so no score or order depends on a record the caller
+// of shared claims (records.ts sharedTermStats), so no score or order depends on a record the caller
 // cannot read. Pages: the first page is answered directly; when more remain, the rest of the order
 // (claim seqs only) is stored as a snapshot bound to the caller and the search, for SNAPSHOT_TTL_MS,
 // and the cursor names the snapshot and a position in it. Each later page re-checks its items now
@@ -88,7 +88,6 @@ export function memoriesBySeqs(db: Db, caller: Caller, f: MemoriesFilter, seqs: 
   return db.all(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`,
     JSON.stringify(seqs), ...args);
 }
-
 
 /**
  * The write position of a claim the caller may retrieve, for the memories cursor that names it: null
