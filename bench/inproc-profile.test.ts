@@ -10,10 +10,11 @@
 import { inject, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { compilePack, rankClaims, type VectorSimilarities } from "../src/domains/memory/ranking";
+import { compilePack, rankClaims, type VectorSimilarities } from "../src/domains/memory/compile";
 import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search";
 import { markJobDue } from "../src/org/jobs";
-import { candidateRowsAmong, insertClaim, readAhead } from "../src/domains/memory/records";
+import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
+import { insertClaim } from "../src/domains/memory/records";
 import { vectorHits } from "../src/domains/indexing/retrieval";
 import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";

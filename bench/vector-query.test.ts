@@ -21,7 +21,8 @@
 import { expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { candidateRowsAmong, insertClaim, readAhead } from "../src/domains/memory/records";
+import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
+import { insertClaim } from "../src/domains/memory/records";
 import type { Db } from "../src/org/db";
 import { GLOVE_TABLE } from "../src/vector/glove-table";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";

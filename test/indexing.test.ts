@@ -10,7 +10,7 @@ import { indexQueueSize } from "../src/domains/indexing/queue";
 import { applyDrain, runDrain, runVerify } from "../src/domains/indexing/service";
 import { indexDrainJob } from "../src/domains/indexing/background";
 import { jobDueAt } from "../src/org/jobs";
-import { rankClaims } from "../src/domains/memory/ranking";
+import { rankClaims } from "../src/domains/memory/compile";
 import { loadCaller } from "../src/domains/identity/store";
 import { sha256Hex } from "../src/auth/credentials";
 import { readModelConfig } from "../src/vector/config";

@@ -258,3 +258,22 @@ describe("access simulation of a write into a workspace project", () => {
     expectError(await call("POST", "/v1/observations", { key: f.wreader.key, body: obs("s", "reader writes", { project_id: f.projectId }) }), 403, "FORBIDDEN");
   });
 });
+
+describe("access simulation of a read of a workspace record", () => {
+  it("its visibility gate is the policy's: a team record of a workspace passes for its members, not for anyone else", async () => {
+    const f = await workspaceFixture();
+    const gates = (principalId: string) => call("POST", "/v1/access/simulate", { key: f.org.api_key,
+      body: { principal_id: principalId, action: "read", record_id: f.claim } }).then((r) => {
+      expect(r.status, r.text).toBe(200);
+      return { visibility: r.json.data.gates.visibility.passed, grant: r.json.data.gates.grant.passed, decision: r.json.data.decision };
+    });
+    expect(await gates(f.wreader.principal_id)).toEqual({ visibility: true, grant: false, decision: "allow" });
+    // Team, but of a workspace the outsider is not in: the gate does not pass, as the decision says.
+    expect(await gates(f.outsider.principal_id)).toEqual({ visibility: false, grant: false, decision: "deny" });
+    // The project grant is what lets this one read, not the visibility.
+    expect(await gates(f.granted.principal_id)).toEqual({ visibility: false, grant: true, decision: "allow" });
+    // The real reads agree.
+    expect((await call("GET", `/v1/claims/${f.claim}/evidence`, { key: f.outsider.key })).status).toBe(404);
+    expect((await call("GET", `/v1/claims/${f.claim}/evidence`, { key: f.granted.key })).status).toBe(200);
+  });
+});

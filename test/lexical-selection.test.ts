@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { LEXICAL_CANDIDATES, LEXICAL_READS, rankClaims } from "../src/domains/memory/ranking";
+import { rankClaims } from "../src/domains/memory/compile";
+import { LEXICAL_CANDIDATES, LEXICAL_READS } from "../src/domains/memory/ranking";
 import { insertClaim } from "../src/domains/memory/records";
 import { inOrg, newOrg } from "./helpers";
 

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
-import { claimRoutes } from "../src/domains/memory/claims";
+import { claimRoutes, evidenceOf } from "../src/domains/memory/claims";
 import { eventRoutes } from "../src/domains/events/routes";
-import { evidenceOf, getClaim } from "../src/domains/memory/records";
+import { getClaim } from "../src/domains/memory/records";
 import { Db } from "../src/org/db";
 import type { OrgStore } from "../src/org/OrgStore";
 import type { Caller } from "../src/org/request";
@@ -512,7 +512,7 @@ describe("memories list", () => {
       return {
         bySubject: explain(() => memories({ db, caller, query: { subject_id: "s", limit: 25 } })),
         search: explain(() => memories({ db, caller, query: { q: "x", limit: 25 } })),
-        evidence: explain(() => evidenceOf(db, "c")),
+        evidence: explain(() => evidenceOf(db, caller, "c")),
         claim: explain(() => getClaim(db, "c")),
         events: explain(() => handler(eventRoutes, "/v1/events")({ db, caller, query: { kind: "claim.revoked", limit: 50 } })),
       };

@@ -1,13 +1,15 @@
-// src/domains/memory/records.ts is the only module with SQL on the memory tables: retention, vectors
-// and workspace roles rely on every read going through its one predicate and every write reporting
-// what it touched. This scans the source text, so a new statement anywhere else fails here.
+// Every read of the memory record tables applies a read rule of src/access/retrieval.ts (retention,
+// vectors and workspace roles rely on it), and the writers report what they touched. The first block
+// scans the source text, so a new query anywhere that applies no rule fails here.
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
 import { type HeldGrant, type Permission } from "../src/access/policy";
 import { VISIBILITIES } from "../src/access/visibility";
 import { ROLES } from "../src/auth/roles";
-import { canRetrieve, changeClaim, type ClaimRow, getClaim, insertClaim, insertProject, rankingDrift, readableNeighbours, readableWithin, tombstone } from "../src/domains/memory/records";
+import { canRetrieve } from "../src/access/retrieval";
+import { readableNeighbours, readableWithin } from "../src/domains/memory/compile";
+import { changeClaim, type ClaimRow, getClaim, insertClaim, insertProject, rankingDrift, tombstone } from "../src/domains/memory/records";
 import { CLAIM_STATUSES } from "../src/domains/memory/schema";
 import { Db } from "../src/org/db";
 import { queueTouched } from "../src/org/outbox";
@@ -23,41 +25,123 @@ declare global {
 
 const SOURCES = import.meta.glob("../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
 
-const MEMORY_TABLES = ["projects", "observations", "claims", "claim_sources", "claims_fts", "claim_ranking"];
-/** Where SQL on them may appear: their owner, and the append-only schema history. */
-const OWNERS = ["../src/domains/memory/records.ts", "../src/org/migrations.ts"];
+const RECORD_TABLES = ["projects", "observations", "claims", "claim_sources", "claims_fts", "claim_ranking"];
+/** The rule module itself, and the append-only schema history: the only files not scanned. */
+const UNSCANNED = ["../src/access/retrieval.ts", "../src/org/migrations.ts"];
+/** The rules, SQL and JS forms: a statement builder that calls one (or a function of its file that does) applies the rule. */
+const RULES = ["retrievable", "retrievableWays", "recordRetrievable", "projectVisibleWhere", "sharedWhere", "heldOrDelegated", "governedJoin",
+  "canRetrieve", "projectNameable", "notShared", "isShared", "governedVisible"];
+
+/**
+ * Declarations that read the record tables without a rule, each for its reason. Writers and by-id
+ * lookups (their readers authorize the row in JS); background and administrative readers that act on
+ * records whoever may read them and hand out no content.
+ */
+const ALLOWED: Record<string, string> = {
+  "memory/records.ts getProject": "by-id lookup; a reader checks projectNameable or names only what it may",
+  "memory/records.ts projectByReference": "by-reference lookup; resolve checks projectNameable before answering",
+  "memory/records.ts projectWorkspace": "a project's workspace, for a write target or an event",
+  "memory/records.ts getObservation": "by-id lookup; readers authorize the row with canRetrieve",
+  "memory/records.ts observationsByIds": "by-id lookup; consolidation authorizes each source with canRetrieve",
+  "memory/records.ts getClaim": "by-id lookup; readers authorize the row with canRetrieve",
+  "memory/records.ts insertObservation": "writer (copies its project's workspace)",
+  "memory/records.ts rankingDrift": "writers' consistency check of claim_ranking against claims",
+  "memory/compile.ts storedTermsCols": "a column of claim_ranking rows the candidate statements select through retrievable",
+  "governance/eligibility.ts claimFacts": "release eligibility judges the claim itself (notShared in ineligibility), never returns it",
+  "governance/claim-reads.ts claimSourceHashes": "a release snapshot pins every source's hash; its views drop what the caller cannot read",
+  "portability/import.ts allSourcesOf": "import compares an existing claim with an imported line, answering only same or not",
+  "portability/import.ts existingRecordIds": "which ids name a record here, to give back the registry claims of the others",
+  "indexing/enrichment.ts observationsAfter": "background enrichment drain; proposals are shown only through retrievable",
+  "indexing/enrichment.ts observationsAfterCount": "the drain's remaining count (owner/admin routes)",
+  "indexing/enrichment.ts purgedAmong": "drops proposals of observations purged while the model ran",
+  "retention/store.ts sourceLinks": "legal-hold coverage follows every source link",
+  "retention/store.ts retentionCandidates": "retention apply's sweep of the whole organization (owner/admin)",
+  "retention/store.ts excludedAmong": "a new hold restores every covered record retention excluded",
+};
 
 // SQL keywords are written upper case in this codebase; prose ("turn observations into claims") is not.
-const STATEMENT = new RegExp(`\\b(?:FROM|INTO|UPDATE|JOIN)\\s+(${MEMORY_TABLES.join("|")})\\b`, "g");
+// A table named by interpolation (`FROM ${t.table}`) may be one of them: it counts as a read too.
+const READS = new RegExp(`\\b(?:FROM|JOIN)\\s+(?:(?:${RECORD_TABLES.join("|")})\\b|\\$\\{)`);
+const DECLARATION = /^(?:export\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type)\s+([A-Za-z_$][\w$]*)/;
 
-/** [file, table, line] for every statement naming a memory table outside its owners. */
-function strayMemorySql(sources: Record<string, string>): [string, string, number][] {
-  const found: [string, string, number][] = [];
+/** A file's top-level declarations, name and text (a declaration runs to the next one). */
+function declarations(text: string): { name: string; text: string }[] {
+  const out: { name: string; text: string }[] = [];
+  for (const line of text.split("\n")) {
+    const m = DECLARATION.exec(line);
+    if (m) out.push({ name: m[1], text: "" });
+    if (out.length) out[out.length - 1].text += line + "\n";
+  }
+  return out;
+}
+
+const calls = (text: string, names: Iterable<string>) => [...names].some((n) => new RegExp(`\\b${n.replace("$", "\\$")}\\(`).test(text));
+
+/**
+ * "file name" of every declaration that reads a record table and applies no rule: it calls none of
+ * RULES, nor a declaration of its own file that (directly or through another) does.
+ */
+function unruledReads(sources: Record<string, string>, rules = RULES): string[] {
+  const found: string[] = [];
   for (const [file, text] of Object.entries(sources)) {
-    if (OWNERS.includes(file)) continue;
-    for (const m of text.matchAll(STATEMENT)) found.push([file, m[1], text.slice(0, m.index).split("\n").length]);
+    if (UNSCANNED.includes(file)) continue;
+    const decls = declarations(text);
+    const ruled = new Set<string>(rules);
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const d of decls) if (!ruled.has(d.name) && calls(d.text, ruled)) { ruled.add(d.name); grew = true; }
+    }
+    for (const d of decls) if (READS.test(d.text) && !ruled.has(d.name)) found.push(`${file.replace("../src/domains/", "").replace("../src/", "")} ${d.name}`);
   }
   return found;
 }
 
-describe("memory record ownership", () => {
-  it("scans the whole source tree", () => {
+describe("every read of the record tables applies a read rule", () => {
+  it("scans the whole source tree, and the rules it looks for are the rule module's", async () => {
     const files = Object.keys(SOURCES);
     expect(files).toContain("../src/domains/memory/records.ts");
-    expect(files).toContain("../src/domains/memory/claims.ts");
+    expect(files).toContain("../src/domains/atlas/store.ts");
     expect(files.length).toBeGreaterThan(40);
-    // The owner really holds the statements the scan looks for (so the pattern is not blind).
-    expect(strayMemorySql({ "../src/x.ts": SOURCES["../src/domains/memory/records.ts"] }).map(([, t]) => t).sort())
-      .toEqual(expect.arrayContaining(MEMORY_TABLES));
+    const rules = await import("../src/access/retrieval");
+    for (const name of RULES) expect(typeof (rules as Record<string, unknown>)[name], name).toBe("function");
+    // The rule module's own statements are reads the scan sees (so the pattern is not blind).
+    expect(unruledReads({ "../src/x.ts": SOURCES["../src/access/retrieval.ts"] }, [])).toEqual(
+      expect.arrayContaining(["x.ts projectVisibleWhere", "x.ts projectNameable", "x.ts governedJoin"]));
   });
 
-  it("keeps SQL on projects, observations, claims, claim_sources, claims_fts and claim_ranking in memory/records.ts", () => {
-    expect(strayMemorySql(SOURCES)).toEqual([]);
+  it("finds none outside the rule module but the allowed ones, and every allowed one still exists", () => {
+    const unruled = unruledReads(SOURCES);
+    expect(unruled.filter((d) => !(d in ALLOWED))).toEqual([]);
+    expect(Object.keys(ALLOWED).filter((d) => !unruled.includes(d))).toEqual([]);
   });
 
-  it("catches a statement written outside the owner, across lines, but not prose", () => {
-    expect(strayMemorySql({ "../src/domains/other/memory-sql.ts": 'db.all(`SELECT o.* FROM\n  observations o JOIN claim_sources s ON 1`) // turn observations into claims' }))
-      .toEqual([["../src/domains/other/memory-sql.ts", "observations", 1], ["../src/domains/other/memory-sql.ts", "claim_sources", 2]]);
+  it("catches a read that applies no rule, across lines, but not prose, a writer's UPDATE, or a read through a ruled helper", () => {
+    expect(unruledReads({ "../src/domains/other/reads.ts": [
+      "export function leaky(db: Db) {",
+      "  return db.all(`SELECT o.* FROM",
+      "    observations o JOIN claim_sources s ON 1`); // turn observations into claims",
+      "}",
+      "const where = (caller: Caller) => retrievable(caller, \"c\");",
+      "export function guarded(db: Db, caller: Caller) {",
+      "  const [ok, ...args] = where(caller);",
+      "  return db.all(`SELECT c.* FROM claims c WHERE ${ok}`, ...args);",
+      "}",
+      "export const filtered = (db: Db, caller: Caller) => db.all(\"SELECT * FROM claims\").filter((c) => canRetrieve(caller, c));",
+      "export const write = (db: Db) => db.run(\"UPDATE claims SET status = 'revoked'\");",
+    ].join("\n") })).toEqual(["other/reads.ts leaky"]);
+  });
+});
+
+describe("the authorization module stands below the domains", () => {
+  /** src/access files that still import a domain's store, and why. */
+  const IMPORTS_A_DOMAIN: Record<string, string> = {
+    "../src/access/duty.ts": "separation of duty reads the active governance policy and the identity creation chain through their stores",
+  };
+  it("src/access imports nothing from src/domains (types included), but the listed files", () => {
+    const access = Object.entries(SOURCES).filter(([file]) => file.startsWith("../src/access/"));
+    expect(access.map(([file]) => file)).toContain("../src/access/retrieval.ts");
+    const importing = access.filter(([, text]) => /from\s+["']\.\.\/domains\//.test(text)).map(([file]) => file);
+    expect(importing.sort()).toEqual(Object.keys(IMPORTS_A_DOMAIN).sort());
   });
 });
 

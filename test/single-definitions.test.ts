@@ -3,8 +3,7 @@
 // that the places which had their own copy now follow it.
 import { describe, expect, it } from "vitest";
 import { applyEnrichment, enrichmentPosition } from "../src/domains/indexing/enrichment";
-import { indexDrift } from "../src/domains/indexing/service";
-import { claimsForIndex, currentClaimsAfter } from "../src/domains/memory/records";
+import { claimsForIndex, currentClaimsAfter, indexDrift } from "../src/domains/indexing/service";
 import { clock } from "../src/http/clock";
 import { ID_PREFIX, isId, newId } from "../src/http/ids";
 import { ID_FORMS } from "../src/http/router";

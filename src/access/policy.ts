@@ -98,22 +98,35 @@ export function holds(caller: Caller, permission: Permission, target: GrantTarge
     (g.type === "organization" || (g.type === target.type && g.id === target.id)));
 }
 
-export function canRead(caller: Caller, r: Guarded): boolean {
+/** The caller's active grants that hold `permission` and cover the record or target. */
+export const grantsCovering = (caller: Pick<Caller, "grants">, permission: Permission, r: { subject_id?: string | null; project_id?: string | null }) =>
+  caller.grants.filter((g) => g.permissions.includes(permission) && covers(g, r));
+
+/**
+ * May the caller read the record without any grant: it wrote it, or the record's visibility and
+ * workspace let it (team outside workspaces; in a workspace, team for its members and organization
+ * owners/admins, private for the workspace's admins/owners). Access simulation shows it as its own gate.
+ */
+export function readsByVisibility(caller: Pick<Caller, "principalId" | "role" | "workspaces">, r: Guarded): boolean {
   if (r.owner === caller.principalId) return true;
-  if (caller.grants.some((g) => g.permissions.includes("read") && covers(g, r))) return true;
   if (!r.workspace_id) return r.visibility === "team";
   const role = workspaceRole(caller, r.workspace_id);
   if (r.visibility === "team") return role !== undefined || isAdmin(caller);
   return role !== undefined && WORKSPACE_PRIVATE_READERS.includes(role);
 }
 
+export const canRead = (caller: Caller, r: Guarded): boolean =>
+  readsByVisibility(caller, r) || grantsCovering(caller, "read", r).length > 0;
+
+/** Does the organization role write (outside workspaces, without a grant)? Every role but reader. */
+export const roleWrites = (role: Caller["role"]) => role !== "reader";
+
 /** What a write lands on, for write grants: its subject and project (null: unscoped memory). */
 export type WriteTarget = { subject_id?: string | null; project_id?: string | null; workspace_id?: string | null };
 
-
 export function canWrite(caller: Caller, target: WriteTarget): boolean {
-  if (caller.grants.some((g) => g.permissions.includes("write") && covers(g, target))) return true;
-  if (!target.workspace_id) return caller.role !== "reader";
+  if (grantsCovering(caller, "write", target).length > 0) return true;
+  if (!target.workspace_id) return roleWrites(caller.role);
   const role = workspaceRole(caller, target.workspace_id);
   return isAdmin(caller) || (role !== undefined && WORKSPACE_WRITERS.includes(role));
 }
@@ -144,10 +157,10 @@ export function readableWhere(caller: Caller, alias: string, ownerColumn = "auth
 /**
  * readableWhere as its disjuncts: each way a record can be readable (team outside workspaces, team of
  * the caller's workspaces, authorship, a grant's projects, …), each with its bind values. A read that
- * must cost what it returns walks one index per way (see records.ts retrievableWays).
+ * must cost what it returns walks one index per way (see retrieval.ts retrievableWays).
  *
  * With singleValues, no way holds a list or takes every visibility: each is equalities on the columns of
- * one index and, with seq last in it, one range in write order (records.ts readableNeighbours). A list
+ * one index and, with seq last in it, one range in write order (memory/compile.ts readableNeighbours). A list
  * becomes one way per value; a way that takes every visibility becomes one per visibility (VISIBILITIES
  * are all a record can hold: every writer validates against them). Ways that come out twice are kept once.
  */

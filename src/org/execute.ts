@@ -2,7 +2,7 @@
 // check of grantWritable routes, then the handler. The route's flags are honoured here and nowhere
 // else (idempotent reaches commitWrite through the RequestCtx). HTTP requests (OrgStore.dispatch) and
 // MCP tool calls both come through here, so a tool can never do more than the route it mirrors.
-import { isAdmin, requireWrite } from "../access/policy";
+import { isAdmin, requireWrite, roleWrites } from "../access/policy";
 import { checkStage } from "../domains/dashboard/stages";
 import { accountOfPrincipal } from "../domains/dashboard/store";
 import { hasScope, missingScopeMessage } from "../auth/scopes";
@@ -34,7 +34,7 @@ export async function executeRoute(session: Session, route: OrgRoute, call: Rout
     throw new ApiError("FORBIDDEN", `This route needs a key that names "${route.scope}" itself; a "*" key serves here only for the owner or admin role.`);
   if (route.roles && !route.roles.includes(caller.role))
     throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
-  if (caller.role === "reader" && route.method !== "GET" && !route.readOnly && !route.grantWritable && !route.ownAccount)
+  if (!roleWrites(caller.role) && route.method !== "GET" && !route.readOnly && !route.grantWritable && !route.ownAccount)
     throw new ApiError("FORBIDDEN", "The reader role cannot write.");
   let body: unknown;
   if (route.body) {

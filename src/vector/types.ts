@@ -27,7 +27,7 @@ export interface VectorHit {
 }
 
 /**
- * Which of these ids the asker may receive: the compile candidate predicate (records.ts
+ * Which of these ids the asker may receive: the compile candidate predicate (memory/compile.ts
  * candidateRowsAmong: retrievable, current, of the kinds) as a set. Synchronous: a read of the
  * organization's own SQLite.
  */

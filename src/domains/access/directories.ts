@@ -1,17 +1,63 @@
 // Directories of what the caller may read: projects and subjects backed by readable records, and
 // their bounded lists of canonical references. A project or subject with nothing readable is a 404,
-// exactly like a missing one.
+// exactly like a missing one. Their reads (also the Atlas's scope_preview) apply retrievable in the walk.
 import { afterPair, decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
-import { type RecordScope, getProject, recordReferences, retrievableProjects, retrievableSubjects } from "../memory/records";
+import { projectVisibleWhere, retrievable } from "../../access/retrieval";
+import { getProject } from "../memory/records";
 import { listQuery, projectListResponse, projectReferencesResponse, subjectListResponse, subjectReferencesResponse } from "./schema";
 
 /** `~` selects explicit unscoped memory (records with no project). */
 export const UNSCOPED = "~";
+
+export type RecordScope = { column: "project_id" | "subject_id"; value: string | null };
+
+/** Retrievable observation and claim ids in one project or subject, oldest first, after a (created_at, id) cursor. */
+export function recordReferences(db: Db, caller: Caller, scope: RecordScope, after: [string, string], limit: number) {
+  const [ro, ...roArgs] = retrievable(caller, "o");
+  const [rc, ...rcArgs] = retrievable(caller, "c");
+  const match = (alias: string) => (scope.value === null ? `${alias}.${scope.column} IS NULL` : `${alias}.${scope.column} = ?`);
+  const value = scope.value === null ? [] : [scope.value];
+  return db.all<{ type: string; id: string; subject_id: string; project_id: string | null; created_at: string }>(
+    `SELECT * FROM (
+       SELECT 'observation' AS type, o.observation_id AS id, o.subject_id, o.project_id, o.created_at FROM observations o
+        WHERE ${match("o")} AND ${ro}
+       UNION ALL
+       SELECT 'claim' AS type, c.claim_id AS id, c.subject_id, c.project_id, c.created_at FROM claims c
+        WHERE ${match("c")} AND ${rc})
+     WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
+    ...value, ...roArgs, ...value, ...rcArgs, ...after, limit + 1);
+}
+
+/** Projects holding a retrievable record, after a (created_at, project_id) cursor. */
+export function retrievableProjects(db: Db, caller: Caller, after: [string, string], limit: number) {
+  const [visible, ...args] = projectVisibleWhere(caller, "p", { orCreator: false });
+  return db.all<{ project_id: string; reference: string; created_at: string }>(
+    `SELECT p.project_id, p.reference, p.created_at FROM projects p
+      WHERE (p.created_at, p.project_id) > (?, ?) AND ${visible}
+      ORDER BY p.created_at, p.project_id LIMIT ?`,
+    ...after, ...args, limit + 1);
+}
+
+/**
+ * Subjects of retrievable records, in order, after a subject id. Each table is walked in subject order
+ * (its by-subject index) and stopped once it has the page, so the cost follows the subjects read, not
+ * every record of the organization.
+ */
+export function retrievableSubjects(db: Db, caller: Caller, after: string, limit: number) {
+  const [ro, ...roArgs] = retrievable(caller, "o");
+  const [rc, ...rcArgs] = retrievable(caller, "c");
+  return db.all<{ subject_id: string }>(
+    `SELECT subject_id FROM (
+       SELECT * FROM (SELECT DISTINCT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro} ORDER BY o.subject_id LIMIT ?)
+       UNION SELECT * FROM (SELECT DISTINCT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc} ORDER BY c.subject_id LIMIT ?))
+     ORDER BY subject_id LIMIT ?`,
+    after, ...roArgs, limit + 1, after, ...rcArgs, limit + 1, limit + 1);
+}
 
 function hasReadable(db: Db, caller: Caller, scope: RecordScope): boolean {
   return recordReferences(db, caller, scope, ["", ""], 0).length > 0;

@@ -2,13 +2,14 @@
 // principal, gate by gate. It impersonates nobody (no key of theirs is used) and discloses nothing of
 // the record but the decision inputs: visibility, authorship as a yes/no, and the ids of the grants
 // that apply.
-import { type Guarded, type HeldGrant, canWrite, covers, loadGrants, principalWorkspaces } from "../../access/policy";
+import { type Guarded, type HeldGrant, canWrite, grantsCovering, loadGrants, principalWorkspaces, readsByVisibility, roleWrites } from "../../access/policy";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";
-import { canRetrieve, getClaim, getObservation, guarded, projectWorkspace } from "../memory/records";
+import { canRetrieve, guarded } from "../../access/retrieval";
+import { getClaim, getObservation, projectWorkspace } from "../memory/records";
 import { unresolved } from "../memory/store";
 import { simulateBody, simulateResponse } from "./schema";
 
@@ -41,13 +42,15 @@ export const simulateRoutes = [
       // A project target carries its workspace, as every real write into it is checked (workspace role).
       const scopeOf = record ?? { subject_id: body.subject ?? null, project_id: body.project === undefined ? undefined : body.project,
         workspace_id: projectWorkspace(db, body.project) };
-      const applicable = grants.filter((g) => g.permissions.includes(body.action) && covers(g, scopeOf)).map((g) => g.grantId);
+      const applicable = grantsCovering(subject, body.action, scopeOf).map((g) => g.grantId);
 
+      // Each gate is the policy's own part of the decision: visibility (authorship, team, workspace
+      // roles), grants, and the role's write; the decision is the whole rule.
       const visibility = record
         ? { applies: true, visibility: record.visibility, is_author: record.owner === principal.principal_id,
-            passed: record.visibility === "team" || record.owner === principal.principal_id }
+            passed: readsByVisibility(subject, record) }
         : { applies: false, passed: null };
-      const role = { role: principal.role, passed: body.action === "read" || principal.role !== "reader" };
+      const role = { role: principal.role, passed: body.action === "read" || roleWrites(principal.role) };
       const allowed = body.action === "read"
         ? (recordRow ? canRetrieve(subject, recordRow) : true)
         : canWrite(subject, scopeOf) && (recordRow ? canRetrieve(subject, recordRow) : true);

@@ -1,5 +1,5 @@
 // The seven lenses of the Memory Atlas. Each one reads only authorized candidates (every memory read
-// goes through records.ts's retrievable; context runs through the run-readability rule), with LIMITs
+// applies retrieval.ts's retrievable; context runs its heldOrDelegated), with LIMITs
 // proportional to max_nodes (fetchCap), and hands them to AtlasGraph, which applies max_nodes and
 // keeps only edges whose two ends are in the view. Nothing here counts or labels a hidden record.
 // What decides whether a row is drawn belongs in its SQL walk, before the LIMIT: a filter in code
@@ -11,14 +11,15 @@ import { notFound, unresolved } from "../../http/errors";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import type { ApprovalRow, ReleaseRow } from "../governance/store";
-import {
-  type ClaimRow, type ObservationRow, atlasClaims, canRetrieve, disputedClaims, disputingClaims, expiringClaims, getClaim,
-  retrievableClaims, retrievableEvidence, retrievableProposals, retrievableProjects, retrievableSubjects, rowsWithRetrievableClaim,
-  sharedSourcePairs, subjectRetrievable,
-} from "../memory/records";
+import { canRetrieve } from "../../access/retrieval";
+import { retrievableProjects, retrievableSubjects } from "../access/directories";
+import { type ClaimRow, type ObservationRow, getClaim } from "../memory/records";
 import { type AtlasNode, AtlasGraph, type EdgeType, type NodeType, fetchCap, labelOf, subjectNodeId } from "./graph";
 import type { AtlasBody, Lens } from "./schema";
-import { activeHoldsOn, channelById, channelsByIds, openChannels, readableRunsSelecting } from "./store";
+import {
+  activeHoldsOn, atlasClaims, channelById, channelsByIds, disputedClaims, disputingClaims, expiringClaims, openChannels, readableRunsSelecting,
+  retrievableClaims, retrievableEvidence, retrievableProposals, rowsWithRetrievableClaim, sharedSourcePairs, subjectRetrievable,
+} from "./store";
 
 /** How far ahead conflict_freshness looks for claims whose validity is about to end. */
 export const EXPIRY_HORIZON_DAYS = 7;

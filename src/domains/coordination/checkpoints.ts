@@ -1,6 +1,7 @@
 // Checkpoints: task state an agent saves and resumes. Not evidence: no events, only audit entries.
 // Readable by the principal that wrote it and by the recipient of a pending or accepted handoff
 // that references it. Expiry is checked on every read; the alarm sweep only reclaims space.
+import { heldOrDelegated } from "../../access/retrieval";
 import { clock, isoAt } from "../../http/clock";
 import { conflict, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -32,12 +33,12 @@ const view = (c: CheckpointRow) => ({
 });
 
 /** The caller may read it: the writer, or the recipient of a live handoff from the writer naming it. */
-const READABLE = `(c.writer_id = ? OR EXISTS (SELECT 1 FROM handoffs h WHERE h.checkpoint_id = c.checkpoint_id
-  AND h.from_principal_id = c.writer_id AND h.to_principal_id = ? AND h.status IN ('pending', 'accepted')))`;
+const readable = (caller: Caller) => heldOrDelegated(caller, "c", { id: "checkpoint_id", writer: "writer_id" });
 
 export function readableCheckpoint(db: Db, caller: Caller, id: string): CheckpointRow | null {
-  return db.first<CheckpointRow>(`SELECT * FROM checkpoints c WHERE ${READABLE} AND c.checkpoint_id = ? AND c.expires_at > ?`,
-    caller.principalId, caller.principalId, id, clock.nowIso());
+  const [visible, ...args] = readable(caller);
+  return db.first<CheckpointRow>(`SELECT * FROM checkpoints c WHERE ${visible} AND c.checkpoint_id = ? AND c.expires_at > ?`,
+    ...args, id, clock.nowIso());
 }
 
 /** Upsert on organization + subject + agent + kind. Shared by the route and the MCP tool; the caller commits. */
@@ -68,10 +69,11 @@ export function saveCheckpoint(db: Db, caller: Caller, body: z.infer<typeof chec
 
 /** Latest unexpired checkpoint for subject + kind (+ agent) that the caller may read. */
 export function loadCheckpoint(db: Db, caller: Caller, q: z.infer<typeof checkpointQuery>): CheckpointRow | null {
+  const [visible, ...args] = readable(caller);
   return db.first<CheckpointRow>(
-    `SELECT * FROM checkpoints c WHERE ${READABLE} AND c.subject_id = ? AND c.kind = ? AND c.expires_at > ?
+    `SELECT * FROM checkpoints c WHERE ${visible} AND c.subject_id = ? AND c.kind = ? AND c.expires_at > ?
        ${q.agent_id !== undefined ? "AND c.agent_id = ?" : ""} ORDER BY c.updated_at DESC LIMIT 1`,
-    caller.principalId, caller.principalId, q.subject_id, q.kind, clock.nowIso(), ...(q.agent_id !== undefined ? [q.agent_id] : []));
+    ...args, q.subject_id, q.kind, clock.nowIso(), ...(q.agent_id !== undefined ? [q.agent_id] : []));
 }
 
 export const checkpointView = view;

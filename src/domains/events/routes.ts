@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { sharedWhere } from "../../access/retrieval";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { limitParam } from "../../http/validate";
@@ -15,14 +16,14 @@ const eventView = (e: EventRow) => ({
 });
 
 /**
- * Organization-wide team events of the given kinds after a position in the log, in commit order
- * (federation reads through this: nothing private, and nothing of a workspace, whose events only its
- * members read, ever leaves the organization: a peer is in no workspace).
+ * Shared events (src/access/retrieval.ts sharedWhere: team, of no workspace) of the given kinds after a
+ * position in the log, in commit order (federation reads through this: nothing private, and nothing of
+ * a workspace, whose events only its members read, ever leaves the organization: a peer is in no workspace).
  */
 export const teamEventsAfter = (db: Db, afterSeq: number, kinds: readonly string[], limit: number) =>
   db.all<EventRow>(
-    `SELECT * FROM events WHERE seq > ? AND kind IN (SELECT value FROM json_each(?)) AND visibility = 'team' AND workspace_id IS NULL
-      ORDER BY seq LIMIT ?`,
+    `SELECT * FROM events e WHERE e.seq > ? AND e.kind IN (SELECT value FROM json_each(?)) AND ${sharedWhere("e", { retention: false })}
+      ORDER BY e.seq LIMIT ?`,
     afterSeq, JSON.stringify(kinds), limit);
 
 /**

@@ -11,7 +11,7 @@ import { commitWrite } from "../../org/write";
 import type { EventRow } from "../../org/events";
 import { teamEventsAfter } from "../events/routes";
 import { type FilterRow, hasFilterFor, passes } from "./filters";
-import { allSourcesByClaim, claimFacets, claimsByIds, observationFacets, observationsByIds } from "../memory/records";
+import { sharedActiveClaims, sharedClaimSources, sharedFacets, sharedObservations } from "./shared-records";
 import { signedExchange } from "./exchange";
 import { FEDERABLE_KINDS, type FederableKind, pullBody } from "./schema";
 import { SIGNATURE_HEADER, sign, signBundle } from "./signing";
@@ -29,10 +29,13 @@ const servedView = (e: EventRow) => ({
   payload: JSON.parse(e.payload) as Record<string, unknown>, created_at: e.created_at,
 });
 
-/** Facets of the records the events describe (kind, subject and trust never change on a record). */
+/**
+ * Facets of the shared records the events describe (kind, subject and trust never change on a record):
+ * a record retention excluded has none, so neither it nor its events cross.
+ */
 function facetsOf(db: Db, events: EventRow[]) {
   const ids = (type: string) => [...new Set(events.filter((e) => e.resource_type === type).map((e) => e.resource_id))];
-  return new Map([...observationFacets(db, ids("observation")), ...claimFacets(db, ids("claim"))].map((r) => [r.id, r]));
+  return new Map(sharedFacets(db, { observations: ids("observation"), claims: ids("claim") }).map((r) => [r.id, r]));
 }
 
 /** Walk the log from the peer's scan position: up to `limit` events that pass the peer's filters. */
@@ -52,8 +55,7 @@ function scan(db: Db, peer: PeerRow, filters: FilterRow[], limit: number) {
       scanSeq = e.seq;
       scanned++;
       const row = facets.get(e.resource_id);
-      // Records retention excluded never cross (nor do their events).
-      if (row && row.visibility === "team" && row.retention_excluded_at == null && passes(filters, FEDERABLE_KINDS[e.kind as FederableKind], row)) served.push(e);
+      if (row && passes(filters, FEDERABLE_KINDS[e.kind as FederableKind], row)) served.push(e);
       if (served.length === limit) break;
     }
     if (batch.length < SCAN_BATCH && scanSeq === batch[batch.length - 1].seq && served.length < limit) {
@@ -66,17 +68,9 @@ function scan(db: Db, peer: PeerRow, filters: FilterRow[], limit: number) {
 }
 
 /**
- * What a bundle may carry: team records outside every workspace (a peer is a member of no workspace,
- * so a workspace's team records are not its to read) that retention has not excluded.
- */
-const mayCross = (r: { visibility: string; workspace_id: string | null; retention_excluded_at?: string | null }) =>
-  r.visibility === "team" && r.workspace_id == null && r.retention_excluded_at == null;
-
-/**
- * Bundles for the claims the served events describe, in event order: each active claim that may cross
- * and passes a claim filter, with every source observation (content included), each of which must
- * also be allowed to cross, be unpurged and pass an observation filter; otherwise the claim is not
- * bundled. The page must stay pushable (the body limit is 1 MiB): when the next bundle would pass
+ * Bundles for the claims the served events describe, in event order: each shared active claim that
+ * passes a claim filter, with every source observation (content included), each of which must also
+ * be shared, be unpurged and pass an observation filter; otherwise the claim is not bundled. The page must stay pushable (the body limit is 1 MiB): when the next bundle would pass
  * BUNDLE_BYTES, the page ends before the event that described it (`kept`), so that claim comes with
  * the next pull.
  */
@@ -84,19 +78,17 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
   const claimIds = [...new Set(served.filter((e) => e.resource_type === "claim").map((e) => e.resource_id))];
   const bundles: Record<string, unknown>[] = [];
   if (!claimIds.length) return { bundles, kept: served.length };
-  const now = clock.nowIso();
-  const claims = new Map(claimsByIds(db, claimIds).filter((c) => mayCross(c) && c.status === "active" &&
-    (c.valid_to == null || c.valid_to > now) && passes(filters, "claim", c)).map((c) => [c.claim_id, c]));
-  const sources = allSourcesByClaim(db, [...claims.keys()]);
+  const claims = new Map(sharedActiveClaims(db, claimIds).filter((c) => passes(filters, "claim", c)).map((c) => [c.claim_id, c]));
+  const sources = sharedClaimSources(db, [...claims.keys()]);
   const bundled = new Set<string>();
   let bytes = 0;
   for (let i = 0; i < served.length; i++) {
     const c = claims.get(served[i].resource_id);
     if (!c || bundled.has(c.claim_id)) continue;
     const own = sources.get(c.claim_id) ?? [];
-    const evidence = observationsByIds(db, [...new Set(own.map((s) => s.observation_id))]);
+    const evidence = sharedObservations(db, [...new Set(own.map((s) => s.observation_id))]);
     if (!own.length || evidence.length !== new Set(own.map((s) => s.observation_id)).size ||
-      evidence.some((o) => !mayCross(o) || o.purged_at != null || o.content == null || !passes(filters, "observation", o)))
+      evidence.some((o) => o.purged_at != null || o.content == null || !passes(filters, "observation", o)))
       continue;
     const bundle = signBundle(peer.shared_secret, {
       source_org_id: orgId,

@@ -12,17 +12,13 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { getClaim, isCurrent, readableClaim, unresolved } from "../memory/store";
-import { canRetrieve, claimSourceHashes, sourcesOf, retrievableApprovalsPage, retrievableObservationIds } from "../memory/records";
+import { retrievableObservationIds, sourcesOf } from "../memory/store";
+import { approvalsPage, claimSourceHashes, seenThroughClaim } from "./claim-reads";
 import { approvalBody, approvalListQuery, approvalListResponse, approvalResponse, decideBody } from "./schema";
 import { type ApprovalRow, getApproval } from "./store";
 
 /** An approval the caller may see: it may read the approval's claim. */
-function visibleApproval(db: Db, caller: Caller, id: string): ApprovalRow | null {
-  const a = getApproval(db, id);
-  if (!a) return null;
-  const claim = getClaim(db, a.claim_id);
-  return claim && canRetrieve(caller, claim) ? a : null;
-}
+const visibleApproval = (db: Db, caller: Caller, id: string): ApprovalRow | null => seenThroughClaim(db, caller, getApproval(db, id));
 
 /**
  * The view for one caller. The evidence is what the submitter could see; observation ids this caller
@@ -78,7 +74,7 @@ export const approvalRoutes = [
     response: { 200: approvalListResponse },
     summary: "List approvals of claims you may read (filters claim_id, status), oldest first.",
     handler: ({ db, caller, query }) => {
-      const rows = retrievableApprovalsPage<ApprovalRow>(db, caller, query, afterPair(query.after), query.limit);
+      const rows = approvalsPage<ApprovalRow>(db, caller, query, afterPair(query.after), query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (a) => [a.created_at, a.approval_id]);
       return ok({ approvals: approvalViews(db, caller, page), ...rest });
     },

@@ -17,9 +17,10 @@ import type { Db } from "../../org/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type EventInput, commitWrite } from "../../org/write";
-import { getClaim, readableClaim, unresolved } from "../memory/store";
+import { readableClaim, unresolved } from "../memory/store";
 import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibility";
-import { canRetrieve, claimSourceHashes, retrievableObservationIds, retrievableReleaseSeq, retrievableReleasesPage } from "../memory/records";
+import { retrievableObservationIds } from "../memory/store";
+import { claimSourceHashes, releaseSeqOf, releasesPage, seenThroughClaim } from "./claim-reads";
 import { releaseBody, releaseListQuery, releaseListResponse, releaseMoveBody, releaseResponse } from "./schema";
 import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease } from "./store";
 
@@ -29,12 +30,8 @@ import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease
  * whose claim retention excluded must stay revocable by those who may read the claim, or a later
  * legal hold would bring it back into service with nobody able to stop it.
  */
-function visibleRelease(db: Db, caller: Caller, id: string, evenExcluded = false): ReleaseRow | null {
-  const r = getRelease(db, id);
-  if (!r) return null;
-  const claim = getClaim(db, r.claim_id);
-  return claim && canRetrieve(caller, claim, { evenExcluded }) ? r : null;
-}
+const visibleRelease = (db: Db, caller: Caller, id: string, evenExcluded = false): ReleaseRow | null =>
+  seenThroughClaim(db, caller, getRelease(db, id), { evenExcluded });
 
 /** The view for one caller: snapshot evidence it cannot read is dropped and counted. */
 function releaseViews(db: Db, caller: Caller, rows: ReleaseRow[]) {
@@ -148,8 +145,8 @@ export const releaseRoutes = [
     summary: "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last release; its position is looked up here, never handed out.
-      const after = query.after ? positionAfter(query.after, ID_PREFIX.release, (id) => retrievableReleaseSeq(db, caller, id)) : 0;
-      const rows = retrievableReleasesPage<ReleaseRow>(db, caller, query, after, query.limit);
+      const after = query.after ? positionAfter(query.after, ID_PREFIX.release, (id) => releaseSeqOf(db, caller, id)) : 0;
+      const rows = releasesPage<ReleaseRow>(db, caller, query, after, query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (r) => [r.release_id]);
       return ok({ releases: releaseViews(db, caller, page), ...rest });
     },

@@ -9,7 +9,32 @@ import { getMeta, setMeta } from "../../org/meta";
 import type { ProposedClaim } from "../../vector/extraction";
 import type { VectorRuntime } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { observationsAfter, observationsAfterCount, purgedAmong } from "../memory/records";
+
+export interface ObservationForEnrichment {
+  seq: number;
+  observation_id: string;
+  subject_id: string;
+  content: string | null;
+}
+
+/**
+ * Observations written after `afterSeq` (enrichment's ledger position), in write order, whoever wrote
+ * them: the drain is background work of the organization, and what it proposes is shown only to those
+ * who may retrieve the source observation (the Atlas's review_queue).
+ */
+export function observationsAfter(db: Db, afterSeq: number, limit: number): ObservationForEnrichment[] {
+  return db.all(
+    `SELECT rowid AS seq, observation_id, subject_id, CASE WHEN purged_at IS NULL THEN content END AS content
+       FROM observations WHERE rowid > ? ORDER BY rowid LIMIT ?`, afterSeq, limit);
+}
+
+export const observationsAfterCount = (db: Db, afterSeq: number): number =>
+  db.first<{ n: number }>("SELECT count(*) AS n FROM observations WHERE rowid > ?", afterSeq)?.n ?? 0;
+
+/** The observations among `ids` that have been purged. */
+export const purgedAmong = (db: Db, ids: string[]): Set<string> => new Set(db.all<{ observation_id: string }>(
+  "SELECT observation_id FROM observations WHERE observation_id IN (SELECT value FROM json_each(?)) AND purged_at IS NOT NULL",
+  JSON.stringify(ids)).map((r) => r.observation_id));
 
 export const ENRICHMENT_POSITION = "enrichment_after_seq";
 

@@ -1,17 +1,16 @@
 // Vector candidates for compile: the query's nearest claim ids and similarities, found by authorized
-// kNN. The index takes the top k among the claims the caller could receive as candidates (records.ts
+// kNN. The index takes the top k among the claims the caller could receive as candidates (compile.ts
 // candidateRowsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
 // filtered afterwards, so neither which hits come back nor their scores depend on a record the caller
 // cannot read. Ranking then re-authorizes the hits inside compile's transaction through the same filter
 // as every other candidate: the rows the accept read are carried there (`ahead`) and taken
-// only when nothing was written since (records.ts CandidatesReadAhead), else read again.
+// only when nothing was written since (compile.ts CandidatesReadAhead), else read again.
 import { ID_PREFIX } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
 import { MAX_TOP_K, VectorBackendError } from "../../vector/types";
-import { candidateRowsAmong, readAhead } from "../memory/records";
-import type { VectorSimilarities } from "../memory/ranking";
+import { candidateRowsAmong, readAhead, type VectorSimilarities } from "../memory/compile";
 
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;

@@ -7,8 +7,8 @@ import { commitWrite } from "../../org/write";
 import { runtimeFor } from "../../vector/runtime";
 import { maintenanceIntervalMs } from "../../org/maintenance";
 import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "./background";
-import { applyEnrichment, enrichmentPosition, runEnrichment } from "./enrichment";
-import { observationsAfterCount } from "../memory/records";
+import { applyEnrichment, enrichmentPosition, observationsAfterCount, runEnrichment } from "./enrichment";
+
 import { indexQueueSize, queueIndex } from "./queue";
 import { enrichmentDrainBody, enrichmentDrainResponse, indexDrainBody, indexDrainResponse, indexVerifyBody, indexVerifyResponse } from "./schema";
 import { applyDrain, runDrain, runVerify } from "./service";

@@ -9,8 +9,48 @@ import type { Db } from "../../org/db";
 import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
-import { claimsForIndex, currentClaimsAfter } from "../memory/records";
+import type { Caller } from "../../org/request";
+import { recordRetrievable, retrievable } from "../../access/retrieval";
 import { ackIndexQueue, indexQueueSize, peekIndexQueue, queuedAmong, queueIndex } from "./queue";
+
+export interface IndexableClaim {
+  claim_id: string;
+  statement: string;
+  /** 1 when the claim may be retrieved at all: active or disputed, still valid, not excluded by retention. */
+  current: number;
+}
+
+/**
+ * State of the named claims (missing ids are simply absent), whoever may read them: the index holds
+ * every claim that may be retrieved at all (`current`: retrieval.ts recordRetrievable at `now`), and
+ * compile re-authorizes every hit for its caller.
+ */
+export function claimsForIndex(db: Db, ids: string[], now: string): IndexableClaim[] {
+  if (!ids.length) return [];
+  const [current, ...args] = recordRetrievable("c", { current: true }, now);
+  return db.all<IndexableClaim>(
+    `SELECT claim_id, statement, (${current}) AS current
+       FROM claims c WHERE claim_id IN (SELECT value FROM json_each(?))`, ...args, JSON.stringify(ids));
+}
+
+/** Up to `limit` + 1 current claims (recordRetrievable at `now`) after `afterSeq`, in write order (verify's pages). */
+export function currentClaimsAfter(db: Db, afterSeq: number, limit: number, now: string): { seq: number; claim_id: string }[] {
+  const [current, ...args] = recordRetrievable("c", { current: true }, now);
+  return db.all(
+    `SELECT seq, claim_id FROM claims c WHERE seq > ? AND ${current} ORDER BY seq LIMIT ?`, afterSeq, ...args, limit + 1);
+}
+
+/**
+ * How many of the claims the caller may retrieve were indexed with another model or dimension count
+ * (all of them when no embedder is configured): GET /v1/models/config's drift for a caller who is not
+ * an owner or admin, so that not even one bit of it depends on claims it cannot read.
+ */
+export function retrievableIndexedWithOtherModel(db: Db, caller: Caller, model: string | null, dimensions: number | null): number {
+  const [rc, ...args] = retrievable(caller, "c");
+  return db.first<{ n: number }>(
+    `SELECT count(*) AS n FROM indexed_records i JOIN claims c ON c.claim_id = i.record_id
+      WHERE (? IS NULL OR i.model <> ? OR i.dimensions <> ?) AND ${rc}`, model, model, dimensions, ...args)!.n;
+}
 
 export function requireVectors(rt: VectorRuntime) {
   if (!hasVectors(rt))

@@ -1,6 +1,7 @@
 // Claims: deterministic consolidation, the claim state machine, the evidence view and the memories list.
 import { claimResponse, consolidationMeta, consolidationResponse, evidenceResponse, expireResponse, memoriesResponse, revokeResponse } from "./responses";
-import { canRead, readableWhere, requireWrite } from "../../access/policy";
+import { requireWrite } from "../../access/policy";
+import { canRetrieve, isCurrent, isShared } from "../../access/retrieval";
 import { type Trust, lowerTrust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
@@ -15,9 +16,9 @@ import { commitWrite, type EventInput, type WriteScope } from "../../org/write";
 import type { z } from "zod";
 import { consolidationBody, memoriesQuery, reasonBody, supersedeBody } from "./schema";
 import {
-  type ClaimRow, type NewClaim, type ObservationRow, canRetrieve, changeClaim, evidenceOf, getClaim, insertClaim, isCurrent,
-  claimSeqOf, memoriesPage, newRecordId, observationsByIds, projectWorkspace, targetInBody } from "./records";
-import { searchMemories, searchSnapshotsJob } from "./search";
+  type ClaimRow, type NewClaim, type ObservationRow, changeClaim, getClaim, insertClaim, newRecordId, observationsByIds, projectWorkspace,
+  targetInBody } from "./records";
+import { claimSeqOf, memoriesPage, searchMemories, searchSnapshotsJob } from "./search";
 import { claimViewFor, claimViewsFor, observationView, readableClaim, requireProject, unresolved } from "./store";
 
 type ConsolidationInput = z.infer<typeof consolidationBody>;
@@ -100,6 +101,18 @@ export function materializeClaims(db: Db, write: WriteScope, caller: Caller, inp
   };
 }
 
+/**
+ * A claim's source observations, in order, with their relation: those the caller may retrieve, and how
+ * many it may not (the evidence view's hidden_source_count, the only trace a hidden source leaves).
+ */
+export function evidenceOf(db: Db, caller: Caller, claimId: string) {
+  const rows = db.all<ObservationRow & { relation: string }>(
+    `SELECT o.*, s.relation FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
+      WHERE s.claim_id = ? ORDER BY s.position`, claimId);
+  const readable = rows.filter((r) => canRetrieve(caller, r));
+  return { readable, hidden: rows.length - readable.length };
+}
+
 function requireClaim(db: Db, caller: Caller, id: string): ClaimRow {
   const claim = readableClaim(db, caller, id);
   if (!claim) throw notFound("Claim");
@@ -148,9 +161,8 @@ export const claimRoutes = [
         return {
           status: 200, data: claimViewFor(db, rc.caller, after),
           // The event is as visible as the superseded claim, so it names the replacement only when every
-          // reader of the event may read it: team, and of no workspace or the superseded claim's own.
-          events: [claimEvent("claim.superseded", after,
-            by.visibility === "team" && (by.workspace_id == null || by.workspace_id === after.workspace_id) ? { superseded_by: by.claim_id } : {})],
+          // reader of the event may read it: shared within the superseded claim's workspace (or none).
+          events: [claimEvent("claim.superseded", after, isShared(by, after.workspace_id) ? { superseded_by: by.claim_id } : {})],
           touched,
           audit: { action: "claim.superseded", resourceType: "claim", resourceId: claim.claim_id,
             detail: { superseded_by: by.claim_id, reason: rc.body.reason ?? null } },
@@ -208,13 +220,9 @@ export const claimRoutes = [
     summary: "Readable supporting, contradicting and qualifying observations, plus hidden_source_count.",
     handler: ({ db, caller, params }) => {
       const claim = requireClaim(db, caller, params.id);
-      const rows = evidenceOf(db, claim.claim_id);
+      const { readable, hidden } = evidenceOf(db, caller, claim.claim_id);
       const groups = { supports: [] as unknown[], contradicts: [] as unknown[], qualifies: [] as unknown[] };
-      let hidden = 0;
-      for (const r of rows) {
-        if (!canRetrieve(caller, r)) hidden++;
-        else groups[r.relation as keyof typeof groups].push({ ...observationView(r), relation: r.relation });
-      }
+      for (const r of readable) groups[r.relation as keyof typeof groups].push({ ...observationView(r), relation: r.relation });
       return ok({
         claim: claimViewFor(db, caller, claim),
         supporting: groups.supports, contradicting: groups.contradicts, qualifying: groups.qualifies,

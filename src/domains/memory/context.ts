@@ -9,11 +9,12 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
-import { compilePack, type VectorSimilarities } from "./ranking";
+import { compilePack, type VectorSimilarities } from "./compile";
 import { vectorHits } from "../indexing/retrieval";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
-import { canRetrieve, contextRunClaims, isCurrentClaim } from "./records";
+import { canRetrieve, heldOrDelegated, isCurrentClaim } from "../../access/retrieval";
+import type { ClaimRow } from "./records";
 
 export const DEGRADED = { vectors: true, model: true } as const;
 
@@ -33,17 +34,22 @@ interface RunRow {
 }
 
 /**
- * A run is readable by the principal that compiled it, and by the recipient of a pending or accepted
- * handoff that delegates it.
+ * A run is readable by the principal that compiled it, and by the recipient of a live handoff that
+ * delegates it (retrieval.ts heldOrDelegated).
  */
 export function readableRun(db: Db, caller: Caller, contextId: string): RunRow | null {
-  const run = db.first<RunRow>("SELECT * FROM context_runs WHERE context_id = ?", contextId);
-  if (!run) return null;
-  if (run.actor_id === caller.principalId) return run;
-  const delegated = db.first<{ n: number }>(
-    `SELECT count(*) AS n FROM handoffs WHERE context_id = ? AND from_principal_id = ? AND to_principal_id = ? AND status IN ('pending', 'accepted')`,
-    contextId, run.actor_id, caller.principalId);
-  return delegated && delegated.n > 0 ? run : null;
+  const [readable, ...args] = heldOrDelegated(caller, "r", { id: "context_id", writer: "actor_id" });
+  return db.first<RunRow>(`SELECT * FROM context_runs r WHERE r.context_id = ? AND ${readable}`, contextId, ...args);
+}
+
+/**
+ * The items of a recorded run that the caller may retrieve now, in order, with their item score and
+ * tokens: an item it can no longer read is left out without a trace.
+ */
+function retrievableRunItems(db: Db, caller: Caller, contextId: string) {
+  return db.all<ClaimRow & { score: number; tokens: number }>(
+    `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
+      WHERE i.context_id = ? ORDER BY i.position`, contextId).filter((c) => canRetrieve(caller, c));
 }
 
 /**
@@ -91,7 +97,7 @@ export const contextRoutes = [
     handler: async (rc) => {
       // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its
       // hits are re-authorized inside it, with every other candidate (from the rows its accept read when
-      // nothing was written in between, records.ts CandidatesReadAhead). degraded.vectors is false only when a
+      // nothing was written in between, compile.ts CandidatesReadAhead). degraded.vectors is false only when a
       // hit the caller may retrieve took part in ranking (not when vectors are off, failed, or found
       // nothing the caller may read).
       const vectors = await vectorHits(runtimeFor(rc), rc.db, rc.caller, rc.body);
@@ -113,12 +119,10 @@ export const contextRoutes = [
     handler: ({ db, caller, params }) => {
       const run = readableRun(db, caller, params.id);
       if (!run) throw notFound("Context");
-      const rows = contextRunClaims(db, run.context_id);
-      // Items the caller can no longer read are left out without a trace. Scores were computed over the
-      // compiler's readable claims (normalized to its best match, boosted by its neighbours), so only
-      // the compiler sees them; a delegated reader gets null.
+      // Scores were computed over the compiler's readable claims (normalized to its best match, boosted
+      // by its neighbours), so only the compiler sees them; a delegated reader gets null.
       const ownRun = run.actor_id === caller.principalId;
-      const items = rows.filter((c) => canRetrieve(caller, c)).map((c) => ({
+      const items = retrievableRunItems(db, caller, run.context_id).map((c) => ({
         claim_id: c.claim_id, statement: c.statement, kind: c.kind, status: c.status, trust: c.trust,
         current: isCurrentClaim(c), score: ownRun ? c.score : null, tokens: c.tokens,
       }));
@@ -139,7 +143,7 @@ export const contextRoutes = [
       if (!run) throw notFound("Context");
       // Only the items the caller may retrieve now, as GET /v1/context/:id shows them: run-level feedback
       // scores those alone, and naming any other claim answers exactly like naming a non-item.
-      const itemIds = contextRunClaims(rc.db, run.context_id).filter((c) => canRetrieve(rc.caller, c)).map((c) => c.claim_id);
+      const itemIds = retrievableRunItems(rc.db, rc.caller, run.context_id).map((c) => c.claim_id);
       if (rc.body.claim_id !== undefined && !itemIds.includes(rc.body.claim_id))
         throw invalid(`Invalid field "claim_id": not an item of this context run.`);
       return commitWrite(rc, (db) => {

@@ -280,6 +280,12 @@ export function storedStems(stored: string): string[] {
 }
 
 /** Corpus statistics for bm25: rows, their total tokens, and rows holding each term (stem keys). */
+/**
+ * A claim's stored terms (claim_ranking.stems, written by insertClaim) or, for a claim without them
+ * (written before 0019_claim_stems with other than ASCII text), its statement to tokenize.
+ */
+export type StoredTerms = { stems: string | null; statement?: string | null };
+
 export interface TermStats {
   rows: number;
   tokens: number;

@@ -1,6 +1,7 @@
 // Projects and observations: resolve a project reference, append evidence, tombstone it.
 import { observationResponse, projectResolveResponse, purgeResponse } from "./responses";
 import { canWrite, isAdmin, workspaceVisible } from "../../access/policy";
+import { projectNameable } from "../../access/retrieval";
 import { DEFAULT_VISIBILITY } from "../../access/visibility";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
@@ -13,7 +14,7 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite, type WriteScope } from "../../org/write";
 import { observationBody, resolveProjectBody } from "./schema";
-import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference, projectNameable,
+import { type ObservationRow, type ProjectRow, getObservation, insertObservation, insertProject, newRecordId, projectByReference,
   projectWorkspace, targetInBody, tombstone } from "./records";
 import { contentHash, observationView, readableObservation, requireProject, unresolved } from "./store";
 import type { z } from "zod";

@@ -1,13 +1,9 @@
-// Context compile ranking, in three steps: candidates -> score -> pack (another way in, e.g. vector
-// candidates, adds to selectCandidates and to the score). Candidates are authorized, current claims
-// (filters applied in SQL before anything is ranked): those matching any informative query word
-// (FTS5, stopwords left out; at most LEXICAL_READS read, whatever the organization's size), plus
-// claims about the named subject or project. Every statistic comes from team claims only (records.ts
-// sharedTermStats), and context counts only claims the caller may read: no score depends on a
-// record the caller cannot read. Each gets a score from lexical relevance, its context,
-// subject/project match, trust, recency and past feedback; the pack takes them greedily by score into
-// the token budget. Deterministic: equal input and equal state give the same pack (ties break on
-// newest claim first).
+// Compile ranking's scoring, pure: no database, no caller. Compile (./compile.ts) reads its candidates
+// and their neighbours and hands them here; channel compile (rankTexts) feeds released snapshots. Each
+// candidate gets a score from lexical relevance, its context, subject/project match, trust, recency
+// and past feedback; the pack takes them greedily by score into the token budget. Deterministic: equal
+// input gives the same pack (ties break on newest claim first). Every statistic comes from shared
+// claims only (records.ts sharedTermStats) or, for channel compile, from the served snapshots.
 //
 // Lexical relevance = bm25 (FTS5's formula over the shared statistics, normalized to the best candidate) × coverage, the share of the query's
 // terms the claim holds, each term weighted by its idf: a claim that matches one rare word many times
@@ -21,16 +17,12 @@
 // with the organization); claims holding only such words are looked up next to the best matches,
 // where context can still lift them. Measured effect of each signal: docs/BENCHMARKS.md.
 //
-// The scoring itself (`scoreCandidates`) is pure and shared: compile (rankClaims) feeds it claims
-// with SQL-side statistics and neighbours; channel compile (rankTexts) feeds it released snapshots
-// with statistics and neighbours computed over the served snapshots only.
+// The scoring itself (`scoreCandidates`) is shared: compile feeds it claims with SQL-side statistics
+// and neighbours; channel compile (rankTexts) feeds it released snapshots with statistics and
+// neighbours computed over the served snapshots only.
 import { TRUST_LEVELS, type Trust } from "../../auth/trust";
-import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
-import type { Caller } from "../../org/request";
-import { bm25, matchAll, matchAny, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
-import { type CandidateRow, type CandidatesReadAhead, type ClaimRow, candidatesAt, candidatesWithIds, claimsAt, lexicalMatches, readableNeighbours, readableWithin, scopedCandidates, sharedTermStats } from "./records";
-import { estimateTokens, tokensOfBytes } from "./tokens";
+import { bm25, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type TermStats } from "./fts";
+import { estimateTokens } from "./tokens";
 
 /**
  * Candidates per scoped way in (subject, project, or the newest claims without a query): 2.5 times the
@@ -86,16 +78,7 @@ export interface CompileFilters {
   kinds?: string[];
 }
 
-/** A ranked candidate: the columns ranking read (records.ts CandidateRow), not the whole claim. */
-export interface RankedClaim {
-  claim: CandidateRow;
-  score: number;
-  tokens: number;
-}
-
-type Candidate = CandidateRow;
-
-interface WeightedTerm {
+export interface WeightedTerm {
   term: string;
   stems: string[];
   /** Team claims holding the term (shared statistics). */
@@ -107,7 +90,7 @@ interface WeightedTerm {
  * Each query term's stems and idf weight, ln(1 + (N - n + 0.5) / (n + 0.5)) with N the team claims
  * and n those holding it (never zero, unlike bm25's idf, so a common word still counts a little).
  */
-function weightTerms(stats: TermStats, words: string[]): WeightedTerm[] {
+export function weightTerms(stats: TermStats, words: string[]): WeightedTerm[] {
   const total = stats.rows;
   return words.map((term) => {
     const stems = phraseStems(term);
@@ -121,66 +104,10 @@ function weightTerms(stats: TermStats, words: string[]): WeightedTerm[] {
  * from bm25 (its idf is floored at zero), so it selects nothing either, unless no other word is left.
  * A word no team claim holds selects too (only claims the caller may read privately can hold it).
  */
-function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
+export function selectingTerms(terms: WeightedTerm[], total: number): WeightedTerm[] {
   const telling = terms.filter((t) => t.held > 0 && t.held < total / 2);
   const chosen = telling.length ? telling : terms;
   return [...chosen, ...terms.filter((t) => t.held === 0 && !chosen.includes(t))];
-}
-
-// ---- candidates ----------------------------------------------------------------------------------
-
-/**
- * Lexical candidates: at most LEXICAL_READS matches read in all, whatever the organization's size.
- * First the newest readable claims holding every selecting word (of those some team claim holds, when
- * there are two or more): bm25 and coverage rank them above claims holding fewer, and when every word
- * is common (two names in a conversation) each word's newest matches leave the old ones out. Then the
- * selecting terms take turns with what is left, rarest first (by the shared statistics), each reading
- * its newest readable matches up to an equal share; a term with fewer matches leaves the rest of its
- * share to the commoner ones. The union is scored by bm25 over the shared statistics (`rank`, higher
- * is better) and the best LEXICAL_CANDIDATES kept. Where every selecting term has fewer matches than
- * its share (small organizations), this is every match.
- */
-function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
-  stemsOf: (c: Stemmed) => string[]): Candidate[] {
-  const matches = new Map<number, Candidate>();
-  // Each read passes over the matches read before it, so every row read is a new candidate.
-  const read = (match: string, limit: number) => {
-    const rows = lexicalMatches(db, caller, f.kinds, match, limit, [...matches.keys()]);
-    for (const row of rows) matches.set(row.seq, row);
-    return rows.length;
-  };
-  let left = LEXICAL_READS;
-  const takeTurns = (terms: WeightedTerm[], waiting: number) => terms.forEach((t, i) => {
-    const share = Math.floor(left / (waiting - i));
-    if (share > 0) left -= read(matchAny([t.term]), share);
-  });
-  const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
-  // Words no team claim holds (only claims the caller reads privately or in a workspace can) are the
-  // rarest: they take their turns first, before the AND read of the shared words can use up the reads.
-  const unshared = order.filter((t) => t.held === 0);
-  const shared = order.filter((t) => t.held > 0);
-  takeTurns(unshared, order.length);
-  if (shared.length >= 2) left -= read(matchAll(shared.map((t) => t.term)), left);
-  takeTurns(shared, shared.length);
-  const phrases = selecting.map((t) => t.stems);
-  const scored = [...matches.values()].map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) })).filter((c) => c.rank > 0);
-  scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);
-  return scored.slice(0, LEXICAL_CANDIDATES).map(({ seq, rank }) => ({ ...matches.get(seq)!, rank }));
-}
-
-/** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
-function selectCandidates(db: Db, caller: Caller, f: CompileFilters, lexical: Candidate[], hasTerms: boolean): Candidate[] {
-  const byId = new Map<string, Candidate>(lexical.map((c) => [c.claim_id, c]));
-  // Claims about the named subject or project are candidates even without a lexical match; with
-  // neither a query nor a scope, the newest claims are.
-  const scopes: ({ column: "subject_id" | "project_id"; value: string } | null)[] = [];
-  if (f.subject_id) scopes.push({ column: "subject_id", value: f.subject_id });
-  if (f.project_id) scopes.push({ column: "project_id", value: f.project_id });
-  if (!hasTerms && !scopes.length) scopes.push(null);
-  for (const scope of scopes)
-    for (const row of scopedCandidates(db, caller, f.kinds, scope, CANDIDATE_LIMIT))
-      if (!byId.has(row.claim_id)) byId.set(row.claim_id, row);
-  return [...byId.values()];
 }
 
 /** Share of the terms' weight whose stems all occur in `have` (1 when no term carries weight). */
@@ -193,53 +120,18 @@ function coverage(have: string[], terms: WeightedTerm[]): number {
 }
 
 /** Whether `have` holds at least one of the terms (by stems). */
-const holdsAny = (have: string[], terms: WeightedTerm[]) =>
+export const holdsAny = (have: string[], terms: WeightedTerm[]) =>
   terms.some((t) => t.stems.length > 0 && t.stems.every((s) => have.includes(s)));
 
-/**
- * Claims within `contextSpan` of the best matches that candidate selection left out (they hold only
- * words too common to select): found by write order as the caller sees it, under the same filters,
- * kept when they hold a query word. They can then rank as context of the match next to them, as they
- * would had every word selected candidates.
- */
-function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: Candidate[], present: Set<number>,
-  terms: WeightedTerm[], stems: (c: Candidate) => string[]): Candidate[] {
-  const around = readableNeighbours(db, caller, best.map((c) => c.seq), WEIGHTS.contextSpan);
-  const seqs = [...new Set([...around.values()].flatMap((n) => [...n.before, ...n.after]))].filter((s) => !present.has(s));
-  if (!seqs.length) return [];
-  return candidatesAt(db, caller, f.kinds, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stems(c), terms)).sort((a, b) => a.seq - b.seq);
-}
-
-// ---- score ---------------------------------------------------------------------------------------
-
-/**
- * Pairs of matching claims that are context of each other, with their distance: same subject, written
- * within the window, and at most `contextSpan` apart by write order as the caller sees it (1 + the
- * claims it may read written between them; claims it cannot read are skipped, so they move no score).
- * Every matching claim is readable, so only claims at most `contextSpan` apart in the matching list
- * itself can qualify; SQL counts the readable claims between those few pairs.
- */
-function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neighbours {
-  return contextPairs(matching, (asked) => {
-    // Readable claims between a and b, counted up to contextSpan: those of the first contextSpan readable
-    // claims after a, below the farthest b asked with a, that lie before b. One walk per distinct a
-    // (pairs share their first claim), not one per pair, and none past its farthest b.
-    const farthest = new Map<number, number>();
-    for (const [a, b] of asked) farthest.set(a, Math.max(b, farthest.get(a) ?? b));
-    const within = readableWithin(db, caller, [...farthest], WEIGHTS.contextSpan);
-    return asked.map(([a, b]) => within.get(a)!.filter((s) => s < b).length);
-  });
-}
-
 /** Matching item seq -> its context neighbours (seq) with their distance. */
-type Neighbours = Map<number, { seq: number; d: number }[]>;
+export type Neighbours = Map<number, { seq: number; d: number }[]>;
 
 /**
  * The pairing behind contextNeighbours, pure: `between` answers, for each asked pair of seqs, how many
  * items the caller may read lie strictly between them (compile asks SQL; channel compile counts the
  * served snapshots).
  */
-function contextPairs(matching: ScoringCandidate[], between: (asked: [number, number][]) => number[]): Neighbours {
+export function contextPairs(matching: ScoringCandidate[], between: (asked: [number, number][]) => number[]): Neighbours {
   const list = [...matching].sort((a, b) => a.seq - b.seq);
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const at = createdMs();
@@ -266,105 +158,20 @@ function contextPairs(matching: ScoringCandidate[], between: (asked: [number, nu
 export type PhaseMark = (phase: string) => void;
 
 /** What a candidate's terms are read from: its stored terms (claim_ranking.stems), else its statement. */
-type Stemmed = { seq: number; stems?: string | null; statement?: string | null };
+export type Stemmed = { seq: number; stems?: string | null; statement?: string | null };
 
 /**
  * A candidate's terms as stems, parsed once per compile: the stored terms written with the claim
  * (tokenizing each candidate's statement on every query was, after the bounded reads, what still grew
  * with the organization); a candidate read without them (scoped ones) is tokenized.
  */
-function stemsPerCompile(): (c: Stemmed) => string[] {
+export function stemsPerCompile(): (c: Stemmed) => string[] {
   const memo = new Map<number, string[]>();
   return (c) => {
     let s = memo.get(c.seq);
     if (!s) memo.set(c.seq, (s = c.stems != null ? storedStems(c.stems) : stemsOf(c.statement ?? "")));
     return s;
   };
-}
-
-/**
- * Vector hits join the candidates through the same retrieval predicate as every other way in (by
- * write position), so a hit the caller may not read, or that is no longer current, is dropped before
- * it can score (from the rows the vector query's accept read, when nothing was written since:
- * records.ts candidatesWithIds). Returns the authorized hits' similarities by seq (what the vector score reads).
- */
-function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: VectorSimilarities, candidates: Candidate[]): Map<number, number> {
-  const have = new Set(candidates.map((c) => c.claim_id));
-  const missing = [...vectors.similarities.keys()].filter((id) => !have.has(id));
-  if (missing.length) for (const c of candidatesWithIds(db, caller, f.kinds, missing, vectors.ahead)) candidates.push(c);
-  const similarity = new Map<number, number>();
-  for (const c of candidates) {
-    const s = vectors.similarities.get(c.claim_id);
-    if (s !== undefined) similarity.set(c.seq, s);
-  }
-  return similarity;
-}
-
-/** The query's vector hits (indexing/retrieval.ts vectorHits), as ranking takes them. */
-export interface VectorSimilarities {
-  /** Each hit's cosine similarity to the query, by claim id. */
-  similarities: Map<string, number>;
-  /** The hits' candidate rows as the vector query's accept read them, if it did: taken only when still current (records.ts). */
-  ahead?: CandidatesReadAhead;
-}
-
-/** `vectors`: the query's nearest claim ids with their cosine similarity (hybrid compile), if any. */
-export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): RankedClaim[] {
-  const words = rankingTerms(f.query);
-  const stats = sharedTermStats(db, words.flatMap(phraseStems));
-  mark("term statistics");
-  const terms = weightTerms(stats, words);
-  const selecting = selectingTerms(terms, stats.rows);
-  const stems = stemsPerCompile();
-  // Candidates.
-  const lexicalHits = selecting.length ? lexicalSelection(db, caller, f, selecting, stats, stems) : [];
-  mark("lexical candidates (read + bm25)");
-  const candidates = selectCandidates(db, caller, f, lexicalHits, words.length > 0);
-  mark("scoped candidates");
-  const lexical = lexicalScores(lexicalHits, terms, stems);
-  if (selecting.length < terms.length && lexicalHits.length) {
-    const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
-    for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms, stems)) {
-      candidates.push(c);
-      lexical.set(c.seq, 0);
-    }
-  }
-  mark("coverage + common-word neighbours");
-  const pairs = contextNeighbours(db, caller, candidates.filter((c) => lexical.has(c.seq)));
-  mark("context neighbours");
-  // Vector hits join last, so the lexical steps above see exactly what they see without vectors; the
-  // best similarity is taken over authorized hits only, so no score moves with an unreadable record.
-  const similarity = vectors?.similarities.size ? vectorCandidates(db, caller, f, vectors, candidates) : new Map<number, number>();
-  const bestSimilarity = Math.max(0, ...similarity.values());
-  const vectorScore = (c: Candidate) => bestSimilarity > 0 ? Math.max(0, similarity.get(c.seq) ?? 0) / bestSimilarity : 0;
-  mark("vector candidates");
-  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs(), (c) => tokensOfBytes(c.bytes), vectorScore)
-    .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
-  mark("score + sort");
-  return ranked;
-}
-
-/** A packed item: the claim read whole, its score and tokens. */
-export interface PackedClaim {
-  claim: ClaimRow;
-  score: number;
-  tokens: number;
-}
-
-/**
- * Compile: rank, pack into the budget, and read the packed claims whole (only they are returned;
- * ranking reads just the columns it scores). `ranked` is the whole order (vector use is judged on it).
- */
-export function compilePack(db: Db, caller: Caller, f: CompileFilters, tokenBudget: number, maxItems: number,
-  mark: PhaseMark = () => {}, vectors?: VectorSimilarities): { ranked: RankedClaim[]; items: PackedClaim[] } {
-  const ranked = rankClaims(db, caller, f, mark, vectors);
-  const packed = pack(ranked, tokenBudget, maxItems);
-  const whole = new Map(claimsAt(db, caller, f.kinds, packed.map((p) => p.claim.seq)).map((c) => [c.seq, c]));
-  const items = packed.flatMap((p) => {
-    const claim = whole.get(p.claim.seq);
-    return claim ? [{ claim, score: p.score, tokens: p.tokens }] : [];
-  });
-  return { ranked, items };
 }
 
 // ---- The scoring itself: pure, over candidate texts, shared by compile and channel compile -------
@@ -391,7 +198,7 @@ export interface Scored<C> {
  * Lexical score (0..1) of every lexical match: bm25 (`rank`, positive, higher is better) normalized to
  * the best match, times coverage.
  */
-function lexicalScores(hits: (Stemmed & { rank: number | null })[], terms: WeightedTerm[],
+export function lexicalScores(hits: (Stemmed & { rank: number | null })[], terms: WeightedTerm[],
   stems: (c: Stemmed) => string[]): Map<number, number> {
   const best = Math.max(0, ...hits.map((c) => c.rank ?? 0));
   const lexical = new Map<number, number>();
@@ -417,7 +224,7 @@ function createdMs(): (c: { seq: number; created_at: string }) => number {
  * word (only those may receive context); `sources` are the lexical matches, which give context to
  * their `pairs` neighbours.
  */
-function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, sources: ScoringCandidate[],
+export function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, sources: ScoringCandidate[],
   pairs: Neighbours, f: CompileFilters, now: number, tokensOf: (c: C) => number, vectorScore: (c: C) => number = () => 0): Scored<C>[] {
   const bySeq = new Map(sources.map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;

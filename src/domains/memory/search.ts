@@ -1,13 +1,15 @@
-// Memories search (GET /v1/memories?q=): lexical search ranked by bm25 over the shared statistics, and
-// paged through a short-lived result snapshot so that pages neither skip nor repeat under writes.
+// The memories list (GET /v1/memories) and its search (?q=): lexical search ranked by bm25 over the
+// shared statistics, and paged through a short-lived result snapshot so that pages neither skip nor
+// repeat under writes. Every read here applies retrievable with the list's filters (memoriesWhere).
 //
 // Candidates: the newest SEARCH_WINDOW claims holding every query word that pass the list's retrieval
 // and filters (one bounded read, whatever the organization's size). Score: bm25 over the statistics
-// of team claims (records.ts sharedTermStats), so no score or order depends on a record the caller
+// of shared claims (records.ts sharedTermStats), so no score or order depends on a record the caller
 // cannot read. Pages: the first page is answered directly; when more remain, the rest of the order
 // (claim seqs only) is stored as a snapshot bound to the caller and the search, for SNAPSHOT_TTL_MS,
 // and the cursor names the snapshot and a position in it. Each later page re-checks its items now
 // (a claim the caller can no longer read, or that no longer passes the filters, is left out).
+import { retrievable } from "../../access/retrieval";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
@@ -16,8 +18,86 @@ import type { Db } from "../../org/db";
 import type { BackgroundJob } from "../../org/jobs";
 import type { Caller } from "../../org/request";
 import type { PhaseMark } from "./ranking";
-import { bm25, matchAll, phraseStems, queryTerms, stemsOf, storedBm25 } from "./fts";
-import { type ClaimRow, type MemoriesFilter, memoriesBySeqs, memoriesMatches, sharedTermStats } from "./records";
+import { bm25, matchAll, phraseStems, queryTerms, stemsOf, storedBm25, type StoredTerms } from "./fts";
+import { type ClaimRow, sharedTermStats } from "./records";
+
+export interface MemoriesFilter {
+  status?: string;
+  subject_id?: string;
+  project_id?: string;
+  visibility?: string;
+  kind?: string;
+}
+
+/**
+ * Retrieval, validity and the filters of GET /v1/memories, on claims aliased c. Without a status:
+ * current claims; active or disputed: those still valid; superseded or revoked lists are history.
+ */
+function memoriesWhere(caller: Caller, f: MemoriesFilter): [string, unknown[]] {
+  const [ok, ...args] = retrievable(caller, "c", f.status ? { valid: f.status === "active" || f.status === "disputed" } : { current: true });
+  const where = [ok];
+  if (f.status) {
+    where.push("c.status = ?");
+    args.push(f.status);
+  }
+  for (const k of ["subject_id", "project_id", "visibility", "kind"] as const)
+    if (f[k] !== undefined) {
+      where.push(`c.${k} = ?`);
+      args.push(f[k]);
+    }
+  return [where.join(" AND "), args];
+}
+
+/** One page (limit + 1 rows, to tell has_more) of the memories list, newest first, after a seq. */
+export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq: number | undefined, limit: number): ClaimRow[] {
+  const [where, args] = memoriesWhere(caller, f);
+  return db.all(`SELECT c.* FROM claims c WHERE ${where}${afterSeq !== undefined ? " AND c.seq < ?" : ""} ORDER BY c.seq DESC LIMIT ?`,
+    ...args, ...(afterSeq !== undefined ? [afterSeq] : []), limit + 1);
+}
+
+/**
+ * Memories search's candidates (what ranking needs of them): the seq and stored terms of the newest
+ * `window` claims matching an FTS5 MATCH expression that pass the list's retrieval and filters (applied
+ * in the same statement, before anything is ranked). Newest first by rowid, so FTS5 walks its doclists
+ * backwards and stops at the window. Read from claim_ranking (every column memoriesWhere names is
+ * there): one narrow row per match, and of it only seq and stems (the seq is the claim's identity for
+ * the rest of the search: AUTOINCREMENT, never reused). The few claims without stems get their
+ * statement in a second read: a CASE for them in this one cost every row (docs/BENCHMARKS.md, "Issue
+ * 23, fifth pass").
+ */
+export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
+  const [where, args] = memoriesWhere(caller, f);
+  const rows = db.all<Pick<ClaimRow, "seq"> & StoredTerms>(
+    `SELECT c.seq, c.stems FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid
+      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
+  const bare = rows.filter((r) => r.stems == null);
+  if (bare.length) {
+    const statements = new Map(db.all<{ seq: number; statement: string }>(
+      "SELECT seq, statement FROM claims WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(bare.map((r) => r.seq)))
+      .map((r) => [r.seq, r.statement]));
+    for (const r of bare) r.statement = statements.get(r.seq) ?? null;
+  }
+  return rows;
+}
+
+/** The claims among `seqs` that still pass the memories list's retrieval and filters (any order). */
+export function memoriesBySeqs(db: Db, caller: Caller, f: MemoriesFilter, seqs: number[]): ClaimRow[] {
+  if (!seqs.length) return [];
+  const [where, args] = memoriesWhere(caller, f);
+  // CROSS JOIN keeps the planner on the seqs (one rowid lookup each), never a scan of claims_current.
+  return db.all(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`,
+    JSON.stringify(seqs), ...args);
+}
+
+/**
+ * The write position of a claim the caller may retrieve, for the memories cursor that names it: null
+ * (the invalid-cursor answer) for a claim it cannot, exactly as for no claim, so a cursor never confirms
+ * that someone else's claim exists or where it sits.
+ */
+export function claimSeqOf(db: Db, caller: Caller, claimId: string): number | null {
+  const [ok, ...args] = retrievable(caller, "c");
+  return db.first<{ seq: number }>(`SELECT c.seq FROM claims c WHERE c.claim_id = ? AND ${ok}`, claimId, ...args)?.seq ?? null;
+}
 
 /** Matches ranked per search: the newest this many. */
 export const SEARCH_WINDOW = 1000;

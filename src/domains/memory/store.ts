@@ -1,17 +1,15 @@
-// Views of memory records as a caller sees them, and the reference checks routes share. No SQL here:
-// the records themselves are read and written only through ./records (re-exported for other domains).
+// Views of memory records as a caller sees them, the reference checks routes share, and the
+// authorized reads those views and other domains' views make (sources, referenced claims, readable ids):
+// each applies retrievable in its statement.
+import { type Retrieval, canRetrieve, retrievable } from "../../access/retrieval";
 import { sha256Hex } from "../../auth/credentials";
 import { unresolved } from "../../http/errors";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import {
-  type ClaimRow, type ObservationRow, type Retrieval, type SourceRow, canRetrieve, getClaim, getObservation, getProject, retrievableClaimIds,
-  sourcesByClaim,
-} from "./records";
+import { type ClaimRow, type ObservationRow, type SourceRow, getClaim, getObservation, getProject } from "./records";
 
-export {
-  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, getClaim, getObservation, getProject, guarded, isCurrent,
-} from "./records";
+export { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, getClaim, getObservation, getProject } from "./records";
+export { isCurrent } from "../../access/retrieval";
 
 export const contentHash = (content: string) => "sha256:" + sha256Hex(content);
 
@@ -52,6 +50,43 @@ export const claimReferences = (rows: ClaimRow[]) =>
 export function withVisibleReferences<T extends { disputes: string[]; superseded_by: string | null }>(view: T, visible: Set<string>): T {
   return { ...view, disputes: view.disputes.filter((id) => visible.has(id)),
     superseded_by: view.superseded_by && visible.has(view.superseded_by) ? view.superseded_by : null };
+}
+
+/**
+ * Sources of claims as the caller may see them: a source observation the caller cannot retrieve is
+ * left out entirely (its id never appears; the evidence view reports only hidden_source_count).
+ */
+export function sourcesByClaim(db: Db, caller: Caller, claimIds: string[]): Map<string, SourceRow[]> {
+  const out = new Map<string, SourceRow[]>();
+  if (!claimIds.length) return out;
+  const [ok, ...args] = retrievable(caller, "o");
+  const rows = db.all<SourceRow>(
+    `SELECT s.* FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
+      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${ok} ORDER BY s.claim_id, s.position`,
+    JSON.stringify(claimIds), ...args);
+  for (const r of rows) out.set(r.claim_id, [...(out.get(r.claim_id) ?? []), r]);
+  return out;
+}
+
+/** Sources of one claim as the caller may see them (see sourcesByClaim). */
+export const sourcesOf = (db: Db, caller: Caller, claimId: string) => sourcesByClaim(db, caller, [claimId]).get(claimId) ?? [];
+
+/** Claim ids among `ids` that the caller may retrieve. */
+export function retrievableClaimIds(db: Db, caller: Caller, ids: string[]): Set<string> {
+  if (!ids.length) return new Set();
+  const [ok, ...args] = retrievable(caller, "c");
+  return new Set(db.all<{ claim_id: string }>(
+    `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
+    JSON.stringify(ids), ...args).map((r) => r.claim_id));
+}
+
+/** Observation ids among `ids` that the caller may retrieve. */
+export function retrievableObservationIds(db: Db, caller: Caller, ids: string[]): Set<string> {
+  if (!ids.length) return new Set();
+  const [ok, ...args] = retrievable(caller, "o");
+  return new Set(db.all<{ observation_id: string }>(
+    `SELECT o.observation_id FROM observations o WHERE o.observation_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
+    JSON.stringify([...new Set(ids)]), ...args).map((r) => r.observation_id));
 }
 
 /** Claims as the caller sees them: sources, disputes and superseded_by limited to what it may read. */

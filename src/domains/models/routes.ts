@@ -3,8 +3,7 @@
 import { isAdmin } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { orgRoute } from "../../http/route";
-import { indexDrift } from "../indexing/service";
-import { retrievableIndexedWithOtherModel } from "../memory/records";
+import { indexDrift, retrievableIndexedWithOtherModel } from "../indexing/service";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { runtimeFor, type VectorRuntime } from "../../vector/runtime";

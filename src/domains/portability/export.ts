@@ -1,5 +1,6 @@
 // GET /v1/export: a header line, then one record per line in import order (projects, observations,
-// claims). Only records the caller may read; tombstoned observations export without content.
+// claims). Only records the caller may read (retrievable; projects: projectVisibleWhere, or created
+// by the caller), decided in every statement that reads them; tombstoned observations export without content.
 // The page's extent is planned from row positions alone (so the header can carry the continuation),
 // then the records are streamed 50 rows per read: memory stays constant however large the
 // organization or its records are.
@@ -8,17 +9,65 @@ import { decodeCursor, encodeCursor, invalidCursor } from "../../http/cursor";
 import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import {
-  type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, exportIdAt, exportPositionOf, exportPositions, exportRows,
-  retrievableClaimIds, sourcesByClaim,
-} from "../memory/records";
+import { projectVisibleWhere, retrievable } from "../../access/retrieval";
+import type { ClaimRow, ObservationRow, ProjectRow, SourceRow } from "../memory/records";
 import { workspaceNames } from "../access/memberships";
-import { claimReferences, claimView, observationView, withVisibleReferences } from "../memory/store";
+import {
+  claimReferences, claimView, observationView, retrievableClaimIds, sourcesByClaim, withVisibleReferences,
+} from "../memory/store";
 import { EXPORT_FORMAT_VERSION, type ExportType, IMPORT_ORDER, type exportQuery } from "./schema";
 import type { z } from "zod";
 
 /** Rows read from SQLite at a time, both when planning a page and while streaming it. */
 const CHUNK_ROWS = 50;
+
+const EXPORT_TABLE: Record<ExportType, { sql: string; alias: string; position: string; id: string }> = {
+  projects: { sql: "projects p", alias: "p", position: "p.rowid", id: "p.project_id" },
+  observations: { sql: "observations o", alias: "o", position: "o.rowid", id: "o.observation_id" },
+  claims: { sql: "claims c", alias: "c", position: "c.seq", id: "c.claim_id" },
+};
+
+/**
+ * Export cursors name a record by id, never by position: positions are organization-wide counters, so
+ * two of one caller's cursors would tell how many records others wrote in between. These two convert,
+ * each only for a record the caller may export (null for one it may not, exactly as for none).
+ */
+function exportIdAt(db: Db, caller: Caller, type: ExportType, position: number): string | null {
+  const t = EXPORT_TABLE[type];
+  const [where, args] = exportWindow(caller, type);
+  return db.first<{ id: string }>(`SELECT ${t.id} AS id FROM ${t.sql} WHERE ${t.position} = ? AND ${where}`,
+    position, 0, Number.MAX_SAFE_INTEGER, ...args)?.id ?? null;
+}
+
+function exportPositionOf(db: Db, caller: Caller, type: ExportType, id: string): number | null {
+  const t = EXPORT_TABLE[type];
+  const [where, args] = exportWindow(caller, type);
+  return db.first<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${t.id} = ? AND ${where}`,
+    id, 0, Number.MAX_SAFE_INTEGER, ...args)?.r ?? null;
+}
+
+/** Position window (after, upTo] plus what the caller may retrieve (projects: projectVisibleWhere, or its own). */
+function exportWindow(caller: Caller, type: ExportType): [string, unknown[]] {
+  const t = EXPORT_TABLE[type];
+  const [ok, ...args] = type === "projects" ? projectVisibleWhere(caller, "p", { orCreator: true }) : retrievable(caller, t.alias);
+  return [`${t.position} > ? AND ${t.position} <= ? AND ${ok}`, args];
+}
+
+/** Export positions of one type in (after, upTo], at most `limit`, in order (no record read). */
+function exportPositions(db: Db, caller: Caller, type: ExportType, after: number, upTo: number, limit: number): number[] {
+  const t = EXPORT_TABLE[type];
+  const [where, args] = exportWindow(caller, type);
+  return db.all<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${where} ORDER BY ${t.position} LIMIT ?`,
+    after, upTo, ...args, limit).map((x) => x.r);
+}
+
+/** Exported rows of one type in (after, upTo], at most `limit`, in order, each with its position `r`. */
+function exportRows(db: Db, caller: Caller, type: ExportType, after: number, upTo: number, limit: number) {
+  const t = EXPORT_TABLE[type];
+  const [where, args] = exportWindow(caller, type);
+  return db.all<Record<string, unknown> & { r: number }>(
+    `SELECT ${t.position} AS r, ${t.alias}.* FROM ${t.sql} WHERE ${where} ORDER BY ${t.position} LIMIT ?`, after, upTo, ...args, limit);
+}
 
 // Line builders, shared with import (which compares an existing record with an imported line).
 export const projectLineOf = (p: ProjectRow, workspaceName: string | null) => ({
@@ -129,7 +178,7 @@ export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>
   const from: Cursor | null = given && [given[0], given[1] === "" ? 0 : exportPositionOf(rc.db, rc.caller, given[0], given[1]) ?? invalidCursor()];
   const cursorOf = ([type, position]: Cursor): CursorText => {
     if (position === 0) return [type, ""];
-    const id = exportIdAt(rc.db, type, position);
+    const id = exportIdAt(rc.db, rc.caller, type, position);
     if (id == null) throw new Error(`export cursor: no ${type} record at the planned position`); // a bug, never input
     return [type, id];
   };

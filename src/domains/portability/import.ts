@@ -12,9 +12,9 @@ import type { Db } from "../../org/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
+import { canRetrieve, projectNameable } from "../../access/retrieval";
 import {
-  allSourcesOf, canRetrieve, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference,
-  existingRecordIds, projectNameable, projectWorkspace,
+  type SourceRow, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference, projectWorkspace,
 } from "../memory/records";
 import { insertWorkspace } from "../access/memberships";
 import { contentHash, unresolved } from "../memory/store";
@@ -142,6 +142,13 @@ async function releaseQuietly(registry: OwnershipRegistry, orgId: string, ids: s
   if (!ids.length) return;
   await registry.release(orgId, ids).catch((err) => console.error("releasing import claims failed", err));
 }
+
+/**
+ * All sources of a claim, readable or not: import compares an existing claim with an imported line, and
+ * only an identical line (one exported by someone who could read every source) is skipped.
+ */
+const allSourcesOf = (db: Db, claimId: string) =>
+  db.all<SourceRow>("SELECT * FROM claim_sources WHERE claim_id = ? ORDER BY position", claimId);
 
 /** The record as it exists here, in line form, or null when the id is new to this organization. */
 function currentLine(db: Db, rec: ProjectLine | ObservationLine | ClaimLine): object | null {
@@ -297,6 +304,15 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     },
     touched: touchedAll(...touched),
   };
+}
+
+/** Which of these ids name a project, observation or claim of this organization (any state). */
+export function existingRecordIds(db: Db, ids: string[]): string[] {
+  if (!ids.length) return [];
+  return db.all<{ id: string }>(
+    `SELECT j.value AS id FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM projects WHERE project_id = j.value)
+        OR EXISTS (SELECT 1 FROM observations WHERE observation_id = j.value) OR EXISTS (SELECT 1 FROM claims WHERE claim_id = j.value)`,
+    JSON.stringify(ids)).map((r) => r.id);
 }
 
 export async function importBatch(rc: RequestCtx): Promise<Reply> {

@@ -13,11 +13,12 @@ import { invalid } from "../../http/errors";
 import { orgRoute } from "../../http/route";
 import { touchedAll } from "../../org/outbox";
 import { commitWrite } from "../../org/write";
-import { type RecordType, type RetentionMatch, changeClaim, excludeObservations, retentionCandidates } from "../memory/records";
+import { changeClaim, excludeObservations } from "../memory/records";
 import { POLICY_RULES } from "../governance/schema";
 import { activePolicyRow } from "../governance/store";
 import { heldAmong } from "./holds";
 import { retentionApplyBody, retentionApplyResponse } from "./schema";
+import { type RecordType, type RetentionMatch, retentionCandidates } from "./store";
 
 const PHASES: readonly RecordType[] = ["observation", "claim"];
 const DAY_MS = 86_400_000;

@@ -17,9 +17,11 @@ import type { Db } from "../../org/db";
 import { touchedAll } from "../../org/outbox";
 import type { Caller, PurgeGuard } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import { canRetrieve, changeClaim, excludedAmong, getClaim, getObservation, restoreObservations, sourceLinks } from "../memory/records";
+import { canRetrieve } from "../../access/retrieval";
+import { changeClaim, getClaim, getObservation, restoreObservations } from "../memory/records";
 import { unresolved } from "../memory/store";
 import { holdBody, holdReleaseBody, holdReleasedResponse, holdResponse } from "./schema";
+import { excludedAmong, sourceLinks } from "./store";
 
 
 export interface HoldRow {
