@@ -158,8 +158,8 @@ export async function registryOwners(ids: string[]): Promise<Record<string, stri
 export function orgStub(orgId: string): DurableObjectStub<OrgStore> {
   return env.ORG.get(env.ORG.idFromName(orgId)) as unknown as DurableObjectStub<OrgStore>;
 }
-export const inOrg = <R>(orgId: string, fn: (o: OrgStore) => R | Promise<R>): Promise<R> =>
-  runInDurableObject(orgStub(orgId) as unknown as DurableObjectStub, (o) => fn(o as unknown as OrgStore));
+export const inOrg = <R>(orgId: string, fn: (o: OrgStore, state: DurableObjectState) => R | Promise<R>): Promise<R> =>
+  runInDurableObject(orgStub(orgId) as unknown as DurableObjectStub, (o, state) => fn(o as unknown as OrgStore, state));
 
 /**
  * The audit chain's formula written out from the README ("Audit"), independent of the product code:
