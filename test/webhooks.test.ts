@@ -122,6 +122,65 @@ describe("webhook registration", () => {
   });
 });
 
+describe("who manages a webhook", () => {
+  /** A key holding every scope for a new principal with `role` (minted principals start as members). */
+  const principalWithRole = async (ownerKey: string, role: "admin" | "member" | "reader") => {
+    const k = await mintKey(ownerKey, { scopes: ["*"] });
+    if (role !== "member") expect((await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } })).status).toBe(201);
+    return k;
+  };
+  const listed = async (key: string) => (await call("GET", "/v1/webhooks", { key })).json.data.webhooks.map((w: any) => w.webhook_id);
+
+  it("lists a member's and a reader's own hooks only; owners and admins see every hook", async () => {
+    const org = await newOrg();
+    const admin = await principalWithRole(org.api_key, "admin");
+    const member = await principalWithRole(org.api_key, "member");
+    const demoted = await principalWithRole(org.api_key, "member");
+    const owners = await register(org.api_key, { url: "https://hooks.example.com/in?token=owner-token" });
+    const members = await register(member.key);
+    const later = await register(demoted.key);
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: demoted.principal_id, role: "reader" } })).status).toBe(201);
+    const reader = await principalWithRole(org.api_key, "reader");
+    const all = [owners.webhook_id, members.webhook_id, later.webhook_id];
+    expect(await listed(org.api_key)).toEqual(all);
+    expect(await listed(admin.key)).toEqual(all);
+    expect(await listed(member.key)).toEqual([members.webhook_id]);
+    expect(await listed(demoted.key)).toEqual([later.webhook_id]);
+    const readers = await call("GET", "/v1/webhooks", { key: reader.key });
+    expect(readers.json.data.webhooks).toEqual([]);
+    expect(readers.text).not.toContain("owner-token");
+  });
+
+  it("lets only the creator or an owner/admin pause, resume, delete or list deliveries; to another member the hook is missing", async () => {
+    const org = await newOrg();
+    const admin = await principalWithRole(org.api_key, "admin");
+    const member = await principalWithRole(org.api_key, "member");
+    const other = await principalWithRole(org.api_key, "member");
+    const owners = await register(org.api_key);
+    const members = await register(member.key);
+    const actions: [string, string][] = [["GET", "/deliveries"], ["POST", "/pause"], ["POST", "/resume"], ["DELETE", ""]];
+    for (const [method, suffix] of actions) {
+      const missing = await call(method, `/v1/webhooks/whk_${"0".repeat(32)}${suffix}`, { key: other.key });
+      expectError(missing, 404, "NOT_FOUND");
+      for (const hook of [owners, members]) {
+        const refused = await call(method, `/v1/webhooks/${hook.webhook_id}${suffix}`, { key: other.key });
+        expect([refused.status, refused.json.error]).toEqual([404, missing.json.error]);
+      }
+      const asMember = await call(method, `/v1/webhooks/${owners.webhook_id}${suffix}`, { key: member.key });
+      expect([asMember.status, asMember.json.error]).toEqual([404, missing.json.error]);
+    }
+    expect(await listed(org.api_key)).toHaveLength(2); // nothing was paused or deleted by the refused calls
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks.map((w: any) => w.status)).toEqual(["active", "active"]);
+    // The creator manages its own; an admin and the owner manage anyone's.
+    expect((await call("POST", `/v1/webhooks/${members.webhook_id}/pause`, { key: member.key })).json.data.status).toBe("paused");
+    expect((await call("POST", `/v1/webhooks/${members.webhook_id}/resume`, { key: admin.key })).json.data.status).toBe("active");
+    expect((await call("GET", `/v1/webhooks/${members.webhook_id}/deliveries`, { key: org.api_key })).status).toBe(200);
+    expect((await call("POST", `/v1/webhooks/${owners.webhook_id}/pause`, { key: admin.key })).json.data.status).toBe("paused");
+    expect((await call("DELETE", `/v1/webhooks/${members.webhook_id}`, { key: org.api_key })).status).toBe(200);
+    expect((await call("DELETE", `/v1/webhooks/${owners.webhook_id}`, { key: org.api_key })).status).toBe(200);
+  });
+});
+
 describe("delivery", () => {
   it("posts the stored payload once with a signature an independent verifier accepts", async () => {
     const org = await newOrg();

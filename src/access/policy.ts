@@ -87,6 +87,10 @@ export const covers = (g: GrantTarget, r: { subject_id?: string | null; project_
 /** Owners and admins: the organization-wide roles that administer (the one definition). */
 export const isAdmin = (caller: Pick<Caller, "role">) => (ADMIN_ROLES as readonly string[]).includes(caller.role);
 
+/** Shared resources (webhooks, channels, releases) are managed by their creator or an owner/admin. */
+export const managesShared = (caller: Pick<Caller, "principalId" | "role">, createdBy: string) =>
+  createdBy === caller.principalId || isAdmin(caller);
+
 /** Does the caller hold `permission` over a target (for delegation: you may only grant what you hold)? */
 export function holds(caller: Caller, permission: Permission, target: GrantTarget): boolean {
   if (isAdmin(caller)) return true;

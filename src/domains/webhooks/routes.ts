@@ -1,5 +1,6 @@
 // Webhook registration, pause/resume, deletion, the delivery list and the manual drain.
 // Webhook administration emits no domain events (SPEC) but every change is audited.
+import { isAdmin, managesShared } from "../../access/policy";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor, pageOf, positionAfter } from "../../http/cursor";
@@ -27,17 +28,26 @@ const view = (w: WebhookRow) => ({
   failure_count: w.failure_count, created_at: w.created_at, updated_at: w.updated_at, signing: SIGNING,
 });
 
-function requireHook(db: Db, id: string): WebhookRow {
-  const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", id);
-  if (!hook) throw notFound("Webhook");
+const hookRow = (db: Db, id: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", id);
+
+/**
+ * A hook the caller manages (its creator, or an owner/admin: managesShared); any other hook answers
+ * exactly like a missing one.
+ */
+function requireHook(db: Db, caller: Caller, id: string): WebhookRow {
+  const hook = hookRow(db, id);
+  if (!hook || !managesShared(caller, hook.created_by)) throw notFound("Webhook");
   return hook;
 }
+
+/** managesShared in SQL over the webhooks table: the hooks the caller may list. */
+const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => ["(? = 1 OR created_by = ?)", isAdmin(caller) ? 1 : 0, caller.principalId];
 
 function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused", action: string) {
   return commitWrite(rc, (db) => {
     db.run(`UPDATE webhooks SET status = ?, ${status === "active" ? "failure_count = 0," : ""} updated_at = ? WHERE webhook_id = ?`,
       status, clock.nowIso(), hook.webhook_id);
-    return { status: 200, data: view(requireHook(db, hook.webhook_id)),
+    return { status: 200, data: view(hookRow(db, hook.webhook_id)!),
       audit: { action, resourceType: "webhook", resourceId: hook.webhook_id } };
   });
 }
@@ -82,8 +92,11 @@ export const webhookRoutes = [
   orgRoute({
     method: "GET", path: "/v1/webhooks", scope: "webhooks:read",
     response: { 200: webhookListResponse },
-    summary: "The organization's webhooks with status, event filter and failure count.",
-    handler: ({ db }) => ok({ webhooks: db.all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id").map(view) }),
+    summary: "Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin.",
+    handler: ({ db, caller }) => {
+      const [managed, ...args] = managedHooksWhere(caller);
+      return ok({ webhooks: db.all<WebhookRow>(`SELECT * FROM webhooks WHERE ${managed} ORDER BY created_at, webhook_id`, ...args).map(view) });
+    },
   }),
 
   orgRoute({
@@ -91,7 +104,7 @@ export const webhookRoutes = [
     response: { 200: webhookDeletedResponse },
     summary: "Remove a webhook and its delivery rows.",
     handler: (rc) => {
-      const hook = requireHook(rc.db, rc.params.id);
+      const hook = requireHook(rc.db, rc.caller, rc.params.id);
       return commitWrite(rc, (db) => {
         const removed = db.all("DELETE FROM deliveries WHERE webhook_id = ? RETURNING 1", hook.webhook_id).length;
         db.run("DELETE FROM webhooks WHERE webhook_id = ?", hook.webhook_id);
@@ -106,7 +119,7 @@ export const webhookRoutes = [
     response: { 200: webhookResponse },
     summary: "Pause delivery; events keep accruing.",
     handler: (rc) => {
-      const hook = requireHook(rc.db, rc.params.id);
+      const hook = requireHook(rc.db, rc.caller, rc.params.id);
       if (hook.status === "disabled") throw forbidden("Cannot pause a disabled webhook.");
       return setStatus(rc, hook, "paused", "webhook.paused");
     },
@@ -117,7 +130,7 @@ export const webhookRoutes = [
     response: { 200: webhookResponse },
     summary: "Resume delivery and reset failure_count to 0.",
     handler: (rc) => {
-      const hook = requireHook(rc.db, rc.params.id);
+      const hook = requireHook(rc.db, rc.caller, rc.params.id);
       if (hook.status === "disabled") throw forbidden("Cannot resume a disabled webhook. Re-register it.");
       return setStatus(rc, hook, "active", "webhook.resumed");
     },
@@ -128,7 +141,7 @@ export const webhookRoutes = [
     response: { 200: deliveryListResponse },
     summary: "Deliveries of one webhook of events you may read, newest first; never a response body.",
     handler: ({ db, caller, params, query }) => {
-      const hook = requireHook(db, params.id);
+      const hook = requireHook(db, caller, params.id);
       // Only deliveries of events the caller may read (GET /v1/events/:id answers them), filtered
       // before the LIMIT. The cursor names the page's last delivery; one the caller cannot see is missing.
       const [visible, ...who] = readableEventsWhere(caller, "e");
