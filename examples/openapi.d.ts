@@ -475,7 +475,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's webhooks with status, event filter and failure count. */
+        /** Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin. */
         get: operations["getV1Webhooks"];
         put?: never;
         /** Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned. */
@@ -563,7 +563,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks. */
+        /** Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks. */
         post: operations["postV1WebhooksDeliver"];
         delete?: never;
         options?: never;
@@ -3773,7 +3773,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    after?: string;
+                    /** @description A `cursor` this route returned, or an event id; absent or null: from the start */
+                    after?: string | null;
                     /** @default 50 */
                     limit?: number;
                 };
@@ -3788,9 +3789,11 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            /** @description Events you may read that this call scanned */
                             events_drained: number;
-                            /** @description Pass as `after` to continue */
-                            cursor: string;
+                            /** @description Names the last event drained (or echoes `after` when none was); pass as `after` to continue */
+                            cursor: string | null;
+                            /** @description Deliveries not yet sent of hooks you manage and events you may read */
                             pending_deliveries: number;
                         };
                         meta: {

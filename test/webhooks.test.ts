@@ -3,7 +3,9 @@ import { verify } from "@octokit/webhooks-methods";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { claimDeliveries, fetchSender, RECLAIM_AFTER_MS, type Sender } from "../src/domains/webhooks/delivery";
 import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
+import type { EventRow } from "../src/org/events";
 import { clock } from "../src/http/clock";
+import { decodeCursor } from "../src/http/cursor";
 import { appendOk, call, expectError, inOrg, mintKey, newOrg as newBareOrg, obs, orgStub } from "./helpers";
 
 const secret = "s3cret-s3cret-s3cret";
@@ -189,10 +191,10 @@ describe("delivery", () => {
     const d1 = await drain(org.api_key, { limit: 200 });
     expect(d1.status).toBe(200);
     expect(d1.json.data).toMatchObject({ events_drained: 1, pending_deliveries: 0 });
-    // The cursor is an opaque position after the last event drained (the observation's), not its id.
+    // The cursor names the last event drained (the observation's), like the memories cursor names a claim.
     const events = (await call("GET", "/v1/events", { key: org.api_key })).json.data.events;
     expect(events.map((e: any) => e.resource_id)).toEqual([id]);
-    expect(d1.json.data.cursor).not.toContain(events[0].id);
+    expect(decodeCursor(d1.json.data.cursor, (v): v is unknown => true)).toEqual([events[0].id]);
     expect((await drain(org.api_key, { after: d1.json.data.cursor })).json.data).toMatchObject({ events_drained: 0, cursor: d1.json.data.cursor });
     expect(sent).toHaveLength(1);
     const s = sent[0];
@@ -228,6 +230,29 @@ describe("delivery", () => {
     const claimsHook = (await call("GET", `/v1/webhooks/${claims.webhook_id}/deliveries`, { key: org.api_key })).json.data.deliveries;
     expect(claimsHook).toHaveLength(0);
     expect(JSON.parse(sent[0].body).visibility).toBe("team");
+  });
+
+  it("counts and cursors cover only events the caller may read, and pending deliveries only hooks it manages", async () => {
+    const org = await newOrg();
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const other = await mintKey(org.api_key, { scopes: ["*"] });
+    await register(member.key);
+    await register(other.key, { url: "https://other.example.com/in" });
+    respond = (n) => (sent[n - 1].url.includes("other") ? 500 : 200); // the other principal's hook keeps its deliveries pending
+    await appendOk(member.key, obs("s", "the member's own"));
+    const toEnd = await drain(member.key, { limit: 200 });
+    expect(toEnd.json.data).toMatchObject({ events_drained: 1, pending_deliveries: 0 });
+    const cursor = toEnd.json.data.cursor;
+    for (let i = 0; i < 3; i++) await appendOk(other.key, obs("s", `private ${i}`, { visibility: "private" }));
+    await drain(other.key, { limit: 200 });
+    const next = await drain(member.key, { after: cursor, limit: 200 });
+    expect(next.json.data).toEqual({ events_drained: 0, cursor, pending_deliveries: 0 });
+    const fromStart = await drain(member.key, { limit: 200 });
+    expect(fromStart.json.data).toEqual({ events_drained: 1, cursor, pending_deliveries: 0 });
+    // The other principal sees its own three, and the team one, pending at its own hook.
+    expect((await drain(other.key, { limit: 200 })).json.data).toMatchObject({ events_drained: 4, pending_deliveries: 4 });
+    // The owner manages both hooks but reads only the team event: one pending delivery.
+    expect((await drain(org.api_key, { limit: 200 })).json.data).toMatchObject({ events_drained: 1, pending_deliveries: 1 });
   });
 
   it("sends exactly once when drains run concurrently", async () => {
@@ -358,7 +383,7 @@ describe("delivery", () => {
     expect(rows).toEqual({ audit: ["webhook.created", "webhook.paused", "webhook.resumed", "webhook.deleted"], events: 0 });
     await drain(org.api_key, { limit: 7 });
     const drained = await inOrg(org.org_id, (o) => o.db.all<{ detail: string }>("SELECT detail FROM audit_log WHERE action = 'webhook.drained'"));
-    expect(drained.map((d) => JSON.parse(d.detail))).toEqual([{ after: null, limit: 7, events_drained: 0, cursor: expect.any(String), pending_deliveries: 0 }]);
+    expect(drained.map((d) => JSON.parse(d.detail))).toEqual([{ after: null, limit: 7, events_drained: 0, cursor: null, pending_deliveries: 0 }]);
   });
 });
 
@@ -408,7 +433,8 @@ describe("background repair", () => {
 describe("reclaiming a delivery whose sender died", () => {
   /** The crash: the delivery rows are claimed ('sending') and the instance dies before it sends. */
   const claimThenCrash = (orgId: string) => inOrg(orgId, (o) =>
-    claimDeliveries(o.db, (o as unknown as { ctx: DurableObjectState }).ctx.storage, 0, 50).jobs.map((j) => j.deliveryId));
+    claimDeliveries(o.db, (o as unknown as { ctx: DurableObjectState }).ctx.storage, o.db.all<EventRow>("SELECT * FROM events"))
+      .map((j) => j.deliveryId));
   const deliveries = async (key: string) =>
     (await call("GET", `/v1/webhooks/${(await call("GET", "/v1/webhooks", { key })).json.data.webhooks[0].webhook_id}/deliveries`, { key })).json.data.deliveries;
 

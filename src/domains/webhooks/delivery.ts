@@ -11,7 +11,7 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
-import { type EventRow, readableEventsAfter } from "../../org/events";
+import { type EventRow, readableEventsWhere } from "../../org/events";
 import type { BackgroundJob } from "../../org/jobs";
 import { getMeta, setMeta } from "../../org/meta";
 import { principalCaller } from "../identity/store";
@@ -80,16 +80,18 @@ export const deliveryHeaders = (secret: string, event: EventRow, deliveryId: str
 });
 
 /**
- * The ids of the events in (afterSeq, upToSeq] that the hook's creator may read now, decided like
- * GET /v1/events (readableWhere with the creator's current role and grants); none once the creator is
- * removed, and none from before the hook was registered.
+ * Which of these events the hook's creator may read now, decided like GET /v1/events (the one rule,
+ * readableEventsWhere, with the creator's current role and grants); none once the creator is removed,
+ * and none from before the hook was registered.
  */
-function readableByCreator(db: Db, hook: WebhookRow, afterSeq: number, upToSeq: number): Set<string> {
+function readableByCreator(db: Db, hook: WebhookRow, events: readonly EventRow[]): Set<string> {
   const creator = principalCaller(db, hook.created_by);
-  if (!creator) return new Set();
-  const from = Math.max(afterSeq, hook.from_seq);
-  return new Set(readableEventsAfter(db, creator, from, { upToSeq, limit: Math.max(0, upToSeq - from) })
-    .map((e) => e.event_id));
+  const later = events.filter((e) => e.seq > hook.from_seq);
+  if (!creator || !later.length) return new Set();
+  const [visible, ...who] = readableEventsWhere(creator, "e");
+  return new Set(db.all<{ event_id: string }>(
+    `SELECT e.event_id FROM events e WHERE e.event_id IN (SELECT value FROM json_each(?)) AND ${visible}`,
+    JSON.stringify(later.map((e) => e.event_id)), ...who).map((r) => r.event_id));
 }
 
 interface Claimed {
@@ -98,15 +100,13 @@ interface Claimed {
   event: EventRow;
 }
 
-/** Claim delivery rows for the events after `afterSeq`; returns the jobs and the last seq scanned. */
-export function claimDeliveries(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: number) {
+/** Claim a delivery row ('sending') for each of these events and each active hook subscribed to it whose creator may read it. */
+export function claimDeliveries(db: Db, storage: DurableObjectStorage, events: readonly EventRow[]): Claimed[] {
   return storage.transactionSync(() => {
-    const events = db.all<EventRow>("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit);
     const hooks = db.all<WebhookRow>("SELECT * FROM webhooks WHERE status = 'active' ORDER BY created_at, webhook_id");
     const jobs: Claimed[] = [];
     const at = clock.nowIso();
-    const lastSeq = events.length ? events[events.length - 1].seq : afterSeq;
-    const readable = new Map(hooks.map((h) => [h.webhook_id, events.length ? readableByCreator(db, h, afterSeq, lastSeq) : new Set<string>()]));
+    const readable = new Map(hooks.map((h) => [h.webhook_id, readableByCreator(db, h, events)]));
     for (const event of events)
       for (const hook of hooks) {
         if (!subscribed(hook, event) || !readable.get(hook.webhook_id)!.has(event.event_id)) continue;
@@ -117,7 +117,7 @@ export function claimDeliveries(db: Db, storage: DurableObjectStorage, afterSeq:
           deliveryId, hook.webhook_id, event.event_id, at).length;
         if (claimed) jobs.push({ deliveryId, hook, event });
       }
-    return { jobs, events, lastSeq };
+    return jobs;
   });
 }
 
@@ -125,7 +125,7 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, send
   const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id);
   // Re-checked at the send: paused, disabled or deleted since the claim, or the creator may no longer
   // read the event (a grant revoked, the creator removed): release the claim so nothing is sent.
-  if (!hook || hook.status !== "active" || !readableByCreator(db, hook, job.event.seq - 1, job.event.seq).has(job.event.event_id)) {
+  if (!hook || hook.status !== "active" || !readableByCreator(db, hook, [job.event]).has(job.event.event_id)) {
     db.run("DELETE FROM deliveries WHERE delivery_id = ?", job.deliveryId);
     return;
   }
@@ -157,9 +157,6 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, send
   });
 }
 
-export const pendingDeliveries = (db: Db) =>
-  db.first<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE status IN ('pending', 'sending')")!.n;
-
 /**
  * Re-claim deliveries whose sender died between claim and settle: rows left 'sending' since before
  * RECLAIM_AFTER_MS ago (stamped at claim, and again when the send starts). Returns them to send again.
@@ -189,14 +186,12 @@ function nextReclaimAt(db: Db): number | null {
 }
 
 /**
- * One drain pass: first re-send claims abandoned by a dead sender, then up to `limit` events after
- * `afterSeq`. Sends sequentially (bounded work per call).
+ * Send claimed jobs: first re-send claims abandoned by a dead sender, then claim and send these
+ * events. Sends sequentially (bounded work per call).
  */
-export async function drainEvents(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: number, send: Sender) {
-  for (const job of reclaimStale(db, storage, limit)) await attempt(db, storage, job, send);
-  const { jobs, events, lastSeq } = claimDeliveries(db, storage, afterSeq, limit);
-  for (const job of jobs) await attempt(db, storage, job, send);
-  return { eventsDrained: events.length, lastEventId: events.length ? events[events.length - 1].event_id : null, lastSeq };
+export async function deliverEvents(db: Db, storage: DurableObjectStorage, events: readonly EventRow[], send: Sender): Promise<void> {
+  for (const job of reclaimStale(db, storage, Math.max(events.length, 1))) await attempt(db, storage, job, send);
+  for (const job of claimDeliveries(db, storage, events)) await attempt(db, storage, job, send);
 }
 
 export const hasActiveHooks = (db: Db) => !!db.first("SELECT 1 FROM webhooks WHERE status = 'active' LIMIT 1");
@@ -208,9 +203,10 @@ export const hasActiveHooks = (db: Db) => !!db.first("SELECT 1 FROM webhooks WHE
 export async function backgroundDrain(db: Db, storage: DurableObjectStorage, send: Sender): Promise<boolean> {
   if (!hasActiveHooks(db)) return false;
   const cursor = Number(getMeta(db, "webhook_cursor") ?? 0);
-  const { lastSeq, eventsDrained } = await drainEvents(db, storage, cursor, BACKGROUND_BATCH, send);
-  setMeta(db, "webhook_cursor", String(lastSeq));
-  return eventsDrained === BACKGROUND_BATCH;
+  const events = db.all<EventRow>("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", cursor, BACKGROUND_BATCH);
+  await deliverEvents(db, storage, events, send);
+  if (events.length) setMeta(db, "webhook_cursor", String(events[events.length - 1].seq));
+  return events.length === BACKGROUND_BATCH;
 }
 
 /**

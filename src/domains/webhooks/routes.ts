@@ -3,17 +3,17 @@
 import { isAdmin, managesShared } from "../../access/policy";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor, pageOf, positionAfter } from "../../http/cursor";
+import { encodeCursor, pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
-import { readableEventsWhere } from "../../org/events";
+import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
-import { drainEvents, pendingDeliveries, type WebhookRow } from "./delivery";
+import { deliverEvents, type WebhookRow } from "./delivery";
 import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
 
 export const SIGNING = {
@@ -53,15 +53,24 @@ function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused"
 }
 
 /**
- * The drain's cursor is opaque: a position in the organization's event log, never an event id (the
- * last event scanned may be one the caller cannot read). `after` takes such a cursor or, as before,
- * an event id the caller may read (an unreadable one is as unknown as a random id).
+ * The drain's cursor names the last event it drained, as an id cursor (positionAfter): the drain scans
+ * only events the caller may read, so neither its counts nor its cursor tell anything about the rest of
+ * the organization's log. `after` takes such a cursor or an event id (as GET /v1/events does); one the
+ * caller cannot read answers the same 404 as a random id.
  */
-const isDrainCursor = (v: unknown): v is ["drain", number] =>
-  Array.isArray(v) && v.length === 2 && v[0] === "drain" && Number.isInteger(v[1]) && v[1] >= 0;
-const drainCursor = (seq: number) => encodeCursor(["drain", seq]);
-const drainPosition = (db: Db, caller: Caller, after: string) =>
-  after.startsWith(ID_PREFIX.event) ? readableEventSeq(db, caller, after) : decodeCursor(after, isDrainCursor)[1];
+const drainPosition = (db: Db, caller: Caller, after: string) => after.startsWith(ID_PREFIX.event)
+  ? readableEventSeq(db, caller, after)
+  : positionAfter(after, ID_PREFIX.event, (id) => readableEvent(db, caller, id)?.seq, () => { throw notFound("Event"); });
+
+/** Deliveries still to be sent (pending or sending) of hooks the caller manages and events it may read. */
+function pendingDeliveriesFor(db: Db, caller: Caller): number {
+  const [visible, ...who] = readableEventsWhere(caller, "e");
+  const [managed, ...args] = managedHooksWhere(caller);
+  return db.first<{ n: number }>(
+    `SELECT count(*) AS n FROM deliveries d JOIN events e ON e.event_id = d.event_id
+      WHERE d.status IN ('pending', 'sending') AND ${visible}
+        AND d.webhook_id IN (SELECT webhook_id FROM webhooks WHERE ${managed})`, ...who, ...args)!.n;
+}
 
 export const webhookRoutes = [
   orgRoute({
@@ -164,14 +173,17 @@ export const webhookRoutes = [
   orgRoute({
     method: "POST", path: "/v1/webhooks/deliver", scope: "webhooks:write", body: deliverBody, bodyOptional: true,
     response: { 200: deliverResponse },
-    summary: "Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks.",
+    summary: "Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks.",
     handler: async (rc) => {
-      const { db, storage, body } = rc;
-      const afterSeq = body.after ? drainPosition(db, rc.caller, body.after) : 0;
-      // Delivery rows are claimed and settled by drainEvents itself (sending happens between); the
+      const { db, storage, body, caller } = rc;
+      const afterSeq = body.after ? drainPosition(db, caller, body.after) : 0;
+      const events = readableEventsAfter(db, caller, afterSeq, { limit: body.limit });
+      // Delivery rows are claimed and settled by deliverEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
-      const out = await drainEvents(db, storage, afterSeq, body.limit, rc.deps.sendWebhook);
-      const data = { events_drained: out.eventsDrained, cursor: drainCursor(out.lastSeq), pending_deliveries: pendingDeliveries(db) };
+      await deliverEvents(db, storage, events, rc.deps.sendWebhook);
+      const last = events.at(-1);
+      const data = { events_drained: events.length, cursor: last ? encodeCursor([last.event_id]) : (body.after ?? null),
+        pending_deliveries: pendingDeliveriesFor(db, caller) };
       return commitWrite(rc, () => ({ status: 200, data,
         audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } }));
     },

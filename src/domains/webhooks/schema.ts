@@ -18,7 +18,7 @@ export const createWebhookBody = z.strictObject({
 });
 
 export const deliverBody = z.strictObject({
-  after: z.string().max(64).optional(),
+  after: z.string().max(64).nullable().optional().describe("A `cursor` this route returned, or an event id; absent or null: from the start"),
   limit: intRange(1, 200).default(50),
 });
 
@@ -43,5 +43,7 @@ export const deliveryListResponse = pageOf("deliveries", z.strictObject({
 }));
 
 export const deliverResponse = z.strictObject({
-  events_drained: count, cursor: z.string().describe("Pass as `after` to continue"), pending_deliveries: count,
+  events_drained: count.describe("Events you may read that this call scanned"),
+  cursor: z.string().nullable().describe("Names the last event drained (or echoes `after` when none was); pass as `after` to continue"),
+  pending_deliveries: count.describe("Deliveries not yet sent of hooks you manage and events you may read"),
 });
