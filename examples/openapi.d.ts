@@ -554,6 +554,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC). */
+        post: operations["postV1WebhooksByIdDeliveriesByDeliveryIdRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/deliver": {
         parameters: {
             query?: never;
@@ -3741,10 +3758,15 @@ export interface operations {
                             deliveries: {
                                 id: string;
                                 event_id: string;
-                                /** @enum {string} */
-                                status: "pending" | "sending" | "delivered";
+                                /**
+                                 * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "sending" | "delivered" | "failed";
+                                /** @description Attempts made (at most 5 before a redelivery) */
                                 attempts: number;
                                 last_attempt_at: string | null;
+                                /** @description When the next attempt is due; null once delivered or failed */
                                 next_retry_at: string | null;
                                 /** @description The receiver's HTTP status; null after a network error or before the first attempt */
                                 response_status: number | null;
@@ -3752,6 +3774,52 @@ export interface operations {
                             }[];
                             has_more: boolean;
                             next_cursor: string | null;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postV1WebhooksByIdDeliveriesByDeliveryIdRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            event_id: string;
+                            /**
+                             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+                             * @enum {string}
+                             */
+                            status: "pending" | "sending" | "delivered" | "failed";
+                            /** @description Attempts made (at most 5 before a redelivery) */
+                            attempts: number;
+                            last_attempt_at: string | null;
+                            /** @description When the next attempt is due; null once delivered or failed */
+                            next_retry_at: string | null;
+                            /** @description The receiver's HTTP status; null after a network error or before the first attempt */
+                            response_status: number | null;
+                            created_at: string;
                         };
                         meta: {
                             request_id: string;

@@ -1,10 +1,10 @@
-// Webhook registration, pause/resume, deletion, the delivery list and the manual drain.
+// Webhook registration, pause/resume, deletion, the delivery list, redelivery and the manual drain.
 // Webhook administration emits no domain events (SPEC) but every change is audited.
 import { isAdmin, managesShared } from "../../access/policy";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
-import { clock } from "../../http/clock";
+import { clock, isoAt } from "../../http/clock";
 import { encodeCursor, pageOf, positionAfter } from "../../http/cursor";
-import { conflict, forbidden, notFound } from "../../http/errors";
+import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
@@ -13,14 +13,14 @@ import { ok } from "../../org/request";
 import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
-import { deliverEvents, type WebhookRow } from "./delivery";
-import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
+import { deliverEvents, webhookDeliveryJob, type WebhookRow } from "./delivery";
+import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, deliveryResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
 
 export const SIGNING = {
   header: "X-Svc-Signature",
   algorithm: "HMAC-SHA256",
   format: "sha256=<64 lowercase hex>",
-  note: "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery.",
+  note: "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery. Standard Webhooks 1.0 headers (webhook-id, webhook-timestamp, webhook-signature) are sent as well.",
 } as const;
 
 const view = (w: WebhookRow) => ({
@@ -40,6 +40,14 @@ function requireHook(db: Db, caller: Caller, id: string): WebhookRow {
   return hook;
 }
 
+interface DeliveryRow {
+  seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
+  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string;
+}
+
+const deliveryView = (d: DeliveryRow) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
+  last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at });
+
 /** managesShared in SQL over the webhooks table: the hooks the caller may list. */
 const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => ["(? = 1 OR created_by = ?)", isAdmin(caller) ? 1 : 0, caller.principalId];
 
@@ -47,6 +55,8 @@ function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused"
   return commitWrite(rc, (db) => {
     db.run(`UPDATE webhooks SET status = ?, ${status === "active" ? "failure_count = 0," : ""} updated_at = ? WHERE webhook_id = ?`,
       status, clock.nowIso(), hook.webhook_id);
+    // Resumed: what accrued while it was paused (new events, due retries) goes out at once.
+    if (status === "active") rc.jobDue(webhookDeliveryJob.name, clock.nowMs());
     return { status: 200, data: view(hookRow(db, hook.webhook_id)!),
       audit: { action, resourceType: "webhook", resourceId: hook.webhook_id } };
   });
@@ -88,11 +98,11 @@ export const webhookRoutes = [
       const fromSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
       const row: WebhookRow = { webhook_id: newId(ID_PREFIX.webhook), url: rc.body.url, secret: rc.body.secret,
         events: JSON.stringify(events), status: "active", failure_count: 0, created_by: rc.caller.principalId, from_seq: fromSeq,
-        created_at: now, updated_at: now };
+        scanned_seq: fromSeq, created_at: now, updated_at: now };
       db.run(
-        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
-         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?, ?)`,
-        row.webhook_id, row.url, row.secret, row.events, row.created_by, fromSeq, now, now);
+        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, scanned_seq, created_at, updated_at)
+         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?, ?, ?)`,
+        row.webhook_id, row.url, row.secret, row.events, row.created_by, fromSeq, fromSeq, now, now);
       return { status: 201, data: view(row),
         audit: { action: "webhook.created", resourceType: "webhook", resourceId: row.webhook_id, detail: { events } } };
     }),
@@ -158,14 +168,36 @@ export const webhookRoutes = [
       const before = query.after ? positionAfter(query.after, ID_PREFIX.delivery,
         (id) => db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`, hook.webhook_id, ...who, id)?.seq,
         () => { throw notFound("Delivery"); }) : Number.MAX_SAFE_INTEGER;
-      const rows = db.all<{ seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
-        last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string }>(
+      const rows = db.all<DeliveryRow>(
         `SELECT d.* ${readable} AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`, hook.webhook_id, ...who, before, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (d) => [d.delivery_id]);
-      return ok({
-        deliveries: page.map((d) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
-          last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at })),
-        ...more,
+      return ok({ deliveries: page.map(deliveryView), ...more });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/webhooks/:id/deliveries/:delivery_id/retry", scope: "webhooks:write",
+    response: { 200: deliveryResponse },
+    summary: "Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC).",
+    handler: (rc) => {
+      const { db, caller, params } = rc;
+      const hook = requireHook(db, caller, params.id);
+      // A delivery of another hook, or of an event the caller may not read, is as missing as a random id.
+      const [visible, ...who] = readableEventsWhere(caller, "e");
+      const delivery = db.first<DeliveryRow>(
+        `SELECT d.* FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.delivery_id = ? AND d.webhook_id = ? AND ${visible}`,
+        params.delivery_id, hook.webhook_id, ...who);
+      if (!delivery) throw notFound("Delivery");
+      if (hook.status === "disabled") throw forbidden("Cannot redeliver to a disabled webhook. Re-register it.");
+      if (delivery.status !== "failed")
+        throw new ApiError("VALIDATION_ERROR", `Only a failed delivery can be redelivered; this one is ${delivery.status}.`);
+      return commitWrite(rc, (db) => {
+        const now = clock.nowMs();
+        db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ? AND status = 'failed'", isoAt(now), delivery.delivery_id);
+        rc.jobDue(webhookDeliveryJob.name, now);
+        return { status: 200, data: deliveryView(db.first<DeliveryRow>("SELECT * FROM deliveries WHERE delivery_id = ?", delivery.delivery_id)!),
+          audit: { action: "webhook.redelivered", resourceType: "webhook", resourceId: hook.webhook_id,
+            detail: { delivery_id: delivery.delivery_id, event_id: delivery.event_id } } };
       });
     },
   }),
@@ -180,7 +212,7 @@ export const webhookRoutes = [
       const events = readableEventsAfter(db, caller, afterSeq, { limit: body.limit });
       // Delivery rows are claimed and settled by deliverEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
-      await deliverEvents(db, storage, events, rc.deps.sendWebhook);
+      await deliverEvents(db, storage, events, rc.deps, body.limit);
       const last = events.at(-1);
       const data = { events_drained: events.length, cursor: last ? encodeCursor([last.event_id]) : (body.after ?? null),
         pending_deliveries: pendingDeliveriesFor(db, caller) };

@@ -35,12 +35,16 @@ export const webhookResponse = z.strictObject({
 export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) });
 export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, deleted: z.literal(true), deliveries_removed: count });
 
-export const deliveryListResponse = pageOf("deliveries", z.strictObject({
-  id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event), status: z.enum(["pending", "sending", "delivered"]), attempts: count,
-  last_attempt_at: timestamp.nullable(), next_retry_at: timestamp.nullable(),
+export const deliveryResponse = z.strictObject({
+  id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event),
+  status: z.enum(["pending", "sending", "delivered", "failed"])
+    .describe("pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled"),
+  attempts: count.describe("Attempts made (at most 5 before a redelivery)"),
+  last_attempt_at: timestamp.nullable(), next_retry_at: timestamp.nullable().describe("When the next attempt is due; null once delivered or failed"),
   response_status: z.number().int().nullable().describe("The receiver's HTTP status; null after a network error or before the first attempt"),
   created_at: timestamp,
-}));
+});
+export const deliveryListResponse = pageOf("deliveries", deliveryResponse);
 
 export const deliverResponse = z.strictObject({
   events_drained: count.describe("Events you may read that this call scanned"),
