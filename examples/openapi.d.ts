@@ -3536,6 +3536,7 @@ export interface operations {
                                 events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                                 /** @enum {string} */
                                 status: "active" | "paused" | "disabled";
+                                /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                                 failure_count: number;
                                 created_at: string;
                                 updated_at: string;
@@ -3588,6 +3589,7 @@ export interface operations {
                             events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                             /** @enum {string} */
                             status: "active" | "paused" | "disabled";
+                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                             failure_count: number;
                             created_at: string;
                             updated_at: string;
@@ -3667,6 +3669,7 @@ export interface operations {
                             events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                             /** @enum {string} */
                             status: "active" | "paused" | "disabled";
+                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                             failure_count: number;
                             created_at: string;
                             updated_at: string;
@@ -3712,6 +3715,7 @@ export interface operations {
                             events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                             /** @enum {string} */
                             status: "active" | "paused" | "disabled";
+                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                             failure_count: number;
                             created_at: string;
                             updated_at: string;

@@ -296,23 +296,35 @@ describe("delivery", () => {
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(5);
   });
 
-  it("disables a hook after ten consecutive failures; pause, resume and redelivery are then 403", async () => {
+  it("disables a hook after ten consecutive deliveries failed for good (retried attempts do not count); pause, resume and redelivery are then 403", async () => {
     const org = await newOrg();
     const hook = await register(org.api_key);
+    const status = async () => (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
     respond = () => 503;
-    // Twelve events reach the hook at once (they accrued while it was paused): six sends go out together,
-    // then, the hook failing, one at a time: the tenth failure disables it and nothing more is sent.
+    // Twelve events reach the hook at once (they accrued while it was paused).
     await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
     for (let i = 0; i < 12; i++) await appendOk(org.api_key, obs("s", `n${i}`));
     await call("POST", `/v1/webhooks/${hook.webhook_id}/resume`, { key: org.api_key });
     await runAlarm(org.org_id);
     await drain(org.api_key);
-    expect(sent).toHaveLength(10);
-    const h = (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
-    expect(h).toMatchObject({ status: "disabled", failure_count: 10 });
-    // Nothing of a disabled hook waits for a retry: its deliveries are failed, and the two never sent are released.
+    expect(sent).toHaveLength(12);
+    // Failed attempts that will be retried cost the hook nothing: a receiver down for a while is no reason to disable it.
+    expect(await status()).toMatchObject({ status: "active", failure_count: 0 });
+    for (let n = 1; n < MAX_ATTEMPTS - 1; n++) {
+      clock.advance(SPEC_RETRY_SCHEDULE_MS[n - 1]);
+      await runAlarm(org.org_id);
+    }
+    expect(sent).toHaveLength(48);
+    expect(await status()).toMatchObject({ status: "active", failure_count: 0 });
+    // The fifth attempts: each that fails ends a delivery for good, one at a time (the hook is failing);
+    // the tenth disables the hook, and the last two deliveries are never attempted a fifth time.
+    clock.advance(SPEC_RETRY_SCHEDULE_MS[MAX_ATTEMPTS - 2]);
+    await runAlarm(org.org_id);
+    expect(sent).toHaveLength(58);
+    expect(await status()).toMatchObject({ status: "disabled", failure_count: 10 });
     const rows = await deliveries(org.api_key, hook.webhook_id);
-    expect(rows.map((d) => [d.status, d.attempts, d.next_retry_at])).toEqual(Array.from({ length: 10 }, () => ["failed", 1, null]));
+    expect(rows.map((d) => [d.status, d.next_retry_at])).toEqual(Array.from({ length: 12 }, () => ["failed", null]));
+    expect(rows.map((d) => d.attempts).sort()).toEqual([4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]);
     const p = await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
     expectError(p, 403, "FORBIDDEN");
     expect(p.json.error.message).toBe("Cannot pause a disabled webhook.");
@@ -324,14 +336,21 @@ describe("delivery", () => {
     expect(again.json.error.message).toBe("Cannot redeliver to a disabled webhook. Re-register it.");
   });
 
-  it("resets the consecutive count on success", async () => {
+  it("counts consecutive deliveries failed for good; a success resets the count", async () => {
     const org = await newOrg();
     await register(org.api_key);
-    respond = (n) => (n === 6 ? 200 : 500);
-    for (let i = 0; i < 12; i++) await appendOk(org.api_key, obs("s", `n${i}`));
+    respond = () => 500;
+    for (let i = 0; i < 3; i++) await appendOk(org.api_key, obs("s", `n${i}`));
     await drain(org.api_key);
-    const h = (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
-    expect(h).toMatchObject({ status: "active", failure_count: 6 });
+    for (let n = 1; n < MAX_ATTEMPTS; n++) {
+      clock.advance(SPEC_RETRY_SCHEDULE_MS[n - 1]);
+      await runAlarm(org.org_id);
+    }
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 3 });
+    respond = () => 200;
+    await appendOk(org.api_key, obs("s", "delivered"));
+    await drain(org.api_key);
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 0 });
   });
 
   it("pauses delivery while events accrue; resume resets failure_count and delivers them", async () => {
@@ -418,15 +437,14 @@ describe("the real sender", () => {
       calls.push(init as RequestInit);
       return new Response("ignored body", { status: 302, headers: { location: "https://elsewhere.example.com/" } });
     });
-    await register(org.api_key);
+    const hook = await register(org.api_key);
     await appendOk(org.api_key, obs("s", "x"));
     await drain(org.api_key);
     expect(calls).toHaveLength(1);
     expect(calls[0].redirect).toBe("manual");
     // A timeout signal bounds every delivery attempt.
     expect(calls[0].signal).toBeInstanceOf(AbortSignal);
-    const h = (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0];
-    expect(h.failure_count).toBe(1);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ status: "pending", attempts: 1, response_status: 302 }]);
   });
 });
 
@@ -520,7 +538,7 @@ describe("retries, driven by the organization's alarm", () => {
     await drain(org.api_key);
     expect(sent).toHaveLength(5);
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"]))).toEqual(new Set([row.id]));
-    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 5 });
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 1 });
     expect((await drain(org.api_key)).json.data.pending_deliveries).toBe(0);
   });
 

@@ -3,8 +3,9 @@
 //   claim    a delivery row (unique per webhook and event) is inserted as 'sending' in one
 //            transaction before anything is sent, so a concurrent or replayed pass finds it and skips;
 //   attempt  success -> 'delivered'; a failure (network error, timeout, non-2xx) -> 'pending' with
-//            next_retry_at from the retry schedule, or 'failed' after MAX_ATTEMPTS; each failure counts
-//            one consecutive failure on the hook, and DISABLE_AFTER_FAILURES in a row disable it;
+//            next_retry_at from the retry schedule, or 'failed' after MAX_ATTEMPTS; each delivery that
+//            fails for good counts one consecutive failure on the hook (a success resets the count),
+//            and DISABLE_AFTER_FAILURES in a row disable it;
 //   retry    the org alarm claims due 'pending' rows back to 'sending' and sends them again under the
 //            same delivery id (receivers deduplicate on it);
 //   reclaim  a 'sending' row that no pass of this object holds, left since before RECLAIM_AFTER_MS,
@@ -95,15 +96,27 @@ export const retryDelayMs = (schedule: readonly number[], attempts: number) => s
 /**
  * What this object is delivering now. A claimed delivery is held from its claim until it settles: a
  * 'sending' row held here has a live sender (never reclaimed), and a drain waits for those of the
- * events it scanned. Sends to one hook are gated across every pass (alarm and drains alike): a
- * healthy hook takes up to SEND_CONCURRENCY at once, a failing one a single send, so a receiver that is
- * down is probed rather than flooded and the hook is disabled at its tenth consecutive failure, not
- * after a burst beyond it.
+ * events it scanned. Sends to one hook are gated across every pass (alarm and drains alike): a hook
+ * whose last attempt succeeded takes up to SEND_CONCURRENCY at once, one whose last attempt failed a
+ * single send until one succeeds, so a receiver that is down or overloaded is probed rather than
+ * flooded, and a hook is disabled at its tenth consecutive failure, not after a burst beyond it.
  */
 export class DeliveriesInFlight {
   private readonly held = new Map<string, { eventId: string; done: Promise<void> }>();
   private readonly sending = new Map<string, number>();
   private readonly waiting = new Map<string, (() => void)[]>();
+  /** Hooks whose last attempt failed (in memory: after a restart every hook starts healthy). */
+  private readonly failing = new Set<string>();
+
+  /** How many sends the hook may have in flight now. */
+  allowedSends(webhookId: string): number {
+    return this.failing.has(webhookId) ? 1 : SEND_CONCURRENCY;
+  }
+
+  attempted(webhookId: string, ok: boolean): void {
+    if (ok) this.failing.delete(webhookId);
+    else this.failing.add(webhookId);
+  }
 
   /** Hold a claimed delivery; the returned function settles it. */
   hold(deliveryId: string, eventId: string): () => void {
@@ -306,14 +319,14 @@ function jobsOf(db: Db, rows: { delivery_id: string; webhook_id: string; event_i
   });
 }
 
-/** One attempt of a claimed delivery, settled in one transaction. */
-async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps: DeliveryDeps): Promise<void> {
+/** One attempt of a claimed delivery, settled in one transaction: whether it succeeded, or null when nothing was sent. */
+async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps: DeliveryDeps): Promise<boolean | null> {
   const hook = hookRow(db, job.hook.webhook_id);
-  if (!hook) return; // deleted since the claim: its rows went with it
+  if (!hook) return null; // deleted since the claim: its rows went with it
   // Re-checked at the send. Paused since the claim: back to waiting, due at once, sent after a resume.
   if (hook.status === "paused") {
     db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ?", clock.nowIso(), job.deliveryId);
-    return;
+    return null;
   }
   // Disabled, or the creator may no longer read the event (a grant revoked, the creator removed):
   // nothing is sent; a claim never attempted is released, one attempted before ends failed.
@@ -321,7 +334,7 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps
     const attempted = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) > 0;
     if (hook.status === "disabled" && attempted) db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL WHERE delivery_id = ?", job.deliveryId);
     else db.run("DELETE FROM deliveries WHERE delivery_id = ?", job.deliveryId);
-    return;
+    return null;
   }
   const body = job.event.payload; // exactly as stored
   const startedAt = clock.nowMs();
@@ -333,10 +346,10 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps
   } catch {
     status = null; // network error or timeout
   }
-  settle(db, storage, job, status, deps.webhookRetrySchedule);
+  return settle(db, storage, job, status, deps.webhookRetrySchedule);
 }
 
-function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: number | null, schedule: readonly number[]): void {
+function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: number | null, schedule: readonly number[]): boolean {
   const ok = status != null && status >= 200 && status < 300;
   const at = clock.nowMs();
   storage.transactionSync(() => {
@@ -346,18 +359,23 @@ function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: num
       db.run("UPDATE webhooks SET failure_count = 0 WHERE webhook_id = ?", job.hook.webhook_id);
       return;
     }
+    const attempts = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) + 1;
+    const hookStatus = db.first<{ status: string }>("SELECT status FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id)?.status;
+    const final = attempts >= MAX_ATTEMPTS || hookStatus === "disabled";
+    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ? WHERE delivery_id = ?`,
+      final ? "failed" : "pending", attempts, isoAt(at), final ? null : isoAt(at + retryDelayMs(schedule, attempts)), status, job.deliveryId);
+    if (!final || hookStatus === "disabled") return;
+    // A delivery failed for good: one more consecutive failure of the hook (a failed attempt that will
+    // be retried is none, so a receiver down for a while does not cost the hook). The tenth disables it,
+    // and whatever of it still waited for a retry will never be sent.
     const hook = db.first<{ status: string }>(
       `UPDATE webhooks SET failure_count = failure_count + 1,
          status = CASE WHEN failure_count + 1 >= ? AND status = 'active' THEN 'disabled' ELSE status END, updated_at = ?
        WHERE webhook_id = ? RETURNING status`, DISABLE_AFTER_FAILURES, isoAt(at), job.hook.webhook_id);
-    const attempts = db.first<{ attempts: number }>("SELECT attempts + 1 AS attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 1;
-    const final = attempts >= MAX_ATTEMPTS || hook?.status === "disabled";
-    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ? WHERE delivery_id = ?`,
-      final ? "failed" : "pending", attempts, isoAt(at), final ? null : isoAt(at + retryDelayMs(schedule, attempts)), status, job.deliveryId);
-    // A disabled hook is terminal: whatever still waited for a retry will never be sent.
     if (hook?.status === "disabled")
       db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL WHERE webhook_id = ? AND status = 'pending'", job.hook.webhook_id);
   });
+  return ok;
 }
 
 /** At most `n` calls of `work` running at once. */
@@ -384,12 +402,15 @@ async function sendClaimed(db: Db, storage: DurableObjectStorage, jobs: Claimed[
   const inFlight = deps.webhookDeliveries;
   const release = jobs.map((j) => inFlight.hold(j.deliveryId, j.event.event_id));
   const passSlot = limiter(SEND_CONCURRENCY);
-  const allowed = (webhookId: string) => () => ((hookRow(db, webhookId)?.failure_count ?? 0) > 0 ? 1 : SEND_CONCURRENCY);
   const results = await Promise.allSettled(jobs.map(async (job, i) => {
+    const webhookId = job.hook.webhook_id;
     try {
-      const leave = await inFlight.sendSlot(job.hook.webhook_id, allowed(job.hook.webhook_id));
+      const leave = await inFlight.sendSlot(webhookId, () => inFlight.allowedSends(webhookId));
       try {
-        await passSlot(() => attempt(db, storage, job, deps));
+        await passSlot(async () => {
+          const ok = await attempt(db, storage, job, deps);
+          if (ok !== null) inFlight.attempted(webhookId, ok);
+        });
       } finally {
         leave();
       }

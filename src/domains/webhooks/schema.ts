@@ -29,7 +29,8 @@ const webhookId = idOf(ID_PREFIX.webhook);
 
 export const webhookResponse = z.strictObject({
   webhook_id: webhookId, url: z.string(), events: z.array(z.enum([...EVENT_KINDS, "*"])), status: z.enum(["active", "paused", "disabled"]),
-  failure_count: count, created_at: timestamp, updated_at: timestamp,
+  failure_count: count.describe("Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook"),
+  created_at: timestamp, updated_at: timestamp,
   signing: z.strictObject({ header: z.string(), algorithm: z.literal("HMAC-SHA256"), format: z.string(), note: z.string() }),
 });
 export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) });
