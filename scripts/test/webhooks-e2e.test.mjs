@@ -47,7 +47,7 @@ test("npm start retries a failing receiver on WEBHOOK_RETRY_SCHEDULE; every atte
   try {
     await new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`npm start did not serve within 180 s:\n${output}`)), 180_000);
-      server.stdout.on("data", () => /serving on /.test(output) && (clearTimeout(timer), resolve()));
+      server.stdout.on("data", () => /serving the API on /.test(output) && (clearTimeout(timer), resolve()));
       server.on("exit", (code) => reject(new Error(`npm start exited with ${code}:\n${output}`)));
     });
     const key = output.match(/owner API key:\s+(\S+)/)[1];
