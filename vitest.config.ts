@@ -1,8 +1,11 @@
-import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { defineConfig } from "vitest/config";
+import { patchVitestPool } from "./scripts/patch-vitest-pool.mjs";
 
+// The pool's fixes (scripts/patch-vitest-pool.mjs) go in before the pool is loaded.
+patchVitestPool();
+const { cloudflareTest, readD1Migrations } = await import("@cloudflare/vitest-pool-workers");
 const d1Migrations = await readD1Migrations("./schema/d1");
 // wrangler.toml's [assets] folder (the operator console) must exist before the pool reads the config.
 execFileSync(process.execPath, ["scripts/build-console.mjs", "--if-missing"], { stdio: "inherit" });
