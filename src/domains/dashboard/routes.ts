@@ -106,9 +106,11 @@ export const dashboardRoutes = [
       const password = temporaryPassword();
       const hash = await hashPassword(password, pepperOf(rc.env));
       let accountId = "";
+      let principalId = "";
       const reply = commitWrite(rc, (db) => {
         if (db.first("SELECT 1 FROM operator_accounts WHERE username = ?", body.username)) throw taken();
         const principal = insertPrincipal(db, "human", body.display_name ?? body.username, body.role, { createdBy: caller.principalId });
+        principalId = principal.principal_id;
         accountId = insertAccount(db, principal.principal_id, body.username, body.display_name ?? null, hash);
         return {
           status: 201, data: { ...accountView(accountById(db, accountId)!), temporary_password: password },
@@ -125,12 +127,13 @@ export const dashboardRoutes = [
         failure = /UNIQUE/i.test(String(err)) ? taken() : new ApiError("UNAVAILABLE", "The username index is unavailable; the account was not created.");
       }
       if (failure) {
+        // By the ids this request created, not through the live-account view: while the index write was in
+        // flight the creator may have been removed, and that cascade disables the new account.
         rc.storage.transactionSync(() => {
-          const account = accountById(rc.db, accountId)!;
           rc.db.run("DELETE FROM operator_accounts WHERE account_id = ?", accountId);
-          rc.db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", clock.nowIso(), account.principal_id);
+          rc.db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ? AND removed_at IS NULL", clock.nowIso(), principalId);
           rc.db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE principal_id = ? AND removed_at IS NULL",
-            clock.nowIso(), caller.principalId, account.principal_id);
+            clock.nowIso(), caller.principalId, principalId);
           insertAudit(rc.db, { actorId: caller.principalId, keyId: caller.keyId, requestId: rc.requestId },
             { action: "operator_account.removed", resourceType: "operator_account", resourceId: accountId, detail: { reason: "username index" } },
             clock.nowIso());
