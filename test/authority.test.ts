@@ -151,6 +151,28 @@ describe("removal and last-key revocation disable the dashboard accounts a princ
     await expectDisabled(j);
   });
 
+  it("removing an admin revokes the keys it minted for other principals, keys others minted for them stay", async () => {
+    const org = await newOrg();
+    const a = await mintKey(org.api_key, { scopes: ["*"] });
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: a.principal_id, role: "admin" } })).status).toBe(201);
+    const agent = await mintKey(org.api_key, { scopes: ["*"] });
+    const planted = await mintKey(a.key, { scopes: ["*"], principal_id: agent.principal_id });
+    const ownersToo = await mintKey(org.api_key, { scopes: ["*"], principal_id: agent.principal_id });
+    expect((await call("GET", "/v1/principal", { key: planted.key })).json.data.principal_id).toBe(agent.principal_id);
+
+    const d = await call("DELETE", `/v1/memberships/${await orgMembership(org.api_key, a.principal_id)}`, { key: org.api_key });
+    expect(d.status, d.text).toBe(200);
+    expect(d.json.data).toMatchObject({ keys_revoked: 2 });
+    expectError(await call("GET", "/v1/principal", { key: planted.key }), 401, "UNAUTHENTICATED");
+    expect(await indexed(planted.key)).toBe(0);
+    for (const k of [agent, ownersToo]) expect((await call("GET", "/v1/principal", { key: k.key })).status).toBe(200);
+    const rows = await inOrg(org.org_id, (o) => o.db.all<{ key_id: string; created_by: string | null; status: string }>(
+      "SELECT key_id, created_by, status FROM api_keys WHERE principal_id = ? ORDER BY created_at, key_id", agent.principal_id));
+    expect(Object.fromEntries(rows.map((r) => [r.key_id, [r.created_by, r.status]]))).toEqual({
+      [agent.key_id]: [expect.stringMatching(/^prn_/), "active"], [planted.key_id]: [a.principal_id, "revoked"], [ownersToo.key_id]: [expect.stringMatching(/^prn_/), "active"],
+    });
+  });
+
   it("revoking the API key of a principal that keeps its own dashboard account leaves what it created alone", async () => {
     const org = await newOrg();
     const admin = await fullAccount(org.api_key, "admin");

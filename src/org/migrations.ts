@@ -955,4 +955,14 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX deliveries_due ON deliveries(next_retry_at) WHERE status = 'pending';
     `,
   },
+  {
+    // Who minted each key: removing a principal (or revoking its last credential) also revokes the keys
+    // it or the principals it created minted for other principals, which would otherwise keep its
+    // authority alive. Keys minted before this column existed keep NULL (creator unknown).
+    name: "0031_key_creators",
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN created_by TEXT;
+      CREATE INDEX api_keys_by_creator ON api_keys(created_by) WHERE created_by IS NOT NULL;
+    `,
+  },
 ];
