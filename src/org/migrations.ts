@@ -965,4 +965,14 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX api_keys_by_creator ON api_keys(created_by) WHERE created_by IS NOT NULL;
     `,
   },
+  {
+    // Whether each exchange was signed by the peer: an owner's or admin's "*" credential may pull
+    // unsigned (src/domains/federation/exchange.ts), and the log tells such pulls apart. Pushes are
+    // always signed; pulls logged before this column existed stay NULL (not known).
+    name: "0032_federation_log_signed",
+    sql: `
+      ALTER TABLE federation_log ADD COLUMN signed INTEGER;
+      UPDATE federation_log SET signed = 1 WHERE operation = 'push';
+    `,
+  },
 ];
