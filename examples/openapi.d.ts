@@ -6741,6 +6741,7 @@ export interface operations {
                                 cursor_after: string | null;
                                 request_id: string;
                                 created_at: string;
+                                signed: boolean | null;
                             }[];
                             has_more: boolean;
                             next_cursor: string | null;

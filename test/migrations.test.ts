@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { logPage, logView } from "../src/domains/federation/store";
 import { healthRoutes } from "../src/domains/health/routes";
 import { stemsOf, storedTerm } from "../src/domains/memory/fts";
 import { rankingDrift } from "../src/domains/memory/records";
@@ -244,6 +245,20 @@ describe("migrations that backfill data", () => {
         { webhook_id: "whk_new", scanned_seq: 20 }, { webhook_id: "whk_old", scanned_seq: 12 }]);
       expect(o.db.all("SELECT name FROM org_meta WHERE name = 'webhook_cursor'")).toEqual([]);
       expect(o.db.first("SELECT 1 AS ok FROM sqlite_master WHERE name = 'deliveries_due'")).toEqual({ ok: 1 });
+    });
+  });
+
+  it("0032_federation_log_signed marks logged pushes signed and leaves earlier pulls unknown", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0032_federation_log_signed"));
+      const t = "2026-01-01T00:00:00.000Z";
+      o.db.run(`INSERT INTO federation_peers (peer_id, endpoint, shared_secret, direction, status, created_by, created_at)
+        VALUES ('peer_1', 'https://p.example.com', 's', 'bidirectional', 'active', 'prn_a', ?)`, t);
+      for (const [id, operation] of [["flog_pull", "pull"], ["flog_push", "push"]])
+        o.db.run(`INSERT INTO federation_log (log_id, peer_id, operation, counts, request_id, created_at)
+          VALUES (?, 'peer_1', ?, '{"events":0,"success":0,"conflict":0,"rejected":0,"bundles":0}', 'req_1', ?)`, id, operation, t);
+      migrate(o.db, storage, upTo("0032_federation_log_signed"));
+      expect(logPage(o.db, "peer_1", 0, 10).map((l) => [l.log_id, logView(l).signed])).toEqual([["flog_pull", null], ["flog_push", true]]);
     });
   });
 
