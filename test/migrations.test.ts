@@ -247,6 +247,19 @@ describe("migrations that backfill data", () => {
     });
   });
 
+  it("0031_webhook_failure_count starts active and paused hooks' counts again; a disabled hook keeps its count", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0031_webhook_failure_count"));
+      const t = "2026-01-01T00:00:00.000Z";
+      for (const [id, status, failures] of [["whk_active", "active", 7], ["whk_paused", "paused", 3], ["whk_disabled", "disabled", 10]] as const)
+        o.db.run(`INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
+          VALUES (?, 'https://h.example.com/', 's', '["*"]', ?, ?, 'prn_a', 0, ?, ?)`, id, status, failures, t, t);
+      migrate(o.db, storage, upTo("0031_webhook_failure_count"));
+      expect(o.db.all("SELECT webhook_id, failure_count FROM webhooks ORDER BY webhook_id")).toEqual([
+        { webhook_id: "whk_active", failure_count: 0 }, { webhook_id: "whk_disabled", failure_count: 10 }, { webhook_id: "whk_paused", failure_count: 0 }]);
+    });
+  });
+
   it("0007_job_due_times makes nothing due in an organization without waiting work", async () => {
     await inEmptyObject((o, storage) => {
       migrate(o.db, storage, upTo("0007_job_due_times"));

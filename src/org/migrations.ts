@@ -955,4 +955,13 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX deliveries_due ON deliveries(next_retry_at) WHERE status = 'pending';
     `,
   },
+  {
+    // A hook's failure_count counts deliveries that failed for good (every attempt used); a count kept
+    // from when it counted failed attempts would disable hooks early, so active and paused hooks start
+    // again at 0 (a disabled hook keeps its count).
+    name: "0031_webhook_failure_count",
+    sql: `
+      UPDATE webhooks SET failure_count = 0 WHERE status != 'disabled';
+    `,
+  },
 ];
