@@ -8,8 +8,8 @@ import {
 } from "../src/domains/webhooks/delivery";
 import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
 import type { EventRow } from "../src/org/events";
-import { jobDueAt } from "../src/org/jobs";
-import { insertEvent } from "../src/org/write";
+import { jobDueAt, markJobDue } from "../src/org/jobs";
+import { type EventInput, insertEvent } from "../src/org/write";
 import { clock } from "../src/http/clock";
 import { decodeCursor } from "../src/http/cursor";
 import { appendOk, call, expectError, inOrg, mintKey, newOrg as newBareOrg, obs, orgStub } from "./helpers";
@@ -65,7 +65,7 @@ const drain = (key: string, body: Record<string, unknown> = {}) => call("POST", 
 
 interface Delivery {
   id: string; event_id: string; status: string; attempts: number;
-  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string;
+  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; failure_reason: string | null; created_at: string;
 }
 const deliveries = async (key: string, webhookId: string): Promise<Delivery[]> =>
   (await call("GET", `/v1/webhooks/${webhookId}/deliveries?limit=200`, { key })).json.data.deliveries;
@@ -76,6 +76,14 @@ const alarmAt = (orgId: string) => inOrg(orgId, (o) => storageOf(o).getAlarm());
 const deliveryDueAt = (orgId: string) => inOrg(orgId, (o) => jobDueAt(o.db, webhookDeliveryJob.name));
 const redeliver = (key: string, webhookId: string, deliveryId: string) =>
   call("POST", `/v1/webhooks/${webhookId}/deliveries/${deliveryId}/retry`, { key });
+const ownerOf = async (key: string) => (await call("GET", "/v1/principal", { key })).json.data.principal_id as string;
+/** The crash: an event committed and its delivery claimed ('sending'), then the instance dies before it sends. */
+const claimThenCrash = (orgId: string, actorId: string, extra: Partial<EventInput> = {}) => inOrg(orgId, (o) => {
+  const storage = storageOf(o);
+  const eventId = storage.transactionSync(() => insertEvent(o.db, actorId, {
+    kind: "observation.appended", resourceType: "observation", resourceId: `obs_${"1".repeat(32)}`, payload: { subject_id: "s" }, ...extra }, clock.nowIso()));
+  return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId)).map((j) => j.deliveryId);
+});
 
 describe("webhook registration", () => {
   it.each([
@@ -242,7 +250,7 @@ describe("delivery", () => {
     expect(list.json.data.deliveries).toHaveLength(1);
     expect(list.json.data.deliveries[0]).toMatchObject({ id: s.headers["x-svc-delivery"], status: "delivered", attempts: 1, response_status: 200, next_retry_at: null });
     expect(Object.keys(list.json.data.deliveries[0]).sort()).toEqual(
-      ["attempts", "created_at", "event_id", "id", "last_attempt_at", "next_retry_at", "response_status", "status"]);
+      ["attempts", "created_at", "event_id", "failure_reason", "id", "last_attempt_at", "next_retry_at", "response_status", "status"]);
     expect(id).toMatch(/^obs_/);
   });
 
@@ -324,7 +332,8 @@ describe("delivery", () => {
     expect(await status()).toMatchObject({ status: "disabled", failure_count: 10 });
     const rows = await deliveries(org.api_key, hook.webhook_id);
     expect(rows.map((d) => [d.status, d.next_retry_at])).toEqual(Array.from({ length: 12 }, () => ["failed", null]));
-    expect(rows.map((d) => d.attempts).sort()).toEqual([4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]);
+    expect(rows.map((d) => [d.attempts, d.failure_reason]).sort()).toEqual(
+      [...Array(2).fill([4, "hook_disabled"]), ...Array(10).fill([5, "attempts_exhausted"])]);
     const p = await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
     expectError(p, 403, "FORBIDDEN");
     expect(p.json.error.message).toBe("Cannot pause a disabled webhook.");
@@ -531,7 +540,7 @@ describe("retries, driven by the organization's alarm", () => {
       expect(sent, `after the wait that follows attempt ${n}`).toHaveLength(n + 1);
     }
     const [row] = await deliveries(org.api_key, hook.webhook_id);
-    expect(row).toMatchObject({ status: "failed", attempts: 5, next_retry_at: null, response_status: 500 });
+    expect(row).toMatchObject({ status: "failed", attempts: 5, next_retry_at: null, response_status: 500, failure_reason: "attempts_exhausted" });
     expect(await deliveryDueAt(org.org_id)).toBeNull();
     clock.advance(SPEC_RETRY_SCHEDULE_MS[4] * 2);
     await runAlarm(org.org_id);
@@ -632,16 +641,59 @@ describe("a hook paused while its deliveries are being sent", () => {
   });
 });
 
-describe("reclaiming a delivery whose sender died", () => {
-  /** The crash: an event committed and its delivery claimed ('sending'), then the instance dies before it sends. */
-  const claimThenCrash = (orgId: string, ownerId: string) => inOrg(orgId, (o) => {
-    const storage = storageOf(o);
-    const eventId = storage.transactionSync(() => insertEvent(o.db, ownerId, {
-      kind: "observation.appended", resourceType: "observation", resourceId: `obs_${"1".repeat(32)}`, payload: { subject_id: "s" } }, clock.nowIso()));
-    return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId)).map((j) => j.deliveryId);
+describe("a claim its hook may no longer send", () => {
+  it("ends failed, unsent, when the creator lost the read between claim and send; the event is never claimed again", async () => {
+    const org = await newOrg();
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const hook = await register(member.key);
+    const readAll = { principal_id: member.principal_id, permissions: ["read"], organization: true };
+    const grant = await call("POST", "/v1/grants", { key: org.api_key, body: readAll });
+    expect(grant.status, grant.text).toBe(201);
+    // The owner's private event, which the member reads through the grant: claimed for its hook, and
+    // the sender dies before it sends; then the grant is revoked.
+    const claimed = await claimThenCrash(org.org_id, await ownerOf(org.api_key), { visibility: "private" });
+    expect(claimed).toHaveLength(1);
+    expect((await call("DELETE", `/v1/grants/${grant.json.data.grant_id}`, { key: org.api_key })).status).toBe(200);
+    clock.advance(RECLAIM_AFTER_MS);
+    await drain(org.api_key); // reclaims the claim; the check at the send finds the event unreadable
+    expect(sent).toHaveLength(0);
+    const failed = { id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, response_status: null, failure_reason: "event_unreadable" };
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([failed]);
+    // The read comes back: the row still holds the (webhook, event) pair, so no drain or alarm sends it
+    // again under another delivery id (its first sender may have sent it before it died).
+    expect((await call("POST", "/v1/grants", { key: org.api_key, body: readAll })).status).toBe(201);
+    clock.advance(RECLAIM_AFTER_MS);
+    await drain(member.key);
+    await drain(org.api_key);
+    await inOrg(org.org_id, async (o) => {
+      storageOf(o).transactionSync(() => markJobDue(o.db, webhookDeliveryJob.name, clock.nowMs()));
+      await storageOf(o).setAlarm(clock.nowMs());
+    });
+    await runAlarm(org.org_id);
+    expect(sent).toHaveLength(0);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([failed]);
+    // An unsent delivery is no failure of the receiver: it costs the hook nothing.
+    expect((await call("GET", "/v1/webhooks", { key: member.key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 0 });
   });
-  const ownerOf = async (key: string) => (await call("GET", "/v1/principal", { key })).json.data.principal_id as string;
 
+  it("ends failed, unsent, when its hook was disabled between claim and send", async () => {
+    const org = await newOrg();
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const hook = await register(member.key);
+    const claimed = await claimThenCrash(org.org_id, await ownerOf(org.api_key));
+    // Removing the member from the organization disables its hooks.
+    const memberships = (await call("GET", "/v1/memberships?limit=200", { key: org.api_key })).json.data.memberships;
+    const membership = memberships.find((m: any) => m.principal_id === member.principal_id && m.workspace_id === null).membership_id;
+    expect((await call("DELETE", `/v1/memberships/${membership}`, { key: org.api_key })).json.data.webhooks_disabled).toBe(1);
+    clock.advance(RECLAIM_AFTER_MS);
+    await drain(org.api_key);
+    expect(sent).toHaveLength(0);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject(
+      [{ id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, failure_reason: "hook_disabled" }]);
+  });
+});
+
+describe("reclaiming a delivery whose sender died", () => {
   it("sends a claim left 'sending' past the timeout again, exactly once, under the same delivery id", async () => {
     const org = await newOrg();
     const hook = await register(org.api_key);
@@ -724,7 +776,7 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     respond = () => 200;
     const r = await redeliver(org.api_key, hook.webhook_id, row.id);
     expect(r.status, r.text).toBe(200);
-    expect(r.json.data).toMatchObject({ id: row.id, event_id: row.event_id, status: "pending", attempts: 5, response_status: 500 });
+    expect(r.json.data).toMatchObject({ id: row.id, event_id: row.event_id, status: "pending", attempts: 5, response_status: 500, failure_reason: null });
     expect(Math.abs(Date.parse(r.json.data.next_retry_at) - clock.nowMs())).toBeLessThan(1_000);
     expect(await deliveryDueAt(org.org_id)).toBeLessThanOrEqual(clock.nowMs());
     await runAlarm(org.org_id);
@@ -741,7 +793,7 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     const { hook, row } = await failedDelivery(org.org_id, org.api_key);
     expect((await redeliver(org.api_key, hook.webhook_id, row.id)).status).toBe(200);
     await runAlarm(org.org_id);
-    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ id: row.id, status: "failed", attempts: 6, next_retry_at: null }]);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ id: row.id, status: "failed", attempts: 6, next_retry_at: null, failure_reason: "attempts_exhausted" }]);
   });
 
   it("refuses every other state with 400 naming it", async () => {

@@ -5,7 +5,9 @@
 //   attempt  success -> 'delivered'; a failure (network error, timeout, non-2xx) -> 'pending' with
 //            next_retry_at from the retry schedule, or 'failed' after MAX_ATTEMPTS; each delivery that
 //            fails for good counts one consecutive failure on the hook (a success resets the count),
-//            and DISABLE_AFTER_FAILURES in a row disable it;
+//            and DISABLE_AFTER_FAILURES in a row disable it. A claim whose event its hook's creator may
+//            no longer read, or whose hook was disabled, ends 'failed' unsent: delivery never deletes a
+//            row, so no (webhook, event) is ever claimed twice;
 //   retry    the org alarm claims due 'pending' rows back to 'sending' and sends them again under the
 //            same delivery id (receivers deduplicate on it);
 //   reclaim  a 'sending' row that no pass of this object holds, left since before RECLAIM_AFTER_MS,
@@ -223,6 +225,10 @@ export interface Claimed {
 
 const hookRow = (db: Db, webhookId: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", webhookId);
 
+/** Why a delivery ended 'failed' (its failure_reason). */
+export const FAILURE_REASONS = ["attempts_exhausted", "hook_disabled", "event_unreadable"] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
 /** Insert a 'sending' row for (hook, event) unless one exists: the claim that makes a delivery exactly once. */
 function claimOne(db: Db, hook: WebhookRow, event: EventRow, at: string): Claimed | null {
   const deliveryId = newId(ID_PREFIX.delivery);
@@ -328,12 +334,15 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps
     db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ?", clock.nowIso(), job.deliveryId);
     return null;
   }
-  // Disabled, or the creator may no longer read the event (a grant revoked, the creator removed):
-  // nothing is sent; a claim never attempted is released, one attempted before ends failed.
-  if (hook.status === "disabled" || !readableByCreator(db, hook, [job.event]).has(job.event.event_id)) {
-    const attempted = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) > 0;
-    if (hook.status === "disabled" && attempted) db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL WHERE delivery_id = ?", job.deliveryId);
-    else db.run("DELETE FROM deliveries WHERE delivery_id = ?", job.deliveryId);
+  // Disabled, or the creator may no longer read the event (a grant or workspace membership removed):
+  // nothing is sent, and the delivery ends failed with its reason, never tried again automatically.
+  // The row stays (a reclaimed claim may have been sent before its sender died): it keeps the
+  // (webhook, event) claimed, so no later pass sends the event under another delivery id. It costs the
+  // hook nothing (failure_count counts what its receiver failed).
+  const unsendable: FailureReason | null = hook.status === "disabled" ? "hook_disabled"
+    : !readableByCreator(db, hook, [job.event]).has(job.event.event_id) ? "event_unreadable" : null;
+  if (unsendable) {
+    db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = ? WHERE delivery_id = ?", unsendable, job.deliveryId);
     return null;
   }
   const body = job.event.payload; // exactly as stored
@@ -361,10 +370,11 @@ function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: num
     }
     const attempts = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) + 1;
     const hookStatus = db.first<{ status: string }>("SELECT status FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id)?.status;
-    const final = attempts >= MAX_ATTEMPTS || hookStatus === "disabled";
-    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ? WHERE delivery_id = ?`,
-      final ? "failed" : "pending", attempts, isoAt(at), final ? null : isoAt(at + retryDelayMs(schedule, attempts)), status, job.deliveryId);
-    if (!final || hookStatus === "disabled") return;
+    const reason: FailureReason | null = hookStatus === "disabled" ? "hook_disabled" : attempts >= MAX_ATTEMPTS ? "attempts_exhausted" : null;
+    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ?, failure_reason = ?
+             WHERE delivery_id = ?`, reason ? "failed" : "pending", attempts, isoAt(at), reason ? null : isoAt(at + retryDelayMs(schedule, attempts)),
+      status, reason, job.deliveryId);
+    if (reason !== "attempts_exhausted") return;
     // A delivery failed for good: one more consecutive failure of the hook (a failed attempt that will
     // be retried is none, so a receiver down for a while does not cost the hook). The tenth disables it,
     // and whatever of it still waited for a retry will never be sent.
@@ -373,7 +383,8 @@ function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: num
          status = CASE WHEN failure_count + 1 >= ? AND status = 'active' THEN 'disabled' ELSE status END, updated_at = ?
        WHERE webhook_id = ? RETURNING status`, DISABLE_AFTER_FAILURES, isoAt(at), job.hook.webhook_id);
     if (hook?.status === "disabled")
-      db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL WHERE webhook_id = ? AND status = 'pending'", job.hook.webhook_id);
+      db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled' WHERE webhook_id = ? AND status = 'pending'",
+        job.hook.webhook_id);
   });
   return ok;
 }

@@ -13,7 +13,7 @@ import { ok } from "../../org/request";
 import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
-import { deliverEvents, webhookDeliveryJob, type WebhookRow } from "./delivery";
+import { deliverEvents, type FailureReason, webhookDeliveryJob, type WebhookRow } from "./delivery";
 import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, deliveryResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
 
 export const SIGNING = {
@@ -42,11 +42,13 @@ function requireHook(db: Db, caller: Caller, id: string): WebhookRow {
 
 interface DeliveryRow {
   seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
-  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string;
+  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; failure_reason: FailureReason | null;
+  created_at: string;
 }
 
 const deliveryView = (d: DeliveryRow) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
-  last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at });
+  last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, failure_reason: d.failure_reason,
+  created_at: d.created_at });
 
 /** managesShared in SQL over the webhooks table: the hooks the caller may list. */
 const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => ["(? = 1 OR created_by = ?)", isAdmin(caller) ? 1 : 0, caller.principalId];
@@ -193,7 +195,7 @@ export const webhookRoutes = [
         throw new ApiError("VALIDATION_ERROR", `Only a failed delivery can be redelivered; this one is ${delivery.status}.`);
       return commitWrite(rc, (db) => {
         const now = clock.nowMs();
-        db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ? AND status = 'failed'", isoAt(now), delivery.delivery_id);
+        db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ?, failure_reason = NULL WHERE delivery_id = ? AND status = 'failed'", isoAt(now), delivery.delivery_id);
         rc.jobDue(webhookDeliveryJob.name, now);
         return { status: 200, data: deliveryView(db.first<DeliveryRow>("SELECT * FROM deliveries WHERE delivery_id = ?", delivery.delivery_id)!),
           audit: { action: "webhook.redelivered", resourceType: "webhook", resourceId: hook.webhook_id,
