@@ -263,6 +263,7 @@ describe("migrations that backfill data", () => {
       expect(o.db.all("SELECT delivery_id, failure_reason FROM deliveries ORDER BY delivery_id")).toEqual([
         { delivery_id: "dlv_cut", failure_reason: "hook_disabled" }, { delivery_id: "dlv_ok", failure_reason: null },
         { delivery_id: "dlv_out", failure_reason: "attempts_exhausted" }, { delivery_id: "dlv_wait", failure_reason: null }]);
+      expect(o.db.first("SELECT 1 AS ok FROM sqlite_master WHERE name = 'deliveries_due_by_hook'")).toEqual({ ok: 1 });
     });
   });
 

@@ -3,8 +3,8 @@ import { verify } from "@octokit/webhooks-methods";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Webhook } from "standardwebhooks";
 import {
-  claimDeliveries, DeliveriesInFlight, fetchSender, MAX_ATTEMPTS, parseRetrySchedule, RECLAIM_AFTER_MS, retryScheduleOf, type Sender,
-  SPEC_RETRY_SCHEDULE_MS, webhookDeliveryJob,
+  claimDeliveries, DeliveriesInFlight, DRAIN_WAIT_MS, fetchSender, MAX_ATTEMPTS, parseRetrySchedule, RECLAIM_AFTER_MS, retryScheduleOf, type Sender,
+  SEND_CONCURRENCY, SPEC_RETRY_SCHEDULE_MS, webhookDeliveryJob,
 } from "../src/domains/webhooks/delivery";
 import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
 import type { EventRow } from "../src/org/events";
@@ -77,6 +77,14 @@ const deliveryDueAt = (orgId: string) => inOrg(orgId, (o) => jobDueAt(o.db, webh
 const redeliver = (key: string, webhookId: string, deliveryId: string) =>
   call("POST", `/v1/webhooks/${webhookId}/deliveries/${deliveryId}/retry`, { key });
 const ownerOf = async (key: string) => (await call("GET", "/v1/principal", { key })).json.data.principal_id as string;
+/**
+ * Events committed straight into the log, `actorId`'s, without making the delivery job due (a route's
+ * commit would, and the alarm would claim them before the test does what it means to).
+ */
+const insertEvents = (orgId: string, actorId: string, n: number, extra: Partial<EventInput> = {}) => inOrg(orgId, (o) =>
+  storageOf(o).transactionSync(() => Array.from({ length: n }, (_, i) => insertEvent(o.db, actorId, {
+    kind: "observation.appended", resourceType: "observation", resourceId: `obs_${String(i).padStart(32, "0")}`, payload: { subject_id: "s", n: i }, ...extra,
+  }, clock.nowIso()))));
 /** The crash: an event committed and its delivery claimed ('sending'), then the instance dies before it sends. */
 const claimThenCrash = (orgId: string, actorId: string, extra: Partial<EventInput> = {}) => inOrg(orgId, (o) => {
   const storage = storageOf(o);
@@ -619,12 +627,14 @@ describe("a hook paused while its deliveries are being sent", () => {
     const org = await newOrg();
     const hook = await register(org.api_key);
     const path = `/v1/webhooks/${hook.webhook_id}`;
+    // The drain answers without waiting for its sends.
+    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ wait: async () => {} }) }; });
     const hanging: ((status: number) => void)[] = [];
-    respond = (n) => (n <= 6 ? new Promise<number>((r) => hanging.push(r)) : 200);
-    await call("POST", `${path}/pause`, { key: org.api_key });
-    for (let i = 0; i < 8; i++) await appendOk(org.api_key, obs("s", `accrued ${i}`));
-    await call("POST", `${path}/resume`, { key: org.api_key });
-    await vi.waitFor(() => expect(sent).toHaveLength(6)); // six sends hang; two claims wait behind them
+    respond = (n) => (n <= SEND_CONCURRENCY ? new Promise<number>((r) => hanging.push(r)) : 200);
+    await insertEvents(org.org_id, await ownerOf(org.api_key), 8);
+    // The drain claims all eight (its cursor moves past them): six sends hang, two claims wait for a send slot.
+    await drain(org.api_key);
+    await vi.waitFor(() => expect(sent).toHaveLength(6));
     await call("POST", `${path}/pause`, { key: org.api_key });
     await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
     await vi.waitFor(async () => expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status).sort())
@@ -633,11 +643,11 @@ describe("a hook paused while its deliveries are being sent", () => {
     const waiting = (await deliveries(org.api_key, hook.webhook_id)).filter((d) => d.status === "pending");
     expect(waiting.map((d) => d.attempts)).toEqual([0, 0]);
     for (const d of waiting) expect(Date.parse(d.next_retry_at!)).toBeLessThanOrEqual(clock.nowMs());
+    // Resumed, the job is due now and the alarm sends them.
     await call("POST", `${path}/resume`, { key: org.api_key });
-    await runAlarm(org.org_id);
-    await drain(org.api_key);
-    expect(sent).toHaveLength(8);
+    await vi.waitFor(() => expect(sent).toHaveLength(8));
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(8);
+    expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status)).toEqual(Array(8).fill("delivered"));
   });
 });
 
@@ -690,6 +700,90 @@ describe("a claim its hook may no longer send", () => {
     expect(sent).toHaveLength(0);
     expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject(
       [{ id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, failure_reason: "hook_disabled" }]);
+  });
+});
+
+describe("no hook holds up the others", () => {
+  const HOUR = 3_600_000;
+  /** Waits that end only when the test ends them (inside the object, where they began). */
+  const gatedWaits = () => {
+    const waits: { ms: number; end: () => void }[] = [];
+    return { waits, wait: (ms: number) => new Promise<void>((end) => waits.push({ ms, end })) };
+  };
+  const statuses = async (key: string, webhookId: string) => (await deliveries(key, webhookId)).map((d) => d.status);
+
+  it("an alarm pass sends another hook's deliveries beside a receiver that never answers, claims for each hook what it may send at once, and ends at its budget", async () => {
+    const org = await newOrg();
+    const budget = gatedWaits();
+    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: budget.wait }) }; });
+    const stuck = await register(org.api_key, { url: "https://stuck.example.com/in" });
+    const healthy = await register(org.api_key, { url: "https://healthy.example.com/in" });
+    const hanging: ((status: number) => void)[] = [];
+    let stuckAnswers = false;
+    respond = (n) => (!stuckAnswers && sent[n - 1].url.includes("stuck") ? new Promise<number>((r) => hanging.push(r)) : 200);
+    // Ten events, and the delivery job due: one alarm pass takes them.
+    await insertEvents(org.org_id, await ownerOf(org.api_key), 10);
+    await inOrg(org.org_id, async (o) => {
+      storageOf(o).transactionSync(() => markJobDue(o.db, webhookDeliveryJob.name, clock.nowMs()));
+      await storageOf(o).setAlarm(clock.nowMs() + HOUR);
+    });
+    let passEnded = false;
+    const pass = runAlarm(org.org_id).then((ran) => { passEnded = true; return ran; });
+    // All ten of the healthy hook go out in this pass, while the stuck receiver holds its sends.
+    await vi.waitFor(async () => expect(await statuses(org.api_key, healthy.webhook_id)).toEqual(Array(10).fill("delivered")));
+    expect(passEnded).toBe(false);
+    // The stuck hook was claimed only what it may send at once: six sends in flight; its other four
+    // events wait unclaimed at its position.
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("sending"));
+    expect(hanging).toHaveLength(SEND_CONCURRENCY);
+    // Its budget spent, the pass ends though those sends never answered, and the alarm looks again a budget later.
+    expect(budget.waits.map((w) => w.ms)).toEqual([HOUR]);
+    await inOrg(org.org_id, () => budget.waits[0].end());
+    expect(await pass).toBe(true);
+    expect(await deliveryDueAt(org.org_id)).toBeGreaterThan(clock.nowMs() + HOUR / 2);
+    // Held sends are never reclaimed, however long they take, and nothing more is claimed beside them.
+    clock.advance(HOUR);
+    expect(await runAlarm(org.org_id)).toBe(true);
+    expect(hanging).toHaveLength(SEND_CONCURRENCY);
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("sending"));
+    // The receiver answers at last; the next pass sends the stuck hook's four others.
+    stuckAnswers = true;
+    await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
+    await vi.waitFor(async () => expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("delivered")));
+    clock.advance(HOUR);
+    await runAlarm(org.org_id);
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(10).fill("delivered"));
+    expect(sent).toHaveLength(20);
+    expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(20);
+  });
+
+  it("a drain waits only for the hooks its caller manages, and for those at most its bound", async () => {
+    const org = await newOrg();
+    const bound = gatedWaits();
+    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: bound.wait }) }; });
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const stuck = await register(org.api_key, { url: "https://stuck.example.com/in" });
+    const own = await register(member.key, { url: "https://member.example.com/in" });
+    respond = (n) => (sent[n - 1].url.includes("stuck") ? new Promise<number>(() => {}) : 200);
+    await insertEvents(org.org_id, await ownerOf(org.api_key), 2);
+    // The member's drain delivers to every subscribed hook (it drains the outbox), but answers once its
+    // own hook's deliveries settled: the owner's receiver, which never answers, does not hold it up.
+    const mine = await drain(member.key);
+    expect(mine.json.data).toMatchObject({ events_drained: 2, pending_deliveries: 0 });
+    expect(await statuses(member.key, own.webhook_id)).toEqual(["delivered", "delivered"]);
+    await vi.waitFor(() => expect(sent.filter((s) => s.url.includes("stuck"))).toHaveLength(2));
+    // The owner manages both: its drain waits for the stuck hook too, until its bound runs out.
+    let answered = false;
+    const owners = drain(org.api_key).then((r) => { answered = true; return r; });
+    // (An alarm pass may have waited too, for its own budget: only the drains' waits are counted.)
+    const drainWaits = () => bound.waits.filter((w) => w.ms === DRAIN_WAIT_MS);
+    await vi.waitFor(() => expect(drainWaits()).toHaveLength(2));
+    expect(answered).toBe(false);
+    await inOrg(org.org_id, () => drainWaits()[1].end());
+    expect((await owners).json.data).toMatchObject({ events_drained: 2, pending_deliveries: 2 });
+    // Nothing was claimed or sent twice; the stuck sends are still in flight.
+    expect(sent).toHaveLength(4);
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(["sending", "sending"]);
   });
 });
 

@@ -13,7 +13,7 @@ import { ok } from "../../org/request";
 import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
-import { deliverEvents, type FailureReason, webhookDeliveryJob, type WebhookRow } from "./delivery";
+import { deliverEvents, type FailureReason, nextDeliveryWorkAt, webhookDeliveryJob, type WebhookRow } from "./delivery";
 import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, deliveryResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
 
 export const SIGNING = {
@@ -212,14 +212,22 @@ export const webhookRoutes = [
       const { db, storage, body, caller } = rc;
       const afterSeq = body.after ? drainPosition(db, caller, body.after) : 0;
       const events = readableEventsAfter(db, caller, afterSeq, { limit: body.limit });
+      // It waits only for the hooks the caller manages: another principal's slow receiver cannot hold it up.
+      const [managed, ...args] = managedHooksWhere(caller);
+      const managedIds = new Set(db.all<{ webhook_id: string }>(`SELECT webhook_id FROM webhooks WHERE ${managed}`, ...args).map((h) => h.webhook_id));
       // Delivery rows are claimed and settled by deliverEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
-      await deliverEvents(db, storage, events, rc.deps, body.limit);
+      await deliverEvents(db, storage, events, rc.deps, body.limit, managedIds);
       const last = events.at(-1);
       const data = { events_drained: events.length, cursor: last ? encodeCursor([last.event_id]) : (body.after ?? null),
         pending_deliveries: pendingDeliveriesFor(db, caller) };
-      return commitWrite(rc, () => ({ status: 200, data,
-        audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } }));
+      return commitWrite(rc, () => {
+        // What its sends left (a retry, a send still in flight) is the background's next work.
+        const next = nextDeliveryWorkAt(db, rc.deps.webhookDeliveries);
+        if (next != null) rc.jobDue(webhookDeliveryJob.name, next);
+        return { status: 200, data,
+          audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } };
+      });
     },
   }),
 ];
