@@ -3770,7 +3770,7 @@ export interface operations {
                                 id: string;
                                 event_id: string;
                                 /**
-                                 * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+                                 * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)
                                  * @enum {string}
                                  */
                                 status: "pending" | "sending" | "delivered" | "failed";
@@ -3781,6 +3781,8 @@ export interface operations {
                                 next_retry_at: string | null;
                                 /** @description The receiver's HTTP status; null after a network error or before the first attempt */
                                 response_status: number | null;
+                                /** @description Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC) */
+                                failure_reason: ("attempts_exhausted" | "hook_disabled" | "event_unreadable") | null;
                                 created_at: string;
                             }[];
                             has_more: boolean;
@@ -3819,7 +3821,7 @@ export interface operations {
                             id: string;
                             event_id: string;
                             /**
-                             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+                             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)
                              * @enum {string}
                              */
                             status: "pending" | "sending" | "delivered" | "failed";
@@ -3830,6 +3832,8 @@ export interface operations {
                             next_retry_at: string | null;
                             /** @description The receiver's HTTP status; null after a network error or before the first attempt */
                             response_status: number | null;
+                            /** @description Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC) */
+                            failure_reason: ("attempts_exhausted" | "hook_disabled" | "event_unreadable") | null;
                             created_at: string;
                         };
                         meta: {

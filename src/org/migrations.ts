@@ -975,4 +975,19 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       UPDATE federation_log SET signed = 1 WHERE operation = 'push';
     `,
   },
+  {
+    // A hook's failure_count counts deliveries that failed for good (every attempt used); a count kept
+    // from when it counted failed attempts would disable hooks early, so active and paused hooks start
+    // again at 0 (a disabled hook keeps its count). A failed delivery records why it failed (the rows
+    // already failed either ran out of attempts or belonged to a hook that was disabled). The alarm
+    // claims each hook's earliest due retries: deliveries_due_by_hook.
+    name: "0033_webhook_failure_count",
+    sql: `
+      UPDATE webhooks SET failure_count = 0 WHERE status != 'disabled';
+      ALTER TABLE deliveries ADD COLUMN failure_reason TEXT;
+      UPDATE deliveries SET failure_reason = CASE WHEN attempts >= 5 THEN 'attempts_exhausted' ELSE 'hook_disabled' END
+        WHERE status = 'failed';
+      CREATE INDEX deliveries_due_by_hook ON deliveries(webhook_id, next_retry_at) WHERE status = 'pending';
+    `,
+  },
 ];
