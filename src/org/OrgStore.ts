@@ -26,6 +26,7 @@ import { appliedMigrations, migrate, migrationMismatch } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
 import type { IndexWrite, OrgDeps, Reply } from "./request";
 import { normalizeIdempotencyKey } from "./write";
+import { WriteTurn } from "./write-turn";
 
 export interface DispatchInput {
   orgId: string;
@@ -59,6 +60,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
   /** Built from env (src/deps.ts). A test may give one object other dependencies (e.g. a recording sender). */
   deps: OrgDeps;
   private migrationError: string | null = null;
+  private readonly writeTurn = new WriteTurn();
 
   constructor(ctx: DurableObjectState, env: EdgeEnv) {
     super(ctx, env);
@@ -80,6 +82,9 @@ export class OrgStore extends DurableObject<EdgeEnv> {
       if (this.migrationError) throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
       const route = ORG_ROUTES.get(input.routeId);
       if (!route) throw new Error(`route ${input.routeId} is not an org route`);
+      // Writes share their turn's commit (src/org/write-turn.ts). The key row is read after the wait, so a
+      // revocation that lands meanwhile applies to this request.
+      if (route.method !== "GET" && !route.readOnly) await this.writeTurn.wait();
       const caller = loadCaller(this.db, input.keyHash);
       if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
       // A write that created record ids registers those not reserved ahead of use before it answers.
