@@ -25,7 +25,7 @@ import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
-import { GLOVE_TABLE } from "../src/vector/glove-table";
+import { GLOVE_TABLE } from "../src/generated/glove-table";
 import { STOPWORDS } from "../src/domains/memory/fts";
 
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).

@@ -677,7 +677,7 @@ async function partScale(server) {
 
 One organization grown to ${SIZES.map((s) => s.toLocaleString("en-US")).join(", ")} claims: statements of 10-30 words drawn
 with Zipf(1.07) over the local embedder's own vocabulary by frequency rank (the ${VOCAB.length.toLocaleString("en-US")} English words of
-\`src/vector/glove-table.ts\`, read out of that file by \`scripts/bench-lib.mjs\`; stopwords included, as in running text),
+\`src/generated/glove-table.ts\`, read out of that file by \`scripts/bench-lib.mjs\`; stopwords included, as in running text),
 so a few words are everywhere and most are rare; 50 claims per consolidation, 20 subjects. Every word is one the embedder
 knows, so statements and queries embed to real vectors and compile is **hybrid**: lexical candidates plus the vector index's
 nearest claims. (Runs before this change drew from 20,000 made-up words the embedder did not know: every query embedded to

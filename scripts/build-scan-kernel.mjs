@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Writes src/vector/scan-kernel.wasm, the local vector index's scoring kernel (src/vector/scan-kernel.ts),
+// Writes src/generated/scan-kernel.wasm, the local vector index's scoring kernel (src/vector/scan-kernel.ts),
 // assembled here byte by byte so no toolchain is needed: `node scripts/build-scan-kernel.mjs`.
 // scripts/test/scan-kernel.test.mjs checks the committed file is exactly what this script writes.
 //
@@ -80,7 +80,7 @@ export function scanKernelBytes() {
   ]);
 }
 
-export const KERNEL_PATH = fileURLToPath(new URL("../src/vector/scan-kernel.wasm", import.meta.url));
+export const KERNEL_PATH = fileURLToPath(new URL("../src/generated/scan-kernel.wasm", import.meta.url));
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(KERNEL_PATH, scanKernelBytes());

@@ -4,7 +4,7 @@
 // the two disagree would make ranking read the wrong statistics.
 import { describe, expect, it } from "vitest";
 import { phraseCount, phraseStems, queryTerms, stemsOf, storedTerm } from "../src/domains/memory/fts";
-import { TOKEN_RANGES } from "../src/domains/memory/unicode61";
+import { TOKEN_RANGES } from "../src/generated/unicode61-tables";
 import type { Db } from "../src/org/db";
 import { inOrg } from "./helpers";
 

@@ -5,7 +5,7 @@
 // and an unknown word looked up by its Porter stem. Deterministic and static: a text's vector never
 // depends on the organization's other data, so nothing drifts as the corpus grows.
 import { ftsTokens, STOPWORDS, stemKey } from "../domains/memory/fts";
-import { GLOVE_TABLE } from "./glove-table";
+import { GLOVE_TABLE } from "../generated/glove-table";
 import { type Embedder, normalize } from "./types";
 
 export const LOCAL_EMBEDDER_INFO = {

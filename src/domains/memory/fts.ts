@@ -1,7 +1,7 @@
 // Turning free text into a safe FTS5 query: words only (no operators from the client), each quoted.
 // Also the JavaScript side of the claims_fts tokenizer (unicode61 + porter), so that ranking can see
 // which query terms a candidate holds, and the stopword list that ranking leaves out of queries.
-import { DIACRITICS, FOLD_RUNS, TOKEN_RANGES } from "./unicode61";
+import { DIACRITICS, FOLD_RUNS, TOKEN_RANGES } from "../../generated/unicode61-tables";
 
 const MAX_TERMS = 32;
 
@@ -91,7 +91,7 @@ function isTokenChar(cp: number): boolean {
 }
 
 /**
- * unicode61's scan (tables in unicode61.ts, measured from SQLite): token characters folded, combining
+ * unicode61's scan (tables in src/generated/unicode61-tables.ts, measured from SQLite): token characters folded, combining
  * diacritics dropped inside a token, everything else separates. With `underscore`, "_" joins a word
  * (queryTerms). ASCII text, nearly all of it, takes a regular expression.
  */
