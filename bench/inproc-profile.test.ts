@@ -26,7 +26,7 @@ const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
 import { GLOVE_TABLE } from "../src/generated/glove-table";
-import { STOPWORDS } from "../src/domains/memory/fts";
+import { STOPWORDS } from "../src/text/stopwords";
 
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).
 const SIZES: number[] = inject("profileSizes") ?? [1000, 50000, 200000];

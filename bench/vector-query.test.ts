@@ -30,7 +30,7 @@ import { bestSlots, dot, LocalVectorIndex } from "../src/vector/local-index";
 import type { AcceptIds, VectorHit } from "../src/vector/types";
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
-import { STOPWORDS } from "../src/domains/memory/fts";
+import { STOPWORDS } from "../src/text/stopwords";
 
 const SIZES: number[] = (globalThis as any).__VEC_SIZES ?? [1000, 50000, 200000];
 const REPS = 3;

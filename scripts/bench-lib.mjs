@@ -272,10 +272,10 @@ function tableWords() {
   if (!m) throw new Error("src/generated/glove-table.ts: no `words` line (the table's format changed?)");
   return m[1].split(" ");
 }
-/** compile's and the embedder's stopwords (src/domains/memory/fts.ts STOPWORDS), read out of the source. */
+/** compile's and the embedder's stopwords (src/text/stopwords.ts STOPWORDS), read out of the source. */
 function ftsStopwords() {
-  const m = /export const STOPWORDS\b[^=]*= new Set\(\(([\s\S]*?)\)\.split\(" "\)\)/.exec(readSource("src/domains/memory/fts.ts"));
-  if (!m) throw new Error("src/domains/memory/fts.ts: no STOPWORDS list (its format changed?)");
+  const m = /export const STOPWORDS\b[^=]*= new Set\(\(([\s\S]*?)\)\.split\(" "\)\)/.exec(readSource("src/text/stopwords.ts"));
+  if (!m) throw new Error("src/text/stopwords.ts: no STOPWORDS list (its format changed?)");
   return new Set([...m[1].matchAll(/"([^"]*)"/g)].map((q) => q[1]).join("").split(" "));
 }
 export const VOCAB = tableWords();

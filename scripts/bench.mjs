@@ -688,7 +688,7 @@ drained through \`POST /v1/index/drain\` (pages of 100, its largest, two request
 run stops unless the index then holds every claim, so nothing is draining during the samples. Third column: vectors held,
 how many the index held when seeding ended, and how long the rest took. At each size ${SAMPLES} samples each of:
 \`POST /v1/context/compile\` with a query of 4 informative words (the same Zipf with the stopwords of
-\`src/domains/memory/fts.ts\` skipped, as an agent asks) and \`token_budget\` 1000 over HTTP, the same dispatched straight to
+\`src/text/stopwords.ts\` skipped, as an agent asks) and \`token_budget\` 1000 over HTTP, the same dispatched straight to
 the Durable Object and timed inside it (\`/__bench/timed\`; workerd's clock has 1 ms resolution, so inside values are whole
 ms), and \`GET /v1/memories?q=<2 non-stopwords of a stored claim>&limit=25\` both ways. Sequential requests; latency in ms
 (p50 / p95). "Hybrid packs": HTTP compiles whose \`meta.degraded.vectors\` was false (a vector hit took part in ranking).

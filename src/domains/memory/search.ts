@@ -18,7 +18,8 @@ import type { Db } from "../../org/db";
 import type { BackgroundJob } from "../../org/jobs";
 import type { Caller } from "../../org/request";
 import type { PhaseMark } from "./ranking";
-import { bm25, matchAll, phraseStems, queryTerms, stemsOf, storedBm25, type StoredTerms } from "./fts";
+import { bm25, matchAll, phraseStems, stemsOf, storedBm25, type StoredTerms } from "./fts";
+import { queryTerms } from "../../text/unicode61";
 import { type ClaimRow, sharedTermStats } from "./records";
 
 export interface MemoriesFilter {
