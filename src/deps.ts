@@ -3,7 +3,7 @@
 // a test replaces them on one object (OrgStore.deps), never in a module.
 import { legalHoldPurgeGuard } from "./domains/retention/holds";
 import { fetchSender, offlineSender } from "./domains/webhooks/delivery";
-import type { EdgeEnv } from "./http/route";
+import type { EdgeEnv } from "./env";
 import type { OrgDeps, PurgeGuard } from "./org/request";
 import { durableRegistry } from "./registry/client";
 import { modelDeps } from "./vector/runtime";

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { healthRoutes } from "../src/domains/health/routes";
 import { stemsOf, storedTerm } from "../src/domains/memory/fts";
 import { rankingDrift } from "../src/domains/memory/records";
-import type { PublicRoute } from "../src/http/route";
+import type { PublicRoute } from "../src/org/route";
 import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
 import { takeReservedId } from "../src/org/reserved-ids";

@@ -5,12 +5,13 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock } from "../http/clock";
 import { ApiError, type ErrorBody, translateStorageError } from "../http/errors";
-import type { EdgeEnv, OrgRoute } from "../http/route";
+import type { BootstrapResult, DispatchInput, DispatchResult, EdgeEnv, LoginResult, OrgObject, Readiness } from "../env";
+import type { OrgRoute } from "./route";
 import { executeRoute, type Session } from "./execute";
 import { addCredential, removeCredential } from "../index-db";
 import { ORG_ROUTES } from "../routes";
 import { loadCaller, revokeKey } from "../domains/identity/store";
-import { bootstrapOrganization, type BootstrapResult } from "../domains/identity/bootstrap";
+import { bootstrapOrganization } from "../domains/identity/bootstrap";
 import { BACKGROUND_JOBS } from "../jobs";
 import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";
@@ -18,7 +19,7 @@ import { maintenanceIntervalMs } from "./maintenance";
 import { RegistrationBatcher, registerQueuedOwners } from "./outbox";
 import { ReserveGauge, topUpReserves } from "./reserved-ids";
 import { getMeta } from "./meta";
-import { passwordLogin, type LoginResult } from "../domains/dashboard/login";
+import { passwordLogin } from "../domains/dashboard/login";
 import { revokeSessionById } from "../domains/dashboard/store";
 import { pepperOf } from "../domains/identity/passwords";
 import { Db } from "./db";
@@ -26,23 +27,6 @@ import { appliedMigrations, migrate, migrationMismatch } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
 import type { IndexWrite, OrgDeps, Reply } from "./request";
 import { normalizeIdempotencyKey } from "./write";
-
-export interface DispatchInput {
-  orgId: string;
-  routeId: string;
-  params: Record<string, string>;
-  query: Record<string, string>;
-  bodyText: string | null;
-  idempotencyKey: string | null;
-  keyHash: string;
-  requestId: string;
-  /** The few request headers routes may read (lower-case names): accept, content-type, mcp-protocol-version, origin, x-svc-peer-signature, host. */
-  headers: Record<string, string>;
-}
-
-export type DispatchResult =
-  | ({ ok: true } & Omit<Reply, "indexWrites">)
-  | { ok: false; error: ErrorBody };
 
 /** How long a write's registration or a reserve top-up may take before it is left to the outbox's retry. */
 const REGISTRY_WAIT_MS = 5_000;
@@ -54,7 +38,7 @@ function withinRegistryWait(work: Promise<void>): Promise<void> {
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
-export class OrgStore extends DurableObject<EdgeEnv> {
+export class OrgStore extends DurableObject<EdgeEnv> implements OrgObject {
   readonly db: Db;
   /** Built from env (src/deps.ts). A test may give one object other dependencies (e.g. a recording sender). */
   deps: OrgDeps;
@@ -179,7 +163,7 @@ export class OrgStore extends DurableObject<EdgeEnv> {
   }
 
   /** Re-checked on every call: the applied migrations by name against the list, not by count. */
-  async readiness(): Promise<{ ok: boolean; applied: number; expected: number; error?: string }> {
+  async readiness(): Promise<Readiness> {
     const expected = ORG_MIGRATIONS.length;
     try {
       const applied = appliedMigrations(this.db);

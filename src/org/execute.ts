@@ -3,11 +3,11 @@
 // else (idempotent reaches commitWrite through the RequestCtx). HTTP requests (OrgStore.dispatch) and
 // MCP tool calls both come through here, so a tool can never do more than the route it mirrors.
 import { isAdmin, requireWrite, roleWrites } from "../access/policy";
-import { checkStage } from "../domains/dashboard/stages";
+import { checkStage } from "../auth/stages";
 import { accountOfPrincipal } from "../domains/dashboard/store";
 import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { ApiError } from "../http/errors";
-import { type OrgRoute, routeId } from "../http/route";
+import { type OrgRoute, routeId } from "./route";
 import { parseJsonBody, parseQuery, parseWith } from "../http/validate";
 import type { Reply, RequestCtx } from "./request";
 

@@ -14,7 +14,7 @@ export interface Caller {
   /** Live workspace memberships: workspace id -> role, loaded with the key on every request. */
   workspaces: Record<string, Role>;
   /** Set when the credential is a dashboard session (keyId is then its session_id). */
-  session?: { sessionId: string; accountId: string; stage: import("../domains/dashboard/stages").SessionStage };
+  session?: { sessionId: string; accountId: string; stage: import("../auth/stages").SessionStage };
 }
 
 export interface RequestCtx<B = unknown, Q = unknown> {
@@ -30,7 +30,7 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   /** The unparsed body, for routes declared with rawBody. */
   rawBody: string | null;
   idempotencyKey: string | null;
-  env: import("../http/route").EdgeEnv;
+  env: import("../env").EdgeEnv;
   /** Selected request headers, lower-case names (see DispatchInput.headers). */
   headers: Record<string, string>;
   /** Whether the route honours Idempotency-Key (its `idempotent` flag): commitWrite reads this. */

@@ -3,7 +3,7 @@
 // exactly like a missing one. Their reads (also the Atlas's scope_preview) apply retrievable in the walk.
 import { afterPair, decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";

@@ -10,7 +10,7 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import type { IndexWrite } from "../../org/request";
 import { ok } from "../../org/request";

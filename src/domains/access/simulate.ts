@@ -4,7 +4,7 @@
 // that apply.
 import { type Guarded, type HeldGrant, canWrite, grantsCovering, loadGrants, principalWorkspaces, readsByVisibility, roleWrites } from "../../access/policy";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";

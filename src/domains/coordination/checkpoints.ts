@@ -5,7 +5,7 @@ import { heldOrDelegated } from "../../access/retrieval";
 import { clock, isoAt } from "../../http/clock";
 import { conflict, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";

@@ -5,7 +5,7 @@ import { clock, isoAt } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import type { RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";

@@ -4,7 +4,8 @@
 // session. Unknown usernames and wrong passwords get the same answer after the same work.
 import { ApiError } from "../../http/errors";
 import { dataResponse, errorResponse } from "../../http/envelope";
-import type { EdgeEnv, PublicRequest } from "../../http/route";
+import type { EdgeEnv, LoginResult } from "../../env";
+import type { PublicRequest } from "../../org/route";
 import { parseJsonBody, parseWith } from "../../http/validate";
 import { clock } from "../../http/clock";
 import { addCredential } from "../../index-db";
@@ -13,15 +14,11 @@ import { getMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
 import { DUMMY_HASH, hashPassword, pepperOf, verifyPassword } from "../identity/passwords";
 import { loginBody } from "./schema";
-import type { SessionStage } from "./stages";
+import type { SessionStage } from "../../auth/stages";
 import { accountByUsername, insertSession, revokeSessions, sessionView, upgradePasswordHash } from "./store";
 import { forgiveFailure, resetFailures, takeAttemptSlot } from "./throttle";
 
 export const INVALID_LOGIN = "Invalid username or password.";
-
-export type LoginResult =
-  | { ok: true; session: ReturnType<typeof sessionView> }
-  | { ok: false; error: { code: "UNAUTHENTICATED" | "UNAVAILABLE"; message: string } };
 
 /** Inside the org Durable Object: verify the password and issue a session in the stage the account is in. */
 export async function passwordLogin(

@@ -4,7 +4,8 @@
 // audits metadata only.
 import { requireAccountAuthority } from "../../access/authority";
 import { ApiError, conflict, forbidden, invalid, notFound } from "../../http/errors";
-import { type EdgeEnv, type PublicRoute, orgRoute } from "../../http/route";
+import type { EdgeEnv } from "../../env";
+import { type PublicRoute, orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import type { IndexWrite, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
@@ -14,7 +15,7 @@ import { insertPrincipal } from "../identity/store";
 import { hashPassword, pepperOf, temporaryPassword, verifyPassword } from "../identity/passwords";
 import { loginAtEdge } from "./login";
 import { accountResponse, addedPasskeyResponse, addPasskeyBody, assertionBody, assertionOptionsResponse, changePasswordBody, createAccountBody, createdAccountResponse, currentPasswordBody, passkeyListResponse, recoveryCodeBody, recoveryCodesResponse, registrationOptionsResponse, revokedPasskeyResponse, sessionResponse, sessionRevokedResponse, upgradedSessionResponse } from "./schema";
-import type { CredentialStage } from "./stages";
+import type { CredentialStage } from "../../auth/stages";
 import {
   type AccountRow, accountById, accountOfPrincipal, accountView, activePasskeys, consumeChallenge, hasUnusedRecoveryCode,
   insertAccount, insertChallenge, insertPasskey, insertSession, passkeyByCredential, passkeyView, replaceRecoveryCodes,

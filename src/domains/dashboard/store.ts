@@ -5,7 +5,8 @@ import type { Role } from "../../auth/roles";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
-import { SESSION_LIFETIME_MS, type SessionStage } from "./stages";
+import type { SessionStage } from "../../auth/stages";
+import type { IssuedSession } from "../../env";
 
 export interface AccountRow {
   account_id: string;
@@ -57,6 +58,13 @@ export const upgradePasswordHash = (db: Db, accountId: string, passwordHash: str
 
 // Sessions ---------------------------------------------------------------------------------------
 
+/** Lifetimes from creation, no sliding (DESIGN "Dashboard accounts, sessions, passkeys"). */
+export const SESSION_LIFETIME_MS: Record<SessionStage, number> = {
+  password_change: 15 * 60_000,
+  staged: 5 * 60_000,
+  full: 60 * 60_000,
+};
+
 export interface SessionRow {
   session_id: string;
   key_hash: string;
@@ -85,7 +93,7 @@ export function insertSession(db: Db, accountId: string, stage: SessionStage): N
 }
 
 /** What a session-creating route answers (the token appears here once). */
-export const sessionView = ({ token, row }: NewSession) => ({
+export const sessionView = ({ token, row }: NewSession): IssuedSession => ({
   session_token: token, session_id: row.session_id, stage: row.stage, expires_at: row.expires_at, account_id: row.account_id,
 });
 

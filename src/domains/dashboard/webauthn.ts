@@ -7,7 +7,7 @@ import {
 } from "@simplewebauthn/server";
 import { isoBase64URL } from "@simplewebauthn/server/helpers";
 import { invalid } from "../../http/errors";
-import type { EdgeEnv } from "../../http/route";
+import type { EdgeEnv } from "../../env";
 import type { AccountRow, PasskeyRow } from "./store";
 
 export interface RelyingParty {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { sharedWhere } from "../../access/retrieval";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { limitParam } from "../../http/validate";
 import type { Db } from "../../org/db";
 import { type EventRow, readableEvent, readableEventsAfter } from "../../org/events";

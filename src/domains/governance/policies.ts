@@ -7,7 +7,7 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { describeZodError } from "../../http/validate";
 import type { Db } from "../../org/db";
 import { ok } from "../../org/request";

@@ -12,7 +12,7 @@ import { clock } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";

@@ -1,5 +1,6 @@
 // Creating an organization's first owner. Reached only through the OrgStore.bootstrap RPC that the
 // operator tooling calls (npm run bootstrap / npm start); there is no HTTP route for it.
+import type { BootstrapResult } from "../../env";
 import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
@@ -8,16 +9,6 @@ import { insertAudit } from "../../org/write";
 import { insertAccount } from "../dashboard/store";
 import { hashPassword, temporaryPassword } from "./passwords";
 import { insertKey, insertPrincipal } from "./store";
-
-export interface BootstrapResult {
-  org_id: string;
-  principal_id: string;
-  key_id: string;
-  key_hash: string;
-  api_key: string;
-  owner_username: string;
-  temporary_password: string;
-}
 
 export async function bootstrapOrganization(
   db: Db, storage: DurableObjectStorage, orgId: string, username: string, pepper: string,

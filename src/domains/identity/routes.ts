@@ -5,7 +5,7 @@ import { ADMIN_ROLES, type Role } from "../../auth/roles";
 import { DEFAULT_KEY_CEILING, lowerTrust } from "../../auth/trust";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { type IndexWrite, ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { liveMembershipsOf } from "../access/memberships";

@@ -8,7 +8,7 @@ import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
-import type { SessionStage } from "../dashboard/stages";
+import type { SessionStage } from "../../auth/stages";
 
 export interface KeyRow {
   key_id: string;

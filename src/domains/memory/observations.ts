@@ -8,7 +8,7 @@ import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import { invalid } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { touchedAll } from "../../org/outbox";
 import { commitWrite } from "../../org/write";
 import { changeClaim, excludeObservations } from "../memory/records";

@@ -12,7 +12,7 @@ import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Db } from "../../org/db";
 import { touchedAll } from "../../org/outbox";
 import type { Caller, PurgeGuard } from "../../org/request";
