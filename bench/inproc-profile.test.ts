@@ -20,7 +20,7 @@ import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { localIndexFor } from "../src/vector/local-index";
 import type { VectorRuntime } from "../src/vector/runtime";
-import { Db } from "../src/org/db";
+import { Db } from "../src/sql/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";

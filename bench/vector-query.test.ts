@@ -23,7 +23,7 @@ import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
 import { insertClaim } from "../src/domains/memory/records";
-import type { Db } from "../src/org/db";
+import type { Db } from "../src/sql/db";
 import { GLOVE_TABLE } from "../src/generated/glove-table";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { bestSlots, dot, LocalVectorIndex } from "../src/vector/local-index";

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { phraseCount, phraseStems, stemsOf, storedTerm } from "../src/domains/memory/fts";
 import { queryTerms } from "../src/text/unicode61";
 import { TOKEN_RANGES } from "../src/generated/unicode61-tables";
-import type { Db } from "../src/org/db";
+import type { Db } from "../src/sql/db";
 import { inOrg } from "./helpers";
 
 /** Texts where a careless tokenizer parts from unicode61. */

@@ -9,7 +9,7 @@ import { errorEnvelope, successMetaOf } from "../src/http/shapes";
 import { ROUTES } from "../src/routes";
 import type { OwnershipRegistry } from "../src/registry/client";
 import { groupByShard } from "../src/registry/shards";
-import { Db } from "../src/org/db";
+import { Db } from "../src/sql/db";
 
 export interface CallResult {
   status: number;

@@ -44,7 +44,7 @@ async function indexAll(key: string) {
 }
 
 /** The production pair on fakes, for one organization's Durable Object. */
-function production(db: import("../src/org/db").Db, orgId: string, opts: { extraction?: boolean } = {}) {
+function production(db: import("../src/sql/db").Db, orgId: string, opts: { extraction?: boolean } = {}) {
   const ai = new FakeAi();
   const vectorize = new FakeVectorize();
   const env = { AI: ai, VECTORIZE: vectorize };

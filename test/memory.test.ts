@@ -4,7 +4,7 @@ import { clock } from "../src/http/clock";
 import { claimRoutes, evidenceOf } from "../src/domains/memory/claims";
 import { eventRoutes } from "../src/domains/events/routes";
 import { getClaim } from "../src/domains/memory/records";
-import { Db } from "../src/org/db";
+import { Db } from "../src/sql/db";
 import type { OrgStore } from "../src/org/OrgStore";
 import type { Caller } from "../src/org/request";
 import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";

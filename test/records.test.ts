@@ -4,14 +4,14 @@
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { type HeldGrant, type Permission } from "../src/access/policy";
+import { type HeldGrant, type Permission } from "../src/access/caller";
 import { VISIBILITIES } from "../src/access/visibility";
 import { ROLES } from "../src/auth/roles";
 import { canRetrieve } from "../src/access/retrieval";
 import { readableNeighbours, readableWithin } from "../src/domains/memory/compile";
 import { changeClaim, type ClaimRow, getClaim, insertClaim, insertProject, rankingDrift, tombstone } from "../src/domains/memory/records";
 import { CLAIM_STATUSES } from "../src/domains/memory/schema";
-import { Db } from "../src/org/db";
+import { Db } from "../src/sql/db";
 import { queueTouched } from "../src/org/outbox";
 import type { Caller } from "../src/org/request";
 import { appendOk, consolidateOk, countingDb, inOrg, mintKey, newOrg, obs, orgWithTwoPrincipals, prng, supports } from "./helpers";

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { OrgStore } from "../src/org/OrgStore";
 import type { RequestCtx } from "../src/org/request";
-import type { Db } from "../src/org/db";
+import type { Db } from "../src/sql/db";
 import { commitWrite, type WriteOutcome } from "../src/org/write";
 import { newRecordId } from "../src/domains/memory/records";
 import { verifyChain } from "../src/domains/audit/verify";

@@ -8,8 +8,8 @@
 // behind them (actorOf), so a member cannot approve its own work through a principal it minted.
 import { isAdmin } from "./policy";
 import { forbidden } from "../http/errors";
-import type { Db } from "../org/db";
-import type { Caller } from "../org/request";
+import type { Db } from "../sql/db";
+import type { Caller } from "./caller";
 import { activeRules } from "../domains/governance/store";
 import { creatorsOf } from "../domains/identity/store";
 

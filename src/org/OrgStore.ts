@@ -22,7 +22,7 @@ import { getMeta } from "./meta";
 import { passwordLogin } from "../domains/dashboard/login";
 import { revokeSessionById } from "../domains/dashboard/store";
 import { pepperOf } from "../domains/identity/passwords";
-import { Db } from "./db";
+import { Db } from "../sql/db";
 import { appliedMigrations, migrate, migrationMismatch } from "./migrate";
 import { ORG_MIGRATIONS } from "./migrations";
 import type { IndexWrite, OrgDeps, Reply } from "./request";

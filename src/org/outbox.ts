@@ -3,7 +3,7 @@
 // Rows are deleted only after the registry accepted them, so a failed drain is simply retried next time.
 import { clock } from "../http/clock";
 import type { OwnershipRegistry } from "../registry/client";
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 import { unregisteredOf } from "./reserved-ids";
 
 export const OUTBOX_BATCH = 200;

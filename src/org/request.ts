@@ -1,21 +1,9 @@
 // What a handler running inside the org Durable Object sees, and what it returns.
-import type { Role } from "../auth/roles";
-import type { Trust } from "../auth/trust";
-import type { Db } from "./db";
+import type { Caller } from "../access/caller";
+import type { Db } from "../sql/db";
 
-export interface Caller {
-  principalId: string;
-  keyId: string;
-  scopes: string[];
-  maxTrust: Trust;
-  role: Role;
-  /** Active grants held by the principal, loaded with the key on every request. */
-  grants: import("../access/policy").HeldGrant[];
-  /** Live workspace memberships: workspace id -> role, loaded with the key on every request. */
-  workspaces: Record<string, Role>;
-  /** Set when the credential is a dashboard session (keyId is then its session_id). */
-  session?: { sessionId: string; accountId: string; stage: import("../auth/stages").SessionStage };
-}
+/** The caller a handler sees (rc.caller); defined with the authorization rules that read it. */
+export type { Caller };
 
 export interface RequestCtx<B = unknown, Q = unknown> {
   orgId: string;

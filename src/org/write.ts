@@ -5,7 +5,7 @@ import { sha256Hex } from "../auth/credentials";
 import { clock } from "../http/clock";
 import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "../domains/indexing/background";
 import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
 import { type Touched, queueTouched } from "./outbox";

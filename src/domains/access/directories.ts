@@ -4,7 +4,7 @@
 import { afterPair, decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../org/route";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { projectVisibleWhere, retrievable } from "../../access/retrieval";

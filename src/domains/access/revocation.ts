@@ -1,7 +1,7 @@
 // Revocation that reaches what a principal delegated or created. Called inside the revoking route's
 // commitWrite, so the whole cascade lands in the same transaction and applies from the next request
 // (every request re-reads the key row and the caller's active grants).
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { disableAccountsOf } from "../dashboard/store";
 
 /** Revoke these grants and, transitively, every grant delegated from them; answers the ids revoked now. */

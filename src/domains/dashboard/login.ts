@@ -9,7 +9,7 @@ import type { PublicRequest } from "../../org/route";
 import { parseJsonBody, parseWith } from "../../http/validate";
 import { clock } from "../../http/clock";
 import { addCredential } from "../../index-db";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { getMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
 import { DUMMY_HASH, hashPassword, pepperOf, verifyPassword } from "../identity/passwords";

@@ -6,7 +6,7 @@ import { requireAccountAuthority } from "../../access/authority";
 import { ApiError, conflict, forbidden, invalid, notFound } from "../../http/errors";
 import type { EdgeEnv } from "../../env";
 import { type PublicRoute, orgRoute } from "../../org/route";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { IndexWrite, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite, insertAudit } from "../../org/write";

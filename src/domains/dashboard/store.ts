@@ -4,7 +4,7 @@ import { hashKey, newRawKey, sha256Hex } from "../../auth/credentials";
 import type { Role } from "../../auth/roles";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { SessionStage } from "../../auth/stages";
 import type { IssuedSession } from "../../env";
 

@@ -9,7 +9,7 @@ import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../org/route";
 import { describeZodError } from "../../http/validate";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { POLICY_RULES, policyBody, policyListQuery, policyListResponse, policyPatchBody, policyResponse, type PolicyType } from "./schema";

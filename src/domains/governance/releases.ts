@@ -13,7 +13,7 @@ import { pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../org/route";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type EventInput, commitWrite } from "../../org/write";

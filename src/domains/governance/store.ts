@@ -1,5 +1,5 @@
 // Governance rows, their API views and the lookups every governance route shares.
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { ApprovalRules, PolicyType, ReleaseRules } from "./schema";
 
 export interface PolicyRow {

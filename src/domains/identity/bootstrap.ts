@@ -3,7 +3,7 @@
 import type { BootstrapResult } from "../../env";
 import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { getMeta, setMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
 import { insertAccount } from "../dashboard/store";

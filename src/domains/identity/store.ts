@@ -6,7 +6,7 @@ import { ROLES, type Role } from "../../auth/roles";
 import type { Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import type { SessionStage } from "../../auth/stages";
 

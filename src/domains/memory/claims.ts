@@ -8,7 +8,7 @@ import { pageOf, positionAfter } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
 import { orgRoute } from "../../org/route";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";

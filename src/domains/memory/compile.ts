@@ -7,7 +7,7 @@
 // caller may read (readableNeighbours, readableWithin), so no score depends on a record it cannot read.
 import { retrievable, retrievableWays } from "../../access/retrieval";
 import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAll, matchAny, phraseStems, rankingTerms, type StoredTerms, type TermStats } from "./fts";
 import {

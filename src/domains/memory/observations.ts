@@ -9,7 +9,7 @@ import { clock } from "../../http/clock";
 import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
 import { orgRoute } from "../../org/route";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite, type WriteScope } from "../../org/write";

@@ -14,7 +14,7 @@ import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
 import { randomHex } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { BackgroundJob } from "../../org/jobs";
 import type { Caller } from "../../org/request";
 import type { PhaseMark } from "./ranking";

@@ -6,7 +6,7 @@
 // organization or its records are.
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor, invalidCursor } from "../../http/cursor";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { projectVisibleWhere, retrievable } from "../../access/retrieval";

@@ -13,7 +13,7 @@ import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../org/route";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { touchedAll } from "../../org/outbox";
 import type { Caller, PurgeGuard } from "../../org/request";
 import { commitWrite } from "../../org/write";

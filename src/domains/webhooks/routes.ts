@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor, pageOf, positionAfter } from "../../http/cu
 import { conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../org/route";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { readableEventsWhere } from "../../org/events";
