@@ -132,19 +132,6 @@ describe("every read of the record tables applies a read rule", () => {
   });
 });
 
-describe("the authorization module stands below the domains", () => {
-  /** src/access files that still import a domain's store, and why. */
-  const IMPORTS_A_DOMAIN: Record<string, string> = {
-    "../src/access/duty.ts": "separation of duty reads the active governance policy and the identity creation chain through their stores",
-  };
-  it("src/access imports nothing from src/domains (types included), but the listed files", () => {
-    const access = Object.entries(SOURCES).filter(([file]) => file.startsWith("../src/access/"));
-    expect(access.map(([file]) => file)).toContain("../src/access/retrieval.ts");
-    const importing = access.filter(([, text]) => /from\s+["']\.\.\/domains\//.test(text)).map(([file]) => file);
-    expect(importing.sort()).toEqual(Object.keys(IMPORTS_A_DOMAIN).sort());
-  });
-});
-
 describe("memory record writers", () => {
   it("report what they touched; a claim change bumps its version; the outbox carries created ids per topic", async () => {
     const org = await newOrg();
