@@ -15,7 +15,7 @@ import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search
 import { markJobDue } from "../src/org/jobs";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
 import { insertClaim } from "../src/domains/memory/records";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { localIndexFor } from "../src/vector/local-index";

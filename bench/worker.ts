@@ -25,7 +25,7 @@ import { orgForCredential } from "../src/index-db";
 import { compilePack } from "../src/domains/memory/compile";
 import type { CompileFilters } from "../src/domains/memory/ranking";
 import { loadCaller } from "../src/domains/identity/store";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { getMeta } from "../src/org/meta";
 import { runtimeFor } from "../src/vector/runtime";
 import type { DispatchInput } from "../src/env";

@@ -11,7 +11,7 @@ import { executeRoute, type Session } from "./execute";
 import { addCredential, removeCredential } from "../index-db";
 import { ORG_ROUTES } from "../routes";
 import { loadCaller, revokeKey } from "../domains/identity/store";
-import { bootstrapOrganization } from "../domains/identity/bootstrap";
+import { bootstrapOrganization } from "../domains/dashboard/bootstrap";
 import { BACKGROUND_JOBS } from "../jobs";
 import { orgDeps } from "../deps";
 import { type JobContext, markJobDue, runDueJobs } from "./jobs";

@@ -17,7 +17,7 @@ import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
 import { getProject } from "../memory/store";
-import { revokeGrantsCascade } from "./revocation";
+import { revokeGrantsCascade } from "../identity/revocation";
 import { grantBody, grantListResponse, grantResponse, grantRevokedResponse, listQuery } from "./schema";
 
 interface GrantRow {

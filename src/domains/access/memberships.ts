@@ -18,7 +18,7 @@ import { commitWrite } from "../../org/write";
 import { accountOfPrincipal } from "../dashboard/store";
 import { getPrincipal } from "../identity/store";
 import { unresolved } from "../memory/store";
-import { revokeWhatPrincipalReaches } from "./revocation";
+import { revokeWhatPrincipalReaches } from "../identity/revocation";
 import { listQuery, membershipBody, membershipListQuery, membershipListResponse, membershipRemovedResponse, membershipResponse, workspaceBody, workspaceListResponse, workspaceResponse } from "./schema";
 
 export interface MembershipRow {
@@ -38,11 +38,6 @@ export const membershipView = (m: MembershipRow) => ({
 
 const liveOwners = (db: Db) => db.first<{ n: number }>(
   "SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL")!.n;
-
-export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
-  db.all<MembershipRow>(
-    `SELECT * FROM memberships WHERE removed_at IS NULL AND principal_id IN (SELECT value FROM json_each(?))
-      ORDER BY created_at, membership_id`, JSON.stringify(principalIds));
 
 /** Names of the given workspaces, by id (export writes them beside a project's workspace_id). */
 export const workspaceNames = (db: Db, ids: string[]) => new Map(ids.length ? db.all<{ workspace_id: string; name: string }>(

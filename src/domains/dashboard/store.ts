@@ -217,21 +217,6 @@ export function useRecoveryCode(db: Db, accountId: string, code: string): boolea
 export const unusedRecoveryCodes = (db: Db, accountId: string) =>
   db.first<{ n: number }>("SELECT count(*) AS n FROM recovery_codes WHERE account_id = ? AND used_at IS NULL", accountId)!.n;
 
-/**
- * Disables the live accounts of these principals and revokes every live session of theirs, in the
- * caller's transaction; answers how many accounts and the sessions' key hashes (for the credential index).
- */
-export function disableAccountsOf(db: Db, principalIds: readonly string[], at: string): { accounts: number; sessionHashes: string[] } {
-  const ids = JSON.stringify(principalIds);
-  const accounts = db.all("UPDATE operator_accounts SET disabled_at = ? WHERE principal_id IN (SELECT value FROM json_each(?)) AND disabled_at IS NULL RETURNING 1",
-    at, ids).length;
-  const sessionHashes = db.all<{ key_hash: string }>(
-    `UPDATE dashboard_sessions SET revoked_at = ?
-      WHERE account_id IN (SELECT account_id FROM operator_accounts WHERE principal_id IN (SELECT value FROM json_each(?))) AND revoked_at IS NULL
-     RETURNING key_hash`, at, ids).map((r) => r.key_hash);
-  return { accounts, sessionHashes };
-}
-
 /** Retires a session whose credential index row could not be written (its token never reached anyone). */
 export const revokeSessionById = (db: Db, sessionId: string) =>
   db.run("UPDATE dashboard_sessions SET revoked_at = ? WHERE session_id = ? AND revoked_at IS NULL", clock.nowIso(), sessionId);

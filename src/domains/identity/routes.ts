@@ -8,11 +8,10 @@ import { forbidden, notFound, unresolved } from "../../http/errors";
 import { orgRoute } from "../../org/route";
 import { type IndexWrite, ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import { liveMembershipsOf } from "../access/memberships";
-import { principalHasCredential, revokeWhatPrincipalReaches } from "../access/revocation";
+import { principalHasCredential, revokeWhatPrincipalReaches } from "./revocation";
 import { clock } from "../../http/clock";
 import { keyListResponse, listQuery, mintedKeyResponse, mintKeyBody, principalListResponse, principalResponse, revokedKeyResponse } from "./schema";
-import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
+import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, liveMembershipsOf, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
 
 
 export const identityRoutes = [

@@ -92,6 +92,13 @@ export function creatorsOf(db: Db, principalId: string, max: number): { principa
     principalId, max);
 }
 
+/** The live memberships of these principals (the principal directory shows them). */
+export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
+  db.all<{ membership_id: string; principal_id: string; workspace_id: string | null; role: Role }>(
+    `SELECT membership_id, principal_id, workspace_id, role FROM memberships
+      WHERE removed_at IS NULL AND principal_id IN (SELECT value FROM json_each(?))
+      ORDER BY created_at, membership_id`, JSON.stringify(principalIds));
+
 /** A current principal of the organization (removed principals are gone for every purpose but history). */
 export const getPrincipal = (db: Db, principalId: string) =>
   db.first<PrincipalRow>("SELECT * FROM principals WHERE principal_id = ? AND removed_at IS NULL", principalId);

@@ -354,7 +354,7 @@ function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Ve
   return similarity;
 }
 
-/** The query's vector hits (indexing/retrieval.ts vectorHits), as ranking takes them. */
+/** The query's vector hits (vector-candidates.ts vectorHits), as ranking takes them. */
 export interface VectorSimilarities {
   /** Each hit's cosine similarity to the query, by claim id. */
   similarities: Map<string, number>;

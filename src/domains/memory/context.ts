@@ -10,7 +10,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { compilePack, type VectorSimilarities } from "./compile";
-import { vectorHits } from "../indexing/retrieval";
+import { vectorHits } from "./vector-candidates";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
 import { canRetrieve, heldOrDelegated, isCurrentClaim } from "../../access/retrieval";

@@ -6,9 +6,9 @@ import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../sql/db";
 import { getMeta, setMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
-import { insertAccount } from "../dashboard/store";
-import { hashPassword, temporaryPassword } from "./passwords";
-import { insertKey, insertPrincipal } from "./store";
+import { hashPassword, temporaryPassword } from "../identity/passwords";
+import { insertKey, insertPrincipal } from "../identity/store";
+import { insertAccount } from "./store";
 
 export async function bootstrapOrganization(
   db: Db, storage: DurableObjectStorage, orgId: string, username: string, pepper: string,

@@ -10,7 +10,7 @@ import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
 import { MAX_TOP_K, VectorBackendError } from "../../vector/types";
-import { candidateRowsAmong, readAhead, type VectorSimilarities } from "../memory/compile";
+import { candidateRowsAmong, readAhead, type VectorSimilarities } from "./compile";
 
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;
