@@ -29,7 +29,7 @@ import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { getMeta } from "../src/org/meta";
 import { runtimeFor } from "../src/vector/runtime";
 import type { DispatchInput } from "../src/env";
-import { OrgStore } from "../src/org/OrgStore";
+import { OrgStore } from "../src/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
 import { REGISTRY_SHARDS } from "../src/registry/shards";
 import { ROUTES } from "../src/routes";

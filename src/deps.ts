@@ -1,6 +1,10 @@
 // What every org Durable Object is built with, beside the route table (src/routes.ts) and the job list
-// (src/jobs.ts): the outbound webhook sender, the observation purge guards and the ownership registry. Passed in explicitly;
-// a test replaces them on one object (OrgStore.deps), never in a module.
+// (src/jobs.ts): the outbound webhook sender, the observation purge guards, the ownership registry, the
+// model backends, and what the org machinery (src/org) asks of the domains: whether a principal has a
+// dashboard account, and how to retire a credential the index never received. Passed in explicitly; a
+// test replaces them on one object (OrgStore.deps), never in a module.
+import { accountOfPrincipal, revokeSessionById } from "./domains/dashboard/store";
+import { revokeKey } from "./domains/identity/store";
 import { legalHoldPurgeGuard } from "./domains/retention/holds";
 import { fetchSender, offlineSender } from "./domains/webhooks/delivery";
 import type { EdgeEnv } from "./env";
@@ -16,4 +20,6 @@ export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "ID_REGISTRY" | "E
   purgeGuards: PURGE_GUARDS,
   registry: durableRegistry(env.ID_REGISTRY),
   models: modelDeps(env),
+  hasAccount: (db, principalId) => accountOfPrincipal(db, principalId) !== null,
+  retireCredential: (db, { keyId, kind }) => (kind === "dashboard_session" ? revokeSessionById(db, keyId) : revokeKey(db, keyId)),
 });

@@ -14,7 +14,7 @@ import { orgForCredential } from "./index-db";
 import { bootstrapOrganization, isOperatorRequest } from "./operator";
 import { ROUTES } from "./routes";
 
-export { OrgStore } from "./org/OrgStore";
+export { OrgStore } from "./OrgStore";
 export { IdRegistry } from "./registry/IdRegistry";
 
 const match = buildMatcher(ROUTES);

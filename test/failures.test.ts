@@ -9,7 +9,7 @@ import { ApiError, translateStorageError } from "../src/http/errors";
 import type { EdgeEnv } from "../src/env";
 import type { PublicRoute } from "../src/org/route";
 import type { DispatchInput } from "../src/env";
-import { OrgStore } from "../src/org/OrgStore";
+import { OrgStore } from "../src/OrgStore";
 import { bootstrapOrganization } from "../src/operator";
 import { handle } from "../src/worker";
 import { append, bareRequest, appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";

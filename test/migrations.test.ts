@@ -7,7 +7,7 @@ import type { PublicRoute } from "../src/org/route";
 import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
 import { takeReservedId } from "../src/org/reserved-ids";
-import type { OrgStore } from "../src/org/OrgStore";
+import type { OrgStore } from "../src/OrgStore";
 import { bareRequest, inOrg, orgStub } from "./helpers";
 
 const storageOf = (o: OrgStore) => (o as unknown as { ctx: DurableObjectState }).ctx.storage;

@@ -149,7 +149,7 @@ describe("memory record writers", () => {
     expect(out.purged).toEqual({ created: [], changed: [o] });
     expect(out.version).toBe(2);
     // record_owner carries created ids; index carries created and changed observations and claims.
-    expect(out).toMatchObject({ queued: { rows: 3, ownerIds: ["obs_new"] }, added: 3 });
+    expect(out).toMatchObject({ queued: { rows: 3, indexRows: 2, ownerIds: ["obs_new"] }, added: 3 });
     expect(out.rows.map((r) => `${r.topic} ${r.payload}`).sort()).toEqual([`index ${claim}`, "index obs_new", "record_owner obs_new"].sort());
   });
 

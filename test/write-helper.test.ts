@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { OrgStore } from "../src/org/OrgStore";
+import type { OrgStore } from "../src/OrgStore";
 import type { RequestCtx } from "../src/org/request";
 import type { Db } from "../src/sql/db";
 import { commitWrite, type WriteOutcome } from "../src/org/write";
@@ -10,7 +10,7 @@ import { appendOk, call, inOrg, newOrg, obs, readmeAuditHash } from "./helpers";
 
 /** A request context wired to the object's own job bookkeeping (due times are stored like a route's). */
 function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
-  const store = o as unknown as { ctx: DurableObjectState; env: never; jobDue: RequestCtx["jobDue"]; eventsWritten: () => void };
+  const store = o as unknown as { ctx: DurableObjectState; env: never; jobDue: RequestCtx["jobDue"]; eventsWritten: () => void; indexRowsQueued: () => void };
   return {
     orgId: "org_test", db: o.db, storage: store.ctx.storage,
     caller: { principalId: "prn_test", keyId: "key_test", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [], workspaces: {} },
@@ -18,6 +18,7 @@ function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
     idempotent: true, idempotencyKey, env: store.env, headers: {}, deps: o.deps,
     jobDue: store.jobDue.bind(o),
     eventsWritten: store.eventsWritten.bind(o),
+    indexRowsQueued: store.indexRowsQueued.bind(o),
     recordsCreated: () => undefined,
   };
 }

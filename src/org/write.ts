@@ -6,8 +6,7 @@ import { clock } from "../http/clock";
 import { conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
 import type { Db } from "../sql/db";
-import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "../domains/indexing/background";
-import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
+import { recordOwnersJob } from "./maintenance";
 import { type Touched, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
@@ -152,7 +151,7 @@ export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) =>
     // The alarm is the retry; the object registers these ids itself right after the commit.
     if (queued.ownerIds.length) rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
     if (out.touched?.created.length) rc.recordsCreated(out.touched.created, queued.ownerIds);
-    if (queued.rows && drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
+    if (queued.indexRows) rc.indexRowsQueued();
     const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(
