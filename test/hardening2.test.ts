@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { claimDeliveries, RECLAIM_AFTER_MS, type Sender } from "../src/domains/webhooks/delivery";
 import { contentHash } from "../src/domains/memory/store";
 import { clock } from "../src/http/clock";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const secret = "s3cret-s3cret-s3cret";
 let sent: { event: string; body: string }[] = [];

@@ -8,7 +8,7 @@ import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrat
 import { ORG_MIGRATIONS } from "../src/org/migrations";
 import { takeReservedId } from "../src/org/reserved-ids";
 import type { OrgStore } from "../src/OrgStore";
-import { bareRequest, inOrg, orgStub } from "./helpers";
+import { bareRequest, inOrg } from "./helpers";
 
 const storageOf = (o: OrgStore) => (o as unknown as { ctx: DurableObjectState }).ctx.storage;
 const upTo = (name: string) => ORG_MIGRATIONS.slice(0, ORG_MIGRATIONS.findIndex((m) => m.name === name) + 1);

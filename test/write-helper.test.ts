@@ -1,4 +1,3 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { OrgStore } from "../src/OrgStore";
 import type { RequestCtx } from "../src/org/request";

@@ -86,7 +86,7 @@ export class AfterCommit {
         const kind = w.kind ?? "api_key";
         try {
           await addCredential(this.indexDb, w.keyHash, orgId, kind, clock.nowIso());
-        } catch (err) {
+        } catch {
           // The raw key never reached the caller; retire the row so nothing half-made remains usable.
           this.deps().retireCredential(this.db, { keyId: w.keyId, kind });
           throw new ApiError("UNAVAILABLE", "The credential index is unavailable; the key was not created.");

@@ -2,7 +2,6 @@
 // operator tooling calls (npm run bootstrap / npm start); there is no HTTP route for it.
 import type { BootstrapResult } from "../../env";
 import { clock } from "../../http/clock";
-import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../sql/db";
 import { getMeta, setMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
@@ -21,7 +20,7 @@ export async function bootstrapOrganization(
     setMeta(db, "org_id", orgId);
     const owner = insertPrincipal(db, "human", username, "owner");
     // Its first login is stage password_change (temporary_password = 1).
-    const accountId = insertAccount(db, owner.principal_id, username, null, hash);
+    insertAccount(db, owner.principal_id, username, null, hash);
     const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified");
     const who = { actorId: owner.principal_id, keyId: null, requestId: null };
     insertAudit(db, who, [
