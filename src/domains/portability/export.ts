@@ -11,7 +11,7 @@ import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { projectVisibleWhere, retrievable } from "../../access/retrieval";
 import type { ClaimRow, ObservationRow, ProjectRow, SourceRow } from "../memory/records";
-import { workspaceNames } from "../access/memberships";
+import { workspaceNames } from "../access/store";
 import {
   claimReferences, claimView, observationView, retrievableClaimIds, sourcesByClaim, withVisibleReferences,
 } from "../memory/store";

@@ -16,7 +16,7 @@ import { canRetrieve, projectNameable } from "../../access/retrieval";
 import {
   type SourceRow, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference, projectWorkspace,
 } from "../memory/records";
-import { insertWorkspace } from "../access/memberships";
+import { insertWorkspace } from "../access/store";
 import { contentHash, unresolved } from "../memory/store";
 import { touchedAll } from "../../org/outbox";
 import { claimLineOf, observationLineOf, projectLineOf } from "./export";
