@@ -8,7 +8,7 @@ import type { EdgeEnv, LoginResult } from "../../env";
 import type { PublicRequest } from "../../org/route";
 import { parseJsonBody, parseWith } from "../../http/validate";
 import { clock } from "../../http/clock";
-import { addCredential } from "../../index-db";
+import { addCredential, orgOfUsername } from "../../index-db";
 import type { Db } from "../../sql/db";
 import { getMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
@@ -69,9 +69,7 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
     let orgId: string | null = null;
     let wait: number | null;
     try {
-      const row = await env.INDEX_DB.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?")
-        .bind(username).first<{ org_id: string }>();
-      orgId = row?.org_id ?? null;
+      orgId = await orgOfUsername(env.INDEX_DB, username);
       wait = await takeAttemptSlot(env.INDEX_DB, username);
     } catch (err) {
       console.error("login index failed", err);

@@ -4,7 +4,7 @@ import { hashKey, newRawKey, sha256Hex } from "../../auth/credentials";
 import type { Role } from "../../auth/roles";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../sql/db";
+import { type Db, sql } from "../../sql/db";
 import type { SessionStage } from "../../auth/stages";
 import type { IssuedSession } from "../../env";
 
@@ -46,6 +46,12 @@ export function insertAccount(db: Db, principalId: string, username: string, dis
   );
   return accountId;
 }
+
+/** Whether any account of the organization, live or not, holds the username. */
+export const usernameInUse = (db: Db, username: string) => !!db.first(sql`SELECT 1 FROM operator_accounts WHERE username = ${username}`);
+
+/** Removes an account that never became usable (its username could not be claimed deployment-wide). */
+export const deleteAccount = (db: Db, accountId: string) => db.run(sql`DELETE FROM operator_accounts WHERE account_id = ${accountId}`);
 
 export function setPassword(db: Db, accountId: string, passwordHash: string, temporary: boolean): void {
   db.run("UPDATE operator_accounts SET password_hash = ?, password_salt = '', temporary_password = ?, password_changed_at = ? WHERE account_id = ?",
@@ -155,6 +161,9 @@ export function usePasskey(db: Db, p: PasskeyRow, newCounter: number): boolean {
     newCounter, clock.nowIso(), p.passkey_id, p.counter).length === 1;
 }
 
+/** Whether any account holds this credential (revoked or not: a credential id is registered once). */
+export const passkeyRegistered = (db: Db, credentialId: string) => !!db.first(sql`SELECT 1 FROM passkeys WHERE credential_id = ${credentialId}`);
+
 export const revokePasskey = (db: Db, passkeyId: string) =>
   db.run("UPDATE passkeys SET revoked_at = ? WHERE passkey_id = ? AND revoked_at IS NULL", clock.nowIso(), passkeyId);
 
@@ -170,18 +179,27 @@ export function insertChallenge(db: Db, challenge: string, accountId: string, se
     challenge, accountId, sessionId, purpose, isoAt(clock.nowMs() + CHALLENGE_LIFETIME_MS));
 }
 
-/**
- * Consumes a challenge if it was issued to this account, session and purpose, is unexpired and unused.
- * One statement: a second use (a replay) finds it used.
- */
-export function consumeChallenge(db: Db, challenge: string, accountId: string, sessionId: string, purpose: ChallengePurpose): boolean {
-  return db.all(
-    `UPDATE webauthn_challenges SET used_at = ?
-      WHERE challenge = ? AND account_id = ? AND session_id = ? AND purpose = ? AND expires_at > ? AND used_at IS NULL
-     RETURNING 1`,
-    clock.nowIso(), challenge, accountId, sessionId, purpose, clock.nowIso(),
-  ).length === 1;
+/** Whom a challenge was issued to, and for what. */
+export interface ChallengeBinding {
+  accountId: string;
+  sessionId: string;
+  purpose: ChallengePurpose;
 }
+
+/** Issued to this account, session and purpose, unexpired and unused. */
+const usable = (challenge: string, b: ChallengeBinding, now: string) => sql`challenge = ${challenge}
+  AND account_id = ${b.accountId} AND session_id = ${b.sessionId} AND purpose = ${b.purpose} AND expires_at > ${now} AND used_at IS NULL`;
+
+/** Whether the challenge may be answered now (read before verifying; consumeChallenge decides). */
+export const challengeUsable = (db: Db, challenge: string, b: ChallengeBinding) =>
+  !!db.first(sql`SELECT 1 FROM webauthn_challenges WHERE ${usable(challenge, b, clock.nowIso())}`);
+
+/**
+ * Consumes a usable challenge, in the transaction that records what its verification found. One
+ * statement: a second use (a replay, or a concurrent answer to the same challenge) finds it used.
+ */
+export const consumeChallenge = (db: Db, challenge: string, b: ChallengeBinding): boolean =>
+  db.all(sql`UPDATE webauthn_challenges SET used_at = ${clock.nowIso()} WHERE ${usable(challenge, b, clock.nowIso())} RETURNING 1`).length === 1;
 
 // Recovery codes ---------------------------------------------------------------------------------
 
@@ -204,9 +222,6 @@ export function replaceRecoveryCodes(db: Db, accountId: string): string[] {
     db.run("INSERT OR IGNORE INTO recovery_codes (account_id, code_hash, created_at) VALUES (?, ?, ?)", accountId, recoveryHash(code), clock.nowIso());
   return codes;
 }
-
-export const hasUnusedRecoveryCode = (db: Db, accountId: string, code: string) =>
-  !!db.first("SELECT 1 FROM recovery_codes WHERE account_id = ? AND code_hash = ? AND used_at IS NULL", accountId, recoveryHash(code));
 
 /** Marks one unused code used; false when it is not an unused code of the account. */
 export function useRecoveryCode(db: Db, accountId: string, code: string): boolean {

@@ -103,6 +103,12 @@ export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
 export const setPrincipalRole = (db: Db, principalId: string, role: Role) =>
   db.run(sql`UPDATE principals SET role = ${role} WHERE principal_id = ${principalId}`);
 
+/** Withdraws a principal and its memberships (insertPrincipal undone: its account could not be completed). */
+export function withdrawPrincipal(db: Db, principalId: string, by: string, at: string) {
+  removePrincipal(db, principalId, at);
+  db.run(sql`UPDATE memberships SET removed_at = ${at}, removed_by = ${by} WHERE principal_id = ${principalId} AND removed_at IS NULL`);
+}
+
 /** The principal leaves the organization: gone for every purpose but history. */
 export const removePrincipal = (db: Db, principalId: string, at: string) =>
   db.run(sql`UPDATE principals SET removed_at = ${at} WHERE principal_id = ${principalId}`);
