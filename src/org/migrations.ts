@@ -943,4 +943,16 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE operator_accounts ADD COLUMN disabled_at TEXT;
     `,
   },
+  {
+    // Webhook deliveries are retried by the service (src/domains/webhooks/delivery.ts). Each hook keeps
+    // its own position in the event log, so a paused hook resumes where it stopped: it starts where the
+    // organization-wide background cursor stood. Rows left 'pending' are retried from now on.
+    name: "0030_webhook_retries",
+    sql: `
+      ALTER TABLE webhooks ADD COLUMN scanned_seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE webhooks SET scanned_seq = max(from_seq, coalesce((SELECT CAST(value AS INTEGER) FROM org_meta WHERE name = 'webhook_cursor'), 0));
+      DELETE FROM org_meta WHERE name = 'webhook_cursor';
+      CREATE INDEX deliveries_due ON deliveries(next_retry_at) WHERE status = 'pending';
+    `,
+  },
 ];

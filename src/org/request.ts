@@ -54,7 +54,8 @@ export type WebhookSender = (url: string, init: { method: "POST"; headers: Recor
 /**
  * Dependencies of the org Durable Object, passed in rather than patched into modules: src/deps.ts builds
  * them from env; a test gives one object others (OrgStore.deps). Through them the org machinery reaches
- * what the domains decide (accounts, credentials) without importing a domain.
+ * what the domains decide (accounts, credentials) without importing a domain. What only one domain
+ * reads (webhook delivery's retry schedule and deliveries in flight) is added to it in src/deps.ts.
  */
 export interface OrgDeps {
   /** The outbound webhook call. */
