@@ -9,6 +9,7 @@ import { orgRoute } from "../../http/route";
 import { type IndexWrite, ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { liveMembershipsOf } from "../access/memberships";
+import { accountById, accountOfPrincipal } from "../dashboard/store";
 import { principalHasCredential, revokeWhatPrincipalReaches } from "../access/revocation";
 import { clock } from "../../http/clock";
 import { keyListResponse, listQuery, mintedKeyResponse, mintKeyBody, principalListResponse, principalResponse, revokedKeyResponse } from "./schema";
@@ -19,10 +20,12 @@ export const identityRoutes = [
   orgRoute({
     method: "GET", path: "/v1/principal", scope: null,
     response: { 200: principalResponse },
-    summary: "The calling credential: principal, scopes, trust ceiling, organization role.",
-    handler: ({ caller }) => ok({
+    summary: "The calling credential: principal, scopes, trust ceiling, organization role, organization id and operator account username.",
+    handler: ({ db, caller, orgId }) => ok({
       principal_id: caller.principalId, key_id: caller.keyId,
       scopes: caller.scopes.includes("*") ? "*" : caller.scopes, max_trust: caller.maxTrust, role: caller.role,
+      org_id: orgId,
+      username: (caller.session ? accountById(db, caller.session.accountId) : accountOfPrincipal(db, caller.principalId))?.username ?? null,
     }),
   }),
 
