@@ -3,7 +3,7 @@
 // same nodes and edges for keyboard and screen-reader use.
 import cytoscape from "cytoscape";
 import { ApiFailure, api } from "./api";
-import { errorBox, field, h, select, table } from "./dom";
+import { clip, errorBox, field, h, select, table } from "./dom";
 import { guarded } from "./auth";
 // Types only (erased at build): a node or edge type the route adds without a style here fails tsc.
 import type { EdgeType, NodeType } from "../../src/domains/atlas/graph";
@@ -98,8 +98,8 @@ async function draw(out: HTMLElement, v: Record<string, string>): Promise<(() =>
       view.truncated ? ` — truncated at max_nodes; withheld ${view.withheld.nodes} nodes, ${view.withheld.edges} edges.` : "."),
     graph,
     h("details", null, h("summary", null, "Nodes and edges as tables"),
-      table(["Node", "Type", "Label", "Status", "Trust", "Kind"], view.nodes.map((n: any) => [n.id, n.type, n.label, n.status ?? "", n.trust ?? "", n.kind ?? ""]), "Nodes"),
-      table(["From", "Edge", "To"], view.edges.map((e: any) => [labelOf.get(e.source) ?? e.source, e.type, labelOf.get(e.target) ?? e.target]), "Edges")));
+      table(["Node", "Type", "Label", "Status", "Trust", "Kind"], view.nodes.map((n: any) => [n.id, n.type, clip(n.label), n.status ?? "", n.trust ?? "", n.kind ?? ""]), "Nodes"),
+      table(["From", "Edge", "To"], view.edges.map((e: any) => [clip(labelOf.get(e.source) ?? e.source), e.type, clip(labelOf.get(e.target) ?? e.target)]), "Edges")));
   const start = () => {
     const cy = cytoscape({
       container: graph,

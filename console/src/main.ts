@@ -4,6 +4,7 @@ import { type Stage, currentStage, loginPage, logout, passwordPage, secondFactor
 import { atlasPage } from "./atlas";
 import { clearStaleAnnouncement, errorBox, h } from "./dom";
 import { approvalsPage, policiesPage, releasesPage } from "./governance";
+import { forgetDirectory } from "./names";
 import { accountsPage, claimPage, eventsPage, keysPage, memoriesPage, webhooksPage } from "./pages";
 
 const PAGES: [string, string][] = [
@@ -28,6 +29,7 @@ let renderSeq = 0;
 async function render(): Promise<void> {
   const seq = ++renderSeq;
   clearStaleAnnouncement();
+  forgetDirectory();
   const [path, queryString] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(queryString ?? "");
   const stage = await currentStage();
