@@ -9,7 +9,7 @@ export type Stage = "none" | "password_change" | "staged" | "full";
 let knownUsername: string | null = null;
 
 export const stageRoute = (stage: Stage): string =>
-  stage === "password_change" ? "#/password" : stage === "staged" ? "#/second-factor" : stage === "full" ? "#/memories" : "#/login";
+  stage === "password_change" ? "#/password" : stage === "staged" ? "#/second-factor" : stage === "full" ? "#/home" : "#/login";
 
 /** GET /v1/principal: who the full session acts as. */
 export interface Me {
