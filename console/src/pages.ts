@@ -4,6 +4,7 @@ import { api } from "./api";
 import { guarded } from "./auth";
 import { announce, cell, clip, confirmDialog, errorBox, field, h, select, table } from "./dom";
 import { type Directory, principalDirectory, principalName } from "./names";
+import { PRESETS, type Preset, SCOPE_HELP, type Scope } from "./scopes";
 
 type Go = (hash: string) => void;
 const CLAIM_STATUSES = ["", "active", "disputed", "superseded", "revoked"];
@@ -236,15 +237,43 @@ export async function keysPage(main: HTMLElement, refresh: () => void): Promise<
   } while (after);
   const directory = await principalDirectory();
   const minted = h("div", { "aria-live": "polite" });
-  const form = guarded(h("form", { "aria-label": "Mint a key" },
+  const allScopes = h("input", { type: "checkbox", name: "all_scopes", on: { change: () => syncAll() } });
+  const scopeBoxes = SCOPES.map((s) => h("input", { type: "checkbox", name: "scope", value: s, title: SCOPE_HELP[s] }));
+  /** "All scopes" holds every scope: the single boxes show ticked and locked; unticking it gives back the earlier ticks. */
+  let ticksBeforeAll: Set<string> | null = null;
+  const syncAll = () => {
+    if (allScopes.checked && !ticksBeforeAll) ticksBeforeAll = new Set(scopeBoxes.filter((b) => b.checked).map((b) => b.value));
+    if (!allScopes.checked && ticksBeforeAll) {
+      for (const b of scopeBoxes) b.checked = ticksBeforeAll.has(b.value);
+      ticksBeforeAll = null;
+    }
+    for (const b of scopeBoxes) {
+      b.disabled = allScopes.checked;
+      if (allScopes.checked) b.checked = true;
+    }
+  };
+  const applyPreset = (preset: Preset) => {
+    allScopes.checked = false;
+    ticksBeforeAll = null;
+    for (const b of scopeBoxes) b.checked = preset.scopes !== "all" && preset.scopes.includes(b.value as Scope);
+    allScopes.checked = preset.scopes === "all";
+    syncAll();
+    announce(`Preset ${preset.label}: ${preset.scopes === "all" ? "all scopes (*)" : `${preset.scopes.length} scopes`} ticked.`);
+  };
+  const form = guarded(h("form", { "aria-label": "Mint a key", class: "mint" },
     field("Label", "label", { required: true, maxlength: 200 }),
     select("Trust ceiling", "max_trust", TRUST),
-    h("label", null, h("input", { type: "checkbox", name: "all_scopes" }), " All scopes (*)"),
-    h("fieldset", { class: "scopes" }, h("legend", null, "Scopes"),
-      SCOPES.map((s) => h("label", null, h("input", { type: "checkbox", name: "scope", value: s }), s))),
+    h("fieldset", { class: "presets" }, h("legend", null, "Presets (tick the scopes of a common kind of key)"),
+      h("div", { class: "inline" }, PRESETS.map((p) => h("button", { type: "button", class: "secondary", "data-preset": p.label,
+        on: { click: () => applyPreset(p) } }, p.label))),
+      h("ul", { class: "muted preset-help" }, PRESETS.map((p) => h("li", null, h("strong", null, p.label), `: ${p.summary}. `,
+        p.scopes === "all" ? "All scopes (*)." : `Scopes: ${p.scopes.join(", ")}.`)))),
+    h("label", { class: "check", title: "Every scope the service has, now and later" }, allScopes, " All scopes (*)"),
+    h("fieldset", { class: "scopes" }, h("legend", null, "Scopes (hover one for what it allows)"),
+      scopeBoxes.map((box) => h("label", { title: box.title }, box, box.value))),
     h("button", { type: "submit" }, "Mint key")), async (v) => {
-    const chosen = [...form.querySelectorAll<HTMLInputElement>("input[name=scope]:checked")].map((i) => i.value);
-    const scopes = v.all_scopes ? "*" : chosen;
+    const ticked = [...form.querySelectorAll<HTMLInputElement>("input[name=scope]:checked")].map((i) => i.value);
+    const scopes = v.all_scopes ? "*" : ticked;
     if (scopes !== "*" && !scopes.length) throw new Error("Choose at least one scope.");
     const key = await api("POST", "/v1/keys", { body: { label: v.label, scopes, ...(v.max_trust ? { max_trust: v.max_trust } : {}) } });
     announce(`Key ${key.key_id} minted.`, true);
@@ -269,8 +298,10 @@ export async function keysPage(main: HTMLElement, refresh: () => void): Promise<
         } catch (e) {
           main.prepend(errorBox((e as Error).message));
         }
-      } } }, "Revoke") : ""])),
-    h("h2", null, "Mint a key"), form);
+      } } }, "Revoke") : ""]), "Keys"),
+    h("h2", null, "Mint a key"),
+    h("p", { class: "muted" }, "A new key belongs to a new agent principal (role member) named after its label; it cannot hold a scope or trust ceiling you do not hold."),
+    form);
 }
 
 export async function accountsPage(main: HTMLElement): Promise<void> {
