@@ -89,7 +89,7 @@ export async function homePage(main: HTMLElement): Promise<void> {
             : h("p", { class: "muted" }, "No observations yet."))),
     h("section", { "aria-labelledby": "recent-activity" }, h("h2", { id: "recent-activity" }, "Recent activity"),
       activity instanceof Error ? errorBox(activity.message)
-        : activity.events.length ? table(EVENT_HEADERS, activity.events.map((e: any) => eventCells(directory, e)), "The latest 10 events, newest first")
+        : activity.events.length ? table(EVENT_HEADERS, activity.events.map((e: any) => eventCells(directory, e)), "The latest events you can read, newest first (at most 10)")
           : h("p", { class: "muted" }, "No events yet."),
       h("p", null, h("a", { href: "#/events" }, "Open the event feed"))));
 }
