@@ -35,6 +35,6 @@ export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "WEBHOOK_RETRY_SCH
   purgeGuards: PURGE_GUARDS,
   registry: durableRegistry(env.ID_REGISTRY),
   models: modelDeps(env),
-  hasAccount: (db, principalId) => accountOfPrincipal(db, principalId) !== null,
+  accountUsername: (db, principalId) => accountOfPrincipal(db, principalId)?.username ?? null,
   retireCredential: (db, { keyId, kind }) => (kind === "dashboard_session" ? revokeSessionById(db, keyId) : revokeKey(db, keyId)),
 });

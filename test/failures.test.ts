@@ -12,8 +12,8 @@ import type { DispatchInput } from "../src/env";
 import { OrgStore } from "../src/OrgStore";
 import { bootstrapOrganization } from "../src/operator";
 import { handle } from "../src/worker";
-import { revokeWhatPrincipalReaches } from "../src/domains/access/revocation";
-import { Db } from "../src/org/db";
+import { revokeWhatPrincipalReaches } from "../src/domains/identity/revocation";
+import { Db } from "../src/sql/db";
 import { append, bareRequest, appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, mintKey, registryOwners, supports, uniqueName } from "./helpers";
 
 /** A D1 binding that prepares statements (lazily, as D1 does) but fails every query like an unreachable database. */

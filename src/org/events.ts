@@ -45,3 +45,13 @@ export function readableEventsAfter(
        ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq LIMIT ?`,
     afterSeq, ...(opts.upToSeq !== undefined ? [opts.upToSeq] : []), ...(opts.kind ? [opts.kind] : []), ...who, opts.limit);
 }
+
+/** The events before `beforeSeq` (from the newest when null) the caller may read, newest first, optionally of one kind. */
+export function readableEventsBefore(
+  db: Db, caller: Caller, beforeSeq: number | null, opts: { kind?: string; limit: number },
+): EventRow[] {
+  const [visible, ...who] = readableByCaller(caller);
+  return db.all<EventRow>(
+    `SELECT * FROM events e WHERE e.seq < ? ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq DESC LIMIT ?`,
+    beforeSeq ?? Number.MAX_SAFE_INTEGER, ...(opts.kind ? [opts.kind] : []), ...who, opts.limit);
+}

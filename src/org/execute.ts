@@ -27,7 +27,7 @@ export interface RouteCall {
 
 export async function executeRoute(session: Session, route: OrgRoute, call: RouteCall): Promise<Reply> {
   const { caller } = session;
-  checkStage(caller, route, () => session.deps.hasAccount(session.db, caller.principalId));
+  checkStage(caller, route, () => session.deps.accountUsername(session.db, caller.principalId) !== null);
   if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
   if (route.explicitScope && route.scope && !caller.scopes.includes(route.scope) && !isAdmin(caller))
     throw new ApiError("FORBIDDEN", `This route needs a key that names "${route.scope}" itself; a "*" key serves here only for the owner or admin role.`);

@@ -66,8 +66,11 @@ export interface OrgDeps {
   registry: OwnershipRegistry;
   /** The model configuration snapshot and the bindings its backends use (src/vector/runtime.ts). */
   models: ModelDeps;
-  /** Whether the principal has a live dashboard account (the stage gate answers an API key 404 without one). */
-  hasAccount(db: Db, principalId: string): boolean;
+  /**
+   * The username of the principal's dashboard account, or null without one (the stage gate answers an API
+   * key 404 without one; GET /v1/principal names it).
+   */
+  accountUsername(db: Db, principalId: string): string | null;
   /** Retires a credential whose D1 index row could not be written: its raw form never reached anyone. */
   retireCredential(db: Db, credential: { keyId: string; kind: "api_key" | "dashboard_session" }): void;
 }

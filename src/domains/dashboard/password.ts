@@ -33,9 +33,11 @@ export const passwordRoutes = [
       const password = temporaryPassword();
       const hash = await hashPassword(password, pepperOf(rc.env));
       let accountId = "";
+      let principalId = "";
       const reply = commitWrite(rc, (db) => {
         if (usernameInUse(db, body.username)) throw taken();
         const principal = insertPrincipal(db, "human", body.display_name ?? body.username, body.role, { createdBy: caller.principalId });
+        principalId = principal.principal_id;
         accountId = insertAccount(db, principal.principal_id, body.username, body.display_name ?? null, hash);
         return {
           status: 201, data: { ...accountView(accountById(db, accountId)!), temporary_password: password },
@@ -51,10 +53,11 @@ export const passwordRoutes = [
         failure = /UNIQUE/i.test(String(err)) ? taken() : new ApiError("UNAVAILABLE", "The username index is unavailable; the account was not created.");
       }
       if (failure) {
+        // By the ids this request created, not through the live-account view: while the index write was in
+        // flight the creator may have been removed, and that cascade disables the new account.
         rc.storage.transactionSync(() => {
-          const account = accountById(rc.db, accountId)!;
           deleteAccount(rc.db, accountId);
-          withdrawPrincipal(rc.db, account.principal_id, caller.principalId, clock.nowIso());
+          withdrawPrincipal(rc.db, principalId, caller.principalId, clock.nowIso());
           insertAudit(rc.db, { actorId: caller.principalId, keyId: caller.keyId, requestId: rc.requestId },
             { action: "operator_account.removed", resourceType: "operator_account", resourceId: accountId, detail: { reason: "username index" } },
             clock.nowIso());

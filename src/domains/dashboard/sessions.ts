@@ -10,7 +10,7 @@ import { ANY_CREDENTIAL } from "./current-account";
 import { loginAtEdge } from "./login";
 import { sessionResponse, sessionRevokedResponse } from "./schema";
 import { type AccountRow, insertSession, revokeSessions, sessionView } from "./store";
-import { countFailure, resetFailures } from "./throttle";
+import { countFailure, loginClient, resetFailures } from "./throttle";
 
 export const dashboardLoginRoute: PublicRoute = {
   auth: "public", method: "POST", path: "/v1/dashboard-sessions",
@@ -22,10 +22,13 @@ export const dashboardLoginRoute: PublicRoute = {
 /**
  * A second factor, in one transaction: `attempt` spends what it presents (a challenge, a recovery code)
  * and answers what the full session's reply adds, or null when it failed. Success replaces the calling
- * staged session with a full one and resets the failure count. Failure commits what the attempt spent
- * with a login_failed audit entry, is counted as a login failure for the progressive delay, and is 400
+ * staged session with a full one and resets this client's failure count. Failure commits what the attempt spent
+ * with a login_failed audit entry, is counted as a login failure of this client for the progressive delay, and is 400
  * `failure`; the staged session stays usable.
  */
+/** The login throttle's client of this request (throttle.ts loginClient): failures count on its queue. */
+const clientOf = (rc: RequestCtx) => loginClient(rc.headers["cf-connecting-ip"]);
+
 export async function completeSecondFactor(
   rc: RequestCtx, account: AccountRow, method: string, attempt: (db: Db) => Record<string, unknown> | null, failure: string,
 ): Promise<Reply> {
@@ -53,13 +56,13 @@ export async function completeSecondFactor(
     if (err === refusal) await countSecondFactorFailure(rc, account);
     throw err;
   }
-  await resetFailures(rc.env.INDEX_DB, account.username).catch((err) => console.error("login failure reset failed", err));
+  await resetFailures(rc.env.INDEX_DB, account.username, clientOf(rc)).catch((err) => console.error("login failure reset failed", err));
   return { ...reply, indexWrites: writes };
 }
 
 async function countSecondFactorFailure(rc: RequestCtx, account: AccountRow): Promise<void> {
   try {
-    await countFailure(rc.env.INDEX_DB, account.username);
+    await countFailure(rc.env.INDEX_DB, account.username, clientOf(rc));
   } catch (err) {
     console.error("login failure count failed", err);
     throw new ApiError("UNAVAILABLE", "Storage is unavailable.");

@@ -18,10 +18,13 @@ export const identityRoutes = [
   orgRoute({
     method: "GET", path: "/v1/principal", scope: null,
     response: { 200: principalResponse },
-    summary: "The calling credential: principal, scopes, trust ceiling, organization role.",
-    handler: ({ caller }) => ok({
+    summary: "The calling credential: principal, scopes, trust ceiling, organization role, organization id and operator account username.",
+    handler: ({ db, caller, orgId, deps }) => ok({
       principal_id: caller.principalId, key_id: caller.keyId,
       scopes: caller.scopes.includes("*") ? "*" : caller.scopes, max_trust: caller.maxTrust, role: caller.role,
+      org_id: orgId,
+      // A session's account is its principal's one account.
+      username: deps.accountUsername(db, caller.principalId),
     }),
   }),
 

@@ -25,6 +25,8 @@ const grantedScopes = z.union([z.literal(ALL_SCOPES), z.array(z.enum(SCOPES))]);
 export const principalResponse = z.strictObject({
   principal_id: principalId, key_id: z.string().describe("The API key id, or the dashboard session id"), scopes: grantedScopes,
   max_trust: trustSchema, role: z.enum(ROLES),
+  org_id: idOf(ID_PREFIX.org).describe("The caller's organization (organizations have an id, no name)"),
+  username: z.string().nullable().describe("The operator account's username: the session's account, or the principal's; null for a principal without one"),
 });
 
 export const keyResponse = z.strictObject({

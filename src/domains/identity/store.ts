@@ -111,7 +111,7 @@ export function withdrawPrincipal(db: Db, principalId: string, by: string, at: s
 
 /** The principal leaves the organization: gone for every purpose but history. */
 export const removePrincipal = (db: Db, principalId: string, at: string) =>
-  db.run(sql`UPDATE principals SET removed_at = ${at} WHERE principal_id = ${principalId}`);
+  db.run(sql`UPDATE principals SET removed_at = ${at} WHERE principal_id = ${principalId} AND removed_at IS NULL`);
 
 /** A page of keys after (created_at, key_id), of one principal or (null) of all. */
 export const keysAfter = (db: Db, after: [string, string], principalId: string | null, limit: number) =>
