@@ -1,9 +1,8 @@
 // ESLint over the hand-written TypeScript and scripts (generated data and build output left out).
 // Rules: the recommended sets of ESLint and typescript-eslint, less those the code base does not follow
-// (listed below with the reason), plus import-x/no-cycle: no module may import itself back through others.
-// The folder-level structure, type imports included, is test/imports.test.ts.
+// (listed below with the reason). Import cycles, between files and between folders, type imports included,
+// are test/imports.test.ts's: it reads the import graph once instead of parsing every file again per rule.
 import js from "@eslint/js";
-import { createNodeResolver, importX } from "eslint-plugin-import-x";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
@@ -18,16 +17,8 @@ export default tseslint.config(
       "*.config.ts", "eslint.config.js",
     ],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],
-    plugins: { "import-x": importX },
     languageOptions: { ecmaVersion: 2023, sourceType: "module" },
-    settings: {
-      "import-x/resolver-next": [createNodeResolver({ extensions: [".ts", ".mjs", ".js"] })],
-      // no-cycle follows imports by parsing the files they name: TypeScript ones with its parser.
-      "import-x/extensions": [".ts", ".mjs", ".js"],
-      "import-x/parsers": { "@typescript-eslint/parser": [".ts"] },
-    },
     rules: {
-      "import-x/no-cycle": "error",
       // A leading underscore names a value left out on purpose (a rest sibling, an unused parameter).
       "@typescript-eslint/no-unused-vars": ["error", {
         argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_", ignoreRestSiblings: true,
