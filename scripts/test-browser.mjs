@@ -4,8 +4,8 @@
 // key, then drives headless Chromium (Debian's `chromium`; puppeteer-core over CDP, with the WebAuthn
 // domain's virtual authenticator) through the console at http://localhost:PORT/console/ (the RP ID is
 // `localhost`: an IP address such as 127.0.0.1 can never be one), in a 1,280 px wide window: no page may
-// scroll sideways. Screenshots go to a folder it prints; the home, keys, memories and Atlas pages' also
-// to docs/screenshots/ (the README shows them), rewritten by every run.
+// scroll sideways. Screenshots go to a folder it prints; with --update-screenshots the home, keys, memories
+// and Atlas pages' also go to docs/screenshots/ (the README shows them; a plain run leaves the tree as it was).
 //   CHROMIUM=/path/to/chromium  overrides the browser;  --keep  keeps the state and screenshot folders.
 // Every wait is on a condition of the page (no sleeps); a failure prints what the page said.
 import { spawn } from "node:child_process";
@@ -35,10 +35,9 @@ const pageSays = () => page?.evaluate(() => [...document.querySelectorAll("main 
   || document.querySelector("main")?.innerText.slice(0, 400)).catch((e) => `(unreadable: ${e.message})`);
 const t0 = Date.now();
 const log = (msg) => console.log(`  ✓ ${msg} [${Math.round((Date.now() - t0) / 1000)} s]`);
-/** The pages whose screenshots the README shows: written to docs/screenshots/<name>.png. */
-const DOC_SHOTS = new Set(["home", "keys", "memories", "atlas"]);
+/** The pages whose screenshots the README shows: written to docs/screenshots/<name>.png when asked. */
+const DOC_SHOTS = new Set(process.argv.includes("--update-screenshots") ? ["home", "keys", "memories", "atlas"] : []);
 const docShots = join(root, "docs", "screenshots");
-mkdirSync(docShots, { recursive: true });
 /** The window's width: every page must fit it (document.documentElement.scrollWidth <= WIDTH). */
 const WIDTH = 1280;
 /** Every page the test must have checked for horizontal overflow (console routes, query left out). */
