@@ -372,7 +372,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling credential: principal, scopes, trust ceiling, organization role. */
+        /** The calling credential: principal, scopes, trust ceiling, organization role, organization id and operator account username. */
         get: operations["getV1Principal"];
         put?: never;
         post?: never;
@@ -441,7 +441,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Domain events in commit order after an event id; metadata only. */
+        /** Domain events in commit order after an event id (order=newest: newest first, after an event id continuing with older ones); metadata only. */
         get: operations["getV1Events"];
         put?: never;
         post?: never;
@@ -3227,6 +3227,10 @@ export interface operations {
                             max_trust: "low" | "medium" | "high" | "verified";
                             /** @enum {string} */
                             role: "reader" | "member" | "admin" | "owner";
+                            /** @description The caller's organization (organizations have an id, no name) */
+                            org_id: string;
+                            /** @description The operator account's username: the session's account, or the principal's; null for a principal without one */
+                            username: string | null;
                         };
                         meta: {
                             request_id: string;
@@ -3438,6 +3442,7 @@ export interface operations {
                 after?: string;
                 limit?: number;
                 kind?: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
+                order?: "commit" | "newest";
             };
             header?: never;
             path?: never;

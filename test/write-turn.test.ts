@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { verifyChain } from "../src/domains/audit/verify";
-import type { DispatchInput } from "../src/org/OrgStore";
+import type { DispatchInput } from "../src/env";
 import { WriteTurn } from "../src/org/write-turn";
 import { call, inOrg, newOrg, obs } from "./helpers";
 
