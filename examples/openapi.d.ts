@@ -11,8 +11,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness, runtime label and build revision. */
-        get: operations["getHealthz"];
+        /**
+         * Liveness, runtime label and build revision.
+         * @description Answers as long as the Worker runs, with the runtime label and build revision; it reveals nothing sensitive and needs no credential.
+         */
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -28,8 +31,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Storage check, applied and expected migration counts, capability flags. */
-        get: operations["getReadyz"];
+        /**
+         * Storage check, applied and expected migration counts, capability flags.
+         * @description Checks both stores and compares applied with expected migrations. Ready is 200; otherwise 503 `NOT_READY` carries the same body in `meta`. `capabilities.background_repair` says who drives webhook delivery and indexing.
+         */
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -47,8 +53,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resolve a project reference to its opaque prj_ id; create: true also needs projects:create. */
-        post: operations["postV1ProjectsResolve"];
+        /**
+         * Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.
+         * @description Turns a human project reference into the opaque project id that observations and claims carry. With `create: true` a missing project is created, which also needs the `projects:create` scope.
+         */
+        post: operations["resolveProject"];
         delete?: never;
         options?: never;
         head?: never;
@@ -64,8 +73,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Append evidence; content-hashed; trust may not exceed the key's ceiling. */
-        post: operations["postV1Observations"];
+        /**
+         * Append evidence; content-hashed; trust may not exceed the key's ceiling.
+         * @description Appends one piece of evidence about a subject and returns its id and content hash. The asserted `trust` may not exceed the credential's ceiling (403); an `Idempotency-Key` makes a retry answer the first result.
+         */
+        post: operations["appendObservation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -82,8 +94,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Irreversibly tombstone an observation: content gone, id, hash and provenance kept. */
-        delete: operations["deleteV1ObservationsById"];
+        /**
+         * Irreversibly tombstone an observation: content gone, id, hash and provenance kept.
+         * @description Tombstones an observation for good: its content becomes unreadable while its id, hash and provenance stay. An active legal hold on it blocks the purge.
+         */
+        delete: operations["purgeObservation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -98,8 +113,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deterministically materialize 1 to 50 claims from readable observations. */
-        post: operations["postV1Consolidations"];
+        /**
+         * Deterministically materialize 1 to 50 claims from readable observations.
+         * @description Materializes up to 50 claims about one subject from observations the caller can read, each source marked supports, contradicts or qualifies. Deterministic: no model takes part (`model_used: false`); honours `Idempotency-Key`.
+         */
+        post: operations["consolidateClaims"];
         delete?: never;
         options?: never;
         head?: never;
@@ -115,8 +133,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Supersede an active or disputed claim by another active claim. */
-        post: operations["postV1ClaimsByIdSupersede"];
+        /**
+         * Supersede an active or disputed claim by another active claim.
+         * @description Marks an active or disputed claim as superseded by another active claim, which takes its place in compiled context. Any other starting state is a 400.
+         */
+        post: operations["supersedeClaim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -132,8 +153,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke a claim that is not superseded; a repeat reports already_revoked. */
-        post: operations["postV1ClaimsByIdRevoke"];
+        /**
+         * Revoke a claim that is not superseded; a repeat reports already_revoked.
+         * @description Revokes a claim that has not been superseded; a superseded claim is a 400. Revoking twice answers the claim with `already_revoked: true`.
+         */
+        post: operations["revokeClaim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -149,8 +173,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set valid_to to now (status unchanged); a repeat reports already_expired. */
-        post: operations["postV1ClaimsByIdExpire"];
+        /**
+         * Set valid_to to now (status unchanged); a repeat reports already_expired.
+         * @description Ends a claim's validity now by setting `valid_to`; its status stays as it was. A repeat answers `already_expired: true`.
+         */
+        post: operations["expireClaim"];
         delete?: never;
         options?: never;
         head?: never;
@@ -164,8 +191,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readable supporting, contradicting and qualifying observations, plus hidden_source_count. */
-        get: operations["getV1ClaimsByIdEvidence"];
+        /**
+         * Readable supporting, contradicting and qualifying observations, plus hidden_source_count.
+         * @description Returns the claim with the supporting, contradicting and qualifying observations the caller may read. Sources it may not read are only counted, in `hidden_source_count`.
+         */
+        get: operations["getClaimEvidence"];
         put?: never;
         post?: never;
         delete?: never;
@@ -181,8 +211,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List and lexically search claims; defaults to current active and disputed claims. */
-        get: operations["getV1Memories"];
+        /**
+         * List and lexically search claims; defaults to current active and disputed claims.
+         * @description Lists claims, optionally searched lexically with `q` and filtered by subject, project, status, visibility and kind; by default the current active and disputed ones. Authorization and validity apply before search and paging (`next_cursor`).
+         */
+        get: operations["listMemories"];
         put?: never;
         post?: never;
         delete?: never;
@@ -200,8 +233,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rank authorized, current claims into a token budget and record the run (ctx_). */
-        post: operations["postV1ContextCompile"];
+        /**
+         * Rank authorized, current claims into a token budget and record the run (ctx_).
+         * @description Ranks the claims the caller may read that are current and relevant to the query into a token budget, and records the run as a `ctx_` context. `meta.degraded` says whether vectors or a model were missing.
+         */
+        post: operations["compileContext"];
         delete?: never;
         options?: never;
         head?: never;
@@ -215,8 +251,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read a run you compiled or that a handoff delegates to you; item visibility is rechecked now. */
-        get: operations["getV1ContextById"];
+        /**
+         * Read a run you compiled or that a handoff delegates to you; item visibility is rechecked now.
+         * @description Reads a context run the caller compiled, or one a handoff delegates to it. Each item's visibility is checked again at read time (`current`).
+         */
+        get: operations["getContextRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -234,8 +273,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Record an outcome for a run or one of its items (claim_id). */
-        post: operations["postV1ContextByIdFeedback"];
+        /**
+         * Record an outcome for a run or one of its items (claim_id).
+         * @description Records an outcome (used, useful, irrelevant, incorrect, harmful) for a context run, or for one of its items with `claim_id`. Honours `Idempotency-Key`; `client_mutation_id` is deduplicated per organization.
+         */
+        post: operations["recordFeedback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -249,11 +291,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The latest unexpired checkpoint for subject_id and kind (agent_id optional); 404 once expired. */
-        get: operations["getV1Checkpoints"];
+        /**
+         * The latest unexpired checkpoint for subject_id and kind (agent_id optional); 404 once expired.
+         * @description Finds the latest checkpoint for `subject_id` and `kind` (and `agent_id` when given). An expired checkpoint answers 404.
+         */
+        get: operations["findCheckpoint"];
         put?: never;
-        /** Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true. */
-        post: operations["postV1Checkpoints"];
+        /**
+         * Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.
+         * @description Saves task state for a subject, agent and kind, replacing the earlier one (201 first, then 200 with `updated: true` and the same `checkpoint_id`). It expires after `ttl_seconds`.
+         */
+        post: operations["saveCheckpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -267,12 +315,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One unexpired checkpoint: for its writer, or the recipient of a handoff that references it. */
-        get: operations["getV1CheckpointsById"];
+        /**
+         * One unexpired checkpoint: for its writer, or the recipient of a handoff that references it.
+         * @description Reads one unexpired checkpoint: for its writer, or for the recipient of a handoff that references it.
+         */
+        get: operations["getCheckpoint"];
         put?: never;
         post?: never;
-        /** Delete a checkpoint outright (its writer only). */
-        delete: operations["deleteV1CheckpointsById"];
+        /**
+         * Delete a checkpoint outright (its writer only).
+         * @description Deletes a checkpoint outright; only its writer may.
+         */
+        delete: operations["deleteCheckpoint"];
         options?: never;
         head?: never;
         patch?: never;
@@ -285,11 +339,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Unreleased, unexpired leases of the organization, with an opaque cursor. */
-        get: operations["getV1Leases"];
+        /**
+         * Unreleased, unexpired leases of the organization, with an opaque cursor.
+         * @description Lists the organization's leases that are neither released nor expired, paged with an opaque cursor.
+         */
+        get: operations["listLeases"];
         put?: never;
-        /** Acquire or renew a lease; a live lease of another principal is 409. */
-        post: operations["postV1Leases"];
+        /**
+         * Acquire or renew a lease; a live lease of another principal is 409.
+         * @description Takes an exclusive lease on a resource for `ttl_seconds`, or renews the caller's own. A live lease held by another principal is 409 `CONFLICT`.
+         */
+        post: operations["acquireLease"];
         delete?: never;
         options?: never;
         head?: never;
@@ -306,8 +366,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Release a lease you hold. */
-        delete: operations["deleteV1LeasesById"];
+        /**
+         * Release a lease you hold.
+         * @description Releases a lease the caller holds before its TTL runs out.
+         */
+        delete: operations["releaseLease"];
         options?: never;
         head?: never;
         patch?: never;
@@ -322,8 +385,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Release any organization-scoped lease (owner or admin). */
-        post: operations["postV1LeasesByIdForceRelease"];
+        /**
+         * Release any organization-scoped lease (owner or admin).
+         * @description Releases any organization-scoped lease regardless of its holder; owner or admin only.
+         */
+        post: operations["forceReleaseLease"];
         delete?: never;
         options?: never;
         head?: never;
@@ -337,11 +403,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Pending handoffs addressed to the caller, oldest first. */
-        get: operations["getV1Handoffs"];
+        /**
+         * Pending handoffs addressed to the caller, oldest first.
+         * @description Lists the pending handoffs addressed to the caller, oldest first: the polling path for agents without webhooks.
+         */
+        get: operations["listHandoffs"];
         put?: never;
-        /** Offer work to a principal, optionally with a context run and a checkpoint you can read. */
-        post: operations["postV1Handoffs"];
+        /**
+         * Offer work to a principal, optionally with a context run and a checkpoint you can read.
+         * @description Offers work to another principal, optionally pointing at a context run and a checkpoint the caller can read. The handoff starts pending.
+         */
+        post: operations["createHandoff"];
         delete?: never;
         options?: never;
         head?: never;
@@ -357,8 +429,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Accept or reject a pending handoff addressed to you. */
-        post: operations["postV1HandoffsByIdResolve"];
+        /**
+         * Accept or reject a pending handoff addressed to you.
+         * @description Accepts or rejects a pending handoff. Only its recipient may resolve it; anyone else gets a 400.
+         */
+        post: operations["resolveHandoff"];
         delete?: never;
         options?: never;
         head?: never;
@@ -372,8 +447,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling credential: principal, scopes, trust ceiling, organization role. */
-        get: operations["getV1Principal"];
+        /**
+         * The calling credential: principal, scopes, trust ceiling, organization role.
+         * @description Describes the calling credential: its principal, scopes, trust ceiling and organization role.
+         */
+        get: operations["getCurrentPrincipal"];
         put?: never;
         post?: never;
         delete?: never;
@@ -389,11 +467,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Key metadata with status; owner/admin see every key, others their own principal's. */
-        get: operations["getV1Keys"];
+        /**
+         * Key metadata with status; owner/admin see every key, others their own principal's.
+         * @description Lists key metadata and status, never a hash or secret. Owners and admins see every key, others their own principal's.
+         */
+        get: operations["listKeys"];
         put?: never;
-        /** Mint a key (raw value returned once) for a new agent principal, or for principal_id. */
-        post: operations["postV1Keys"];
+        /**
+         * Mint a key (raw value returned once) for a new agent principal, or for principal_id.
+         * @description Mints an API key for a new agent principal, or for `principal_id`. The raw `svc_sk_` value is returned once; a key cannot grant scopes or a trust ceiling its creator lacks (403).
+         */
+        post: operations["createKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -410,8 +494,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a key; it fails with 401 from the next request on. A principal's last credential takes what it created with it (cascade). */
-        delete: operations["deleteV1KeysById"];
+        /**
+         * Revoke a key; it fails with 401 from the next request on. A principal's last credential takes what it created with it (cascade).
+         * @description Revokes a key; it fails with 401 from the next request on. When it was its principal's last credential, what that principal created is revoked with it.
+         */
+        delete: operations["revokeKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -424,8 +511,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Bounded, non-secret directory of the organization's principals (owner or admin). */
-        get: operations["getV1Principals"];
+        /**
+         * Bounded, non-secret directory of the organization's principals (owner or admin).
+         * @description A bounded directory of the organization's principals without secrets; owner or admin only.
+         */
+        get: operations["listPrincipals"];
         put?: never;
         post?: never;
         delete?: never;
@@ -441,8 +531,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Domain events in commit order after an event id; metadata only. */
-        get: operations["getV1Events"];
+        /**
+         * Domain events in commit order after an event id; metadata only.
+         * @description Lists domain events in commit order after an event id, metadata only (never content). Pass the returned `cursor` as `after` to continue.
+         */
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -458,8 +551,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One event. */
-        get: operations["getV1EventsById"];
+        /**
+         * One event.
+         * @description Reads one domain event the caller may see.
+         */
+        get: operations["getEvent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -475,11 +571,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin. */
-        get: operations["getV1Webhooks"];
+        /**
+         * Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin.
+         * @description Lists webhooks with status, event filter and consecutive failures: the caller's own, or all of them for an owner or admin.
+         */
+        get: operations["listWebhooks"];
         put?: never;
-        /** Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned. */
-        post: operations["postV1Webhooks"];
+        /**
+         * Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned.
+         * @description Registers a URL (https, or http to localhost) to receive the listed event kinds, signed with HMAC-SHA256 of the body using `secret`. The secret is never returned; private network hosts are refused.
+         */
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -496,8 +598,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a webhook and its delivery rows. */
-        delete: operations["deleteV1WebhooksById"];
+        /**
+         * Remove a webhook and its delivery rows.
+         * @description Removes a webhook together with its delivery rows; its creator or an owner/admin only.
+         */
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
         patch?: never;
@@ -512,8 +617,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pause delivery; events keep accruing. */
-        post: operations["postV1WebhooksByIdPause"];
+        /**
+         * Pause delivery; events keep accruing.
+         * @description Stops delivery to a webhook while events keep accruing. A disabled webhook cannot be paused (403).
+         */
+        post: operations["pauseWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -529,8 +637,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume delivery and reset failure_count to 0. */
-        post: operations["postV1WebhooksByIdResume"];
+        /**
+         * Resume delivery and reset failure_count to 0.
+         * @description Resumes delivery and resets `failure_count` to 0; what accrued meanwhile goes out. A disabled webhook must be registered again (403).
+         */
+        post: operations["resumeWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -544,8 +655,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Deliveries of one webhook of events you may read, newest first; never a response body. */
-        get: operations["getV1WebhooksByIdDeliveries"];
+        /**
+         * Deliveries of one webhook of events you may read, newest first; never a response body.
+         * @description Lists a webhook's deliveries of events the caller may read, newest first, with status, attempts and the receiver's HTTP status; never a response body.
+         */
+        get: operations["listDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -563,8 +677,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC). */
-        post: operations["postV1WebhooksByIdDeliveriesByDeliveryIdRetry"];
+        /**
+         * Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC).
+         * @description Sends a failed delivery again: it goes back to pending, due at once, under the same delivery id so receivers still deduplicate. Other states are a 400.
+         */
+        post: operations["retryDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -580,8 +697,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks. */
-        post: operations["postV1WebhooksDeliver"];
+        /**
+         * Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks.
+         * @description Drains the outbox by hand: delivers the events the caller may read after `after` (from the start without it) to subscribed hooks. Counts and cursor cover only what the caller may read.
+         */
+        post: operations["deliverWebhooks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -595,11 +715,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Workspaces: owners and admins see all, others the ones they are members of. */
-        get: operations["getV1Workspaces"];
+        /**
+         * Workspaces: owners and admins see all, others the ones they are members of.
+         * @description Lists workspaces: all of them for owners and admins, otherwise those the caller is a member of.
+         */
+        get: operations["listWorkspaces"];
         put?: never;
-        /** Create a workspace (name unique per organization); its creator becomes its owner. */
-        post: operations["postV1Workspaces"];
+        /**
+         * Create a workspace (name unique per organization); its creator becomes its owner.
+         * @description Creates a workspace; its name is unique in the organization (409 otherwise) and its creator becomes its owner.
+         */
+        post: operations["createWorkspace"];
         delete?: never;
         options?: never;
         head?: never;
@@ -613,11 +739,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace. */
-        get: operations["getV1Memberships"];
+        /**
+         * Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace.
+         * @description Lists live memberships, optionally of one `workspace_id`: all for owners and admins, otherwise the caller's own and those of its workspaces.
+         */
+        get: operations["listMemberships"];
         put?: never;
-        /** Attach a principal to the organization (sets its role) or to a workspace, with a role. */
-        post: operations["postV1Memberships"];
+        /**
+         * Attach a principal to the organization (sets its role) or to a workspace, with a role.
+         * @description Attaches a principal to the organization (setting its role) or to one workspace, as owner, admin, member or reader. Nobody grants a role above their own.
+         */
+        post: operations["createMembership"];
         delete?: never;
         options?: never;
         head?: never;
@@ -634,8 +766,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Soft-remove a membership; removing the organization membership removes the principal and revokes its keys. */
-        delete: operations["deleteV1MembershipsById"];
+        /**
+         * Soft-remove a membership; removing the organization membership removes the principal and revokes its keys.
+         * @description Removes a membership softly (history and audit stay). Removing an organization membership removes the principal and revokes its keys.
+         */
+        delete: operations["removeMembership"];
         options?: never;
         head?: never;
         patch?: never;
@@ -648,8 +783,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Projects backed by records the caller may read. */
-        get: operations["getV1Projects"];
+        /**
+         * Projects backed by records the caller may read.
+         * @description Lists the projects that back records the caller may read.
+         */
+        get: operations["listProjects"];
         put?: never;
         post?: never;
         delete?: never;
@@ -665,8 +803,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readable observation and claim ids of a project; `~` selects unscoped memory. */
-        get: operations["getV1ProjectsByIdReferences"];
+        /**
+         * Readable observation and claim ids of a project; `~` selects unscoped memory.
+         * @description Lists the observation and claim ids of a project the caller may read; the id `~` selects memory outside any project.
+         */
+        get: operations["listProjectReferences"];
         put?: never;
         post?: never;
         delete?: never;
@@ -682,8 +823,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Subjects of records the caller may read, in order. */
-        get: operations["getV1Subjects"];
+        /**
+         * Subjects of records the caller may read, in order.
+         * @description Lists the subjects of records the caller may read, in order.
+         */
+        get: operations["listSubjects"];
         put?: never;
         post?: never;
         delete?: never;
@@ -699,8 +843,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readable observation and claim ids about a subject, and its namespaced references. */
-        get: operations["getV1SubjectsByIdReferences"];
+        /**
+         * Readable observation and claim ids about a subject, and its namespaced references.
+         * @description Lists the observation and claim ids about a subject that the caller may read, and its namespaced external references.
+         */
+        get: operations["listSubjectReferences"];
         put?: never;
         post?: never;
         delete?: never;
@@ -716,11 +863,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Active and revoked grants: all for owners and admins, otherwise those you hold or gave. */
-        get: operations["getV1Grants"];
+        /**
+         * Active and revoked grants: all for owners and admins, otherwise those you hold or gave.
+         * @description Lists active and revoked grants: all for owners and admins, otherwise those the caller holds or gave.
+         */
+        get: operations["listGrants"];
         put?: never;
-        /** Delegate read, write, approve or admin over the organization, a project (null: unscoped) or a subject. */
-        post: operations["postV1Grants"];
+        /**
+         * Delegate read, write, approve or admin over the organization, a project (null: unscoped) or a subject.
+         * @description Delegates read, write, approve or admin authority over the organization, a project (null: unscoped memory) or a subject. The caller must hold every permission it delegates.
+         */
+        post: operations["createGrant"];
         delete?: never;
         options?: never;
         head?: never;
@@ -737,8 +890,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke a grant and every grant delegated from it (owner, admin or its grantor); keys narrow on their next request. */
-        delete: operations["deleteV1GrantsById"];
+        /**
+         * Revoke a grant and every grant delegated from it (owner, admin or its grantor); keys narrow on their next request.
+         * @description Revokes a grant and every grant delegated from it (owner, admin or its grantor); keys relying on it narrow on their next request.
+         */
+        delete: operations["revokeGrant"];
         options?: never;
         head?: never;
         patch?: never;
@@ -753,8 +909,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Explain the visibility, grant and final decision for a principal on a record or target (owner only). */
-        post: operations["postV1AccessSimulate"];
+        /**
+         * Explain the visibility, grant and final decision for a principal on a record or target (owner only).
+         * @description Explains whether a principal could read or write a record or target: the visibility gate, the grant gate and the final decision, without disclosing the record. Owner only.
+         */
+        post: operations["simulateAccess"];
         delete?: never;
         options?: never;
         head?: never;
@@ -770,8 +929,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** MCP (JSON-RPC 2.0 over Streamable HTTP): initialize, ping, tools/list, tools/call; nine memory tools. */
-        post: operations["postMcp"];
+        /**
+         * MCP (JSON-RPC 2.0 over Streamable HTTP): initialize, ping, tools/list, tools/call; nine memory tools.
+         * @description The agent tool endpoint: JSON-RPC 2.0 over Streamable HTTP with initialize, ping, tools/list and tools/call over nine memory tools. A notification answers 202 with no body; a batch answers an array.
+         */
+        post: operations["callMcp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -785,8 +947,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** NDJSON export: header line, then readable records in import order; continue with the header's next_after. */
-        get: operations["getV1Export"];
+        /**
+         * NDJSON export: header line, then readable records in import order; continue with the header's next_after.
+         * @description Streams the records the caller may read as NDJSON: one header line (with `import_order` and `next_after`), then one record per line in import order.
+         */
+        get: operations["exportRecords"];
         put?: never;
         post?: never;
         delete?: never;
@@ -804,8 +969,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Atomic import of up to 2000 NDJSON record lines (the GET /v1/export line shapes); ids and history kept; no events. */
-        post: operations["postV1Import"];
+        /**
+         * Atomic import of up to 2000 NDJSON record lines (the GET /v1/export line shapes); ids and history kept; no events.
+         * @description Imports up to 2000 NDJSON record lines (the export's line shapes) in one atomic batch, keeping ids and history and emitting no events. A missing reference is 400 `UNRESOLVED_REFERENCE`; an id owned by another organization is 409.
+         */
+        post: operations["importRecords"];
         delete?: never;
         options?: never;
         head?: never;
@@ -819,8 +987,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Metadata-only audit entries, newest first, continuing after an audit id; filter by action (owner or admin). */
-        get: operations["getV1Audit"];
+        /**
+         * Metadata-only audit entries, newest first, continuing after an audit id; filter by action (owner or admin).
+         * @description Lists metadata-only audit entries, newest first, optionally of one `action`, continuing after an audit id; owner or admin.
+         */
+        get: operations["listAuditEntries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -836,8 +1007,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** NDJSON audit export behind a svc.audit.header line that explains how to verify the hash chain (owner or admin). */
-        get: operations["getV1AuditExport"];
+        /**
+         * NDJSON audit export behind a svc.audit.header line that explains how to verify the hash chain (owner or admin).
+         * @description Exports audit entries as NDJSON behind a `svc.audit.header` line that explains how to verify their hash chain; owner or admin.
+         */
+        get: operations["exportAudit"];
         put?: never;
         post?: never;
         delete?: never;
@@ -855,8 +1029,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Public (no Authorization header): exchange username and password for a dashboard session (stage password_change, staged or full). */
-        post: operations["postV1DashboardSessions"];
+        /**
+         * Public (no Authorization header): exchange username and password for a dashboard session (stage password_change, staged or full).
+         * @description Logs a human in with username and password (no Authorization header) and returns a short-lived dashboard session: `password_change` for a temporary password, `staged` when a passkey is enrolled, else `full`. Unknown users and wrong passwords answer alike.
+         */
+        post: operations["createDashboardSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -872,8 +1049,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a human account (principal, organization membership, account); the temporary password is returned once. */
-        post: operations["postV1OperatorAccounts"];
+        /**
+         * Create a human account (principal, organization membership, account); the temporary password is returned once.
+         * @description Creates a human operator account with its principal and organization membership in one write; the temporary password is returned once. The account gets no authority the caller lacks.
+         */
+        post: operations["createOperatorAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -893,8 +1073,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Replace the account's password (current_password, new_password); revokes every dashboard session of the account. */
-        patch: operations["patchV1OperatorAccountsCurrentPassword"];
+        /**
+         * Replace the account's password (current_password, new_password); revokes every dashboard session of the account.
+         * @description Replaces the calling account's password after checking the current one, and revokes every dashboard session of the account: a fresh login follows.
+         */
+        patch: operations["changePassword"];
         trace?: never;
     };
     "/v1/operator-accounts/current/passkeys/options": {
@@ -906,8 +1089,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** WebAuthn registration options bound to this account, session and purpose (5 minutes, single use). */
-        post: operations["postV1OperatorAccountsCurrentPasskeysOptions"];
+        /**
+         * WebAuthn registration options bound to this account, session and purpose (5 minutes, single use).
+         * @description Issues WebAuthn registration options bound to this account, session and purpose; single use, valid 5 minutes. Needs a full dashboard session.
+         */
+        post: operations["createPasskeyRegistrationOptions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -921,11 +1107,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's passkeys, without public keys or counters. */
-        get: operations["getV1OperatorAccountsCurrentPasskeys"];
+        /**
+         * The account's passkeys, without public keys or counters.
+         * @description Lists the account's passkeys without public keys or signature counters.
+         */
+        get: operations["listPasskeys"];
         put?: never;
-        /** Verify a registration response and add the passkey; the first one returns eight recovery codes once. */
-        post: operations["postV1OperatorAccountsCurrentPasskeys"];
+        /**
+         * Verify a registration response and add the passkey; the first one returns eight recovery codes once.
+         * @description Verifies a WebAuthn registration response and adds the passkey. The first passkey also returns eight recovery codes, once.
+         */
+        post: operations["addPasskey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -942,8 +1134,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke one passkey (current_password). */
-        delete: operations["deleteV1OperatorAccountsCurrentPasskeysById"];
+        /**
+         * Revoke one passkey (current_password).
+         * @description Revokes one passkey of the account; the body repeats `current_password`.
+         */
+        delete: operations["revokePasskey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -958,8 +1153,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace all recovery codes (current_password); the new set is returned once. */
-        post: operations["postV1OperatorAccountsCurrentRecoveryCodes"];
+        /**
+         * Replace all recovery codes (current_password); the new set is returned once.
+         * @description Replaces all recovery codes after checking `current_password`; the new set is returned once.
+         */
+        post: operations["replaceRecoveryCodes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -975,8 +1173,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** WebAuthn assertion options bound to this staged session (5 minutes, single use). */
-        post: operations["postV1DashboardSessionsCurrentPasskeyOptions"];
+        /**
+         * WebAuthn assertion options bound to this staged session (5 minutes, single use).
+         * @description Issues WebAuthn assertion options bound to the calling staged session; single use, valid 5 minutes.
+         */
+        post: operations["createPasskeyAssertionOptions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -992,8 +1193,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Verify a passkey assertion; the staged session is replaced by a full one. */
-        post: operations["postV1DashboardSessionsCurrentPasskey"];
+        /**
+         * Verify a passkey assertion; the staged session is replaced by a full one.
+         * @description Verifies a passkey assertion for a staged session and replaces it with a full session.
+         */
+        post: operations["verifyPasskeyAssertion"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1009,8 +1213,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Consume one recovery code; the staged session is replaced by a full one. Answers how many codes remain. */
-        post: operations["postV1DashboardSessionsCurrentRecoveryCode"];
+        /**
+         * Consume one recovery code; the staged session is replaced by a full one. Answers how many codes remain.
+         * @description Consumes one recovery code in place of a passkey, replacing the staged session with a full one, and says how many codes remain.
+         */
+        post: operations["redeemRecoveryCode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1027,8 +1234,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke the calling dashboard session (log out). An API key has no session: 404. */
-        delete: operations["deleteV1DashboardSessionsCurrent"];
+        /**
+         * Revoke the calling dashboard session (log out). An API key has no session: 404.
+         * @description Logs out: revokes the calling dashboard session. An API key has no session and gets 404.
+         */
+        delete: operations["deleteDashboardSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1041,11 +1251,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List policies (filters type, status), oldest first. */
-        get: operations["getV1Policies"];
+        /**
+         * List policies (filters type, status), oldest first.
+         * @description Lists policies, optionally by type and status, oldest first.
+         */
+        get: operations["listPolicies"];
         put?: never;
-        /** Create a typed policy (approval, release or retention), draft or active; owner or admin. */
-        post: operations["postV1Policies"];
+        /**
+         * Create a typed policy (approval, release or retention), draft or active; owner or admin.
+         * @description Creates a typed, versioned policy (approval, release or retention rules), as a draft or active; owner or admin.
+         */
+        post: operations["createPolicy"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1065,8 +1281,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Change a policy's status and/or rules with its current expected_version; owner or admin. */
-        patch: operations["patchV1PoliciesById"];
+        /**
+         * Change a policy's status and/or rules with its current expected_version; owner or admin.
+         * @description Changes a policy's status and/or rules; `expected_version` must be the current version (409 otherwise). Owner or admin.
+         */
+        patch: operations["updatePolicy"];
         trace?: never;
     };
     "/v1/claim-approvals": {
@@ -1076,11 +1295,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List approvals of claims you may read (filters claim_id, status), oldest first. */
-        get: operations["getV1ClaimApprovals"];
+        /**
+         * List approvals of claims you may read (filters claim_id, status), oldest first.
+         * @description Lists approvals of claims the caller may read, optionally by claim and status, oldest first.
+         */
+        get: operations["listClaimApprovals"];
         put?: never;
-        /** Submit the current version of a readable, active claim, with the evidence you can see, for approval. */
-        post: operations["postV1ClaimApprovals"];
+        /**
+         * Submit the current version of a readable, active claim, with the evidence you can see, for approval.
+         * @description Submits the current version of an active claim the caller can read for approval, together with the evidence it can see.
+         */
+        post: operations["submitClaimApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1096,8 +1321,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve or reject a pending approval; stale claim version 409; separation of duty per policy. */
-        post: operations["postV1ClaimApprovalsByIdDecide"];
+        /**
+         * Approve or reject a pending approval; stale claim version 409; separation of duty per policy.
+         * @description Approves or rejects a pending approval. A claim that changed since submission is 409; the approval policy may forbid deciding one's own submission.
+         */
+        post: operations["decideClaimApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1111,11 +1339,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List channels (metadata only; filter status), oldest first. */
-        get: operations["getV1Channels"];
+        /**
+         * List channels (metadata only; filter status), oldest first.
+         * @description Lists channels (metadata only), optionally by status, oldest first.
+         */
+        get: operations["listChannels"];
         put?: never;
-        /** Create a channel: audiences, minimum trust, and the one gateway principal that may compile it. */
-        post: operations["postV1Channels"];
+        /**
+         * Create a channel: audiences, minimum trust, and the one gateway principal that may compile it.
+         * @description Creates a channel that serves released knowledge to one gateway principal, with its audiences and minimum trust.
+         */
+        post: operations["createChannel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1135,8 +1369,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set a channel active, paused or disabled (final) with its current expected_version; its creator or an owner/admin. */
-        patch: operations["patchV1ChannelsById"];
+        /**
+         * Set a channel active, paused or disabled (final) with its current expected_version; its creator or an owner/admin.
+         * @description Sets a channel active, paused or disabled (final) given its current `expected_version`; its creator or an owner/admin.
+         */
+        patch: operations["updateChannel"];
         trace?: never;
     };
     "/v1/knowledge-releases": {
@@ -1146,11 +1383,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown. */
-        get: operations["getV1KnowledgeReleases"];
+        /**
+         * List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.
+         * @description Lists releases of claims the caller may read, optionally by channel and status, oldest first. Snapshot evidence the caller cannot read is counted, not shown.
+         */
+        get: operations["listReleases"];
         put?: never;
-        /** Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible. */
-        post: operations["postV1KnowledgeReleases"];
+        /**
+         * Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible.
+         * @description Drafts a release: an immutable snapshot of one claim's current version for a channel. The claim must be eligible for release.
+         */
+        post: operations["draftRelease"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1166,8 +1409,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy. */
-        post: operations["postV1KnowledgeReleasesByIdApprove"];
+        /**
+         * Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy.
+         * @description Approves a draft release that is still eligible; the channel's creator or an owner/admin, subject to the release policy's separation of duty.
+         */
+        post: operations["approveRelease"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1183,8 +1429,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published). */
-        post: operations["postV1KnowledgeReleasesByIdActivate"];
+        /**
+         * Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published).
+         * @description Publishes an approved, still-eligible release to its channel (event `release.published`); the channel's creator or an owner/admin.
+         */
+        post: operations["activateRelease"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1200,8 +1449,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept. */
-        post: operations["postV1KnowledgeReleasesByIdRevoke"];
+        /**
+         * Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept.
+         * @description Withdraws a draft, approved or active release (event `release.revoked`), keeping its history; the channel's creator or an owner/admin.
+         */
+        post: operations["revokeRelease"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1217,8 +1469,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Rank the channel's active, still-eligible released snapshots into a token budget; its gateway principal only. */
-        post: operations["postV1ChannelsByIdContextCompile"];
+        /**
+         * Rank the channel's active, still-eligible released snapshots into a token budget; its gateway principal only.
+         * @description Ranks the channel's active, still-eligible released snapshots into a token budget, never canonical memory. Only the channel's gateway principal may call it.
+         */
+        post: operations["compileChannelContext"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1232,11 +1487,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Peers with status, direction and sync cursor. */
-        get: operations["getV1FederationPeers"];
+        /**
+         * Peers with status, direction and sync cursor.
+         * @description Lists peers with their status, direction and sync cursor.
+         */
+        get: operations["listPeers"];
         put?: never;
-        /** Register a peer deployment (one per endpoint); the shared secret is never returned. */
-        post: operations["postV1FederationPeers"];
+        /**
+         * Register a peer deployment (one per endpoint); the shared secret is never returned.
+         * @description Registers another deployment as a peer (one per endpoint) with a shared secret and a direction; the secret is never returned.
+         */
+        post: operations["registerPeer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1252,8 +1513,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Suspend a peer: its pull and push are then 403. */
-        post: operations["postV1FederationPeersByIdSuspend"];
+        /**
+         * Suspend a peer: its pull and push are then 403.
+         * @description Suspends a peer: its pull and push calls answer 403 from then on.
+         */
+        post: operations["suspendPeer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1267,11 +1531,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A peer's filters. */
-        get: operations["getV1FederationPeersByIdFilters"];
+        /**
+         * A peer's filters.
+         * @description Lists a peer's filters.
+         */
+        get: operations["listPeerFilters"];
         put?: never;
-        /** Add a filter; filters bind both directions, and a resource type without one never crosses. */
-        post: operations["postV1FederationPeersByIdFilters"];
+        /**
+         * Add a filter; filters bind both directions, and a resource type without one never crosses.
+         * @description Adds a filter to a peer. Filters bind both directions, and a resource type without a filter never crosses.
+         */
+        post: operations["addPeerFilter"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1287,8 +1557,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Called by the peer, signed like push (x-svc-peer-signature over the raw body, sent_at): up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response. */
-        post: operations["postV1FederationPull"];
+        /**
+         * Called by the peer, signed like push (x-svc-peer-signature over the raw body, sent_at): up to 200 filtered team events after its cursor (advanced), optional signed bundles; signed response.
+         * @description Called by a peer, signed with `x-svc-peer-signature` over the raw body: returns up to 200 filtered team events after its cursor and advances it; `include_memory` adds signed claim bundles. A bad signature or stale `sent_at` is 403 and changes nothing.
+         */
+        post: operations["pullFederationEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1304,8 +1577,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Called by the peer: signed events and bundles; per-entry success, conflict or rejected; exchange_id replays. */
-        post: operations["postV1FederationPush"];
+        /**
+         * Called by the peer: signed events and bundles; per-entry success, conflict or rejected; exchange_id replays.
+         * @description Called by a peer with signed events and bundles; each entry reports success, conflict or rejected, and a repeated `exchange_id` replays. A wrong signature or an inactive or wrongly directed peer is 403.
+         */
+        post: operations["pushFederationEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1319,8 +1595,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The exchange log of one peer, oldest first. */
-        get: operations["getV1FederationLog"];
+        /**
+         * The exchange log of one peer, oldest first.
+         * @description Lists the exchange log of one `peer_id`, oldest first.
+         */
+        get: operations["listFederationLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1338,8 +1617,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Place a legal hold on an exact claim or observation (and its dependents); restores what retention had excluded. */
-        post: operations["postV1LegalHolds"];
+        /**
+         * Place a legal hold on an exact claim or observation (and its dependents); restores what retention had excluded.
+         * @description Places a legal hold on one claim or observation and its dependents; whatever retention had excluded is restored in the same write.
+         */
+        post: operations["placeLegalHold"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1355,8 +1637,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Release an active legal hold; a repeat answers already_released: true. */
-        post: operations["postV1LegalHoldsByIdRelease"];
+        /**
+         * Release an active legal hold; a repeat answers already_released: true.
+         * @description Releases an active legal hold; a repeat answers `already_released: true`.
+         */
+        post: operations["releaseLegalHold"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1372,8 +1657,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Apply the active retention policy to one bounded page of records (resumable with after/next_after; dry_run counts only). */
-        post: operations["postV1RetentionApply"];
+        /**
+         * Apply the active retention policy to one bounded page of records (resumable with after/next_after; dry_run counts only).
+         * @description Applies the active retention policy to one bounded page of records, excluding them from retrieval; held records are spared. Resume with `after`/`next_after`; `dry_run` only counts.
+         */
+        post: operations["applyRetention"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1387,11 +1675,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List identity mappings, active and retired (filters external_system, external_id, subject_id, status), oldest first. */
-        get: operations["getV1IdentityMappings"];
+        /**
+         * List identity mappings, active and retired (filters external_system, external_id, subject_id, status), oldest first.
+         * @description Lists identity mappings, active and retired, filtered by external system, external id, subject or status, oldest first.
+         */
+        get: operations["listIdentityMappings"];
         put?: never;
-        /** Map an external identity to a subject; an active mapping of the same identity is retired and this one is its next version. */
-        post: operations["postV1IdentityMappings"];
+        /**
+         * Map an external identity to a subject; an active mapping of the same identity is retired and this one is its next version.
+         * @description Maps an external identity to a subject. An active mapping of the same identity is retired and this one becomes its next version.
+         */
+        post: operations["createIdentityMapping"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1408,8 +1702,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Retire an identity mapping (kept as history); a repeat answers already_retired: true. */
-        delete: operations["deleteV1IdentityMappingsById"];
+        /**
+         * Retire an identity mapping (kept as history); a repeat answers already_retired: true.
+         * @description Retires an identity mapping, keeping it as history; a repeat answers `already_retired: true`.
+         */
+        delete: operations["retireIdentityMapping"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1424,8 +1721,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Compile an authorized, bounded graph view of memory through one of seven lenses. */
-        post: operations["postV1MemoryViewsCompile"];
+        /**
+         * Compile an authorized, bounded graph view of memory through one of seven lenses.
+         * @description Compiles a bounded graph of memory through one of seven lenses (evidence trace, neighborhood, workspace graph …). Authorization runs before traversal: hidden records contribute no node, edge or count, and an unauthorized focus is 404.
+         */
+        post: operations["compileMemoryView"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1439,8 +1739,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift. */
-        get: operations["getV1ModelsConfig"];
+        /**
+         * The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.
+         * @description Reports the isolate's immutable embedding and extraction configuration (no secrets) and how far this organization's index drifts from it.
+         */
+        get: operations["getModelConfig"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1458,8 +1761,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** One bounded embedding or extraction call; answers metadata only and appends a metadata-only audit entry. */
-        post: operations["postV1ModelsProbe"];
+        /**
+         * One bounded embedding or extraction call; answers metadata only and appends a metadata-only audit entry.
+         * @description Makes one bounded embedding or extraction call and answers its metadata only (no text or vectors), appending a metadata-only audit entry.
+         */
+        post: operations["probeModel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1475,8 +1781,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index. */
-        post: operations["postV1IndexDrain"];
+        /**
+         * Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index.
+         * @description Embeds and upserts up to `limit` queued records and deletes revoked, superseded or expired ones from the vector index. Without a vector capability it is 400; an unreachable model or index is 503 with the queue untouched.
+         */
+        post: operations["drainIndex"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1492,8 +1801,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check up to 100 current claims against the vector index (ids only) and queue one repair per missing id. */
-        post: operations["postV1IndexVerify"];
+        /**
+         * Check up to 100 current claims against the vector index (ids only) and queue one repair per missing id.
+         * @description Checks up to 100 current claims against the vector index by id and queues one repair per missing id; continue with `next_after`. Never reads embedding values.
+         */
+        post: operations["verifyIndex"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1509,8 +1821,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims). */
-        post: operations["postV1EnrichmentDrain"];
+        /**
+         * Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims).
+         * @description Proposes candidate claims from up to `limit` new observations into a review ledger; it never writes canonical claims. With extraction disabled it drains nothing and answers `status: disabled`.
+         */
+        post: operations["drainEnrichment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1568,7 +1883,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    getHealthz: {
+    getHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -1600,7 +1915,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getReadyz: {
+    getReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -1654,7 +1969,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ProjectsResolve: {
+    resolveProject: {
         parameters: {
             query?: never;
             header?: never;
@@ -1720,7 +2035,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Observations: {
+    appendObservation: {
         parameters: {
             query?: never;
             header?: {
@@ -1834,7 +2149,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1ObservationsById: {
+    purgeObservation: {
         parameters: {
             query?: never;
             header?: never;
@@ -1884,7 +2199,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Consolidations: {
+    consolidateClaims: {
         parameters: {
             query?: never;
             header?: {
@@ -2056,7 +2371,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ClaimsByIdSupersede: {
+    supersedeClaim: {
         parameters: {
             query?: never;
             header?: never;
@@ -2117,7 +2432,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ClaimsByIdRevoke: {
+    revokeClaim: {
         parameters: {
             query?: never;
             header?: never;
@@ -2178,7 +2493,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ClaimsByIdExpire: {
+    expireClaim: {
         parameters: {
             query?: never;
             header?: never;
@@ -2239,7 +2554,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1ClaimsByIdEvidence: {
+    getClaimEvidence: {
         parameters: {
             query?: never;
             header?: never;
@@ -2365,7 +2680,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Memories: {
+    listMemories: {
         parameters: {
             query?: {
                 /** @description Words that must all appear in the claim statement. */
@@ -2438,7 +2753,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ContextCompile: {
+    compileContext: {
         parameters: {
             query?: never;
             header?: never;
@@ -2515,7 +2830,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1ContextById: {
+    getContextRun: {
         parameters: {
             query?: never;
             header?: never;
@@ -2566,7 +2881,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ContextByIdFeedback: {
+    recordFeedback: {
         parameters: {
             query?: never;
             header?: {
@@ -2651,7 +2966,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Checkpoints: {
+    findCheckpoint: {
         parameters: {
             query: {
                 subject_id: string;
@@ -2694,7 +3009,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Checkpoints: {
+    saveCheckpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -2781,7 +3096,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1CheckpointsById: {
+    getCheckpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -2822,7 +3137,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1CheckpointsById: {
+    deleteCheckpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -2855,7 +3170,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Leases: {
+    listLeases: {
         parameters: {
             query?: {
                 resource_type?: string;
@@ -2899,7 +3214,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Leases: {
+    acquireLease: {
         parameters: {
             query?: never;
             header?: never;
@@ -2970,7 +3285,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1LeasesById: {
+    releaseLease: {
         parameters: {
             query?: never;
             header?: never;
@@ -3011,7 +3326,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1LeasesByIdForceRelease: {
+    forceReleaseLease: {
         parameters: {
             query?: never;
             header?: never;
@@ -3052,7 +3367,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Handoffs: {
+    listHandoffs: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3097,7 +3412,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Handoffs: {
+    createHandoff: {
         parameters: {
             query?: never;
             header?: never;
@@ -3155,7 +3470,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1HandoffsByIdResolve: {
+    resolveHandoff: {
         parameters: {
             query?: never;
             header?: never;
@@ -3202,7 +3517,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Principal: {
+    getCurrentPrincipal: {
         parameters: {
             query?: never;
             header?: never;
@@ -3238,7 +3553,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Keys: {
+    listKeys: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3283,7 +3598,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Keys: {
+    createKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -3336,7 +3651,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1KeysById: {
+    revokeKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -3384,7 +3699,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Principals: {
+    listPrincipals: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3432,7 +3747,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Events: {
+    listEvents: {
         parameters: {
             query?: {
                 after?: string;
@@ -3479,7 +3794,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1EventsById: {
+    getEvent: {
         parameters: {
             query?: never;
             header?: never;
@@ -3520,7 +3835,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Webhooks: {
+    listWebhooks: {
         parameters: {
             query?: never;
             header?: never;
@@ -3566,7 +3881,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Webhooks: {
+    createWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -3618,7 +3933,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1WebhooksById: {
+    deleteWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -3652,7 +3967,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1WebhooksByIdPause: {
+    pauseWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -3698,7 +4013,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1WebhooksByIdResume: {
+    resumeWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -3744,7 +4059,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1WebhooksByIdDeliveries: {
+    listDeliveries: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3796,7 +4111,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1WebhooksByIdDeliveriesByDeliveryIdRetry: {
+    retryDelivery: {
         parameters: {
             query?: never;
             header?: never;
@@ -3842,7 +4157,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1WebhooksDeliver: {
+    deliverWebhooks: {
         parameters: {
             query?: never;
             header?: never;
@@ -3885,7 +4200,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Workspaces: {
+    listWorkspaces: {
         parameters: {
             query?: {
                 limit?: number;
@@ -3924,7 +4239,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Workspaces: {
+    createWorkspace: {
         parameters: {
             query?: never;
             header?: never;
@@ -3962,7 +4277,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Memberships: {
+    listMemberships: {
         parameters: {
             query?: {
                 workspace_id?: string;
@@ -4005,7 +4320,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Memberships: {
+    createMembership: {
         parameters: {
             query?: never;
             header?: never;
@@ -4049,7 +4364,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1MembershipsById: {
+    removeMembership: {
         parameters: {
             query?: never;
             header?: never;
@@ -4094,7 +4409,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Projects: {
+    listProjects: {
         parameters: {
             query?: {
                 limit?: number;
@@ -4132,7 +4447,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1ProjectsByIdReferences: {
+    listProjectReferences: {
         parameters: {
             query?: {
                 limit?: number;
@@ -4177,7 +4492,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Subjects: {
+    listSubjects: {
         parameters: {
             query?: {
                 limit?: number;
@@ -4213,7 +4528,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1SubjectsByIdReferences: {
+    listSubjectReferences: {
         parameters: {
             query?: {
                 limit?: number;
@@ -4258,7 +4573,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Grants: {
+    listGrants: {
         parameters: {
             query?: {
                 limit?: number;
@@ -4307,7 +4622,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Grants: {
+    createGrant: {
         parameters: {
             query?: never;
             header?: never;
@@ -4366,7 +4681,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1GrantsById: {
+    revokeGrant: {
         parameters: {
             query?: never;
             header?: never;
@@ -4412,7 +4727,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1AccessSimulate: {
+    simulateAccess: {
         parameters: {
             query?: never;
             header?: never;
@@ -4485,7 +4800,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postMcp: {
+    callMcp: {
         parameters: {
             query?: never;
             header?: never;
@@ -4558,7 +4873,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Export: {
+    exportRecords: {
         parameters: {
             query?: {
                 type?: "projects" | "observations" | "claims";
@@ -4584,7 +4899,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Import: {
+    importRecords: {
         parameters: {
             query?: never;
             header?: never;
@@ -4657,7 +4972,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Audit: {
+    listAuditEntries: {
         parameters: {
             query?: {
                 after?: string;
@@ -4707,7 +5022,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1AuditExport: {
+    exportAudit: {
         parameters: {
             query?: {
                 after?: string;
@@ -4732,7 +5047,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1DashboardSessions: {
+    createDashboardSession: {
         parameters: {
             query?: never;
             header?: never;
@@ -4767,7 +5082,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1OperatorAccounts: {
+    createOperatorAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -4815,7 +5130,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    patchV1OperatorAccountsCurrentPassword: {
+    changePassword: {
         parameters: {
             query?: never;
             header?: never;
@@ -4859,7 +5174,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1OperatorAccountsCurrentPasskeysOptions: {
+    createPasskeyRegistrationOptions: {
         parameters: {
             query?: never;
             header?: never;
@@ -4918,7 +5233,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1OperatorAccountsCurrentPasskeys: {
+    listPasskeys: {
         parameters: {
             query?: never;
             header?: never;
@@ -4953,7 +5268,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1OperatorAccountsCurrentPasskeys: {
+    addPasskey: {
         parameters: {
             query?: never;
             header?: never;
@@ -5015,7 +5330,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1OperatorAccountsCurrentPasskeysById: {
+    revokePasskey: {
         parameters: {
             query?: never;
             header?: never;
@@ -5057,7 +5372,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1OperatorAccountsCurrentRecoveryCodes: {
+    replaceRecoveryCodes: {
         parameters: {
             query?: never;
             header?: never;
@@ -5093,7 +5408,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1DashboardSessionsCurrentPasskeyOptions: {
+    createPasskeyAssertionOptions: {
         parameters: {
             query?: never;
             header?: never;
@@ -5133,7 +5448,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1DashboardSessionsCurrentPasskey: {
+    verifyPasskeyAssertion: {
         parameters: {
             query?: never;
             header?: never;
@@ -5196,7 +5511,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1DashboardSessionsCurrentRecoveryCode: {
+    redeemRecoveryCode: {
         parameters: {
             query?: never;
             header?: never;
@@ -5238,7 +5553,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1DashboardSessionsCurrent: {
+    deleteDashboardSession: {
         parameters: {
             query?: never;
             header?: never;
@@ -5268,7 +5583,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Policies: {
+    listPolicies: {
         parameters: {
             query?: {
                 type?: "approval" | "release" | "retention";
@@ -5361,7 +5676,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Policies: {
+    createPolicy: {
         parameters: {
             query?: never;
             header?: never;
@@ -5491,7 +5806,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    patchV1PoliciesById: {
+    updatePolicy: {
         parameters: {
             query?: never;
             header?: never;
@@ -5607,7 +5922,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1ClaimApprovals: {
+    listClaimApprovals: {
         parameters: {
             query?: {
                 claim_id?: string;
@@ -5660,7 +5975,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ClaimApprovals: {
+    submitClaimApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -5711,7 +6026,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ClaimApprovalsByIdDecide: {
+    decideClaimApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -5765,7 +6080,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1Channels: {
+    listChannels: {
         parameters: {
             query?: {
                 status?: "active" | "paused" | "disabled";
@@ -5813,7 +6128,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1Channels: {
+    createChannel: {
         parameters: {
             query?: never;
             header?: never;
@@ -5863,7 +6178,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    patchV1ChannelsById: {
+    updateChannel: {
         parameters: {
             query?: never;
             header?: never;
@@ -5913,7 +6228,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1KnowledgeReleases: {
+    listReleases: {
         parameters: {
             query?: {
                 channel_id?: string;
@@ -5980,7 +6295,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1KnowledgeReleases: {
+    draftRelease: {
         parameters: {
             query?: never;
             header?: never;
@@ -6046,7 +6361,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1KnowledgeReleasesByIdApprove: {
+    approveRelease: {
         parameters: {
             query?: never;
             header?: never;
@@ -6110,7 +6425,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1KnowledgeReleasesByIdActivate: {
+    activateRelease: {
         parameters: {
             query?: never;
             header?: never;
@@ -6174,7 +6489,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1KnowledgeReleasesByIdRevoke: {
+    revokeRelease: {
         parameters: {
             query?: never;
             header?: never;
@@ -6238,7 +6553,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ChannelsByIdContextCompile: {
+    compileChannelContext: {
         parameters: {
             query?: never;
             header?: never;
@@ -6297,7 +6612,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1FederationPeers: {
+    listPeers: {
         parameters: {
             query?: never;
             header?: never;
@@ -6340,7 +6655,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1FederationPeers: {
+    registerPeer: {
         parameters: {
             query?: never;
             header?: never;
@@ -6396,7 +6711,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1FederationPeersByIdSuspend: {
+    suspendPeer: {
         parameters: {
             query?: never;
             header?: never;
@@ -6440,7 +6755,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1FederationPeersByIdFilters: {
+    listPeerFilters: {
         parameters: {
             query?: never;
             header?: never;
@@ -6480,7 +6795,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1FederationPeersByIdFilters: {
+    addPeerFilter: {
         parameters: {
             query?: never;
             header?: never;
@@ -6530,7 +6845,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1FederationPull: {
+    pullFederationEvents: {
         parameters: {
             query?: never;
             header?: never;
@@ -6647,7 +6962,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1FederationPush: {
+    pushFederationEvents: {
         parameters: {
             query?: never;
             header?: never;
@@ -6704,7 +7019,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1FederationLog: {
+    listFederationLog: {
         parameters: {
             query: {
                 peer_id: string;
@@ -6755,7 +7070,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1LegalHolds: {
+    placeLegalHold: {
         parameters: {
             query?: never;
             header?: never;
@@ -6803,7 +7118,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1LegalHoldsByIdRelease: {
+    releaseLegalHold: {
         parameters: {
             query?: never;
             header?: never;
@@ -6849,7 +7164,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1RetentionApply: {
+    applyRetention: {
         parameters: {
             query?: never;
             header?: never;
@@ -6896,7 +7211,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1IdentityMappings: {
+    listIdentityMappings: {
         parameters: {
             query?: {
                 external_system?: string;
@@ -6945,7 +7260,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1IdentityMappings: {
+    createIdentityMapping: {
         parameters: {
             query?: never;
             header?: never;
@@ -6991,7 +7306,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    deleteV1IdentityMappingsById: {
+    retireIdentityMapping: {
         parameters: {
             query?: never;
             header?: never;
@@ -7032,7 +7347,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1MemoryViewsCompile: {
+    compileMemoryView: {
         parameters: {
             query?: never;
             header?: never;
@@ -7099,7 +7414,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    getV1ModelsConfig: {
+    getModelConfig: {
         parameters: {
             query?: never;
             header?: never;
@@ -7177,7 +7492,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1ModelsProbe: {
+    probeModel: {
         parameters: {
             query?: never;
             header?: never;
@@ -7222,7 +7537,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1IndexDrain: {
+    drainIndex: {
         parameters: {
             query?: never;
             header?: never;
@@ -7265,7 +7580,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1IndexVerify: {
+    verifyIndex: {
         parameters: {
             query?: never;
             header?: never;
@@ -7307,7 +7622,7 @@ export interface operations {
             "5XX": components["responses"]["Error"];
         };
     };
-    postV1EnrichmentDrain: {
+    drainEnrichment: {
         parameters: {
             query?: never;
             header?: never;

@@ -16,3 +16,17 @@ it("declares the success answers of every route: response schemas per status, or
   const undeclared = ROUTES.filter((r) => !(r.auth === "key" && r.ndjson ? r.ndjsonLines : r.response)).map((r) => `${r.method} ${r.path}`);
   expect(undeclared, "add `response: { <status>: schema }` to these routes (src/http/route.ts)").toEqual([]);
 });
+
+it("gives every operation a unique camelCase operationId, a description and one declared tag", () => {
+  const doc = renderOpenApi(ROUTES, REVISION);
+  const declared = new Set(doc.tags.map((t) => t.name));
+  const ops = Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, ...(op as { operationId: string; tags: string[]; description: string }) })));
+  expect(ops.length).toBe(ROUTES.length);
+  const ids = ops.map((o) => o.operationId);
+  expect(ids.filter((id, i) => ids.indexOf(id) !== i), "operationIds used twice").toEqual([]);
+  expect(ops.filter((o) => !/^[a-z]+(?:[A-Z0-9][a-z0-9]*)*$/.test(o.operationId)).map((o) => o.at), "not camelCase").toEqual([]);
+  expect(ops.filter((o) => o.tags.length !== 1 || !declared.has(o.tags[0])).map((o) => o.at), "not in exactly one declared tag").toEqual([]);
+  expect(ops.filter((o) => !(o.description?.length > 20)).map((o) => o.at), "without a description").toEqual([]);
+  expect([...declared].filter((t) => !ops.some((o) => o.tags[0] === t)), "tags no operation uses").toEqual([]);
+});

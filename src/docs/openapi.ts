@@ -2,6 +2,7 @@
 // docs/API.md: test/docs.test.ts keeps the file in sync (`npx vitest run -u test/docs.test.ts`
 // rewrites it) and scripts/test/openapi.test.mjs validates it with an OpenAPI schema validator.
 import { z } from "zod";
+import { API_TAGS } from "../http/api-tags";
 import type { RouteDef } from "../http/route";
 import { errorEnvelope as errorEnvelopeSchema, successMetaOf } from "../http/shapes";
 
@@ -11,10 +12,6 @@ const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
 };
 
 const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, "{$1}");
-const operationId = (r: RouteDef) =>
-  (r.method.toLowerCase() + r.path.replace(/:([A-Za-z_]+)/g, "by_$1").split(/[^A-Za-z0-9]+/).filter(Boolean)
-    .map((s) => s[0].toUpperCase() + s.slice(1)).join(""));
-const tagOf = (path: string) => (path.startsWith("/v1/") ? path.split("/")[2] : path.split("/")[1] || "root");
 
 /** Request examples for the memory loop, the first hour of every user (the README's quickstart). */
 const EXAMPLES: Record<string, unknown> = {
@@ -42,9 +39,10 @@ const envelope = (data: unknown, r: RouteDef) => ({
 function operation(r: RouteDef) {
   const params = [...r.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const op: Record<string, unknown> = {
-    operationId: operationId(r),
+    operationId: r.operationId,
     summary: r.summary,
-    tags: [tagOf(r.path)],
+    description: r.description,
+    tags: [r.tag],
     security: r.auth === "public" ? [] : [{ bearer: [] }],
   };
   if (r.auth === "public") {
@@ -107,8 +105,13 @@ export function renderOpenApi(routes: readonly RouteDef[], version: string) {
         "Generated from the route table (src/routes.ts); docs/API.md is the same table in prose. Every answer is an envelope: " +
         "`{ data, meta: { request_id } }` or `{ error: { code, message }, meta }`.",
     },
-    servers: [{ url: "http://127.0.0.1:8787", description: "npm start" }],
+    servers: [
+      { url: "http://localhost:8787", description: "Local: `npm start` (PORT overrides 8787)." },
+      { url: "https://{host}", description: "A deployment (`npm run deploy:setup`, README \"Deploy\").",
+        variables: { host: { default: "svc-memory.your-account.workers.dev", description: "The deployment's host name." } } },
+    ],
     security: [{ bearer: [] }],
+    tags: Object.entries(API_TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       securitySchemes: {

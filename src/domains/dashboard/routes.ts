@@ -82,6 +82,10 @@ export const dashboardLoginRoute: PublicRoute = {
   auth: "public", method: "POST", path: "/v1/dashboard-sessions",
   response: { 201: sessionResponse },
   summary: "Public (no Authorization header): exchange username and password for a dashboard session (stage password_change, staged or full).",
+  operationId: "createDashboardSession", tag: "Dashboard",
+  description: "Logs a human in with username and password (no Authorization header) and returns a short-lived dashboard " +
+    "session: `password_change` for a temporary password, `staged` when a passkey is enrolled, else `full`. Unknown " +
+    "users and wrong passwords answer alike.",
   edge: loginAtEdge,
 };
 
@@ -90,6 +94,9 @@ export const dashboardRoutes = [
     method: "POST", path: "/v1/operator-accounts", scope: "keys:manage", body: createAccountBody,
     response: { 201: createdAccountResponse },
     summary: "Create a human account (principal, organization membership, account); the temporary password is returned once.",
+    operationId: "createOperatorAccount", tag: "Dashboard",
+    description: "Creates a human operator account with its principal and organization membership in one write; the temporary " +
+      "password is returned once. The account gets no authority the caller lacks.",
     handler: async (rc) => {
       const { body, caller } = rc;
       // Before anything looks at the username: a credential that may not create the account learns nothing about it.
@@ -146,6 +153,9 @@ export const dashboardRoutes = [
     response: { 200: accountResponse },
     stages: ["api_key", "password_change", "full"], ownAccount: true,
     summary: "Replace the account's password (current_password, new_password); revokes every dashboard session of the account.",
+    operationId: "changePassword", tag: "Dashboard",
+    description: "Replaces the calling account's password after checking the current one, and revokes every dashboard session of " +
+      "the account: a fresh login follows.",
     handler: async (rc) => {
       const account = currentAccount(rc);
       const { current_password, new_password } = rc.body;
@@ -171,6 +181,9 @@ export const dashboardRoutes = [
     method: "POST", path: "/v1/operator-accounts/current/passkeys/options", scope: null, stages: FULL_ONLY, ownAccount: true,
     response: { 200: registrationOptionsResponse },
     summary: "WebAuthn registration options bound to this account, session and purpose (5 minutes, single use).",
+    operationId: "createPasskeyRegistrationOptions", tag: "Dashboard",
+    description: "Issues WebAuthn registration options bound to this account, session and purpose; single use, valid 5 minutes. " +
+      "Needs a full dashboard session.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);
@@ -187,6 +200,9 @@ export const dashboardRoutes = [
     method: "POST", path: "/v1/operator-accounts/current/passkeys", scope: null, body: addPasskeyBody, stages: FULL_ONLY, ownAccount: true,
     response: { 201: addedPasskeyResponse },
     summary: "Verify a registration response and add the passkey; the first one returns eight recovery codes once.",
+    operationId: "addPasskey", tag: "Dashboard",
+    description: "Verifies a WebAuthn registration response and adds the passkey. The first passkey also returns eight recovery " +
+      "codes, once.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);
@@ -216,6 +232,8 @@ export const dashboardRoutes = [
     method: "GET", path: "/v1/operator-accounts/current/passkeys", scope: null, stages: FULL_ONLY, ownAccount: true,
     response: { 200: passkeyListResponse },
     summary: "The account's passkeys, without public keys or counters.",
+    operationId: "listPasskeys", tag: "Dashboard",
+    description: "Lists the account's passkeys without public keys or signature counters.",
     handler: (rc) => {
       const account = currentAccount(rc);
       return ok({ passkeys: activePasskeys(rc.db, account.account_id).map(passkeyView) });
@@ -228,6 +246,8 @@ export const dashboardRoutes = [
     // Optional as a whole so that a missing body is answered by the schema, naming current_password.
     body: currentPasswordBody, bodyOptional: true,
     summary: "Revoke one passkey (current_password).",
+    operationId: "revokePasskey", tag: "Dashboard",
+    description: "Revokes one passkey of the account; the body repeats `current_password`.",
     handler: async (rc) => {
       const account = currentAccount(rc);
       const passkeys = activePasskeys(rc.db, account.account_id);
@@ -250,6 +270,8 @@ export const dashboardRoutes = [
     method: "POST", path: "/v1/operator-accounts/current/recovery-codes", scope: null, body: currentPasswordBody, stages: FULL_ONLY, ownAccount: true,
     response: { 201: recoveryCodesResponse },
     summary: "Replace all recovery codes (current_password); the new set is returned once.",
+    operationId: "replaceRecoveryCodes", tag: "Dashboard",
+    description: "Replaces all recovery codes after checking `current_password`; the new set is returned once.",
     handler: async (rc) => {
       const account = currentAccount(rc);
       await requirePassword(rc, account, rc.body.current_password);
@@ -266,6 +288,8 @@ export const dashboardRoutes = [
     method: "POST", path: "/v1/dashboard-sessions/current/passkey-options", scope: null, stages: STAGED_ONLY, ownAccount: true,
     response: { 200: assertionOptionsResponse },
     summary: "WebAuthn assertion options bound to this staged session (5 minutes, single use).",
+    operationId: "createPasskeyAssertionOptions", tag: "Dashboard",
+    description: "Issues WebAuthn assertion options bound to the calling staged session; single use, valid 5 minutes.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);
@@ -284,6 +308,8 @@ export const dashboardRoutes = [
     method: "POST", path: "/v1/dashboard-sessions/current/passkey", scope: null, body: assertionBody, stages: STAGED_ONLY, ownAccount: true,
     response: { 201: upgradedSessionResponse },
     summary: "Verify a passkey assertion; the staged session is replaced by a full one.",
+    operationId: "verifyPasskeyAssertion", tag: "Dashboard",
+    description: "Verifies a passkey assertion for a staged session and replaces it with a full session.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);
@@ -305,6 +331,9 @@ export const dashboardRoutes = [
     method: "POST", path: "/v1/dashboard-sessions/current/recovery-code", scope: null, body: recoveryCodeBody, stages: STAGED_ONLY, ownAccount: true,
     response: { 201: upgradedSessionResponse },
     summary: "Consume one recovery code; the staged session is replaced by a full one. Answers how many codes remain.",
+    operationId: "redeemRecoveryCode", tag: "Dashboard",
+    description: "Consumes one recovery code in place of a passkey, replacing the staged session with a full one, and says how " +
+      "many codes remain.",
     handler: async (rc) => {
       const account = currentAccount(rc);
       if (!hasUnusedRecoveryCode(rc.db, account.account_id, rc.body.code))
@@ -320,6 +349,8 @@ export const dashboardRoutes = [
     method: "DELETE", path: "/v1/dashboard-sessions/current", scope: null, stages: ANY_CREDENTIAL, ownAccount: true,
     response: { 200: sessionRevokedResponse },
     summary: "Revoke the calling dashboard session (log out). An API key has no session: 404.",
+    operationId: "deleteDashboardSession", tag: "Dashboard",
+    description: "Logs out: revokes the calling dashboard session. An API key has no session and gets 404.",
     handler: (rc) => {
       const session = rc.caller.session;
       if (!session) throw notFound("Dashboard session");

@@ -47,6 +47,9 @@ export const eventRoutes = [
     method: "GET", path: "/v1/events", scope: "events:read", query: listEventsQuery,
     response: { 200: eventListResponse },
     summary: "Domain events in commit order after an event id; metadata only.",
+    operationId: "listEvents", tag: "Events",
+    description: "Lists domain events in commit order after an event id, metadata only (never content). Pass the returned " +
+      "`cursor` as `after` to continue.",
     handler: ({ db, caller, query }) => {
       const afterSeq = query.after ? readableEventSeq(db, caller, query.after) : 0;
       const rows = readableEventsAfter(db, caller, afterSeq, { kind: query.kind, limit: query.limit });
@@ -58,6 +61,8 @@ export const eventRoutes = [
     method: "GET", path: "/v1/events/:id", scope: "events:read",
     response: { 200: eventResponse },
     summary: "One event.",
+    operationId: "getEvent", tag: "Events",
+    description: "Reads one domain event the caller may see.",
     handler: ({ db, caller, params }) => {
       const row = readableEvent(db, caller, params.id);
       if (!row) throw notFound("Event");
