@@ -1861,6 +1861,1498 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        AccessSimulation: {
+            principal_id: string;
+            /** @enum {string} */
+            action: "read" | "write";
+            target: {
+                /** @enum {string} */
+                type: "observation" | "claim" | "subject" | "project" | "organization";
+                id: string | null;
+            };
+            gates: {
+                role: {
+                    /** @enum {string} */
+                    role: "reader" | "member" | "admin" | "owner";
+                    passed: boolean;
+                };
+                visibility: {
+                    /** @constant */
+                    applies: true;
+                    /** @enum {string} */
+                    visibility: "private" | "team";
+                    is_author: boolean;
+                    passed: boolean;
+                } | {
+                    /** @constant */
+                    applies: false;
+                    passed: null;
+                };
+                grant: {
+                    passed: boolean;
+                    grant_ids: string[];
+                };
+            };
+            /** @enum {string} */
+            decision: "allow" | "deny";
+            note: string;
+        };
+        AcquiredLease: {
+            lease_id: string;
+            resource_type: string;
+            resource_id: string;
+            holder_id: string;
+            ttl_seconds: number;
+            acquired_at: string;
+            expires_at: string;
+            released_at: string | null;
+            /** @description true when the caller already held it (status 200) */
+            renewed: boolean;
+        };
+        AddedPasskey: {
+            passkey_id: string;
+            name: string;
+            created_at: string;
+            last_used_at: string | null;
+            transports: string[];
+            /** @description On the first enrollment only; shown once */
+            recovery_codes?: string[];
+        };
+        AuditEntry: {
+            id: string;
+            action: string;
+            actor_id: string;
+            key_id: string | null;
+            resource_type: string;
+            resource_id: string | null;
+            request_id: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            created_at: string;
+            prev_hash: string;
+            entry_hash: string;
+        };
+        AuditEntryLine: {
+            id: string;
+            action: string;
+            actor_id: string;
+            key_id: string | null;
+            resource_type: string;
+            resource_id: string | null;
+            request_id: string | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            created_at: string;
+            prev_hash: string;
+            entry_hash: string;
+            /** @constant */
+            type: "svc.audit.entry";
+        };
+        AuditEntryList: {
+            entries: components["schemas"]["AuditEntry"][];
+            has_more: boolean;
+            /** @description The last (oldest) entry id of the page (or the `after` given): pass it as `after` for older entries */
+            cursor: string | null;
+        };
+        AuditExportHeader: {
+            /** @constant */
+            type: "svc.audit.header";
+            /** @constant */
+            format_version: 1;
+            filters: {
+                after: string | null;
+                limit: number;
+            };
+            entries: number;
+            has_more: boolean;
+            next_after: string | null;
+            exported_at: string;
+            chain: {
+                /** @constant */
+                algorithm: "sha256";
+                entry_hash: string;
+                canonical_json: string;
+                genesis_prev_hash: string;
+                start_prev_hash: string;
+                verify: string;
+            };
+        };
+        Channel: {
+            channel_id: string;
+            name: string;
+            audiences: string[];
+            /** @enum {string} */
+            min_trust: "low" | "medium" | "high" | "verified";
+            gateway_principal_id: string;
+            /** @enum {string} */
+            status: "active" | "paused" | "disabled";
+            version: number;
+            created_by: string;
+            created_at: string;
+            updated_at: string;
+        };
+        ChannelContext: {
+            channel_id: string;
+            items: {
+                release_id: string;
+                claim_id: string;
+                statement: string;
+                /** @enum {string} */
+                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                /** @enum {string} */
+                trust: "low" | "medium" | "high" | "verified";
+                score: number;
+                tokens: number;
+            }[];
+            token_budget: number;
+            tokens_used: number;
+        };
+        ChannelList: {
+            channels: components["schemas"]["Channel"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Checkpoint: {
+            checkpoint_id: string;
+            subject_id: string;
+            agent_id: string;
+            /** @enum {string} */
+            kind: "task_state" | "conversation" | "workflow" | "cursor";
+            state: string;
+            ttl_seconds: number;
+            writer_id: string;
+            created_at: string;
+            updated_at: string;
+            expires_at: string;
+        };
+        Claim: {
+            claim_id: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+            statement: string;
+            /** @enum {string} */
+            status: "active" | "disputed" | "superseded" | "revoked";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            version: number;
+            valid_from: string;
+            valid_to: string | null;
+            superseded_by: string | null;
+            disputes: string[];
+            sources: {
+                observation_id: string;
+                /** @enum {string} */
+                relation: "supports" | "contradicts" | "qualifies";
+            }[];
+            created_at: string;
+            updated_at: string;
+        };
+        ClaimApproval: {
+            approval_id: string;
+            claim_id: string;
+            claim_version: number;
+            /** @enum {string} */
+            status: "pending" | "approved" | "rejected";
+            evidence: {
+                /** @description The evidence the caller may read */
+                observation_ids: string[];
+                hidden_source_count: number;
+            };
+            note: string | null;
+            submitted_by: string;
+            decided_by: string | null;
+            decided_at: string | null;
+            decision_note: string | null;
+            created_at: string;
+        };
+        ClaimApprovalList: {
+            approvals: components["schemas"]["ClaimApproval"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        ClaimEvidence: {
+            claim: components["schemas"]["Claim"];
+            supporting: components["schemas"]["EvidenceObservation"][];
+            contradicting: components["schemas"]["EvidenceObservation"][];
+            qualifying: components["schemas"]["EvidenceObservation"][];
+            hidden_source_count: number;
+        };
+        ClaimLine: {
+            /** @constant */
+            type: "claim";
+            claim_id: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+            statement: string;
+            /** @enum {string} */
+            status: "active" | "disputed" | "superseded" | "revoked";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            version: number;
+            /** Format: date-time */
+            valid_from: string;
+            valid_to: string | null;
+            /** @description kept as recorded; may name a claim of a later import batch */
+            superseded_by: string | null;
+            /** @description claim ids, kept as recorded */
+            disputes: string[];
+            /** @description in order; only the sources the exporting caller could read; each must exist on import */
+            sources: {
+                observation_id: string;
+                /** @enum {string} */
+                relation: "supports" | "contradicts" | "qualifies";
+            }[];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description restored as is by an owner or admin (anyone else's import records itself); an author unknown here becomes a key-less member principal */
+            author_id: string;
+        };
+        ClaimList: {
+            items: components["schemas"]["Claim"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        CompiledContext: {
+            context_id: string;
+            items: {
+                claim_id: string;
+                statement: string;
+                /** @enum {string} */
+                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                /** @enum {string} */
+                status: "active" | "disputed" | "superseded" | "revoked";
+                /** @enum {string} */
+                trust: "low" | "medium" | "high" | "verified";
+                score: number;
+                tokens: number;
+            }[];
+            token_budget: number;
+            tokens_used: number;
+        };
+        Consolidation: {
+            claims: components["schemas"]["Claim"][];
+            /** @constant */
+            model_used: false;
+        };
+        ContextRun: {
+            context_id: string;
+            query: string | null;
+            subject_id: string | null;
+            project_id: string | null;
+            kinds: ("fact" | "preference" | "decision" | "instruction" | "summary")[] | null;
+            token_budget: number;
+            tokens_used: number;
+            items: {
+                claim_id: string;
+                statement: string;
+                /** @enum {string} */
+                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                /** @enum {string} */
+                status: "active" | "disputed" | "superseded" | "revoked";
+                /** @enum {string} */
+                trust: "low" | "medium" | "high" | "verified";
+                score: number | null;
+                tokens: number;
+                current: boolean;
+            }[];
+            created_at: string;
+        };
+        CreatedOperatorAccount: {
+            account_id: string;
+            principal_id: string;
+            username: string;
+            display_name: string;
+            /** @enum {string} */
+            role: "owner" | "admin" | "member" | "reader";
+            has_passkey: boolean;
+            created_at: string;
+            password_changed_at: string | null;
+            /** @description Shown once; the first login must replace it */
+            temporary_password: string;
+        };
+        CurrentPrincipal: {
+            principal_id: string;
+            /** @description The API key id, or the dashboard session id */
+            key_id: string;
+            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+            /** @enum {string} */
+            max_trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            role: "reader" | "member" | "admin" | "owner";
+        };
+        DashboardSession: {
+            /** @description The bearer credential: shown once */
+            session_token: string;
+            session_id: string;
+            /** @enum {string} */
+            stage: "password_change" | "staged" | "full";
+            expires_at: string;
+            account_id: string;
+        };
+        DeletedCheckpoint: {
+            checkpoint_id: string;
+            /** @constant */
+            deleted: true;
+        };
+        DeletedWebhook: {
+            webhook_id: string;
+            /** @constant */
+            deleted: true;
+            deliveries_removed: number;
+        };
+        Delivery: {
+            id: string;
+            event_id: string;
+            /**
+             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+             * @enum {string}
+             */
+            status: "pending" | "sending" | "delivered" | "failed";
+            /** @description Attempts made (at most 5 before a redelivery) */
+            attempts: number;
+            last_attempt_at: string | null;
+            /** @description When the next attempt is due; null once delivered or failed */
+            next_retry_at: string | null;
+            /** @description The receiver's HTTP status; null after a network error or before the first attempt */
+            response_status: number | null;
+            created_at: string;
+        };
+        DeliveryList: {
+            deliveries: components["schemas"]["Delivery"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        EnrichmentDrain: {
+            /** @constant */
+            drained: 0;
+            /** @constant */
+            status: "disabled";
+        } | {
+            drained: number;
+            proposed: number;
+            remaining: number;
+            /** @constant */
+            status: "enabled";
+            model: string;
+        };
+        Event: {
+            id: string;
+            /** @enum {string} */
+            kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
+            actor_id: string;
+            resource_type: string;
+            resource_id: string;
+            /** @description Metadata only: never content. */
+            payload: {
+                [key: string]: unknown;
+            };
+            created_at: string;
+        };
+        EventList: {
+            events: components["schemas"]["Event"][];
+            /** @description The last event id of the page (or the `after` given): pass it as `after`. */
+            cursor: string | null;
+        };
+        EvidenceObservation: {
+            observation_id: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "message" | "tool_result" | "document" | "event" | "note";
+            content: string | null;
+            content_hash: string;
+            source: {
+                type: string;
+                ref?: string;
+            };
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            author_id: string;
+            created_at: string;
+            purged: boolean;
+            purged_at: string | null;
+            /** @enum {string} */
+            relation: "supports" | "contradicts" | "qualifies";
+        };
+        ExpiredClaim: {
+            claim_id: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+            statement: string;
+            /** @enum {string} */
+            status: "active" | "disputed" | "superseded" | "revoked";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            version: number;
+            valid_from: string;
+            valid_to: string | null;
+            superseded_by: string | null;
+            disputes: string[];
+            sources: {
+                observation_id: string;
+                /** @enum {string} */
+                relation: "supports" | "contradicts" | "qualifies";
+            }[];
+            created_at: string;
+            updated_at: string;
+            already_expired: boolean;
+        };
+        ExportHeader: {
+            /** @constant */
+            type: "svc.export.header";
+            /** @constant */
+            format_version: 1;
+            import_order: [
+                "projects",
+                "observations",
+                "claims"
+            ];
+            filters: {
+                type: ("projects" | "observations" | "claims") | null;
+                limit: number;
+                after: string | null;
+            };
+            records: number;
+            has_more: boolean;
+            /** @description pass as `after` (with the same `type`) to continue; null on the last page */
+            next_after: string | null;
+            /** Format: date-time */
+            exported_at: string;
+        };
+        FederatedEvent: {
+            id: string;
+            /** @enum {string} */
+            kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired";
+            /** @enum {string} */
+            resource_type: "observation" | "claim";
+            resource_id: string;
+            payload: {
+                subject_id?: string;
+                kind?: string;
+                /** @enum {string} */
+                trust?: "low" | "medium" | "high" | "verified";
+                /** @constant */
+                visibility?: "team";
+                status?: string;
+                version?: number;
+                project_id?: string | number | boolean | null;
+                superseded_by?: string | number | boolean | null;
+                valid_to?: string | number | boolean | null;
+            };
+            /** Format: date-time */
+            created_at: string;
+        };
+        FederationLog: {
+            entries: components["schemas"]["FederationLogEntry"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        FederationLogEntry: {
+            log_id: string;
+            peer_id: string;
+            /** @enum {string} */
+            operation: "pull" | "push";
+            counts: {
+                events: number;
+                success: number;
+                conflict: number;
+                rejected: number;
+                bundles: number;
+            };
+            cursor_before: string | null;
+            cursor_after: string | null;
+            request_id: string;
+            created_at: string;
+        };
+        FederationPull: {
+            events: components["schemas"]["FederatedEvent"][];
+            cursor: string | null;
+            has_more: boolean;
+            /** @description With include_memory: signed claim bundles */
+            bundles?: components["schemas"]["MemoryBundle"][];
+        };
+        FederationPushResult: {
+            exchange_id: string;
+            replayed: boolean;
+            results: {
+                id: string | null;
+                /** @enum {string} */
+                status: "success" | "conflict" | "rejected";
+                reason?: string;
+            }[];
+            bundles?: {
+                claim_id: string | null;
+                /** @enum {string} */
+                status: "success" | "conflict" | "rejected";
+                reason?: string;
+                local_claim_id?: string;
+            }[];
+        };
+        Feedback: {
+            feedback_id: string;
+            context_id: string;
+            claim_id: string | null;
+            /** @enum {string} */
+            outcome: "used" | "useful" | "irrelevant" | "incorrect" | "harmful";
+            client_mutation_id: string | null;
+            created_at: string;
+        };
+        Grant: {
+            grant_id: string;
+            principal_id: string;
+            target: {
+                /** @enum {string} */
+                type: "organization" | "project" | "subject";
+                id: string | null;
+            };
+            permissions: ("read" | "write" | "approve" | "admin")[];
+            /** @enum {string} */
+            status: "active" | "revoked";
+            granted_by: string;
+            delegated_from: string | null;
+            created_at: string;
+            revoked_at: string | null;
+        };
+        GrantList: {
+            grants: components["schemas"]["Grant"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Handoff: {
+            handoff_id: string;
+            from_principal_id: string;
+            to_principal_id: string;
+            context_id: string | null;
+            checkpoint_id: string | null;
+            note: string | null;
+            /** @enum {string} */
+            status: "pending" | "accepted" | "rejected";
+            created_at: string;
+            resolved_at: string | null;
+        };
+        HandoffList: {
+            handoffs: components["schemas"]["Handoff"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Health: {
+            /** @constant */
+            status: "ok";
+            runtime: string;
+            revision: string;
+        };
+        IdentityMapping: {
+            mapping_id: string;
+            external_system: string;
+            external_id: string;
+            subject_id: string;
+            version: number;
+            /** @enum {string} */
+            status: "active" | "retired";
+            created_by: string;
+            created_at: string;
+            retired_at: string | null;
+        };
+        IdentityMappingList: {
+            mappings: components["schemas"]["IdentityMapping"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        ImportResult: {
+            imported: {
+                projects: number;
+                observations: number;
+                claims: number;
+            };
+            /** @description Lines whose record already exists here, identical */
+            skipped: {
+                projects: number;
+                observations: number;
+                claims: number;
+            };
+            principals_created: number;
+            workspaces_created: number;
+        };
+        IndexDrain: {
+            drained: number;
+            indexed: number;
+            removed: number;
+            skipped: number;
+            remaining: number;
+            model: string;
+            dimensions: number;
+            at: string;
+        };
+        IndexVerification: {
+            checked: number;
+            present: number;
+            missing: number;
+            pending: number;
+            repairs_queued: number;
+            next_after: string | null;
+        };
+        JsonRpcResponse: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: string | number;
+            result: {
+                [key: string]: unknown;
+            };
+        } | {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: (string | number) | null;
+            error: {
+                code: number;
+                message: string;
+                data?: unknown;
+            };
+        };
+        Key: {
+            key_id: string;
+            principal_id: string;
+            label: string;
+            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+            /** @enum {string} */
+            max_trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            status: "active" | "revoked";
+            created_at: string;
+            revoked_at: string | null;
+        };
+        KeyList: {
+            keys: components["schemas"]["Key"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        KnowledgeRelease: {
+            release_id: string;
+            channel_id: string;
+            claim_id: string;
+            claim_version: number;
+            /** @enum {string} */
+            status: "draft" | "approved" | "active" | "revoked";
+            snapshot: {
+                subject_id: string;
+                /** @enum {string} */
+                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                statement: string;
+                /** @enum {string} */
+                trust: "low" | "medium" | "high" | "verified";
+                valid_to: string | null;
+                /** @description The snapshot's evidence the caller may read */
+                evidence: {
+                    observation_id: string;
+                    /** @enum {string} */
+                    relation: "supports" | "contradicts" | "qualifies";
+                    content_hash: string;
+                }[];
+            };
+            hidden_source_count: number;
+            created_by: string;
+            approved_by: string | null;
+            approved_at: string | null;
+            activated_at: string | null;
+            revoked_by: string | null;
+            revoked_at: string | null;
+            created_at: string;
+        };
+        KnowledgeReleaseList: {
+            releases: components["schemas"]["KnowledgeRelease"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Lease: {
+            lease_id: string;
+            resource_type: string;
+            resource_id: string;
+            holder_id: string;
+            ttl_seconds: number;
+            acquired_at: string;
+            expires_at: string;
+            released_at: string | null;
+        };
+        LeaseList: {
+            leases: components["schemas"]["Lease"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        LegalHold: {
+            hold_id: string;
+            /** @enum {string} */
+            target_type: "claim" | "observation";
+            target_id: string;
+            reason: string;
+            /** @enum {string} */
+            status: "active" | "released";
+            created_by: string;
+            created_at: string;
+            released_by: string | null;
+            released_at: string | null;
+        };
+        McpResponse: components["schemas"]["JsonRpcResponse"] | components["schemas"]["JsonRpcResponse"][];
+        Membership: {
+            membership_id: string;
+            principal_id: string;
+            workspace_id: string | null;
+            /** @enum {string} */
+            role: "reader" | "member" | "admin" | "owner";
+            created_by: string;
+            created_at: string;
+        };
+        MembershipList: {
+            memberships: components["schemas"]["Membership"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        MemoryBundle: {
+            source_org_id: string;
+            claim: {
+                claim_id: string;
+                subject_id: string;
+                /** @enum {string} */
+                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+                statement: string;
+                /** @constant */
+                status: "active";
+                /** @enum {string} */
+                trust: "low" | "medium" | "high" | "verified";
+                /** @constant */
+                visibility: "team";
+                /** Format: date-time */
+                valid_from: string;
+                valid_to: string | null;
+                sources: {
+                    observation_id: string;
+                    /** @enum {string} */
+                    relation: "supports" | "contradicts" | "qualifies";
+                }[];
+                /** Format: date-time */
+                created_at: string;
+            };
+            observations: {
+                observation_id: string;
+                subject_id: string;
+                /** @enum {string} */
+                kind: "message" | "tool_result" | "document" | "event" | "note";
+                content: string;
+                content_hash: string;
+                source: {
+                    type: string;
+                    ref?: string;
+                };
+                /** @enum {string} */
+                trust: "low" | "medium" | "high" | "verified";
+                /** @constant */
+                visibility: "team";
+                /** Format: date-time */
+                created_at: string;
+            }[];
+            signature: string;
+        };
+        MemoryView: {
+            /** @enum {string} */
+            lens: "evidence_trace" | "neighborhood" | "conflict_freshness" | "workspace_graph" | "review_queue" | "scope_preview" | "knowledge_release";
+            focus?: string;
+            nodes: {
+                id: string;
+                /** @enum {string} */
+                type: "claim" | "observation" | "subject" | "project" | "context" | "release" | "channel" | "approval" | "hold" | "proposal";
+                label: string;
+                status?: string;
+                trust?: string;
+                kind?: string;
+            }[];
+            edges: {
+                source: string;
+                target: string;
+                /** @enum {string} */
+                type: "supports" | "contradicts" | "qualifies" | "selected-in" | "released-as" | "about" | "related" | "supersedes" | "submitted-as" | "published-in" | "holds" | "proposed-as";
+            }[];
+            truncated: boolean;
+            /** @description Counts left out, only as buckets */
+            withheld: {
+                /** @enum {string} */
+                nodes: "0" | "1-9" | "10-99" | "100+";
+                /** @enum {string} */
+                edges: "0" | "1-9" | "10-99" | "100+";
+            };
+        };
+        MintedKey: {
+            key_id: string;
+            principal_id: string;
+            label: string;
+            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+            /** @enum {string} */
+            max_trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            status: "active" | "revoked";
+            created_at: string;
+            revoked_at: string | null;
+            /**
+             * Format: starts_with
+             * @description The raw key: shown once, never again
+             */
+            key: string;
+        };
+        ModelConfig: {
+            read_at: string;
+            embedding: {
+                /** @enum {string} */
+                provider: "workers-ai" | "local" | "none";
+                model: string | null;
+                dimensions: number | null;
+                pooling: string | null;
+                /** @enum {string} */
+                status: "enabled" | "disabled" | "partial";
+                /** @enum {string} */
+                key_state: "absent" | "present";
+                problems: string[];
+            };
+            vector_index: {
+                /** @enum {string} */
+                provider: "vectorize" | "local" | "none";
+                /** @constant */
+                metric: "cosine";
+                namespace: "organization" | null;
+                /** @enum {string} */
+                status: "enabled" | "disabled" | "partial";
+                /** @enum {string} */
+                key_state: "absent" | "present";
+                problems: string[];
+            };
+            extraction: {
+                /** @enum {string} */
+                provider: "workers-ai" | "none";
+                model: string | null;
+                /** @enum {string} */
+                status: "enabled" | "disabled" | "partial";
+                /** @enum {string} */
+                key_state: "absent" | "present";
+                problems: string[];
+            };
+            vectors: {
+                /** @enum {string} */
+                status: "enabled" | "disabled" | "partial";
+                problems: string[];
+            };
+            /** @description Counts for owners and admins only (they cover every principal's claims). */
+            drift: {
+                /** @enum {string} */
+                status: "drifted" | "none";
+                indexed: number;
+                indexed_with_other_model: number;
+            } | {
+                /** @enum {string} */
+                status: "drifted" | "none";
+            };
+        };
+        ModelProbe: {
+            /** @enum {string} */
+            kind: "embedding" | "extraction";
+            ok: boolean;
+            provider: string;
+            model: string | null;
+            dimensions?: number;
+            latency_ms: number;
+            /** @enum {string} */
+            error_code?: "not_configured" | "unavailable";
+        };
+        Observation: {
+            observation_id: string;
+            content_hash: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "message" | "tool_result" | "document" | "event" | "note";
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            created_at: string;
+        };
+        ObservationLine: {
+            /** @constant */
+            type: "observation";
+            observation_id: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "message" | "tool_result" | "document" | "event" | "note";
+            /** @description null for a tombstone (purged observation) */
+            content: string | null;
+            /** @description sha256: + hex of the UTF-8 content; verified on import whenever content is present */
+            content_hash: string;
+            source: {
+                type: string;
+                ref?: string;
+            };
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            /** @description restored as is by an owner or admin (anyone else's import records itself); an author unknown here becomes a key-less member principal */
+            author_id: string;
+            /** Format: date-time */
+            created_at: string;
+            purged: boolean;
+            purged_at: string | null;
+        };
+        OperatorAccount: {
+            account_id: string;
+            principal_id: string;
+            username: string;
+            display_name: string;
+            /** @enum {string} */
+            role: "owner" | "admin" | "member" | "reader";
+            has_passkey: boolean;
+            created_at: string;
+            password_changed_at: string | null;
+        };
+        OutboxDrain: {
+            /** @description Events you may read that this call scanned */
+            events_drained: number;
+            /** @description Names the last event drained (or echoes `after` when none was); pass as `after` to continue */
+            cursor: string | null;
+            /** @description Deliveries not yet sent of hooks you manage and events you may read */
+            pending_deliveries: number;
+        };
+        Passkey: {
+            passkey_id: string;
+            name: string;
+            created_at: string;
+            last_used_at: string | null;
+            transports: string[];
+        };
+        PasskeyAssertionOptions: {
+            options: {
+                challenge: string;
+                allowCredentials?: ({
+                    id: string;
+                    /** @constant */
+                    type: "public-key";
+                } & {
+                    [key: string]: unknown;
+                })[];
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        PasskeyList: {
+            passkeys: components["schemas"]["Passkey"][];
+        };
+        PasskeyRegistrationOptions: {
+            options: {
+                challenge: string;
+                rp: {
+                    name: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                user: {
+                    id: string;
+                    name: string;
+                    displayName: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                pubKeyCredParams: ({
+                    /** @constant */
+                    type: "public-key";
+                    alg: number;
+                } & {
+                    [key: string]: unknown;
+                })[];
+                excludeCredentials?: ({
+                    id: string;
+                    /** @constant */
+                    type: "public-key";
+                } & {
+                    [key: string]: unknown;
+                })[];
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        Peer: {
+            peer_id: string;
+            endpoint: string;
+            /** @enum {string} */
+            direction: "push" | "pull" | "bidirectional";
+            /** @enum {string} */
+            status: "active" | "suspended";
+            /** @description The last event id pulled */
+            cursor: string | null;
+            remote_org_id: string | null;
+            label: string | null;
+            created_at: string;
+            suspended_at: string | null;
+            last_exchange_at: string | null;
+        };
+        PeerFilter: {
+            filter_id: string;
+            peer_id: string;
+            /** @enum {string} */
+            resource_type: "observation" | "claim";
+            include_kinds: string[] | null;
+            exclude_subjects: string[] | null;
+            min_trust: ("low" | "medium" | "high" | "verified") | null;
+            created_at: string;
+        };
+        PeerFilterList: {
+            filters: components["schemas"]["PeerFilter"][];
+        };
+        PeerList: {
+            peers: components["schemas"]["Peer"][];
+        };
+        Policy: {
+            policy_id: string;
+            name: string;
+            /** @enum {string} */
+            status: "draft" | "active" | "retired";
+            version: number;
+            created_by: string;
+            created_at: string;
+            updated_at: string;
+            /** @constant */
+            type: "approval";
+            rules: {
+                separation_of_duty: boolean;
+            };
+        } | {
+            policy_id: string;
+            name: string;
+            /** @enum {string} */
+            status: "draft" | "active" | "retired";
+            version: number;
+            created_by: string;
+            created_at: string;
+            updated_at: string;
+            /** @constant */
+            type: "release";
+            rules: {
+                separation_of_duty: boolean;
+                require_approved_claim: boolean;
+            };
+        } | {
+            policy_id: string;
+            name: string;
+            /** @enum {string} */
+            status: "draft" | "active" | "retired";
+            version: number;
+            created_by: string;
+            created_at: string;
+            updated_at: string;
+            /** @constant */
+            type: "retention";
+            rules: {
+                rules: ({
+                    /** @constant */
+                    record_type: "observation";
+                    max_age_days: number;
+                    kinds?: ("message" | "tool_result" | "document" | "event" | "note")[];
+                    /** @enum {string} */
+                    visibility?: "private" | "team";
+                } | {
+                    /** @constant */
+                    record_type: "claim";
+                    max_age_days: number;
+                    kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
+                    /** @enum {string} */
+                    visibility?: "private" | "team";
+                })[];
+            };
+        };
+        PolicyList: {
+            policies: components["schemas"]["Policy"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Principal: {
+            principal_id: string;
+            /** @enum {string} */
+            kind: "agent" | "human";
+            display_name: string;
+            /** @enum {string} */
+            role: "reader" | "member" | "admin" | "owner";
+            created_at: string;
+            memberships: {
+                membership_id: string;
+                workspace_id: string | null;
+                /** @enum {string} */
+                role: "reader" | "member" | "admin" | "owner";
+            }[];
+        };
+        PrincipalList: {
+            principals: components["schemas"]["Principal"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        Project: {
+            project_id: string;
+            reference: string;
+            created_at: string;
+        };
+        ProjectLine: {
+            /** @constant */
+            type: "project";
+            project_id: string;
+            reference: string;
+            /** @description restored as is by an owner or admin (anyone else's import records itself); an author unknown here becomes a key-less member principal */
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description the workspace whose memberships scope the project's records (null: none); restored on import, the workspace created when missing
+             * @default null
+             */
+            workspace_id: string | null;
+            /**
+             * @description that workspace's name when exported; names the workspace import creates when its id is new here (not compared on re-import)
+             * @default null
+             */
+            workspace_name: string | null;
+        };
+        ProjectList: {
+            projects: components["schemas"]["Project"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        ProjectReferences: {
+            /** @description null for unscoped memory (`~`) */
+            project_id: string | null;
+            reference: string | null;
+            references: {
+                /** @enum {string} */
+                type: "observation" | "claim";
+                id: string;
+                subject_id: string;
+                created_at: string;
+            }[];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        PurgedObservation: {
+            observation_id: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "message" | "tool_result" | "document" | "event" | "note";
+            content: string | null;
+            content_hash: string;
+            source: {
+                type: string;
+                ref?: string;
+            };
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            author_id: string;
+            created_at: string;
+            purged: boolean;
+            purged_at: string | null;
+            already_purged: boolean;
+        };
+        Readiness: {
+            ready: boolean;
+            runtime: string;
+            revision: string;
+            schema: {
+                applied: number;
+                expected: number;
+                index_db: {
+                    applied: number;
+                    expected: number;
+                };
+                org_store: {
+                    applied: number;
+                    expected: number;
+                    error?: string;
+                };
+            };
+            checks: {
+                [key: string]: "ok" | "failing";
+            };
+            capabilities: {
+                /** @enum {string} */
+                background_repair: "enabled" | "external" | "disabled";
+                maintenance_interval_seconds: number;
+                vectors: boolean;
+                model: boolean;
+            };
+        };
+        RecoveryCodes: {
+            /** @description Shown once */
+            recovery_codes: string[];
+        };
+        ReleasedLease: {
+            lease_id: string;
+            resource_type: string;
+            resource_id: string;
+            holder_id: string;
+            ttl_seconds: number;
+            acquired_at: string;
+            expires_at: string;
+            released_at: string | null;
+            /** @constant */
+            released: true;
+            already_released: boolean;
+        };
+        ReleasedLegalHold: {
+            hold_id: string;
+            /** @enum {string} */
+            target_type: "claim" | "observation";
+            target_id: string;
+            reason: string;
+            /** @enum {string} */
+            status: "active" | "released";
+            created_by: string;
+            created_at: string;
+            released_by: string | null;
+            released_at: string | null;
+            already_released: boolean;
+        };
+        RemovedMembership: {
+            membership_id: string;
+            principal_id: string;
+            workspace_id: string | null;
+            /** @enum {string} */
+            role: "reader" | "member" | "admin" | "owner";
+            created_by: string;
+            created_at: string;
+            /** @constant */
+            removed: true;
+            removed_at: string;
+            keys_revoked: number;
+            grants_revoked: number;
+            webhooks_disabled: number;
+            /** @description Dashboard accounts the principal created, directly or through principals it created */
+            accounts_disabled: number;
+        };
+        ResolvedProject: {
+            project_id: string;
+            reference: string;
+            created: boolean;
+            workspace_id: string | null;
+        };
+        ResponseMeta: {
+            request_id: string;
+        };
+        RetentionRun: {
+            policy_id: string;
+            policy_version: number;
+            examined: number;
+            excluded: number;
+            held: number;
+            /** @description Pass as `after` to continue; null when done */
+            next_after: string | null;
+            done: boolean;
+            dry_run: boolean;
+        };
+        RetiredIdentityMapping: {
+            mapping_id: string;
+            external_system: string;
+            external_id: string;
+            subject_id: string;
+            version: number;
+            /** @enum {string} */
+            status: "active" | "retired";
+            created_by: string;
+            created_at: string;
+            retired_at: string | null;
+            already_retired: boolean;
+        };
+        RevokedClaim: {
+            claim_id: string;
+            subject_id: string;
+            project_id: string | null;
+            /** @enum {string} */
+            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
+            statement: string;
+            /** @enum {string} */
+            status: "active" | "disputed" | "superseded" | "revoked";
+            /** @enum {string} */
+            visibility: "private" | "team";
+            /** @enum {string} */
+            trust: "low" | "medium" | "high" | "verified";
+            version: number;
+            valid_from: string;
+            valid_to: string | null;
+            superseded_by: string | null;
+            disputes: string[];
+            sources: {
+                observation_id: string;
+                /** @enum {string} */
+                relation: "supports" | "contradicts" | "qualifies";
+            }[];
+            created_at: string;
+            updated_at: string;
+            already_revoked: boolean;
+        };
+        RevokedDashboardSession: {
+            session_id: string;
+            revoked_at: string;
+        };
+        RevokedGrant: {
+            grant_id: string;
+            principal_id: string;
+            target: {
+                /** @enum {string} */
+                type: "organization" | "project" | "subject";
+                id: string | null;
+            };
+            permissions: ("read" | "write" | "approve" | "admin")[];
+            /** @enum {string} */
+            status: "active" | "revoked";
+            granted_by: string;
+            delegated_from: string | null;
+            created_at: string;
+            revoked_at: string | null;
+            already_revoked: boolean;
+            delegated_revoked: number;
+        };
+        RevokedKey: {
+            key_id: string;
+            principal_id: string;
+            label: string;
+            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
+            /** @enum {string} */
+            max_trust: "low" | "medium" | "high" | "verified";
+            /** @enum {string} */
+            status: "active" | "revoked";
+            created_at: string;
+            revoked_at: string | null;
+            already_revoked: boolean;
+            /** @description Set when this was the principal's last credential (no other active key, no dashboard account): what it created, revoked with it */
+            cascade: {
+                keys_revoked: number;
+                grants_revoked: number;
+                webhooks_disabled: number;
+                accounts_disabled: number;
+            } | null;
+        };
+        RevokedPasskey: {
+            passkey_id: string;
+            name: string;
+            created_at: string;
+            last_used_at: string | null;
+            transports: string[];
+            revoked_at: string;
+        };
+        SavedCheckpoint: {
+            checkpoint_id: string;
+            subject_id: string;
+            agent_id: string;
+            /** @enum {string} */
+            kind: "task_state" | "conversation" | "workflow" | "cursor";
+            state: string;
+            ttl_seconds: number;
+            writer_id: string;
+            created_at: string;
+            updated_at: string;
+            expires_at: string;
+            /** @description true on the second and later write (status 200) */
+            updated: boolean;
+        };
+        Subject: {
+            subject_id: string;
+        };
+        SubjectList: {
+            subjects: components["schemas"]["Subject"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        SubjectReferences: {
+            subject_id: string;
+            /** @description `subject:<id>` and `project:<reference>` of its readable records */
+            namespaced: string[];
+            references: {
+                /** @enum {string} */
+                type: "observation" | "claim";
+                id: string;
+                project_id: string | null;
+                created_at: string;
+            }[];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
+        SuspendedPeer: {
+            peer_id: string;
+            endpoint: string;
+            /** @enum {string} */
+            direction: "push" | "pull" | "bidirectional";
+            /** @enum {string} */
+            status: "active" | "suspended";
+            /** @description The last event id pulled */
+            cursor: string | null;
+            remote_org_id: string | null;
+            label: string | null;
+            created_at: string;
+            suspended_at: string | null;
+            last_exchange_at: string | null;
+            already_suspended: boolean;
+        };
+        UpgradedDashboardSession: {
+            /** @description The bearer credential: shown once */
+            session_token: string;
+            session_id: string;
+            /** @enum {string} */
+            stage: "password_change" | "staged" | "full";
+            expires_at: string;
+            account_id: string;
+            recovery_codes_remaining?: number;
+        };
+        Webhook: {
+            webhook_id: string;
+            url: string;
+            events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
+            /** @enum {string} */
+            status: "active" | "paused" | "disabled";
+            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
+            failure_count: number;
+            created_at: string;
+            updated_at: string;
+            signing: {
+                header: string;
+                /** @constant */
+                algorithm: "HMAC-SHA256";
+                format: string;
+                note: string;
+            };
+        };
+        WebhookList: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        Workspace: {
+            workspace_id: string;
+            name: string;
+            created_by: string;
+            created_at: string;
+        };
+        WorkspaceList: {
+            workspaces: components["schemas"]["Workspace"][];
+            has_more: boolean;
+            next_cursor: string | null;
+        };
     };
     responses: {
         /** @description An error envelope. */
@@ -1899,15 +3391,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @constant */
-                            status: "ok";
-                            runtime: string;
-                            revision: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Health"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -1931,37 +3416,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            ready: boolean;
-                            runtime: string;
-                            revision: string;
-                            schema: {
-                                applied: number;
-                                expected: number;
-                                index_db: {
-                                    applied: number;
-                                    expected: number;
-                                };
-                                org_store: {
-                                    applied: number;
-                                    expected: number;
-                                    error?: string;
-                                };
-                            };
-                            checks: {
-                                [key: string]: "ok" | "failing";
-                            };
-                            capabilities: {
-                                /** @enum {string} */
-                                background_repair: "enabled" | "external" | "disabled";
-                                maintenance_interval_seconds: number;
-                                vectors: boolean;
-                                model: boolean;
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Readiness"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2000,15 +3456,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            project_id: string;
-                            reference: string;
-                            created: boolean;
-                            workspace_id: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ResolvedProject"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2019,15 +3468,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            project_id: string;
-                            reference: string;
-                            created: boolean;
-                            workspace_id: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ResolvedProject"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2098,19 +3540,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            observation_id: string;
-                            content_hash: string;
-                            subject_id: string;
-                            project_id: string | null;
-                            /** @enum {string} */
-                            kind: "message" | "tool_result" | "document" | "event" | "note";
-                            /** @enum {string} */
-                            trust: "low" | "medium" | "high" | "verified";
-                            /** @enum {string} */
-                            visibility: "private" | "team";
-                            created_at: string;
-                        };
+                        data: components["schemas"]["Observation"];
                         meta: {
                             request_id: string;
                             replayed: boolean;
@@ -2125,19 +3555,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            observation_id: string;
-                            content_hash: string;
-                            subject_id: string;
-                            project_id: string | null;
-                            /** @enum {string} */
-                            kind: "message" | "tool_result" | "document" | "event" | "note";
-                            /** @enum {string} */
-                            trust: "low" | "medium" | "high" | "verified";
-                            /** @enum {string} */
-                            visibility: "private" | "team";
-                            created_at: string;
-                        };
+                        data: components["schemas"]["Observation"];
                         meta: {
                             request_id: string;
                             replayed: boolean;
@@ -2167,31 +3585,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            observation_id: string;
-                            subject_id: string;
-                            project_id: string | null;
-                            /** @enum {string} */
-                            kind: "message" | "tool_result" | "document" | "event" | "note";
-                            content: string | null;
-                            content_hash: string;
-                            source: {
-                                type: string;
-                                ref?: string;
-                            };
-                            /** @enum {string} */
-                            trust: "low" | "medium" | "high" | "verified";
-                            /** @enum {string} */
-                            visibility: "private" | "team";
-                            author_id: string;
-                            created_at: string;
-                            purged: boolean;
-                            purged_at: string | null;
-                            already_purged: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PurgedObservation"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2282,36 +3677,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            claims: {
-                                claim_id: string;
-                                subject_id: string;
-                                project_id: string | null;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                status: "active" | "disputed" | "superseded" | "revoked";
-                                /** @enum {string} */
-                                visibility: "private" | "team";
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                version: number;
-                                valid_from: string;
-                                valid_to: string | null;
-                                superseded_by: string | null;
-                                disputes: string[];
-                                sources: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                }[];
-                                created_at: string;
-                                updated_at: string;
-                            }[];
-                            /** @constant */
-                            model_used: false;
-                        };
+                        data: components["schemas"]["Consolidation"];
                         meta: {
                             request_id: string;
                             replayed: boolean;
@@ -2328,36 +3694,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            claims: {
-                                claim_id: string;
-                                subject_id: string;
-                                project_id: string | null;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                status: "active" | "disputed" | "superseded" | "revoked";
-                                /** @enum {string} */
-                                visibility: "private" | "team";
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                version: number;
-                                valid_from: string;
-                                valid_to: string | null;
-                                superseded_by: string | null;
-                                disputes: string[];
-                                sources: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                }[];
-                                created_at: string;
-                                updated_at: string;
-                            }[];
-                            /** @constant */
-                            model_used: false;
-                        };
+                        data: components["schemas"]["Consolidation"];
                         meta: {
                             request_id: string;
                             replayed: boolean;
@@ -2396,35 +3733,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            claim_id: string;
-                            subject_id: string;
-                            project_id: string | null;
-                            /** @enum {string} */
-                            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                            statement: string;
-                            /** @enum {string} */
-                            status: "active" | "disputed" | "superseded" | "revoked";
-                            /** @enum {string} */
-                            visibility: "private" | "team";
-                            /** @enum {string} */
-                            trust: "low" | "medium" | "high" | "verified";
-                            version: number;
-                            valid_from: string;
-                            valid_to: string | null;
-                            superseded_by: string | null;
-                            disputes: string[];
-                            sources: {
-                                observation_id: string;
-                                /** @enum {string} */
-                                relation: "supports" | "contradicts" | "qualifies";
-                            }[];
-                            created_at: string;
-                            updated_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Claim"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2456,36 +3766,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            claim_id: string;
-                            subject_id: string;
-                            project_id: string | null;
-                            /** @enum {string} */
-                            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                            statement: string;
-                            /** @enum {string} */
-                            status: "active" | "disputed" | "superseded" | "revoked";
-                            /** @enum {string} */
-                            visibility: "private" | "team";
-                            /** @enum {string} */
-                            trust: "low" | "medium" | "high" | "verified";
-                            version: number;
-                            valid_from: string;
-                            valid_to: string | null;
-                            superseded_by: string | null;
-                            disputes: string[];
-                            sources: {
-                                observation_id: string;
-                                /** @enum {string} */
-                                relation: "supports" | "contradicts" | "qualifies";
-                            }[];
-                            created_at: string;
-                            updated_at: string;
-                            already_revoked: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RevokedClaim"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2517,36 +3799,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            claim_id: string;
-                            subject_id: string;
-                            project_id: string | null;
-                            /** @enum {string} */
-                            kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                            statement: string;
-                            /** @enum {string} */
-                            status: "active" | "disputed" | "superseded" | "revoked";
-                            /** @enum {string} */
-                            visibility: "private" | "team";
-                            /** @enum {string} */
-                            trust: "low" | "medium" | "high" | "verified";
-                            version: number;
-                            valid_from: string;
-                            valid_to: string | null;
-                            superseded_by: string | null;
-                            disputes: string[];
-                            sources: {
-                                observation_id: string;
-                                /** @enum {string} */
-                                relation: "supports" | "contradicts" | "qualifies";
-                            }[];
-                            created_at: string;
-                            updated_at: string;
-                            already_expired: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ExpiredClaim"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2572,107 +3826,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            claim: {
-                                claim_id: string;
-                                subject_id: string;
-                                project_id: string | null;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                status: "active" | "disputed" | "superseded" | "revoked";
-                                /** @enum {string} */
-                                visibility: "private" | "team";
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                version: number;
-                                valid_from: string;
-                                valid_to: string | null;
-                                superseded_by: string | null;
-                                disputes: string[];
-                                sources: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                }[];
-                                created_at: string;
-                                updated_at: string;
-                            };
-                            supporting: {
-                                observation_id: string;
-                                subject_id: string;
-                                project_id: string | null;
-                                /** @enum {string} */
-                                kind: "message" | "tool_result" | "document" | "event" | "note";
-                                content: string | null;
-                                content_hash: string;
-                                source: {
-                                    type: string;
-                                    ref?: string;
-                                };
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                /** @enum {string} */
-                                visibility: "private" | "team";
-                                author_id: string;
-                                created_at: string;
-                                purged: boolean;
-                                purged_at: string | null;
-                                /** @enum {string} */
-                                relation: "supports" | "contradicts" | "qualifies";
-                            }[];
-                            contradicting: {
-                                observation_id: string;
-                                subject_id: string;
-                                project_id: string | null;
-                                /** @enum {string} */
-                                kind: "message" | "tool_result" | "document" | "event" | "note";
-                                content: string | null;
-                                content_hash: string;
-                                source: {
-                                    type: string;
-                                    ref?: string;
-                                };
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                /** @enum {string} */
-                                visibility: "private" | "team";
-                                author_id: string;
-                                created_at: string;
-                                purged: boolean;
-                                purged_at: string | null;
-                                /** @enum {string} */
-                                relation: "supports" | "contradicts" | "qualifies";
-                            }[];
-                            qualifying: {
-                                observation_id: string;
-                                subject_id: string;
-                                project_id: string | null;
-                                /** @enum {string} */
-                                kind: "message" | "tool_result" | "document" | "event" | "note";
-                                content: string | null;
-                                content_hash: string;
-                                source: {
-                                    type: string;
-                                    ref?: string;
-                                };
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                /** @enum {string} */
-                                visibility: "private" | "team";
-                                author_id: string;
-                                created_at: string;
-                                purged: boolean;
-                                purged_at: string | null;
-                                /** @enum {string} */
-                                relation: "supports" | "contradicts" | "qualifies";
-                            }[];
-                            hidden_source_count: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ClaimEvidence"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2713,39 +3868,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            items: {
-                                claim_id: string;
-                                subject_id: string;
-                                project_id: string | null;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                status: "active" | "disputed" | "superseded" | "revoked";
-                                /** @enum {string} */
-                                visibility: "private" | "team";
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                version: number;
-                                valid_from: string;
-                                valid_to: string | null;
-                                superseded_by: string | null;
-                                disputes: string[];
-                                sources: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                }[];
-                                created_at: string;
-                                updated_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ClaimList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2799,23 +3923,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            context_id: string;
-                            items: {
-                                claim_id: string;
-                                statement: string;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                /** @enum {string} */
-                                status: "active" | "disputed" | "superseded" | "revoked";
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                score: number;
-                                tokens: number;
-                            }[];
-                            token_budget: number;
-                            tokens_used: number;
-                        };
+                        data: components["schemas"]["CompiledContext"];
                         meta: {
                             request_id: string;
                             degraded: {
@@ -2848,32 +3956,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            context_id: string;
-                            query: string | null;
-                            subject_id: string | null;
-                            project_id: string | null;
-                            kinds: ("fact" | "preference" | "decision" | "instruction" | "summary")[] | null;
-                            token_budget: number;
-                            tokens_used: number;
-                            items: {
-                                claim_id: string;
-                                statement: string;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                /** @enum {string} */
-                                status: "active" | "disputed" | "superseded" | "revoked";
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                score: number | null;
-                                tokens: number;
-                                current: boolean;
-                            }[];
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ContextRun"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -2923,15 +4007,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            feedback_id: string;
-                            context_id: string;
-                            claim_id: string | null;
-                            /** @enum {string} */
-                            outcome: "used" | "useful" | "irrelevant" | "incorrect" | "harmful";
-                            client_mutation_id: string | null;
-                            created_at: string;
-                        };
+                        data: components["schemas"]["Feedback"];
                         meta: {
                             request_id: string;
                             replayed: boolean;
@@ -2946,15 +4022,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            feedback_id: string;
-                            context_id: string;
-                            claim_id: string | null;
-                            /** @enum {string} */
-                            outcome: "used" | "useful" | "irrelevant" | "incorrect" | "harmful";
-                            client_mutation_id: string | null;
-                            created_at: string;
-                        };
+                        data: components["schemas"]["Feedback"];
                         meta: {
                             request_id: string;
                             replayed: boolean;
@@ -2986,22 +4054,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            checkpoint_id: string;
-                            subject_id: string;
-                            agent_id: string;
-                            /** @enum {string} */
-                            kind: "task_state" | "conversation" | "workflow" | "cursor";
-                            state: string;
-                            ttl_seconds: number;
-                            writer_id: string;
-                            created_at: string;
-                            updated_at: string;
-                            expires_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Checkpoint"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3043,24 +4097,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            checkpoint_id: string;
-                            subject_id: string;
-                            agent_id: string;
-                            /** @enum {string} */
-                            kind: "task_state" | "conversation" | "workflow" | "cursor";
-                            state: string;
-                            ttl_seconds: number;
-                            writer_id: string;
-                            created_at: string;
-                            updated_at: string;
-                            expires_at: string;
-                            /** @description true on the second and later write (status 200) */
-                            updated: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["SavedCheckpoint"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3071,24 +4109,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            checkpoint_id: string;
-                            subject_id: string;
-                            agent_id: string;
-                            /** @enum {string} */
-                            kind: "task_state" | "conversation" | "workflow" | "cursor";
-                            state: string;
-                            ttl_seconds: number;
-                            writer_id: string;
-                            created_at: string;
-                            updated_at: string;
-                            expires_at: string;
-                            /** @description true on the second and later write (status 200) */
-                            updated: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["SavedCheckpoint"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3114,22 +4136,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            checkpoint_id: string;
-                            subject_id: string;
-                            agent_id: string;
-                            /** @enum {string} */
-                            kind: "task_state" | "conversation" | "workflow" | "cursor";
-                            state: string;
-                            ttl_seconds: number;
-                            writer_id: string;
-                            created_at: string;
-                            updated_at: string;
-                            expires_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Checkpoint"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3155,14 +4163,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            checkpoint_id: string;
-                            /** @constant */
-                            deleted: true;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["DeletedCheckpoint"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3190,23 +4192,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            leases: {
-                                lease_id: string;
-                                resource_type: string;
-                                resource_id: string;
-                                holder_id: string;
-                                ttl_seconds: number;
-                                acquired_at: string;
-                                expires_at: string;
-                                released_at: string | null;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["LeaseList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3238,21 +4225,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            lease_id: string;
-                            resource_type: string;
-                            resource_id: string;
-                            holder_id: string;
-                            ttl_seconds: number;
-                            acquired_at: string;
-                            expires_at: string;
-                            released_at: string | null;
-                            /** @description true when the caller already held it (status 200) */
-                            renewed: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["AcquiredLease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3263,21 +4237,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            lease_id: string;
-                            resource_type: string;
-                            resource_id: string;
-                            holder_id: string;
-                            ttl_seconds: number;
-                            acquired_at: string;
-                            expires_at: string;
-                            released_at: string | null;
-                            /** @description true when the caller already held it (status 200) */
-                            renewed: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["AcquiredLease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3303,22 +4264,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            lease_id: string;
-                            resource_type: string;
-                            resource_id: string;
-                            holder_id: string;
-                            ttl_seconds: number;
-                            acquired_at: string;
-                            expires_at: string;
-                            released_at: string | null;
-                            /** @constant */
-                            released: true;
-                            already_released: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ReleasedLease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3344,22 +4291,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            lease_id: string;
-                            resource_type: string;
-                            resource_id: string;
-                            holder_id: string;
-                            ttl_seconds: number;
-                            acquired_at: string;
-                            expires_at: string;
-                            released_at: string | null;
-                            /** @constant */
-                            released: true;
-                            already_released: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ReleasedLease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3386,25 +4319,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            handoffs: {
-                                handoff_id: string;
-                                from_principal_id: string;
-                                to_principal_id: string;
-                                context_id: string | null;
-                                checkpoint_id: string | null;
-                                note: string | null;
-                                /** @enum {string} */
-                                status: "pending" | "accepted" | "rejected";
-                                created_at: string;
-                                resolved_at: string | null;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["HandoffList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3448,21 +4364,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            handoff_id: string;
-                            from_principal_id: string;
-                            to_principal_id: string;
-                            context_id: string | null;
-                            checkpoint_id: string | null;
-                            note: string | null;
-                            /** @enum {string} */
-                            status: "pending" | "accepted" | "rejected";
-                            created_at: string;
-                            resolved_at: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Handoff"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3495,21 +4398,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            handoff_id: string;
-                            from_principal_id: string;
-                            to_principal_id: string;
-                            context_id: string | null;
-                            checkpoint_id: string | null;
-                            note: string | null;
-                            /** @enum {string} */
-                            status: "pending" | "accepted" | "rejected";
-                            created_at: string;
-                            resolved_at: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Handoff"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3533,19 +4423,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            principal_id: string;
-                            /** @description The API key id, or the dashboard session id */
-                            key_id: string;
-                            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
-                            /** @enum {string} */
-                            max_trust: "low" | "medium" | "high" | "verified";
-                            /** @enum {string} */
-                            role: "reader" | "member" | "admin" | "owner";
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["CurrentPrincipal"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3572,25 +4451,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            keys: {
-                                key_id: string;
-                                principal_id: string;
-                                label: string;
-                                scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
-                                /** @enum {string} */
-                                max_trust: "low" | "medium" | "high" | "verified";
-                                /** @enum {string} */
-                                status: "active" | "revoked";
-                                created_at: string;
-                                revoked_at: string | null;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["KeyList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3624,26 +4486,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            key_id: string;
-                            principal_id: string;
-                            label: string;
-                            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
-                            /** @enum {string} */
-                            max_trust: "low" | "medium" | "high" | "verified";
-                            /** @enum {string} */
-                            status: "active" | "revoked";
-                            created_at: string;
-                            revoked_at: string | null;
-                            /**
-                             * Format: starts_with
-                             * @description The raw key: shown once, never again
-                             */
-                            key: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["MintedKey"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3669,29 +4513,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            key_id: string;
-                            principal_id: string;
-                            label: string;
-                            scopes: "*" | ("projects:resolve" | "projects:create" | "projects:read" | "observations:write" | "observations:purge" | "claims:write" | "context:compile" | "handoffs:read" | "handoffs:write" | "feedback:write" | "evidence:read" | "views:compile" | "checkpoints:read" | "checkpoints:write" | "keys:manage" | "principals:read" | "subjects:read" | "grants:read" | "grants:write" | "models:read" | "models:probe" | "export:read" | "import:write" | "workspaces:read" | "workspaces:write" | "memberships:read" | "memberships:write" | "leases:read" | "leases:write" | "mcp:call" | "events:read" | "governance:read" | "governance:write" | "approvals:read" | "approvals:write" | "approvals:approve" | "releases:read" | "releases:write" | "releases:approve" | "channel:compile" | "retention:write" | "identity:read" | "identity:write" | "audit:read" | "audit:export" | "federation:read" | "federation:write" | "webhooks:read" | "webhooks:write" | "index:write" | "enrichment:write")[];
-                            /** @enum {string} */
-                            max_trust: "low" | "medium" | "high" | "verified";
-                            /** @enum {string} */
-                            status: "active" | "revoked";
-                            created_at: string;
-                            revoked_at: string | null;
-                            already_revoked: boolean;
-                            /** @description Set when this was the principal's last credential (no other active key, no dashboard account): what it created, revoked with it */
-                            cascade: {
-                                keys_revoked: number;
-                                grants_revoked: number;
-                                webhooks_disabled: number;
-                                accounts_disabled: number;
-                            } | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RevokedKey"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3718,28 +4541,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            principals: {
-                                principal_id: string;
-                                /** @enum {string} */
-                                kind: "agent" | "human";
-                                display_name: string;
-                                /** @enum {string} */
-                                role: "reader" | "member" | "admin" | "owner";
-                                created_at: string;
-                                memberships: {
-                                    membership_id: string;
-                                    workspace_id: string | null;
-                                    /** @enum {string} */
-                                    role: "reader" | "member" | "admin" | "owner";
-                                }[];
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PrincipalList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3767,26 +4570,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            events: {
-                                id: string;
-                                /** @enum {string} */
-                                kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
-                                actor_id: string;
-                                resource_type: string;
-                                resource_id: string;
-                                /** @description Metadata only: never content. */
-                                payload: {
-                                    [key: string]: unknown;
-                                };
-                                created_at: string;
-                            }[];
-                            /** @description The last event id of the page (or the `after` given): pass it as `after`. */
-                            cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["EventList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3812,22 +4597,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            id: string;
-                            /** @enum {string} */
-                            kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
-                            actor_id: string;
-                            resource_type: string;
-                            resource_id: string;
-                            /** @description Metadata only: never content. */
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Event"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3851,29 +4622,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            webhooks: {
-                                webhook_id: string;
-                                url: string;
-                                events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
-                                /** @enum {string} */
-                                status: "active" | "paused" | "disabled";
-                                /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
-                                failure_count: number;
-                                created_at: string;
-                                updated_at: string;
-                                signing: {
-                                    header: string;
-                                    /** @constant */
-                                    algorithm: "HMAC-SHA256";
-                                    format: string;
-                                    note: string;
-                                };
-                            }[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["WebhookList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3905,27 +4655,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            webhook_id: string;
-                            url: string;
-                            events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
-                            /** @enum {string} */
-                            status: "active" | "paused" | "disabled";
-                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
-                            failure_count: number;
-                            created_at: string;
-                            updated_at: string;
-                            signing: {
-                                header: string;
-                                /** @constant */
-                                algorithm: "HMAC-SHA256";
-                                format: string;
-                                note: string;
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Webhook"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3951,15 +4682,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            webhook_id: string;
-                            /** @constant */
-                            deleted: true;
-                            deliveries_removed: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["DeletedWebhook"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -3985,27 +4709,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            webhook_id: string;
-                            url: string;
-                            events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
-                            /** @enum {string} */
-                            status: "active" | "paused" | "disabled";
-                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
-                            failure_count: number;
-                            created_at: string;
-                            updated_at: string;
-                            signing: {
-                                header: string;
-                                /** @constant */
-                                algorithm: "HMAC-SHA256";
-                                format: string;
-                                note: string;
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Webhook"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4031,27 +4736,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            webhook_id: string;
-                            url: string;
-                            events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
-                            /** @enum {string} */
-                            status: "active" | "paused" | "disabled";
-                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
-                            failure_count: number;
-                            created_at: string;
-                            updated_at: string;
-                            signing: {
-                                header: string;
-                                /** @constant */
-                                algorithm: "HMAC-SHA256";
-                                format: string;
-                                note: string;
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Webhook"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4080,30 +4766,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            deliveries: {
-                                id: string;
-                                event_id: string;
-                                /**
-                                 * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
-                                 * @enum {string}
-                                 */
-                                status: "pending" | "sending" | "delivered" | "failed";
-                                /** @description Attempts made (at most 5 before a redelivery) */
-                                attempts: number;
-                                last_attempt_at: string | null;
-                                /** @description When the next attempt is due; null once delivered or failed */
-                                next_retry_at: string | null;
-                                /** @description The receiver's HTTP status; null after a network error or before the first attempt */
-                                response_status: number | null;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["DeliveryList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4130,26 +4794,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            id: string;
-                            event_id: string;
-                            /**
-                             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
-                             * @enum {string}
-                             */
-                            status: "pending" | "sending" | "delivered" | "failed";
-                            /** @description Attempts made (at most 5 before a redelivery) */
-                            attempts: number;
-                            last_attempt_at: string | null;
-                            /** @description When the next attempt is due; null once delivered or failed */
-                            next_retry_at: string | null;
-                            /** @description The receiver's HTTP status; null after a network error or before the first attempt */
-                            response_status: number | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Delivery"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4182,17 +4828,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @description Events you may read that this call scanned */
-                            events_drained: number;
-                            /** @description Names the last event drained (or echoes `after` when none was); pass as `after` to continue */
-                            cursor: string | null;
-                            /** @description Deliveries not yet sent of hooks you manage and events you may read */
-                            pending_deliveries: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["OutboxDrain"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4219,19 +4856,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            workspaces: {
-                                workspace_id: string;
-                                name: string;
-                                created_by: string;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["WorkspaceList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4261,15 +4887,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            workspace_id: string;
-                            name: string;
-                            created_by: string;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Workspace"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4297,22 +4916,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            memberships: {
-                                membership_id: string;
-                                principal_id: string;
-                                workspace_id: string | null;
-                                /** @enum {string} */
-                                role: "reader" | "member" | "admin" | "owner";
-                                created_by: string;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["MembershipList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4345,18 +4950,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            membership_id: string;
-                            principal_id: string;
-                            workspace_id: string | null;
-                            /** @enum {string} */
-                            role: "reader" | "member" | "admin" | "owner";
-                            created_by: string;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Membership"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4382,26 +4977,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            membership_id: string;
-                            principal_id: string;
-                            workspace_id: string | null;
-                            /** @enum {string} */
-                            role: "reader" | "member" | "admin" | "owner";
-                            created_by: string;
-                            created_at: string;
-                            /** @constant */
-                            removed: true;
-                            removed_at: string;
-                            keys_revoked: number;
-                            grants_revoked: number;
-                            webhooks_disabled: number;
-                            /** @description Dashboard accounts the principal created, directly or through principals it created */
-                            accounts_disabled: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RemovedMembership"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4428,18 +5005,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            projects: {
-                                project_id: string;
-                                reference: string;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ProjectList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4468,23 +5035,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @description null for unscoped memory (`~`) */
-                            project_id: string | null;
-                            reference: string | null;
-                            references: {
-                                /** @enum {string} */
-                                type: "observation" | "claim";
-                                id: string;
-                                subject_id: string;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ProjectReferences"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4511,16 +5063,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            subjects: {
-                                subject_id: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["SubjectList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4549,23 +5093,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            subject_id: string;
-                            /** @description `subject:<id>` and `project:<reference>` of its readable records */
-                            namespaced: string[];
-                            references: {
-                                /** @enum {string} */
-                                type: "observation" | "claim";
-                                id: string;
-                                project_id: string | null;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["SubjectReferences"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4592,29 +5121,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            grants: {
-                                grant_id: string;
-                                principal_id: string;
-                                target: {
-                                    /** @enum {string} */
-                                    type: "organization" | "project" | "subject";
-                                    id: string | null;
-                                };
-                                permissions: ("read" | "write" | "approve" | "admin")[];
-                                /** @enum {string} */
-                                status: "active" | "revoked";
-                                granted_by: string;
-                                delegated_from: string | null;
-                                created_at: string;
-                                revoked_at: string | null;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["GrantList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4655,25 +5163,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            grant_id: string;
-                            principal_id: string;
-                            target: {
-                                /** @enum {string} */
-                                type: "organization" | "project" | "subject";
-                                id: string | null;
-                            };
-                            permissions: ("read" | "write" | "approve" | "admin")[];
-                            /** @enum {string} */
-                            status: "active" | "revoked";
-                            granted_by: string;
-                            delegated_from: string | null;
-                            created_at: string;
-                            revoked_at: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Grant"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4699,27 +5190,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            grant_id: string;
-                            principal_id: string;
-                            target: {
-                                /** @enum {string} */
-                                type: "organization" | "project" | "subject";
-                                id: string | null;
-                            };
-                            permissions: ("read" | "write" | "approve" | "admin")[];
-                            /** @enum {string} */
-                            status: "active" | "revoked";
-                            granted_by: string;
-                            delegated_from: string | null;
-                            created_at: string;
-                            revoked_at: string | null;
-                            already_revoked: boolean;
-                            delegated_revoked: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RevokedGrant"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4754,45 +5226,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            principal_id: string;
-                            /** @enum {string} */
-                            action: "read" | "write";
-                            target: {
-                                /** @enum {string} */
-                                type: "observation" | "claim" | "subject" | "project" | "organization";
-                                id: string | null;
-                            };
-                            gates: {
-                                role: {
-                                    /** @enum {string} */
-                                    role: "reader" | "member" | "admin" | "owner";
-                                    passed: boolean;
-                                };
-                                visibility: {
-                                    /** @constant */
-                                    applies: true;
-                                    /** @enum {string} */
-                                    visibility: "private" | "team";
-                                    is_author: boolean;
-                                    passed: boolean;
-                                } | {
-                                    /** @constant */
-                                    applies: false;
-                                    passed: null;
-                                };
-                                grant: {
-                                    passed: boolean;
-                                    grant_ids: string[];
-                                };
-                            };
-                            /** @enum {string} */
-                            decision: "allow" | "deny";
-                            note: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["AccessSimulation"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4819,39 +5254,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": ({
-                        /** @constant */
-                        jsonrpc: "2.0";
-                        id: string | number;
-                        result: {
-                            [key: string]: unknown;
-                        };
-                    } | {
-                        /** @constant */
-                        jsonrpc: "2.0";
-                        id: (string | number) | null;
-                        error: {
-                            code: number;
-                            message: string;
-                            data?: unknown;
-                        };
-                    }) | ({
-                        /** @constant */
-                        jsonrpc: "2.0";
-                        id: string | number;
-                        result: {
-                            [key: string]: unknown;
-                        };
-                    } | {
-                        /** @constant */
-                        jsonrpc: "2.0";
-                        id: (string | number) | null;
-                        error: {
-                            code: number;
-                            message: string;
-                            data?: unknown;
-                        };
-                    })[];
+                    "application/json": components["schemas"]["McpResponse"];
                 };
             };
             /** @description Accepted: an empty body. */
@@ -4919,24 +5322,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            imported: {
-                                projects: number;
-                                observations: number;
-                                claims: number;
-                            };
-                            /** @description Lines whose record already exists here, identical */
-                            skipped: {
-                                projects: number;
-                                observations: number;
-                                claims: number;
-                            };
-                            principals_created: number;
-                            workspaces_created: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ImportResult"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4947,24 +5334,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            imported: {
-                                projects: number;
-                                observations: number;
-                                claims: number;
-                            };
-                            /** @description Lines whose record already exists here, identical */
-                            skipped: {
-                                projects: number;
-                                observations: number;
-                                claims: number;
-                            };
-                            principals_created: number;
-                            workspaces_created: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ImportResult"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -4992,29 +5363,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            entries: {
-                                id: string;
-                                action: string;
-                                actor_id: string;
-                                key_id: string | null;
-                                resource_type: string;
-                                resource_id: string | null;
-                                request_id: string | null;
-                                metadata: {
-                                    [key: string]: unknown;
-                                };
-                                created_at: string;
-                                prev_hash: string;
-                                entry_hash: string;
-                            }[];
-                            has_more: boolean;
-                            /** @description The last (oldest) entry id of the page (or the `after` given): pass it as `after` for older entries */
-                            cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["AuditEntryList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5063,18 +5413,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @description The bearer credential: shown once */
-                            session_token: string;
-                            session_id: string;
-                            /** @enum {string} */
-                            stage: "password_change" | "staged" | "full";
-                            expires_at: string;
-                            account_id: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["DashboardSession"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5107,22 +5447,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            account_id: string;
-                            principal_id: string;
-                            username: string;
-                            display_name: string;
-                            /** @enum {string} */
-                            role: "owner" | "admin" | "member" | "reader";
-                            has_passkey: boolean;
-                            created_at: string;
-                            password_changed_at: string | null;
-                            /** @description Shown once; the first login must replace it */
-                            temporary_password: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["CreatedOperatorAccount"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5153,20 +5479,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            account_id: string;
-                            principal_id: string;
-                            username: string;
-                            display_name: string;
-                            /** @enum {string} */
-                            role: "owner" | "admin" | "member" | "reader";
-                            has_passkey: boolean;
-                            created_at: string;
-                            password_changed_at: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["OperatorAccount"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5190,42 +5504,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            options: {
-                                challenge: string;
-                                rp: {
-                                    name: string;
-                                } & {
-                                    [key: string]: unknown;
-                                };
-                                user: {
-                                    id: string;
-                                    name: string;
-                                    displayName: string;
-                                } & {
-                                    [key: string]: unknown;
-                                };
-                                pubKeyCredParams: ({
-                                    /** @constant */
-                                    type: "public-key";
-                                    alg: number;
-                                } & {
-                                    [key: string]: unknown;
-                                })[];
-                                excludeCredentials?: ({
-                                    id: string;
-                                    /** @constant */
-                                    type: "public-key";
-                                } & {
-                                    [key: string]: unknown;
-                                })[];
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PasskeyRegistrationOptions"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5249,18 +5529,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            passkeys: {
-                                passkey_id: string;
-                                name: string;
-                                created_at: string;
-                                last_used_at: string | null;
-                                transports: string[];
-                            }[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PasskeyList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5311,18 +5581,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            passkey_id: string;
-                            name: string;
-                            created_at: string;
-                            last_used_at: string | null;
-                            transports: string[];
-                            /** @description On the first enrollment only; shown once */
-                            recovery_codes?: string[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["AddedPasskey"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5354,17 +5614,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            passkey_id: string;
-                            name: string;
-                            created_at: string;
-                            last_used_at: string | null;
-                            transports: string[];
-                            revoked_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RevokedPasskey"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5394,13 +5645,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @description Shown once */
-                            recovery_codes: string[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RecoveryCodes"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5424,23 +5670,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            options: {
-                                challenge: string;
-                                allowCredentials?: ({
-                                    id: string;
-                                    /** @constant */
-                                    type: "public-key";
-                                } & {
-                                    [key: string]: unknown;
-                                })[];
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PasskeyAssertionOptions"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5491,19 +5722,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @description The bearer credential: shown once */
-                            session_token: string;
-                            session_id: string;
-                            /** @enum {string} */
-                            stage: "password_change" | "staged" | "full";
-                            expires_at: string;
-                            account_id: string;
-                            recovery_codes_remaining?: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["UpgradedDashboardSession"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5533,19 +5753,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @description The bearer credential: shown once */
-                            session_token: string;
-                            session_id: string;
-                            /** @enum {string} */
-                            stage: "password_change" | "staged" | "full";
-                            expires_at: string;
-                            account_id: string;
-                            recovery_codes_remaining?: number;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["UpgradedDashboardSession"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5569,13 +5778,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            session_id: string;
-                            revoked_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RevokedDashboardSession"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5604,71 +5808,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            policies: ({
-                                policy_id: string;
-                                name: string;
-                                /** @enum {string} */
-                                status: "draft" | "active" | "retired";
-                                version: number;
-                                created_by: string;
-                                created_at: string;
-                                updated_at: string;
-                                /** @constant */
-                                type: "approval";
-                                rules: {
-                                    separation_of_duty: boolean;
-                                };
-                            } | {
-                                policy_id: string;
-                                name: string;
-                                /** @enum {string} */
-                                status: "draft" | "active" | "retired";
-                                version: number;
-                                created_by: string;
-                                created_at: string;
-                                updated_at: string;
-                                /** @constant */
-                                type: "release";
-                                rules: {
-                                    separation_of_duty: boolean;
-                                    require_approved_claim: boolean;
-                                };
-                            } | {
-                                policy_id: string;
-                                name: string;
-                                /** @enum {string} */
-                                status: "draft" | "active" | "retired";
-                                version: number;
-                                created_by: string;
-                                created_at: string;
-                                updated_at: string;
-                                /** @constant */
-                                type: "retention";
-                                rules: {
-                                    rules: ({
-                                        /** @constant */
-                                        record_type: "observation";
-                                        max_age_days: number;
-                                        kinds?: ("message" | "tool_result" | "document" | "event" | "note")[];
-                                        /** @enum {string} */
-                                        visibility?: "private" | "team";
-                                    } | {
-                                        /** @constant */
-                                        record_type: "claim";
-                                        max_age_days: number;
-                                        kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
-                                        /** @enum {string} */
-                                        visibility?: "private" | "team";
-                                    })[];
-                                };
-                            })[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PolicyList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5738,67 +5879,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            policy_id: string;
-                            name: string;
-                            /** @enum {string} */
-                            status: "draft" | "active" | "retired";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                            /** @constant */
-                            type: "approval";
-                            rules: {
-                                separation_of_duty: boolean;
-                            };
-                        } | {
-                            policy_id: string;
-                            name: string;
-                            /** @enum {string} */
-                            status: "draft" | "active" | "retired";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                            /** @constant */
-                            type: "release";
-                            rules: {
-                                separation_of_duty: boolean;
-                                require_approved_claim: boolean;
-                            };
-                        } | {
-                            policy_id: string;
-                            name: string;
-                            /** @enum {string} */
-                            status: "draft" | "active" | "retired";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                            /** @constant */
-                            type: "retention";
-                            rules: {
-                                rules: ({
-                                    /** @constant */
-                                    record_type: "observation";
-                                    max_age_days: number;
-                                    kinds?: ("message" | "tool_result" | "document" | "event" | "note")[];
-                                    /** @enum {string} */
-                                    visibility?: "private" | "team";
-                                } | {
-                                    /** @constant */
-                                    record_type: "claim";
-                                    max_age_days: number;
-                                    kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
-                                    /** @enum {string} */
-                                    visibility?: "private" | "team";
-                                })[];
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Policy"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5854,67 +5936,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            policy_id: string;
-                            name: string;
-                            /** @enum {string} */
-                            status: "draft" | "active" | "retired";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                            /** @constant */
-                            type: "approval";
-                            rules: {
-                                separation_of_duty: boolean;
-                            };
-                        } | {
-                            policy_id: string;
-                            name: string;
-                            /** @enum {string} */
-                            status: "draft" | "active" | "retired";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                            /** @constant */
-                            type: "release";
-                            rules: {
-                                separation_of_duty: boolean;
-                                require_approved_claim: boolean;
-                            };
-                        } | {
-                            policy_id: string;
-                            name: string;
-                            /** @enum {string} */
-                            status: "draft" | "active" | "retired";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                            /** @constant */
-                            type: "retention";
-                            rules: {
-                                rules: ({
-                                    /** @constant */
-                                    record_type: "observation";
-                                    max_age_days: number;
-                                    kinds?: ("message" | "tool_result" | "document" | "event" | "note")[];
-                                    /** @enum {string} */
-                                    visibility?: "private" | "team";
-                                } | {
-                                    /** @constant */
-                                    record_type: "claim";
-                                    max_age_days: number;
-                                    kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
-                                    /** @enum {string} */
-                                    visibility?: "private" | "team";
-                                })[];
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Policy"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5943,31 +5966,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            approvals: {
-                                approval_id: string;
-                                claim_id: string;
-                                claim_version: number;
-                                /** @enum {string} */
-                                status: "pending" | "approved" | "rejected";
-                                evidence: {
-                                    /** @description The evidence the caller may read */
-                                    observation_ids: string[];
-                                    hidden_source_count: number;
-                                };
-                                note: string | null;
-                                submitted_by: string;
-                                decided_by: string | null;
-                                decided_at: string | null;
-                                decision_note: string | null;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ClaimApprovalList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -5998,27 +5998,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            approval_id: string;
-                            claim_id: string;
-                            claim_version: number;
-                            /** @enum {string} */
-                            status: "pending" | "approved" | "rejected";
-                            evidence: {
-                                /** @description The evidence the caller may read */
-                                observation_ids: string[];
-                                hidden_source_count: number;
-                            };
-                            note: string | null;
-                            submitted_by: string;
-                            decided_by: string | null;
-                            decided_at: string | null;
-                            decision_note: string | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ClaimApproval"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6052,27 +6033,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            approval_id: string;
-                            claim_id: string;
-                            claim_version: number;
-                            /** @enum {string} */
-                            status: "pending" | "approved" | "rejected";
-                            evidence: {
-                                /** @description The evidence the caller may read */
-                                observation_ids: string[];
-                                hidden_source_count: number;
-                            };
-                            note: string | null;
-                            submitted_by: string;
-                            decided_by: string | null;
-                            decided_at: string | null;
-                            decision_note: string | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ClaimApproval"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6100,27 +6062,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            channels: {
-                                channel_id: string;
-                                name: string;
-                                audiences: string[];
-                                /** @enum {string} */
-                                min_trust: "low" | "medium" | "high" | "verified";
-                                gateway_principal_id: string;
-                                /** @enum {string} */
-                                status: "active" | "paused" | "disabled";
-                                version: number;
-                                created_by: string;
-                                created_at: string;
-                                updated_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ChannelList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6154,23 +6097,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            channel_id: string;
-                            name: string;
-                            audiences: string[];
-                            /** @enum {string} */
-                            min_trust: "low" | "medium" | "high" | "verified";
-                            gateway_principal_id: string;
-                            /** @enum {string} */
-                            status: "active" | "paused" | "disabled";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Channel"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6204,23 +6132,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            channel_id: string;
-                            name: string;
-                            audiences: string[];
-                            /** @enum {string} */
-                            min_trust: "low" | "medium" | "high" | "verified";
-                            gateway_principal_id: string;
-                            /** @enum {string} */
-                            status: "active" | "paused" | "disabled";
-                            version: number;
-                            created_by: string;
-                            created_at: string;
-                            updated_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Channel"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6249,45 +6162,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            releases: {
-                                release_id: string;
-                                channel_id: string;
-                                claim_id: string;
-                                claim_version: number;
-                                /** @enum {string} */
-                                status: "draft" | "approved" | "active" | "revoked";
-                                snapshot: {
-                                    subject_id: string;
-                                    /** @enum {string} */
-                                    kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                    statement: string;
-                                    /** @enum {string} */
-                                    trust: "low" | "medium" | "high" | "verified";
-                                    valid_to: string | null;
-                                    /** @description The snapshot's evidence the caller may read */
-                                    evidence: {
-                                        observation_id: string;
-                                        /** @enum {string} */
-                                        relation: "supports" | "contradicts" | "qualifies";
-                                        content_hash: string;
-                                    }[];
-                                };
-                                hidden_source_count: number;
-                                created_by: string;
-                                approved_by: string | null;
-                                approved_at: string | null;
-                                activated_at: string | null;
-                                revoked_by: string | null;
-                                revoked_at: string | null;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["KnowledgeReleaseList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6319,41 +6195,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            release_id: string;
-                            channel_id: string;
-                            claim_id: string;
-                            claim_version: number;
-                            /** @enum {string} */
-                            status: "draft" | "approved" | "active" | "revoked";
-                            snapshot: {
-                                subject_id: string;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                valid_to: string | null;
-                                /** @description The snapshot's evidence the caller may read */
-                                evidence: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                    content_hash: string;
-                                }[];
-                            };
-                            hidden_source_count: number;
-                            created_by: string;
-                            approved_by: string | null;
-                            approved_at: string | null;
-                            activated_at: string | null;
-                            revoked_by: string | null;
-                            revoked_at: string | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["KnowledgeRelease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6383,41 +6226,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            release_id: string;
-                            channel_id: string;
-                            claim_id: string;
-                            claim_version: number;
-                            /** @enum {string} */
-                            status: "draft" | "approved" | "active" | "revoked";
-                            snapshot: {
-                                subject_id: string;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                valid_to: string | null;
-                                /** @description The snapshot's evidence the caller may read */
-                                evidence: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                    content_hash: string;
-                                }[];
-                            };
-                            hidden_source_count: number;
-                            created_by: string;
-                            approved_by: string | null;
-                            approved_at: string | null;
-                            activated_at: string | null;
-                            revoked_by: string | null;
-                            revoked_at: string | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["KnowledgeRelease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6447,41 +6257,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            release_id: string;
-                            channel_id: string;
-                            claim_id: string;
-                            claim_version: number;
-                            /** @enum {string} */
-                            status: "draft" | "approved" | "active" | "revoked";
-                            snapshot: {
-                                subject_id: string;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                valid_to: string | null;
-                                /** @description The snapshot's evidence the caller may read */
-                                evidence: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                    content_hash: string;
-                                }[];
-                            };
-                            hidden_source_count: number;
-                            created_by: string;
-                            approved_by: string | null;
-                            approved_at: string | null;
-                            activated_at: string | null;
-                            revoked_by: string | null;
-                            revoked_at: string | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["KnowledgeRelease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6511,41 +6288,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            release_id: string;
-                            channel_id: string;
-                            claim_id: string;
-                            claim_version: number;
-                            /** @enum {string} */
-                            status: "draft" | "approved" | "active" | "revoked";
-                            snapshot: {
-                                subject_id: string;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                statement: string;
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                valid_to: string | null;
-                                /** @description The snapshot's evidence the caller may read */
-                                evidence: {
-                                    observation_id: string;
-                                    /** @enum {string} */
-                                    relation: "supports" | "contradicts" | "qualifies";
-                                    content_hash: string;
-                                }[];
-                            };
-                            hidden_source_count: number;
-                            created_by: string;
-                            approved_by: string | null;
-                            approved_at: string | null;
-                            activated_at: string | null;
-                            revoked_by: string | null;
-                            revoked_at: string | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["KnowledgeRelease"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6582,22 +6326,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            channel_id: string;
-                            items: {
-                                release_id: string;
-                                claim_id: string;
-                                statement: string;
-                                /** @enum {string} */
-                                kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                /** @enum {string} */
-                                trust: "low" | "medium" | "high" | "verified";
-                                score: number;
-                                tokens: number;
-                            }[];
-                            token_budget: number;
-                            tokens_used: number;
-                        };
+                        data: components["schemas"]["ChannelContext"];
                         meta: {
                             request_id: string;
                             degraded: {
@@ -6628,26 +6357,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            peers: {
-                                peer_id: string;
-                                endpoint: string;
-                                /** @enum {string} */
-                                direction: "push" | "pull" | "bidirectional";
-                                /** @enum {string} */
-                                status: "active" | "suspended";
-                                /** @description The last event id pulled */
-                                cursor: string | null;
-                                remote_org_id: string | null;
-                                label: string | null;
-                                created_at: string;
-                                suspended_at: string | null;
-                                last_exchange_at: string | null;
-                            }[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PeerList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6686,24 +6397,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            peer_id: string;
-                            endpoint: string;
-                            /** @enum {string} */
-                            direction: "push" | "pull" | "bidirectional";
-                            /** @enum {string} */
-                            status: "active" | "suspended";
-                            /** @description The last event id pulled */
-                            cursor: string | null;
-                            remote_org_id: string | null;
-                            label: string | null;
-                            created_at: string;
-                            suspended_at: string | null;
-                            last_exchange_at: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["Peer"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6729,25 +6424,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            peer_id: string;
-                            endpoint: string;
-                            /** @enum {string} */
-                            direction: "push" | "pull" | "bidirectional";
-                            /** @enum {string} */
-                            status: "active" | "suspended";
-                            /** @description The last event id pulled */
-                            cursor: string | null;
-                            remote_org_id: string | null;
-                            label: string | null;
-                            created_at: string;
-                            suspended_at: string | null;
-                            last_exchange_at: string | null;
-                            already_suspended: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["SuspendedPeer"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6773,21 +6451,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            filters: {
-                                filter_id: string;
-                                peer_id: string;
-                                /** @enum {string} */
-                                resource_type: "observation" | "claim";
-                                include_kinds: string[] | null;
-                                exclude_subjects: string[] | null;
-                                min_trust: ("low" | "medium" | "high" | "verified") | null;
-                                created_at: string;
-                            }[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PeerFilterList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6825,19 +6490,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            filter_id: string;
-                            peer_id: string;
-                            /** @enum {string} */
-                            resource_type: "observation" | "claim";
-                            include_kinds: string[] | null;
-                            exclude_subjects: string[] | null;
-                            min_trust: ("low" | "medium" | "high" | "verified") | null;
-                            created_at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["PeerFilter"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6879,82 +6533,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            events: {
-                                id: string;
-                                /** @enum {string} */
-                                kind: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired";
-                                /** @enum {string} */
-                                resource_type: "observation" | "claim";
-                                resource_id: string;
-                                payload: {
-                                    subject_id?: string;
-                                    kind?: string;
-                                    /** @enum {string} */
-                                    trust?: "low" | "medium" | "high" | "verified";
-                                    /** @constant */
-                                    visibility?: "team";
-                                    status?: string;
-                                    version?: number;
-                                    project_id?: string | number | boolean | null;
-                                    superseded_by?: string | number | boolean | null;
-                                    valid_to?: string | number | boolean | null;
-                                };
-                                /** Format: date-time */
-                                created_at: string;
-                            }[];
-                            cursor: string | null;
-                            has_more: boolean;
-                            /** @description With include_memory: signed claim bundles */
-                            bundles?: {
-                                source_org_id: string;
-                                claim: {
-                                    claim_id: string;
-                                    subject_id: string;
-                                    /** @enum {string} */
-                                    kind: "fact" | "preference" | "decision" | "instruction" | "summary";
-                                    statement: string;
-                                    /** @constant */
-                                    status: "active";
-                                    /** @enum {string} */
-                                    trust: "low" | "medium" | "high" | "verified";
-                                    /** @constant */
-                                    visibility: "team";
-                                    /** Format: date-time */
-                                    valid_from: string;
-                                    valid_to: string | null;
-                                    sources: {
-                                        observation_id: string;
-                                        /** @enum {string} */
-                                        relation: "supports" | "contradicts" | "qualifies";
-                                    }[];
-                                    /** Format: date-time */
-                                    created_at: string;
-                                };
-                                observations: {
-                                    observation_id: string;
-                                    subject_id: string;
-                                    /** @enum {string} */
-                                    kind: "message" | "tool_result" | "document" | "event" | "note";
-                                    content: string;
-                                    content_hash: string;
-                                    source: {
-                                        type: string;
-                                        ref?: string;
-                                    };
-                                    /** @enum {string} */
-                                    trust: "low" | "medium" | "high" | "verified";
-                                    /** @constant */
-                                    visibility: "team";
-                                    /** Format: date-time */
-                                    created_at: string;
-                                }[];
-                                signature: string;
-                            }[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["FederationPull"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -6992,26 +6572,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            exchange_id: string;
-                            replayed: boolean;
-                            results: {
-                                id: string | null;
-                                /** @enum {string} */
-                                status: "success" | "conflict" | "rejected";
-                                reason?: string;
-                            }[];
-                            bundles?: {
-                                claim_id: string | null;
-                                /** @enum {string} */
-                                status: "success" | "conflict" | "rejected";
-                                reason?: string;
-                                local_claim_id?: string;
-                            }[];
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["FederationPushResult"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7039,30 +6601,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            entries: {
-                                log_id: string;
-                                peer_id: string;
-                                /** @enum {string} */
-                                operation: "pull" | "push";
-                                counts: {
-                                    events: number;
-                                    success: number;
-                                    conflict: number;
-                                    rejected: number;
-                                    bundles: number;
-                                };
-                                cursor_before: string | null;
-                                cursor_after: string | null;
-                                request_id: string;
-                                created_at: string;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["FederationLog"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7095,22 +6635,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            hold_id: string;
-                            /** @enum {string} */
-                            target_type: "claim" | "observation";
-                            target_id: string;
-                            reason: string;
-                            /** @enum {string} */
-                            status: "active" | "released";
-                            created_by: string;
-                            created_at: string;
-                            released_by: string | null;
-                            released_at: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["LegalHold"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7140,23 +6666,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            hold_id: string;
-                            /** @enum {string} */
-                            target_type: "claim" | "observation";
-                            target_id: string;
-                            reason: string;
-                            /** @enum {string} */
-                            status: "active" | "released";
-                            created_by: string;
-                            created_at: string;
-                            released_by: string | null;
-                            released_at: string | null;
-                            already_released: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ReleasedLegalHold"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7190,20 +6701,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            policy_id: string;
-                            policy_version: number;
-                            examined: number;
-                            excluded: number;
-                            held: number;
-                            /** @description Pass as `after` to continue; null when done */
-                            next_after: string | null;
-                            done: boolean;
-                            dry_run: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RetentionRun"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7234,25 +6733,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            mappings: {
-                                mapping_id: string;
-                                external_system: string;
-                                external_id: string;
-                                subject_id: string;
-                                version: number;
-                                /** @enum {string} */
-                                status: "active" | "retired";
-                                created_by: string;
-                                created_at: string;
-                                retired_at: string | null;
-                            }[];
-                            has_more: boolean;
-                            next_cursor: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["IdentityMappingList"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7284,21 +6766,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            mapping_id: string;
-                            external_system: string;
-                            external_id: string;
-                            subject_id: string;
-                            version: number;
-                            /** @enum {string} */
-                            status: "active" | "retired";
-                            created_by: string;
-                            created_at: string;
-                            retired_at: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["IdentityMapping"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7324,22 +6793,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            mapping_id: string;
-                            external_system: string;
-                            external_id: string;
-                            subject_id: string;
-                            version: number;
-                            /** @enum {string} */
-                            status: "active" | "retired";
-                            created_by: string;
-                            created_at: string;
-                            retired_at: string | null;
-                            already_retired: boolean;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["RetiredIdentityMapping"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7376,37 +6831,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            lens: "evidence_trace" | "neighborhood" | "conflict_freshness" | "workspace_graph" | "review_queue" | "scope_preview" | "knowledge_release";
-                            focus?: string;
-                            nodes: {
-                                id: string;
-                                /** @enum {string} */
-                                type: "claim" | "observation" | "subject" | "project" | "context" | "release" | "channel" | "approval" | "hold" | "proposal";
-                                label: string;
-                                status?: string;
-                                trust?: string;
-                                kind?: string;
-                            }[];
-                            edges: {
-                                source: string;
-                                target: string;
-                                /** @enum {string} */
-                                type: "supports" | "contradicts" | "qualifies" | "selected-in" | "released-as" | "about" | "related" | "supersedes" | "submitted-as" | "published-in" | "holds" | "proposed-as";
-                            }[];
-                            truncated: boolean;
-                            /** @description Counts left out, only as buckets */
-                            withheld: {
-                                /** @enum {string} */
-                                nodes: "0" | "1-9" | "10-99" | "100+";
-                                /** @enum {string} */
-                                edges: "0" | "1-9" | "10-99" | "100+";
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["MemoryView"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7430,61 +6856,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            read_at: string;
-                            embedding: {
-                                /** @enum {string} */
-                                provider: "workers-ai" | "local" | "none";
-                                model: string | null;
-                                dimensions: number | null;
-                                pooling: string | null;
-                                /** @enum {string} */
-                                status: "enabled" | "disabled" | "partial";
-                                /** @enum {string} */
-                                key_state: "absent" | "present";
-                                problems: string[];
-                            };
-                            vector_index: {
-                                /** @enum {string} */
-                                provider: "vectorize" | "local" | "none";
-                                /** @constant */
-                                metric: "cosine";
-                                namespace: "organization" | null;
-                                /** @enum {string} */
-                                status: "enabled" | "disabled" | "partial";
-                                /** @enum {string} */
-                                key_state: "absent" | "present";
-                                problems: string[];
-                            };
-                            extraction: {
-                                /** @enum {string} */
-                                provider: "workers-ai" | "none";
-                                model: string | null;
-                                /** @enum {string} */
-                                status: "enabled" | "disabled" | "partial";
-                                /** @enum {string} */
-                                key_state: "absent" | "present";
-                                problems: string[];
-                            };
-                            vectors: {
-                                /** @enum {string} */
-                                status: "enabled" | "disabled" | "partial";
-                                problems: string[];
-                            };
-                            /** @description Counts for owners and admins only (they cover every principal's claims). */
-                            drift: {
-                                /** @enum {string} */
-                                status: "drifted" | "none";
-                                indexed: number;
-                                indexed_with_other_model: number;
-                            } | {
-                                /** @enum {string} */
-                                status: "drifted" | "none";
-                            };
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ModelConfig"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7516,20 +6889,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @enum {string} */
-                            kind: "embedding" | "extraction";
-                            ok: boolean;
-                            provider: string;
-                            model: string | null;
-                            dimensions?: number;
-                            latency_ms: number;
-                            /** @enum {string} */
-                            error_code?: "not_configured" | "unavailable";
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["ModelProbe"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7560,19 +6921,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            drained: number;
-                            indexed: number;
-                            removed: number;
-                            skipped: number;
-                            remaining: number;
-                            model: string;
-                            dimensions: number;
-                            at: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["IndexDrain"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7604,17 +6954,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            checked: number;
-                            present: number;
-                            missing: number;
-                            pending: number;
-                            repairs_queued: number;
-                            next_after: string | null;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["IndexVerification"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };
@@ -7645,22 +6986,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** @constant */
-                            drained: 0;
-                            /** @constant */
-                            status: "disabled";
-                        } | {
-                            drained: number;
-                            proposed: number;
-                            remaining: number;
-                            /** @constant */
-                            status: "enabled";
-                            model: string;
-                        };
-                        meta: {
-                            request_id: string;
-                        };
+                        data: components["schemas"]["EnrichmentDrain"];
+                        meta: components["schemas"]["ResponseMeta"];
                     };
                 };
             };

@@ -30,3 +30,24 @@ it("gives every operation a unique camelCase operationId, a description and one 
   expect(ops.filter((o) => !(o.description?.length > 20)).map((o) => o.at), "without a description").toEqual([]);
   expect([...declared].filter((t) => !ops.some((o) => o.tags[0] === t)), "tags no operation uses").toEqual([]);
 });
+
+it("publishes every success body as a named component schema that operations reference", () => {
+  const doc = renderOpenApi(ROUTES, REVISION);
+  const schemas = doc.components.schemas as Record<string, unknown>;
+  const inline: string[] = [];
+  for (const [path, item] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(item as Record<string, any>))
+      for (const [status, response] of Object.entries(op.responses as Record<string, any>)) {
+        const json = response.content?.["application/json"]?.schema;
+        if (!json || !/^2/.test(status)) continue;
+        const body = op.operationId === "callMcp" ? json : json.properties.data;
+        const name = /^#\/components\/schemas\/(\w+)$/.exec(body.$ref ?? "")?.[1];
+        if (!name || !schemas[name]) inline.push(`${method.toUpperCase()} ${path} ${status}`);
+      }
+  expect(inline, "name the response schema with .meta({ id })").toEqual([]);
+  for (const record of ["Claim", "Observation", "Event", "Webhook", "Delivery", "Principal", "Grant", "Checkpoint", "ClaimList"])
+    expect(Object.keys(schemas)).toContain(record);
+  // Every reference resolves.
+  const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]);
+  expect(refs.filter((r) => !schemas[r])).toEqual([]);
+});

@@ -32,9 +32,9 @@ export const webhookResponse = z.strictObject({
   failure_count: count.describe("Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook"),
   created_at: timestamp, updated_at: timestamp,
   signing: z.strictObject({ header: z.string(), algorithm: z.literal("HMAC-SHA256"), format: z.string(), note: z.string() }),
-});
-export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) });
-export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, deleted: z.literal(true), deliveries_removed: count });
+}).meta({ id: "Webhook" });
+export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) }).meta({ id: "WebhookList" });
+export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, deleted: z.literal(true), deliveries_removed: count }).meta({ id: "DeletedWebhook" });
 
 export const deliveryResponse = z.strictObject({
   id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event),
@@ -44,11 +44,11 @@ export const deliveryResponse = z.strictObject({
   last_attempt_at: timestamp.nullable(), next_retry_at: timestamp.nullable().describe("When the next attempt is due; null once delivered or failed"),
   response_status: z.number().int().nullable().describe("The receiver's HTTP status; null after a network error or before the first attempt"),
   created_at: timestamp,
-});
-export const deliveryListResponse = pageOf("deliveries", deliveryResponse);
+}).meta({ id: "Delivery" });
+export const deliveryListResponse = pageOf("deliveries", deliveryResponse).meta({ id: "DeliveryList" });
 
 export const deliverResponse = z.strictObject({
   events_drained: count.describe("Events you may read that this call scanned"),
   cursor: z.string().nullable().describe("Names the last event drained (or echoes `after` when none was); pass as `after` to continue"),
   pending_deliveries: count.describe("Deliveries not yet sent of hooks you manage and events you may read"),
-});
+}).meta({ id: "OutboxDrain" });
