@@ -3390,6 +3390,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "status": "ok",
+                     *         "runtime": "workerd",
+                     *         "revision": "0.10.0"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d5e2f9f6d0a886614cda648a68b6588e"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Health"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3415,6 +3427,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "ready": true,
+                     *         "runtime": "workerd",
+                     *         "revision": "0.10.0",
+                     *         "schema": {
+                     *           "applied": 35,
+                     *           "expected": 35,
+                     *           "index_db": {
+                     *             "applied": 5,
+                     *             "expected": 5
+                     *           },
+                     *           "org_store": {
+                     *             "applied": 30,
+                     *             "expected": 30
+                     *           }
+                     *         },
+                     *         "checks": {
+                     *           "index_db": "ok",
+                     *           "org_store": "ok"
+                     *         },
+                     *         "capabilities": {
+                     *           "background_repair": "enabled",
+                     *           "maintenance_interval_seconds": 15,
+                     *           "vectors": true,
+                     *           "model": false
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_b8ebdec77dace884817e76059d0982c1"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Readiness"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3455,6 +3501,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "reference": "onboarding",
+                     *         "created": false,
+                     *         "workspace_id": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_a3f12bfe2d8edd12f40c04291e67ffc1"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ResolvedProject"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3467,6 +3526,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "reference": "onboarding",
+                     *         "created": true,
+                     *         "workspace_id": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_455e288ecf1aa9b1d09690f0a22762da"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ResolvedProject"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3539,6 +3611,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
+                     *         "subject_id": "user-42",
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "kind": "message",
+                     *         "trust": "verified",
+                     *         "visibility": "team",
+                     *         "created_at": "2026-11-26T17:16:56.332Z"
+                     *       },
+                     *       "meta": {
+                     *         "replayed": true,
+                     *         "request_id": "req_3afc64b476e19c078405714d5010d262"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Observation"];
                         meta: {
@@ -3554,6 +3644,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
+                     *         "subject_id": "user-42",
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "kind": "message",
+                     *         "trust": "verified",
+                     *         "visibility": "team",
+                     *         "created_at": "2026-11-26T17:16:56.332Z"
+                     *       },
+                     *       "meta": {
+                     *         "replayed": false,
+                     *         "request_id": "req_51296f6c55edc5151580a720fc879086"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Observation"];
                         meta: {
@@ -3584,6 +3692,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "observation_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *         "subject_id": "user-42",
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "kind": "note",
+                     *         "content": null,
+                     *         "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
+                     *         "source": {
+                     *           "type": "crm",
+                     *           "ref": "ticket-311"
+                     *         },
+                     *         "trust": "medium",
+                     *         "visibility": "team",
+                     *         "author_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:16:56.556Z",
+                     *         "purged": true,
+                     *         "purged_at": "2026-11-26T17:17:06.571Z",
+                     *         "already_purged": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_ac294a13e63c547051bae0f0c72a4752"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PurgedObservation"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3676,6 +3810,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "claims": [
+                     *           {
+                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "subject_id": "user-42",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "kind": "preference",
+                     *             "statement": "Prefers tea in the morning",
+                     *             "status": "active",
+                     *             "visibility": "team",
+                     *             "trust": "verified",
+                     *             "version": 1,
+                     *             "valid_from": "2026-11-26T17:16:56.673Z",
+                     *             "valid_to": null,
+                     *             "superseded_by": null,
+                     *             "disputes": [],
+                     *             "sources": [
+                     *               {
+                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "relation": "supports"
+                     *               },
+                     *               {
+                     *                 "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                 "relation": "qualifies"
+                     *               }
+                     *             ],
+                     *             "created_at": "2026-11-26T17:16:56.673Z",
+                     *             "updated_at": "2026-11-26T17:16:56.673Z"
+                     *           }
+                     *         ],
+                     *         "model_used": false
+                     *       },
+                     *       "meta": {
+                     *         "model": "disabled",
+                     *         "replayed": true,
+                     *         "request_id": "req_8c6610f126e72fc771f42c4764772543"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Consolidation"];
                         meta: {
@@ -3693,6 +3868,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "claims": [
+                     *           {
+                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "subject_id": "user-42",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "kind": "preference",
+                     *             "statement": "Prefers tea in the morning",
+                     *             "status": "active",
+                     *             "visibility": "team",
+                     *             "trust": "verified",
+                     *             "version": 1,
+                     *             "valid_from": "2026-11-26T17:16:56.673Z",
+                     *             "valid_to": null,
+                     *             "superseded_by": null,
+                     *             "disputes": [],
+                     *             "sources": [
+                     *               {
+                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "relation": "supports"
+                     *               },
+                     *               {
+                     *                 "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                 "relation": "qualifies"
+                     *               }
+                     *             ],
+                     *             "created_at": "2026-11-26T17:16:56.673Z",
+                     *             "updated_at": "2026-11-26T17:16:56.673Z"
+                     *           }
+                     *         ],
+                     *         "model_used": false
+                     *       },
+                     *       "meta": {
+                     *         "model": "disabled",
+                     *         "replayed": false,
+                     *         "request_id": "req_c45d80820efae8c39cb9cb77b5512f86"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Consolidation"];
                         meta: {
@@ -3732,6 +3948,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *         "subject_id": "user-42",
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "kind": "preference",
+                     *         "statement": "Prefers tea in the morning",
+                     *         "status": "superseded",
+                     *         "visibility": "team",
+                     *         "trust": "verified",
+                     *         "version": 2,
+                     *         "valid_from": "2026-11-26T17:16:56.673Z",
+                     *         "valid_to": null,
+                     *         "superseded_by": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "disputes": [],
+                     *         "sources": [
+                     *           {
+                     *             "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "relation": "supports"
+                     *           },
+                     *           {
+                     *             "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "relation": "qualifies"
+                     *           }
+                     *         ],
+                     *         "created_at": "2026-11-26T17:16:56.673Z",
+                     *         "updated_at": "2026-11-26T17:17:06.429Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_51f6f0bc3cebc8d913c10b5b029013d4"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Claim"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3765,6 +4015,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "subject_id": "user-42",
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "kind": "fact",
+                     *         "statement": "Drinks coffee only after noon",
+                     *         "status": "revoked",
+                     *         "visibility": "team",
+                     *         "trust": "high",
+                     *         "version": 2,
+                     *         "valid_from": "2026-11-26T17:16:57.380Z",
+                     *         "valid_to": null,
+                     *         "superseded_by": null,
+                     *         "disputes": [],
+                     *         "sources": [
+                     *           {
+                     *             "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "relation": "supports"
+                     *           }
+                     *         ],
+                     *         "created_at": "2026-11-26T17:16:57.380Z",
+                     *         "updated_at": "2026-11-26T17:17:06.504Z",
+                     *         "already_revoked": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_cb1618b9a5d34fb2868f86c8682ce71d"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RevokedClaim"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3798,6 +4079,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *         "subject_id": "user-42",
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "kind": "instruction",
+                     *         "statement": "Hold the weekly sync on Thursdays",
+                     *         "status": "active",
+                     *         "visibility": "team",
+                     *         "trust": "medium",
+                     *         "version": 2,
+                     *         "valid_from": "2026-11-26T17:16:57.380Z",
+                     *         "valid_to": "2026-11-26T17:17:06.462Z",
+                     *         "superseded_by": null,
+                     *         "disputes": [],
+                     *         "sources": [
+                     *           {
+                     *             "observation_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "relation": "supports"
+                     *           }
+                     *         ],
+                     *         "created_at": "2026-11-26T17:16:57.380Z",
+                     *         "updated_at": "2026-11-26T17:17:06.462Z",
+                     *         "already_expired": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_4a05fb6542e96d772b193fbe944cc090"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ExpiredClaim"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3825,6 +4137,86 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "claim": {
+                     *           "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *           "subject_id": "user-42",
+                     *           "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *           "kind": "preference",
+                     *           "statement": "Prefers tea in the morning",
+                     *           "status": "active",
+                     *           "visibility": "team",
+                     *           "trust": "verified",
+                     *           "version": 1,
+                     *           "valid_from": "2026-11-26T17:16:56.673Z",
+                     *           "valid_to": null,
+                     *           "superseded_by": null,
+                     *           "disputes": [],
+                     *           "sources": [
+                     *             {
+                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "relation": "supports"
+                     *             },
+                     *             {
+                     *               "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *               "relation": "qualifies"
+                     *             }
+                     *           ],
+                     *           "created_at": "2026-11-26T17:16:56.673Z",
+                     *           "updated_at": "2026-11-26T17:16:56.673Z"
+                     *         },
+                     *         "supporting": [
+                     *           {
+                     *             "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "subject_id": "user-42",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "kind": "message",
+                     *             "content": "I prefer tea in the morning, green if there is any.",
+                     *             "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
+                     *             "source": {
+                     *               "type": "chat",
+                     *               "ref": "msg-981"
+                     *             },
+                     *             "trust": "verified",
+                     *             "visibility": "team",
+                     *             "author_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:16:56.332Z",
+                     *             "purged": false,
+                     *             "purged_at": null,
+                     *             "relation": "supports"
+                     *           }
+                     *         ],
+                     *         "contradicting": [],
+                     *         "qualifying": [
+                     *           {
+                     *             "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "subject_id": "user-42",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "kind": "message",
+                     *             "content": "Coffee after lunch is fine, but never before noon.",
+                     *             "content_hash": "sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac",
+                     *             "source": {
+                     *               "type": "chat",
+                     *               "ref": "msg-1022"
+                     *             },
+                     *             "trust": "high",
+                     *             "visibility": "team",
+                     *             "author_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:16:56.500Z",
+                     *             "purged": false,
+                     *             "purged_at": null,
+                     *             "relation": "qualifies"
+                     *           }
+                     *         ],
+                     *         "hidden_source_count": 0
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_68c15699cb74e4846ab4c81eff06086a"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ClaimEvidence"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3867,6 +4259,69 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "items": [
+                     *           {
+                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "subject_id": "user-42",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "kind": "preference",
+                     *             "statement": "Prefers tea in the morning",
+                     *             "status": "active",
+                     *             "visibility": "team",
+                     *             "trust": "verified",
+                     *             "version": 1,
+                     *             "valid_from": "2026-11-26T17:16:56.673Z",
+                     *             "valid_to": null,
+                     *             "superseded_by": null,
+                     *             "disputes": [],
+                     *             "sources": [
+                     *               {
+                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "relation": "supports"
+                     *               },
+                     *               {
+                     *                 "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                 "relation": "qualifies"
+                     *               }
+                     *             ],
+                     *             "created_at": "2026-11-26T17:16:56.673Z",
+                     *             "updated_at": "2026-11-26T17:16:56.673Z"
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "subject_id": "user-42",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "kind": "preference",
+                     *             "statement": "Prefers green tea in the morning",
+                     *             "status": "active",
+                     *             "visibility": "team",
+                     *             "trust": "verified",
+                     *             "version": 1,
+                     *             "valid_from": "2026-11-26T17:16:57.380Z",
+                     *             "valid_to": null,
+                     *             "superseded_by": null,
+                     *             "disputes": [],
+                     *             "sources": [
+                     *               {
+                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "relation": "supports"
+                     *               }
+                     *             ],
+                     *             "created_at": "2026-11-26T17:16:57.380Z",
+                     *             "updated_at": "2026-11-26T17:16:57.380Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_5c9407243479c5b7e0ea4f86e3e18dec"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ClaimList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -3922,6 +4377,60 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "items": [
+                     *           {
+                     *             "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *             "statement": "Drinks coffee only after noon",
+                     *             "kind": "fact",
+                     *             "status": "active",
+                     *             "trust": "high",
+                     *             "score": 1.134632,
+                     *             "tokens": 8
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "statement": "Prefers tea in the morning",
+                     *             "kind": "preference",
+                     *             "status": "active",
+                     *             "trust": "verified",
+                     *             "score": 0.62,
+                     *             "tokens": 7
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "statement": "Prefers green tea in the morning",
+                     *             "kind": "preference",
+                     *             "status": "active",
+                     *             "trust": "verified",
+                     *             "score": 0.55,
+                     *             "tokens": 8
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *             "statement": "Hold the weekly sync on Thursdays",
+                     *             "kind": "instruction",
+                     *             "status": "active",
+                     *             "trust": "medium",
+                     *             "score": 0.45,
+                     *             "tokens": 9
+                     *           }
+                     *         ],
+                     *         "token_budget": 500,
+                     *         "tokens_used": 32
+                     *       },
+                     *       "meta": {
+                     *         "degraded": {
+                     *           "vectors": false,
+                     *           "model": true
+                     *         },
+                     *         "request_id": "req_3190b05fe679f00346722386f418281d"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["CompiledContext"];
                         meta: {
@@ -3955,6 +4464,65 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "query": "what does user-42 drink in the morning",
+                     *         "subject_id": "user-42",
+                     *         "project_id": null,
+                     *         "kinds": null,
+                     *         "token_budget": 500,
+                     *         "tokens_used": 32,
+                     *         "items": [
+                     *           {
+                     *             "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *             "statement": "Drinks coffee only after noon",
+                     *             "kind": "fact",
+                     *             "status": "active",
+                     *             "trust": "high",
+                     *             "current": true,
+                     *             "score": 1.134632,
+                     *             "tokens": 8
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "statement": "Prefers tea in the morning",
+                     *             "kind": "preference",
+                     *             "status": "active",
+                     *             "trust": "verified",
+                     *             "current": true,
+                     *             "score": 0.62,
+                     *             "tokens": 7
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "statement": "Prefers green tea in the morning",
+                     *             "kind": "preference",
+                     *             "status": "active",
+                     *             "trust": "verified",
+                     *             "current": true,
+                     *             "score": 0.55,
+                     *             "tokens": 8
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *             "statement": "Hold the weekly sync on Thursdays",
+                     *             "kind": "instruction",
+                     *             "status": "active",
+                     *             "trust": "medium",
+                     *             "current": true,
+                     *             "score": 0.45,
+                     *             "tokens": 9
+                     *           }
+                     *         ],
+                     *         "created_at": "2026-11-26T17:16:57.735Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d14cfa44a5ac713102095bde603aaf40"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ContextRun"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4006,6 +4574,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "feedback_id": "fb_6df46e544d203bc732a3bf2cbec624d1",
+                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "outcome": "useful",
+                     *         "client_mutation_id": null,
+                     *         "created_at": "2026-11-26T17:16:57.858Z"
+                     *       },
+                     *       "meta": {
+                     *         "replayed": true,
+                     *         "request_id": "req_e680f64e3442bd780ce57d184107398c"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Feedback"];
                         meta: {
@@ -4021,6 +4605,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "feedback_id": "fb_6df46e544d203bc732a3bf2cbec624d1",
+                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "outcome": "useful",
+                     *         "client_mutation_id": null,
+                     *         "created_at": "2026-11-26T17:16:57.858Z"
+                     *       },
+                     *       "meta": {
+                     *         "replayed": false,
+                     *         "request_id": "req_5e3806ceabcc9075729c0cc7d4c64aa8"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Feedback"];
                         meta: {
@@ -4053,6 +4653,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "subject_id": "user-42",
+                     *         "agent_id": "support-bot",
+                     *         "kind": "task_state",
+                     *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
+                     *         "ttl_seconds": 86400,
+                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:16:58.239Z",
+                     *         "updated_at": "2026-11-26T17:16:58.250Z",
+                     *         "expires_at": "2026-11-27T17:16:58.250Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_963c4d725ac0ee9f8b463b19cf171fd5"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Checkpoint"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4096,6 +4715,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "subject_id": "user-42",
+                     *         "agent_id": "support-bot",
+                     *         "kind": "task_state",
+                     *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
+                     *         "ttl_seconds": 86400,
+                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:16:58.239Z",
+                     *         "updated_at": "2026-11-26T17:16:58.250Z",
+                     *         "expires_at": "2026-11-27T17:16:58.250Z",
+                     *         "updated": true
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_27176902dc305fb48a91e34e47f26185"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["SavedCheckpoint"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4108,6 +4747,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "subject_id": "user-42",
+                     *         "agent_id": "support-bot",
+                     *         "kind": "task_state",
+                     *         "state": "{\"step\":\"confirm-order\",\"order_id\":\"A-1009\",\"retries\":1}",
+                     *         "ttl_seconds": 86400,
+                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:16:58.239Z",
+                     *         "updated_at": "2026-11-26T17:16:58.239Z",
+                     *         "expires_at": "2026-11-27T17:16:58.239Z",
+                     *         "updated": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_b36a2e9e144e0a192d589f3f44df81fe"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["SavedCheckpoint"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4135,6 +4794,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "subject_id": "user-42",
+                     *         "agent_id": "support-bot",
+                     *         "kind": "task_state",
+                     *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
+                     *         "ttl_seconds": 86400,
+                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:16:58.239Z",
+                     *         "updated_at": "2026-11-26T17:16:58.250Z",
+                     *         "expires_at": "2026-11-27T17:16:58.250Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_017262f647f70ddf571429efbd46724a"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Checkpoint"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4162,6 +4840,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "deleted": true
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d6e7c06f71f2bc81e190985271033e77"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["DeletedCheckpoint"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4191,6 +4880,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "leases": [
+                     *           {
+                     *             "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *             "resource_type": "ticket",
+                     *             "resource_id": "ticket-311",
+                     *             "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "ttl_seconds": 900,
+                     *             "acquired_at": "2026-11-26T17:16:58.402Z",
+                     *             "expires_at": "2026-11-26T17:31:58.519Z",
+                     *             "released_at": null
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_c9aa262a793bc64f445f99c9faa0c943"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["LeaseList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4224,6 +4936,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *         "resource_type": "ticket",
+                     *         "resource_id": "ticket-311",
+                     *         "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "ttl_seconds": 900,
+                     *         "acquired_at": "2026-11-26T17:16:58.402Z",
+                     *         "expires_at": "2026-11-26T17:31:58.519Z",
+                     *         "released_at": null,
+                     *         "renewed": true
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_c9382869609257ad692dc8a51dae97a7"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["AcquiredLease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4236,6 +4966,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *         "resource_type": "ticket",
+                     *         "resource_id": "ticket-311",
+                     *         "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "ttl_seconds": 600,
+                     *         "acquired_at": "2026-11-26T17:16:58.402Z",
+                     *         "expires_at": "2026-11-26T17:26:58.404Z",
+                     *         "released_at": null,
+                     *         "renewed": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_b35c9ceb3d6497dcbe5083f83d6c3901"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["AcquiredLease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4263,6 +5011,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *         "resource_type": "ticket",
+                     *         "resource_id": "ticket-311",
+                     *         "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "ttl_seconds": 900,
+                     *         "acquired_at": "2026-11-26T17:16:58.402Z",
+                     *         "expires_at": "2026-11-26T17:31:58.519Z",
+                     *         "released_at": "2026-11-26T17:16:58.670Z",
+                     *         "released": true,
+                     *         "already_released": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_49d55583e72cb8e4b6d2aeedada8e309"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ReleasedLease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4290,6 +5057,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "lease_id": "lse_018ce5d56065779fb15b9c867d06f352",
+                     *         "resource_type": "calendar",
+                     *         "resource_id": "team-sync",
+                     *         "holder_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "ttl_seconds": 3600,
+                     *         "acquired_at": "2026-11-26T17:16:58.595Z",
+                     *         "expires_at": "2026-11-26T18:16:58.595Z",
+                     *         "released_at": "2026-11-26T17:16:58.642Z",
+                     *         "released": true,
+                     *         "already_released": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_73ce6df68e661fafefcba60fd4cf679c"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ReleasedLease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4318,6 +5104,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "handoffs": [
+                     *           {
+                     *             "handoff_id": "hnd_76169d90b9d6fa3f0f4c9aaa736f9e4e",
+                     *             "from_principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "to_principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *             "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *             "note": "Book the Thursday sync with user-42",
+                     *             "status": "pending",
+                     *             "created_at": "2026-11-26T17:16:58.703Z",
+                     *             "resolved_at": null
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_300add63c98e3b09a9b0556e1f60eeb2"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["HandoffList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4363,6 +5173,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "handoff_id": "hnd_76169d90b9d6fa3f0f4c9aaa736f9e4e",
+                     *         "from_principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "to_principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "note": "Book the Thursday sync with user-42",
+                     *         "status": "pending",
+                     *         "created_at": "2026-11-26T17:16:58.703Z",
+                     *         "resolved_at": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_1771771248aa056084ae92969a35a69c"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Handoff"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4397,6 +5225,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "handoff_id": "hnd_76169d90b9d6fa3f0f4c9aaa736f9e4e",
+                     *         "from_principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "to_principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "note": "Book the Thursday sync with user-42",
+                     *         "status": "accepted",
+                     *         "created_at": "2026-11-26T17:16:58.703Z",
+                     *         "resolved_at": "2026-11-26T17:16:58.740Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_bcab6f284123bdbeee1b349f38b705cb"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Handoff"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4422,6 +5268,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "key_id": "key_253af7528cb106994535fb7d7fe624df",
+                     *         "scopes": "*",
+                     *         "max_trust": "verified",
+                     *         "role": "owner"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_aa8fa43dc5025194470d062b2ad53763"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["CurrentPrincipal"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4450,6 +5310,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "keys": [
+                     *           {
+                     *             "key_id": "key_253af7528cb106994535fb7d7fe624df",
+                     *             "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "label": "bootstrap owner key",
+                     *             "scopes": "*",
+                     *             "max_trust": "verified",
+                     *             "status": "active",
+                     *             "created_at": "2026-11-26T17:16:50.555Z",
+                     *             "revoked_at": null
+                     *           },
+                     *           {
+                     *             "key_id": "key_b45a70a04d76353168afc1ed58fd4bf2",
+                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "label": "scheduler agent",
+                     *             "scopes": [
+                     *               "checkpoints:read",
+                     *               "handoffs:read",
+                     *               "handoffs:write",
+                     *               "leases:read",
+                     *               "leases:write"
+                     *             ],
+                     *             "max_trust": "medium",
+                     *             "status": "active",
+                     *             "created_at": "2026-11-26T17:16:58.024Z",
+                     *             "revoked_at": null
+                     *           }
+                     *         ],
+                     *         "has_more": true,
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU4LjAyNFoiLCJrZXlfYjQ1YTcwYTA0ZDc2MzUzMTY4YWZjMWVkNThmZDRiZjIiXQ"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_1b6321334035f5798151de8bb3df3c89"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["KeyList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4485,6 +5384,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "key_id": "key_b45a70a04d76353168afc1ed58fd4bf2",
+                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "label": "scheduler agent",
+                     *         "scopes": [
+                     *           "checkpoints:read",
+                     *           "handoffs:read",
+                     *           "handoffs:write",
+                     *           "leases:read",
+                     *           "leases:write"
+                     *         ],
+                     *         "max_trust": "medium",
+                     *         "status": "active",
+                     *         "created_at": "2026-11-26T17:16:58.024Z",
+                     *         "revoked_at": null,
+                     *         "key": "svc_sk_bf8f05fd5a690e5375196b8581009fc6ae63a605f6eabf7f69fd058772ae0ab8"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_fd4e7ded8af889d50bd59cc1e25a4734"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["MintedKey"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4512,6 +5435,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "key_id": "key_3888d37daa496c14c953490d7dcc583d",
+                     *         "principal_id": "prn_2bdba25edb0bb376c740b8cf578542a2",
+                     *         "label": "ci smoke test",
+                     *         "scopes": [
+                     *           "events:read"
+                     *         ],
+                     *         "max_trust": "high",
+                     *         "status": "revoked",
+                     *         "created_at": "2026-11-26T17:16:58.180Z",
+                     *         "revoked_at": "2026-11-26T17:17:06.647Z",
+                     *         "already_revoked": false,
+                     *         "cascade": {
+                     *           "keys_revoked": 0,
+                     *           "grants_revoked": 0,
+                     *           "webhooks_disabled": 0,
+                     *           "accounts_disabled": 0
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_8cc39d665fa74185d37fce348f4b71ae"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RevokedKey"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4540,6 +5489,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "principals": [
+                     *           {
+                     *             "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "kind": "human",
+                     *             "display_name": "owner-a58406e2",
+                     *             "role": "owner",
+                     *             "created_at": "2026-11-26T17:16:50.554Z",
+                     *             "memberships": [
+                     *               {
+                     *                 "membership_id": "mbr_3607dcac410f9021b837886a53e565aa",
+                     *                 "workspace_id": null,
+                     *                 "role": "owner"
+                     *               }
+                     *             ]
+                     *           },
+                     *           {
+                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "kind": "agent",
+                     *             "display_name": "scheduler agent",
+                     *             "role": "member",
+                     *             "created_at": "2026-11-26T17:16:58.024Z",
+                     *             "memberships": [
+                     *               {
+                     *                 "membership_id": "mbr_bd52687bee1b4c654689d9c7d65f165f",
+                     *                 "workspace_id": null,
+                     *                 "role": "member"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "has_more": true,
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU4LjAyNFoiLCJwcm5fYjVjODJlOWEyZGI4ZjQ3Y2U5YjU3N2RiN2FhMTkwNjciXQ"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_f17fe0ae00f883cae5fb9d6011230e70"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PrincipalList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4569,6 +5559,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "events": [
+                     *           {
+                     *             "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *             "kind": "observation.appended",
+                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "resource_type": "observation",
+                     *             "resource_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "payload": {
+                     *               "subject_id": "user-42",
+                     *               "kind": "message",
+                     *               "trust": "verified",
+                     *               "visibility": "team"
+                     *             },
+                     *             "created_at": "2026-11-26T17:16:56.331Z"
+                     *           },
+                     *           {
+                     *             "id": "evt_f8af8f95de62c5a17e87216cc40ce92b",
+                     *             "kind": "observation.appended",
+                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "resource_type": "observation",
+                     *             "resource_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "payload": {
+                     *               "subject_id": "user-42",
+                     *               "kind": "message",
+                     *               "trust": "high",
+                     *               "visibility": "team"
+                     *             },
+                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *           }
+                     *         ],
+                     *         "cursor": "evt_f8af8f95de62c5a17e87216cc40ce92b"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_13a5c76daaa4e097d228f6fcda215ccb"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["EventList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4596,6 +5626,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *         "kind": "observation.appended",
+                     *         "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "resource_type": "observation",
+                     *         "resource_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *         "payload": {
+                     *           "subject_id": "user-42",
+                     *           "kind": "message",
+                     *           "trust": "verified",
+                     *           "visibility": "team"
+                     *         },
+                     *         "created_at": "2026-11-26T17:16:56.331Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_6e3104cfdbfc09b2403d77e2389aed35"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Event"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4621,6 +5672,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "webhooks": [
+                     *           {
+                     *             "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *             "url": "https://hooks.example.com/svc-memory",
+                     *             "events": [
+                     *               "claim.materialized",
+                     *               "claim.superseded",
+                     *               "handoff.created"
+                     *             ],
+                     *             "status": "active",
+                     *             "failure_count": 0,
+                     *             "created_at": "2026-11-26T17:16:58.851Z",
+                     *             "updated_at": "2026-11-26T17:16:58.851Z",
+                     *             "signing": {
+                     *               "header": "X-Svc-Signature",
+                     *               "algorithm": "HMAC-SHA256",
+                     *               "format": "sha256=<64 lowercase hex>",
+                     *               "note": "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery. Standard Webhooks 1.0 headers (webhook-id, webhook-timestamp, webhook-signature) are sent as well."
+                     *             }
+                     *           },
+                     *           {
+                     *             "webhook_id": "whk_8b518d047fece1104a1df48e66cc3e8e",
+                     *             "url": "http://127.0.0.1:9/hook",
+                     *             "events": [
+                     *               "*"
+                     *             ],
+                     *             "status": "active",
+                     *             "failure_count": 0,
+                     *             "created_at": "2026-11-26T17:16:58.925Z",
+                     *             "updated_at": "2026-11-26T17:16:58.925Z",
+                     *             "signing": {
+                     *               "header": "X-Svc-Signature",
+                     *               "algorithm": "HMAC-SHA256",
+                     *               "format": "sha256=<64 lowercase hex>",
+                     *               "note": "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery. Standard Webhooks 1.0 headers (webhook-id, webhook-timestamp, webhook-signature) are sent as well."
+                     *             }
+                     *           }
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_6e1ea3d3015c61c522d4f5c7a6d0cd6d"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["WebhookList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4654,6 +5752,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *         "url": "https://hooks.example.com/svc-memory",
+                     *         "events": [
+                     *           "claim.materialized",
+                     *           "claim.superseded",
+                     *           "handoff.created"
+                     *         ],
+                     *         "status": "active",
+                     *         "failure_count": 0,
+                     *         "created_at": "2026-11-26T17:16:58.851Z",
+                     *         "updated_at": "2026-11-26T17:16:58.851Z",
+                     *         "signing": {
+                     *           "header": "X-Svc-Signature",
+                     *           "algorithm": "HMAC-SHA256",
+                     *           "format": "sha256=<64 lowercase hex>",
+                     *           "note": "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery. Standard Webhooks 1.0 headers (webhook-id, webhook-timestamp, webhook-signature) are sent as well."
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_cb4e9d31b896b18fd2709b4c1cf6602c"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Webhook"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4681,6 +5805,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "webhook_id": "whk_8b518d047fece1104a1df48e66cc3e8e",
+                     *         "deleted": true,
+                     *         "deliveries_removed": 1
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_af3eda10b9b9df98d952c2da9081abfc"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["DeletedWebhook"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4708,6 +5844,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *         "url": "https://hooks.example.com/svc-memory",
+                     *         "events": [
+                     *           "claim.materialized",
+                     *           "claim.superseded",
+                     *           "handoff.created"
+                     *         ],
+                     *         "status": "paused",
+                     *         "failure_count": 0,
+                     *         "created_at": "2026-11-26T17:16:58.851Z",
+                     *         "updated_at": "2026-11-26T17:16:59.169Z",
+                     *         "signing": {
+                     *           "header": "X-Svc-Signature",
+                     *           "algorithm": "HMAC-SHA256",
+                     *           "format": "sha256=<64 lowercase hex>",
+                     *           "note": "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery. Standard Webhooks 1.0 headers (webhook-id, webhook-timestamp, webhook-signature) are sent as well."
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_f930730c0d9a53829a1ae806c058cc46"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Webhook"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4735,6 +5897,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *         "url": "https://hooks.example.com/svc-memory",
+                     *         "events": [
+                     *           "claim.materialized",
+                     *           "claim.superseded",
+                     *           "handoff.created"
+                     *         ],
+                     *         "status": "active",
+                     *         "failure_count": 0,
+                     *         "created_at": "2026-11-26T17:16:58.851Z",
+                     *         "updated_at": "2026-11-26T17:16:59.207Z",
+                     *         "signing": {
+                     *           "header": "X-Svc-Signature",
+                     *           "algorithm": "HMAC-SHA256",
+                     *           "format": "sha256=<64 lowercase hex>",
+                     *           "note": "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery. Standard Webhooks 1.0 headers (webhook-id, webhook-timestamp, webhook-signature) are sent as well."
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_cb075245e7742b048723dd2dfd61ab5e"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Webhook"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4765,6 +5953,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "deliveries": [
+                     *           {
+                     *             "id": "dlv_beb1990e3eb4878f47a4bdd00d73021e",
+                     *             "event_id": "evt_b5b48fd368613f70553aed8761500d1d",
+                     *             "status": "failed",
+                     *             "attempts": 5,
+                     *             "last_attempt_at": "2026-11-26T17:17:03.106Z",
+                     *             "next_retry_at": null,
+                     *             "response_status": null,
+                     *             "created_at": "2026-11-26T17:16:59.011Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_dadbe62adc03422d0b4f8f4228107260"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["DeliveryList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4793,6 +6004,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "dlv_beb1990e3eb4878f47a4bdd00d73021e",
+                     *         "event_id": "evt_b5b48fd368613f70553aed8761500d1d",
+                     *         "status": "pending",
+                     *         "attempts": 5,
+                     *         "last_attempt_at": "2026-11-26T17:17:03.106Z",
+                     *         "next_retry_at": "2026-11-26T17:17:03.482Z",
+                     *         "response_status": null,
+                     *         "created_at": "2026-11-26T17:16:59.011Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_9ede8c895a582bf62bc23681bf973cb1"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Delivery"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4827,6 +6055,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "events_drained": 13,
+                     *         "cursor": "WyJldnRfYjViNDhmZDM2ODYxM2Y3MDU1M2FlZDg3NjE1MDBkMWQiXQ",
+                     *         "pending_deliveries": 1
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d24d1f9da2722c7028138083efd7fcd9"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["OutboxDrain"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4855,6 +6095,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "workspaces": [
+                     *           {
+                     *             "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *             "name": "Customer success",
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:17:03.571Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_b70efbf009ebd30fd9790fbcd6bca818"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["WorkspaceList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4886,6 +6145,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *         "name": "Customer success",
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:03.571Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_c798af14c9269dea47477259e3832114"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Workspace"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4915,6 +6187,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "memberships": [
+                     *           {
+                     *             "membership_id": "mbr_31e3b829d92e471a88824abc15e72dd8",
+                     *             "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *             "role": "owner",
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:17:03.571Z"
+                     *           },
+                     *           {
+                     *             "membership_id": "mbr_39f15768e9ba12c654a6e8515590f447",
+                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *             "role": "member",
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:17:03.622Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_3fb3098af4e96a1951d2da053f0a33a2"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["MembershipList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4949,6 +6250,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "membership_id": "mbr_39f15768e9ba12c654a6e8515590f447",
+                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *         "role": "member",
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:03.622Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d6a5ff205eee1add57e4cb2f8bb989ef"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Membership"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -4976,6 +6292,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "membership_id": "mbr_39f15768e9ba12c654a6e8515590f447",
+                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *         "role": "member",
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:03.622Z",
+                     *         "removed": true,
+                     *         "removed_at": "2026-11-26T17:17:06.399Z",
+                     *         "keys_revoked": 0,
+                     *         "grants_revoked": 0,
+                     *         "webhooks_disabled": 0,
+                     *         "accounts_disabled": 0
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_8610f7e5aa19ea72a4ac44bde9f8d04c"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RemovedMembership"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5004,6 +6341,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "projects": [
+                     *           {
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "reference": "onboarding",
+                     *             "created_at": "2026-11-26T17:16:55.768Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_8cba205c7997c46e7cb8c1177ed6e5f9"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ProjectList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5034,6 +6389,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "reference": "onboarding",
+                     *         "references": [
+                     *           {
+                     *             "type": "observation",
+                     *             "id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "subject_id": "user-42",
+                     *             "created_at": "2026-11-26T17:16:56.332Z"
+                     *           },
+                     *           {
+                     *             "type": "observation",
+                     *             "id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "subject_id": "user-42",
+                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *           },
+                     *           {
+                     *             "type": "observation",
+                     *             "id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "subject_id": "user-42",
+                     *             "created_at": "2026-11-26T17:16:56.556Z"
+                     *           }
+                     *         ],
+                     *         "has_more": true,
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU2LjU1NloiLCJvYnNfNzEwN2I3ZGUxM2NmY2VkZWY5YzIyYmY1NzNhNzVkNzgiXQ"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_cd51bd30fa25e3286d086d29958966c0"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ProjectReferences"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5062,6 +6450,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "subjects": [
+                     *           {
+                     *             "subject_id": "user-42"
+                     *           },
+                     *           {
+                     *             "subject_id": "user-77"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_9561a8e4de0f97ec5489c47273cb5644"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["SubjectList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5092,6 +6499,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "subject_id": "user-42",
+                     *         "namespaced": [
+                     *           "subject:user-42",
+                     *           "project:onboarding"
+                     *         ],
+                     *         "references": [
+                     *           {
+                     *             "type": "observation",
+                     *             "id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "created_at": "2026-11-26T17:16:56.332Z"
+                     *           },
+                     *           {
+                     *             "type": "observation",
+                     *             "id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *           },
+                     *           {
+                     *             "type": "observation",
+                     *             "id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "created_at": "2026-11-26T17:16:56.556Z"
+                     *           }
+                     *         ],
+                     *         "has_more": true,
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU2LjU1NloiLCJvYnNfNzEwN2I3ZGUxM2NmY2VkZWY5YzIyYmY1NzNhNzVkNzgiXQ"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_9704e673bee113010e755909f98a9007"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["SubjectReferences"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5120,6 +6563,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "grants": [
+                     *           {
+                     *             "grant_id": "grt_b8bc661daadd90b9b6c9128836a4862e",
+                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "target": {
+                     *               "type": "subject",
+                     *               "id": "user-42"
+                     *             },
+                     *             "permissions": [
+                     *               "read"
+                     *             ],
+                     *             "status": "active",
+                     *             "granted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "delegated_from": null,
+                     *             "created_at": "2026-11-26T17:17:03.719Z",
+                     *             "revoked_at": null
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_9fbceeedade070e7143f3e66d84f0381"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["GrantList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5162,6 +6634,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "grant_id": "grt_b8bc661daadd90b9b6c9128836a4862e",
+                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "target": {
+                     *           "type": "subject",
+                     *           "id": "user-42"
+                     *         },
+                     *         "permissions": [
+                     *           "read"
+                     *         ],
+                     *         "status": "active",
+                     *         "granted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "delegated_from": null,
+                     *         "created_at": "2026-11-26T17:17:03.719Z",
+                     *         "revoked_at": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_c8dc6383a83ceb98c44d3013cc60fe89"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Grant"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5189,6 +6684,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "grant_id": "grt_b8bc661daadd90b9b6c9128836a4862e",
+                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "target": {
+                     *           "type": "subject",
+                     *           "id": "user-42"
+                     *         },
+                     *         "permissions": [
+                     *           "read"
+                     *         ],
+                     *         "status": "revoked",
+                     *         "granted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "delegated_from": null,
+                     *         "created_at": "2026-11-26T17:17:03.719Z",
+                     *         "revoked_at": "2026-11-26T17:17:06.359Z",
+                     *         "already_revoked": false,
+                     *         "delegated_revoked": 0
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d2278d40a786f911e498ce0a7d150d94"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RevokedGrant"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5225,6 +6745,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "action": "read",
+                     *         "target": {
+                     *           "type": "claim",
+                     *           "id": "claim_71f44f5870feddd268f5edee0f3d1710"
+                     *         },
+                     *         "gates": {
+                     *           "role": {
+                     *             "role": "member",
+                     *             "passed": true
+                     *           },
+                     *           "visibility": {
+                     *             "applies": true,
+                     *             "visibility": "team",
+                     *             "is_author": false,
+                     *             "passed": true
+                     *           },
+                     *           "grant": {
+                     *             "passed": true,
+                     *             "grant_ids": [
+                     *               "grt_b8bc661daadd90b9b6c9128836a4862e"
+                     *             ]
+                     *           }
+                     *         },
+                     *         "decision": "allow",
+                     *         "note": "Key scopes are checked per route and are not part of this simulation."
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_038a1b49109336bba8cd3b4390bf0f16"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["AccessSimulation"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5254,6 +6809,77 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": 7,
+                     *       "result": {
+                     *         "content": [
+                     *           {
+                     *             "type": "text",
+                     *             "text": "{\"items\":[{\"claim_id\":\"claim_71f44f5870feddd268f5edee0f3d1710\",\"subject_id\":\"user-42\",\"project_id\":\"prj_714538970b8dce31aaf957e430c5acec\",\"kind\":\"preference\",\"statement\":\"Prefers tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:16:56.673Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_715ab1519e69432ffabf24d3d6967daf\",\"relation\":\"supports\"},{\"observation_id\":\"obs_71024d78c6f1f41e26e727365b8fce8e\",\"relation\":\"qualifies\"}],\"created_at\":\"2026-11-26T17:16:56.673Z\",\"updated_at\":\"2026-11-26T17:16:56.673Z\"},{\"claim_id\":\"claim_7101a547a6d519aff7c45a1672bdeb51\",\"subject_id\":\"user-42\",\"project_id\":\"prj_714538970b8dce31aaf957e430c5acec\",\"kind\":\"preference\",\"statement\":\"Prefers green tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:16:57.380Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_715ab1519e69432ffabf24d3d6967daf\",\"relation\":\"supports\"}],\"created_at\":\"2026-11-26T17:16:57.380Z\",\"updated_at\":\"2026-11-26T17:16:57.380Z\"}],\"has_more\":false,\"next_cursor\":null}"
+                     *           }
+                     *         ],
+                     *         "structuredContent": {
+                     *           "items": [
+                     *             {
+                     *               "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *               "subject_id": "user-42",
+                     *               "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *               "kind": "preference",
+                     *               "statement": "Prefers tea in the morning",
+                     *               "status": "active",
+                     *               "visibility": "team",
+                     *               "trust": "verified",
+                     *               "version": 1,
+                     *               "valid_from": "2026-11-26T17:16:56.673Z",
+                     *               "valid_to": null,
+                     *               "superseded_by": null,
+                     *               "disputes": [],
+                     *               "sources": [
+                     *                 {
+                     *                   "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                   "relation": "supports"
+                     *                 },
+                     *                 {
+                     *                   "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                   "relation": "qualifies"
+                     *                 }
+                     *               ],
+                     *               "created_at": "2026-11-26T17:16:56.673Z",
+                     *               "updated_at": "2026-11-26T17:16:56.673Z"
+                     *             },
+                     *             {
+                     *               "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *               "subject_id": "user-42",
+                     *               "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *               "kind": "preference",
+                     *               "statement": "Prefers green tea in the morning",
+                     *               "status": "active",
+                     *               "visibility": "team",
+                     *               "trust": "verified",
+                     *               "version": 1,
+                     *               "valid_from": "2026-11-26T17:16:57.380Z",
+                     *               "valid_to": null,
+                     *               "superseded_by": null,
+                     *               "disputes": [],
+                     *               "sources": [
+                     *                 {
+                     *                   "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                   "relation": "supports"
+                     *                 }
+                     *               ],
+                     *               "created_at": "2026-11-26T17:16:57.380Z",
+                     *               "updated_at": "2026-11-26T17:16:57.380Z"
+                     *             }
+                     *           ],
+                     *           "has_more": false,
+                     *           "next_cursor": null
+                     *         },
+                     *         "isError": false
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["McpResponse"];
                 };
             };
@@ -5295,6 +6921,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {"type":"svc.export.header","format_version":1,"import_order":["projects","observations","claims"],"filters":{"type":null,"limit":3,"after":null},"records":3,"has_more":true,"next_after":"WyJvYnNlcnZhdGlvbnMiLCJvYnNfNzEwMjRkNzhjNmYxZjQxZTI2ZTcyNzM2NWI4ZmNlOGUiXQ","exported_at":"2026-11-26T17:17:03.823Z"}
+                     *     {"type":"project","project_id":"prj_714538970b8dce31aaf957e430c5acec","reference":"onboarding","created_by":"prn_3f358c33e882e768f0873ad2124619b0","created_at":"2026-11-26T17:16:55.768Z","workspace_id":null,"workspace_name":null}
+                     *     {"type":"observation","observation_id":"obs_715ab1519e69432ffabf24d3d6967daf","subject_id":"user-42","project_id":"prj_714538970b8dce31aaf957e430c5acec","kind":"message","content":"I prefer tea in the morning, green if there is any.","content_hash":"sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc","source":{"type":"chat","ref":"msg-981"},"trust":"verified","visibility":"team","author_id":"prn_3f358c33e882e768f0873ad2124619b0","created_at":"2026-11-26T17:16:56.332Z","purged":false,"purged_at":null}
+                     *     {"type":"observation","observation_id":"obs_71024d78c6f1f41e26e727365b8fce8e","subject_id":"user-42","project_id":"prj_714538970b8dce31aaf957e430c5acec","kind":"message","content":"Coffee after lunch is fine, but never before noon.","content_hash":"sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac","source":{"type":"chat","ref":"msg-1022"},"trust":"high","visibility":"team","author_id":"prn_3f358c33e882e768f0873ad2124619b0","created_at":"2026-11-26T17:16:56.500Z","purged":false,"purged_at":null}
+                     */
                     "application/x-ndjson": string;
                 };
             };
@@ -5321,6 +6953,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "imported": {
+                     *           "projects": 0,
+                     *           "observations": 0,
+                     *           "claims": 0
+                     *         },
+                     *         "skipped": {
+                     *           "projects": 1,
+                     *           "observations": 4,
+                     *           "claims": 4
+                     *         },
+                     *         "principals_created": 0,
+                     *         "workspaces_created": 0
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_78e101c49bd81ab73c7bf29255b6c4a4"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ImportResult"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5333,6 +6986,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "imported": {
+                     *           "projects": 1,
+                     *           "observations": 4,
+                     *           "claims": 4
+                     *         },
+                     *         "skipped": {
+                     *           "projects": 0,
+                     *           "observations": 0,
+                     *           "claims": 0
+                     *         },
+                     *         "principals_created": 1,
+                     *         "workspaces_created": 0
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_99e143048010dca4a259b52c3567c8d4"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ImportResult"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5362,6 +7036,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "entries": [
+                     *           {
+                     *             "id": "aud_be3706ba881cea8a1ed487a876d470e3",
+                     *             "action": "observation.purged",
+                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "key_id": "key_253af7528cb106994535fb7d7fe624df",
+                     *             "resource_type": "observation",
+                     *             "resource_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "request_id": "req_ac294a13e63c547051bae0f0c72a4752",
+                     *             "metadata": {
+                     *               "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
+                     *               "already_purged": false
+                     *             },
+                     *             "created_at": "2026-11-26T17:17:06.571Z",
+                     *             "prev_hash": "2e7b4082daee8d3a6445a8d5323c61ad6802821a7fd8c1701d873abab3b10244",
+                     *             "entry_hash": "ce1cd2fdb2d13dd5d6aa07db31e97020103589a5d7df8e0599937aa7bb178177"
+                     *           },
+                     *           {
+                     *             "id": "aud_f7aff66c1848c842063b5498e3f40d13",
+                     *             "action": "claim.revoked",
+                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "key_id": "key_253af7528cb106994535fb7d7fe624df",
+                     *             "resource_type": "claim",
+                     *             "resource_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *             "request_id": "req_cb1618b9a5d34fb2868f86c8682ce71d",
+                     *             "metadata": {
+                     *               "reason": "Recorded for the wrong customer."
+                     *             },
+                     *             "created_at": "2026-11-26T17:17:06.504Z",
+                     *             "prev_hash": "871c80450fb436fc3f6bb29b9123aab12dbfaf9e9a5650f6eb5de92059794205",
+                     *             "entry_hash": "2e7b4082daee8d3a6445a8d5323c61ad6802821a7fd8c1701d873abab3b10244"
+                     *           }
+                     *         ],
+                     *         "has_more": true,
+                     *         "cursor": "aud_f7aff66c1848c842063b5498e3f40d13"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_4ed2909bf964e19a0d093ce22694be25"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["AuditEntryList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5390,6 +7108,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {"type":"svc.audit.header","format_version":1,"filters":{"after":null,"limit":3},"entries":3,"has_more":true,"next_after":"aud_21d37dbd16a544f387d8a94082d284cc","exported_at":"2026-11-26T17:17:06.630Z","chain":{"algorithm":"sha256","entry_hash":"sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))","canonical_json":"JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)","genesis_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","start_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","verify":"Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry."}}
+                     *     {"type":"svc.audit.entry","id":"aud_ee04e0fe5c622affc64ed2c0ff84d174","action":"organization.bootstrapped","actor_id":"prn_3f358c33e882e768f0873ad2124619b0","key_id":null,"resource_type":"organization","resource_id":"org_71180795609b041e1eab7b9978180f64","request_id":null,"metadata":{},"created_at":"2026-11-26T17:16:50.559Z","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","entry_hash":"ceafcf6d50b64bff1b1c9a25b7dacfd37bcbc83ff63f37f45ef8c9252cd13568"}
+                     *     {"type":"svc.audit.entry","id":"aud_16ffe4484605a74b7e9be08e217a4d9b","action":"key.created","actor_id":"prn_3f358c33e882e768f0873ad2124619b0","key_id":null,"resource_type":"key","resource_id":"key_253af7528cb106994535fb7d7fe624df","request_id":null,"metadata":{"scopes":["*"],"max_trust":"verified"},"created_at":"2026-11-26T17:16:50.559Z","prev_hash":"ceafcf6d50b64bff1b1c9a25b7dacfd37bcbc83ff63f37f45ef8c9252cd13568","entry_hash":"4fde61167ce07139600f56db1b06b4f24fa58a08760e601fef66054f52dd19fe"}
+                     *     {"type":"svc.audit.entry","id":"aud_21d37dbd16a544f387d8a94082d284cc","action":"project.created","actor_id":"prn_3f358c33e882e768f0873ad2124619b0","key_id":"key_253af7528cb106994535fb7d7fe624df","resource_type":"project","resource_id":"prj_714538970b8dce31aaf957e430c5acec","request_id":"req_455e288ecf1aa9b1d09690f0a22762da","metadata":{},"created_at":"2026-11-26T17:16:55.767Z","prev_hash":"4fde61167ce07139600f56db1b06b4f24fa58a08760e601fef66054f52dd19fe","entry_hash":"44e4f42fe490114863f0ca97c2fa2d75c311ed886b7a8ee6e382519f54039379"}
+                     */
                     "application/x-ndjson": string;
                 };
             };
@@ -5412,6 +7136,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "session_token": "svc_sk_fcf1e754ca4453af993e9934f6628209b7c4af9b696465eb68830979c643e397",
+                     *         "session_id": "sess_7b466e2e1939447eee7e2bfe2364dfdf",
+                     *         "stage": "password_change",
+                     *         "expires_at": "2026-11-26T17:32:05.627Z",
+                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_449a0da032fae0e71ffd6798ea2af6ee"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["DashboardSession"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5446,6 +7184,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb",
+                     *         "principal_id": "prn_06c0b0b647cc023ca5a49bba86e39f5d",
+                     *         "username": "dana",
+                     *         "display_name": "Dana Whitfield",
+                     *         "role": "admin",
+                     *         "has_passkey": false,
+                     *         "created_at": "2026-11-26T17:17:05.515Z",
+                     *         "password_changed_at": null,
+                     *         "temporary_password": "zZsDfEjmXUhP7648Q3qMzknA"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_7d3a9b5770d8391c800f74288c44d1f7"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["CreatedOperatorAccount"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5478,6 +7234,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb",
+                     *         "principal_id": "prn_06c0b0b647cc023ca5a49bba86e39f5d",
+                     *         "username": "dana",
+                     *         "display_name": "Dana Whitfield",
+                     *         "role": "admin",
+                     *         "has_passkey": false,
+                     *         "created_at": "2026-11-26T17:17:05.515Z",
+                     *         "password_changed_at": "2026-11-26T17:17:05.728Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_cf6d22f09e93d98d57825a98460cb4a5"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["OperatorAccount"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5503,6 +7276,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "options": {
+                     *           "challenge": "ZAXtaPigUpHaYOOckDkZtJbWTWRsKRQMbe2PfOoPB0I",
+                     *           "rp": {
+                     *             "name": "svc-memory",
+                     *             "id": "localhost"
+                     *           },
+                     *           "user": {
+                     *             "id": "YWNjdF9kNGQyODU2NmQyNWM5NDM1NjViMWJjMzJkYmQwZWJkYg",
+                     *             "name": "dana",
+                     *             "displayName": "Dana Whitfield"
+                     *           },
+                     *           "pubKeyCredParams": [
+                     *             {
+                     *               "alg": -7,
+                     *               "type": "public-key"
+                     *             },
+                     *             {
+                     *               "alg": -257,
+                     *               "type": "public-key"
+                     *             }
+                     *           ],
+                     *           "timeout": 300000,
+                     *           "attestation": "none",
+                     *           "excludeCredentials": [],
+                     *           "authenticatorSelection": {
+                     *             "residentKey": "preferred",
+                     *             "userVerification": "preferred",
+                     *             "requireResidentKey": false
+                     *           },
+                     *           "extensions": {
+                     *             "credProps": true
+                     *           },
+                     *           "hints": []
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_96b4f8f023059261179689625ae76f80"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PasskeyRegistrationOptions"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5528,6 +7344,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "passkeys": [
+                     *           {
+                     *             "passkey_id": "pk_f0db6166743511c75af60f89af9a9b74",
+                     *             "name": "MacBook Touch ID",
+                     *             "created_at": "2026-11-26T17:17:05.878Z",
+                     *             "last_used_at": null,
+                     *             "transports": [
+                     *               "internal"
+                     *             ]
+                     *           }
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_4495e9b3f29fe0f992096bc91a2150f2"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PasskeyList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5580,6 +7416,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "passkey_id": "pk_f0db6166743511c75af60f89af9a9b74",
+                     *         "name": "MacBook Touch ID",
+                     *         "created_at": "2026-11-26T17:17:05.878Z",
+                     *         "last_used_at": null,
+                     *         "transports": [
+                     *           "internal"
+                     *         ],
+                     *         "recovery_codes": [
+                     *           "ehfk3-avv4h",
+                     *           "7pptb-h4v6i",
+                     *           "doh4v-45unw",
+                     *           "beb36-2oq52",
+                     *           "wenzc-gecrv",
+                     *           "uyhvr-mkgps",
+                     *           "kgbhf-cn2cd",
+                     *           "6aebs-hs64i"
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_116c618a45132e44c426d79bb31c50b9"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["AddedPasskey"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5613,6 +7475,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "passkey_id": "pk_f0db6166743511c75af60f89af9a9b74",
+                     *         "name": "MacBook Touch ID",
+                     *         "created_at": "2026-11-26T17:17:05.878Z",
+                     *         "last_used_at": "2026-11-26T17:17:06.090Z",
+                     *         "transports": [
+                     *           "internal"
+                     *         ],
+                     *         "revoked_at": "2026-11-26T17:17:06.272Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_ec9d099e2889be45c1ebbf1058b06d18"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RevokedPasskey"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5644,6 +7523,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "recovery_codes": [
+                     *           "rj7qe-ugyoc",
+                     *           "r5cxu-tl6vx",
+                     *           "6hp2i-y6ccy",
+                     *           "3plk6-sxacr",
+                     *           "lz3fj-z2jce",
+                     *           "srnly-jkebq",
+                     *           "n3m6m-lgevl",
+                     *           "a45zp-nnje3"
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_0eb953af9828a682b52161b30cd8896a"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RecoveryCodes"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5669,6 +7567,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "options": {
+                     *           "rpId": "localhost",
+                     *           "challenge": "L9HrCYwmxRwoOwmZUv5OL79Mn3FYva6mLvBrTBWAzjM",
+                     *           "allowCredentials": [
+                     *             {
+                     *               "id": "iqDKnQN8GCs3QClsiYYyfg",
+                     *               "transports": [
+                     *                 "internal"
+                     *               ],
+                     *               "type": "public-key"
+                     *             }
+                     *           ],
+                     *           "timeout": 300000,
+                     *           "userVerification": "preferred"
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_ebbfa086f528f2312019bb7e85d08f27"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PasskeyAssertionOptions"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5721,6 +7643,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "session_token": "svc_sk_272a85d5af488e626b67d23f60e26c446b01084bf991e0d1ea3e253989c26601",
+                     *         "session_id": "sess_8cf85b0cd069fceca1ca24bb6a3b352b",
+                     *         "stage": "full",
+                     *         "expires_at": "2026-11-26T18:17:06.090Z",
+                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_3982936fbf97addf1adb53a5b37b39c8"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["UpgradedDashboardSession"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5752,6 +7688,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "session_token": "svc_sk_71fb43fed15b6302be6562af413b678fbe042faf55e137d4f19dbf9a951637a0",
+                     *         "session_id": "sess_fad9330fe1beab01b97c3891dc6a00c8",
+                     *         "stage": "full",
+                     *         "expires_at": "2026-11-26T18:17:06.199Z",
+                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb",
+                     *         "recovery_codes_remaining": 7
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_037bdf1fe7a1e6b1393105c6371d6538"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["UpgradedDashboardSession"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5777,6 +7728,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "session_id": "sess_8cf85b0cd069fceca1ca24bb6a3b352b",
+                     *         "revoked_at": "2026-11-26T17:17:06.305Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_1795a4363f0966f9aee0bd34e2e8cae4"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RevokedDashboardSession"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5807,6 +7769,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "policies": [
+                     *           {
+                     *             "policy_id": "pol_745bfbc0e1518a4040f5c468bac8903a",
+                     *             "type": "approval",
+                     *             "name": "four eyes on preferences",
+                     *             "rules": {
+                     *               "separation_of_duty": true
+                     *             },
+                     *             "status": "draft",
+                     *             "version": 1,
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:17:04.253Z",
+                     *             "updated_at": "2026-11-26T17:17:04.253Z"
+                     *           },
+                     *           {
+                     *             "policy_id": "pol_9871604f7c7bdc4f4fe93b0585c49cd4",
+                     *             "type": "release",
+                     *             "name": "releases need approval",
+                     *             "rules": {
+                     *               "separation_of_duty": false,
+                     *               "require_approved_claim": false
+                     *             },
+                     *             "status": "active",
+                     *             "version": 2,
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:17:04.271Z",
+                     *             "updated_at": "2026-11-26T17:17:04.287Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_18c1f0443899badca1ef083cb1ed4862"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PolicyList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5878,6 +7880,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "policy_id": "pol_745bfbc0e1518a4040f5c468bac8903a",
+                     *         "type": "approval",
+                     *         "name": "four eyes on preferences",
+                     *         "rules": {
+                     *           "separation_of_duty": true
+                     *         },
+                     *         "status": "draft",
+                     *         "version": 1,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.253Z",
+                     *         "updated_at": "2026-11-26T17:17:04.253Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_2f496de8bb7afbd6ba6679745bbdf089"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Policy"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5935,6 +7957,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "policy_id": "pol_9871604f7c7bdc4f4fe93b0585c49cd4",
+                     *         "type": "release",
+                     *         "name": "releases need approval",
+                     *         "rules": {
+                     *           "separation_of_duty": false,
+                     *           "require_approved_claim": false
+                     *         },
+                     *         "status": "active",
+                     *         "version": 2,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.271Z",
+                     *         "updated_at": "2026-11-26T17:17:04.287Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_1fa04abbc796dcdb32ae7d87ab4a37d0"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Policy"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5965,6 +8008,37 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "approvals": [
+                     *           {
+                     *             "approval_id": "apr_fe3f189be522ded04582fd1d7e796769",
+                     *             "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *             "claim_version": 1,
+                     *             "status": "pending",
+                     *             "evidence": {
+                     *               "observation_ids": [
+                     *                 "obs_7107b7de13cfcedef9c22bf573a75d78"
+                     *               ],
+                     *               "hidden_source_count": 0
+                     *             },
+                     *             "note": "Confirmed with the account manager.",
+                     *             "submitted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "decided_by": null,
+                     *             "decided_at": null,
+                     *             "decision_note": null,
+                     *             "created_at": "2026-11-26T17:17:04.327Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_141c21999fb7f141898f5ad19edd6754"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ClaimApprovalList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -5997,6 +8071,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "approval_id": "apr_fe3f189be522ded04582fd1d7e796769",
+                     *         "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *         "claim_version": 1,
+                     *         "status": "pending",
+                     *         "evidence": {
+                     *           "observation_ids": [
+                     *             "obs_7107b7de13cfcedef9c22bf573a75d78"
+                     *           ],
+                     *           "hidden_source_count": 0
+                     *         },
+                     *         "note": "Confirmed with the account manager.",
+                     *         "submitted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "decided_by": null,
+                     *         "decided_at": null,
+                     *         "decision_note": null,
+                     *         "created_at": "2026-11-26T17:17:04.327Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_6120ead11602ce0d2eece6415fd36685"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ClaimApproval"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6032,6 +8131,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "approval_id": "apr_fe3f189be522ded04582fd1d7e796769",
+                     *         "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *         "claim_version": 1,
+                     *         "status": "approved",
+                     *         "evidence": {
+                     *           "observation_ids": [
+                     *             "obs_7107b7de13cfcedef9c22bf573a75d78"
+                     *           ],
+                     *           "hidden_source_count": 0
+                     *         },
+                     *         "note": "Confirmed with the account manager.",
+                     *         "submitted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "decided_by": "prn_151fee11b365c7cb50a8ff7591d4b409",
+                     *         "decided_at": "2026-11-26T17:17:04.457Z",
+                     *         "decision_note": "Matches the CRM ticket.",
+                     *         "created_at": "2026-11-26T17:17:04.327Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d8f619b4e42960413fbbb68396a30e93"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ClaimApproval"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6061,6 +8185,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "channels": [
+                     *           {
+                     *             "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *             "name": "help-center",
+                     *             "audiences": [
+                     *               "public",
+                     *               "partners"
+                     *             ],
+                     *             "min_trust": "medium",
+                     *             "gateway_principal_id": "prn_dc87c84a6c8cc52a5101db81c2164663",
+                     *             "status": "active",
+                     *             "version": 1,
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:17:04.486Z",
+                     *             "updated_at": "2026-11-26T17:17:04.486Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_f3cf85dd83dc118bb3910b4fbd7ae7d5"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ChannelList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6096,6 +8248,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "name": "help-center",
+                     *         "audiences": [
+                     *           "public",
+                     *           "partners"
+                     *         ],
+                     *         "min_trust": "medium",
+                     *         "gateway_principal_id": "prn_dc87c84a6c8cc52a5101db81c2164663",
+                     *         "status": "active",
+                     *         "version": 1,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.486Z",
+                     *         "updated_at": "2026-11-26T17:17:04.486Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_6c114d44fa41abbac229b019caad8744"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Channel"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6131,6 +8305,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "name": "help-center",
+                     *         "audiences": [
+                     *           "public",
+                     *           "partners"
+                     *         ],
+                     *         "min_trust": "medium",
+                     *         "gateway_principal_id": "prn_dc87c84a6c8cc52a5101db81c2164663",
+                     *         "status": "paused",
+                     *         "version": 2,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.486Z",
+                     *         "updated_at": "2026-11-26T17:17:04.726Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_f62bbf751469edbc385d3a15c8acc5bb"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Channel"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6161,6 +8357,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "releases": [
+                     *           {
+                     *             "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
+                     *             "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "claim_version": 1,
+                     *             "status": "active",
+                     *             "snapshot": {
+                     *               "subject_id": "user-42",
+                     *               "kind": "preference",
+                     *               "statement": "Prefers green tea in the morning",
+                     *               "trust": "verified",
+                     *               "valid_to": null,
+                     *               "evidence": [
+                     *                 {
+                     *                   "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                   "relation": "supports",
+                     *                   "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
+                     *                 }
+                     *               ]
+                     *             },
+                     *             "hidden_source_count": 0,
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "approved_at": "2026-11-26T17:17:04.584Z",
+                     *             "activated_at": "2026-11-26T17:17:04.617Z",
+                     *             "revoked_by": null,
+                     *             "revoked_at": null,
+                     *             "created_at": "2026-11-26T17:17:04.560Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_13da5413a177168816daced57d4ca891"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["KnowledgeReleaseList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6194,6 +8432,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
+                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "claim_version": 1,
+                     *         "status": "draft",
+                     *         "snapshot": {
+                     *           "subject_id": "user-42",
+                     *           "kind": "preference",
+                     *           "statement": "Prefers green tea in the morning",
+                     *           "trust": "verified",
+                     *           "valid_to": null,
+                     *           "evidence": [
+                     *             {
+                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "relation": "supports",
+                     *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
+                     *             }
+                     *           ]
+                     *         },
+                     *         "hidden_source_count": 0,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "approved_by": null,
+                     *         "approved_at": null,
+                     *         "activated_at": null,
+                     *         "revoked_by": null,
+                     *         "revoked_at": null,
+                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_6cc82ccf78e1c53bafa5029c29c01b0f"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["KnowledgeRelease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6225,6 +8499,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
+                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "claim_version": 1,
+                     *         "status": "approved",
+                     *         "snapshot": {
+                     *           "subject_id": "user-42",
+                     *           "kind": "preference",
+                     *           "statement": "Prefers green tea in the morning",
+                     *           "trust": "verified",
+                     *           "valid_to": null,
+                     *           "evidence": [
+                     *             {
+                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "relation": "supports",
+                     *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
+                     *             }
+                     *           ]
+                     *         },
+                     *         "hidden_source_count": 0,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "approved_at": "2026-11-26T17:17:04.584Z",
+                     *         "activated_at": null,
+                     *         "revoked_by": null,
+                     *         "revoked_at": null,
+                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_639bb3689d5230046bab74525d372f34"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["KnowledgeRelease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6256,6 +8566,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
+                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "claim_version": 1,
+                     *         "status": "active",
+                     *         "snapshot": {
+                     *           "subject_id": "user-42",
+                     *           "kind": "preference",
+                     *           "statement": "Prefers green tea in the morning",
+                     *           "trust": "verified",
+                     *           "valid_to": null,
+                     *           "evidence": [
+                     *             {
+                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "relation": "supports",
+                     *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
+                     *             }
+                     *           ]
+                     *         },
+                     *         "hidden_source_count": 0,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "approved_at": "2026-11-26T17:17:04.584Z",
+                     *         "activated_at": "2026-11-26T17:17:04.617Z",
+                     *         "revoked_by": null,
+                     *         "revoked_at": null,
+                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_bf45b74bd38ffddff153001fd466d54b"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["KnowledgeRelease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6287,6 +8633,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
+                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "claim_version": 1,
+                     *         "status": "revoked",
+                     *         "snapshot": {
+                     *           "subject_id": "user-42",
+                     *           "kind": "preference",
+                     *           "statement": "Prefers green tea in the morning",
+                     *           "trust": "verified",
+                     *           "valid_to": null,
+                     *           "evidence": [
+                     *             {
+                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "relation": "supports",
+                     *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
+                     *             }
+                     *           ]
+                     *         },
+                     *         "hidden_source_count": 0,
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "approved_at": "2026-11-26T17:17:04.584Z",
+                     *         "activated_at": "2026-11-26T17:17:04.617Z",
+                     *         "revoked_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "revoked_at": "2026-11-26T17:17:04.693Z",
+                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_5d45ec51d61fd0024bbd6075c11cec9b"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["KnowledgeRelease"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6325,6 +8707,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "items": [
+                     *           {
+                     *             "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
+                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "statement": "Prefers green tea in the morning",
+                     *             "kind": "preference",
+                     *             "trust": "verified",
+                     *             "score": 1.25,
+                     *             "tokens": 8
+                     *           }
+                     *         ],
+                     *         "token_budget": 300,
+                     *         "tokens_used": 8
+                     *       },
+                     *       "meta": {
+                     *         "degraded": {
+                     *           "vectors": true,
+                     *           "model": true
+                     *         },
+                     *         "request_id": "req_63b6bcb914ec1fbf02d138424cb65d8e"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ChannelContext"];
                         meta: {
@@ -6356,6 +8765,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "peers": [
+                     *           {
+                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "endpoint": "https://memory.partner.example",
+                     *             "direction": "bidirectional",
+                     *             "status": "active",
+                     *             "cursor": null,
+                     *             "remote_org_id": null,
+                     *             "label": "partner deployment",
+                     *             "created_at": "2026-11-26T17:17:05.144Z",
+                     *             "suspended_at": null,
+                     *             "last_exchange_at": null
+                     *           }
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_6ed9d4ff35c894b4c013d16ef6bad300"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PeerList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6396,6 +8828,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *         "endpoint": "https://memory.partner.example",
+                     *         "direction": "bidirectional",
+                     *         "status": "active",
+                     *         "cursor": null,
+                     *         "remote_org_id": null,
+                     *         "label": "partner deployment",
+                     *         "created_at": "2026-11-26T17:17:05.144Z",
+                     *         "suspended_at": null,
+                     *         "last_exchange_at": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_f4f48ab2f7344f47790072e3692a7412"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["Peer"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6423,6 +8874,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *         "endpoint": "https://memory.partner.example",
+                     *         "direction": "bidirectional",
+                     *         "status": "suspended",
+                     *         "cursor": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *         "remote_org_id": null,
+                     *         "label": "partner deployment",
+                     *         "created_at": "2026-11-26T17:17:05.144Z",
+                     *         "suspended_at": "2026-11-26T17:17:05.467Z",
+                     *         "last_exchange_at": "2026-11-26T17:17:05.358Z",
+                     *         "already_suspended": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_914380a19330384075c7258feb9554a0"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["SuspendedPeer"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6450,6 +8921,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "filters": [
+                     *           {
+                     *             "filter_id": "flt_f78bf2f93d8a2286fbc492a360a354ca",
+                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "resource_type": "claim",
+                     *             "include_kinds": [
+                     *               "preference",
+                     *               "fact"
+                     *             ],
+                     *             "exclude_subjects": null,
+                     *             "min_trust": "medium",
+                     *             "created_at": "2026-11-26T17:17:05.223Z"
+                     *           },
+                     *           {
+                     *             "filter_id": "flt_c68b061b1f8780143dbf361a6984afb3",
+                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "resource_type": "observation",
+                     *             "include_kinds": null,
+                     *             "exclude_subjects": [
+                     *               "internal-qa"
+                     *             ],
+                     *             "min_trust": null,
+                     *             "created_at": "2026-11-26T17:17:05.249Z"
+                     *           }
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_dd565bfac3d6c6bba9bd12e365b0fdb5"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PeerFilterList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6489,6 +8994,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "filter_id": "flt_f78bf2f93d8a2286fbc492a360a354ca",
+                     *         "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *         "resource_type": "claim",
+                     *         "include_kinds": [
+                     *           "preference",
+                     *           "fact"
+                     *         ],
+                     *         "exclude_subjects": null,
+                     *         "min_trust": "medium",
+                     *         "created_at": "2026-11-26T17:17:05.223Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_3061b68490d982700ea8142064964d37"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["PeerFilter"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6532,6 +9056,59 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "events": [
+                     *           {
+                     *             "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *             "kind": "observation.appended",
+                     *             "resource_type": "observation",
+                     *             "resource_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "payload": {
+                     *               "subject_id": "user-42",
+                     *               "kind": "message",
+                     *               "trust": "verified",
+                     *               "visibility": "team"
+                     *             },
+                     *             "created_at": "2026-11-26T17:16:56.331Z"
+                     *           },
+                     *           {
+                     *             "id": "evt_f8af8f95de62c5a17e87216cc40ce92b",
+                     *             "kind": "observation.appended",
+                     *             "resource_type": "observation",
+                     *             "resource_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "payload": {
+                     *               "subject_id": "user-42",
+                     *               "kind": "message",
+                     *               "trust": "high",
+                     *               "visibility": "team"
+                     *             },
+                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *           },
+                     *           {
+                     *             "id": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *             "kind": "observation.appended",
+                     *             "resource_type": "observation",
+                     *             "resource_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "payload": {
+                     *               "subject_id": "user-42",
+                     *               "kind": "note",
+                     *               "trust": "medium",
+                     *               "visibility": "team"
+                     *             },
+                     *             "created_at": "2026-11-26T17:16:56.556Z"
+                     *           }
+                     *         ],
+                     *         "cursor": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *         "has_more": true,
+                     *         "bundles": []
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_8e2890762531d433f3208ab6a59fd854"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["FederationPull"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6571,6 +9148,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "exchange_id": "sync-0b7e51d2",
+                     *         "replayed": false,
+                     *         "results": [
+                     *           {
+                     *             "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *             "status": "success"
+                     *           },
+                     *           {
+                     *             "id": "evt_f8af8f95de62c5a17e87216cc40ce92b",
+                     *             "status": "success"
+                     *           },
+                     *           {
+                     *             "id": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *             "status": "success"
+                     *           }
+                     *         ],
+                     *         "bundles": []
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_5a876c2ee8dac0c5e5e595376944a178"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["FederationPushResult"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6600,6 +9203,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "entries": [
+                     *           {
+                     *             "log_id": "fxl_2b8973d870b6f37354c3d8bcecff6249",
+                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "operation": "pull",
+                     *             "counts": {
+                     *               "events": 3,
+                     *               "success": 3,
+                     *               "conflict": 0,
+                     *               "rejected": 0,
+                     *               "bundles": 0
+                     *             },
+                     *             "cursor_before": null,
+                     *             "cursor_after": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *             "request_id": "req_8e2890762531d433f3208ab6a59fd854",
+                     *             "created_at": "2026-11-26T17:17:05.358Z"
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_3d605303e08ea2516dfb01ee6c6999dd"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["FederationLog"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6634,6 +9266,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "hold_id": "hold_08bd6107445f51223018dd7497d24df9",
+                     *         "target_type": "claim",
+                     *         "target_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "reason": "Dispute 2026-114: keep the record and its evidence.",
+                     *         "status": "active",
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.746Z",
+                     *         "released_by": null,
+                     *         "released_at": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_52f251664bda753b10e2191d040fde60"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["LegalHold"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6665,6 +9315,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "hold_id": "hold_08bd6107445f51223018dd7497d24df9",
+                     *         "target_type": "claim",
+                     *         "target_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "reason": "Dispute 2026-114: keep the record and its evidence.",
+                     *         "status": "released",
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.746Z",
+                     *         "released_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "released_at": "2026-11-26T17:17:04.775Z",
+                     *         "already_released": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_e4d48a907658ce19265fc520e749c637"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ReleasedLegalHold"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6700,6 +9369,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "policy_id": "pol_7414cc18c797e7c1a403e3d7e16f307e",
+                     *         "policy_version": 1,
+                     *         "examined": 0,
+                     *         "excluded": 0,
+                     *         "held": 0,
+                     *         "next_after": null,
+                     *         "done": true,
+                     *         "dry_run": true
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_2f80b065f411f5c459ec410fdbf2e432"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RetentionRun"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6732,6 +9418,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "mappings": [
+                     *           {
+                     *             "mapping_id": "map_cf3f58291c63abc94c25642e27a3a526",
+                     *             "external_system": "zendesk",
+                     *             "external_id": "requester-88121",
+                     *             "subject_id": "user-42",
+                     *             "version": 1,
+                     *             "status": "active",
+                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "created_at": "2026-11-26T17:17:04.838Z",
+                     *             "retired_at": null
+                     *           }
+                     *         ],
+                     *         "has_more": false,
+                     *         "next_cursor": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_0d8709f243bafadb446bd4c14e78087c"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["IdentityMappingList"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6765,6 +9475,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "mapping_id": "map_cf3f58291c63abc94c25642e27a3a526",
+                     *         "external_system": "zendesk",
+                     *         "external_id": "requester-88121",
+                     *         "subject_id": "user-42",
+                     *         "version": 1,
+                     *         "status": "active",
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.838Z",
+                     *         "retired_at": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d656fe4d36d4a99c9f9c0eccf5696e20"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["IdentityMapping"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6792,6 +9520,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "mapping_id": "map_cf3f58291c63abc94c25642e27a3a526",
+                     *         "external_system": "zendesk",
+                     *         "external_id": "requester-88121",
+                     *         "subject_id": "user-42",
+                     *         "version": 1,
+                     *         "status": "retired",
+                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_at": "2026-11-26T17:17:04.838Z",
+                     *         "retired_at": "2026-11-26T17:17:04.876Z",
+                     *         "already_retired": false
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d65b353de27b47442fca99aceb7af1d8"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["RetiredIdentityMapping"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6830,6 +9577,68 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "lens": "evidence_trace",
+                     *         "focus": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *         "nodes": [
+                     *           {
+                     *             "id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "type": "claim",
+                     *             "label": "Prefers tea in the morning",
+                     *             "status": "active",
+                     *             "trust": "verified",
+                     *             "kind": "preference"
+                     *           },
+                     *           {
+                     *             "id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "type": "observation",
+                     *             "label": "I prefer tea in the morning, green if there is any.",
+                     *             "trust": "verified",
+                     *             "kind": "message"
+                     *           },
+                     *           {
+                     *             "id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "type": "observation",
+                     *             "label": "Coffee after lunch is fine, but never before noon.",
+                     *             "trust": "high",
+                     *             "kind": "message"
+                     *           },
+                     *           {
+                     *             "id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *             "type": "context",
+                     *             "label": "what does user-42 drink in the morning"
+                     *           }
+                     *         ],
+                     *         "edges": [
+                     *           {
+                     *             "source": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "target": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "type": "supports"
+                     *           },
+                     *           {
+                     *             "source": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "target": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "type": "qualifies"
+                     *           },
+                     *           {
+                     *             "source": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "target": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *             "type": "selected-in"
+                     *           }
+                     *         ],
+                     *         "truncated": false,
+                     *         "withheld": {
+                     *           "nodes": "0",
+                     *           "edges": "0"
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_2a667b67a18243b319789e5576229d59"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["MemoryView"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6855,6 +9664,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "read_at": "2026-11-26T17:16:48.087Z",
+                     *         "embedding": {
+                     *           "provider": "local",
+                     *           "model": "local-glove-sif-10k-int8",
+                     *           "dimensions": 100,
+                     *           "pooling": "sif-mean",
+                     *           "status": "enabled",
+                     *           "key_state": "absent",
+                     *           "problems": []
+                     *         },
+                     *         "vector_index": {
+                     *           "provider": "local",
+                     *           "metric": "cosine",
+                     *           "namespace": null,
+                     *           "status": "enabled",
+                     *           "key_state": "absent",
+                     *           "problems": []
+                     *         },
+                     *         "extraction": {
+                     *           "provider": "none",
+                     *           "model": null,
+                     *           "status": "disabled",
+                     *           "key_state": "absent",
+                     *           "problems": []
+                     *         },
+                     *         "vectors": {
+                     *           "status": "enabled",
+                     *           "problems": []
+                     *         },
+                     *         "drift": {
+                     *           "status": "none",
+                     *           "indexed": 4,
+                     *           "indexed_with_other_model": 0
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_da4bd1fee729a458f0ec8a4422a2090f"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ModelConfig"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6888,6 +9740,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "kind": "embedding",
+                     *         "ok": true,
+                     *         "provider": "local",
+                     *         "model": "local-glove-sif-10k-int8",
+                     *         "dimensions": 100,
+                     *         "latency_ms": 0
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_5245664375ddf2f14a82b26aff449e12"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["ModelProbe"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6920,6 +9787,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "drained": 0,
+                     *         "indexed": 0,
+                     *         "removed": 0,
+                     *         "skipped": 0,
+                     *         "remaining": 0,
+                     *         "model": "local-glove-sif-10k-int8",
+                     *         "dimensions": 100,
+                     *         "at": "2026-11-26T17:17:04.977Z"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_d4f81f161160231d28050e267367badb"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["IndexDrain"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6953,6 +9837,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "checked": 4,
+                     *         "present": 4,
+                     *         "missing": 0,
+                     *         "pending": 0,
+                     *         "repairs_queued": 0,
+                     *         "next_after": null
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_34bae49b861636d64721c5dbb4960569"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["IndexVerification"];
                         meta: components["schemas"]["ResponseMeta"];
@@ -6985,6 +9884,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "drained": 0,
+                     *         "status": "disabled"
+                     *       },
+                     *       "meta": {
+                     *         "request_id": "req_c1549f2ac7146e5ee8733c2e8f118598"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         data: components["schemas"]["EnrichmentDrain"];
                         meta: components["schemas"]["ResponseMeta"];

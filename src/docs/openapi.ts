@@ -2,13 +2,16 @@
 // docs/API.md: test/docs.test.ts keeps the file in sync (`npx vitest run test/docs.test.ts --update=all`
 // rewrites it) and scripts/test/openapi.test.mjs validates it with an OpenAPI schema validator.
 // Schemas named with zod's `.meta({ id })` (the records and lists of each domain's schema.ts) become
-// components.schemas entries that operations reference with $ref.
+// components.schemas entries that operations reference with $ref. Response examples are real answers
+// of a local server (src/docs/response-examples.json, written by scripts/capture-response-examples.mjs).
 import { z } from "zod";
 import { API_TAGS } from "../http/api-tags";
-import type { RouteDef } from "../http/route";
+import { type RouteDef, routeId } from "../http/route";
 import { errorEnvelope as errorEnvelopeSchema, successMetaOf } from "../http/shapes";
 
 type Json = Record<string, unknown>;
+/** Success bodies by route id ("POST /v1/observations") and status: JSON, or the text of an NDJSON answer. */
+export type ResponseExamples = Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 const COMPONENT = "#/components/schemas/";
 /** Where an input schema's named part points until render() knows whether it differs from the output one. */
 const INPUT_PENDING = "#/input-pending/";
@@ -87,7 +90,7 @@ const envelope = (data: unknown, r: RouteDef, schemas: SchemaSet) => ({
   properties: { data, meta: schemas.convert(successMetaOf(r), "output") },
 });
 
-function operation(r: RouteDef, schemas: SchemaSet) {
+function operation(r: RouteDef, schemas: SchemaSet, examples: ResponseExamples) {
   const params = [...r.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const op: Record<string, unknown> = {
     operationId: r.operationId,
@@ -98,7 +101,7 @@ function operation(r: RouteDef, schemas: SchemaSet) {
   };
   if (r.auth === "public") {
     op.parameters = params;
-    op.responses = { ...successResponses(r, schemas), "4XX": { $ref: "#/components/responses/Error" }, "5XX": { $ref: "#/components/responses/Error" } };
+    op.responses = { ...successResponses(r, schemas, examples), "4XX": { $ref: "#/components/responses/Error" }, "5XX": { $ref: "#/components/responses/Error" } };
     return op;
   }
   if (r.query) {
@@ -120,34 +123,38 @@ function operation(r: RouteDef, schemas: SchemaSet) {
     ? { description: "A JSON-RPC error body (Origin, Accept, Content-Type, parse and protocol-version failures), or the error envelope (credential and scope failures).",
       content: { "application/json": { schema: { oneOf: [{ $ref: "#/components/schemas/Error" }, { type: "object" }] } } } }
     : { $ref: "#/components/responses/Error" };
-  op.responses = { ...successResponses(r, schemas), "4XX": error, "5XX": { $ref: "#/components/responses/Error" } };
+  op.responses = { ...successResponses(r, schemas, examples), "4XX": error, "5XX": { $ref: "#/components/responses/Error" } };
   return op;
 }
 
 const STATUS_TEXT: Record<string, string> = { 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content" };
 
 /** One entry per success status the route declares: its envelope (or bare body), NDJSON lines, or no body. */
-function successResponses(r: RouteDef, schemas: SchemaSet): Record<string, unknown> {
+function successResponses(r: RouteDef, schemas: SchemaSet, examples: ResponseExamples): Record<string, unknown> {
+  const exampleOf = (status: string | number) => {
+    const example = examples[routeId(r)]?.[status];
+    return example === undefined ? {} : { example };
+  };
   if (r.auth === "key" && r.ndjson) {
     const lines = Object.entries(r.ndjsonLines ?? {}).map(([type, schema]) => ({ title: type, ...schemas.convert(schema, "output") }));
     return { 200: { description: "OK: NDJSON, one JSON object per line; each line matches one schema of `x-ndjson-lines` (a header line first).",
-      content: { "application/x-ndjson": { schema: { type: "string" }, "x-ndjson-lines": { oneOf: lines } } } } };
+      content: { "application/x-ndjson": { schema: { type: "string" }, ...exampleOf(200), "x-ndjson-lines": { oneOf: lines } } } } };
   }
   const out: Record<string, unknown> = {};
   for (const [status, schema] of Object.entries(r.response ?? {})) {
     if (schema === null || schema === undefined) { out[status] = { description: `${STATUS_TEXT[status]}: an empty body.` }; continue; }
     const body = schemas.convert(schema, "output");
     out[status] = r.bareResponse
-      ? { description: `${STATUS_TEXT[status]}: a JSON-RPC 2.0 response (an array of them for a batch).`, content: { "application/json": { schema: body } } }
-      : { description: `${STATUS_TEXT[status]}: the \`{ data, meta }\` envelope.`, content: { "application/json": { schema: envelope(body, r, schemas) } } };
+      ? { description: `${STATUS_TEXT[status]}: a JSON-RPC 2.0 response (an array of them for a batch).`, content: { "application/json": { schema: body, ...exampleOf(status) } } }
+      : { description: `${STATUS_TEXT[status]}: the \`{ data, meta }\` envelope.`, content: { "application/json": { schema: envelope(body, r, schemas), ...exampleOf(status) } } };
   }
   return out;
 }
 
-export function renderOpenApi(routes: readonly RouteDef[], version: string) {
+export function renderOpenApi(routes: readonly RouteDef[], version: string, examples: ResponseExamples) {
   const schemas = new SchemaSet();
   const operations: Record<string, Record<string, unknown>> = {};
-  for (const r of routes) (operations[openApiPath(r.path)] ??= {})[r.method.toLowerCase()] = operation(r, schemas);
+  for (const r of routes) (operations[openApiPath(r.path)] ??= {})[r.method.toLowerCase()] = operation(r, schemas, examples);
   const error = errorEnvelope(schemas);
   const named = schemas.finish();
   const paths = relink(operations, COMPONENT, named.inputName) as typeof operations;
