@@ -1,5 +1,5 @@
 // docs/API.md is generated from the route table and the zod schemas (test/docs.test.ts keeps it in
-// sync; `npx vitest run -u test/docs.test.ts` rewrites it).
+// sync; `npx vitest run test/docs.test.ts --update=all` rewrites it).
 import { z } from "zod";
 import type { RouteDef } from "../http/route";
 
