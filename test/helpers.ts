@@ -179,7 +179,7 @@ export async function readmeAuditHash(prevHash: string, e: {
 }
 
 /** A public route's request with no body, no credential and no waiting (health and readiness probes). */
-export const bareRequest = { bodyText: null, authorization: null, wait: async () => {} };
+export const bareRequest = { bodyText: null, authorization: null, clientAddress: null, wait: async () => {} };
 
 /**
  * A Db over `db`'s storage that counts the rows SQLite reads for its statements (cursor.rowsRead),

@@ -73,6 +73,8 @@ interface RouteBase {
 export interface PublicRequest {
   bodyText: string | null;
   authorization: string | null;
+  /** The cf-connecting-ip header: the client's address, set by Cloudflare (absent in some local runs). */
+  clientAddress: string | null;
   /** Waits without CPU (scheduler.wait); tests pass one that moves the clock helper instead. */
   wait: (ms: number) => Promise<void>;
 }

@@ -36,7 +36,7 @@ export interface DispatchInput {
   idempotencyKey: string | null;
   keyHash: string;
   requestId: string;
-  /** The few request headers routes may read (lower-case names): accept, content-type, mcp-protocol-version, origin, x-svc-peer-signature, host. */
+  /** The few request headers routes may read (lower-case names): accept, cf-connecting-ip, content-type, mcp-protocol-version, origin, x-svc-peer-signature, host. */
   headers: Record<string, string>;
 }
 

@@ -2216,7 +2216,7 @@ export interface components {
             id: string;
             event_id: string;
             /**
-             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)
              * @enum {string}
              */
             status: "pending" | "sending" | "delivered" | "failed";
@@ -2227,6 +2227,8 @@ export interface components {
             next_retry_at: string | null;
             /** @description The receiver's HTTP status; null after a network error or before the first attempt */
             response_status: number | null;
+            /** @description Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC) */
+            failure_reason: ("attempts_exhausted" | "hook_disabled" | "event_unreadable") | null;
             created_at: string;
         };
         DeliveryList: {
@@ -2381,6 +2383,7 @@ export interface components {
             cursor_after: string | null;
             request_id: string;
             created_at: string;
+            signed: boolean | null;
         };
         FederationPull: {
             events: components["schemas"]["FederatedEvent"][];
@@ -3398,7 +3401,7 @@ export interface operations {
                      *         "revision": "0.10.0"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d5e2f9f6d0a886614cda648a68b6588e"
+                     *         "request_id": "req_cf126d82b6cbaff4ce9a5ca14fdd9b2f"
                      *       }
                      *     }
                      */
@@ -3434,15 +3437,15 @@ export interface operations {
                      *         "runtime": "workerd",
                      *         "revision": "0.10.0",
                      *         "schema": {
-                     *           "applied": 35,
-                     *           "expected": 35,
+                     *           "applied": 39,
+                     *           "expected": 39,
                      *           "index_db": {
-                     *             "applied": 5,
-                     *             "expected": 5
+                     *             "applied": 6,
+                     *             "expected": 6
                      *           },
                      *           "org_store": {
-                     *             "applied": 30,
-                     *             "expected": 30
+                     *             "applied": 33,
+                     *             "expected": 33
                      *           }
                      *         },
                      *         "checks": {
@@ -3457,7 +3460,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b8ebdec77dace884817e76059d0982c1"
+                     *         "request_id": "req_1b0fd862af256627dcbbd5e58cf76223"
                      *       }
                      *     }
                      */
@@ -3504,13 +3507,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "reference": "onboarding",
                      *         "created": false,
                      *         "workspace_id": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a3f12bfe2d8edd12f40c04291e67ffc1"
+                     *         "request_id": "req_6d032b3d863cc8f2aff5341bdb5157df"
                      *       }
                      *     }
                      */
@@ -3529,13 +3532,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "reference": "onboarding",
                      *         "created": true,
                      *         "workspace_id": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_455e288ecf1aa9b1d09690f0a22762da"
+                     *         "request_id": "req_880dd7f53e74bfcb98bc16848e41e279"
                      *       }
                      *     }
                      */
@@ -3614,18 +3617,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *         "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "kind": "message",
                      *         "trust": "verified",
                      *         "visibility": "team",
-                     *         "created_at": "2026-11-26T17:16:56.332Z"
+                     *         "created_at": "2026-11-26T17:28:36.197Z"
                      *       },
                      *       "meta": {
                      *         "replayed": true,
-                     *         "request_id": "req_3afc64b476e19c078405714d5010d262"
+                     *         "request_id": "req_674bc6e047752bb612d29f656beab917"
                      *       }
                      *     }
                      */
@@ -3647,18 +3650,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *         "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "kind": "message",
                      *         "trust": "verified",
                      *         "visibility": "team",
-                     *         "created_at": "2026-11-26T17:16:56.332Z"
+                     *         "created_at": "2026-11-26T17:28:36.197Z"
                      *       },
                      *       "meta": {
                      *         "replayed": false,
-                     *         "request_id": "req_51296f6c55edc5151580a720fc879086"
+                     *         "request_id": "req_381c7e951fa34eefbb8ffd43596a9009"
                      *       }
                      *     }
                      */
@@ -3695,9 +3698,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *         "observation_id": "obs_8b026278614eaf74b6146872cec69657",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "kind": "note",
                      *         "content": null,
                      *         "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
@@ -3707,14 +3710,14 @@ export interface operations {
                      *         },
                      *         "trust": "medium",
                      *         "visibility": "team",
-                     *         "author_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:16:56.556Z",
+                     *         "author_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:36.268Z",
                      *         "purged": true,
-                     *         "purged_at": "2026-11-26T17:17:06.571Z",
+                     *         "purged_at": "2026-11-26T17:28:42.591Z",
                      *         "already_purged": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_ac294a13e63c547051bae0f0c72a4752"
+                     *         "request_id": "req_289f857ae9e8a3e8dac0c45752b71d79"
                      *       }
                      *     }
                      */
@@ -3815,31 +3818,31 @@ export interface operations {
                      *       "data": {
                      *         "claims": [
                      *           {
-                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:16:56.673Z",
+                     *             "valid_from": "2026-11-26T17:28:36.290Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                 "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:16:56.673Z",
-                     *             "updated_at": "2026-11-26T17:16:56.673Z"
+                     *             "created_at": "2026-11-26T17:28:36.290Z",
+                     *             "updated_at": "2026-11-26T17:28:36.290Z"
                      *           }
                      *         ],
                      *         "model_used": false
@@ -3847,7 +3850,7 @@ export interface operations {
                      *       "meta": {
                      *         "model": "disabled",
                      *         "replayed": true,
-                     *         "request_id": "req_8c6610f126e72fc771f42c4764772543"
+                     *         "request_id": "req_dac4e609323b3ca0a73e4f8c3ca4bbb6"
                      *       }
                      *     }
                      */
@@ -3873,31 +3876,31 @@ export interface operations {
                      *       "data": {
                      *         "claims": [
                      *           {
-                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:16:56.673Z",
+                     *             "valid_from": "2026-11-26T17:28:36.290Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                 "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:16:56.673Z",
-                     *             "updated_at": "2026-11-26T17:16:56.673Z"
+                     *             "created_at": "2026-11-26T17:28:36.290Z",
+                     *             "updated_at": "2026-11-26T17:28:36.290Z"
                      *           }
                      *         ],
                      *         "model_used": false
@@ -3905,7 +3908,7 @@ export interface operations {
                      *       "meta": {
                      *         "model": "disabled",
                      *         "replayed": false,
-                     *         "request_id": "req_c45d80820efae8c39cb9cb77b5512f86"
+                     *         "request_id": "req_137a4e1f4a2eff5a6e0b8ac472147ebd"
                      *       }
                      *     }
                      */
@@ -3951,34 +3954,34 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *         "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "kind": "preference",
                      *         "statement": "Prefers tea in the morning",
                      *         "status": "superseded",
                      *         "visibility": "team",
                      *         "trust": "verified",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T17:16:56.673Z",
+                     *         "valid_from": "2026-11-26T17:28:36.290Z",
                      *         "valid_to": null,
-                     *         "superseded_by": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "superseded_by": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *             "relation": "supports"
                      *           },
                      *           {
-                     *             "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *             "relation": "qualifies"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:16:56.673Z",
-                     *         "updated_at": "2026-11-26T17:17:06.429Z"
+                     *         "created_at": "2026-11-26T17:28:36.290Z",
+                     *         "updated_at": "2026-11-26T17:28:42.518Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_51f6f0bc3cebc8d913c10b5b029013d4"
+                     *         "request_id": "req_7ff1b3a176ba8daa2b2b0074310b700b"
                      *       }
                      *     }
                      */
@@ -4018,31 +4021,31 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "kind": "fact",
                      *         "statement": "Drinks coffee only after noon",
                      *         "status": "revoked",
                      *         "visibility": "team",
                      *         "trust": "high",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T17:16:57.380Z",
+                     *         "valid_from": "2026-11-26T17:28:36.344Z",
                      *         "valid_to": null,
                      *         "superseded_by": null,
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *             "relation": "supports"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:16:57.380Z",
-                     *         "updated_at": "2026-11-26T17:17:06.504Z",
+                     *         "created_at": "2026-11-26T17:28:36.344Z",
+                     *         "updated_at": "2026-11-26T17:28:42.565Z",
                      *         "already_revoked": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cb1618b9a5d34fb2868f86c8682ce71d"
+                     *         "request_id": "req_68c94404f90bf17a6d87db0d878c83b6"
                      *       }
                      *     }
                      */
@@ -4082,31 +4085,31 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *         "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "kind": "instruction",
                      *         "statement": "Hold the weekly sync on Thursdays",
                      *         "status": "active",
                      *         "visibility": "team",
                      *         "trust": "medium",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T17:16:57.380Z",
-                     *         "valid_to": "2026-11-26T17:17:06.462Z",
+                     *         "valid_from": "2026-11-26T17:28:36.344Z",
+                     *         "valid_to": "2026-11-26T17:28:42.544Z",
                      *         "superseded_by": null,
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "observation_id": "obs_8b026278614eaf74b6146872cec69657",
                      *             "relation": "supports"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:16:57.380Z",
-                     *         "updated_at": "2026-11-26T17:17:06.462Z",
+                     *         "created_at": "2026-11-26T17:28:36.344Z",
+                     *         "updated_at": "2026-11-26T17:28:42.544Z",
                      *         "already_expired": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4a05fb6542e96d772b193fbe944cc090"
+                     *         "request_id": "req_1be264e198abd323e09bf2e0e7132b29"
                      *       }
                      *     }
                      */
@@ -4141,37 +4144,37 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "claim": {
-                     *           "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *           "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *           "subject_id": "user-42",
-                     *           "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *           "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *           "kind": "preference",
                      *           "statement": "Prefers tea in the morning",
                      *           "status": "active",
                      *           "visibility": "team",
                      *           "trust": "verified",
                      *           "version": 1,
-                     *           "valid_from": "2026-11-26T17:16:56.673Z",
+                     *           "valid_from": "2026-11-26T17:28:36.290Z",
                      *           "valid_to": null,
                      *           "superseded_by": null,
                      *           "disputes": [],
                      *           "sources": [
                      *             {
-                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *               "relation": "supports"
                      *             },
                      *             {
-                     *               "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *               "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *               "relation": "qualifies"
                      *             }
                      *           ],
-                     *           "created_at": "2026-11-26T17:16:56.673Z",
-                     *           "updated_at": "2026-11-26T17:16:56.673Z"
+                     *           "created_at": "2026-11-26T17:28:36.290Z",
+                     *           "updated_at": "2026-11-26T17:28:36.290Z"
                      *         },
                      *         "supporting": [
                      *           {
-                     *             "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *             "kind": "message",
                      *             "content": "I prefer tea in the morning, green if there is any.",
                      *             "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
@@ -4181,8 +4184,8 @@ export interface operations {
                      *             },
                      *             "trust": "verified",
                      *             "visibility": "team",
-                     *             "author_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:16:56.332Z",
+                     *             "author_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:36.197Z",
                      *             "purged": false,
                      *             "purged_at": null,
                      *             "relation": "supports"
@@ -4191,9 +4194,9 @@ export interface operations {
                      *         "contradicting": [],
                      *         "qualifying": [
                      *           {
-                     *             "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *             "kind": "message",
                      *             "content": "Coffee after lunch is fine, but never before noon.",
                      *             "content_hash": "sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac",
@@ -4203,8 +4206,8 @@ export interface operations {
                      *             },
                      *             "trust": "high",
                      *             "visibility": "team",
-                     *             "author_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:16:56.500Z",
+                     *             "author_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:36.241Z",
                      *             "purged": false,
                      *             "purged_at": null,
                      *             "relation": "qualifies"
@@ -4213,7 +4216,7 @@ export interface operations {
                      *         "hidden_source_count": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_68c15699cb74e4846ab4c81eff06086a"
+                     *         "request_id": "req_b6e4f276aa73b36622acd119afbb1bf6"
                      *       }
                      *     }
                      */
@@ -4264,61 +4267,61 @@ export interface operations {
                      *       "data": {
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:16:56.673Z",
+                     *             "valid_from": "2026-11-26T17:28:36.290Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                 "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:16:56.673Z",
-                     *             "updated_at": "2026-11-26T17:16:56.673Z"
+                     *             "created_at": "2026-11-26T17:28:36.290Z",
+                     *             "updated_at": "2026-11-26T17:28:36.290Z"
                      *           },
                      *           {
-                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *             "kind": "preference",
                      *             "statement": "Prefers green tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:16:57.380Z",
+                     *             "valid_from": "2026-11-26T17:28:36.344Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *                 "relation": "supports"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:16:57.380Z",
-                     *             "updated_at": "2026-11-26T17:16:57.380Z"
+                     *             "created_at": "2026-11-26T17:28:36.344Z",
+                     *             "updated_at": "2026-11-26T17:28:36.344Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5c9407243479c5b7e0ea4f86e3e18dec"
+                     *         "request_id": "req_c88abd3fcfb619c7203a32cfb8c8fe12"
                      *       }
                      *     }
                      */
@@ -4380,10 +4383,10 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *             "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
                      *             "statement": "Drinks coffee only after noon",
                      *             "kind": "fact",
                      *             "status": "active",
@@ -4392,16 +4395,7 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
-                     *             "statement": "Prefers tea in the morning",
-                     *             "kind": "preference",
-                     *             "status": "active",
-                     *             "trust": "verified",
-                     *             "score": 0.62,
-                     *             "tokens": 7
-                     *           },
-                     *           {
-                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
@@ -4410,7 +4404,16 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "statement": "Prefers tea in the morning",
+                     *             "kind": "preference",
+                     *             "status": "active",
+                     *             "trust": "verified",
+                     *             "score": 0.55,
+                     *             "tokens": 7
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
                      *             "statement": "Hold the weekly sync on Thursdays",
                      *             "kind": "instruction",
                      *             "status": "active",
@@ -4424,10 +4427,10 @@ export interface operations {
                      *       },
                      *       "meta": {
                      *         "degraded": {
-                     *           "vectors": false,
+                     *           "vectors": true,
                      *           "model": true
                      *         },
-                     *         "request_id": "req_3190b05fe679f00346722386f418281d"
+                     *         "request_id": "req_6d7174f6511795af4d95f42e31ba4d29"
                      *       }
                      *     }
                      */
@@ -4467,7 +4470,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
                      *         "query": "what does user-42 drink in the morning",
                      *         "subject_id": "user-42",
                      *         "project_id": null,
@@ -4476,7 +4479,7 @@ export interface operations {
                      *         "tokens_used": 32,
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *             "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
                      *             "statement": "Drinks coffee only after noon",
                      *             "kind": "fact",
                      *             "status": "active",
@@ -4486,17 +4489,7 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
-                     *             "statement": "Prefers tea in the morning",
-                     *             "kind": "preference",
-                     *             "status": "active",
-                     *             "trust": "verified",
-                     *             "current": true,
-                     *             "score": 0.62,
-                     *             "tokens": 7
-                     *           },
-                     *           {
-                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
@@ -4506,7 +4499,17 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "statement": "Prefers tea in the morning",
+                     *             "kind": "preference",
+                     *             "status": "active",
+                     *             "trust": "verified",
+                     *             "current": true,
+                     *             "score": 0.55,
+                     *             "tokens": 7
+                     *           },
+                     *           {
+                     *             "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
                      *             "statement": "Hold the weekly sync on Thursdays",
                      *             "kind": "instruction",
                      *             "status": "active",
@@ -4516,10 +4519,10 @@ export interface operations {
                      *             "tokens": 9
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:16:57.735Z"
+                     *         "created_at": "2026-11-26T17:28:36.502Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d14cfa44a5ac713102095bde603aaf40"
+                     *         "request_id": "req_166121f4255565a896224de1c0971d89"
                      *       }
                      *     }
                      */
@@ -4577,16 +4580,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "feedback_id": "fb_6df46e544d203bc732a3bf2cbec624d1",
-                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
-                     *         "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "feedback_id": "fb_d2d73d6dfc78f0c7961aa8fe2dacc248",
+                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
+                     *         "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
                      *         "outcome": "useful",
                      *         "client_mutation_id": null,
-                     *         "created_at": "2026-11-26T17:16:57.858Z"
+                     *         "created_at": "2026-11-26T17:28:36.541Z"
                      *       },
                      *       "meta": {
                      *         "replayed": true,
-                     *         "request_id": "req_e680f64e3442bd780ce57d184107398c"
+                     *         "request_id": "req_7add7fb145e8c05d49f399a181369f39"
                      *       }
                      *     }
                      */
@@ -4608,16 +4611,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "feedback_id": "fb_6df46e544d203bc732a3bf2cbec624d1",
-                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
-                     *         "claim_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "feedback_id": "fb_d2d73d6dfc78f0c7961aa8fe2dacc248",
+                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
+                     *         "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
                      *         "outcome": "useful",
                      *         "client_mutation_id": null,
-                     *         "created_at": "2026-11-26T17:16:57.858Z"
+                     *         "created_at": "2026-11-26T17:28:36.541Z"
                      *       },
                      *       "meta": {
                      *         "replayed": false,
-                     *         "request_id": "req_5e3806ceabcc9075729c0cc7d4c64aa8"
+                     *         "request_id": "req_fa5b79b05b85f4df698cb5c3e1005650"
                      *       }
                      *     }
                      */
@@ -4656,19 +4659,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:16:58.239Z",
-                     *         "updated_at": "2026-11-26T17:16:58.250Z",
-                     *         "expires_at": "2026-11-27T17:16:58.250Z"
+                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:36.676Z",
+                     *         "updated_at": "2026-11-26T17:28:36.689Z",
+                     *         "expires_at": "2026-11-27T17:28:36.689Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_963c4d725ac0ee9f8b463b19cf171fd5"
+                     *         "request_id": "req_8180ac8ceda483750af6397613bab3de"
                      *       }
                      *     }
                      */
@@ -4718,20 +4721,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:16:58.239Z",
-                     *         "updated_at": "2026-11-26T17:16:58.250Z",
-                     *         "expires_at": "2026-11-27T17:16:58.250Z",
+                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:36.676Z",
+                     *         "updated_at": "2026-11-26T17:28:36.689Z",
+                     *         "expires_at": "2026-11-27T17:28:36.689Z",
                      *         "updated": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_27176902dc305fb48a91e34e47f26185"
+                     *         "request_id": "req_705a9ceb900f8bee4123b7f5b57a98e8"
                      *       }
                      *     }
                      */
@@ -4750,20 +4753,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"confirm-order\",\"order_id\":\"A-1009\",\"retries\":1}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:16:58.239Z",
-                     *         "updated_at": "2026-11-26T17:16:58.239Z",
-                     *         "expires_at": "2026-11-27T17:16:58.239Z",
+                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:36.676Z",
+                     *         "updated_at": "2026-11-26T17:28:36.676Z",
+                     *         "expires_at": "2026-11-27T17:28:36.676Z",
                      *         "updated": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b36a2e9e144e0a192d589f3f44df81fe"
+                     *         "request_id": "req_246a6c3ed9bc74d3c9a4078045c3d0cb"
                      *       }
                      *     }
                      */
@@ -4797,19 +4800,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:16:58.239Z",
-                     *         "updated_at": "2026-11-26T17:16:58.250Z",
-                     *         "expires_at": "2026-11-27T17:16:58.250Z"
+                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:36.676Z",
+                     *         "updated_at": "2026-11-26T17:28:36.689Z",
+                     *         "expires_at": "2026-11-27T17:28:36.689Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_017262f647f70ddf571429efbd46724a"
+                     *         "request_id": "req_4b3a984ebf182f026217cfbe00d8b372"
                      *       }
                      *     }
                      */
@@ -4843,11 +4846,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *         "deleted": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d6e7c06f71f2bc81e190985271033e77"
+                     *         "request_id": "req_f3c21e06ce0fa9c58a31260ec2f31712"
                      *       }
                      *     }
                      */
@@ -4885,13 +4888,13 @@ export interface operations {
                      *       "data": {
                      *         "leases": [
                      *           {
-                     *             "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *             "lease_id": "lse_953bf07499408059266f2c96aacd8755",
                      *             "resource_type": "ticket",
                      *             "resource_id": "ticket-311",
-                     *             "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *             "ttl_seconds": 900,
-                     *             "acquired_at": "2026-11-26T17:16:58.402Z",
-                     *             "expires_at": "2026-11-26T17:31:58.519Z",
+                     *             "acquired_at": "2026-11-26T17:28:36.736Z",
+                     *             "expires_at": "2026-11-26T17:43:36.750Z",
                      *             "released_at": null
                      *           }
                      *         ],
@@ -4899,7 +4902,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c9aa262a793bc64f445f99c9faa0c943"
+                     *         "request_id": "req_d6871e3380c33212ad180e5203dbfb44"
                      *       }
                      *     }
                      */
@@ -4939,18 +4942,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *         "lease_id": "lse_953bf07499408059266f2c96aacd8755",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "ttl_seconds": 900,
-                     *         "acquired_at": "2026-11-26T17:16:58.402Z",
-                     *         "expires_at": "2026-11-26T17:31:58.519Z",
+                     *         "acquired_at": "2026-11-26T17:28:36.736Z",
+                     *         "expires_at": "2026-11-26T17:43:36.750Z",
                      *         "released_at": null,
                      *         "renewed": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c9382869609257ad692dc8a51dae97a7"
+                     *         "request_id": "req_0fd88c3b66675abc0ebc37ca96e6d283"
                      *       }
                      *     }
                      */
@@ -4969,18 +4972,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *         "lease_id": "lse_953bf07499408059266f2c96aacd8755",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "ttl_seconds": 600,
-                     *         "acquired_at": "2026-11-26T17:16:58.402Z",
-                     *         "expires_at": "2026-11-26T17:26:58.404Z",
+                     *         "acquired_at": "2026-11-26T17:28:36.736Z",
+                     *         "expires_at": "2026-11-26T17:38:36.736Z",
                      *         "released_at": null,
                      *         "renewed": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b35c9ceb3d6497dcbe5083f83d6c3901"
+                     *         "request_id": "req_2a2dddf9bf1ec6c42aa9f9a2e6139301"
                      *       }
                      *     }
                      */
@@ -5014,19 +5017,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_c2bb19a01ee6048a0858d696e076bfcc",
+                     *         "lease_id": "lse_953bf07499408059266f2c96aacd8755",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "ttl_seconds": 900,
-                     *         "acquired_at": "2026-11-26T17:16:58.402Z",
-                     *         "expires_at": "2026-11-26T17:31:58.519Z",
-                     *         "released_at": "2026-11-26T17:16:58.670Z",
+                     *         "acquired_at": "2026-11-26T17:28:36.736Z",
+                     *         "expires_at": "2026-11-26T17:43:36.750Z",
+                     *         "released_at": "2026-11-26T17:28:36.809Z",
                      *         "released": true,
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_49d55583e72cb8e4b6d2aeedada8e309"
+                     *         "request_id": "req_a6b35a47884adfb7296a110b27426939"
                      *       }
                      *     }
                      */
@@ -5060,19 +5063,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_018ce5d56065779fb15b9c867d06f352",
+                     *         "lease_id": "lse_9093be0dcf1695c7a01fe423ad57e553",
                      *         "resource_type": "calendar",
                      *         "resource_id": "team-sync",
-                     *         "holder_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "holder_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *         "ttl_seconds": 3600,
-                     *         "acquired_at": "2026-11-26T17:16:58.595Z",
-                     *         "expires_at": "2026-11-26T18:16:58.595Z",
-                     *         "released_at": "2026-11-26T17:16:58.642Z",
+                     *         "acquired_at": "2026-11-26T17:28:36.777Z",
+                     *         "expires_at": "2026-11-26T18:28:36.777Z",
+                     *         "released_at": "2026-11-26T17:28:36.796Z",
                      *         "released": true,
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_73ce6df68e661fafefcba60fd4cf679c"
+                     *         "request_id": "req_143a783c02c377d3d8869b4489b8aa0b"
                      *       }
                      *     }
                      */
@@ -5109,14 +5112,14 @@ export interface operations {
                      *       "data": {
                      *         "handoffs": [
                      *           {
-                     *             "handoff_id": "hnd_76169d90b9d6fa3f0f4c9aaa736f9e4e",
-                     *             "from_principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "to_principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
-                     *             "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
-                     *             "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *             "handoff_id": "hnd_9db47bd87123f273c7b7353f5c2115c9",
+                     *             "from_principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "to_principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *             "context_id": "ctx_880086d981066effb245130b06547b0c",
+                     *             "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *             "note": "Book the Thursday sync with user-42",
                      *             "status": "pending",
-                     *             "created_at": "2026-11-26T17:16:58.703Z",
+                     *             "created_at": "2026-11-26T17:28:36.827Z",
                      *             "resolved_at": null
                      *           }
                      *         ],
@@ -5124,7 +5127,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_300add63c98e3b09a9b0556e1f60eeb2"
+                     *         "request_id": "req_383d80ecfe838e6061e79540b25cd6eb"
                      *       }
                      *     }
                      */
@@ -5176,18 +5179,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "handoff_id": "hnd_76169d90b9d6fa3f0f4c9aaa736f9e4e",
-                     *         "from_principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "to_principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
-                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
-                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "handoff_id": "hnd_9db47bd87123f273c7b7353f5c2115c9",
+                     *         "from_principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "to_principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
+                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *         "note": "Book the Thursday sync with user-42",
                      *         "status": "pending",
-                     *         "created_at": "2026-11-26T17:16:58.703Z",
+                     *         "created_at": "2026-11-26T17:28:36.827Z",
                      *         "resolved_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1771771248aa056084ae92969a35a69c"
+                     *         "request_id": "req_65bc8b10eb3df0032ff7597c89deaee0"
                      *       }
                      *     }
                      */
@@ -5228,18 +5231,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "handoff_id": "hnd_76169d90b9d6fa3f0f4c9aaa736f9e4e",
-                     *         "from_principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "to_principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
-                     *         "context_id": "ctx_41cc98c1b80372f9c014b20330241f8a",
-                     *         "checkpoint_id": "chk_9b7e54e6eee833d525bde32e53959189",
+                     *         "handoff_id": "hnd_9db47bd87123f273c7b7353f5c2115c9",
+                     *         "from_principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "to_principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
+                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
                      *         "note": "Book the Thursday sync with user-42",
                      *         "status": "accepted",
-                     *         "created_at": "2026-11-26T17:16:58.703Z",
-                     *         "resolved_at": "2026-11-26T17:16:58.740Z"
+                     *         "created_at": "2026-11-26T17:28:36.827Z",
+                     *         "resolved_at": "2026-11-26T17:28:36.854Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_bcab6f284123bdbeee1b349f38b705cb"
+                     *         "request_id": "req_3ef8f65327606648a1cdaef95102ab16"
                      *       }
                      *     }
                      */
@@ -5271,14 +5274,14 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "key_id": "key_253af7528cb106994535fb7d7fe624df",
+                     *         "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
                      *         "scopes": "*",
                      *         "max_trust": "verified",
                      *         "role": "owner"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_aa8fa43dc5025194470d062b2ad53763"
+                     *         "request_id": "req_6f977ca8f4433b15f6e44fac31157543"
                      *       }
                      *     }
                      */
@@ -5315,18 +5318,18 @@ export interface operations {
                      *       "data": {
                      *         "keys": [
                      *           {
-                     *             "key_id": "key_253af7528cb106994535fb7d7fe624df",
-                     *             "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
+                     *             "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *             "label": "bootstrap owner key",
                      *             "scopes": "*",
                      *             "max_trust": "verified",
                      *             "status": "active",
-                     *             "created_at": "2026-11-26T17:16:50.555Z",
+                     *             "created_at": "2026-11-26T17:28:34.515Z",
                      *             "revoked_at": null
                      *           },
                      *           {
-                     *             "key_id": "key_b45a70a04d76353168afc1ed58fd4bf2",
-                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "key_id": "key_ea3bfedf928be805a9d210648ba68441",
+                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *             "label": "scheduler agent",
                      *             "scopes": [
                      *               "checkpoints:read",
@@ -5337,15 +5340,15 @@ export interface operations {
                      *             ],
                      *             "max_trust": "medium",
                      *             "status": "active",
-                     *             "created_at": "2026-11-26T17:16:58.024Z",
+                     *             "created_at": "2026-11-26T17:28:36.570Z",
                      *             "revoked_at": null
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU4LjAyNFoiLCJrZXlfYjQ1YTcwYTA0ZDc2MzUzMTY4YWZjMWVkNThmZDRiZjIiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjU3MFoiLCJrZXlfZWEzYmZlZGY5MjhiZTgwNWE5ZDIxMDY0OGJhNjg0NDEiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1b6321334035f5798151de8bb3df3c89"
+                     *         "request_id": "req_50c1fb2cec0c29036cc4259d8ce91ba1"
                      *       }
                      *     }
                      */
@@ -5387,8 +5390,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "key_id": "key_b45a70a04d76353168afc1ed58fd4bf2",
-                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "key_id": "key_ea3bfedf928be805a9d210648ba68441",
+                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *         "label": "scheduler agent",
                      *         "scopes": [
                      *           "checkpoints:read",
@@ -5399,12 +5402,12 @@ export interface operations {
                      *         ],
                      *         "max_trust": "medium",
                      *         "status": "active",
-                     *         "created_at": "2026-11-26T17:16:58.024Z",
+                     *         "created_at": "2026-11-26T17:28:36.570Z",
                      *         "revoked_at": null,
-                     *         "key": "svc_sk_bf8f05fd5a690e5375196b8581009fc6ae63a605f6eabf7f69fd058772ae0ab8"
+                     *         "key": "svc_sk_9c87111b7d9147f91dad989324eba476a5e301e9be297694fb6c96efc1c812ef"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_fd4e7ded8af889d50bd59cc1e25a4734"
+                     *         "request_id": "req_0721362143c2bde2c02cc25e757947f5"
                      *       }
                      *     }
                      */
@@ -5438,16 +5441,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "key_id": "key_3888d37daa496c14c953490d7dcc583d",
-                     *         "principal_id": "prn_2bdba25edb0bb376c740b8cf578542a2",
+                     *         "key_id": "key_34d644ff8a742087184d27e0634bb100",
+                     *         "principal_id": "prn_0a1d287a62d676e22a331a0f0392ada5",
                      *         "label": "ci smoke test",
                      *         "scopes": [
                      *           "events:read"
                      *         ],
                      *         "max_trust": "high",
                      *         "status": "revoked",
-                     *         "created_at": "2026-11-26T17:16:58.180Z",
-                     *         "revoked_at": "2026-11-26T17:17:06.647Z",
+                     *         "created_at": "2026-11-26T17:28:36.622Z",
+                     *         "revoked_at": "2026-11-26T17:28:42.621Z",
                      *         "already_revoked": false,
                      *         "cascade": {
                      *           "keys_revoked": 0,
@@ -5457,7 +5460,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8cc39d665fa74185d37fce348f4b71ae"
+                     *         "request_id": "req_364a9dc87cd194f4306e045431b1fd78"
                      *       }
                      *     }
                      */
@@ -5494,28 +5497,28 @@ export interface operations {
                      *       "data": {
                      *         "principals": [
                      *           {
-                     *             "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *             "kind": "human",
-                     *             "display_name": "owner-a58406e2",
+                     *             "display_name": "owner-1515674e",
                      *             "role": "owner",
-                     *             "created_at": "2026-11-26T17:16:50.554Z",
+                     *             "created_at": "2026-11-26T17:28:34.515Z",
                      *             "memberships": [
                      *               {
-                     *                 "membership_id": "mbr_3607dcac410f9021b837886a53e565aa",
+                     *                 "membership_id": "mbr_0d915e335e03fe5bd5df230c18b9f275",
                      *                 "workspace_id": null,
                      *                 "role": "owner"
                      *               }
                      *             ]
                      *           },
                      *           {
-                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *             "kind": "agent",
                      *             "display_name": "scheduler agent",
                      *             "role": "member",
-                     *             "created_at": "2026-11-26T17:16:58.024Z",
+                     *             "created_at": "2026-11-26T17:28:36.570Z",
                      *             "memberships": [
                      *               {
-                     *                 "membership_id": "mbr_bd52687bee1b4c654689d9c7d65f165f",
+                     *                 "membership_id": "mbr_ac3095786bb829eda7b201251977e022",
                      *                 "workspace_id": null,
                      *                 "role": "member"
                      *               }
@@ -5523,10 +5526,10 @@ export interface operations {
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU4LjAyNFoiLCJwcm5fYjVjODJlOWEyZGI4ZjQ3Y2U5YjU3N2RiN2FhMTkwNjciXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjU3MFoiLCJwcm5fZjg1Y2I1OTg4ZGJiYmM0MWYzZjMwOTNmN2Q3ZTk3MTEiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f17fe0ae00f883cae5fb9d6011230e70"
+                     *         "request_id": "req_002e850f2a0bf5d4b50e678e5a333420"
                      *       }
                      *     }
                      */
@@ -5564,38 +5567,38 @@ export interface operations {
                      *       "data": {
                      *         "events": [
                      *           {
-                     *             "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *             "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
                      *             "kind": "observation.appended",
-                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "resource_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "verified",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:16:56.331Z"
+                     *             "created_at": "2026-11-26T17:28:36.196Z"
                      *           },
                      *           {
-                     *             "id": "evt_f8af8f95de62c5a17e87216cc40ce92b",
+                     *             "id": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874",
                      *             "kind": "observation.appended",
-                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "resource_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "high",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *             "created_at": "2026-11-26T17:28:36.241Z"
                      *           }
                      *         ],
-                     *         "cursor": "evt_f8af8f95de62c5a17e87216cc40ce92b"
+                     *         "cursor": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_13a5c76daaa4e097d228f6fcda215ccb"
+                     *         "request_id": "req_9fd996dd79e946a4d7a2f69f6583e866"
                      *       }
                      *     }
                      */
@@ -5629,21 +5632,21 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *         "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
                      *         "kind": "observation.appended",
-                     *         "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "resource_type": "observation",
-                     *         "resource_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *         "resource_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *         "payload": {
                      *           "subject_id": "user-42",
                      *           "kind": "message",
                      *           "trust": "verified",
                      *           "visibility": "team"
                      *         },
-                     *         "created_at": "2026-11-26T17:16:56.331Z"
+                     *         "created_at": "2026-11-26T17:28:36.196Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6e3104cfdbfc09b2403d77e2389aed35"
+                     *         "request_id": "req_a3de9cc083c1a0a8571c69a299951957"
                      *       }
                      *     }
                      */
@@ -5677,7 +5680,7 @@ export interface operations {
                      *       "data": {
                      *         "webhooks": [
                      *           {
-                     *             "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *             "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
                      *             "url": "https://hooks.example.com/svc-memory",
                      *             "events": [
                      *               "claim.materialized",
@@ -5686,8 +5689,8 @@ export interface operations {
                      *             ],
                      *             "status": "active",
                      *             "failure_count": 0,
-                     *             "created_at": "2026-11-26T17:16:58.851Z",
-                     *             "updated_at": "2026-11-26T17:16:58.851Z",
+                     *             "created_at": "2026-11-26T17:28:36.893Z",
+                     *             "updated_at": "2026-11-26T17:28:36.893Z",
                      *             "signing": {
                      *               "header": "X-Svc-Signature",
                      *               "algorithm": "HMAC-SHA256",
@@ -5696,15 +5699,15 @@ export interface operations {
                      *             }
                      *           },
                      *           {
-                     *             "webhook_id": "whk_8b518d047fece1104a1df48e66cc3e8e",
+                     *             "webhook_id": "whk_9951cc228486691f0e65f24d15d1e97b",
                      *             "url": "http://127.0.0.1:9/hook",
                      *             "events": [
                      *               "*"
                      *             ],
                      *             "status": "active",
                      *             "failure_count": 0,
-                     *             "created_at": "2026-11-26T17:16:58.925Z",
-                     *             "updated_at": "2026-11-26T17:16:58.925Z",
+                     *             "created_at": "2026-11-26T17:28:36.907Z",
+                     *             "updated_at": "2026-11-26T17:28:36.907Z",
                      *             "signing": {
                      *               "header": "X-Svc-Signature",
                      *               "algorithm": "HMAC-SHA256",
@@ -5715,7 +5718,7 @@ export interface operations {
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6e1ea3d3015c61c522d4f5c7a6d0cd6d"
+                     *         "request_id": "req_7995855017ad3558bf1a1020376ba528"
                      *       }
                      *     }
                      */
@@ -5755,7 +5758,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *         "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5764,8 +5767,8 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T17:16:58.851Z",
-                     *         "updated_at": "2026-11-26T17:16:58.851Z",
+                     *         "created_at": "2026-11-26T17:28:36.893Z",
+                     *         "updated_at": "2026-11-26T17:28:36.893Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5774,7 +5777,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cb4e9d31b896b18fd2709b4c1cf6602c"
+                     *         "request_id": "req_4144323b85a7ed6a379bf1900857b4d1"
                      *       }
                      *     }
                      */
@@ -5808,12 +5811,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_8b518d047fece1104a1df48e66cc3e8e",
+                     *         "webhook_id": "whk_9951cc228486691f0e65f24d15d1e97b",
                      *         "deleted": true,
                      *         "deliveries_removed": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_af3eda10b9b9df98d952c2da9081abfc"
+                     *         "request_id": "req_534c80698b1e749f26ebc9976ed43d5b"
                      *       }
                      *     }
                      */
@@ -5847,7 +5850,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *         "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5856,8 +5859,8 @@ export interface operations {
                      *         ],
                      *         "status": "paused",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T17:16:58.851Z",
-                     *         "updated_at": "2026-11-26T17:16:59.169Z",
+                     *         "created_at": "2026-11-26T17:28:36.893Z",
+                     *         "updated_at": "2026-11-26T17:28:36.983Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5866,7 +5869,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f930730c0d9a53829a1ae806c058cc46"
+                     *         "request_id": "req_38b7c085b62dac8bac964f1ac3985bbd"
                      *       }
                      *     }
                      */
@@ -5900,7 +5903,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_7c2400e596008ad6e39ef6fda1c1c8fe",
+                     *         "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5909,8 +5912,8 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T17:16:58.851Z",
-                     *         "updated_at": "2026-11-26T17:16:59.207Z",
+                     *         "created_at": "2026-11-26T17:28:36.893Z",
+                     *         "updated_at": "2026-11-26T17:28:36.996Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5919,7 +5922,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cb075245e7742b048723dd2dfd61ab5e"
+                     *         "request_id": "req_d2258a054411aa9dd15548c98ccd4ee5"
                      *       }
                      *     }
                      */
@@ -5958,21 +5961,22 @@ export interface operations {
                      *       "data": {
                      *         "deliveries": [
                      *           {
-                     *             "id": "dlv_beb1990e3eb4878f47a4bdd00d73021e",
-                     *             "event_id": "evt_b5b48fd368613f70553aed8761500d1d",
+                     *             "id": "dlv_85a8529a78fbb5dab9bf8b852f67187e",
+                     *             "event_id": "evt_e0d62859fffa309b3c2374c271c53ade",
                      *             "status": "failed",
                      *             "attempts": 5,
-                     *             "last_attempt_at": "2026-11-26T17:17:03.106Z",
+                     *             "last_attempt_at": "2026-11-26T17:28:40.969Z",
                      *             "next_retry_at": null,
                      *             "response_status": null,
-                     *             "created_at": "2026-11-26T17:16:59.011Z"
+                     *             "failure_reason": "attempts_exhausted",
+                     *             "created_at": "2026-11-26T17:28:36.935Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_dadbe62adc03422d0b4f8f4228107260"
+                     *         "request_id": "req_c45d4f6834193a4c78c7baa157c88048"
                      *       }
                      *     }
                      */
@@ -6007,17 +6011,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "dlv_beb1990e3eb4878f47a4bdd00d73021e",
-                     *         "event_id": "evt_b5b48fd368613f70553aed8761500d1d",
+                     *         "id": "dlv_85a8529a78fbb5dab9bf8b852f67187e",
+                     *         "event_id": "evt_e0d62859fffa309b3c2374c271c53ade",
                      *         "status": "pending",
                      *         "attempts": 5,
-                     *         "last_attempt_at": "2026-11-26T17:17:03.106Z",
-                     *         "next_retry_at": "2026-11-26T17:17:03.482Z",
+                     *         "last_attempt_at": "2026-11-26T17:28:40.969Z",
+                     *         "next_retry_at": "2026-11-26T17:28:41.077Z",
                      *         "response_status": null,
-                     *         "created_at": "2026-11-26T17:16:59.011Z"
+                     *         "failure_reason": null,
+                     *         "created_at": "2026-11-26T17:28:36.935Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9ede8c895a582bf62bc23681bf973cb1"
+                     *         "request_id": "req_593003ddf2f9e61a15376245371ae822"
                      *       }
                      *     }
                      */
@@ -6059,11 +6064,11 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "events_drained": 13,
-                     *         "cursor": "WyJldnRfYjViNDhmZDM2ODYxM2Y3MDU1M2FlZDg3NjE1MDBkMWQiXQ",
+                     *         "cursor": "WyJldnRfZTBkNjI4NTlmZmZhMzA5YjNjMjM3NGMyNzFjNTNhZGUiXQ",
                      *         "pending_deliveries": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d24d1f9da2722c7028138083efd7fcd9"
+                     *         "request_id": "req_d1d800fc3bf1e27ed378b1ee5ceeed9e"
                      *       }
                      *     }
                      */
@@ -6100,17 +6105,17 @@ export interface operations {
                      *       "data": {
                      *         "workspaces": [
                      *           {
-                     *             "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *             "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
                      *             "name": "Customer success",
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:17:03.571Z"
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:41.112Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b70efbf009ebd30fd9790fbcd6bca818"
+                     *         "request_id": "req_0aa547829c3d5252ffbd4a9c7933409a"
                      *       }
                      *     }
                      */
@@ -6148,13 +6153,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *         "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
                      *         "name": "Customer success",
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:03.571Z"
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.112Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c798af14c9269dea47477259e3832114"
+                     *         "request_id": "req_2012db086a6041bea899f345e1b19230"
                      *       }
                      *     }
                      */
@@ -6192,27 +6197,27 @@ export interface operations {
                      *       "data": {
                      *         "memberships": [
                      *           {
-                     *             "membership_id": "mbr_31e3b829d92e471a88824abc15e72dd8",
-                     *             "principal_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *             "membership_id": "mbr_7113aaff83265e97f0aaa30593d36857",
+                     *             "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
                      *             "role": "owner",
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:17:03.571Z"
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:41.112Z"
                      *           },
                      *           {
-                     *             "membership_id": "mbr_39f15768e9ba12c654a6e8515590f447",
-                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
-                     *             "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *             "membership_id": "mbr_f92d9a455e53901c19e55d1a09860b5f",
+                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *             "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
                      *             "role": "member",
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:17:03.622Z"
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:41.141Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3fb3098af4e96a1951d2da053f0a33a2"
+                     *         "request_id": "req_665a1cbbc1572baa61db593f2dcd095a"
                      *       }
                      *     }
                      */
@@ -6253,15 +6258,15 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "membership_id": "mbr_39f15768e9ba12c654a6e8515590f447",
-                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
-                     *         "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *         "membership_id": "mbr_f92d9a455e53901c19e55d1a09860b5f",
+                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
                      *         "role": "member",
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:03.622Z"
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.141Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d6a5ff205eee1add57e4cb2f8bb989ef"
+                     *         "request_id": "req_fe5c9508d5050a6bf85cd67c671e3041"
                      *       }
                      *     }
                      */
@@ -6295,21 +6300,21 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "membership_id": "mbr_39f15768e9ba12c654a6e8515590f447",
-                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
-                     *         "workspace_id": "wsp_4ecf0559238676dae453b65b2652c5db",
+                     *         "membership_id": "mbr_f92d9a455e53901c19e55d1a09860b5f",
+                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
                      *         "role": "member",
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:03.622Z",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.141Z",
                      *         "removed": true,
-                     *         "removed_at": "2026-11-26T17:17:06.399Z",
+                     *         "removed_at": "2026-11-26T17:28:42.507Z",
                      *         "keys_revoked": 0,
                      *         "grants_revoked": 0,
                      *         "webhooks_disabled": 0,
                      *         "accounts_disabled": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8610f7e5aa19ea72a4ac44bde9f8d04c"
+                     *         "request_id": "req_f35ab3b78c45f413ac56a08f96c4d98b"
                      *       }
                      *     }
                      */
@@ -6346,16 +6351,16 @@ export interface operations {
                      *       "data": {
                      *         "projects": [
                      *           {
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *             "reference": "onboarding",
-                     *             "created_at": "2026-11-26T17:16:55.768Z"
+                     *             "created_at": "2026-11-26T17:28:36.147Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8cba205c7997c46e7cb8c1177ed6e5f9"
+                     *         "request_id": "req_f3794ecf485f06d6352002c4c42ff0fc"
                      *       }
                      *     }
                      */
@@ -6392,33 +6397,33 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *         "reference": "onboarding",
                      *         "references": [
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T17:16:56.332Z"
+                     *             "created_at": "2026-11-26T17:28:36.197Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *             "created_at": "2026-11-26T17:28:36.241Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "id": "obs_8b026278614eaf74b6146872cec69657",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T17:16:56.556Z"
+                     *             "created_at": "2026-11-26T17:28:36.268Z"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU2LjU1NloiLCJvYnNfNzEwN2I3ZGUxM2NmY2VkZWY5YzIyYmY1NzNhNzVkNzgiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjI2OFoiLCJvYnNfOGIwMjYyNzg2MTRlYWY3NGI2MTQ2ODcyY2VjNjk2NTciXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cd51bd30fa25e3286d086d29958966c0"
+                     *         "request_id": "req_4d32b35e829ca03886de5af6d96cc888"
                      *       }
                      *     }
                      */
@@ -6465,7 +6470,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9561a8e4de0f97ec5489c47273cb5644"
+                     *         "request_id": "req_16b70b40dbc5e110286719f002a18a91"
                      *       }
                      *     }
                      */
@@ -6510,28 +6515,28 @@ export interface operations {
                      *         "references": [
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_715ab1519e69432ffabf24d3d6967daf",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
-                     *             "created_at": "2026-11-26T17:16:56.332Z"
+                     *             "id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "created_at": "2026-11-26T17:28:36.197Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_71024d78c6f1f41e26e727365b8fce8e",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
-                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *             "id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "created_at": "2026-11-26T17:28:36.241Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_7107b7de13cfcedef9c22bf573a75d78",
-                     *             "project_id": "prj_714538970b8dce31aaf957e430c5acec",
-                     *             "created_at": "2026-11-26T17:16:56.556Z"
+                     *             "id": "obs_8b026278614eaf74b6146872cec69657",
+                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "created_at": "2026-11-26T17:28:36.268Z"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjE2OjU2LjU1NloiLCJvYnNfNzEwN2I3ZGUxM2NmY2VkZWY5YzIyYmY1NzNhNzVkNzgiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjI2OFoiLCJvYnNfOGIwMjYyNzg2MTRlYWY3NGI2MTQ2ODcyY2VjNjk2NTciXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9704e673bee113010e755909f98a9007"
+                     *         "request_id": "req_18806b031d1978d01382355436e88fd8"
                      *       }
                      *     }
                      */
@@ -6568,8 +6573,8 @@ export interface operations {
                      *       "data": {
                      *         "grants": [
                      *           {
-                     *             "grant_id": "grt_b8bc661daadd90b9b6c9128836a4862e",
-                     *             "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *             "grant_id": "grt_4e58f98c8f23cc51d28dc79032f5cd00",
+                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *             "target": {
                      *               "type": "subject",
                      *               "id": "user-42"
@@ -6578,9 +6583,9 @@ export interface operations {
                      *               "read"
                      *             ],
                      *             "status": "active",
-                     *             "granted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "granted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *             "delegated_from": null,
-                     *             "created_at": "2026-11-26T17:17:03.719Z",
+                     *             "created_at": "2026-11-26T17:28:41.224Z",
                      *             "revoked_at": null
                      *           }
                      *         ],
@@ -6588,7 +6593,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9fbceeedade070e7143f3e66d84f0381"
+                     *         "request_id": "req_1a740e43bbe8c14df2297629a0957e45"
                      *       }
                      *     }
                      */
@@ -6637,8 +6642,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "grant_id": "grt_b8bc661daadd90b9b6c9128836a4862e",
-                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "grant_id": "grt_4e58f98c8f23cc51d28dc79032f5cd00",
+                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *         "target": {
                      *           "type": "subject",
                      *           "id": "user-42"
@@ -6647,13 +6652,13 @@ export interface operations {
                      *           "read"
                      *         ],
                      *         "status": "active",
-                     *         "granted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "granted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "delegated_from": null,
-                     *         "created_at": "2026-11-26T17:17:03.719Z",
+                     *         "created_at": "2026-11-26T17:28:41.224Z",
                      *         "revoked_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c8dc6383a83ceb98c44d3013cc60fe89"
+                     *         "request_id": "req_36657e713804b481787632652af8babb"
                      *       }
                      *     }
                      */
@@ -6687,8 +6692,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "grant_id": "grt_b8bc661daadd90b9b6c9128836a4862e",
-                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "grant_id": "grt_4e58f98c8f23cc51d28dc79032f5cd00",
+                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *         "target": {
                      *           "type": "subject",
                      *           "id": "user-42"
@@ -6697,15 +6702,15 @@ export interface operations {
                      *           "read"
                      *         ],
                      *         "status": "revoked",
-                     *         "granted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "granted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "delegated_from": null,
-                     *         "created_at": "2026-11-26T17:17:03.719Z",
-                     *         "revoked_at": "2026-11-26T17:17:06.359Z",
+                     *         "created_at": "2026-11-26T17:28:41.224Z",
+                     *         "revoked_at": "2026-11-26T17:28:42.495Z",
                      *         "already_revoked": false,
                      *         "delegated_revoked": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d2278d40a786f911e498ce0a7d150d94"
+                     *         "request_id": "req_34bb04830aced2c14dc0ea2aa848ce10"
                      *       }
                      *     }
                      */
@@ -6748,11 +6753,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "principal_id": "prn_b5c82e9a2db8f47ce9b577db7aa19067",
+                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
                      *         "action": "read",
                      *         "target": {
                      *           "type": "claim",
-                     *           "id": "claim_71f44f5870feddd268f5edee0f3d1710"
+                     *           "id": "claim_8b3dcab2b6a2723000ebb609637b605d"
                      *         },
                      *         "gates": {
                      *           "role": {
@@ -6768,7 +6773,7 @@ export interface operations {
                      *           "grant": {
                      *             "passed": true,
                      *             "grant_ids": [
-                     *               "grt_b8bc661daadd90b9b6c9128836a4862e"
+                     *               "grt_4e58f98c8f23cc51d28dc79032f5cd00"
                      *             ]
                      *           }
                      *         },
@@ -6776,7 +6781,7 @@ export interface operations {
                      *         "note": "Key scopes are checked per route and are not part of this simulation."
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_038a1b49109336bba8cd3b4390bf0f16"
+                     *         "request_id": "req_9287326be638833e05e8da28742dd9cd"
                      *       }
                      *     }
                      */
@@ -6817,60 +6822,60 @@ export interface operations {
                      *         "content": [
                      *           {
                      *             "type": "text",
-                     *             "text": "{\"items\":[{\"claim_id\":\"claim_71f44f5870feddd268f5edee0f3d1710\",\"subject_id\":\"user-42\",\"project_id\":\"prj_714538970b8dce31aaf957e430c5acec\",\"kind\":\"preference\",\"statement\":\"Prefers tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:16:56.673Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_715ab1519e69432ffabf24d3d6967daf\",\"relation\":\"supports\"},{\"observation_id\":\"obs_71024d78c6f1f41e26e727365b8fce8e\",\"relation\":\"qualifies\"}],\"created_at\":\"2026-11-26T17:16:56.673Z\",\"updated_at\":\"2026-11-26T17:16:56.673Z\"},{\"claim_id\":\"claim_7101a547a6d519aff7c45a1672bdeb51\",\"subject_id\":\"user-42\",\"project_id\":\"prj_714538970b8dce31aaf957e430c5acec\",\"kind\":\"preference\",\"statement\":\"Prefers green tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:16:57.380Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_715ab1519e69432ffabf24d3d6967daf\",\"relation\":\"supports\"}],\"created_at\":\"2026-11-26T17:16:57.380Z\",\"updated_at\":\"2026-11-26T17:16:57.380Z\"}],\"has_more\":false,\"next_cursor\":null}"
+                     *             "text": "{\"items\":[{\"claim_id\":\"claim_8b3dcab2b6a2723000ebb609637b605d\",\"subject_id\":\"user-42\",\"project_id\":\"prj_8b6c371a45ddc9634d61c98bc9214a64\",\"kind\":\"preference\",\"statement\":\"Prefers tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:28:36.290Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_8b23df61b12fb49b31aeaf88aaf1886a\",\"relation\":\"supports\"},{\"observation_id\":\"obs_8b012a63af3e20adbcba81056e27db21\",\"relation\":\"qualifies\"}],\"created_at\":\"2026-11-26T17:28:36.290Z\",\"updated_at\":\"2026-11-26T17:28:36.290Z\"},{\"claim_id\":\"claim_8b010a6958a1f75e477deed1c0ed4948\",\"subject_id\":\"user-42\",\"project_id\":\"prj_8b6c371a45ddc9634d61c98bc9214a64\",\"kind\":\"preference\",\"statement\":\"Prefers green tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:28:36.344Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_8b23df61b12fb49b31aeaf88aaf1886a\",\"relation\":\"supports\"}],\"created_at\":\"2026-11-26T17:28:36.344Z\",\"updated_at\":\"2026-11-26T17:28:36.344Z\"}],\"has_more\":false,\"next_cursor\":null}"
                      *           }
                      *         ],
                      *         "structuredContent": {
                      *           "items": [
                      *             {
-                     *               "claim_id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *               "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *               "subject_id": "user-42",
-                     *               "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *               "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *               "kind": "preference",
                      *               "statement": "Prefers tea in the morning",
                      *               "status": "active",
                      *               "visibility": "team",
                      *               "trust": "verified",
                      *               "version": 1,
-                     *               "valid_from": "2026-11-26T17:16:56.673Z",
+                     *               "valid_from": "2026-11-26T17:28:36.290Z",
                      *               "valid_to": null,
                      *               "superseded_by": null,
                      *               "disputes": [],
                      *               "sources": [
                      *                 {
-                     *                   "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                   "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *                   "relation": "supports"
                      *                 },
                      *                 {
-                     *                   "observation_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *                   "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *                   "relation": "qualifies"
                      *                 }
                      *               ],
-                     *               "created_at": "2026-11-26T17:16:56.673Z",
-                     *               "updated_at": "2026-11-26T17:16:56.673Z"
+                     *               "created_at": "2026-11-26T17:28:36.290Z",
+                     *               "updated_at": "2026-11-26T17:28:36.290Z"
                      *             },
                      *             {
-                     *               "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *               "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *               "subject_id": "user-42",
-                     *               "project_id": "prj_714538970b8dce31aaf957e430c5acec",
+                     *               "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
                      *               "kind": "preference",
                      *               "statement": "Prefers green tea in the morning",
                      *               "status": "active",
                      *               "visibility": "team",
                      *               "trust": "verified",
                      *               "version": 1,
-                     *               "valid_from": "2026-11-26T17:16:57.380Z",
+                     *               "valid_from": "2026-11-26T17:28:36.344Z",
                      *               "valid_to": null,
                      *               "superseded_by": null,
                      *               "disputes": [],
                      *               "sources": [
                      *                 {
-                     *                   "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                   "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *                   "relation": "supports"
                      *                 }
                      *               ],
-                     *               "created_at": "2026-11-26T17:16:57.380Z",
-                     *               "updated_at": "2026-11-26T17:16:57.380Z"
+                     *               "created_at": "2026-11-26T17:28:36.344Z",
+                     *               "updated_at": "2026-11-26T17:28:36.344Z"
                      *             }
                      *           ],
                      *           "has_more": false,
@@ -6922,10 +6927,10 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example {"type":"svc.export.header","format_version":1,"import_order":["projects","observations","claims"],"filters":{"type":null,"limit":3,"after":null},"records":3,"has_more":true,"next_after":"WyJvYnNlcnZhdGlvbnMiLCJvYnNfNzEwMjRkNzhjNmYxZjQxZTI2ZTcyNzM2NWI4ZmNlOGUiXQ","exported_at":"2026-11-26T17:17:03.823Z"}
-                     *     {"type":"project","project_id":"prj_714538970b8dce31aaf957e430c5acec","reference":"onboarding","created_by":"prn_3f358c33e882e768f0873ad2124619b0","created_at":"2026-11-26T17:16:55.768Z","workspace_id":null,"workspace_name":null}
-                     *     {"type":"observation","observation_id":"obs_715ab1519e69432ffabf24d3d6967daf","subject_id":"user-42","project_id":"prj_714538970b8dce31aaf957e430c5acec","kind":"message","content":"I prefer tea in the morning, green if there is any.","content_hash":"sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc","source":{"type":"chat","ref":"msg-981"},"trust":"verified","visibility":"team","author_id":"prn_3f358c33e882e768f0873ad2124619b0","created_at":"2026-11-26T17:16:56.332Z","purged":false,"purged_at":null}
-                     *     {"type":"observation","observation_id":"obs_71024d78c6f1f41e26e727365b8fce8e","subject_id":"user-42","project_id":"prj_714538970b8dce31aaf957e430c5acec","kind":"message","content":"Coffee after lunch is fine, but never before noon.","content_hash":"sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac","source":{"type":"chat","ref":"msg-1022"},"trust":"high","visibility":"team","author_id":"prn_3f358c33e882e768f0873ad2124619b0","created_at":"2026-11-26T17:16:56.500Z","purged":false,"purged_at":null}
+                     * @example {"type":"svc.export.header","format_version":1,"import_order":["projects","observations","claims"],"filters":{"type":null,"limit":3,"after":null},"records":3,"has_more":true,"next_after":"WyJvYnNlcnZhdGlvbnMiLCJvYnNfOGIwMTJhNjNhZjNlMjBhZGJjYmE4MTA1NmUyN2RiMjEiXQ","exported_at":"2026-11-26T17:28:41.271Z"}
+                     *     {"type":"project","project_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","reference":"onboarding","created_by":"prn_8def1ed765899bacabbf4dc7d7747961","created_at":"2026-11-26T17:28:36.147Z","workspace_id":null,"workspace_name":null}
+                     *     {"type":"observation","observation_id":"obs_8b23df61b12fb49b31aeaf88aaf1886a","subject_id":"user-42","project_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","kind":"message","content":"I prefer tea in the morning, green if there is any.","content_hash":"sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc","source":{"type":"chat","ref":"msg-981"},"trust":"verified","visibility":"team","author_id":"prn_8def1ed765899bacabbf4dc7d7747961","created_at":"2026-11-26T17:28:36.197Z","purged":false,"purged_at":null}
+                     *     {"type":"observation","observation_id":"obs_8b012a63af3e20adbcba81056e27db21","subject_id":"user-42","project_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","kind":"message","content":"Coffee after lunch is fine, but never before noon.","content_hash":"sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac","source":{"type":"chat","ref":"msg-1022"},"trust":"high","visibility":"team","author_id":"prn_8def1ed765899bacabbf4dc7d7747961","created_at":"2026-11-26T17:28:36.241Z","purged":false,"purged_at":null}
                      */
                     "application/x-ndjson": string;
                 };
@@ -6970,7 +6975,7 @@ export interface operations {
                      *         "workspaces_created": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_78e101c49bd81ab73c7bf29255b6c4a4"
+                     *         "request_id": "req_d04eb9bd2d51bd421e3da532333a9513"
                      *       }
                      *     }
                      */
@@ -7003,7 +7008,7 @@ export interface operations {
                      *         "workspaces_created": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_99e143048010dca4a259b52c3567c8d4"
+                     *         "request_id": "req_094e44416aab37756b6c252d5dcf8ebc"
                      *       }
                      *     }
                      */
@@ -7041,42 +7046,42 @@ export interface operations {
                      *       "data": {
                      *         "entries": [
                      *           {
-                     *             "id": "aud_be3706ba881cea8a1ed487a876d470e3",
+                     *             "id": "aud_4a79f9a9b88a3441caf41daf3322860c",
                      *             "action": "observation.purged",
-                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "key_id": "key_253af7528cb106994535fb7d7fe624df",
+                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
-                     *             "request_id": "req_ac294a13e63c547051bae0f0c72a4752",
+                     *             "resource_id": "obs_8b026278614eaf74b6146872cec69657",
+                     *             "request_id": "req_289f857ae9e8a3e8dac0c45752b71d79",
                      *             "metadata": {
                      *               "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
                      *               "already_purged": false
                      *             },
-                     *             "created_at": "2026-11-26T17:17:06.571Z",
-                     *             "prev_hash": "2e7b4082daee8d3a6445a8d5323c61ad6802821a7fd8c1701d873abab3b10244",
-                     *             "entry_hash": "ce1cd2fdb2d13dd5d6aa07db31e97020103589a5d7df8e0599937aa7bb178177"
+                     *             "created_at": "2026-11-26T17:28:42.591Z",
+                     *             "prev_hash": "92ea41a721072fb3632ec2e28c09d7d95a044e45ab2b7b6b7da015ec0ec1e55b",
+                     *             "entry_hash": "12875117fc9c82bf508bc74c0cffb660c8e9aa8e9ad969bca37a0d942c49fe4f"
                      *           },
                      *           {
-                     *             "id": "aud_f7aff66c1848c842063b5498e3f40d13",
+                     *             "id": "aud_b74a200b54999a09f3f5b879110e9404",
                      *             "action": "claim.revoked",
-                     *             "actor_id": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "key_id": "key_253af7528cb106994535fb7d7fe624df",
+                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
                      *             "resource_type": "claim",
-                     *             "resource_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
-                     *             "request_id": "req_cb1618b9a5d34fb2868f86c8682ce71d",
+                     *             "resource_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *             "request_id": "req_68c94404f90bf17a6d87db0d878c83b6",
                      *             "metadata": {
                      *               "reason": "Recorded for the wrong customer."
                      *             },
-                     *             "created_at": "2026-11-26T17:17:06.504Z",
-                     *             "prev_hash": "871c80450fb436fc3f6bb29b9123aab12dbfaf9e9a5650f6eb5de92059794205",
-                     *             "entry_hash": "2e7b4082daee8d3a6445a8d5323c61ad6802821a7fd8c1701d873abab3b10244"
+                     *             "created_at": "2026-11-26T17:28:42.565Z",
+                     *             "prev_hash": "ff225f289887c5ba9d3f9cbe3e1f988a78d2817d6b3ced2e63374437d44682ed",
+                     *             "entry_hash": "92ea41a721072fb3632ec2e28c09d7d95a044e45ab2b7b6b7da015ec0ec1e55b"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "cursor": "aud_f7aff66c1848c842063b5498e3f40d13"
+                     *         "cursor": "aud_b74a200b54999a09f3f5b879110e9404"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4ed2909bf964e19a0d093ce22694be25"
+                     *         "request_id": "req_8d38158635a4830aa77286cdbb27f4f6"
                      *       }
                      *     }
                      */
@@ -7109,10 +7114,10 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example {"type":"svc.audit.header","format_version":1,"filters":{"after":null,"limit":3},"entries":3,"has_more":true,"next_after":"aud_21d37dbd16a544f387d8a94082d284cc","exported_at":"2026-11-26T17:17:06.630Z","chain":{"algorithm":"sha256","entry_hash":"sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))","canonical_json":"JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)","genesis_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","start_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","verify":"Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry."}}
-                     *     {"type":"svc.audit.entry","id":"aud_ee04e0fe5c622affc64ed2c0ff84d174","action":"organization.bootstrapped","actor_id":"prn_3f358c33e882e768f0873ad2124619b0","key_id":null,"resource_type":"organization","resource_id":"org_71180795609b041e1eab7b9978180f64","request_id":null,"metadata":{},"created_at":"2026-11-26T17:16:50.559Z","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","entry_hash":"ceafcf6d50b64bff1b1c9a25b7dacfd37bcbc83ff63f37f45ef8c9252cd13568"}
-                     *     {"type":"svc.audit.entry","id":"aud_16ffe4484605a74b7e9be08e217a4d9b","action":"key.created","actor_id":"prn_3f358c33e882e768f0873ad2124619b0","key_id":null,"resource_type":"key","resource_id":"key_253af7528cb106994535fb7d7fe624df","request_id":null,"metadata":{"scopes":["*"],"max_trust":"verified"},"created_at":"2026-11-26T17:16:50.559Z","prev_hash":"ceafcf6d50b64bff1b1c9a25b7dacfd37bcbc83ff63f37f45ef8c9252cd13568","entry_hash":"4fde61167ce07139600f56db1b06b4f24fa58a08760e601fef66054f52dd19fe"}
-                     *     {"type":"svc.audit.entry","id":"aud_21d37dbd16a544f387d8a94082d284cc","action":"project.created","actor_id":"prn_3f358c33e882e768f0873ad2124619b0","key_id":"key_253af7528cb106994535fb7d7fe624df","resource_type":"project","resource_id":"prj_714538970b8dce31aaf957e430c5acec","request_id":"req_455e288ecf1aa9b1d09690f0a22762da","metadata":{},"created_at":"2026-11-26T17:16:55.767Z","prev_hash":"4fde61167ce07139600f56db1b06b4f24fa58a08760e601fef66054f52dd19fe","entry_hash":"44e4f42fe490114863f0ca97c2fa2d75c311ed886b7a8ee6e382519f54039379"}
+                     * @example {"type":"svc.audit.header","format_version":1,"filters":{"after":null,"limit":3},"entries":3,"has_more":true,"next_after":"aud_21af618fd91902a379729ce240bd5392","exported_at":"2026-11-26T17:28:42.613Z","chain":{"algorithm":"sha256","entry_hash":"sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))","canonical_json":"JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)","genesis_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","start_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","verify":"Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry."}}
+                     *     {"type":"svc.audit.entry","id":"aud_f34e6f19f1913dd0e5cbdb429311c408","action":"organization.bootstrapped","actor_id":"prn_8def1ed765899bacabbf4dc7d7747961","key_id":null,"resource_type":"organization","resource_id":"org_8b83868a2da2353c9508e3e705d068f5","request_id":null,"metadata":{},"created_at":"2026-11-26T17:28:34.516Z","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","entry_hash":"9b12460a0b2de48f707a02b9b0d2fb2bb5684bc3f026e9902e0719119e9ab4e0"}
+                     *     {"type":"svc.audit.entry","id":"aud_d1b5c66a95fc2f920cb4ed47c0aedea6","action":"key.created","actor_id":"prn_8def1ed765899bacabbf4dc7d7747961","key_id":null,"resource_type":"key","resource_id":"key_4fc9e29b4e2f9e2e854b69816b91bf4d","request_id":null,"metadata":{"scopes":["*"],"max_trust":"verified"},"created_at":"2026-11-26T17:28:34.516Z","prev_hash":"9b12460a0b2de48f707a02b9b0d2fb2bb5684bc3f026e9902e0719119e9ab4e0","entry_hash":"33065648a73e0252b616272329a21bc68344e61dcf2a168e5e7a541d7fe710ad"}
+                     *     {"type":"svc.audit.entry","id":"aud_21af618fd91902a379729ce240bd5392","action":"project.created","actor_id":"prn_8def1ed765899bacabbf4dc7d7747961","key_id":"key_4fc9e29b4e2f9e2e854b69816b91bf4d","resource_type":"project","resource_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","request_id":"req_880dd7f53e74bfcb98bc16848e41e279","metadata":{},"created_at":"2026-11-26T17:28:36.146Z","prev_hash":"33065648a73e0252b616272329a21bc68344e61dcf2a168e5e7a541d7fe710ad","entry_hash":"3cf4114c701db092a11e6a94140a2cc8194323d5948bbc0ddfc28d2e763922ee"}
                      */
                     "application/x-ndjson": string;
                 };
@@ -7139,14 +7144,14 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_fcf1e754ca4453af993e9934f6628209b7c4af9b696465eb68830979c643e397",
-                     *         "session_id": "sess_7b466e2e1939447eee7e2bfe2364dfdf",
+                     *         "session_token": "svc_sk_67fd084cb6c89a8210209d06987eafad0ef7f2af89689788c9eb803dbb52d085",
+                     *         "session_id": "sess_8cf721d44a5f58d94ab06848945dacc8",
                      *         "stage": "password_change",
-                     *         "expires_at": "2026-11-26T17:32:05.627Z",
-                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb"
+                     *         "expires_at": "2026-11-26T17:43:42.106Z",
+                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_449a0da032fae0e71ffd6798ea2af6ee"
+                     *         "request_id": "req_604f73411124e5a7679cd70ff95de8d7"
                      *       }
                      *     }
                      */
@@ -7187,18 +7192,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb",
-                     *         "principal_id": "prn_06c0b0b647cc023ca5a49bba86e39f5d",
+                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e",
+                     *         "principal_id": "prn_538df0fc1600623e2145d6698fd0f75c",
                      *         "username": "dana",
                      *         "display_name": "Dana Whitfield",
                      *         "role": "admin",
                      *         "has_passkey": false,
-                     *         "created_at": "2026-11-26T17:17:05.515Z",
+                     *         "created_at": "2026-11-26T17:28:42.057Z",
                      *         "password_changed_at": null,
-                     *         "temporary_password": "zZsDfEjmXUhP7648Q3qMzknA"
+                     *         "temporary_password": "QQzsWzqrE9DfA8MbxBdXRyCw"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7d3a9b5770d8391c800f74288c44d1f7"
+                     *         "request_id": "req_7807f56be7fea4ed60a9eefee9c0a0ae"
                      *       }
                      *     }
                      */
@@ -7237,17 +7242,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb",
-                     *         "principal_id": "prn_06c0b0b647cc023ca5a49bba86e39f5d",
+                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e",
+                     *         "principal_id": "prn_538df0fc1600623e2145d6698fd0f75c",
                      *         "username": "dana",
                      *         "display_name": "Dana Whitfield",
                      *         "role": "admin",
                      *         "has_passkey": false,
-                     *         "created_at": "2026-11-26T17:17:05.515Z",
-                     *         "password_changed_at": "2026-11-26T17:17:05.728Z"
+                     *         "created_at": "2026-11-26T17:28:42.057Z",
+                     *         "password_changed_at": "2026-11-26T17:28:42.163Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cf6d22f09e93d98d57825a98460cb4a5"
+                     *         "request_id": "req_36d243e4b717b3cf5a60af31778dceba"
                      *       }
                      *     }
                      */
@@ -7280,13 +7285,13 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "options": {
-                     *           "challenge": "ZAXtaPigUpHaYOOckDkZtJbWTWRsKRQMbe2PfOoPB0I",
+                     *           "challenge": "yV6bE_tkKd90u27tdxoTtNpNd6VT5BFoYhP42x_bGvQ",
                      *           "rp": {
                      *             "name": "svc-memory",
                      *             "id": "localhost"
                      *           },
                      *           "user": {
-                     *             "id": "YWNjdF9kNGQyODU2NmQyNWM5NDM1NjViMWJjMzJkYmQwZWJkYg",
+                     *             "id": "YWNjdF9hYjgxZmZiZjg2YmEzODBkNTRiNWUxMjI3MDhhZGQ4ZQ",
                      *             "name": "dana",
                      *             "displayName": "Dana Whitfield"
                      *           },
@@ -7315,7 +7320,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_96b4f8f023059261179689625ae76f80"
+                     *         "request_id": "req_42f4221ecc8a4c75bc18aa96b8cbe285"
                      *       }
                      *     }
                      */
@@ -7349,9 +7354,9 @@ export interface operations {
                      *       "data": {
                      *         "passkeys": [
                      *           {
-                     *             "passkey_id": "pk_f0db6166743511c75af60f89af9a9b74",
+                     *             "passkey_id": "pk_d17844bda80a4899a06c0f4cbf2a3bd3",
                      *             "name": "MacBook Touch ID",
-                     *             "created_at": "2026-11-26T17:17:05.878Z",
+                     *             "created_at": "2026-11-26T17:28:42.242Z",
                      *             "last_used_at": null,
                      *             "transports": [
                      *               "internal"
@@ -7360,7 +7365,7 @@ export interface operations {
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4495e9b3f29fe0f992096bc91a2150f2"
+                     *         "request_id": "req_973e44cbc2c5bda9e1819057fa89aa43"
                      *       }
                      *     }
                      */
@@ -7419,26 +7424,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "passkey_id": "pk_f0db6166743511c75af60f89af9a9b74",
+                     *         "passkey_id": "pk_d17844bda80a4899a06c0f4cbf2a3bd3",
                      *         "name": "MacBook Touch ID",
-                     *         "created_at": "2026-11-26T17:17:05.878Z",
+                     *         "created_at": "2026-11-26T17:28:42.242Z",
                      *         "last_used_at": null,
                      *         "transports": [
                      *           "internal"
                      *         ],
                      *         "recovery_codes": [
-                     *           "ehfk3-avv4h",
-                     *           "7pptb-h4v6i",
-                     *           "doh4v-45unw",
-                     *           "beb36-2oq52",
-                     *           "wenzc-gecrv",
-                     *           "uyhvr-mkgps",
-                     *           "kgbhf-cn2cd",
-                     *           "6aebs-hs64i"
+                     *           "3d674-rlniz",
+                     *           "3im7e-wokjf",
+                     *           "27dp6-5r3oe",
+                     *           "xml6n-ufn3e",
+                     *           "szcjh-njmgi",
+                     *           "rqnvh-ndljc",
+                     *           "mre7o-yboro",
+                     *           "cmxlr-7vhlw"
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_116c618a45132e44c426d79bb31c50b9"
+                     *         "request_id": "req_6f2b362a97c5e5cfc35399c8640d2c5e"
                      *       }
                      *     }
                      */
@@ -7478,17 +7483,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "passkey_id": "pk_f0db6166743511c75af60f89af9a9b74",
+                     *         "passkey_id": "pk_d17844bda80a4899a06c0f4cbf2a3bd3",
                      *         "name": "MacBook Touch ID",
-                     *         "created_at": "2026-11-26T17:17:05.878Z",
-                     *         "last_used_at": "2026-11-26T17:17:06.090Z",
+                     *         "created_at": "2026-11-26T17:28:42.242Z",
+                     *         "last_used_at": "2026-11-26T17:28:42.350Z",
                      *         "transports": [
                      *           "internal"
                      *         ],
-                     *         "revoked_at": "2026-11-26T17:17:06.272Z"
+                     *         "revoked_at": "2026-11-26T17:28:42.455Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_ec9d099e2889be45c1ebbf1058b06d18"
+                     *         "request_id": "req_eca34a1a82eb17e7b87c262289971857"
                      *       }
                      *     }
                      */
@@ -7527,18 +7532,18 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "recovery_codes": [
-                     *           "rj7qe-ugyoc",
-                     *           "r5cxu-tl6vx",
-                     *           "6hp2i-y6ccy",
-                     *           "3plk6-sxacr",
-                     *           "lz3fj-z2jce",
-                     *           "srnly-jkebq",
-                     *           "n3m6m-lgevl",
-                     *           "a45zp-nnje3"
+                     *           "clpzg-pca7f",
+                     *           "7nc2w-zj23x",
+                     *           "5jmwn-5hklf",
+                     *           "shcsz-jeges",
+                     *           "xrqsr-j5kyn",
+                     *           "jby3y-3ga7y",
+                     *           "u65pi-xbc5z",
+                     *           "yugoy-2cw46"
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0eb953af9828a682b52161b30cd8896a"
+                     *         "request_id": "req_a82d9b5edbd1a917eb8aba09ef966573"
                      *       }
                      *     }
                      */
@@ -7572,10 +7577,10 @@ export interface operations {
                      *       "data": {
                      *         "options": {
                      *           "rpId": "localhost",
-                     *           "challenge": "L9HrCYwmxRwoOwmZUv5OL79Mn3FYva6mLvBrTBWAzjM",
+                     *           "challenge": "G_QBWFtk8XPPFs4ZLzIgocT2Mkx4atGO0fINhN6TNQI",
                      *           "allowCredentials": [
                      *             {
-                     *               "id": "iqDKnQN8GCs3QClsiYYyfg",
+                     *               "id": "M7Yv8hTVggpQYRxVWJYgrw",
                      *               "transports": [
                      *                 "internal"
                      *               ],
@@ -7587,7 +7592,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_ebbfa086f528f2312019bb7e85d08f27"
+                     *         "request_id": "req_cf9f2e30a8669441fd0de10ac669f798"
                      *       }
                      *     }
                      */
@@ -7646,14 +7651,14 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_272a85d5af488e626b67d23f60e26c446b01084bf991e0d1ea3e253989c26601",
-                     *         "session_id": "sess_8cf85b0cd069fceca1ca24bb6a3b352b",
+                     *         "session_token": "svc_sk_6008b46777f7b27a5800ad251fd08f67863e23873e7e035171e683a590c20709",
+                     *         "session_id": "sess_bec3a92ad7428665271572075b50183f",
                      *         "stage": "full",
-                     *         "expires_at": "2026-11-26T18:17:06.090Z",
-                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb"
+                     *         "expires_at": "2026-11-26T18:28:42.350Z",
+                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3982936fbf97addf1adb53a5b37b39c8"
+                     *         "request_id": "req_57926490e9703f1f025718c5197fe70a"
                      *       }
                      *     }
                      */
@@ -7691,15 +7696,15 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_71fb43fed15b6302be6562af413b678fbe042faf55e137d4f19dbf9a951637a0",
-                     *         "session_id": "sess_fad9330fe1beab01b97c3891dc6a00c8",
+                     *         "session_token": "svc_sk_ca4a40aca8d54a140d0075677bae22fc833837b1817a0a0c51dc668379dc3b96",
+                     *         "session_id": "sess_66c65982bc5ffceefab95eb4497de4fe",
                      *         "stage": "full",
-                     *         "expires_at": "2026-11-26T18:17:06.199Z",
-                     *         "account_id": "acct_d4d28566d25c943565b1bc32dbd0ebdb",
+                     *         "expires_at": "2026-11-26T18:28:42.417Z",
+                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e",
                      *         "recovery_codes_remaining": 7
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_037bdf1fe7a1e6b1393105c6371d6538"
+                     *         "request_id": "req_57da19bcaf8f967237d41fb16f7fe938"
                      *       }
                      *     }
                      */
@@ -7731,11 +7736,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_id": "sess_8cf85b0cd069fceca1ca24bb6a3b352b",
-                     *         "revoked_at": "2026-11-26T17:17:06.305Z"
+                     *         "session_id": "sess_bec3a92ad7428665271572075b50183f",
+                     *         "revoked_at": "2026-11-26T17:28:42.472Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1795a4363f0966f9aee0bd34e2e8cae4"
+                     *         "request_id": "req_17459ba679b3c57253f14eb9b39539f2"
                      *       }
                      *     }
                      */
@@ -7774,7 +7779,7 @@ export interface operations {
                      *       "data": {
                      *         "policies": [
                      *           {
-                     *             "policy_id": "pol_745bfbc0e1518a4040f5c468bac8903a",
+                     *             "policy_id": "pol_0be9d15cc21f3d089c360ea9c82909ea",
                      *             "type": "approval",
                      *             "name": "four eyes on preferences",
                      *             "rules": {
@@ -7782,12 +7787,12 @@ export interface operations {
                      *             },
                      *             "status": "draft",
                      *             "version": 1,
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:17:04.253Z",
-                     *             "updated_at": "2026-11-26T17:17:04.253Z"
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:41.419Z",
+                     *             "updated_at": "2026-11-26T17:28:41.419Z"
                      *           },
                      *           {
-                     *             "policy_id": "pol_9871604f7c7bdc4f4fe93b0585c49cd4",
+                     *             "policy_id": "pol_cebea4e05cfdcc4d9112b3fa767d335c",
                      *             "type": "release",
                      *             "name": "releases need approval",
                      *             "rules": {
@@ -7796,16 +7801,16 @@ export interface operations {
                      *             },
                      *             "status": "active",
                      *             "version": 2,
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:17:04.271Z",
-                     *             "updated_at": "2026-11-26T17:17:04.287Z"
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:41.440Z",
+                     *             "updated_at": "2026-11-26T17:28:41.454Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_18c1f0443899badca1ef083cb1ed4862"
+                     *         "request_id": "req_2a398f11cff891a088535de796732f41"
                      *       }
                      *     }
                      */
@@ -7883,7 +7888,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_745bfbc0e1518a4040f5c468bac8903a",
+                     *         "policy_id": "pol_0be9d15cc21f3d089c360ea9c82909ea",
                      *         "type": "approval",
                      *         "name": "four eyes on preferences",
                      *         "rules": {
@@ -7891,12 +7896,12 @@ export interface operations {
                      *         },
                      *         "status": "draft",
                      *         "version": 1,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.253Z",
-                     *         "updated_at": "2026-11-26T17:17:04.253Z"
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.419Z",
+                     *         "updated_at": "2026-11-26T17:28:41.419Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2f496de8bb7afbd6ba6679745bbdf089"
+                     *         "request_id": "req_5e63db82fe219b49ad8fba7fbc4981ff"
                      *       }
                      *     }
                      */
@@ -7960,7 +7965,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_9871604f7c7bdc4f4fe93b0585c49cd4",
+                     *         "policy_id": "pol_cebea4e05cfdcc4d9112b3fa767d335c",
                      *         "type": "release",
                      *         "name": "releases need approval",
                      *         "rules": {
@@ -7969,12 +7974,12 @@ export interface operations {
                      *         },
                      *         "status": "active",
                      *         "version": 2,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.271Z",
-                     *         "updated_at": "2026-11-26T17:17:04.287Z"
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.440Z",
+                     *         "updated_at": "2026-11-26T17:28:41.454Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1fa04abbc796dcdb32ae7d87ab4a37d0"
+                     *         "request_id": "req_63b568aa709d7732606abaa6917e1540"
                      *       }
                      *     }
                      */
@@ -8013,29 +8018,29 @@ export interface operations {
                      *       "data": {
                      *         "approvals": [
                      *           {
-                     *             "approval_id": "apr_fe3f189be522ded04582fd1d7e796769",
-                     *             "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *             "approval_id": "apr_984c09d4c71ce6fb5bb4b9defa40094e",
+                     *             "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
                      *             "claim_version": 1,
                      *             "status": "pending",
                      *             "evidence": {
                      *               "observation_ids": [
-                     *                 "obs_7107b7de13cfcedef9c22bf573a75d78"
+                     *                 "obs_8b026278614eaf74b6146872cec69657"
                      *               ],
                      *               "hidden_source_count": 0
                      *             },
                      *             "note": "Confirmed with the account manager.",
-                     *             "submitted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *             "submitted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *             "decided_by": null,
                      *             "decided_at": null,
                      *             "decision_note": null,
-                     *             "created_at": "2026-11-26T17:17:04.327Z"
+                     *             "created_at": "2026-11-26T17:28:41.479Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_141c21999fb7f141898f5ad19edd6754"
+                     *         "request_id": "req_f46fecf9cbc55db0180cc4a202457416"
                      *       }
                      *     }
                      */
@@ -8074,25 +8079,25 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "approval_id": "apr_fe3f189be522ded04582fd1d7e796769",
-                     *         "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *         "approval_id": "apr_984c09d4c71ce6fb5bb4b9defa40094e",
+                     *         "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
                      *         "claim_version": 1,
                      *         "status": "pending",
                      *         "evidence": {
                      *           "observation_ids": [
-                     *             "obs_7107b7de13cfcedef9c22bf573a75d78"
+                     *             "obs_8b026278614eaf74b6146872cec69657"
                      *           ],
                      *           "hidden_source_count": 0
                      *         },
                      *         "note": "Confirmed with the account manager.",
-                     *         "submitted_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "submitted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "decided_by": null,
                      *         "decided_at": null,
                      *         "decision_note": null,
-                     *         "created_at": "2026-11-26T17:17:04.327Z"
+                     *         "created_at": "2026-11-26T17:28:41.479Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6120ead11602ce0d2eece6415fd36685"
+                     *         "request_id": "req_364877de07271592d6ba2c9c02ac890d"
                      *       }
                      *     }
                      */
@@ -8134,25 +8139,25 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "approval_id": "apr_fe3f189be522ded04582fd1d7e796769",
-                     *         "claim_id": "claim_710a3aaca4aba351ed7e1a7a4e8f1573",
+                     *         "approval_id": "apr_984c09d4c71ce6fb5bb4b9defa40094e",
+                     *         "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
                      *         "claim_version": 1,
                      *         "status": "approved",
                      *         "evidence": {
                      *           "observation_ids": [
-                     *             "obs_7107b7de13cfcedef9c22bf573a75d78"
+                     *             "obs_8b026278614eaf74b6146872cec69657"
                      *           ],
                      *           "hidden_source_count": 0
                      *         },
                      *         "note": "Confirmed with the account manager.",
-                     *         "submitted_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "decided_by": "prn_151fee11b365c7cb50a8ff7591d4b409",
-                     *         "decided_at": "2026-11-26T17:17:04.457Z",
+                     *         "submitted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "decided_by": "prn_10873875538f723d25e81912e8e71548",
+                     *         "decided_at": "2026-11-26T17:28:41.529Z",
                      *         "decision_note": "Matches the CRM ticket.",
-                     *         "created_at": "2026-11-26T17:17:04.327Z"
+                     *         "created_at": "2026-11-26T17:28:41.479Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d8f619b4e42960413fbbb68396a30e93"
+                     *         "request_id": "req_b62aa38fc56cde9f1926797eac30ab44"
                      *       }
                      *     }
                      */
@@ -8190,26 +8195,26 @@ export interface operations {
                      *       "data": {
                      *         "channels": [
                      *           {
-                     *             "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *             "channel_id": "chn_a89732338a452430eea090e598e4bc21",
                      *             "name": "help-center",
                      *             "audiences": [
                      *               "public",
                      *               "partners"
                      *             ],
                      *             "min_trust": "medium",
-                     *             "gateway_principal_id": "prn_dc87c84a6c8cc52a5101db81c2164663",
+                     *             "gateway_principal_id": "prn_ee1d213bda6b00fe131f52782aeb1917",
                      *             "status": "active",
                      *             "version": 1,
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:17:04.486Z",
-                     *             "updated_at": "2026-11-26T17:17:04.486Z"
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:41.542Z",
+                     *             "updated_at": "2026-11-26T17:28:41.542Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f3cf85dd83dc118bb3910b4fbd7ae7d5"
+                     *         "request_id": "req_de518bfb31b52f73112f6429f9a5457b"
                      *       }
                      *     }
                      */
@@ -8251,22 +8256,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
                      *         "name": "help-center",
                      *         "audiences": [
                      *           "public",
                      *           "partners"
                      *         ],
                      *         "min_trust": "medium",
-                     *         "gateway_principal_id": "prn_dc87c84a6c8cc52a5101db81c2164663",
+                     *         "gateway_principal_id": "prn_ee1d213bda6b00fe131f52782aeb1917",
                      *         "status": "active",
                      *         "version": 1,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.486Z",
-                     *         "updated_at": "2026-11-26T17:17:04.486Z"
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.542Z",
+                     *         "updated_at": "2026-11-26T17:28:41.542Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6c114d44fa41abbac229b019caad8744"
+                     *         "request_id": "req_bad621892cc823dc7ae068d329ab61eb"
                      *       }
                      *     }
                      */
@@ -8308,22 +8313,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
                      *         "name": "help-center",
                      *         "audiences": [
                      *           "public",
                      *           "partners"
                      *         ],
                      *         "min_trust": "medium",
-                     *         "gateway_principal_id": "prn_dc87c84a6c8cc52a5101db81c2164663",
+                     *         "gateway_principal_id": "prn_ee1d213bda6b00fe131f52782aeb1917",
                      *         "status": "paused",
                      *         "version": 2,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.486Z",
-                     *         "updated_at": "2026-11-26T17:17:04.726Z"
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.542Z",
+                     *         "updated_at": "2026-11-26T17:28:41.641Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f62bbf751469edbc385d3a15c8acc5bb"
+                     *         "request_id": "req_2b127dd3fce60585856f776ca9eba853"
                      *       }
                      *     }
                      */
@@ -8362,9 +8367,9 @@ export interface operations {
                      *       "data": {
                      *         "releases": [
                      *           {
-                     *             "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
-                     *             "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
-                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
+                     *             "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *             "claim_version": 1,
                      *             "status": "active",
                      *             "snapshot": {
@@ -8375,27 +8380,27 @@ export interface operations {
                      *               "valid_to": null,
                      *               "evidence": [
                      *                 {
-                     *                   "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *                   "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *                   "relation": "supports",
                      *                   "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *                 }
                      *               ]
                      *             },
                      *             "hidden_source_count": 0,
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "approved_at": "2026-11-26T17:17:04.584Z",
-                     *             "activated_at": "2026-11-26T17:17:04.617Z",
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "approved_at": "2026-11-26T17:28:41.580Z",
+                     *             "activated_at": "2026-11-26T17:28:41.590Z",
                      *             "revoked_by": null,
                      *             "revoked_at": null,
-                     *             "created_at": "2026-11-26T17:17:04.560Z"
+                     *             "created_at": "2026-11-26T17:28:41.567Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_13da5413a177168816daced57d4ca891"
+                     *         "request_id": "req_43af612863e22f11c7f49728a21d368d"
                      *       }
                      *     }
                      */
@@ -8435,9 +8440,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
-                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
-                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
+                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *         "claim_version": 1,
                      *         "status": "draft",
                      *         "snapshot": {
@@ -8448,23 +8453,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
                      *         "approved_by": null,
                      *         "approved_at": null,
                      *         "activated_at": null,
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *         "created_at": "2026-11-26T17:28:41.567Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6cc82ccf78e1c53bafa5029c29c01b0f"
+                     *         "request_id": "req_d9c04b0857c752a0f0f5cdf603fbbb70"
                      *       }
                      *     }
                      */
@@ -8502,9 +8507,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
-                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
-                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
+                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *         "claim_version": 1,
                      *         "status": "approved",
                      *         "snapshot": {
@@ -8515,23 +8520,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "approved_at": "2026-11-26T17:17:04.584Z",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "approved_at": "2026-11-26T17:28:41.580Z",
                      *         "activated_at": null,
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *         "created_at": "2026-11-26T17:28:41.567Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_639bb3689d5230046bab74525d372f34"
+                     *         "request_id": "req_3b78d0c2b76e07a41f65043180540175"
                      *       }
                      *     }
                      */
@@ -8569,9 +8574,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
-                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
-                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
+                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *         "claim_version": 1,
                      *         "status": "active",
                      *         "snapshot": {
@@ -8582,23 +8587,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "approved_at": "2026-11-26T17:17:04.584Z",
-                     *         "activated_at": "2026-11-26T17:17:04.617Z",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "approved_at": "2026-11-26T17:28:41.580Z",
+                     *         "activated_at": "2026-11-26T17:28:41.590Z",
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *         "created_at": "2026-11-26T17:28:41.567Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_bf45b74bd38ffddff153001fd466d54b"
+                     *         "request_id": "req_822b63e20fb595aba1d092f6167e064f"
                      *       }
                      *     }
                      */
@@ -8636,9 +8641,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
-                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
-                     *         "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
+                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *         "claim_version": 1,
                      *         "status": "revoked",
                      *         "snapshot": {
@@ -8649,23 +8654,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "approved_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "approved_at": "2026-11-26T17:17:04.584Z",
-                     *         "activated_at": "2026-11-26T17:17:04.617Z",
-                     *         "revoked_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "revoked_at": "2026-11-26T17:17:04.693Z",
-                     *         "created_at": "2026-11-26T17:17:04.560Z"
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "approved_at": "2026-11-26T17:28:41.580Z",
+                     *         "activated_at": "2026-11-26T17:28:41.590Z",
+                     *         "revoked_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "revoked_at": "2026-11-26T17:28:41.627Z",
+                     *         "created_at": "2026-11-26T17:28:41.567Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5d45ec51d61fd0024bbd6075c11cec9b"
+                     *         "request_id": "req_9c048a7f1e4768d550fed6e9edbce73f"
                      *       }
                      *     }
                      */
@@ -8710,11 +8715,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_0bad2bca386e7bfdf56ea7d4a78c8c81",
+                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
                      *         "items": [
                      *           {
-                     *             "release_id": "rel_e2c0eb95cceea07542ba57ddc2d2d542",
-                     *             "claim_id": "claim_7101a547a6d519aff7c45a1672bdeb51",
+                     *             "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
+                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "trust": "verified",
@@ -8730,7 +8735,7 @@ export interface operations {
                      *           "vectors": true,
                      *           "model": true
                      *         },
-                     *         "request_id": "req_63b6bcb914ec1fbf02d138424cb65d8e"
+                     *         "request_id": "req_91c7f7fd6d43b715b3c582fddcab82fe"
                      *       }
                      *     }
                      */
@@ -8770,21 +8775,21 @@ export interface operations {
                      *       "data": {
                      *         "peers": [
                      *           {
-                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
                      *             "endpoint": "https://memory.partner.example",
                      *             "direction": "bidirectional",
                      *             "status": "active",
                      *             "cursor": null,
                      *             "remote_org_id": null,
                      *             "label": "partner deployment",
-                     *             "created_at": "2026-11-26T17:17:05.144Z",
+                     *             "created_at": "2026-11-26T17:28:41.827Z",
                      *             "suspended_at": null,
                      *             "last_exchange_at": null
                      *           }
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6ed9d4ff35c894b4c013d16ef6bad300"
+                     *         "request_id": "req_f68a13a61f258271f5842fc4164a154f"
                      *       }
                      *     }
                      */
@@ -8831,19 +8836,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *         "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
                      *         "endpoint": "https://memory.partner.example",
                      *         "direction": "bidirectional",
                      *         "status": "active",
                      *         "cursor": null,
                      *         "remote_org_id": null,
                      *         "label": "partner deployment",
-                     *         "created_at": "2026-11-26T17:17:05.144Z",
+                     *         "created_at": "2026-11-26T17:28:41.827Z",
                      *         "suspended_at": null,
                      *         "last_exchange_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f4f48ab2f7344f47790072e3692a7412"
+                     *         "request_id": "req_a87e0142fcdfef5649c76ac68254cbab"
                      *       }
                      *     }
                      */
@@ -8877,20 +8882,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *         "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
                      *         "endpoint": "https://memory.partner.example",
                      *         "direction": "bidirectional",
                      *         "status": "suspended",
-                     *         "cursor": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *         "cursor": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
                      *         "remote_org_id": null,
                      *         "label": "partner deployment",
-                     *         "created_at": "2026-11-26T17:17:05.144Z",
-                     *         "suspended_at": "2026-11-26T17:17:05.467Z",
-                     *         "last_exchange_at": "2026-11-26T17:17:05.358Z",
+                     *         "created_at": "2026-11-26T17:28:41.827Z",
+                     *         "suspended_at": "2026-11-26T17:28:42.021Z",
+                     *         "last_exchange_at": "2026-11-26T17:28:41.966Z",
                      *         "already_suspended": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_914380a19330384075c7258feb9554a0"
+                     *         "request_id": "req_9d86a54dac48b06f9df4d2297dc1aaf3"
                      *       }
                      *     }
                      */
@@ -8926,8 +8931,8 @@ export interface operations {
                      *       "data": {
                      *         "filters": [
                      *           {
-                     *             "filter_id": "flt_f78bf2f93d8a2286fbc492a360a354ca",
-                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "filter_id": "flt_602688b194c859814c9dcd2d2bfdfd5b",
+                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
                      *             "resource_type": "claim",
                      *             "include_kinds": [
                      *               "preference",
@@ -8935,23 +8940,23 @@ export interface operations {
                      *             ],
                      *             "exclude_subjects": null,
                      *             "min_trust": "medium",
-                     *             "created_at": "2026-11-26T17:17:05.223Z"
+                     *             "created_at": "2026-11-26T17:28:41.882Z"
                      *           },
                      *           {
-                     *             "filter_id": "flt_c68b061b1f8780143dbf361a6984afb3",
-                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "filter_id": "flt_365b95f88921e82d1a0d7f6e20842f5f",
+                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
                      *             "resource_type": "observation",
                      *             "include_kinds": null,
                      *             "exclude_subjects": [
                      *               "internal-qa"
                      *             ],
                      *             "min_trust": null,
-                     *             "created_at": "2026-11-26T17:17:05.249Z"
+                     *             "created_at": "2026-11-26T17:28:41.893Z"
                      *           }
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_dd565bfac3d6c6bba9bd12e365b0fdb5"
+                     *         "request_id": "req_012a0d199e85dca438c23ab5fab61c62"
                      *       }
                      *     }
                      */
@@ -8997,8 +9002,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "filter_id": "flt_f78bf2f93d8a2286fbc492a360a354ca",
-                     *         "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *         "filter_id": "flt_602688b194c859814c9dcd2d2bfdfd5b",
+                     *         "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
                      *         "resource_type": "claim",
                      *         "include_kinds": [
                      *           "preference",
@@ -9006,10 +9011,10 @@ export interface operations {
                      *         ],
                      *         "exclude_subjects": null,
                      *         "min_trust": "medium",
-                     *         "created_at": "2026-11-26T17:17:05.223Z"
+                     *         "created_at": "2026-11-26T17:28:41.882Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3061b68490d982700ea8142064964d37"
+                     *         "request_id": "req_f94a3146e14405437e62efdf88cc1bab"
                      *       }
                      *     }
                      */
@@ -9061,51 +9066,51 @@ export interface operations {
                      *       "data": {
                      *         "events": [
                      *           {
-                     *             "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *             "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "resource_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "verified",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:16:56.331Z"
+                     *             "created_at": "2026-11-26T17:28:36.196Z"
                      *           },
                      *           {
-                     *             "id": "evt_f8af8f95de62c5a17e87216cc40ce92b",
+                     *             "id": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "resource_id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "high",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:16:56.500Z"
+                     *             "created_at": "2026-11-26T17:28:36.241Z"
                      *           },
                      *           {
-                     *             "id": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *             "id": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_7107b7de13cfcedef9c22bf573a75d78",
+                     *             "resource_id": "obs_8b026278614eaf74b6146872cec69657",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "note",
                      *               "trust": "medium",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:16:56.556Z"
+                     *             "created_at": "2026-11-26T17:28:36.268Z"
                      *           }
                      *         ],
-                     *         "cursor": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *         "cursor": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
                      *         "has_more": true,
                      *         "bundles": []
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8e2890762531d433f3208ab6a59fd854"
+                     *         "request_id": "req_648ce96d2da8cec5a0f6682420fb0cca"
                      *       }
                      *     }
                      */
@@ -9155,22 +9160,22 @@ export interface operations {
                      *         "replayed": false,
                      *         "results": [
                      *           {
-                     *             "id": "evt_9614db835ac3edf7424fba6d9488206a",
+                     *             "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
                      *             "status": "success"
                      *           },
                      *           {
-                     *             "id": "evt_f8af8f95de62c5a17e87216cc40ce92b",
+                     *             "id": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874",
                      *             "status": "success"
                      *           },
                      *           {
-                     *             "id": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
+                     *             "id": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
                      *             "status": "success"
                      *           }
                      *         ],
                      *         "bundles": []
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5a876c2ee8dac0c5e5e595376944a178"
+                     *         "request_id": "req_8b4996b712a5be248e472bc3e11a38d3"
                      *       }
                      *     }
                      */
@@ -9208,8 +9213,8 @@ export interface operations {
                      *       "data": {
                      *         "entries": [
                      *           {
-                     *             "log_id": "fxl_2b8973d870b6f37354c3d8bcecff6249",
-                     *             "peer_id": "peer_37174aaddcf2853cc11498447b9d3eec",
+                     *             "log_id": "fxl_41b38157ad247c38da53806470aba6f8",
+                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
                      *             "operation": "pull",
                      *             "counts": {
                      *               "events": 3,
@@ -9219,16 +9224,17 @@ export interface operations {
                      *               "bundles": 0
                      *             },
                      *             "cursor_before": null,
-                     *             "cursor_after": "evt_036ab7b4d8a2d0ba3f101b2b8a5e7fe5",
-                     *             "request_id": "req_8e2890762531d433f3208ab6a59fd854",
-                     *             "created_at": "2026-11-26T17:17:05.358Z"
+                     *             "cursor_after": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
+                     *             "request_id": "req_648ce96d2da8cec5a0f6682420fb0cca",
+                     *             "created_at": "2026-11-26T17:28:41.966Z",
+                     *             "signed": true
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3d605303e08ea2516dfb01ee6c6999dd"
+                     *         "request_id": "req_a57601099cccd3012dda4bc5372c9fb7"
                      *       }
                      *     }
                      */
@@ -9269,18 +9275,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "hold_id": "hold_08bd6107445f51223018dd7497d24df9",
+                     *         "hold_id": "hold_631160c8056f12e93603ce8cabd4c61d",
                      *         "target_type": "claim",
-                     *         "target_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "target_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
                      *         "reason": "Dispute 2026-114: keep the record and its evidence.",
                      *         "status": "active",
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.746Z",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.651Z",
                      *         "released_by": null,
                      *         "released_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_52f251664bda753b10e2191d040fde60"
+                     *         "request_id": "req_7cd0f69a44604e3e73687d14402dcb89"
                      *       }
                      *     }
                      */
@@ -9318,19 +9324,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "hold_id": "hold_08bd6107445f51223018dd7497d24df9",
+                     *         "hold_id": "hold_631160c8056f12e93603ce8cabd4c61d",
                      *         "target_type": "claim",
-                     *         "target_id": "claim_710ae3b6eaf6668d7c2852aa784b38d1",
+                     *         "target_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
                      *         "reason": "Dispute 2026-114: keep the record and its evidence.",
                      *         "status": "released",
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.746Z",
-                     *         "released_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "released_at": "2026-11-26T17:17:04.775Z",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.651Z",
+                     *         "released_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "released_at": "2026-11-26T17:28:41.666Z",
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_e4d48a907658ce19265fc520e749c637"
+                     *         "request_id": "req_844c28c1646261f46a9b45ca7fcd6c73"
                      *       }
                      *     }
                      */
@@ -9372,7 +9378,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_7414cc18c797e7c1a403e3d7e16f307e",
+                     *         "policy_id": "pol_da78b718c76f7c443257e51b54fe4274",
                      *         "policy_version": 1,
                      *         "examined": 0,
                      *         "excluded": 0,
@@ -9382,7 +9388,7 @@ export interface operations {
                      *         "dry_run": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2f80b065f411f5c459ec410fdbf2e432"
+                     *         "request_id": "req_72dfe5598f0d2735459c7e6ebc08b495"
                      *       }
                      *     }
                      */
@@ -9423,14 +9429,14 @@ export interface operations {
                      *       "data": {
                      *         "mappings": [
                      *           {
-                     *             "mapping_id": "map_cf3f58291c63abc94c25642e27a3a526",
+                     *             "mapping_id": "map_c002fad6f467af7668d4f75584ae759d",
                      *             "external_system": "zendesk",
                      *             "external_id": "requester-88121",
                      *             "subject_id": "user-42",
                      *             "version": 1,
                      *             "status": "active",
-                     *             "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *             "created_at": "2026-11-26T17:17:04.838Z",
+                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "created_at": "2026-11-26T17:28:41.696Z",
                      *             "retired_at": null
                      *           }
                      *         ],
@@ -9438,7 +9444,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0d8709f243bafadb446bd4c14e78087c"
+                     *         "request_id": "req_6f8fa7fae228b565a94717ed84b85f3c"
                      *       }
                      *     }
                      */
@@ -9478,18 +9484,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "mapping_id": "map_cf3f58291c63abc94c25642e27a3a526",
+                     *         "mapping_id": "map_c002fad6f467af7668d4f75584ae759d",
                      *         "external_system": "zendesk",
                      *         "external_id": "requester-88121",
                      *         "subject_id": "user-42",
                      *         "version": 1,
                      *         "status": "active",
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.838Z",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.696Z",
                      *         "retired_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d656fe4d36d4a99c9f9c0eccf5696e20"
+                     *         "request_id": "req_77575ecb726d3a60abb62d1c549e97fa"
                      *       }
                      *     }
                      */
@@ -9523,19 +9529,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "mapping_id": "map_cf3f58291c63abc94c25642e27a3a526",
+                     *         "mapping_id": "map_c002fad6f467af7668d4f75584ae759d",
                      *         "external_system": "zendesk",
                      *         "external_id": "requester-88121",
                      *         "subject_id": "user-42",
                      *         "version": 1,
                      *         "status": "retired",
-                     *         "created_by": "prn_3f358c33e882e768f0873ad2124619b0",
-                     *         "created_at": "2026-11-26T17:17:04.838Z",
-                     *         "retired_at": "2026-11-26T17:17:04.876Z",
+                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_at": "2026-11-26T17:28:41.696Z",
+                     *         "retired_at": "2026-11-26T17:28:41.715Z",
                      *         "already_retired": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d65b353de27b47442fca99aceb7af1d8"
+                     *         "request_id": "req_fbf5ca97a49eacd88496cb0c2fe4b1b0"
                      *       }
                      *     }
                      */
@@ -9581,10 +9587,10 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "lens": "evidence_trace",
-                     *         "focus": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *         "focus": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *         "nodes": [
                      *           {
-                     *             "id": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "id": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *             "type": "claim",
                      *             "label": "Prefers tea in the morning",
                      *             "status": "active",
@@ -9592,39 +9598,39 @@ export interface operations {
                      *             "kind": "preference"
                      *           },
                      *           {
-                     *             "id": "obs_715ab1519e69432ffabf24d3d6967daf",
+                     *             "id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
                      *             "type": "observation",
                      *             "label": "I prefer tea in the morning, green if there is any.",
                      *             "trust": "verified",
                      *             "kind": "message"
                      *           },
                      *           {
-                     *             "id": "obs_71024d78c6f1f41e26e727365b8fce8e",
+                     *             "id": "obs_8b012a63af3e20adbcba81056e27db21",
                      *             "type": "observation",
                      *             "label": "Coffee after lunch is fine, but never before noon.",
                      *             "trust": "high",
                      *             "kind": "message"
                      *           },
                      *           {
-                     *             "id": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *             "id": "ctx_880086d981066effb245130b06547b0c",
                      *             "type": "context",
                      *             "label": "what does user-42 drink in the morning"
                      *           }
                      *         ],
                      *         "edges": [
                      *           {
-                     *             "source": "obs_715ab1519e69432ffabf24d3d6967daf",
-                     *             "target": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "source": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "target": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *             "type": "supports"
                      *           },
                      *           {
-                     *             "source": "obs_71024d78c6f1f41e26e727365b8fce8e",
-                     *             "target": "claim_71f44f5870feddd268f5edee0f3d1710",
+                     *             "source": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "target": "claim_8b3dcab2b6a2723000ebb609637b605d",
                      *             "type": "qualifies"
                      *           },
                      *           {
-                     *             "source": "claim_71f44f5870feddd268f5edee0f3d1710",
-                     *             "target": "ctx_41cc98c1b80372f9c014b20330241f8a",
+                     *             "source": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "target": "ctx_880086d981066effb245130b06547b0c",
                      *             "type": "selected-in"
                      *           }
                      *         ],
@@ -9635,7 +9641,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2a667b67a18243b319789e5576229d59"
+                     *         "request_id": "req_8ab8cfe076dc46a4d7ee3d279b8c86fa"
                      *       }
                      *     }
                      */
@@ -9667,7 +9673,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "read_at": "2026-11-26T17:16:48.087Z",
+                     *         "read_at": "2026-11-26T17:28:33.406Z",
                      *         "embedding": {
                      *           "provider": "local",
                      *           "model": "local-glove-sif-10k-int8",
@@ -9703,7 +9709,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_da4bd1fee729a458f0ec8a4422a2090f"
+                     *         "request_id": "req_17d7241a12b4f624d8ccb385deaf2ca5"
                      *       }
                      *     }
                      */
@@ -9748,10 +9754,10 @@ export interface operations {
                      *         "provider": "local",
                      *         "model": "local-glove-sif-10k-int8",
                      *         "dimensions": 100,
-                     *         "latency_ms": 0
+                     *         "latency_ms": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5245664375ddf2f14a82b26aff449e12"
+                     *         "request_id": "req_d28717bdbed3d9f6335c725d650ff7b5"
                      *       }
                      *     }
                      */
@@ -9797,10 +9803,10 @@ export interface operations {
                      *         "remaining": 0,
                      *         "model": "local-glove-sif-10k-int8",
                      *         "dimensions": 100,
-                     *         "at": "2026-11-26T17:17:04.977Z"
+                     *         "at": "2026-11-26T17:28:41.758Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d4f81f161160231d28050e267367badb"
+                     *         "request_id": "req_1ebb6c23fd894caa8575afc4427b48c1"
                      *       }
                      *     }
                      */
@@ -9848,7 +9854,7 @@ export interface operations {
                      *         "next_after": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_34bae49b861636d64721c5dbb4960569"
+                     *         "request_id": "req_6bc277d7536f624b457ac5f666bd966d"
                      *       }
                      *     }
                      */
@@ -9891,7 +9897,7 @@ export interface operations {
                      *         "status": "disabled"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c1549f2ac7146e5ee8733c2e8f118598"
+                     *         "request_id": "req_baac614e5388e492f81a555b08c7a303"
                      *       }
                      *     }
                      */
