@@ -4,7 +4,7 @@ import { renderApiDoc } from "../src/docs/api-doc";
 import { renderOpenApi } from "../src/docs/openapi";
 import responseExamples from "../src/docs/response-examples.json";
 import { REVISION } from "../src/domains/health/routes";
-import { routeId } from "../src/http/route";
+import { routeId } from "../src/org/route";
 import { successMetaOf } from "../src/http/shapes";
 import { ROUTES } from "../src/routes";
 
@@ -20,7 +20,7 @@ it("keeps docs/openapi.json generated from the same route table (validated by sc
 
 it("declares the success answers of every route: response schemas per status, or NDJSON lines", () => {
   const undeclared = ROUTES.filter((r) => !(r.auth === "key" && r.ndjson ? r.ndjsonLines : r.response)).map((r) => `${r.method} ${r.path}`);
-  expect(undeclared, "add `response: { <status>: schema }` to these routes (src/http/route.ts)").toEqual([]);
+  expect(undeclared, "add `response: { <status>: schema }` to these routes (src/org/route.ts)").toEqual([]);
 });
 
 it("gives every operation a unique camelCase operationId, a description and one declared tag", () => {

@@ -1,7 +1,7 @@
 // docs/API.md is generated from the route table and the zod schemas (test/docs.test.ts keeps it in
 // sync; `npx vitest run test/docs.test.ts --update=all` rewrites it).
 import { z } from "zod";
-import type { RouteDef } from "../http/route";
+import type { RouteDef } from "../org/route";
 
 /** Each block stands alone: named schemas (zod `$defs`, components in docs/openapi.json) are written in place. */
 function inlined(value: unknown, defs: Record<string, unknown>): unknown {

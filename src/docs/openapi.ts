@@ -6,7 +6,7 @@
 // of a local server (src/docs/response-examples.json, written by scripts/capture-response-examples.mjs).
 import { z } from "zod";
 import { API_TAGS } from "../http/api-tags";
-import { type RouteDef, routeId } from "../http/route";
+import { type RouteDef, routeId } from "../org/route";
 import { errorEnvelope as errorEnvelopeSchema, successMetaOf } from "../http/shapes";
 
 type Json = Record<string, unknown>;

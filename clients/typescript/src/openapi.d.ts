@@ -448,8 +448,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The calling credential: principal, scopes, trust ceiling, organization role.
-         * @description Describes the calling credential: its principal, scopes, trust ceiling and organization role.
+         * The calling credential: principal, scopes, trust ceiling, organization role, organization id and operator account username.
+         * @description Describes the calling credential: its principal, scopes, trust ceiling and organization role, the organization's id, and the operator account's username (null for a principal without one).
          */
         get: operations["getCurrentPrincipal"];
         put?: never;
@@ -532,8 +532,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Domain events in commit order after an event id; metadata only.
-         * @description Lists domain events in commit order after an event id, metadata only (never content). Pass the returned `cursor` as `after` to continue.
+         * Domain events in commit order after an event id (order=newest: newest first, after an event id continuing with older ones); metadata only.
+         * @description Lists domain events in commit order after an event id, metadata only (never content). Pass the returned `cursor` as `after` to continue. With `order=newest` the newest come first, and `after` continues with older ones.
          */
         get: operations["listEvents"];
         put?: never;
@@ -2191,6 +2191,10 @@ export interface components {
             max_trust: "low" | "medium" | "high" | "verified";
             /** @enum {string} */
             role: "reader" | "member" | "admin" | "owner";
+            /** @description The caller's organization (organizations have an id, no name) */
+            org_id: string;
+            /** @description The operator account's username: the session's account, or the principal's; null for a principal without one */
+            username: string | null;
         };
         DashboardSession: {
             /** @description The bearer credential: shown once */
@@ -3401,7 +3405,7 @@ export interface operations {
                      *         "revision": "0.10.0"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cf126d82b6cbaff4ce9a5ca14fdd9b2f"
+                     *         "request_id": "req_b861cee3367f9b7dc0c8bc97a696e71e"
                      *       }
                      *     }
                      */
@@ -3460,7 +3464,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1b0fd862af256627dcbbd5e58cf76223"
+                     *         "request_id": "req_1ab546536b540661251780f014d1fa9f"
                      *       }
                      *     }
                      */
@@ -3507,13 +3511,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "reference": "onboarding",
                      *         "created": false,
                      *         "workspace_id": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6d032b3d863cc8f2aff5341bdb5157df"
+                     *         "request_id": "req_d76f38c063acde3d91d442c3d4a67a93"
                      *       }
                      *     }
                      */
@@ -3532,13 +3536,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "reference": "onboarding",
                      *         "created": true,
                      *         "workspace_id": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_880dd7f53e74bfcb98bc16848e41e279"
+                     *         "request_id": "req_4a97f08c8f161ef4af15db5116491df2"
                      *       }
                      *     }
                      */
@@ -3617,18 +3621,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *         "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "kind": "message",
                      *         "trust": "verified",
                      *         "visibility": "team",
-                     *         "created_at": "2026-11-26T17:28:36.197Z"
+                     *         "created_at": "2026-11-26T23:26:43.706Z"
                      *       },
                      *       "meta": {
                      *         "replayed": true,
-                     *         "request_id": "req_674bc6e047752bb612d29f656beab917"
+                     *         "request_id": "req_81f544d5ff3de6aeb30522879a290e72"
                      *       }
                      *     }
                      */
@@ -3650,18 +3654,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *         "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "kind": "message",
                      *         "trust": "verified",
                      *         "visibility": "team",
-                     *         "created_at": "2026-11-26T17:28:36.197Z"
+                     *         "created_at": "2026-11-26T23:26:43.706Z"
                      *       },
                      *       "meta": {
                      *         "replayed": false,
-                     *         "request_id": "req_381c7e951fa34eefbb8ffd43596a9009"
+                     *         "request_id": "req_95b592219cbe9bd79c551fe654d03e63"
                      *       }
                      *     }
                      */
@@ -3698,9 +3702,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_8b026278614eaf74b6146872cec69657",
+                     *         "observation_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "kind": "note",
                      *         "content": null,
                      *         "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
@@ -3710,14 +3714,14 @@ export interface operations {
                      *         },
                      *         "trust": "medium",
                      *         "visibility": "team",
-                     *         "author_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:36.268Z",
+                     *         "author_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:43.850Z",
                      *         "purged": true,
-                     *         "purged_at": "2026-11-26T17:28:42.591Z",
+                     *         "purged_at": "2026-11-26T23:26:51.855Z",
                      *         "already_purged": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_289f857ae9e8a3e8dac0c45752b71d79"
+                     *         "request_id": "req_0fc566c64774e84368aa9927ff76e50b"
                      *       }
                      *     }
                      */
@@ -3818,31 +3822,31 @@ export interface operations {
                      *       "data": {
                      *         "claims": [
                      *           {
-                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:28:36.290Z",
+                     *             "valid_from": "2026-11-26T23:26:43.905Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *                 "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:28:36.290Z",
-                     *             "updated_at": "2026-11-26T17:28:36.290Z"
+                     *             "created_at": "2026-11-26T23:26:43.905Z",
+                     *             "updated_at": "2026-11-26T23:26:43.905Z"
                      *           }
                      *         ],
                      *         "model_used": false
@@ -3850,7 +3854,7 @@ export interface operations {
                      *       "meta": {
                      *         "model": "disabled",
                      *         "replayed": true,
-                     *         "request_id": "req_dac4e609323b3ca0a73e4f8c3ca4bbb6"
+                     *         "request_id": "req_abc2d0cbf4992763e2c82dec5b8b892f"
                      *       }
                      *     }
                      */
@@ -3876,31 +3880,31 @@ export interface operations {
                      *       "data": {
                      *         "claims": [
                      *           {
-                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:28:36.290Z",
+                     *             "valid_from": "2026-11-26T23:26:43.905Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *                 "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:28:36.290Z",
-                     *             "updated_at": "2026-11-26T17:28:36.290Z"
+                     *             "created_at": "2026-11-26T23:26:43.905Z",
+                     *             "updated_at": "2026-11-26T23:26:43.905Z"
                      *           }
                      *         ],
                      *         "model_used": false
@@ -3908,7 +3912,7 @@ export interface operations {
                      *       "meta": {
                      *         "model": "disabled",
                      *         "replayed": false,
-                     *         "request_id": "req_137a4e1f4a2eff5a6e0b8ac472147ebd"
+                     *         "request_id": "req_356b133f29070367b2e24621e8274cb5"
                      *       }
                      *     }
                      */
@@ -3954,34 +3958,34 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *         "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "kind": "preference",
                      *         "statement": "Prefers tea in the morning",
                      *         "status": "superseded",
                      *         "visibility": "team",
                      *         "trust": "verified",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T17:28:36.290Z",
+                     *         "valid_from": "2026-11-26T23:26:43.905Z",
                      *         "valid_to": null,
-                     *         "superseded_by": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *         "superseded_by": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *             "relation": "supports"
                      *           },
                      *           {
-                     *             "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *             "relation": "qualifies"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:28:36.290Z",
-                     *         "updated_at": "2026-11-26T17:28:42.518Z"
+                     *         "created_at": "2026-11-26T23:26:43.905Z",
+                     *         "updated_at": "2026-11-26T23:26:51.670Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7ff1b3a176ba8daa2b2b0074310b700b"
+                     *         "request_id": "req_ae966334dce8093a7e30b052361af5d5"
                      *       }
                      *     }
                      */
@@ -4021,31 +4025,31 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *         "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "kind": "fact",
                      *         "statement": "Drinks coffee only after noon",
                      *         "status": "revoked",
                      *         "visibility": "team",
                      *         "trust": "high",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T17:28:36.344Z",
+                     *         "valid_from": "2026-11-26T23:26:43.984Z",
                      *         "valid_to": null,
                      *         "superseded_by": null,
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *             "relation": "supports"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:28:36.344Z",
-                     *         "updated_at": "2026-11-26T17:28:42.565Z",
+                     *         "created_at": "2026-11-26T23:26:43.984Z",
+                     *         "updated_at": "2026-11-26T23:26:51.814Z",
                      *         "already_revoked": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_68c94404f90bf17a6d87db0d878c83b6"
+                     *         "request_id": "req_c8271dbc6a101717584291ef9dd22969"
                      *       }
                      *     }
                      */
@@ -4085,31 +4089,31 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
+                     *         "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "kind": "instruction",
                      *         "statement": "Hold the weekly sync on Thursdays",
                      *         "status": "active",
                      *         "visibility": "team",
                      *         "trust": "medium",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T17:28:36.344Z",
-                     *         "valid_to": "2026-11-26T17:28:42.544Z",
+                     *         "valid_from": "2026-11-26T23:26:43.984Z",
+                     *         "valid_to": "2026-11-26T23:26:51.754Z",
                      *         "superseded_by": null,
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_8b026278614eaf74b6146872cec69657",
+                     *             "observation_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
                      *             "relation": "supports"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:28:36.344Z",
-                     *         "updated_at": "2026-11-26T17:28:42.544Z",
+                     *         "created_at": "2026-11-26T23:26:43.984Z",
+                     *         "updated_at": "2026-11-26T23:26:51.754Z",
                      *         "already_expired": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1be264e198abd323e09bf2e0e7132b29"
+                     *         "request_id": "req_1e1cce2a405fb2e7a32e46d3f87c8f05"
                      *       }
                      *     }
                      */
@@ -4144,37 +4148,37 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "claim": {
-                     *           "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *           "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *           "subject_id": "user-42",
-                     *           "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *           "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *           "kind": "preference",
                      *           "statement": "Prefers tea in the morning",
                      *           "status": "active",
                      *           "visibility": "team",
                      *           "trust": "verified",
                      *           "version": 1,
-                     *           "valid_from": "2026-11-26T17:28:36.290Z",
+                     *           "valid_from": "2026-11-26T23:26:43.905Z",
                      *           "valid_to": null,
                      *           "superseded_by": null,
                      *           "disputes": [],
                      *           "sources": [
                      *             {
-                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *               "relation": "supports"
                      *             },
                      *             {
-                     *               "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *               "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *               "relation": "qualifies"
                      *             }
                      *           ],
-                     *           "created_at": "2026-11-26T17:28:36.290Z",
-                     *           "updated_at": "2026-11-26T17:28:36.290Z"
+                     *           "created_at": "2026-11-26T23:26:43.905Z",
+                     *           "updated_at": "2026-11-26T23:26:43.905Z"
                      *         },
                      *         "supporting": [
                      *           {
-                     *             "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *             "kind": "message",
                      *             "content": "I prefer tea in the morning, green if there is any.",
                      *             "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
@@ -4184,8 +4188,8 @@ export interface operations {
                      *             },
                      *             "trust": "verified",
                      *             "visibility": "team",
-                     *             "author_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:36.197Z",
+                     *             "author_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:43.706Z",
                      *             "purged": false,
                      *             "purged_at": null,
                      *             "relation": "supports"
@@ -4194,9 +4198,9 @@ export interface operations {
                      *         "contradicting": [],
                      *         "qualifying": [
                      *           {
-                     *             "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *             "kind": "message",
                      *             "content": "Coffee after lunch is fine, but never before noon.",
                      *             "content_hash": "sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac",
@@ -4206,8 +4210,8 @@ export interface operations {
                      *             },
                      *             "trust": "high",
                      *             "visibility": "team",
-                     *             "author_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:36.241Z",
+                     *             "author_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:43.809Z",
                      *             "purged": false,
                      *             "purged_at": null,
                      *             "relation": "qualifies"
@@ -4216,7 +4220,7 @@ export interface operations {
                      *         "hidden_source_count": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b6e4f276aa73b36622acd119afbb1bf6"
+                     *         "request_id": "req_30347fba67d9450597d4322603e5e601"
                      *       }
                      *     }
                      */
@@ -4267,61 +4271,61 @@ export interface operations {
                      *       "data": {
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:28:36.290Z",
+                     *             "valid_from": "2026-11-26T23:26:43.905Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *                 "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:28:36.290Z",
-                     *             "updated_at": "2026-11-26T17:28:36.290Z"
+                     *             "created_at": "2026-11-26T23:26:43.905Z",
+                     *             "updated_at": "2026-11-26T23:26:43.905Z"
                      *           },
                      *           {
-                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *             "kind": "preference",
                      *             "statement": "Prefers green tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T17:28:36.344Z",
+                     *             "valid_from": "2026-11-26T23:26:43.984Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *                 "relation": "supports"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T17:28:36.344Z",
-                     *             "updated_at": "2026-11-26T17:28:36.344Z"
+                     *             "created_at": "2026-11-26T23:26:43.984Z",
+                     *             "updated_at": "2026-11-26T23:26:43.984Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c88abd3fcfb619c7203a32cfb8c8fe12"
+                     *         "request_id": "req_c824db2c9d10fcd0dfbaa71712fee34d"
                      *       }
                      *     }
                      */
@@ -4383,10 +4387,10 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
+                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *             "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
                      *             "statement": "Drinks coffee only after noon",
                      *             "kind": "fact",
                      *             "status": "active",
@@ -4395,7 +4399,7 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
@@ -4404,7 +4408,7 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "statement": "Prefers tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
@@ -4413,7 +4417,7 @@ export interface operations {
                      *             "tokens": 7
                      *           },
                      *           {
-                     *             "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
+                     *             "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
                      *             "statement": "Hold the weekly sync on Thursdays",
                      *             "kind": "instruction",
                      *             "status": "active",
@@ -4430,7 +4434,7 @@ export interface operations {
                      *           "vectors": true,
                      *           "model": true
                      *         },
-                     *         "request_id": "req_6d7174f6511795af4d95f42e31ba4d29"
+                     *         "request_id": "req_dce741906695f1860f6367ec701d5dd7"
                      *       }
                      *     }
                      */
@@ -4470,7 +4474,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
+                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
                      *         "query": "what does user-42 drink in the morning",
                      *         "subject_id": "user-42",
                      *         "project_id": null,
@@ -4479,7 +4483,7 @@ export interface operations {
                      *         "tokens_used": 32,
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *             "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
                      *             "statement": "Drinks coffee only after noon",
                      *             "kind": "fact",
                      *             "status": "active",
@@ -4489,7 +4493,7 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
@@ -4499,7 +4503,7 @@ export interface operations {
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "statement": "Prefers tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
@@ -4509,7 +4513,7 @@ export interface operations {
                      *             "tokens": 7
                      *           },
                      *           {
-                     *             "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
+                     *             "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
                      *             "statement": "Hold the weekly sync on Thursdays",
                      *             "kind": "instruction",
                      *             "status": "active",
@@ -4519,10 +4523,10 @@ export interface operations {
                      *             "tokens": 9
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T17:28:36.502Z"
+                     *         "created_at": "2026-11-26T23:26:44.173Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_166121f4255565a896224de1c0971d89"
+                     *         "request_id": "req_2c9223efce2c81939def3933a5362da9"
                      *       }
                      *     }
                      */
@@ -4580,16 +4584,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "feedback_id": "fb_d2d73d6dfc78f0c7961aa8fe2dacc248",
-                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
-                     *         "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *         "feedback_id": "fb_14e330e14883d2646e0732044926e461",
+                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
+                     *         "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
                      *         "outcome": "useful",
                      *         "client_mutation_id": null,
-                     *         "created_at": "2026-11-26T17:28:36.541Z"
+                     *         "created_at": "2026-11-26T23:26:44.254Z"
                      *       },
                      *       "meta": {
                      *         "replayed": true,
-                     *         "request_id": "req_7add7fb145e8c05d49f399a181369f39"
+                     *         "request_id": "req_a75739b76724a86e1cd134a4c3c1c226"
                      *       }
                      *     }
                      */
@@ -4611,16 +4615,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "feedback_id": "fb_d2d73d6dfc78f0c7961aa8fe2dacc248",
-                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
-                     *         "claim_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *         "feedback_id": "fb_14e330e14883d2646e0732044926e461",
+                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
+                     *         "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
                      *         "outcome": "useful",
                      *         "client_mutation_id": null,
-                     *         "created_at": "2026-11-26T17:28:36.541Z"
+                     *         "created_at": "2026-11-26T23:26:44.254Z"
                      *       },
                      *       "meta": {
                      *         "replayed": false,
-                     *         "request_id": "req_fa5b79b05b85f4df698cb5c3e1005650"
+                     *         "request_id": "req_2f9ad11ca8d36b574dadf9e81c761224"
                      *       }
                      *     }
                      */
@@ -4659,19 +4663,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:36.676Z",
-                     *         "updated_at": "2026-11-26T17:28:36.689Z",
-                     *         "expires_at": "2026-11-27T17:28:36.689Z"
+                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:44.376Z",
+                     *         "updated_at": "2026-11-26T23:26:44.390Z",
+                     *         "expires_at": "2026-11-27T23:26:44.390Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8180ac8ceda483750af6397613bab3de"
+                     *         "request_id": "req_9159d2ce65caa5d78bc45960f63b7fd2"
                      *       }
                      *     }
                      */
@@ -4721,20 +4725,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:36.676Z",
-                     *         "updated_at": "2026-11-26T17:28:36.689Z",
-                     *         "expires_at": "2026-11-27T17:28:36.689Z",
+                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:44.376Z",
+                     *         "updated_at": "2026-11-26T23:26:44.390Z",
+                     *         "expires_at": "2026-11-27T23:26:44.390Z",
                      *         "updated": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_705a9ceb900f8bee4123b7f5b57a98e8"
+                     *         "request_id": "req_cb64ff176d5fe74a0889424013fc5b78"
                      *       }
                      *     }
                      */
@@ -4753,20 +4757,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"confirm-order\",\"order_id\":\"A-1009\",\"retries\":1}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:36.676Z",
-                     *         "updated_at": "2026-11-26T17:28:36.676Z",
-                     *         "expires_at": "2026-11-27T17:28:36.676Z",
+                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:44.376Z",
+                     *         "updated_at": "2026-11-26T23:26:44.376Z",
+                     *         "expires_at": "2026-11-27T23:26:44.376Z",
                      *         "updated": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_246a6c3ed9bc74d3c9a4078045c3d0cb"
+                     *         "request_id": "req_62e6e5e244183d4fc0e1dc9b70ba386c"
                      *       }
                      *     }
                      */
@@ -4800,19 +4804,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:36.676Z",
-                     *         "updated_at": "2026-11-26T17:28:36.689Z",
-                     *         "expires_at": "2026-11-27T17:28:36.689Z"
+                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:44.376Z",
+                     *         "updated_at": "2026-11-26T23:26:44.390Z",
+                     *         "expires_at": "2026-11-27T23:26:44.390Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4b3a984ebf182f026217cfbe00d8b372"
+                     *         "request_id": "req_53e72a0714eebfe2959a4871f296576a"
                      *       }
                      *     }
                      */
@@ -4846,11 +4850,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *         "deleted": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f3c21e06ce0fa9c58a31260ec2f31712"
+                     *         "request_id": "req_973367ce3626395cd53c2c39e6de02bd"
                      *       }
                      *     }
                      */
@@ -4888,13 +4892,13 @@ export interface operations {
                      *       "data": {
                      *         "leases": [
                      *           {
-                     *             "lease_id": "lse_953bf07499408059266f2c96aacd8755",
+                     *             "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
                      *             "resource_type": "ticket",
                      *             "resource_id": "ticket-311",
-                     *             "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *             "ttl_seconds": 900,
-                     *             "acquired_at": "2026-11-26T17:28:36.736Z",
-                     *             "expires_at": "2026-11-26T17:43:36.750Z",
+                     *             "acquired_at": "2026-11-26T23:26:44.449Z",
+                     *             "expires_at": "2026-11-26T23:41:44.479Z",
                      *             "released_at": null
                      *           }
                      *         ],
@@ -4902,7 +4906,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d6871e3380c33212ad180e5203dbfb44"
+                     *         "request_id": "req_aafa9bbdfa6116a5d5fe8cfed4e44090"
                      *       }
                      *     }
                      */
@@ -4942,18 +4946,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_953bf07499408059266f2c96aacd8755",
+                     *         "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "ttl_seconds": 900,
-                     *         "acquired_at": "2026-11-26T17:28:36.736Z",
-                     *         "expires_at": "2026-11-26T17:43:36.750Z",
+                     *         "acquired_at": "2026-11-26T23:26:44.449Z",
+                     *         "expires_at": "2026-11-26T23:41:44.479Z",
                      *         "released_at": null,
                      *         "renewed": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0fd88c3b66675abc0ebc37ca96e6d283"
+                     *         "request_id": "req_e53d57a3726eefcf64c8f93734cd83b5"
                      *       }
                      *     }
                      */
@@ -4972,18 +4976,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_953bf07499408059266f2c96aacd8755",
+                     *         "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "ttl_seconds": 600,
-                     *         "acquired_at": "2026-11-26T17:28:36.736Z",
-                     *         "expires_at": "2026-11-26T17:38:36.736Z",
+                     *         "acquired_at": "2026-11-26T23:26:44.449Z",
+                     *         "expires_at": "2026-11-26T23:36:44.449Z",
                      *         "released_at": null,
                      *         "renewed": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2a2dddf9bf1ec6c42aa9f9a2e6139301"
+                     *         "request_id": "req_6c92f9d01433d7a05dea84e3da7d5eb3"
                      *       }
                      *     }
                      */
@@ -5017,19 +5021,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_953bf07499408059266f2c96aacd8755",
+                     *         "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "ttl_seconds": 900,
-                     *         "acquired_at": "2026-11-26T17:28:36.736Z",
-                     *         "expires_at": "2026-11-26T17:43:36.750Z",
-                     *         "released_at": "2026-11-26T17:28:36.809Z",
+                     *         "acquired_at": "2026-11-26T23:26:44.449Z",
+                     *         "expires_at": "2026-11-26T23:41:44.479Z",
+                     *         "released_at": "2026-11-26T23:26:44.577Z",
                      *         "released": true,
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a6b35a47884adfb7296a110b27426939"
+                     *         "request_id": "req_d3a4ae4a0087d7df139ad80741a58c9c"
                      *       }
                      *     }
                      */
@@ -5063,19 +5067,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_9093be0dcf1695c7a01fe423ad57e553",
+                     *         "lease_id": "lse_ecce7e2bb215a41c06e639815c893d98",
                      *         "resource_type": "calendar",
                      *         "resource_id": "team-sync",
-                     *         "holder_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "holder_id": "prn_979c56c37749df70d21807db44772800",
                      *         "ttl_seconds": 3600,
-                     *         "acquired_at": "2026-11-26T17:28:36.777Z",
-                     *         "expires_at": "2026-11-26T18:28:36.777Z",
-                     *         "released_at": "2026-11-26T17:28:36.796Z",
+                     *         "acquired_at": "2026-11-26T23:26:44.518Z",
+                     *         "expires_at": "2026-11-27T00:26:44.518Z",
+                     *         "released_at": "2026-11-26T23:26:44.547Z",
                      *         "released": true,
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_143a783c02c377d3d8869b4489b8aa0b"
+                     *         "request_id": "req_6b1a0f1679075693acf6198e4ce0e0a8"
                      *       }
                      *     }
                      */
@@ -5112,14 +5116,14 @@ export interface operations {
                      *       "data": {
                      *         "handoffs": [
                      *           {
-                     *             "handoff_id": "hnd_9db47bd87123f273c7b7353f5c2115c9",
-                     *             "from_principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "to_principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
-                     *             "context_id": "ctx_880086d981066effb245130b06547b0c",
-                     *             "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *             "handoff_id": "hnd_af5f3686cbcefd88ec53c5b0f4454a72",
+                     *             "from_principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "to_principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *             "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
+                     *             "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *             "note": "Book the Thursday sync with user-42",
                      *             "status": "pending",
-                     *             "created_at": "2026-11-26T17:28:36.827Z",
+                     *             "created_at": "2026-11-26T23:26:44.591Z",
                      *             "resolved_at": null
                      *           }
                      *         ],
@@ -5127,7 +5131,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_383d80ecfe838e6061e79540b25cd6eb"
+                     *         "request_id": "req_d17d61fad53574114e466604d4077d7a"
                      *       }
                      *     }
                      */
@@ -5179,18 +5183,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "handoff_id": "hnd_9db47bd87123f273c7b7353f5c2115c9",
-                     *         "from_principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "to_principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
-                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
-                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *         "handoff_id": "hnd_af5f3686cbcefd88ec53c5b0f4454a72",
+                     *         "from_principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "to_principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
+                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *         "note": "Book the Thursday sync with user-42",
                      *         "status": "pending",
-                     *         "created_at": "2026-11-26T17:28:36.827Z",
+                     *         "created_at": "2026-11-26T23:26:44.591Z",
                      *         "resolved_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_65bc8b10eb3df0032ff7597c89deaee0"
+                     *         "request_id": "req_55ae1a572b90d144e37fe9b7e51098ce"
                      *       }
                      *     }
                      */
@@ -5231,18 +5235,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "handoff_id": "hnd_9db47bd87123f273c7b7353f5c2115c9",
-                     *         "from_principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "to_principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
-                     *         "context_id": "ctx_880086d981066effb245130b06547b0c",
-                     *         "checkpoint_id": "chk_bcd2fdec64ee7b699af24db852faa202",
+                     *         "handoff_id": "hnd_af5f3686cbcefd88ec53c5b0f4454a72",
+                     *         "from_principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "to_principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
+                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
                      *         "note": "Book the Thursday sync with user-42",
                      *         "status": "accepted",
-                     *         "created_at": "2026-11-26T17:28:36.827Z",
-                     *         "resolved_at": "2026-11-26T17:28:36.854Z"
+                     *         "created_at": "2026-11-26T23:26:44.591Z",
+                     *         "resolved_at": "2026-11-26T23:26:44.636Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3ef8f65327606648a1cdaef95102ab16"
+                     *         "request_id": "req_96e0ee9092c8464171807670ea1d9d8a"
                      *       }
                      *     }
                      */
@@ -5274,14 +5278,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
+                     *         "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
                      *         "scopes": "*",
                      *         "max_trust": "verified",
-                     *         "role": "owner"
+                     *         "role": "owner",
+                     *         "org_id": "org_d6874cce703639c1911ff84f7eb2ac38",
+                     *         "username": "owner-5ac611bc"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6f977ca8f4433b15f6e44fac31157543"
+                     *         "request_id": "req_e67307e56c4b3af2e1830c6e75d27bea"
                      *       }
                      *     }
                      */
@@ -5318,18 +5324,18 @@ export interface operations {
                      *       "data": {
                      *         "keys": [
                      *           {
-                     *             "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
-                     *             "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
+                     *             "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *             "label": "bootstrap owner key",
                      *             "scopes": "*",
                      *             "max_trust": "verified",
                      *             "status": "active",
-                     *             "created_at": "2026-11-26T17:28:34.515Z",
+                     *             "created_at": "2026-11-26T23:26:39.045Z",
                      *             "revoked_at": null
                      *           },
                      *           {
-                     *             "key_id": "key_ea3bfedf928be805a9d210648ba68441",
-                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *             "key_id": "key_46a6ac945d0a9fddf874fd7725a46034",
+                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
                      *             "label": "scheduler agent",
                      *             "scopes": [
                      *               "checkpoints:read",
@@ -5340,15 +5346,15 @@ export interface operations {
                      *             ],
                      *             "max_trust": "medium",
                      *             "status": "active",
-                     *             "created_at": "2026-11-26T17:28:36.570Z",
+                     *             "created_at": "2026-11-26T23:26:44.285Z",
                      *             "revoked_at": null
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjU3MFoiLCJrZXlfZWEzYmZlZGY5MjhiZTgwNWE5ZDIxMDY0OGJhNjg0NDEiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQ0LjI4NVoiLCJrZXlfNDZhNmFjOTQ1ZDBhOWZkZGY4NzRmZDc3MjVhNDYwMzQiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_50c1fb2cec0c29036cc4259d8ce91ba1"
+                     *         "request_id": "req_2da9b4e90582406daee04e093ee1cf2d"
                      *       }
                      *     }
                      */
@@ -5390,8 +5396,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "key_id": "key_ea3bfedf928be805a9d210648ba68441",
-                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "key_id": "key_46a6ac945d0a9fddf874fd7725a46034",
+                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
                      *         "label": "scheduler agent",
                      *         "scopes": [
                      *           "checkpoints:read",
@@ -5402,12 +5408,12 @@ export interface operations {
                      *         ],
                      *         "max_trust": "medium",
                      *         "status": "active",
-                     *         "created_at": "2026-11-26T17:28:36.570Z",
+                     *         "created_at": "2026-11-26T23:26:44.285Z",
                      *         "revoked_at": null,
-                     *         "key": "svc_sk_9c87111b7d9147f91dad989324eba476a5e301e9be297694fb6c96efc1c812ef"
+                     *         "key": "svc_sk_7b4481fcc4493f8c2c7a081cc35f7d9f58f0631207a8aa5cb715545ea3acb570"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0721362143c2bde2c02cc25e757947f5"
+                     *         "request_id": "req_13bfc1a99ba0901e1e8e8885d946e831"
                      *       }
                      *     }
                      */
@@ -5441,16 +5447,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "key_id": "key_34d644ff8a742087184d27e0634bb100",
-                     *         "principal_id": "prn_0a1d287a62d676e22a331a0f0392ada5",
+                     *         "key_id": "key_21fe41ac2e94a69a1a0b330d2f77d714",
+                     *         "principal_id": "prn_6212362bbdcf8941bb613b94a42135ea",
                      *         "label": "ci smoke test",
                      *         "scopes": [
                      *           "events:read"
                      *         ],
                      *         "max_trust": "high",
                      *         "status": "revoked",
-                     *         "created_at": "2026-11-26T17:28:36.622Z",
-                     *         "revoked_at": "2026-11-26T17:28:42.621Z",
+                     *         "created_at": "2026-11-26T23:26:44.320Z",
+                     *         "revoked_at": "2026-11-26T23:26:51.943Z",
                      *         "already_revoked": false,
                      *         "cascade": {
                      *           "keys_revoked": 0,
@@ -5460,7 +5466,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_364a9dc87cd194f4306e045431b1fd78"
+                     *         "request_id": "req_16b42d2a654d9a26aa0f1b9e2f393900"
                      *       }
                      *     }
                      */
@@ -5497,28 +5503,28 @@ export interface operations {
                      *       "data": {
                      *         "principals": [
                      *           {
-                     *             "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *             "kind": "human",
-                     *             "display_name": "owner-1515674e",
+                     *             "display_name": "owner-5ac611bc",
                      *             "role": "owner",
-                     *             "created_at": "2026-11-26T17:28:34.515Z",
+                     *             "created_at": "2026-11-26T23:26:39.045Z",
                      *             "memberships": [
                      *               {
-                     *                 "membership_id": "mbr_0d915e335e03fe5bd5df230c18b9f275",
+                     *                 "membership_id": "mbr_77e25565b54c2b2bd8e2f29673ad97e3",
                      *                 "workspace_id": null,
                      *                 "role": "owner"
                      *               }
                      *             ]
                      *           },
                      *           {
-                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
                      *             "kind": "agent",
                      *             "display_name": "scheduler agent",
                      *             "role": "member",
-                     *             "created_at": "2026-11-26T17:28:36.570Z",
+                     *             "created_at": "2026-11-26T23:26:44.285Z",
                      *             "memberships": [
                      *               {
-                     *                 "membership_id": "mbr_ac3095786bb829eda7b201251977e022",
+                     *                 "membership_id": "mbr_bbb6a5e9931a8da8dc5b87634895e496",
                      *                 "workspace_id": null,
                      *                 "role": "member"
                      *               }
@@ -5526,10 +5532,10 @@ export interface operations {
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjU3MFoiLCJwcm5fZjg1Y2I1OTg4ZGJiYmM0MWYzZjMwOTNmN2Q3ZTk3MTEiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQ0LjI4NVoiLCJwcm5fOTc5YzU2YzM3NzQ5ZGY3MGQyMTgwN2RiNDQ3NzI4MDAiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_002e850f2a0bf5d4b50e678e5a333420"
+                     *         "request_id": "req_752f7639d87ff029f0190ae2b6d887cc"
                      *       }
                      *     }
                      */
@@ -5549,6 +5555,7 @@ export interface operations {
                 after?: string;
                 limit?: number;
                 kind?: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
+                order?: "commit" | "newest";
             };
             header?: never;
             path?: never;
@@ -5567,38 +5574,38 @@ export interface operations {
                      *       "data": {
                      *         "events": [
                      *           {
-                     *             "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
+                     *             "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
                      *             "kind": "observation.appended",
-                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "resource_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "verified",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:28:36.196Z"
+                     *             "created_at": "2026-11-26T23:26:43.705Z"
                      *           },
                      *           {
-                     *             "id": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874",
+                     *             "id": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7",
                      *             "kind": "observation.appended",
-                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "resource_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "high",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:28:36.241Z"
+                     *             "created_at": "2026-11-26T23:26:43.809Z"
                      *           }
                      *         ],
-                     *         "cursor": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874"
+                     *         "cursor": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9fd996dd79e946a4d7a2f69f6583e866"
+                     *         "request_id": "req_372c54e6a4826ec114509241414956f4"
                      *       }
                      *     }
                      */
@@ -5632,21 +5639,21 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
+                     *         "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
                      *         "kind": "observation.appended",
-                     *         "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "resource_type": "observation",
-                     *         "resource_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *         "resource_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *         "payload": {
                      *           "subject_id": "user-42",
                      *           "kind": "message",
                      *           "trust": "verified",
                      *           "visibility": "team"
                      *         },
-                     *         "created_at": "2026-11-26T17:28:36.196Z"
+                     *         "created_at": "2026-11-26T23:26:43.705Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a3de9cc083c1a0a8571c69a299951957"
+                     *         "request_id": "req_31a2332515fd0542e1f7de4d6efa63ad"
                      *       }
                      *     }
                      */
@@ -5680,7 +5687,7 @@ export interface operations {
                      *       "data": {
                      *         "webhooks": [
                      *           {
-                     *             "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
+                     *             "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
                      *             "url": "https://hooks.example.com/svc-memory",
                      *             "events": [
                      *               "claim.materialized",
@@ -5689,8 +5696,8 @@ export interface operations {
                      *             ],
                      *             "status": "active",
                      *             "failure_count": 0,
-                     *             "created_at": "2026-11-26T17:28:36.893Z",
-                     *             "updated_at": "2026-11-26T17:28:36.893Z",
+                     *             "created_at": "2026-11-26T23:26:44.694Z",
+                     *             "updated_at": "2026-11-26T23:26:44.694Z",
                      *             "signing": {
                      *               "header": "X-Svc-Signature",
                      *               "algorithm": "HMAC-SHA256",
@@ -5699,15 +5706,15 @@ export interface operations {
                      *             }
                      *           },
                      *           {
-                     *             "webhook_id": "whk_9951cc228486691f0e65f24d15d1e97b",
+                     *             "webhook_id": "whk_bff87a5125bc24b042e0062e7c29f363",
                      *             "url": "http://127.0.0.1:9/hook",
                      *             "events": [
                      *               "*"
                      *             ],
                      *             "status": "active",
                      *             "failure_count": 0,
-                     *             "created_at": "2026-11-26T17:28:36.907Z",
-                     *             "updated_at": "2026-11-26T17:28:36.907Z",
+                     *             "created_at": "2026-11-26T23:26:44.705Z",
+                     *             "updated_at": "2026-11-26T23:26:44.705Z",
                      *             "signing": {
                      *               "header": "X-Svc-Signature",
                      *               "algorithm": "HMAC-SHA256",
@@ -5718,7 +5725,7 @@ export interface operations {
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7995855017ad3558bf1a1020376ba528"
+                     *         "request_id": "req_65967ca0a9902af9823693fdc83f2670"
                      *       }
                      *     }
                      */
@@ -5758,7 +5765,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
+                     *         "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5767,8 +5774,8 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T17:28:36.893Z",
-                     *         "updated_at": "2026-11-26T17:28:36.893Z",
+                     *         "created_at": "2026-11-26T23:26:44.694Z",
+                     *         "updated_at": "2026-11-26T23:26:44.694Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5777,7 +5784,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4144323b85a7ed6a379bf1900857b4d1"
+                     *         "request_id": "req_3d9456c2fa4e0bba3a97d183571429c9"
                      *       }
                      *     }
                      */
@@ -5811,12 +5818,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_9951cc228486691f0e65f24d15d1e97b",
+                     *         "webhook_id": "whk_bff87a5125bc24b042e0062e7c29f363",
                      *         "deleted": true,
                      *         "deliveries_removed": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_534c80698b1e749f26ebc9976ed43d5b"
+                     *         "request_id": "req_4d3e41533e58b1b474b0a49922dc17d3"
                      *       }
                      *     }
                      */
@@ -5850,7 +5857,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
+                     *         "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5859,8 +5866,8 @@ export interface operations {
                      *         ],
                      *         "status": "paused",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T17:28:36.893Z",
-                     *         "updated_at": "2026-11-26T17:28:36.983Z",
+                     *         "created_at": "2026-11-26T23:26:44.694Z",
+                     *         "updated_at": "2026-11-26T23:26:44.880Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5869,7 +5876,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_38b7c085b62dac8bac964f1ac3985bbd"
+                     *         "request_id": "req_0673e4d9c9b3ba7c2980cb1b79438a7e"
                      *       }
                      *     }
                      */
@@ -5903,7 +5910,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_e7d940f17c98623d31d406f970469099",
+                     *         "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5912,8 +5919,8 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T17:28:36.893Z",
-                     *         "updated_at": "2026-11-26T17:28:36.996Z",
+                     *         "created_at": "2026-11-26T23:26:44.694Z",
+                     *         "updated_at": "2026-11-26T23:26:44.905Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5922,7 +5929,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d2258a054411aa9dd15548c98ccd4ee5"
+                     *         "request_id": "req_8132d03858a063c9be11bafac9f201bc"
                      *       }
                      *     }
                      */
@@ -5961,22 +5968,22 @@ export interface operations {
                      *       "data": {
                      *         "deliveries": [
                      *           {
-                     *             "id": "dlv_85a8529a78fbb5dab9bf8b852f67187e",
-                     *             "event_id": "evt_e0d62859fffa309b3c2374c271c53ade",
+                     *             "id": "dlv_21c3d137cf3f5820b2db7f7342826fa5",
+                     *             "event_id": "evt_48c9303a6f095697643afc829296a812",
                      *             "status": "failed",
                      *             "attempts": 5,
-                     *             "last_attempt_at": "2026-11-26T17:28:40.969Z",
+                     *             "last_attempt_at": "2026-11-26T23:26:48.853Z",
                      *             "next_retry_at": null,
                      *             "response_status": null,
                      *             "failure_reason": "attempts_exhausted",
-                     *             "created_at": "2026-11-26T17:28:36.935Z"
+                     *             "created_at": "2026-11-26T23:26:44.784Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c45d4f6834193a4c78c7baa157c88048"
+                     *         "request_id": "req_b283e4899ff42fa7efd47bb5cc889776"
                      *       }
                      *     }
                      */
@@ -6011,18 +6018,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "dlv_85a8529a78fbb5dab9bf8b852f67187e",
-                     *         "event_id": "evt_e0d62859fffa309b3c2374c271c53ade",
+                     *         "id": "dlv_21c3d137cf3f5820b2db7f7342826fa5",
+                     *         "event_id": "evt_48c9303a6f095697643afc829296a812",
                      *         "status": "pending",
                      *         "attempts": 5,
-                     *         "last_attempt_at": "2026-11-26T17:28:40.969Z",
-                     *         "next_retry_at": "2026-11-26T17:28:41.077Z",
+                     *         "last_attempt_at": "2026-11-26T23:26:48.853Z",
+                     *         "next_retry_at": "2026-11-26T23:26:49.035Z",
                      *         "response_status": null,
                      *         "failure_reason": null,
-                     *         "created_at": "2026-11-26T17:28:36.935Z"
+                     *         "created_at": "2026-11-26T23:26:44.784Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_593003ddf2f9e61a15376245371ae822"
+                     *         "request_id": "req_c5f32b73c8150f828874e19e355ebcaa"
                      *       }
                      *     }
                      */
@@ -6064,11 +6071,11 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "events_drained": 13,
-                     *         "cursor": "WyJldnRfZTBkNjI4NTlmZmZhMzA5YjNjMjM3NGMyNzFjNTNhZGUiXQ",
+                     *         "cursor": "WyJldnRfNDhjOTMwM2E2ZjA5NTY5NzY0M2FmYzgyOTI5NmE4MTIiXQ",
                      *         "pending_deliveries": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d1d800fc3bf1e27ed378b1ee5ceeed9e"
+                     *         "request_id": "req_e4bf6629b64ea99d33cb6ac1021cf873"
                      *       }
                      *     }
                      */
@@ -6105,17 +6112,17 @@ export interface operations {
                      *       "data": {
                      *         "workspaces": [
                      *           {
-                     *             "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
+                     *             "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
                      *             "name": "Customer success",
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:41.112Z"
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:49.146Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0aa547829c3d5252ffbd4a9c7933409a"
+                     *         "request_id": "req_ab064307cb30500182c1e57070b2480e"
                      *       }
                      *     }
                      */
@@ -6153,13 +6160,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
+                     *         "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
                      *         "name": "Customer success",
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.112Z"
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:49.146Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2012db086a6041bea899f345e1b19230"
+                     *         "request_id": "req_a4cd75271026d9fb0a1a7ca073de39ee"
                      *       }
                      *     }
                      */
@@ -6197,27 +6204,27 @@ export interface operations {
                      *       "data": {
                      *         "memberships": [
                      *           {
-                     *             "membership_id": "mbr_7113aaff83265e97f0aaa30593d36857",
-                     *             "principal_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
+                     *             "membership_id": "mbr_eb21b265d628f98e81df02a6eab65a1c",
+                     *             "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
                      *             "role": "owner",
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:41.112Z"
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:49.146Z"
                      *           },
                      *           {
-                     *             "membership_id": "mbr_f92d9a455e53901c19e55d1a09860b5f",
-                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
-                     *             "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
+                     *             "membership_id": "mbr_1f546eff398b4e39421f46723d86af9e",
+                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *             "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
                      *             "role": "member",
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:41.141Z"
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:49.246Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_665a1cbbc1572baa61db593f2dcd095a"
+                     *         "request_id": "req_fbd4582f9978c5745e72e7edba5c7e25"
                      *       }
                      *     }
                      */
@@ -6258,15 +6265,15 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "membership_id": "mbr_f92d9a455e53901c19e55d1a09860b5f",
-                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
-                     *         "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
+                     *         "membership_id": "mbr_1f546eff398b4e39421f46723d86af9e",
+                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
                      *         "role": "member",
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.141Z"
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:49.246Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_fe5c9508d5050a6bf85cd67c671e3041"
+                     *         "request_id": "req_a2a861f89fd533f645b90b1687fa4164"
                      *       }
                      *     }
                      */
@@ -6300,21 +6307,21 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "membership_id": "mbr_f92d9a455e53901c19e55d1a09860b5f",
-                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
-                     *         "workspace_id": "wsp_1cbbe65bc104dca7b6df31a33672c23a",
+                     *         "membership_id": "mbr_1f546eff398b4e39421f46723d86af9e",
+                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
                      *         "role": "member",
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.141Z",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:49.246Z",
                      *         "removed": true,
-                     *         "removed_at": "2026-11-26T17:28:42.507Z",
+                     *         "removed_at": "2026-11-26T23:26:51.645Z",
                      *         "keys_revoked": 0,
                      *         "grants_revoked": 0,
                      *         "webhooks_disabled": 0,
                      *         "accounts_disabled": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f35ab3b78c45f413ac56a08f96c4d98b"
+                     *         "request_id": "req_eee090f4d3eb8a611b66bdaf655abced"
                      *       }
                      *     }
                      */
@@ -6351,16 +6358,16 @@ export interface operations {
                      *       "data": {
                      *         "projects": [
                      *           {
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *             "reference": "onboarding",
-                     *             "created_at": "2026-11-26T17:28:36.147Z"
+                     *             "created_at": "2026-11-26T23:26:43.517Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f3794ecf485f06d6352002c4c42ff0fc"
+                     *         "request_id": "req_396b7eb0192a28d8fe279357d2d423e4"
                      *       }
                      *     }
                      */
@@ -6397,33 +6404,33 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *         "reference": "onboarding",
                      *         "references": [
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T17:28:36.197Z"
+                     *             "created_at": "2026-11-26T23:26:43.706Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T17:28:36.241Z"
+                     *             "created_at": "2026-11-26T23:26:43.809Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_8b026278614eaf74b6146872cec69657",
+                     *             "id": "obs_d6024a92fe2791f008d6e528a755d9e2",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T17:28:36.268Z"
+                     *             "created_at": "2026-11-26T23:26:43.850Z"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjI2OFoiLCJvYnNfOGIwMjYyNzg2MTRlYWY3NGI2MTQ2ODcyY2VjNjk2NTciXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQzLjg1MFoiLCJvYnNfZDYwMjRhOTJmZTI3OTFmMDA4ZDZlNTI4YTc1NWQ5ZTIiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4d32b35e829ca03886de5af6d96cc888"
+                     *         "request_id": "req_dfc783fbee1a33e15ed25444e2b50790"
                      *       }
                      *     }
                      */
@@ -6470,7 +6477,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_16b70b40dbc5e110286719f002a18a91"
+                     *         "request_id": "req_2badbaac6a74b07fbed7b52fe3a1781b"
                      *       }
                      *     }
                      */
@@ -6515,28 +6522,28 @@ export interface operations {
                      *         "references": [
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
-                     *             "created_at": "2026-11-26T17:28:36.197Z"
+                     *             "id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "created_at": "2026-11-26T23:26:43.706Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_8b012a63af3e20adbcba81056e27db21",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
-                     *             "created_at": "2026-11-26T17:28:36.241Z"
+                     *             "id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "created_at": "2026-11-26T23:26:43.809Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_8b026278614eaf74b6146872cec69657",
-                     *             "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
-                     *             "created_at": "2026-11-26T17:28:36.268Z"
+                     *             "id": "obs_d6024a92fe2791f008d6e528a755d9e2",
+                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "created_at": "2026-11-26T23:26:43.850Z"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDE3OjI4OjM2LjI2OFoiLCJvYnNfOGIwMjYyNzg2MTRlYWY3NGI2MTQ2ODcyY2VjNjk2NTciXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQzLjg1MFoiLCJvYnNfZDYwMjRhOTJmZTI3OTFmMDA4ZDZlNTI4YTc1NWQ5ZTIiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_18806b031d1978d01382355436e88fd8"
+                     *         "request_id": "req_819891362002bd2e91b2fea84a63bb3b"
                      *       }
                      *     }
                      */
@@ -6573,8 +6580,8 @@ export interface operations {
                      *       "data": {
                      *         "grants": [
                      *           {
-                     *             "grant_id": "grt_4e58f98c8f23cc51d28dc79032f5cd00",
-                     *             "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *             "grant_id": "grt_e9dc2b9d5652e9e700b077cf67441d67",
+                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
                      *             "target": {
                      *               "type": "subject",
                      *               "id": "user-42"
@@ -6583,9 +6590,9 @@ export interface operations {
                      *               "read"
                      *             ],
                      *             "status": "active",
-                     *             "granted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "granted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *             "delegated_from": null,
-                     *             "created_at": "2026-11-26T17:28:41.224Z",
+                     *             "created_at": "2026-11-26T23:26:49.294Z",
                      *             "revoked_at": null
                      *           }
                      *         ],
@@ -6593,7 +6600,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1a740e43bbe8c14df2297629a0957e45"
+                     *         "request_id": "req_094a0f2a8a6910f1f6849b177008754f"
                      *       }
                      *     }
                      */
@@ -6642,8 +6649,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "grant_id": "grt_4e58f98c8f23cc51d28dc79032f5cd00",
-                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "grant_id": "grt_e9dc2b9d5652e9e700b077cf67441d67",
+                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
                      *         "target": {
                      *           "type": "subject",
                      *           "id": "user-42"
@@ -6652,13 +6659,13 @@ export interface operations {
                      *           "read"
                      *         ],
                      *         "status": "active",
-                     *         "granted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "granted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "delegated_from": null,
-                     *         "created_at": "2026-11-26T17:28:41.224Z",
+                     *         "created_at": "2026-11-26T23:26:49.294Z",
                      *         "revoked_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_36657e713804b481787632652af8babb"
+                     *         "request_id": "req_7b3dbc1cd20e3c07b4bfff893c6c4e50"
                      *       }
                      *     }
                      */
@@ -6692,8 +6699,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "grant_id": "grt_4e58f98c8f23cc51d28dc79032f5cd00",
-                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "grant_id": "grt_e9dc2b9d5652e9e700b077cf67441d67",
+                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
                      *         "target": {
                      *           "type": "subject",
                      *           "id": "user-42"
@@ -6702,15 +6709,15 @@ export interface operations {
                      *           "read"
                      *         ],
                      *         "status": "revoked",
-                     *         "granted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "granted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "delegated_from": null,
-                     *         "created_at": "2026-11-26T17:28:41.224Z",
-                     *         "revoked_at": "2026-11-26T17:28:42.495Z",
+                     *         "created_at": "2026-11-26T23:26:49.294Z",
+                     *         "revoked_at": "2026-11-26T23:26:51.622Z",
                      *         "already_revoked": false,
                      *         "delegated_revoked": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_34bb04830aced2c14dc0ea2aa848ce10"
+                     *         "request_id": "req_4cce4fb5e6aa391e0bf5260d8a5af878"
                      *       }
                      *     }
                      */
@@ -6753,11 +6760,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "principal_id": "prn_f85cb5988dbbbc41f3f3093f7d7e9711",
+                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
                      *         "action": "read",
                      *         "target": {
                      *           "type": "claim",
-                     *           "id": "claim_8b3dcab2b6a2723000ebb609637b605d"
+                     *           "id": "claim_d6b13814c5fc12d73bb5c94653493a4e"
                      *         },
                      *         "gates": {
                      *           "role": {
@@ -6773,7 +6780,7 @@ export interface operations {
                      *           "grant": {
                      *             "passed": true,
                      *             "grant_ids": [
-                     *               "grt_4e58f98c8f23cc51d28dc79032f5cd00"
+                     *               "grt_e9dc2b9d5652e9e700b077cf67441d67"
                      *             ]
                      *           }
                      *         },
@@ -6781,7 +6788,7 @@ export interface operations {
                      *         "note": "Key scopes are checked per route and are not part of this simulation."
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9287326be638833e05e8da28742dd9cd"
+                     *         "request_id": "req_4ce3668a05c4781adfd592239ce66d1a"
                      *       }
                      *     }
                      */
@@ -6822,60 +6829,60 @@ export interface operations {
                      *         "content": [
                      *           {
                      *             "type": "text",
-                     *             "text": "{\"items\":[{\"claim_id\":\"claim_8b3dcab2b6a2723000ebb609637b605d\",\"subject_id\":\"user-42\",\"project_id\":\"prj_8b6c371a45ddc9634d61c98bc9214a64\",\"kind\":\"preference\",\"statement\":\"Prefers tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:28:36.290Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_8b23df61b12fb49b31aeaf88aaf1886a\",\"relation\":\"supports\"},{\"observation_id\":\"obs_8b012a63af3e20adbcba81056e27db21\",\"relation\":\"qualifies\"}],\"created_at\":\"2026-11-26T17:28:36.290Z\",\"updated_at\":\"2026-11-26T17:28:36.290Z\"},{\"claim_id\":\"claim_8b010a6958a1f75e477deed1c0ed4948\",\"subject_id\":\"user-42\",\"project_id\":\"prj_8b6c371a45ddc9634d61c98bc9214a64\",\"kind\":\"preference\",\"statement\":\"Prefers green tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T17:28:36.344Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_8b23df61b12fb49b31aeaf88aaf1886a\",\"relation\":\"supports\"}],\"created_at\":\"2026-11-26T17:28:36.344Z\",\"updated_at\":\"2026-11-26T17:28:36.344Z\"}],\"has_more\":false,\"next_cursor\":null}"
+                     *             "text": "{\"items\":[{\"claim_id\":\"claim_d6b13814c5fc12d73bb5c94653493a4e\",\"subject_id\":\"user-42\",\"project_id\":\"prj_d614093a718f93947bb0165f76938236\",\"kind\":\"preference\",\"statement\":\"Prefers tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T23:26:43.905Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_d6290c599e514b05a650e54c74f6fda7\",\"relation\":\"supports\"},{\"observation_id\":\"obs_d6015be203d9b19c6c233c291c0e58f0\",\"relation\":\"qualifies\"}],\"created_at\":\"2026-11-26T23:26:43.905Z\",\"updated_at\":\"2026-11-26T23:26:43.905Z\"},{\"claim_id\":\"claim_d6059fe6ac4d3aa6804d6144e73034d1\",\"subject_id\":\"user-42\",\"project_id\":\"prj_d614093a718f93947bb0165f76938236\",\"kind\":\"preference\",\"statement\":\"Prefers green tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T23:26:43.984Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_d6290c599e514b05a650e54c74f6fda7\",\"relation\":\"supports\"}],\"created_at\":\"2026-11-26T23:26:43.984Z\",\"updated_at\":\"2026-11-26T23:26:43.984Z\"}],\"has_more\":false,\"next_cursor\":null}"
                      *           }
                      *         ],
                      *         "structuredContent": {
                      *           "items": [
                      *             {
-                     *               "claim_id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *               "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *               "subject_id": "user-42",
-                     *               "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *               "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *               "kind": "preference",
                      *               "statement": "Prefers tea in the morning",
                      *               "status": "active",
                      *               "visibility": "team",
                      *               "trust": "verified",
                      *               "version": 1,
-                     *               "valid_from": "2026-11-26T17:28:36.290Z",
+                     *               "valid_from": "2026-11-26T23:26:43.905Z",
                      *               "valid_to": null,
                      *               "superseded_by": null,
                      *               "disputes": [],
                      *               "sources": [
                      *                 {
-                     *                   "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *                   "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *                   "relation": "supports"
                      *                 },
                      *                 {
-                     *                   "observation_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *                   "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *                   "relation": "qualifies"
                      *                 }
                      *               ],
-                     *               "created_at": "2026-11-26T17:28:36.290Z",
-                     *               "updated_at": "2026-11-26T17:28:36.290Z"
+                     *               "created_at": "2026-11-26T23:26:43.905Z",
+                     *               "updated_at": "2026-11-26T23:26:43.905Z"
                      *             },
                      *             {
-                     *               "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *               "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *               "subject_id": "user-42",
-                     *               "project_id": "prj_8b6c371a45ddc9634d61c98bc9214a64",
+                     *               "project_id": "prj_d614093a718f93947bb0165f76938236",
                      *               "kind": "preference",
                      *               "statement": "Prefers green tea in the morning",
                      *               "status": "active",
                      *               "visibility": "team",
                      *               "trust": "verified",
                      *               "version": 1,
-                     *               "valid_from": "2026-11-26T17:28:36.344Z",
+                     *               "valid_from": "2026-11-26T23:26:43.984Z",
                      *               "valid_to": null,
                      *               "superseded_by": null,
                      *               "disputes": [],
                      *               "sources": [
                      *                 {
-                     *                   "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *                   "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *                   "relation": "supports"
                      *                 }
                      *               ],
-                     *               "created_at": "2026-11-26T17:28:36.344Z",
-                     *               "updated_at": "2026-11-26T17:28:36.344Z"
+                     *               "created_at": "2026-11-26T23:26:43.984Z",
+                     *               "updated_at": "2026-11-26T23:26:43.984Z"
                      *             }
                      *           ],
                      *           "has_more": false,
@@ -6927,10 +6934,10 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example {"type":"svc.export.header","format_version":1,"import_order":["projects","observations","claims"],"filters":{"type":null,"limit":3,"after":null},"records":3,"has_more":true,"next_after":"WyJvYnNlcnZhdGlvbnMiLCJvYnNfOGIwMTJhNjNhZjNlMjBhZGJjYmE4MTA1NmUyN2RiMjEiXQ","exported_at":"2026-11-26T17:28:41.271Z"}
-                     *     {"type":"project","project_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","reference":"onboarding","created_by":"prn_8def1ed765899bacabbf4dc7d7747961","created_at":"2026-11-26T17:28:36.147Z","workspace_id":null,"workspace_name":null}
-                     *     {"type":"observation","observation_id":"obs_8b23df61b12fb49b31aeaf88aaf1886a","subject_id":"user-42","project_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","kind":"message","content":"I prefer tea in the morning, green if there is any.","content_hash":"sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc","source":{"type":"chat","ref":"msg-981"},"trust":"verified","visibility":"team","author_id":"prn_8def1ed765899bacabbf4dc7d7747961","created_at":"2026-11-26T17:28:36.197Z","purged":false,"purged_at":null}
-                     *     {"type":"observation","observation_id":"obs_8b012a63af3e20adbcba81056e27db21","subject_id":"user-42","project_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","kind":"message","content":"Coffee after lunch is fine, but never before noon.","content_hash":"sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac","source":{"type":"chat","ref":"msg-1022"},"trust":"high","visibility":"team","author_id":"prn_8def1ed765899bacabbf4dc7d7747961","created_at":"2026-11-26T17:28:36.241Z","purged":false,"purged_at":null}
+                     * @example {"type":"svc.export.header","format_version":1,"import_order":["projects","observations","claims"],"filters":{"type":null,"limit":3,"after":null},"records":3,"has_more":true,"next_after":"WyJvYnNlcnZhdGlvbnMiLCJvYnNfZDYwMTViZTIwM2Q5YjE5YzZjMjMzYzI5MWMwZTU4ZjAiXQ","exported_at":"2026-11-26T23:26:49.335Z"}
+                     *     {"type":"project","project_id":"prj_d614093a718f93947bb0165f76938236","reference":"onboarding","created_by":"prn_5ac9ec4d5139257fdd37d6cab058e922","created_at":"2026-11-26T23:26:43.517Z","workspace_id":null,"workspace_name":null}
+                     *     {"type":"observation","observation_id":"obs_d6290c599e514b05a650e54c74f6fda7","subject_id":"user-42","project_id":"prj_d614093a718f93947bb0165f76938236","kind":"message","content":"I prefer tea in the morning, green if there is any.","content_hash":"sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc","source":{"type":"chat","ref":"msg-981"},"trust":"verified","visibility":"team","author_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","created_at":"2026-11-26T23:26:43.706Z","purged":false,"purged_at":null}
+                     *     {"type":"observation","observation_id":"obs_d6015be203d9b19c6c233c291c0e58f0","subject_id":"user-42","project_id":"prj_d614093a718f93947bb0165f76938236","kind":"message","content":"Coffee after lunch is fine, but never before noon.","content_hash":"sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac","source":{"type":"chat","ref":"msg-1022"},"trust":"high","visibility":"team","author_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","created_at":"2026-11-26T23:26:43.809Z","purged":false,"purged_at":null}
                      */
                     "application/x-ndjson": string;
                 };
@@ -6975,7 +6982,7 @@ export interface operations {
                      *         "workspaces_created": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d04eb9bd2d51bd421e3da532333a9513"
+                     *         "request_id": "req_1c20eb63beb9c7e4e468ab51e4d82a33"
                      *       }
                      *     }
                      */
@@ -7008,7 +7015,7 @@ export interface operations {
                      *         "workspaces_created": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_094e44416aab37756b6c252d5dcf8ebc"
+                     *         "request_id": "req_3695b550f65c90459fe80576e4194e3d"
                      *       }
                      *     }
                      */
@@ -7046,42 +7053,42 @@ export interface operations {
                      *       "data": {
                      *         "entries": [
                      *           {
-                     *             "id": "aud_4a79f9a9b88a3441caf41daf3322860c",
+                     *             "id": "aud_08aa3fa326dcd43dc7d4f8b591436c29",
                      *             "action": "observation.purged",
-                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
+                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_8b026278614eaf74b6146872cec69657",
-                     *             "request_id": "req_289f857ae9e8a3e8dac0c45752b71d79",
+                     *             "resource_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
+                     *             "request_id": "req_0fc566c64774e84368aa9927ff76e50b",
                      *             "metadata": {
                      *               "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
                      *               "already_purged": false
                      *             },
-                     *             "created_at": "2026-11-26T17:28:42.591Z",
-                     *             "prev_hash": "92ea41a721072fb3632ec2e28c09d7d95a044e45ab2b7b6b7da015ec0ec1e55b",
-                     *             "entry_hash": "12875117fc9c82bf508bc74c0cffb660c8e9aa8e9ad969bca37a0d942c49fe4f"
+                     *             "created_at": "2026-11-26T23:26:51.855Z",
+                     *             "prev_hash": "83fd02bbb4e547ef6d851bba7c0f283f44f55f3a5b23d98e33bce5af4c1d4fbe",
+                     *             "entry_hash": "540761a4f8674c6992abd0f39bb70554f853f0fcddeffd021ea9a3c36ae06f64"
                      *           },
                      *           {
-                     *             "id": "aud_b74a200b54999a09f3f5b879110e9404",
+                     *             "id": "aud_2485495435f4b7694de17cfff2857329",
                      *             "action": "claim.revoked",
-                     *             "actor_id": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "key_id": "key_4fc9e29b4e2f9e2e854b69816b91bf4d",
+                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
                      *             "resource_type": "claim",
-                     *             "resource_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
-                     *             "request_id": "req_68c94404f90bf17a6d87db0d878c83b6",
+                     *             "resource_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *             "request_id": "req_c8271dbc6a101717584291ef9dd22969",
                      *             "metadata": {
                      *               "reason": "Recorded for the wrong customer."
                      *             },
-                     *             "created_at": "2026-11-26T17:28:42.565Z",
-                     *             "prev_hash": "ff225f289887c5ba9d3f9cbe3e1f988a78d2817d6b3ced2e63374437d44682ed",
-                     *             "entry_hash": "92ea41a721072fb3632ec2e28c09d7d95a044e45ab2b7b6b7da015ec0ec1e55b"
+                     *             "created_at": "2026-11-26T23:26:51.814Z",
+                     *             "prev_hash": "7785bc345956c140a2f9f4b3435e5b4d2e39f4a3783b7d0114ea30417e2719df",
+                     *             "entry_hash": "83fd02bbb4e547ef6d851bba7c0f283f44f55f3a5b23d98e33bce5af4c1d4fbe"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "cursor": "aud_b74a200b54999a09f3f5b879110e9404"
+                     *         "cursor": "aud_2485495435f4b7694de17cfff2857329"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8d38158635a4830aa77286cdbb27f4f6"
+                     *         "request_id": "req_5b03a63d3395000156fcb499c86f6acf"
                      *       }
                      *     }
                      */
@@ -7114,10 +7121,10 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example {"type":"svc.audit.header","format_version":1,"filters":{"after":null,"limit":3},"entries":3,"has_more":true,"next_after":"aud_21af618fd91902a379729ce240bd5392","exported_at":"2026-11-26T17:28:42.613Z","chain":{"algorithm":"sha256","entry_hash":"sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))","canonical_json":"JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)","genesis_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","start_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","verify":"Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry."}}
-                     *     {"type":"svc.audit.entry","id":"aud_f34e6f19f1913dd0e5cbdb429311c408","action":"organization.bootstrapped","actor_id":"prn_8def1ed765899bacabbf4dc7d7747961","key_id":null,"resource_type":"organization","resource_id":"org_8b83868a2da2353c9508e3e705d068f5","request_id":null,"metadata":{},"created_at":"2026-11-26T17:28:34.516Z","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","entry_hash":"9b12460a0b2de48f707a02b9b0d2fb2bb5684bc3f026e9902e0719119e9ab4e0"}
-                     *     {"type":"svc.audit.entry","id":"aud_d1b5c66a95fc2f920cb4ed47c0aedea6","action":"key.created","actor_id":"prn_8def1ed765899bacabbf4dc7d7747961","key_id":null,"resource_type":"key","resource_id":"key_4fc9e29b4e2f9e2e854b69816b91bf4d","request_id":null,"metadata":{"scopes":["*"],"max_trust":"verified"},"created_at":"2026-11-26T17:28:34.516Z","prev_hash":"9b12460a0b2de48f707a02b9b0d2fb2bb5684bc3f026e9902e0719119e9ab4e0","entry_hash":"33065648a73e0252b616272329a21bc68344e61dcf2a168e5e7a541d7fe710ad"}
-                     *     {"type":"svc.audit.entry","id":"aud_21af618fd91902a379729ce240bd5392","action":"project.created","actor_id":"prn_8def1ed765899bacabbf4dc7d7747961","key_id":"key_4fc9e29b4e2f9e2e854b69816b91bf4d","resource_type":"project","resource_id":"prj_8b6c371a45ddc9634d61c98bc9214a64","request_id":"req_880dd7f53e74bfcb98bc16848e41e279","metadata":{},"created_at":"2026-11-26T17:28:36.146Z","prev_hash":"33065648a73e0252b616272329a21bc68344e61dcf2a168e5e7a541d7fe710ad","entry_hash":"3cf4114c701db092a11e6a94140a2cc8194323d5948bbc0ddfc28d2e763922ee"}
+                     * @example {"type":"svc.audit.header","format_version":1,"filters":{"after":null,"limit":3},"entries":3,"has_more":true,"next_after":"aud_df41f1147087b12f8f805143d7647ea5","exported_at":"2026-11-26T23:26:51.914Z","chain":{"algorithm":"sha256","entry_hash":"sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))","canonical_json":"JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)","genesis_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","start_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","verify":"Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry."}}
+                     *     {"type":"svc.audit.entry","id":"aud_1b5e9c5d96f6d6f932cbf3201da7a891","action":"organization.bootstrapped","actor_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","key_id":null,"resource_type":"organization","resource_id":"org_d6874cce703639c1911ff84f7eb2ac38","request_id":null,"metadata":{},"created_at":"2026-11-26T23:26:39.046Z","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","entry_hash":"926ebbf7ed5b296dea3246e752e192005f0105574e83d7c9a6c4d8903660645a"}
+                     *     {"type":"svc.audit.entry","id":"aud_bc06b3d0262d8796dcf5da78fa588933","action":"key.created","actor_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","key_id":null,"resource_type":"key","resource_id":"key_5bc8731b72599d47c0eea21a83d3f479","request_id":null,"metadata":{"scopes":["*"],"max_trust":"verified"},"created_at":"2026-11-26T23:26:39.046Z","prev_hash":"926ebbf7ed5b296dea3246e752e192005f0105574e83d7c9a6c4d8903660645a","entry_hash":"be3f055596ad4131c6f6341b22860f64095d4dc9b445f67f5f9f8e697e88ac3e"}
+                     *     {"type":"svc.audit.entry","id":"aud_df41f1147087b12f8f805143d7647ea5","action":"project.created","actor_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","key_id":"key_5bc8731b72599d47c0eea21a83d3f479","resource_type":"project","resource_id":"prj_d614093a718f93947bb0165f76938236","request_id":"req_4a97f08c8f161ef4af15db5116491df2","metadata":{},"created_at":"2026-11-26T23:26:43.508Z","prev_hash":"be3f055596ad4131c6f6341b22860f64095d4dc9b445f67f5f9f8e697e88ac3e","entry_hash":"99b010562edf7849a27ba16c1a74a6bbf54c65abd109ab2b8f187f168ad49280"}
                      */
                     "application/x-ndjson": string;
                 };
@@ -7144,14 +7151,14 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_67fd084cb6c89a8210209d06987eafad0ef7f2af89689788c9eb803dbb52d085",
-                     *         "session_id": "sess_8cf721d44a5f58d94ab06848945dacc8",
+                     *         "session_token": "svc_sk_1b88ea316bfb55652cd8352ada5ea8bc8d8035e79b8cae86372726d8b40eb99b",
+                     *         "session_id": "sess_bf38104a2b620832935e3d4b90947e22",
                      *         "stage": "password_change",
-                     *         "expires_at": "2026-11-26T17:43:42.106Z",
-                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e"
+                     *         "expires_at": "2026-11-26T23:41:50.829Z",
+                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_604f73411124e5a7679cd70ff95de8d7"
+                     *         "request_id": "req_d6820d718ed3bba9762f457028c59bb0"
                      *       }
                      *     }
                      */
@@ -7192,18 +7199,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e",
-                     *         "principal_id": "prn_538df0fc1600623e2145d6698fd0f75c",
+                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240",
+                     *         "principal_id": "prn_ccf37ce7a80be899dda084f7b1574d9a",
                      *         "username": "dana",
                      *         "display_name": "Dana Whitfield",
                      *         "role": "admin",
                      *         "has_passkey": false,
-                     *         "created_at": "2026-11-26T17:28:42.057Z",
+                     *         "created_at": "2026-11-26T23:26:50.725Z",
                      *         "password_changed_at": null,
-                     *         "temporary_password": "QQzsWzqrE9DfA8MbxBdXRyCw"
+                     *         "temporary_password": "32hW4BF3XK88NAwnvyD3qFkk"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7807f56be7fea4ed60a9eefee9c0a0ae"
+                     *         "request_id": "req_215b1d86ca9764dfffb099fdc4c5db4c"
                      *       }
                      *     }
                      */
@@ -7242,17 +7249,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e",
-                     *         "principal_id": "prn_538df0fc1600623e2145d6698fd0f75c",
+                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240",
+                     *         "principal_id": "prn_ccf37ce7a80be899dda084f7b1574d9a",
                      *         "username": "dana",
                      *         "display_name": "Dana Whitfield",
                      *         "role": "admin",
                      *         "has_passkey": false,
-                     *         "created_at": "2026-11-26T17:28:42.057Z",
-                     *         "password_changed_at": "2026-11-26T17:28:42.163Z"
+                     *         "created_at": "2026-11-26T23:26:50.725Z",
+                     *         "password_changed_at": "2026-11-26T23:26:50.944Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_36d243e4b717b3cf5a60af31778dceba"
+                     *         "request_id": "req_2ed2daa59bbaa2e34feac07684d9caad"
                      *       }
                      *     }
                      */
@@ -7285,13 +7292,13 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "options": {
-                     *           "challenge": "yV6bE_tkKd90u27tdxoTtNpNd6VT5BFoYhP42x_bGvQ",
+                     *           "challenge": "4l0_3OpP1LsnA4AaSQCExatE-6ZrM3iARJ0M_0HdCZE",
                      *           "rp": {
                      *             "name": "svc-memory",
                      *             "id": "localhost"
                      *           },
                      *           "user": {
-                     *             "id": "YWNjdF9hYjgxZmZiZjg2YmEzODBkNTRiNWUxMjI3MDhhZGQ4ZQ",
+                     *             "id": "YWNjdF9kMjcxMDM2MTNiZTY0ZjYzNDZhOThmNjYzMGVmMTI0MA",
                      *             "name": "dana",
                      *             "displayName": "Dana Whitfield"
                      *           },
@@ -7320,7 +7327,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_42f4221ecc8a4c75bc18aa96b8cbe285"
+                     *         "request_id": "req_19b38b48c5efaa6d37f5f7c4d8da35fe"
                      *       }
                      *     }
                      */
@@ -7354,9 +7361,9 @@ export interface operations {
                      *       "data": {
                      *         "passkeys": [
                      *           {
-                     *             "passkey_id": "pk_d17844bda80a4899a06c0f4cbf2a3bd3",
+                     *             "passkey_id": "pk_7018be6ec39c7b88a2dcbb6c91d57eb0",
                      *             "name": "MacBook Touch ID",
-                     *             "created_at": "2026-11-26T17:28:42.242Z",
+                     *             "created_at": "2026-11-26T23:26:51.103Z",
                      *             "last_used_at": null,
                      *             "transports": [
                      *               "internal"
@@ -7365,7 +7372,7 @@ export interface operations {
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_973e44cbc2c5bda9e1819057fa89aa43"
+                     *         "request_id": "req_dbbff2bf155ab70c74dfa6dfdd7a96e2"
                      *       }
                      *     }
                      */
@@ -7424,26 +7431,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "passkey_id": "pk_d17844bda80a4899a06c0f4cbf2a3bd3",
+                     *         "passkey_id": "pk_7018be6ec39c7b88a2dcbb6c91d57eb0",
                      *         "name": "MacBook Touch ID",
-                     *         "created_at": "2026-11-26T17:28:42.242Z",
+                     *         "created_at": "2026-11-26T23:26:51.103Z",
                      *         "last_used_at": null,
                      *         "transports": [
                      *           "internal"
                      *         ],
                      *         "recovery_codes": [
-                     *           "3d674-rlniz",
-                     *           "3im7e-wokjf",
-                     *           "27dp6-5r3oe",
-                     *           "xml6n-ufn3e",
-                     *           "szcjh-njmgi",
-                     *           "rqnvh-ndljc",
-                     *           "mre7o-yboro",
-                     *           "cmxlr-7vhlw"
+                     *           "4q7da-mhiln",
+                     *           "3yawk-cudqj",
+                     *           "uctoj-vojam",
+                     *           "r67hg-d2xv5",
+                     *           "yw5rg-i7tx3",
+                     *           "ummys-axtg6",
+                     *           "ejtwn-yqn2i",
+                     *           "ij74d-x44vg"
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6f2b362a97c5e5cfc35399c8640d2c5e"
+                     *         "request_id": "req_2e0e28c7abcf8455f3dbea7a105c0d46"
                      *       }
                      *     }
                      */
@@ -7483,17 +7490,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "passkey_id": "pk_d17844bda80a4899a06c0f4cbf2a3bd3",
+                     *         "passkey_id": "pk_7018be6ec39c7b88a2dcbb6c91d57eb0",
                      *         "name": "MacBook Touch ID",
-                     *         "created_at": "2026-11-26T17:28:42.242Z",
-                     *         "last_used_at": "2026-11-26T17:28:42.350Z",
+                     *         "created_at": "2026-11-26T23:26:51.103Z",
+                     *         "last_used_at": "2026-11-26T23:26:51.315Z",
                      *         "transports": [
                      *           "internal"
                      *         ],
-                     *         "revoked_at": "2026-11-26T17:28:42.455Z"
+                     *         "revoked_at": "2026-11-26T23:26:51.536Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_eca34a1a82eb17e7b87c262289971857"
+                     *         "request_id": "req_17c0bc98e8b975b0daac45cb683fda68"
                      *       }
                      *     }
                      */
@@ -7532,18 +7539,18 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "recovery_codes": [
-                     *           "clpzg-pca7f",
-                     *           "7nc2w-zj23x",
-                     *           "5jmwn-5hklf",
-                     *           "shcsz-jeges",
-                     *           "xrqsr-j5kyn",
-                     *           "jby3y-3ga7y",
-                     *           "u65pi-xbc5z",
-                     *           "yugoy-2cw46"
+                     *           "tgeun-xs7bz",
+                     *           "pacbm-f7ebm",
+                     *           "selnr-dl4eu",
+                     *           "l35fb-hiujp",
+                     *           "ifqnh-egb7q",
+                     *           "ln5m5-hk27g",
+                     *           "ytnj4-tz4gw",
+                     *           "unbex-nm2bi"
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a82d9b5edbd1a917eb8aba09ef966573"
+                     *         "request_id": "req_f586953acfe1ac033936e516ca0893fa"
                      *       }
                      *     }
                      */
@@ -7577,10 +7584,10 @@ export interface operations {
                      *       "data": {
                      *         "options": {
                      *           "rpId": "localhost",
-                     *           "challenge": "G_QBWFtk8XPPFs4ZLzIgocT2Mkx4atGO0fINhN6TNQI",
+                     *           "challenge": "YVufOR7uI012-RAsRgeXm7FHcVMS2MjsE9vWN9KwG9Q",
                      *           "allowCredentials": [
                      *             {
-                     *               "id": "M7Yv8hTVggpQYRxVWJYgrw",
+                     *               "id": "4Zl2cz-VTXi3PrnpR9-WKQ",
                      *               "transports": [
                      *                 "internal"
                      *               ],
@@ -7592,7 +7599,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cf9f2e30a8669441fd0de10ac669f798"
+                     *         "request_id": "req_38a23d9baa22adec76c82b0028b4c235"
                      *       }
                      *     }
                      */
@@ -7651,14 +7658,14 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_6008b46777f7b27a5800ad251fd08f67863e23873e7e035171e683a590c20709",
-                     *         "session_id": "sess_bec3a92ad7428665271572075b50183f",
+                     *         "session_token": "svc_sk_31b8e15616fc80bcc5d0df11e54f581de23e1b70a4e76ce6df0bafc4030f5413",
+                     *         "session_id": "sess_b3b3542b36508ecb84b1d9f9f8fad9b1",
                      *         "stage": "full",
-                     *         "expires_at": "2026-11-26T18:28:42.350Z",
-                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e"
+                     *         "expires_at": "2026-11-27T00:26:51.315Z",
+                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_57926490e9703f1f025718c5197fe70a"
+                     *         "request_id": "req_6ce6b7932a365b6afd0dd601beb3fc1e"
                      *       }
                      *     }
                      */
@@ -7696,15 +7703,15 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_ca4a40aca8d54a140d0075677bae22fc833837b1817a0a0c51dc668379dc3b96",
-                     *         "session_id": "sess_66c65982bc5ffceefab95eb4497de4fe",
+                     *         "session_token": "svc_sk_52b4e1677c19493f304cde29ec46aa73ae909b741a5cad3038405c5a3039119f",
+                     *         "session_id": "sess_35c5062ff3dc020b6302ce1243e5869c",
                      *         "stage": "full",
-                     *         "expires_at": "2026-11-26T18:28:42.417Z",
-                     *         "account_id": "acct_ab81ffbf86ba380d54b5e122708add8e",
+                     *         "expires_at": "2026-11-27T00:26:51.429Z",
+                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240",
                      *         "recovery_codes_remaining": 7
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_57da19bcaf8f967237d41fb16f7fe938"
+                     *         "request_id": "req_373a1336d3862749c5c4a0a2bdc320d3"
                      *       }
                      *     }
                      */
@@ -7736,11 +7743,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_id": "sess_bec3a92ad7428665271572075b50183f",
-                     *         "revoked_at": "2026-11-26T17:28:42.472Z"
+                     *         "session_id": "sess_b3b3542b36508ecb84b1d9f9f8fad9b1",
+                     *         "revoked_at": "2026-11-26T23:26:51.565Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_17459ba679b3c57253f14eb9b39539f2"
+                     *         "request_id": "req_f64dc17ea55f27999b213af3ed28ee8b"
                      *       }
                      *     }
                      */
@@ -7779,7 +7786,7 @@ export interface operations {
                      *       "data": {
                      *         "policies": [
                      *           {
-                     *             "policy_id": "pol_0be9d15cc21f3d089c360ea9c82909ea",
+                     *             "policy_id": "pol_4ffd0c2f9863ed85538087cc4c1ce352",
                      *             "type": "approval",
                      *             "name": "four eyes on preferences",
                      *             "rules": {
@@ -7787,12 +7794,12 @@ export interface operations {
                      *             },
                      *             "status": "draft",
                      *             "version": 1,
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:41.419Z",
-                     *             "updated_at": "2026-11-26T17:28:41.419Z"
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:49.833Z",
+                     *             "updated_at": "2026-11-26T23:26:49.833Z"
                      *           },
                      *           {
-                     *             "policy_id": "pol_cebea4e05cfdcc4d9112b3fa767d335c",
+                     *             "policy_id": "pol_79e9ab10c2925a4dd4c9b6c332639f22",
                      *             "type": "release",
                      *             "name": "releases need approval",
                      *             "rules": {
@@ -7801,16 +7808,16 @@ export interface operations {
                      *             },
                      *             "status": "active",
                      *             "version": 2,
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:41.440Z",
-                     *             "updated_at": "2026-11-26T17:28:41.454Z"
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:49.843Z",
+                     *             "updated_at": "2026-11-26T23:26:49.851Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2a398f11cff891a088535de796732f41"
+                     *         "request_id": "req_f0bf879756f29cf6b6d43d7d32b1e119"
                      *       }
                      *     }
                      */
@@ -7888,7 +7895,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_0be9d15cc21f3d089c360ea9c82909ea",
+                     *         "policy_id": "pol_4ffd0c2f9863ed85538087cc4c1ce352",
                      *         "type": "approval",
                      *         "name": "four eyes on preferences",
                      *         "rules": {
@@ -7896,12 +7903,12 @@ export interface operations {
                      *         },
                      *         "status": "draft",
                      *         "version": 1,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.419Z",
-                     *         "updated_at": "2026-11-26T17:28:41.419Z"
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:49.833Z",
+                     *         "updated_at": "2026-11-26T23:26:49.833Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5e63db82fe219b49ad8fba7fbc4981ff"
+                     *         "request_id": "req_1664ebadadeb9109c27d943a4d6e0e11"
                      *       }
                      *     }
                      */
@@ -7965,7 +7972,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_cebea4e05cfdcc4d9112b3fa767d335c",
+                     *         "policy_id": "pol_79e9ab10c2925a4dd4c9b6c332639f22",
                      *         "type": "release",
                      *         "name": "releases need approval",
                      *         "rules": {
@@ -7974,12 +7981,12 @@ export interface operations {
                      *         },
                      *         "status": "active",
                      *         "version": 2,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.440Z",
-                     *         "updated_at": "2026-11-26T17:28:41.454Z"
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:49.843Z",
+                     *         "updated_at": "2026-11-26T23:26:49.851Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_63b568aa709d7732606abaa6917e1540"
+                     *         "request_id": "req_c6905399ce50beb62b8302dd0aa11d0b"
                      *       }
                      *     }
                      */
@@ -8018,29 +8025,29 @@ export interface operations {
                      *       "data": {
                      *         "approvals": [
                      *           {
-                     *             "approval_id": "apr_984c09d4c71ce6fb5bb4b9defa40094e",
-                     *             "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
+                     *             "approval_id": "apr_6f6324beb17829b697d8fedeef22a0fa",
+                     *             "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
                      *             "claim_version": 1,
                      *             "status": "pending",
                      *             "evidence": {
                      *               "observation_ids": [
-                     *                 "obs_8b026278614eaf74b6146872cec69657"
+                     *                 "obs_d6024a92fe2791f008d6e528a755d9e2"
                      *               ],
                      *               "hidden_source_count": 0
                      *             },
                      *             "note": "Confirmed with the account manager.",
-                     *             "submitted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *             "submitted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *             "decided_by": null,
                      *             "decided_at": null,
                      *             "decision_note": null,
-                     *             "created_at": "2026-11-26T17:28:41.479Z"
+                     *             "created_at": "2026-11-26T23:26:49.883Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f46fecf9cbc55db0180cc4a202457416"
+                     *         "request_id": "req_4874a76977739646191ff3ea238e355b"
                      *       }
                      *     }
                      */
@@ -8079,25 +8086,25 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "approval_id": "apr_984c09d4c71ce6fb5bb4b9defa40094e",
-                     *         "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
+                     *         "approval_id": "apr_6f6324beb17829b697d8fedeef22a0fa",
+                     *         "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
                      *         "claim_version": 1,
                      *         "status": "pending",
                      *         "evidence": {
                      *           "observation_ids": [
-                     *             "obs_8b026278614eaf74b6146872cec69657"
+                     *             "obs_d6024a92fe2791f008d6e528a755d9e2"
                      *           ],
                      *           "hidden_source_count": 0
                      *         },
                      *         "note": "Confirmed with the account manager.",
-                     *         "submitted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "submitted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "decided_by": null,
                      *         "decided_at": null,
                      *         "decision_note": null,
-                     *         "created_at": "2026-11-26T17:28:41.479Z"
+                     *         "created_at": "2026-11-26T23:26:49.883Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_364877de07271592d6ba2c9c02ac890d"
+                     *         "request_id": "req_5ba18f0934f8a4af6609d06a065304a1"
                      *       }
                      *     }
                      */
@@ -8139,25 +8146,25 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "approval_id": "apr_984c09d4c71ce6fb5bb4b9defa40094e",
-                     *         "claim_id": "claim_8b0173eea8954aa4ca3154a203391d39",
+                     *         "approval_id": "apr_6f6324beb17829b697d8fedeef22a0fa",
+                     *         "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
                      *         "claim_version": 1,
                      *         "status": "approved",
                      *         "evidence": {
                      *           "observation_ids": [
-                     *             "obs_8b026278614eaf74b6146872cec69657"
+                     *             "obs_d6024a92fe2791f008d6e528a755d9e2"
                      *           ],
                      *           "hidden_source_count": 0
                      *         },
                      *         "note": "Confirmed with the account manager.",
-                     *         "submitted_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "decided_by": "prn_10873875538f723d25e81912e8e71548",
-                     *         "decided_at": "2026-11-26T17:28:41.529Z",
+                     *         "submitted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "decided_by": "prn_8b90ad2d6e75a35f9f823608784faa78",
+                     *         "decided_at": "2026-11-26T23:26:49.948Z",
                      *         "decision_note": "Matches the CRM ticket.",
-                     *         "created_at": "2026-11-26T17:28:41.479Z"
+                     *         "created_at": "2026-11-26T23:26:49.883Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b62aa38fc56cde9f1926797eac30ab44"
+                     *         "request_id": "req_c18dab069d42581d761b7195128f3c63"
                      *       }
                      *     }
                      */
@@ -8195,26 +8202,26 @@ export interface operations {
                      *       "data": {
                      *         "channels": [
                      *           {
-                     *             "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *             "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
                      *             "name": "help-center",
                      *             "audiences": [
                      *               "public",
                      *               "partners"
                      *             ],
                      *             "min_trust": "medium",
-                     *             "gateway_principal_id": "prn_ee1d213bda6b00fe131f52782aeb1917",
+                     *             "gateway_principal_id": "prn_d1248deba90b06c41dd75689d3021186",
                      *             "status": "active",
                      *             "version": 1,
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:41.542Z",
-                     *             "updated_at": "2026-11-26T17:28:41.542Z"
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:49.960Z",
+                     *             "updated_at": "2026-11-26T23:26:49.960Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_de518bfb31b52f73112f6429f9a5457b"
+                     *         "request_id": "req_a32f9d7d8c31d4af089933e43f40ea8b"
                      *       }
                      *     }
                      */
@@ -8256,22 +8263,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
                      *         "name": "help-center",
                      *         "audiences": [
                      *           "public",
                      *           "partners"
                      *         ],
                      *         "min_trust": "medium",
-                     *         "gateway_principal_id": "prn_ee1d213bda6b00fe131f52782aeb1917",
+                     *         "gateway_principal_id": "prn_d1248deba90b06c41dd75689d3021186",
                      *         "status": "active",
                      *         "version": 1,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.542Z",
-                     *         "updated_at": "2026-11-26T17:28:41.542Z"
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:49.960Z",
+                     *         "updated_at": "2026-11-26T23:26:49.960Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_bad621892cc823dc7ae068d329ab61eb"
+                     *         "request_id": "req_699dcce938b148ef3f6181b664c203e8"
                      *       }
                      *     }
                      */
@@ -8313,22 +8320,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
                      *         "name": "help-center",
                      *         "audiences": [
                      *           "public",
                      *           "partners"
                      *         ],
                      *         "min_trust": "medium",
-                     *         "gateway_principal_id": "prn_ee1d213bda6b00fe131f52782aeb1917",
+                     *         "gateway_principal_id": "prn_d1248deba90b06c41dd75689d3021186",
                      *         "status": "paused",
                      *         "version": 2,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.542Z",
-                     *         "updated_at": "2026-11-26T17:28:41.641Z"
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:49.960Z",
+                     *         "updated_at": "2026-11-26T23:26:50.078Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2b127dd3fce60585856f776ca9eba853"
+                     *         "request_id": "req_2091abd38cfb8b9d9eaf714c785a4c9c"
                      *       }
                      *     }
                      */
@@ -8367,9 +8374,9 @@ export interface operations {
                      *       "data": {
                      *         "releases": [
                      *           {
-                     *             "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
-                     *             "channel_id": "chn_a89732338a452430eea090e598e4bc21",
-                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *             "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
+                     *             "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *             "claim_version": 1,
                      *             "status": "active",
                      *             "snapshot": {
@@ -8380,27 +8387,27 @@ export interface operations {
                      *               "valid_to": null,
                      *               "evidence": [
                      *                 {
-                     *                   "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *                   "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *                   "relation": "supports",
                      *                   "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *                 }
                      *               ]
                      *             },
                      *             "hidden_source_count": 0,
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "approved_at": "2026-11-26T17:28:41.580Z",
-                     *             "activated_at": "2026-11-26T17:28:41.590Z",
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "approved_at": "2026-11-26T23:26:49.987Z",
+                     *             "activated_at": "2026-11-26T23:26:49.997Z",
                      *             "revoked_by": null,
                      *             "revoked_at": null,
-                     *             "created_at": "2026-11-26T17:28:41.567Z"
+                     *             "created_at": "2026-11-26T23:26:49.979Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_43af612863e22f11c7f49728a21d368d"
+                     *         "request_id": "req_bb1cc3eb37366a0e5ca8ef580eac17af"
                      *       }
                      *     }
                      */
@@ -8440,9 +8447,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
-                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
-                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
+                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *         "claim_version": 1,
                      *         "status": "draft",
                      *         "snapshot": {
@@ -8453,23 +8460,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
                      *         "approved_by": null,
                      *         "approved_at": null,
                      *         "activated_at": null,
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T17:28:41.567Z"
+                     *         "created_at": "2026-11-26T23:26:49.979Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d9c04b0857c752a0f0f5cdf603fbbb70"
+                     *         "request_id": "req_450199bdae2f8d24b542506bf76d6b04"
                      *       }
                      *     }
                      */
@@ -8507,9 +8514,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
-                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
-                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
+                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *         "claim_version": 1,
                      *         "status": "approved",
                      *         "snapshot": {
@@ -8520,23 +8527,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "approved_at": "2026-11-26T17:28:41.580Z",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "approved_at": "2026-11-26T23:26:49.987Z",
                      *         "activated_at": null,
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T17:28:41.567Z"
+                     *         "created_at": "2026-11-26T23:26:49.979Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3b78d0c2b76e07a41f65043180540175"
+                     *         "request_id": "req_09e3980551dac6bdcdb0b328990d44ca"
                      *       }
                      *     }
                      */
@@ -8574,9 +8581,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
-                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
-                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
+                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *         "claim_version": 1,
                      *         "status": "active",
                      *         "snapshot": {
@@ -8587,23 +8594,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "approved_at": "2026-11-26T17:28:41.580Z",
-                     *         "activated_at": "2026-11-26T17:28:41.590Z",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "approved_at": "2026-11-26T23:26:49.987Z",
+                     *         "activated_at": "2026-11-26T23:26:49.997Z",
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T17:28:41.567Z"
+                     *         "created_at": "2026-11-26T23:26:49.979Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_822b63e20fb595aba1d092f6167e064f"
+                     *         "request_id": "req_d91ec48df9cafa9b83e422a624b79f7f"
                      *       }
                      *     }
                      */
@@ -8641,9 +8648,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
-                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
-                     *         "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
+                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *         "claim_version": 1,
                      *         "status": "revoked",
                      *         "snapshot": {
@@ -8654,23 +8661,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "approved_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "approved_at": "2026-11-26T17:28:41.580Z",
-                     *         "activated_at": "2026-11-26T17:28:41.590Z",
-                     *         "revoked_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "revoked_at": "2026-11-26T17:28:41.627Z",
-                     *         "created_at": "2026-11-26T17:28:41.567Z"
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "approved_at": "2026-11-26T23:26:49.987Z",
+                     *         "activated_at": "2026-11-26T23:26:49.997Z",
+                     *         "revoked_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "revoked_at": "2026-11-26T23:26:50.056Z",
+                     *         "created_at": "2026-11-26T23:26:49.979Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9c048a7f1e4768d550fed6e9edbce73f"
+                     *         "request_id": "req_148c711b8f59ca56fbf11dd99f38d84e"
                      *       }
                      *     }
                      */
@@ -8715,11 +8722,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_a89732338a452430eea090e598e4bc21",
+                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
                      *         "items": [
                      *           {
-                     *             "release_id": "rel_d0b6aebfc87e98df20bc52d47808f641",
-                     *             "claim_id": "claim_8b010a6958a1f75e477deed1c0ed4948",
+                     *             "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
+                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "trust": "verified",
@@ -8735,7 +8742,7 @@ export interface operations {
                      *           "vectors": true,
                      *           "model": true
                      *         },
-                     *         "request_id": "req_91c7f7fd6d43b715b3c582fddcab82fe"
+                     *         "request_id": "req_58e99cba1608272c5c6d18adce531711"
                      *       }
                      *     }
                      */
@@ -8775,21 +8782,21 @@ export interface operations {
                      *       "data": {
                      *         "peers": [
                      *           {
-                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
+                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
                      *             "endpoint": "https://memory.partner.example",
                      *             "direction": "bidirectional",
                      *             "status": "active",
                      *             "cursor": null,
                      *             "remote_org_id": null,
                      *             "label": "partner deployment",
-                     *             "created_at": "2026-11-26T17:28:41.827Z",
+                     *             "created_at": "2026-11-26T23:26:50.353Z",
                      *             "suspended_at": null,
                      *             "last_exchange_at": null
                      *           }
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f68a13a61f258271f5842fc4164a154f"
+                     *         "request_id": "req_74d890a6bf1339a7f3282cdca8fa39ba"
                      *       }
                      *     }
                      */
@@ -8836,19 +8843,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
+                     *         "peer_id": "peer_2f55f65091440cc11043151591adfc47",
                      *         "endpoint": "https://memory.partner.example",
                      *         "direction": "bidirectional",
                      *         "status": "active",
                      *         "cursor": null,
                      *         "remote_org_id": null,
                      *         "label": "partner deployment",
-                     *         "created_at": "2026-11-26T17:28:41.827Z",
+                     *         "created_at": "2026-11-26T23:26:50.353Z",
                      *         "suspended_at": null,
                      *         "last_exchange_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a87e0142fcdfef5649c76ac68254cbab"
+                     *         "request_id": "req_38d5a790c7030a13d48b7f4ccec42b87"
                      *       }
                      *     }
                      */
@@ -8882,20 +8889,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
+                     *         "peer_id": "peer_2f55f65091440cc11043151591adfc47",
                      *         "endpoint": "https://memory.partner.example",
                      *         "direction": "bidirectional",
                      *         "status": "suspended",
-                     *         "cursor": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
+                     *         "cursor": "evt_9448d8f03e34956df83e9236f474acda",
                      *         "remote_org_id": null,
                      *         "label": "partner deployment",
-                     *         "created_at": "2026-11-26T17:28:41.827Z",
-                     *         "suspended_at": "2026-11-26T17:28:42.021Z",
-                     *         "last_exchange_at": "2026-11-26T17:28:41.966Z",
+                     *         "created_at": "2026-11-26T23:26:50.353Z",
+                     *         "suspended_at": "2026-11-26T23:26:50.653Z",
+                     *         "last_exchange_at": "2026-11-26T23:26:50.584Z",
                      *         "already_suspended": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9d86a54dac48b06f9df4d2297dc1aaf3"
+                     *         "request_id": "req_bb90695ebfb5532c82613ae2c1283c9e"
                      *       }
                      *     }
                      */
@@ -8931,8 +8938,8 @@ export interface operations {
                      *       "data": {
                      *         "filters": [
                      *           {
-                     *             "filter_id": "flt_602688b194c859814c9dcd2d2bfdfd5b",
-                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
+                     *             "filter_id": "flt_5088f5702048257399547b9c01f67fb5",
+                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
                      *             "resource_type": "claim",
                      *             "include_kinds": [
                      *               "preference",
@@ -8940,23 +8947,23 @@ export interface operations {
                      *             ],
                      *             "exclude_subjects": null,
                      *             "min_trust": "medium",
-                     *             "created_at": "2026-11-26T17:28:41.882Z"
+                     *             "created_at": "2026-11-26T23:26:50.418Z"
                      *           },
                      *           {
-                     *             "filter_id": "flt_365b95f88921e82d1a0d7f6e20842f5f",
-                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
+                     *             "filter_id": "flt_112d2ed22e58cb369b333cf5dca4ac57",
+                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
                      *             "resource_type": "observation",
                      *             "include_kinds": null,
                      *             "exclude_subjects": [
                      *               "internal-qa"
                      *             ],
                      *             "min_trust": null,
-                     *             "created_at": "2026-11-26T17:28:41.893Z"
+                     *             "created_at": "2026-11-26T23:26:50.461Z"
                      *           }
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_012a0d199e85dca438c23ab5fab61c62"
+                     *         "request_id": "req_7cf7b142ac8841f8c7e86b6bef4fd1ec"
                      *       }
                      *     }
                      */
@@ -9002,8 +9009,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "filter_id": "flt_602688b194c859814c9dcd2d2bfdfd5b",
-                     *         "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
+                     *         "filter_id": "flt_5088f5702048257399547b9c01f67fb5",
+                     *         "peer_id": "peer_2f55f65091440cc11043151591adfc47",
                      *         "resource_type": "claim",
                      *         "include_kinds": [
                      *           "preference",
@@ -9011,10 +9018,10 @@ export interface operations {
                      *         ],
                      *         "exclude_subjects": null,
                      *         "min_trust": "medium",
-                     *         "created_at": "2026-11-26T17:28:41.882Z"
+                     *         "created_at": "2026-11-26T23:26:50.418Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f94a3146e14405437e62efdf88cc1bab"
+                     *         "request_id": "req_331b0e2513ce27a23ce22f3cde611e47"
                      *       }
                      *     }
                      */
@@ -9066,51 +9073,51 @@ export interface operations {
                      *       "data": {
                      *         "events": [
                      *           {
-                     *             "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
+                     *             "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "resource_id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "verified",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:28:36.196Z"
+                     *             "created_at": "2026-11-26T23:26:43.705Z"
                      *           },
                      *           {
-                     *             "id": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874",
+                     *             "id": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "resource_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "high",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:28:36.241Z"
+                     *             "created_at": "2026-11-26T23:26:43.809Z"
                      *           },
                      *           {
-                     *             "id": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
+                     *             "id": "evt_9448d8f03e34956df83e9236f474acda",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_8b026278614eaf74b6146872cec69657",
+                     *             "resource_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "note",
                      *               "trust": "medium",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T17:28:36.268Z"
+                     *             "created_at": "2026-11-26T23:26:43.850Z"
                      *           }
                      *         ],
-                     *         "cursor": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
+                     *         "cursor": "evt_9448d8f03e34956df83e9236f474acda",
                      *         "has_more": true,
                      *         "bundles": []
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_648ce96d2da8cec5a0f6682420fb0cca"
+                     *         "request_id": "req_6c20f0be4b67dbeaae7bc7a1dbe55405"
                      *       }
                      *     }
                      */
@@ -9160,22 +9167,22 @@ export interface operations {
                      *         "replayed": false,
                      *         "results": [
                      *           {
-                     *             "id": "evt_2d1bb115eb8d7664044da693f10cedcb",
+                     *             "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
                      *             "status": "success"
                      *           },
                      *           {
-                     *             "id": "evt_cc4a3f83f0e105e4a7d5932ad8b6c874",
+                     *             "id": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7",
                      *             "status": "success"
                      *           },
                      *           {
-                     *             "id": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
+                     *             "id": "evt_9448d8f03e34956df83e9236f474acda",
                      *             "status": "success"
                      *           }
                      *         ],
                      *         "bundles": []
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8b4996b712a5be248e472bc3e11a38d3"
+                     *         "request_id": "req_4bede97792f86c84a475cb69f6d6e71c"
                      *       }
                      *     }
                      */
@@ -9213,8 +9220,8 @@ export interface operations {
                      *       "data": {
                      *         "entries": [
                      *           {
-                     *             "log_id": "fxl_41b38157ad247c38da53806470aba6f8",
-                     *             "peer_id": "peer_10dc49e2ce64dac13007a66dfd472fde",
+                     *             "log_id": "fxl_785cb23626eb85b44e01b33867c7fee9",
+                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
                      *             "operation": "pull",
                      *             "counts": {
                      *               "events": 3,
@@ -9224,9 +9231,9 @@ export interface operations {
                      *               "bundles": 0
                      *             },
                      *             "cursor_before": null,
-                     *             "cursor_after": "evt_7edc8d2c2a25acedfc3fcdc1b152e413",
-                     *             "request_id": "req_648ce96d2da8cec5a0f6682420fb0cca",
-                     *             "created_at": "2026-11-26T17:28:41.966Z",
+                     *             "cursor_after": "evt_9448d8f03e34956df83e9236f474acda",
+                     *             "request_id": "req_6c20f0be4b67dbeaae7bc7a1dbe55405",
+                     *             "created_at": "2026-11-26T23:26:50.584Z",
                      *             "signed": true
                      *           }
                      *         ],
@@ -9234,7 +9241,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a57601099cccd3012dda4bc5372c9fb7"
+                     *         "request_id": "req_ed6e463eeca5fbaa14e3823a910622ed"
                      *       }
                      *     }
                      */
@@ -9275,18 +9282,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "hold_id": "hold_631160c8056f12e93603ce8cabd4c61d",
+                     *         "hold_id": "hold_49799c531682508ffd2be7d5fa52fc52",
                      *         "target_type": "claim",
-                     *         "target_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *         "target_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
                      *         "reason": "Dispute 2026-114: keep the record and its evidence.",
                      *         "status": "active",
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.651Z",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:50.117Z",
                      *         "released_by": null,
                      *         "released_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7cd0f69a44604e3e73687d14402dcb89"
+                     *         "request_id": "req_b67e36e116098c35200132365df088c2"
                      *       }
                      *     }
                      */
@@ -9324,19 +9331,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "hold_id": "hold_631160c8056f12e93603ce8cabd4c61d",
+                     *         "hold_id": "hold_49799c531682508ffd2be7d5fa52fc52",
                      *         "target_type": "claim",
-                     *         "target_id": "claim_8b05e688b34d695e5a079f26cbdf965a",
+                     *         "target_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
                      *         "reason": "Dispute 2026-114: keep the record and its evidence.",
                      *         "status": "released",
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.651Z",
-                     *         "released_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "released_at": "2026-11-26T17:28:41.666Z",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:50.117Z",
+                     *         "released_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "released_at": "2026-11-26T23:26:50.131Z",
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_844c28c1646261f46a9b45ca7fcd6c73"
+                     *         "request_id": "req_7a3b4f9963516ba58746e7932d51d329"
                      *       }
                      *     }
                      */
@@ -9378,7 +9385,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_da78b718c76f7c443257e51b54fe4274",
+                     *         "policy_id": "pol_a46145acf7da8a2daa3896ffc898dcbc",
                      *         "policy_version": 1,
                      *         "examined": 0,
                      *         "excluded": 0,
@@ -9388,7 +9395,7 @@ export interface operations {
                      *         "dry_run": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_72dfe5598f0d2735459c7e6ebc08b495"
+                     *         "request_id": "req_cb800175f5d3deeabd839239c5cf57f3"
                      *       }
                      *     }
                      */
@@ -9429,14 +9436,14 @@ export interface operations {
                      *       "data": {
                      *         "mappings": [
                      *           {
-                     *             "mapping_id": "map_c002fad6f467af7668d4f75584ae759d",
+                     *             "mapping_id": "map_4844f0da2e86fb97f1b68a4bae9c9163",
                      *             "external_system": "zendesk",
                      *             "external_id": "requester-88121",
                      *             "subject_id": "user-42",
                      *             "version": 1,
                      *             "status": "active",
-                     *             "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *             "created_at": "2026-11-26T17:28:41.696Z",
+                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "created_at": "2026-11-26T23:26:50.169Z",
                      *             "retired_at": null
                      *           }
                      *         ],
@@ -9444,7 +9451,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6f8fa7fae228b565a94717ed84b85f3c"
+                     *         "request_id": "req_7a622911cdced6b477085f2d24db140e"
                      *       }
                      *     }
                      */
@@ -9484,18 +9491,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "mapping_id": "map_c002fad6f467af7668d4f75584ae759d",
+                     *         "mapping_id": "map_4844f0da2e86fb97f1b68a4bae9c9163",
                      *         "external_system": "zendesk",
                      *         "external_id": "requester-88121",
                      *         "subject_id": "user-42",
                      *         "version": 1,
                      *         "status": "active",
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.696Z",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:50.169Z",
                      *         "retired_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_77575ecb726d3a60abb62d1c549e97fa"
+                     *         "request_id": "req_8901281db90926990a1a3e963c44fe00"
                      *       }
                      *     }
                      */
@@ -9529,19 +9536,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "mapping_id": "map_c002fad6f467af7668d4f75584ae759d",
+                     *         "mapping_id": "map_4844f0da2e86fb97f1b68a4bae9c9163",
                      *         "external_system": "zendesk",
                      *         "external_id": "requester-88121",
                      *         "subject_id": "user-42",
                      *         "version": 1,
                      *         "status": "retired",
-                     *         "created_by": "prn_8def1ed765899bacabbf4dc7d7747961",
-                     *         "created_at": "2026-11-26T17:28:41.696Z",
-                     *         "retired_at": "2026-11-26T17:28:41.715Z",
+                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_at": "2026-11-26T23:26:50.169Z",
+                     *         "retired_at": "2026-11-26T23:26:50.184Z",
                      *         "already_retired": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_fbf5ca97a49eacd88496cb0c2fe4b1b0"
+                     *         "request_id": "req_9f341517bbdd6e837702a31b1c46f4b8"
                      *       }
                      *     }
                      */
@@ -9587,10 +9594,10 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "lens": "evidence_trace",
-                     *         "focus": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *         "focus": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *         "nodes": [
                      *           {
-                     *             "id": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "type": "claim",
                      *             "label": "Prefers tea in the morning",
                      *             "status": "active",
@@ -9598,39 +9605,39 @@ export interface operations {
                      *             "kind": "preference"
                      *           },
                      *           {
-                     *             "id": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
+                     *             "id": "obs_d6290c599e514b05a650e54c74f6fda7",
                      *             "type": "observation",
                      *             "label": "I prefer tea in the morning, green if there is any.",
                      *             "trust": "verified",
                      *             "kind": "message"
                      *           },
                      *           {
-                     *             "id": "obs_8b012a63af3e20adbcba81056e27db21",
+                     *             "id": "obs_d6015be203d9b19c6c233c291c0e58f0",
                      *             "type": "observation",
                      *             "label": "Coffee after lunch is fine, but never before noon.",
                      *             "trust": "high",
                      *             "kind": "message"
                      *           },
                      *           {
-                     *             "id": "ctx_880086d981066effb245130b06547b0c",
+                     *             "id": "ctx_914c3157121beb4573c66aa66a17578d",
                      *             "type": "context",
                      *             "label": "what does user-42 drink in the morning"
                      *           }
                      *         ],
                      *         "edges": [
                      *           {
-                     *             "source": "obs_8b23df61b12fb49b31aeaf88aaf1886a",
-                     *             "target": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "source": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "target": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "type": "supports"
                      *           },
                      *           {
-                     *             "source": "obs_8b012a63af3e20adbcba81056e27db21",
-                     *             "target": "claim_8b3dcab2b6a2723000ebb609637b605d",
+                     *             "source": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "target": "claim_d6b13814c5fc12d73bb5c94653493a4e",
                      *             "type": "qualifies"
                      *           },
                      *           {
-                     *             "source": "claim_8b3dcab2b6a2723000ebb609637b605d",
-                     *             "target": "ctx_880086d981066effb245130b06547b0c",
+                     *             "source": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *             "target": "ctx_914c3157121beb4573c66aa66a17578d",
                      *             "type": "selected-in"
                      *           }
                      *         ],
@@ -9641,7 +9648,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8ab8cfe076dc46a4d7ee3d279b8c86fa"
+                     *         "request_id": "req_5670866d239e923fb3da77d5dada9388"
                      *       }
                      *     }
                      */
@@ -9673,7 +9680,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "read_at": "2026-11-26T17:28:33.406Z",
+                     *         "read_at": "2026-11-26T23:26:36.153Z",
                      *         "embedding": {
                      *           "provider": "local",
                      *           "model": "local-glove-sif-10k-int8",
@@ -9709,7 +9716,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_17d7241a12b4f624d8ccb385deaf2ca5"
+                     *         "request_id": "req_7d1c194013c2d6761d8f44451dc2dffc"
                      *       }
                      *     }
                      */
@@ -9757,7 +9764,7 @@ export interface operations {
                      *         "latency_ms": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d28717bdbed3d9f6335c725d650ff7b5"
+                     *         "request_id": "req_b6839bac460e48b2e4f2a11470743165"
                      *       }
                      *     }
                      */
@@ -9803,10 +9810,10 @@ export interface operations {
                      *         "remaining": 0,
                      *         "model": "local-glove-sif-10k-int8",
                      *         "dimensions": 100,
-                     *         "at": "2026-11-26T17:28:41.758Z"
+                     *         "at": "2026-11-26T23:26:50.242Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1ebb6c23fd894caa8575afc4427b48c1"
+                     *         "request_id": "req_0bbc42270329895decc3ae9ca13c7967"
                      *       }
                      *     }
                      */
@@ -9854,7 +9861,7 @@ export interface operations {
                      *         "next_after": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6bc277d7536f624b457ac5f666bd966d"
+                     *         "request_id": "req_63fabcbe36796e8833e18a00ec1838fd"
                      *       }
                      *     }
                      */
@@ -9897,7 +9904,7 @@ export interface operations {
                      *         "status": "disabled"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_baac614e5388e492f81a555b08c7a303"
+                     *         "request_id": "req_2996d18431e4a35578e5d4a96a5bdeeb"
                      *       }
                      *     }
                      */
