@@ -8,12 +8,12 @@ import tseslint from "typescript-eslint";
 export default tseslint.config(
   {
     ignores: [
-      "src/generated/**", "examples/openapi.d.ts", "console/dist/**", "node_modules/**", ".wrangler/**", "**/*.d.ts", "**/*.d.mts",
+      "src/generated/**", "clients/typescript/src/openapi.d.ts", "console/dist/**", "node_modules/**", ".wrangler/**", "**/*.d.ts", "**/*.d.mts",
     ],
   },
   {
     files: [
-      "src/**/*.ts", "test/**/*.ts", "test/**/*.mjs", "scripts/**/*.mjs", "console/src/**/*.ts", "examples/**/*.ts", "bench/**/*.ts",
+      "src/**/*.ts", "test/**/*.ts", "test/**/*.mjs", "scripts/**/*.mjs", "console/src/**/*.ts", "clients/typescript/src/**/*.ts", "examples/**/*.ts", "bench/**/*.ts",
       "*.config.ts", "eslint.config.js",
     ],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],

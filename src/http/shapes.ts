@@ -32,9 +32,13 @@ export const errorEnvelope = z.strictObject({
   meta: z.looseObject({ request_id: idOf(ID_PREFIX.request) }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
 });
 
+/** The `meta` of a route with nothing to add: one named schema in docs/openapi.json. */
+const requestMeta = z.strictObject({ request_id: idOf(ID_PREFIX.request) }).meta({ id: "ResponseMeta" });
+
 /**
  * A success answer's `meta`: `request_id`, `replayed` on a route that honours Idempotency-Key (false on
  * the first answer, true on a replay), and what the route declares in `responseMeta`; nothing else.
  */
 export const successMetaOf = (r: { idempotent?: boolean; responseMeta?: z.ZodRawShape }) =>
-  z.strictObject({ request_id: idOf(ID_PREFIX.request), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });
+  !r.idempotent && !r.responseMeta ? requestMeta
+    : z.strictObject({ request_id: idOf(ID_PREFIX.request), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });

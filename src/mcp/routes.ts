@@ -148,6 +148,9 @@ export const mcpRoutes = [
     method: "POST", path: "/mcp", scope: "mcp:call", rawBody: true, readOnly: true,
     response: { 200: mcpResponse, 202: null }, bareResponse: true,
     summary: "MCP (JSON-RPC 2.0 over Streamable HTTP): initialize, ping, tools/list, tools/call; nine memory tools.",
+    operationId: "callMcp", tag: "MCP",
+    description: "The agent tool endpoint: JSON-RPC 2.0 over Streamable HTTP with initialize, ping, tools/list and tools/call " +
+      "over nine memory tools. A notification answers 202 with no body; a batch answers an array.",
     handler: handleMcp,
   }),
 ];

@@ -6,6 +6,7 @@ import type { Scope } from "../auth/scopes";
 import type { CredentialStage } from "../auth/stages";
 import type { Reply, RequestCtx } from "../org/request";
 import type { WriteTarget } from "../access/policy";
+import type { ApiTag } from "../http/api-tags";
 import type { EdgeEnv } from "../env";
 
 export type Method = "GET" | "POST" | "PATCH" | "DELETE";
@@ -21,6 +22,12 @@ interface RouteBase {
   method: Method;
   path: string;
   summary: string;
+  /** The OpenAPI operationId: a camelCase verb phrase (appendObservation), unique (test/docs.test.ts). */
+  operationId: string;
+  /** The docs group the operation is listed under (src/http/api-tags.ts). */
+  tag: ApiTag;
+  /** A sentence or two for docs/openapi.json: what the route does and its main rule. */
+  description: string;
   /** Every route declares its success answers (test/docs.test.ts); an NDJSON route declares `ndjsonLines` instead. */
   response?: ResponseSchemas;
   /** The success body is not an envelope (JSON-RPC on /mcp): `response` describes the body itself. */

@@ -34,6 +34,8 @@ export const membershipRoutes = [
     method: "POST", path: "/v1/workspaces", scope: "workspaces:write", body: workspaceBody,
     response: { 201: workspaceResponse },
     summary: "Create a workspace (name unique per organization); its creator becomes its owner.",
+    operationId: "createWorkspace", tag: "Access",
+    description: "Creates a workspace; its name is unique in the organization (409 otherwise) and its creator becomes its owner.",
     handler: (rc) => commitWrite(rc, (db) => {
       const now = clock.nowIso();
       const workspaceId = newId(ID_PREFIX.workspace);
@@ -47,6 +49,8 @@ export const membershipRoutes = [
     method: "GET", path: "/v1/workspaces", scope: "workspaces:read", query: listQuery,
     response: { 200: workspaceListResponse },
     summary: "Workspaces: owners and admins see all, others the ones they are members of.",
+    operationId: "listWorkspaces", tag: "Access",
+    description: "Lists workspaces: all of them for owners and admins, otherwise those the caller is a member of.",
     handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
       const mine = !isAdmin(caller);
@@ -60,6 +64,9 @@ export const membershipRoutes = [
     method: "POST", path: "/v1/memberships", scope: "memberships:write", roles: ADMIN_ROLES, body: membershipBody,
     response: { 201: membershipResponse },
     summary: "Attach a principal to the organization (sets its role) or to a workspace, with a role.",
+    operationId: "createMembership", tag: "Access",
+    description: "Attaches a principal to the organization (setting its role) or to one workspace, as owner, admin, member or " +
+      "reader. Nobody grants a role above their own.",
     handler: (rc) => {
       const { body, caller } = rc;
       const principal = getPrincipal(rc.db, body.principal_id);
@@ -94,6 +101,9 @@ export const membershipRoutes = [
     method: "GET", path: "/v1/memberships", scope: "memberships:read", query: membershipListQuery,
     response: { 200: membershipListResponse },
     summary: "Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace.",
+    operationId: "listMemberships", tag: "Access",
+    description: "Lists live memberships, optionally of one `workspace_id`: all for owners and admins, otherwise the caller's " +
+      "own and those of its workspaces.",
     handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
       // A workspace the caller is not a member of lists nothing, exactly like a missing one.
@@ -109,6 +119,9 @@ export const membershipRoutes = [
     method: "DELETE", path: "/v1/memberships/:id", scope: "memberships:write", roles: ADMIN_ROLES,
     response: { 200: membershipRemovedResponse },
     summary: "Soft-remove a membership; removing the organization membership removes the principal and revokes its keys.",
+    operationId: "removeMembership", tag: "Access",
+    description: "Removes a membership softly (history and audit stay). Removing an organization membership removes the " +
+      "principal and revokes its keys.",
     handler: (rc) => {
       const m = liveMembership(rc.db, rc.params.id);
       if (!m) throw notFound("Membership");

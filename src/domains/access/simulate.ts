@@ -19,6 +19,9 @@ export const simulateRoutes = [
     method: "POST", path: "/v1/access/simulate", scope: "grants:read", roles: ["owner"], body: simulateBody, readOnly: true,
     response: { 200: simulateResponse },
     summary: "Explain the visibility, grant and final decision for a principal on a record or target (owner only).",
+    operationId: "simulateAccess", tag: "Access",
+    description: "Explains whether a principal could read or write a record or target: the visibility gate, the grant gate and " +
+      "the final decision, without disclosing the record. Owner only.",
     handler: ({ db, body }) => {
       const principal = getPrincipal(db, body.principal_id);
       if (!principal) throw unresolved("principal", [body.principal_id]);

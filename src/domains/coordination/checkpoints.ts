@@ -51,6 +51,9 @@ export const checkpointRoutes = [
     method: "POST", path: "/v1/checkpoints", scope: "checkpoints:write", body: checkpointBody, overwrites: true,
     response: { 201: checkpointWriteResponse, 200: checkpointWriteResponse },
     summary: "Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.",
+    operationId: "saveCheckpoint", tag: "Coordination",
+    description: "Saves task state for a subject, agent and kind, replacing the earlier one (201 first, then 200 with `updated: " +
+      "true` and the same `checkpoint_id`). It expires after `ttl_seconds`.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, updated } = saveCheckpoint(db, rc.caller, rc.body);
       rc.jobDue(expirySweepJob.name, Date.parse(row.expires_at));
@@ -66,6 +69,9 @@ export const checkpointRoutes = [
     method: "GET", path: "/v1/checkpoints", scope: "checkpoints:read", query: checkpointQuery,
     response: { 200: checkpointResponse },
     summary: "The latest unexpired checkpoint for subject_id and kind (agent_id optional); 404 once expired.",
+    operationId: "findCheckpoint", tag: "Coordination",
+    description: "Finds the latest checkpoint for `subject_id` and `kind` (and `agent_id` when given). An expired checkpoint " +
+      "answers 404.",
     handler: ({ db, caller, query }) => {
       const row = latestCheckpoint(db, caller, query);
       if (!row) throw notFound("Checkpoint");
@@ -77,6 +83,8 @@ export const checkpointRoutes = [
     method: "GET", path: "/v1/checkpoints/:id", scope: "checkpoints:read",
     response: { 200: checkpointResponse },
     summary: "One unexpired checkpoint: for its writer, or the recipient of a handoff that references it.",
+    operationId: "getCheckpoint", tag: "Coordination",
+    description: "Reads one unexpired checkpoint: for its writer, or for the recipient of a handoff that references it.",
     handler: ({ db, caller, params }) => {
       const row = readableCheckpoint(db, caller, params.id);
       if (!row) throw notFound("Checkpoint");
@@ -88,6 +96,8 @@ export const checkpointRoutes = [
     method: "DELETE", path: "/v1/checkpoints/:id", scope: "checkpoints:write",
     response: { 200: checkpointDeleteResponse },
     summary: "Delete a checkpoint outright (its writer only).",
+    operationId: "deleteCheckpoint", tag: "Coordination",
+    description: "Deletes a checkpoint outright; only its writer may.",
     handler: (rc) => {
       const row = readableCheckpoint(rc.db, rc.caller, rc.params.id);
       if (!row || row.writer_id !== rc.caller.principalId) throw notFound("Checkpoint");

@@ -55,6 +55,9 @@ export const handoffRoutes = [
     method: "POST", path: "/v1/handoffs", scope: "handoffs:write", body: handoffBody,
     response: { 201: handoffResponse },
     summary: "Offer work to a principal, optionally with a context run and a checkpoint you can read.",
+    operationId: "createHandoff", tag: "Coordination",
+    description: "Offers work to another principal, optionally pointing at a context run and a checkpoint the caller can read. " +
+      "The handoff starts pending.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = createHandoff(db, rc.caller, rc.body);
       return { status: 201, data: out.data, events: [out.event],
@@ -66,6 +69,8 @@ export const handoffRoutes = [
     method: "POST", path: "/v1/handoffs/:id/resolve", scope: "handoffs:write", body: resolveHandoffBody,
     response: { 200: handoffResponse },
     summary: "Accept or reject a pending handoff addressed to you.",
+    operationId: "resolveHandoff", tag: "Coordination",
+    description: "Accepts or rejects a pending handoff. Only its recipient may resolve it; anyone else gets a 400.",
     handler: (rc) => {
       const h = getHandoff(rc.db, rc.params.id);
       if (!h) throw notFound("Handoff");
@@ -89,6 +94,9 @@ export const handoffRoutes = [
     method: "GET", path: "/v1/handoffs", scope: "handoffs:read", query: handoffListQuery,
     response: { 200: handoffListResponse },
     summary: "Pending handoffs addressed to the caller, oldest first.",
+    operationId: "listHandoffs", tag: "Coordination",
+    description: "Lists the pending handoffs addressed to the caller, oldest first: the polling path for agents without " +
+      "webhooks.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last handoff (resolved to its place here, among the caller's own,
       // resolved or not); one addressed to someone else is as missing as a random id.

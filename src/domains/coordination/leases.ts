@@ -37,6 +37,9 @@ export const leaseRoutes = [
     method: "POST", path: "/v1/leases", scope: "leases:write", body: leaseBody,
     response: { 201: leaseAcquireResponse, 200: leaseAcquireResponse },
     summary: "Acquire or renew a lease; a live lease of another principal is 409.",
+    operationId: "acquireLease", tag: "Coordination",
+    description: "Takes an exclusive lease on a resource for `ttl_seconds`, or renews the caller's own. A live lease held by " +
+      "another principal is 409 `CONFLICT`.",
     handler: (rc) => commitWrite(rc, (db) => {
       const now = clock.nowIso();
       const expiresAt = isoAt(clock.nowMs() + rc.body.ttl_seconds * 1000);
@@ -68,6 +71,8 @@ export const leaseRoutes = [
     method: "GET", path: "/v1/leases", scope: "leases:read", query: leaseListQuery,
     response: { 200: leaseListResponse },
     summary: "Unreleased, unexpired leases of the organization, with an opaque cursor.",
+    operationId: "listLeases", tag: "Coordination",
+    description: "Lists the organization's leases that are neither released nor expired, paged with an opaque cursor.",
     handler: ({ db, query }) => {
       // The cursor names the page's last lease (resolved to its place here; released since or not).
       const after = query.after
@@ -82,6 +87,8 @@ export const leaseRoutes = [
     method: "DELETE", path: "/v1/leases/:id", scope: "leases:write",
     response: { 200: leaseReleaseResponse },
     summary: "Release a lease you hold.",
+    operationId: "releaseLease", tag: "Coordination",
+    description: "Releases a lease the caller holds before its TTL runs out.",
     handler: (rc) => {
       const lease = getLease(rc.db, rc.params.id);
       if (!lease) throw notFound("Lease");
@@ -95,6 +102,8 @@ export const leaseRoutes = [
     method: "POST", path: "/v1/leases/:id/force-release", scope: "leases:write", roles: ADMIN_ROLES,
     response: { 200: leaseReleaseResponse },
     summary: "Release any organization-scoped lease (owner or admin).",
+    operationId: "forceReleaseLease", tag: "Coordination",
+    description: "Releases any organization-scoped lease regardless of its holder; owner or admin only.",
     handler: (rc) => {
       const lease = getLease(rc.db, rc.params.id);
       if (!lease) throw notFound("Lease");

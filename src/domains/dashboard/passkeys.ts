@@ -26,6 +26,9 @@ export const passkeyRoutes = [
     method: "POST", path: "/v1/operator-accounts/current/passkeys/options", scope: null, stages: FULL_ONLY, ownAccount: true,
     response: { 200: registrationOptionsResponse },
     summary: "WebAuthn registration options bound to this account, session and purpose (5 minutes, single use).",
+    operationId: "createPasskeyRegistrationOptions", tag: "Dashboard",
+    description: "Issues WebAuthn registration options bound to this account, session and purpose; single use, valid 5 minutes. " +
+      "Needs a full dashboard session.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);
@@ -42,6 +45,9 @@ export const passkeyRoutes = [
     method: "POST", path: "/v1/operator-accounts/current/passkeys", scope: null, body: addPasskeyBody, stages: FULL_ONLY, ownAccount: true,
     response: { 201: addedPasskeyResponse },
     summary: "Verify a registration response and add the passkey; the first one returns eight recovery codes once.",
+    operationId: "addPasskey", tag: "Dashboard",
+    description: "Verifies a WebAuthn registration response and adds the passkey. The first passkey also returns eight recovery " +
+      "codes, once.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);
@@ -76,6 +82,8 @@ export const passkeyRoutes = [
     method: "GET", path: "/v1/operator-accounts/current/passkeys", scope: null, stages: FULL_ONLY, ownAccount: true,
     response: { 200: passkeyListResponse },
     summary: "The account's passkeys, without public keys or counters.",
+    operationId: "listPasskeys", tag: "Dashboard",
+    description: "Lists the account's passkeys without public keys or signature counters.",
     handler: (rc) => {
       const account = currentAccount(rc);
       return ok({ passkeys: activePasskeys(rc.db, account.account_id).map(passkeyView) });
@@ -88,6 +96,8 @@ export const passkeyRoutes = [
     // Optional as a whole so that a missing body is answered by the schema, naming current_password.
     body: currentPasswordBody, bodyOptional: true,
     summary: "Revoke one passkey (current_password).",
+    operationId: "revokePasskey", tag: "Dashboard",
+    description: "Revokes one passkey of the account; the body repeats `current_password`.",
     handler: async (rc) => {
       const account = currentAccount(rc);
       const passkeys = activePasskeys(rc.db, account.account_id);
@@ -113,6 +123,8 @@ export const passkeyLoginRoutes = [
     method: "POST", path: "/v1/dashboard-sessions/current/passkey-options", scope: null, stages: STAGED_ONLY, ownAccount: true,
     response: { 200: assertionOptionsResponse },
     summary: "WebAuthn assertion options bound to this staged session (5 minutes, single use).",
+    operationId: "createPasskeyAssertionOptions", tag: "Dashboard",
+    description: "Issues WebAuthn assertion options bound to the calling staged session; single use, valid 5 minutes.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);
@@ -131,6 +143,8 @@ export const passkeyLoginRoutes = [
     method: "POST", path: "/v1/dashboard-sessions/current/passkey", scope: null, body: assertionBody, stages: STAGED_ONLY, ownAccount: true,
     response: { 201: upgradedSessionResponse },
     summary: "Verify a passkey assertion; the staged session is replaced by a full one.",
+    operationId: "verifyPasskeyAssertion", tag: "Dashboard",
+    description: "Verifies a passkey assertion for a staged session and replaces it with a full session.",
     handler: async (rc) => {
       const rp = relyingParty(rc.env);
       const account = currentAccount(rc);

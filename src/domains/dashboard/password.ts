@@ -17,6 +17,9 @@ export const passwordRoutes = [
     method: "POST", path: "/v1/operator-accounts", scope: "keys:manage", body: createAccountBody,
     response: { 201: createdAccountResponse },
     summary: "Create a human account (principal, organization membership, account); the temporary password is returned once.",
+    operationId: "createOperatorAccount", tag: "Dashboard",
+    description: "Creates a human operator account with its principal and organization membership in one write; the temporary " +
+      "password is returned once. The account gets no authority the caller lacks.",
     handler: async (rc) => {
       const { body, caller } = rc;
       // Before anything looks at the username: a credential that may not create the account learns nothing about it.
@@ -73,6 +76,9 @@ export const passwordRoutes = [
     response: { 200: accountResponse },
     stages: ["api_key", "password_change", "full"], ownAccount: true,
     summary: "Replace the account's password (current_password, new_password); revokes every dashboard session of the account.",
+    operationId: "changePassword", tag: "Dashboard",
+    description: "Replaces the calling account's password after checking the current one, and revokes every dashboard session of " +
+      "the account: a fresh login follows.",
     handler: async (rc) => {
       const account = currentAccount(rc);
       const { current_password, new_password } = rc.body;

@@ -10,6 +10,8 @@ export const replaceRecoveryCodesRoute = orgRoute({
   method: "POST", path: "/v1/operator-accounts/current/recovery-codes", scope: null, body: currentPasswordBody, stages: FULL_ONLY, ownAccount: true,
   response: { 201: recoveryCodesResponse },
   summary: "Replace all recovery codes (current_password); the new set is returned once.",
+  operationId: "replaceRecoveryCodes", tag: "Dashboard",
+  description: "Replaces all recovery codes after checking `current_password`; the new set is returned once.",
   handler: async (rc) => {
     const account = currentAccount(rc);
     await requirePassword(rc, account, rc.body.current_password);
@@ -26,6 +28,9 @@ export const recoveryCodeLoginRoute = orgRoute({
   method: "POST", path: "/v1/dashboard-sessions/current/recovery-code", scope: null, body: recoveryCodeBody, stages: STAGED_ONLY, ownAccount: true,
   response: { 201: upgradedSessionResponse },
   summary: "Consume one recovery code; the staged session is replaced by a full one. Answers how many codes remain.",
+  operationId: "redeemRecoveryCode", tag: "Dashboard",
+  description: "Consumes one recovery code in place of a passkey, replacing the staged session with a full one, and says how " +
+    "many codes remain.",
   handler: async (rc) => {
     const account = currentAccount(rc);
     return completeSecondFactor(rc, account, "recovery_code", (db) =>

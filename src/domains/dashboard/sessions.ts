@@ -16,6 +16,10 @@ export const dashboardLoginRoute: PublicRoute = {
   auth: "public", method: "POST", path: "/v1/dashboard-sessions",
   response: { 201: sessionResponse },
   summary: "Public (no Authorization header): exchange username and password for a dashboard session (stage password_change, staged or full).",
+  operationId: "createDashboardSession", tag: "Dashboard",
+  description: "Logs a human in with username and password (no Authorization header) and returns a short-lived dashboard " +
+    "session: `password_change` for a temporary password, `staged` when a passkey is enrolled, else `full`. Unknown " +
+    "users and wrong passwords answer alike.",
   edge: loginAtEdge,
 };
 
@@ -73,6 +77,8 @@ export const logoutRoute = orgRoute({
   method: "DELETE", path: "/v1/dashboard-sessions/current", scope: null, stages: ANY_CREDENTIAL, ownAccount: true,
   response: { 200: sessionRevokedResponse },
   summary: "Revoke the calling dashboard session (log out). An API key has no session: 404.",
+  operationId: "deleteDashboardSession", tag: "Dashboard",
+  description: "Logs out: revokes the calling dashboard session. An API key has no session and gets 404.",
   handler: (rc) => {
     const session = rc.caller.session;
     if (!session) throw notFound("Dashboard session");

@@ -49,6 +49,9 @@ export const eventRoutes = [
     method: "GET", path: "/v1/events", scope: "events:read", query: listEventsQuery,
     response: { 200: eventListResponse },
     summary: "Domain events in commit order after an event id (order=newest: newest first, after an event id continuing with older ones); metadata only.",
+    operationId: "listEvents", tag: "Events",
+    description: "Lists domain events in commit order after an event id, metadata only (never content). Pass the returned " +
+      "`cursor` as `after` to continue. With `order=newest` the newest come first, and `after` continues with older ones.",
     handler: ({ db, caller, query }) => {
       const from = query.after ? readableEventSeq(db, caller, query.after) : null;
       const rows = query.order === "newest"
@@ -62,6 +65,8 @@ export const eventRoutes = [
     method: "GET", path: "/v1/events/:id", scope: "events:read",
     response: { 200: eventResponse },
     summary: "One event.",
+    operationId: "getEvent", tag: "Events",
+    description: "Reads one domain event the caller may see.",
     handler: ({ db, caller, params }) => {
       const row = readableEvent(db, caller, params.id);
       if (!row) throw notFound("Event");

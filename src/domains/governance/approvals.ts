@@ -43,6 +43,9 @@ export const approvalRoutes = [
     method: "POST", path: "/v1/claim-approvals", scope: "approvals:write", body: approvalBody,
     response: { 201: approvalResponse },
     summary: "Submit the current version of a readable, active claim, with the evidence you can see, for approval.",
+    operationId: "submitClaimApproval", tag: "Governance",
+    description: "Submits the current version of an active claim the caller can read for approval, together with the evidence it " +
+      "can see.",
     handler: (rc) => commitWrite(rc, (db) => {
       const claim = readableClaim(db, rc.caller, rc.body.claim_id);
       if (!claim) throw unresolved("claim", [rc.body.claim_id]);
@@ -73,6 +76,8 @@ export const approvalRoutes = [
     method: "GET", path: "/v1/claim-approvals", scope: "approvals:read", query: approvalListQuery,
     response: { 200: approvalListResponse },
     summary: "List approvals of claims you may read (filters claim_id, status), oldest first.",
+    operationId: "listClaimApprovals", tag: "Governance",
+    description: "Lists approvals of claims the caller may read, optionally by claim and status, oldest first.",
     handler: ({ db, caller, query }) => {
       const rows = approvalsPage<ApprovalRow>(db, caller, query, afterPair(query.after), query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (a) => [a.created_at, a.approval_id]);
@@ -84,6 +89,9 @@ export const approvalRoutes = [
     method: "POST", path: "/v1/claim-approvals/:id/decide", scope: "approvals:approve", body: decideBody,
     response: { 200: approvalResponse },
     summary: "Approve or reject a pending approval; stale claim version 409; separation of duty per policy.",
+    operationId: "decideClaimApproval", tag: "Governance",
+    description: "Approves or rejects a pending approval. A claim that changed since submission is 409; the approval policy may " +
+      "forbid deciding one's own submission.",
     handler: (rc) => commitWrite(rc, (db) => {
       const a = visibleApproval(db, rc.caller, rc.params.id);
       if (!a) throw notFound("Approval");

@@ -21,6 +21,9 @@ export const channelCompileRoutes = [
     responseMeta: compileMeta,
     bodyOptional: true, readOnly: true,
     summary: "Rank the channel's active, still-eligible released snapshots into a token budget; its gateway principal only.",
+    operationId: "compileChannelContext", tag: "Governance",
+    description: "Ranks the channel's active, still-eligible released snapshots into a token budget, never canonical memory. " +
+      "Only the channel's gateway principal may call it.",
     handler: ({ db, caller, params, body }) => {
       const channel = getChannel(db, params.id);
       if (!channel) throw notFound("Channel");

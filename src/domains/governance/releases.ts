@@ -107,6 +107,9 @@ export const releaseRoutes = [
     method: "POST", path: "/v1/knowledge-releases", scope: "releases:write", body: releaseBody,
     response: { 201: releaseResponse },
     summary: "Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible.",
+    operationId: "draftRelease", tag: "Governance",
+    description: "Drafts a release: an immutable snapshot of one claim's current version for a channel. The claim must be " +
+      "eligible for release.",
     handler: (rc) => commitWrite(rc, (db) => {
       const claim = readableClaim(db, rc.caller, rc.body.claim_id);
       if (!claim) throw unresolved("claim", [rc.body.claim_id]);
@@ -143,6 +146,9 @@ export const releaseRoutes = [
     method: "GET", path: "/v1/knowledge-releases", scope: "releases:read", query: releaseListQuery,
     response: { 200: releaseListResponse },
     summary: "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
+    operationId: "listReleases", tag: "Governance",
+    description: "Lists releases of claims the caller may read, optionally by channel and status, oldest first. Snapshot " +
+      "evidence the caller cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last release; its position is looked up here, never handed out.
       const after = query.after ? positionAfter(query.after, ID_PREFIX.release, (id) => releaseSeqOf(db, caller, id)) : 0;
@@ -156,18 +162,27 @@ export const releaseRoutes = [
     method: "POST", path: "/v1/knowledge-releases/:id/approve", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
     summary: "Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy.",
+    operationId: "approveRelease", tag: "Governance",
+    description: "Approves a draft release that is still eligible; the channel's creator or an owner/admin, subject to the " +
+      "release policy's separation of duty.",
     handler: (rc) => move(rc, "approve"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/activate", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
     summary: "Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published).",
+    operationId: "activateRelease", tag: "Governance",
+    description: "Publishes an approved, still-eligible release to its channel (event `release.published`); the channel's " +
+      "creator or an owner/admin.",
     handler: (rc) => move(rc, "activate"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/revoke", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
     summary: "Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept.",
+    operationId: "revokeRelease", tag: "Governance",
+    description: "Withdraws a draft, approved or active release (event `release.revoked`), keeping its history; the channel's " +
+      "creator or an owner/admin.",
     handler: (rc) => move(rc, "revoke"),
   }),
 ];

@@ -114,22 +114,22 @@ export const policyResponse = z.discriminatedUnion("type", [
   z.strictObject({ ...policyFields, type: z.literal("approval"), rules: POLICY_RULES.approval }),
   z.strictObject({ ...policyFields, type: z.literal("release"), rules: POLICY_RULES.release }),
   z.strictObject({ ...policyFields, type: z.literal("retention"), rules: POLICY_RULES.retention }),
-]);
-export const policyListResponse = pageOf("policies", policyResponse);
+]).meta({ id: "Policy" });
+export const policyListResponse = pageOf("policies", policyResponse).meta({ id: "PolicyList" });
 
 export const approvalResponse = z.strictObject({
   approval_id: idOf(ID_PREFIX.approval), claim_id: claimId, claim_version: z.number().int().positive(), status: z.enum(APPROVAL_STATUSES),
   evidence: z.strictObject({ observation_ids: z.array(observationId).describe("The evidence the caller may read"), hidden_source_count: count }),
   note: z.string().nullable(), submitted_by: principalId, decided_by: principalId.nullable(), decided_at: timestamp.nullable(),
   decision_note: z.string().nullable(), created_at: timestamp,
-});
-export const approvalListResponse = pageOf("approvals", approvalResponse);
+}).meta({ id: "ClaimApproval" });
+export const approvalListResponse = pageOf("approvals", approvalResponse).meta({ id: "ClaimApprovalList" });
 
 export const channelResponse = z.strictObject({
   channel_id: channelId, name: z.string(), audiences: z.array(z.string()), min_trust: trustSchema, gateway_principal_id: principalId,
   status: z.enum(CHANNEL_STATUSES), version: z.number().int().positive(), created_by: principalId, created_at: timestamp, updated_at: timestamp,
-});
-export const channelListResponse = pageOf("channels", channelResponse);
+}).meta({ id: "Channel" });
+export const channelListResponse = pageOf("channels", channelResponse).meta({ id: "ChannelList" });
 
 export const releaseResponse = z.strictObject({
   release_id: idOf(ID_PREFIX.release), channel_id: channelId, claim_id: claimId, claim_version: z.number().int().positive(),
@@ -141,8 +141,8 @@ export const releaseResponse = z.strictObject({
   }),
   hidden_source_count: count, created_by: principalId, approved_by: principalId.nullable(), approved_at: timestamp.nullable(),
   activated_at: timestamp.nullable(), revoked_by: principalId.nullable(), revoked_at: timestamp.nullable(), created_at: timestamp,
-});
-export const releaseListResponse = pageOf("releases", releaseResponse);
+}).meta({ id: "KnowledgeRelease" });
+export const releaseListResponse = pageOf("releases", releaseResponse).meta({ id: "KnowledgeReleaseList" });
 
 export const channelCompileResponse = z.strictObject({
   channel_id: channelId,
@@ -151,4 +151,4 @@ export const channelCompileResponse = z.strictObject({
     score: z.number(), tokens: count,
   })),
   token_budget: count, tokens_used: count,
-});
+}).meta({ id: "ChannelContext" });

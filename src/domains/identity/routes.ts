@@ -19,6 +19,9 @@ export const identityRoutes = [
     method: "GET", path: "/v1/principal", scope: null,
     response: { 200: principalResponse },
     summary: "The calling credential: principal, scopes, trust ceiling, organization role, organization id and operator account username.",
+    operationId: "getCurrentPrincipal", tag: "Operator",
+    description: "Describes the calling credential: its principal, scopes, trust ceiling and organization role, the " +
+      "organization's id, and the operator account's username (null for a principal without one).",
     handler: ({ db, caller, orgId, deps }) => ok({
       principal_id: caller.principalId, key_id: caller.keyId,
       scopes: caller.scopes.includes("*") ? "*" : caller.scopes, max_trust: caller.maxTrust, role: caller.role,
@@ -32,6 +35,9 @@ export const identityRoutes = [
     method: "POST", path: "/v1/keys", scope: "keys:manage", body: mintKeyBody,
     response: { 201: mintedKeyResponse },
     summary: "Mint a key (raw value returned once) for a new agent principal, or for principal_id.",
+    operationId: "createKey", tag: "Operator",
+    description: "Mints an API key for a new agent principal, or for `principal_id`. The raw `svc_sk_` value is returned once; a " +
+      "key cannot grant scopes or a trust ceiling its creator lacks (403).",
     handler: (rc) => {
       const { caller, body } = rc;
       const scopes = normalizeScopes(body.scopes);
@@ -68,6 +74,9 @@ export const identityRoutes = [
     method: "GET", path: "/v1/keys", scope: "keys:manage", query: listQuery,
     response: { 200: keyListResponse },
     summary: "Key metadata with status; owner/admin see every key, others their own principal's.",
+    operationId: "listKeys", tag: "Operator",
+    description: "Lists key metadata and status, never a hash or secret. Owners and admins see every key, others their own " +
+      "principal's.",
     handler: ({ db, caller, query }) => {
       const after = afterPair(query.after);
       const mine = !isAdmin(caller);
@@ -81,6 +90,9 @@ export const identityRoutes = [
     method: "DELETE", path: "/v1/keys/:id", scope: "keys:manage",
     response: { 200: revokedKeyResponse },
     summary: "Revoke a key; it fails with 401 from the next request on. A principal's last credential takes what it created with it (cascade).",
+    operationId: "revokeKey", tag: "Operator",
+    description: "Revokes a key; it fails with 401 from the next request on. When it was its principal's last credential, what " +
+      "that principal created is revoked with it.",
     handler: (rc) => {
       const key = getKey(rc.db, rc.params.id);
       if (!key) throw notFound("Key");
@@ -119,6 +131,8 @@ export const identityRoutes = [
     method: "GET", path: "/v1/principals", scope: "principals:read", roles: ADMIN_ROLES, query: listQuery,
     response: { 200: principalListResponse },
     summary: "Bounded, non-secret directory of the organization's principals (owner or admin).",
+    operationId: "listPrincipals", tag: "Operator",
+    description: "A bounded directory of the organization's principals without secrets; owner or admin only.",
     handler: ({ db, query }) => {
       const after = afterPair(query.after);
       const rows = principalsAfter(db, after, query.limit + 1);

@@ -15,7 +15,7 @@ const contextId = idOf(ID_PREFIX.context);
 export const observationResponse = z.strictObject({
   observation_id: observationId, content_hash: contentHash, subject_id: z.string(), project_id: projectId.nullable(),
   kind: z.enum(OBSERVATION_KINDS), trust: trustSchema, visibility: visibilitySchema, created_at: timestamp,
-});
+}).meta({ id: "Observation" });
 
 /** An observation as a reader sees it (evidence, purge): content is null once purged. */
 export const observationView = z.strictObject({
@@ -26,11 +26,11 @@ export const observationView = z.strictObject({
   purged: z.boolean(), purged_at: timestamp.nullable(),
 });
 
-export const purgeResponse = observationView.extend({ already_purged: z.boolean() });
+export const purgeResponse = observationView.extend({ already_purged: z.boolean() }).meta({ id: "PurgedObservation" });
 
 export const projectResolveResponse = z.strictObject({
   project_id: projectId, reference: z.string(), created: z.boolean(), workspace_id: idOf(ID_PREFIX.workspace).nullable(),
-});
+}).meta({ id: "ResolvedProject" });
 
 /** A claim as the caller sees it: sources, disputes and superseded_by limited to what it may read. */
 export const claimResponse = z.strictObject({
@@ -39,19 +39,19 @@ export const claimResponse = z.strictObject({
   valid_from: timestamp, valid_to: timestamp.nullable(), superseded_by: claimId.nullable(), disputes: z.array(claimId),
   sources: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS) })),
   created_at: timestamp, updated_at: timestamp,
-});
+}).meta({ id: "Claim" });
 
-export const consolidationResponse = z.strictObject({ claims: z.array(claimResponse), model_used: z.literal(false) });
-export const revokeResponse = claimResponse.extend({ already_revoked: z.boolean() });
-export const expireResponse = claimResponse.extend({ already_expired: z.boolean() });
+export const consolidationResponse = z.strictObject({ claims: z.array(claimResponse), model_used: z.literal(false) }).meta({ id: "Consolidation" });
+export const revokeResponse = claimResponse.extend({ already_revoked: z.boolean() }).meta({ id: "RevokedClaim" });
+export const expireResponse = claimResponse.extend({ already_expired: z.boolean() }).meta({ id: "ExpiredClaim" });
 
-const evidenceItem = observationView.extend({ relation: z.enum(RELATIONS) });
+const evidenceItem = observationView.extend({ relation: z.enum(RELATIONS) }).meta({ id: "EvidenceObservation" });
 export const evidenceResponse = z.strictObject({
   claim: claimResponse, supporting: z.array(evidenceItem), contradicting: z.array(evidenceItem), qualifying: z.array(evidenceItem),
   hidden_source_count: count,
-});
+}).meta({ id: "ClaimEvidence" });
 
-export const memoriesResponse = pageOf("items", claimResponse);
+export const memoriesResponse = pageOf("items", claimResponse).meta({ id: "ClaimList" });
 
 const compiledItem = {
   claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), status: z.enum(CLAIM_STATUSES), trust: trustSchema,
@@ -59,19 +59,19 @@ const compiledItem = {
 };
 export const compileResponse = z.strictObject({
   context_id: contextId, items: z.array(z.strictObject(compiledItem)), token_budget: count, tokens_used: count,
-});
+}).meta({ id: "CompiledContext" });
 
 export const contextRunResponse = z.strictObject({
   context_id: contextId, query: z.string().nullable(), subject_id: z.string().nullable(), project_id: projectId.nullable(),
   kinds: z.array(z.enum(CLAIM_KINDS)).nullable(), token_budget: count, tokens_used: count,
   // score: null for a delegated reader (scores were computed over what the compiler may read).
   items: z.array(z.strictObject({ ...compiledItem, score: z.number().nullable(), current: z.boolean() })), created_at: timestamp,
-});
+}).meta({ id: "ContextRun" });
 
 export const feedbackResponse = z.strictObject({
   feedback_id: idOf(ID_PREFIX.feedback), context_id: contextId, claim_id: claimId.nullable(), outcome: z.enum(OUTCOMES),
   client_mutation_id: z.string().nullable(), created_at: timestamp,
-});
+}).meta({ id: "Feedback" });
 
 /** Compile's `meta` beside request_id: what this pack was ranked without (vectors: lexical only). */
 export const compileMeta = { degraded: z.strictObject({ vectors: z.boolean(), model: z.boolean() }) };

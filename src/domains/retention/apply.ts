@@ -41,6 +41,9 @@ export const retentionRoutes = [
     response: { 200: retentionApplyResponse },
     body: retentionApplyBody, bodyOptional: true,
     summary: "Apply the active retention policy to one bounded page of records (resumable with after/next_after; dry_run counts only).",
+    operationId: "applyRetention", tag: "Retention",
+    description: "Applies the active retention policy to one bounded page of records, excluding them from retrieval; held " +
+      "records are spared. Resume with `after`/`next_after`; `dry_run` only counts.",
     handler: (rc) => commitWrite(rc, (db) => {
       const body = rc.body ?? retentionApplyBody.parse({});
       const policy = activePolicyRow(db, "retention");
