@@ -1,8 +1,18 @@
 // Typed fakes of the Workers AI and Vectorize bindings (no network): the production backends run
-// against them in tests, including failures and Vectorize's asynchronous mutations.
+// against them in tests, including failures and Vectorize's asynchronous mutations. FakeVectorize keeps
+// Vectorize's documented rules (developers.cloudflare.com/vectorize: "Limits", "Query vectors",
+// "Metadata filtering") and refuses what Vectorize refuses, so a backend that would fail in production
+// fails here: namespaces; metadata filters ($eq, $ne, $in, $nin, $lt, $lte, $gt, $gte; a bare value is
+// $eq; every condition must hold) applied before the top k is taken, and only on properties that had a
+// metadata index when the vector was written (a string filters on its first 64 bytes); topK at most 100
+// without values or metadata, at most 20 with either; a filter must be a non-empty object under 2,048
+// bytes of compact JSON, with keys that are not empty, hold no `"` or `.`, do not start with `$` and
+// are at most 512 characters; at most 10 metadata indexes; ids and namespaces at most 64 bytes;
+// 1,000 vectors per upsert from a Worker; 10 KiB of metadata per vector; values of the index's dimensions.
 import { WORKERS_AI_EMBEDDING } from "../../src/vector/config";
 import type { EmbeddingAi } from "../../src/vector/workers-ai";
 import type { VectorizeBinding } from "../../src/vector/vectorize";
+import { METADATA_INDEXES } from "../../src/domains/indexing/metadata";
 
 /** A deterministic 384-dimension "model": hashed words, so texts sharing words are similar. */
 export function fakeEmbedding(text: string, dims = WORKERS_AI_EMBEDDING.dimensions): number[] {
@@ -32,39 +42,131 @@ export class FakeAi implements EmbeddingAi {
   }) as unknown as EmbeddingAi["run"];
 }
 
-interface Stored { id: string; values: number[]; namespace?: string }
+type Scalar = string | number | boolean;
+type IndexType = "string" | "number" | "boolean";
+
+interface Stored {
+  id: string;
+  values: number[];
+  namespace?: string;
+  metadata?: Record<string, VectorizeVectorMetadata>;
+  /** What each metadata index held for this vector when it was written (only those existing then). */
+  indexed: Map<string, Scalar | null>;
+}
+
+const utf8 = new TextEncoder();
+const bytes = (s: string) => utf8.encode(s).length;
+
+/** A string's first 64 bytes on a UTF-8 character boundary: what a string metadata index holds. */
+export function first64Bytes(s: string): string {
+  let out = "";
+  let n = 0;
+  for (const ch of s) {
+    const b = bytes(ch);
+    if (n + b > 64) break;
+    out += ch;
+    n += b;
+  }
+  return out;
+}
+
+const OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte"]);
+const refuse = (why: string): never => { throw new Error(`VECTOR_QUERY_ERROR (fake Vectorize): ${why}`); };
+
+function checkKey(key: string, what: string) {
+  if (!key || key.includes('"') || key.includes(".") || key.startsWith("$") || key.length > 512) refuse(`invalid ${what} key "${key}"`);
+}
+
+/** Does one indexed value satisfy one filter condition? */
+function satisfies(have: Scalar | null, condition: unknown): boolean {
+  const norm = (v: unknown) => (typeof v === "string" ? first64Bytes(v) : v);
+  if (condition === null || typeof condition !== "object") return norm(condition) === have;
+  const entries = Object.entries(condition as Record<string, unknown>);
+  if (!entries.length) refuse("an operator object needs an operator");
+  return entries.every(([op, arg]) => {
+    if (!OPERATORS.has(op)) refuse(`unknown operator ${op}`);
+    if (op === "$in" || op === "$nin") {
+      if (!Array.isArray(arg)) refuse(`${op} takes an array`);
+      const hit = (arg as unknown[]).some((v) => norm(v) === have);
+      return op === "$in" ? hit : !hit;
+    }
+    if (Array.isArray(arg) || (arg !== null && typeof arg === "object")) refuse(`${op} takes a single value`);
+    if (op === "$eq") return norm(arg) === have;
+    if (op === "$ne") return norm(arg) !== have;
+    if (have === null || arg === null || typeof have !== typeof arg) return false;
+    const a = have as string | number, b = norm(arg) as string | number;
+    return op === "$lt" ? a < b : op === "$lte" ? a <= b : op === "$gt" ? a > b : a >= b;
+  });
+}
 
 /**
  * Vectorize with asynchronous mutations: upserts and deletes are queued with a mutation id and applied
  * only by `apply()` (as Vectorize applies them some time later); describe() reports how far it got.
+ * `autoApply`: every mutation applies at once (tests that are not about the delay).
  */
 export class FakeVectorize implements VectorizeBinding {
   failing = false;
+  autoApply = false;
   private stored = new Map<string, Stored>();
   private queue: { at: number; op: () => void }[] = [];
   private appliedAt = 0;
   private seq = 0;
+  private metadataIndexes = new Map<string, IndexType>();
   /** Mutation times come from here (tests move it). */
   now = () => Date.now();
   /** Every query's options, to check topK and that values/metadata are never requested. */
   queries: VectorizeQueryOptions[] = [];
+  /** The id of every vector upserted, in order. */
+  upserted: string[] = [];
+
+  /** An index of `dimensions` (the production index: 384), with the service's metadata indexes unless `metadataIndexes` is false. */
+  constructor(readonly dimensions: number = WORKERS_AI_EMBEDDING.dimensions, opts: { metadataIndexes?: boolean } = {}) {
+    if (opts.metadataIndexes !== false) for (const m of METADATA_INDEXES) this.createMetadataIndex(m.property, m.type as IndexType);
+  }
+
+  /** `wrangler vectorize create-metadata-index`: filters on the property see only vectors written after it. */
+  createMetadataIndex(property: string, type: IndexType): void {
+    checkKey(property, "metadata index");
+    if (this.metadataIndexes.has(property)) refuse(`a metadata index on "${property}" already exists`);
+    if (this.metadataIndexes.size >= 10) refuse("at most 10 metadata indexes per index");
+    this.metadataIndexes.set(property, type);
+  }
 
   private check() {
     if (this.failing) throw new Error("fake Vectorize: 503 upstream");
   }
 
+  private mutate(op: () => void): VectorizeAsyncMutation {
+    this.queue.push({ at: this.now(), op });
+    if (this.autoApply) this.apply();
+    return { mutationId: `m${++this.seq}` };
+  }
+
   async upsert(vectors: VectorizeVector[]): Promise<VectorizeAsyncMutation> {
     this.check();
-    const copies = vectors.map((v) => ({ id: v.id, values: Array.from(v.values), namespace: v.namespace }));
-    this.queue.push({ at: this.now(), op: () => { for (const v of copies) this.stored.set(v.id, v); } });
-    return { mutationId: `m${++this.seq}` };
+    if (vectors.length > 1000) refuse("at most 1000 vectors per upsert from a Worker");
+    const copies: Stored[] = vectors.map((v) => {
+      if (!v.id || bytes(v.id) > 64) refuse(`vector id "${v.id}" must be 1 to 64 bytes`);
+      if (v.namespace !== undefined && bytes(v.namespace) > 64) refuse("a namespace is at most 64 bytes");
+      if (v.values.length !== this.dimensions) refuse(`${v.values.length} dimensions, the index has ${this.dimensions}`);
+      if (v.metadata && bytes(JSON.stringify(v.metadata)) > 10 * 1024) refuse("at most 10 KiB of metadata per vector");
+      for (const key of Object.keys(v.metadata ?? {})) checkKey(key, "metadata");
+      const indexed = new Map<string, Scalar | null>();
+      for (const [property, type] of this.metadataIndexes) {
+        const value = v.metadata?.[property];
+        // A value of another type than the index's is not indexed: the vector has none there.
+        indexed.set(property, typeof value === type ? (type === "string" ? first64Bytes(value as string) : value as Scalar) : null);
+      }
+      return { id: v.id, values: Array.from(v.values), namespace: v.namespace, metadata: v.metadata ? { ...v.metadata } : undefined, indexed };
+    });
+    this.upserted.push(...copies.map((v) => v.id));
+    return this.mutate(() => { for (const v of copies) this.stored.set(v.id, v); });
   }
 
   async deleteByIds(ids: string[]): Promise<VectorizeAsyncMutation> {
     this.check();
     const copy = [...ids];
-    this.queue.push({ at: this.now(), op: () => { for (const id of copy) this.stored.delete(id); } });
-    return { mutationId: `m${++this.seq}` };
+    return this.mutate(() => { for (const id of copy) this.stored.delete(id); });
   }
 
   /** Apply every queued mutation (Vectorize catching up). */
@@ -73,33 +175,70 @@ export class FakeVectorize implements VectorizeBinding {
     this.queue = [];
   }
 
+  /** Does the vector match the filter (every condition, on a property it has indexed)? */
+  private matches(v: Stored, filter: VectorizeVectorMetadataFilter): boolean {
+    return Object.entries(filter).every(([property, condition]) => v.indexed.has(property) && satisfies(v.indexed.get(property)!, condition));
+  }
+
   async query(vector: VectorFloatArray | number[], options: VectorizeQueryOptions = {}): Promise<VectorizeMatches> {
     this.check();
     this.queries.push(options);
-    if ((options.topK ?? 5) > 100) throw new Error("topK above 100 with returnValues/metadata none is refused");
+    const topK = options.topK ?? 5;
+    const withValues = options.returnValues === true;
+    const metadataLevel = options.returnMetadata === true ? "all" : options.returnMetadata === false || options.returnMetadata === undefined ? "none" : options.returnMetadata;
+    const max = withValues || metadataLevel !== "none" ? 20 : 100;
+    if (!Number.isInteger(topK) || topK < 1 || topK > max)
+      refuse(`topK ${topK}: 1 to ${max} ${max === 20 ? "with values or metadata" : "without values and metadata"}`);
+    if (vector.length !== this.dimensions) refuse(`query of ${vector.length} dimensions, the index has ${this.dimensions}`);
+    if (options.namespace !== undefined && bytes(options.namespace) > 64) refuse("a namespace is at most 64 bytes");
+    const filter = options.filter;
+    if (filter !== undefined) {
+      if (filter === null || typeof filter !== "object" || Array.isArray(filter) || !Object.keys(filter).length) refuse("filter must be a non-empty object");
+      if (bytes(JSON.stringify(filter)) >= 2048) refuse("filter must be under 2048 bytes of compact JSON");
+      for (const [key, condition] of Object.entries(filter)) {
+        checkKey(key, "filter");
+        satisfies(null, condition); // refuses an unknown operator or a malformed argument, matching or not
+      }
+    }
     const q = Array.from(vector);
     const qn = Math.hypot(...q) || 1;
-    const matches = [...this.stored.values()]
-      .filter((v) => v.namespace === options.namespace)
-      .map((v) => ({ id: v.id, score: v.values.reduce((s, x, i) => s + x * q[i], 0) / ((Math.hypot(...v.values) || 1) * qn) }))
-      .sort((a, b) => b.score - a.score)
-      .slice(0, options.topK ?? 5);
+    const ranked = [...this.stored.values()]
+      .filter((v) => options.namespace === undefined || v.namespace === options.namespace)
+      .filter((v) => !filter || this.matches(v, filter))
+      .map((v) => ({ v, score: v.values.reduce((s, x, i) => s + x * q[i], 0) / ((Math.hypot(...v.values) || 1) * qn) }))
+      .sort((a, b) => b.score - a.score || (a.v.id < b.v.id ? -1 : 1))
+      .slice(0, topK);
+    const matches: VectorizeMatch[] = ranked.map(({ v, score }) => ({
+      id: v.id, score,
+      ...(v.namespace !== undefined ? { namespace: v.namespace } : {}),
+      ...(withValues ? { values: [...v.values] } : {}),
+      ...(metadataLevel === "all" && v.metadata ? { metadata: { ...v.metadata } } : {}),
+      ...(metadataLevel === "indexed" ? { metadata: Object.fromEntries([...v.indexed].filter(([, x]) => x !== null)) as Record<string, VectorizeVectorMetadata> } : {}),
+    }));
     return { matches, count: matches.length };
   }
 
   async getByIds(ids: string[]): Promise<VectorizeVector[]> {
     this.check();
-    return ids.flatMap((id) => { const v = this.stored.get(id); return v ? [{ ...v }] : []; });
+    return ids.flatMap((id) => {
+      const v = this.stored.get(id);
+      return v ? [{ id: v.id, values: [...v.values], namespace: v.namespace, metadata: v.metadata }] : [];
+    });
   }
 
   async describe(): Promise<VectorizeIndexInfo> {
     this.check();
-    return { vectorCount: this.stored.size, dimensions: WORKERS_AI_EMBEDDING.dimensions,
+    return { vectorCount: this.stored.size, dimensions: this.dimensions,
       processedUpToDatetime: this.appliedAt, processedUpToMutation: this.seq };
   }
 
   /** Ids held, for assertions. */
   ids(namespace?: string): string[] {
     return [...this.stored.values()].filter((v) => namespace === undefined || v.namespace === namespace).map((v) => v.id).sort();
+  }
+
+  /** A stored vector's metadata, for assertions. */
+  metadataOf(id: string): Record<string, VectorizeVectorMetadata> | undefined {
+    return this.stored.get(id)?.metadata;
   }
 }
