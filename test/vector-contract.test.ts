@@ -13,7 +13,7 @@ import {
 } from "../src/vector/types";
 import { VectorizeIndexBackend, type VectorizeBinding } from "../src/vector/vectorize";
 import { WorkersAiEmbedder } from "../src/vector/workers-ai";
-import { FakeAi, FakeVectorize } from "./fakes/vector";
+import { FakeAi, FakeVectorize, MAX_NAMESPACES } from "./fakes/vector";
 import { inOrg, newOrg } from "./helpers";
 
 const DIMS = 8;
@@ -299,17 +299,60 @@ describe("the Vectorize fake refuses what Vectorize refuses", () => {
     const fake = new FakeVectorize(DIMS);
     await expect(fake.query(v, { filter: {} })).rejects.toThrow(/non-empty/);
     await expect(fake.query(v, { filter: { kind: { $in: Array.from({ length: 300 }, (_, i) => `kind-${i}`) } } })).rejects.toThrow(/2048/);
-    for (const key of ["", "a.b", "$x", 'a"b', "k".repeat(513)]) await expect(fake.query(v, { filter: { [key]: "x" } })).rejects.toThrow(/key/);
+    for (const key of ["", "$x", 'a"b', "k".repeat(513)]) await expect(fake.query(v, { filter: { [key]: "x" } })).rejects.toThrow(/key/);
     await expect(fake.query(v, { filter: { kind: { $regex: "x" } as never } })).rejects.toThrow(/operator/);
   });
 
-  it("upserts: ids and namespaces up to 64 bytes, the index's dimensions, 1,000 per call, 10 KiB of metadata", async () => {
+  it("operators: the argument types each takes, and only an upper bound combined with a lower one", async () => {
+    const fake = new FakeVectorize(DIMS);
+    const asks = (condition: unknown) => fake.query(v, { filter: { kind: condition as never } });
+    // The documented examples are accepted.
+    for (const ok of ["x", 1, true, null, { $eq: null }, { $ne: "hbo" }, { $in: ["hbo", "netflix", null] }, { $nin: [1, true] },
+      { $gte: 1734242400, $lt: 1734328800 }, { $gte: "net", $lt: "neu" }, { $lte: 3 }]) await expect(asks(ok)).resolves.toBeTruthy();
+    for (const combined of [{ $eq: "a", $ne: "b" }, { $in: ["a"], $nin: ["b"] }, { $lt: 1, $lte: 2 }, { $gt: 1, $gte: 0 }, { $eq: 1, $lt: 2 }, { $gt: 0, $lt: 9, $ne: 3 }])
+      await expect(asks(combined), JSON.stringify(combined)).rejects.toThrow(/cannot be combined/);
+    for (const [bad, why] of [[{ $eq: ["a"] }, /\$eq takes/], [{ $ne: { a: 1 } }, /\$ne takes/], [{ $in: "a" }, /\$in takes/], [{ $nin: [["a"]] }, /\$nin takes/],
+      [{ $lt: true }, /\$lt takes a string or number/], [{ $gte: null }, /\$gte takes a string or number/], [["a"], /a value or an operator object/]] as const)
+      await expect(asks(bad), JSON.stringify(bad)).rejects.toThrow(why);
+  });
+
+  it("ranges order numbers and strings; null matches a vector without the property; a dotted key names a nested property", async () => {
+    const fake = new FakeVectorize(DIMS, { metadataIndexes: false });
+    fake.autoApply = true;
+    fake.createMetadataIndex("at", "number");
+    fake.createMetadataIndex("name", "string");
+    fake.createMetadataIndex("pandas.nice", "number");
+    await fake.upsert([
+      { id: "a", values: v, metadata: { at: 1, name: "netflix", pandas: { nice: 42 } } },
+      { id: "b", values: v, metadata: { at: 5, name: "hbo" } },
+      { id: "c", values: v, metadata: { at: 9, name: "neu" } },
+    ]);
+    const ids = async (filter: VectorizeVectorMetadataFilter) => (await fake.query(v, { filter })).matches.map((m) => m.id).sort();
+    expect(await ids({ at: { $gte: 1, $lt: 9 } })).toEqual(["a", "b"]);
+    expect(await ids({ name: { $gte: "net", $lt: "neu" } })).toEqual(["a"]);
+    expect(await ids({ "pandas.nice": 42 })).toEqual(["a"]);
+    expect(await ids({ "pandas.nice": { $eq: null } })).toEqual(["b", "c"]);
+    expect(await ids({ name: { $in: ["hbo", "neu"] }, at: { $ne: 9 } })).toEqual(["b"]);
+  });
+
+  it("upserts: ids and namespaces up to 64 bytes, the index's dimensions, 1,000 per call, 10 KiB of metadata, valid metadata keys", async () => {
     const fake = new FakeVectorize(DIMS);
     await expect(fake.upsert([{ id: "x".repeat(65), values: v }])).rejects.toThrow(/64 bytes/);
     await expect(fake.upsert([{ id: "a", values: v, namespace: "n".repeat(65) }])).rejects.toThrow(/namespace/);
     await expect(fake.upsert([{ id: "a", values: [1, 2] }])).rejects.toThrow(/dimensions/);
     await expect(fake.upsert(Array.from({ length: 1001 }, (_, i) => ({ id: `v${i}`, values: v })))).rejects.toThrow(/1000/);
     await expect(fake.upsert([{ id: "a", values: v, metadata: { note: "x".repeat(10_241) } }])).rejects.toThrow(/10 KiB/);
+    for (const key of ["", "a.b", "$x", 'a"b']) await expect(fake.upsert([{ id: "a", values: v, metadata: { [key]: 1 } }])).rejects.toThrow(/metadata key/);
+    await expect(fake.upsert([{ id: "a", values: v, metadata: { nested: { "a.b": 1 } } }])).rejects.toThrow(/metadata key/);
+  });
+
+  it(`at most ${MAX_NAMESPACES.toLocaleString("en")} namespaces per index`, async () => {
+    const fake = new FakeVectorize(DIMS);
+    fake.autoApply = true;
+    for (let i = 0; i < MAX_NAMESPACES; i += 1000)
+      await fake.upsert(Array.from({ length: 1000 }, (_, j) => ({ id: `v${i + j}`, values: v, namespace: `org_${i + j}` })));
+    await expect(fake.upsert([{ id: "another", values: v, namespace: "org_0" }])).resolves.toBeTruthy();
+    await expect(fake.upsert([{ id: "one_more", values: v, namespace: "org_new" }])).rejects.toThrow(/namespaces per index/);
   });
 
   it("at most 10 metadata indexes; a filter sees only vectors written after its property's index; strings on 64 bytes", async () => {

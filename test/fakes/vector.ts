@@ -1,14 +1,22 @@
 // Typed fakes of the Workers AI and Vectorize bindings (no network): the production backends run
 // against them in tests, including failures and Vectorize's asynchronous mutations. FakeVectorize keeps
-// Vectorize's documented rules (developers.cloudflare.com/vectorize: "Limits", "Query vectors",
-// "Metadata filtering") and refuses what Vectorize refuses, so a backend that would fail in production
-// fails here: namespaces; metadata filters ($eq, $ne, $in, $nin, $lt, $lte, $gt, $gte; a bare value is
-// $eq; every condition must hold) applied before the top k is taken, and only on properties that had a
-// metadata index when the vector was written (a string filters on its first 64 bytes); topK at most 100
-// without values or metadata, at most 20 with either; a filter must be a non-empty object under 2,048
-// bytes of compact JSON, with keys that are not empty, hold no `"` or `.`, do not start with `$` and
-// are at most 512 characters; at most 10 metadata indexes; ids and namespaces at most 64 bytes;
-// 1,000 vectors per upsert from a Worker; 10 KiB of metadata per vector; values of the index's dimensions.
+// Vectorize's documented rules (developers.cloudflare.com/vectorize: "Limits", "Insert vectors", "Query
+// vectors", "Metadata filtering") and refuses what Vectorize refuses, so a backend that would fail in
+// production fails here:
+// - namespaces: at most 64 bytes, 50,000 per index; a query with one sees only its vectors;
+// - metadata filters applied before the top k is taken, every condition must hold, and only on
+//   properties that had a metadata index when the vector was written (a string filters on its first
+//   64 bytes); a bare value is $eq; $eq / $ne take a string, number, boolean or null, $in / $nin an
+//   array of those, $lt / $lte / $gt / $gte a string or number (strings in lexicographic order); one
+//   property's operators combine only as an upper bound ($lt / $lte) with a lower one ($gt / $gte);
+//   a key with a dot names a nested property;
+// - a filter is a non-empty object under 2,048 bytes of compact JSON whose keys are not empty, hold no
+//   `"`, do not start with `$` and are at most 512 characters;
+// - topK at most 100 without values or metadata, at most 20 with either (returnMetadata "indexed"
+//   counts as metadata);
+// - at most 10 metadata indexes; ids at most 64 bytes; 1,000 vectors per upsert from a Worker; 10 KiB
+//   of metadata per vector, whose keys are not empty, hold no `.` or `"` and do not start with `$`;
+//   values of the index's dimensions.
 import { WORKERS_AI_EMBEDDING } from "../../src/vector/config";
 import type { EmbeddingAi } from "../../src/vector/workers-ai";
 import type { VectorizeBinding } from "../../src/vector/vectorize";
@@ -43,6 +51,9 @@ export class FakeAi implements EmbeddingAi {
 }
 
 type Scalar = string | number | boolean;
+
+/** Namespaces per index (Workers Paid). */
+export const MAX_NAMESPACES = 50_000;
 type IndexType = "string" | "number" | "boolean";
 
 interface Stored {
@@ -71,29 +82,60 @@ export function first64Bytes(s: string): string {
 }
 
 const OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte"]);
+const UPPER = new Set(["$lt", "$lte"]);
+const LOWER = new Set(["$gt", "$gte"]);
 const refuse = (why: string): never => { throw new Error(`VECTOR_QUERY_ERROR (fake Vectorize): ${why}`); };
 
-function checkKey(key: string, what: string) {
-  if (!key || key.includes('"') || key.includes(".") || key.startsWith("$") || key.length > 512) refuse(`invalid ${what} key "${key}"`);
+/** A metadata key as upserted: not empty, no `.` (it names nesting) or `"`, not starting with `$`. */
+function checkMetadataKey(key: string) {
+  if (!key || key.includes('"') || key.includes(".") || key.startsWith("$")) refuse(`invalid metadata key "${key}"`);
 }
 
-/** Does one indexed value satisfy one filter condition? */
+/** A filter key or metadata index property: as a metadata key, but a `.` names a nested property; at most 512 characters. */
+function checkFilterKey(key: string, what: string) {
+  if (!key || key.includes('"') || key.startsWith("$") || key.length > 512) refuse(`invalid ${what} key "${key}"`);
+}
+
+const isScalar = (v: unknown): v is Scalar => typeof v === "string" || typeof v === "number" || typeof v === "boolean";
+
+/** The property a (possibly dotted) key names in a vector's metadata. */
+function propertyOf(metadata: Record<string, unknown> | undefined, key: string): unknown {
+  let at: unknown = metadata;
+  for (const part of key.split(".")) at = at !== null && typeof at === "object" && !Array.isArray(at) ? (at as Record<string, unknown>)[part] : undefined;
+  return at;
+}
+
+/** Refuses a condition Vectorize refuses: an unknown operator, an argument of a type the operator does not take, a combination it does not allow. */
+function checkCondition(condition: unknown) {
+  if (condition === null || isScalar(condition)) return;
+  if (typeof condition !== "object" || Array.isArray(condition)) refuse("a condition is a value or an operator object");
+  const ops = Object.keys(condition as object);
+  if (!ops.length) refuse("an operator object needs an operator");
+  for (const op of ops) if (!OPERATORS.has(op)) refuse(`unknown operator ${op}`);
+  const upper = ops.filter((op) => UPPER.has(op)), lower = ops.filter((op) => LOWER.has(op));
+  if (ops.length > 1 && !(ops.length === 2 && upper.length === 1 && lower.length === 1))
+    refuse(`operators ${ops.join(", ")} cannot be combined (only an upper bound with a lower bound)`);
+  for (const [op, arg] of Object.entries(condition as Record<string, unknown>)) {
+    if (op === "$in" || op === "$nin") {
+      if (!Array.isArray(arg) || !arg.every((v) => v === null || isScalar(v))) refuse(`${op} takes an array of strings, numbers, booleans or null`);
+    } else if (op === "$eq" || op === "$ne") {
+      if (arg !== null && !isScalar(arg)) refuse(`${op} takes a string, number, boolean or null`);
+    } else if (typeof arg !== "string" && typeof arg !== "number") refuse(`${op} takes a string or number`);
+  }
+}
+
+/** Does one indexed value satisfy one (checked) filter condition? */
 function satisfies(have: Scalar | null, condition: unknown): boolean {
   const norm = (v: unknown) => (typeof v === "string" ? first64Bytes(v) : v);
   if (condition === null || typeof condition !== "object") return norm(condition) === have;
-  const entries = Object.entries(condition as Record<string, unknown>);
-  if (!entries.length) refuse("an operator object needs an operator");
-  return entries.every(([op, arg]) => {
-    if (!OPERATORS.has(op)) refuse(`unknown operator ${op}`);
+  return Object.entries(condition as Record<string, unknown>).every(([op, arg]) => {
     if (op === "$in" || op === "$nin") {
-      if (!Array.isArray(arg)) refuse(`${op} takes an array`);
       const hit = (arg as unknown[]).some((v) => norm(v) === have);
       return op === "$in" ? hit : !hit;
     }
-    if (Array.isArray(arg) || (arg !== null && typeof arg === "object")) refuse(`${op} takes a single value`);
     if (op === "$eq") return norm(arg) === have;
     if (op === "$ne") return norm(arg) !== have;
-    if (have === null || arg === null || typeof have !== typeof arg) return false;
+    if (have === null || typeof have !== typeof arg) return false;
     const a = have as string | number, b = norm(arg) as string | number;
     return op === "$lt" ? a < b : op === "$lte" ? a <= b : op === "$gt" ? a > b : a >= b;
   });
@@ -126,7 +168,7 @@ export class FakeVectorize implements VectorizeBinding {
 
   /** `wrangler vectorize create-metadata-index`: filters on the property see only vectors written after it. */
   createMetadataIndex(property: string, type: IndexType): void {
-    checkKey(property, "metadata index");
+    checkFilterKey(property, "metadata index");
     if (this.metadataIndexes.has(property)) refuse(`a metadata index on "${property}" already exists`);
     if (this.metadataIndexes.size >= 10) refuse("at most 10 metadata indexes per index");
     this.metadataIndexes.set(property, type);
@@ -150,15 +192,23 @@ export class FakeVectorize implements VectorizeBinding {
       if (v.namespace !== undefined && bytes(v.namespace) > 64) refuse("a namespace is at most 64 bytes");
       if (v.values.length !== this.dimensions) refuse(`${v.values.length} dimensions, the index has ${this.dimensions}`);
       if (v.metadata && bytes(JSON.stringify(v.metadata)) > 10 * 1024) refuse("at most 10 KiB of metadata per vector");
-      for (const key of Object.keys(v.metadata ?? {})) checkKey(key, "metadata");
+      const checkKeys = (m: unknown): void => {
+        if (m === null || typeof m !== "object" || Array.isArray(m)) return;
+        for (const [key, inner] of Object.entries(m)) { checkMetadataKey(key); checkKeys(inner); }
+      };
+      checkKeys(v.metadata);
       const indexed = new Map<string, Scalar | null>();
       for (const [property, type] of this.metadataIndexes) {
-        const value = v.metadata?.[property];
+        const value = propertyOf(v.metadata, property);
         // A value of another type than the index's is not indexed: the vector has none there.
         indexed.set(property, typeof value === type ? (type === "string" ? first64Bytes(value as string) : value as Scalar) : null);
       }
       return { id: v.id, values: Array.from(v.values), namespace: v.namespace, metadata: v.metadata ? { ...v.metadata } : undefined, indexed };
     });
+    const namespaces = new Set([...this.stored.values()].map((v) => v.namespace));
+    for (const v of copies) namespaces.add(v.namespace);
+    namespaces.delete(undefined);
+    if (namespaces.size > MAX_NAMESPACES) refuse(`at most ${MAX_NAMESPACES} namespaces per index`);
     this.upserted.push(...copies.map((v) => v.id));
     return this.mutate(() => { for (const v of copies) this.stored.set(v.id, v); });
   }
@@ -196,8 +246,8 @@ export class FakeVectorize implements VectorizeBinding {
       if (filter === null || typeof filter !== "object" || Array.isArray(filter) || !Object.keys(filter).length) refuse("filter must be a non-empty object");
       if (bytes(JSON.stringify(filter)) >= 2048) refuse("filter must be under 2048 bytes of compact JSON");
       for (const [key, condition] of Object.entries(filter)) {
-        checkKey(key, "filter");
-        satisfies(null, condition); // refuses an unknown operator or a malformed argument, matching or not
+        checkFilterKey(key, "filter");
+        checkCondition(condition);
       }
     }
     const q = Array.from(vector);
