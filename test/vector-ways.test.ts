@@ -7,6 +7,7 @@
 // principal's private vectors crowd the query; and the metadata follows the claim through its life.
 import { beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/auth/credentials";
+import { clock } from "../src/http/clock";
 import { retrievable } from "../src/access/retrieval";
 import { loadCaller } from "../src/domains/identity/store";
 import { claimMetadata, METADATA_INDEXES, NONE, subjectKey, wayFilters } from "../src/domains/indexing/metadata";
@@ -233,6 +234,59 @@ describe("the metadata follows the claim", () => {
     await drain();
     expect(fake.ids(org.org_id)).not.toContain(id);
     expect(await inOrg(org.org_id, (o) => o.db.all("SELECT 1 FROM local_vectors WHERE record_id = ?", id))).toEqual([]);
+  });
+
+  it("every writer of a claim's status, validity or retention queues its index row in its own transaction", async () => {
+    /**
+     * `write` refused while the outbox refuses this claim's index row (a trigger): nothing of it stays
+     * (the claim unchanged, no row queued). Allowed: the claim changes and its row is queued.
+     */
+    const queuesInItsTransaction = async (orgId: string, claimId: string, write: () => Promise<{ status: number; text: string }>) => {
+      const state = () => inOrg(orgId, (o) => o.db.first("SELECT version, status, valid_to, retention_excluded_at FROM claims WHERE claim_id = ?", claimId));
+      const queued = () => inOrg(orgId, (o) => o.db.all("SELECT 1 FROM outbox WHERE topic = 'index' AND payload = ?", claimId).length);
+      const [before, queuedBefore] = [await state(), await queued()];
+      await inOrg(orgId, (o) => o.db.run(`CREATE TRIGGER refuse_index_row BEFORE INSERT ON outbox
+        WHEN NEW.topic = 'index' AND NEW.payload = '${claimId}' BEGIN SELECT RAISE(ABORT, 'index row refused'); END`));
+      try {
+        const refused = await write();
+        expect(refused.status, refused.text).toBeGreaterThanOrEqual(500);
+      } finally {
+        await inOrg(orgId, (o) => o.db.run("DROP TRIGGER refuse_index_row"));
+      }
+      expect(await state()).toEqual(before);
+      expect(await queued()).toBe(queuedBefore);
+      const done = await write();
+      expect(done.status, done.text).toBeLessThan(300);
+      expect(await state()).not.toEqual(before);
+      expect(await queued()).toBe(queuedBefore + 1);
+    };
+
+    const org = await newOrg();
+    await quiet(org.org_id);
+    const k = org.api_key;
+    const [revoked, superseded, expired, disputed, by] = [
+      await claim(k, "w1", "to revoke"), await claim(k, "w2", "to supersede"), await claim(k, "w3", "to expire"),
+      await claim(k, "w4", "to dispute"), await claim(k, "w2", "the replacement")];
+    await queuesInItsTransaction(org.org_id, revoked, () => call("POST", `/v1/claims/${revoked}/revoke`, { key: k, body: {} }));
+    await queuesInItsTransaction(org.org_id, superseded, () => call("POST", `/v1/claims/${superseded}/supersede`, { key: k, body: { superseded_by: by } }));
+    await queuesInItsTransaction(org.org_id, expired, () => call("POST", `/v1/claims/${expired}/expire`, { key: k, body: {} }));
+    const o = await appendOk(k, obs("w4", `${WORDS} not so`));
+    await queuesInItsTransaction(org.org_id, disputed, () => call("POST", "/v1/consolidations", { key: k, body: { subject_id: "w4",
+      claims: [{ kind: "fact", statement: `${WORDS} the opposite`, sources: [...supports(o), { claim_id: disputed, relation: "contradicts" }] }] } }));
+    expect(await inOrg(org.org_id, (x) => x.db.first("SELECT status FROM claims WHERE claim_id = ?", disputed))).toEqual({ status: "disputed" });
+
+    // Retention excludes a claim and a legal hold restores it: both change what the read rule admits.
+    const retained = await newOrg();
+    await quiet(retained.org_id);
+    const r = retained.api_key;
+    const old = await claim(r, "w5", "grows old");
+    clock.advance(400 * 86_400_000);
+    await post(r, "/v1/policies", { type: "retention", name: "a year", status: "active", rules: { rules: [{ record_type: "claim", max_age_days: 365 }] } });
+    await queuesInItsTransaction(retained.org_id, old, () => call("POST", "/v1/retention/apply", { key: r, body: {} }));
+    expect(await inOrg(retained.org_id, (x) => x.db.first<{ at: string | null }>("SELECT retention_excluded_at AS at FROM claims WHERE claim_id = ?", old)!.at)).not.toBeNull();
+    await queuesInItsTransaction(retained.org_id, old, () =>
+      call("POST", "/v1/legal-holds", { key: r, body: { target_type: "claim", target_id: old, reason: "litigation" } }));
+    expect(await inOrg(retained.org_id, (x) => x.db.first("SELECT retention_excluded_at AS at FROM claims WHERE claim_id = ?", old))).toEqual({ at: null });
   });
 
   it("no writer changes what the metadata holds but by re-queueing the claim: every UPDATE of claims is changeClaim's", () => {

@@ -14,8 +14,9 @@
 // whenever its row changes: every claim write reports the claim as created or changed (records.ts),
 // and commitWrite queues its index row in the same transaction (org/outbox.ts). Visibility,
 // workspace, author, project and kind are fixed at insert (no writer changes them: test/vector-ways.test.ts
-// checks every UPDATE of claims in src/); a status change re-queues the claim, and a claim that is no
-// longer current is deleted from the index by the drain.
+// checks every UPDATE of claims in src/); a change of status, validity or retention re-queues the claim
+// in the writer's transaction (the same test refuses the index row and sees each writer roll back), and
+// a claim that is no longer current is deleted from the index by the drain.
 import { sha256Hex } from "../../auth/credentials";
 import type { ReadableWay, WayCondition } from "../../access/policy";
 import type { FilterCondition, VectorFilter, VectorMetadata } from "../../vector/types";
