@@ -420,9 +420,12 @@ describe("the queue follows every write", () => {
     await claimOk(org.api_key, "s", "a statement about figs");
     const ai = new FakeAi();
     const vectorize = new FakeVectorize();
-    await inOrg(org.org_id, (o) => {
+    await inOrg(org.org_id, async (o, state) => {
       const bindings = { AI: ai, VECTORIZE: vectorize };
       o.deps = { ...o.deps, models: { config: readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", ...bindings }, NOW()), bindings } };
+      // The write above armed the background drain; on a slow machine it would drain the queue before
+      // the routes below do. Nothing written after this point arms it again.
+      await state.storage.deleteAlarm();
     });
     const queued = () => inOrg(org.org_id, (o) => indexQueueSize(o.db));
     ai.failing = true;

@@ -231,6 +231,22 @@ describe("migrations that backfill data", () => {
     });
   });
 
+  it("0030_webhook_retries starts each hook where the organization-wide background cursor stood, never before its registration", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0030_webhook_retries"));
+      const t = "2026-01-01T00:00:00.000Z";
+      for (const [id, fromSeq] of [["whk_old", 3], ["whk_new", 20]] as const)
+        o.db.run(`INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
+          VALUES (?, 'https://h.example.com/', 's', '["*"]', 'active', 0, 'prn_a', ?, ?, ?)`, id, fromSeq, t, t);
+      o.db.run("INSERT INTO org_meta (name, value) VALUES ('webhook_cursor', '12')");
+      migrate(o.db, storage, upTo("0030_webhook_retries"));
+      expect(o.db.all("SELECT webhook_id, scanned_seq FROM webhooks ORDER BY webhook_id")).toEqual([
+        { webhook_id: "whk_new", scanned_seq: 20 }, { webhook_id: "whk_old", scanned_seq: 12 }]);
+      expect(o.db.all("SELECT name FROM org_meta WHERE name = 'webhook_cursor'")).toEqual([]);
+      expect(o.db.first("SELECT 1 AS ok FROM sqlite_master WHERE name = 'deliveries_due'")).toEqual({ ok: 1 });
+    });
+  });
+
   it("0007_job_due_times makes nothing due in an organization without waiting work", async () => {
     await inEmptyObject((o, storage) => {
       migrate(o.db, storage, upTo("0007_job_due_times"));

@@ -944,12 +944,24 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    // Webhook deliveries are retried by the service (src/domains/webhooks/delivery.ts). Each hook keeps
+    // its own position in the event log, so a paused hook resumes where it stopped: it starts where the
+    // organization-wide background cursor stood. Rows left 'pending' are retried from now on.
+    name: "0030_webhook_retries",
+    sql: `
+      ALTER TABLE webhooks ADD COLUMN scanned_seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE webhooks SET scanned_seq = max(from_seq, coalesce((SELECT CAST(value AS INTEGER) FROM org_meta WHERE name = 'webhook_cursor'), 0));
+      DELETE FROM org_meta WHERE name = 'webhook_cursor';
+      CREATE INDEX deliveries_due ON deliveries(next_retry_at) WHERE status = 'pending';
+    `,
+  },
+  {
     // The local index's size without counting its rows (src/vector/local-index.ts: above a bound it
     // keeps no in-memory copy), kept by triggers on every insert, delete and change of dimensions. And
     // every indexed record queued once more, so that its vector is upserted again with the metadata the
     // Vectorize ways filter on (src/domains/indexing/metadata.ts): a vector upserted without it matches
     // no way.
-    name: "0030_vector_counts_and_metadata",
+    name: "0031_vector_counts_and_metadata",
     sql: `
       CREATE TABLE local_vector_counts (
         dimensions INTEGER PRIMARY KEY,
