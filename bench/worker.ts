@@ -17,7 +17,7 @@
 // - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
 // - POST /__bench/vector-stats: { key } the org's local vector index: its counters (queries, copy hits,
 //   loads, refusals above the bound, rows scanned, ids passed to the read rule), the bytes its copy
-//   holds, its bound and the vectors in its table.
+//   holds, its bound and the vectors in its table; and the isolate's stem memo (fts.ts) counters.
 // None of this is part of the product's route table (src/routes.ts).
 import { DurableObject } from "cloudflare:workers";
 import { bearerToken, hashKey } from "../src/auth/credentials";
@@ -32,6 +32,7 @@ import { vectorHits } from "../src/domains/indexing/retrieval";
 import { getMeta } from "../src/org/meta";
 import { runtimeFor } from "../src/vector/runtime";
 import { localIndexFor } from "../src/vector/local-index";
+import { stemMemo } from "../src/domains/memory/fts";
 import { Db } from "../src/org/db";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
@@ -130,7 +131,8 @@ export class BenchOrgStore extends OrgStore {
   vectorStats(): Record<string, number> {
     const index = localIndexFor(this.db);
     const dims = runtimeFor({ deps: this.deps, db: this.db, orgId: getMeta(this.db, "org_id") ?? undefined }).embedder?.dimensions ?? 0;
-    return { ...index.stats, heldBytes: index.heldBytes(), bound: index.bound(dims), vectors: index.vectors(dims), dimensions: dims };
+    return { ...index.stats, heldBytes: index.heldBytes(), bound: index.bound(dims), vectors: index.vectors(dims), dimensions: dims,
+      stemHits: stemMemo.hits, stemMisses: stemMemo.misses, stemClears: stemMemo.clears, stemBound: stemMemo.bound };
   }
 
   /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */

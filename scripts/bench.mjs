@@ -629,9 +629,9 @@ async function partScale(server) {
     const statsAfter = await vectorStats(server, org.api_key);
     const load = [Math.min(loadBefore, loadavg()[0]), Math.max(loadBefore, loadavg()[0])];
     // Counters over the samples (both vantage points' compiles); a restart of the object in between resets them.
-    const delta = Object.fromEntries(["queries", "cacheHits", "loads", "aboveBound", "rowsScanned", "idsAccepted"]
+    const delta = Object.fromEntries(["queries", "cacheHits", "loads", "aboveBound", "rowsScanned", "idsAccepted", "stemHits", "stemMisses", "stemClears"]
       .map((k) => [k, statsAfter[k] - (statsAfter.queries >= statsBefore.queries ? statsBefore[k] : 0)]));
-    const index = { ...delta, heldBytes: statsAfter.heldBytes, bound: statsAfter.bound, vectors: statsAfter.vectors, rss: workerdRss(server) };
+    const index = { ...delta, heldBytes: statsAfter.heldBytes, bound: statsAfter.bound, vectors: statsAfter.vectors, stemBound: statsAfter.stemBound, rss: workerdRss(server) };
     const profile = await profileCompile(server, org.api_key, compileQueries);
     const r = {
       size, seedS, fill, profile, index, load, hybrid: lat.hybrid,
@@ -661,7 +661,8 @@ async function partScale(server) {
       `${fmt(r.sHttp50)} / ${fmt(r.sHttp95)}`, `${fmt(r.sIn50, 0)} / ${fmt(r.sIn95, 0)}`,
       `${x95(r, "cHttp95")}× / ${x95(r, "cIn95")}× / ${x95(r, "sIn95")}×`, `${r.hybrid} of ${r.n}`,
       `${answered} of ${x.queries}`, `${per(x.rowsScanned, answered)} / ${per(x.idsAccepted, answered)}`, fmt(r.profile.rowsRead, 0),
-      answered > 0 ? `${fmt((100 * x.cacheHits) / answered, 1)} %` : "-", `${fmt(x.heldBytes / 2 ** 20, 1)} / ${mib(x.rss)} MiB`,
+      `${answered > 0 ? `${fmt((100 * x.cacheHits) / answered, 1)} %` : "-"} / ${fmt((100 * x.stemHits) / Math.max(1, x.stemHits + x.stemMisses), 1)} %`,
+      `${fmt(x.heldBytes / 2 ** 20, 1)} / ${mib(x.rss)} MiB`,
       `${fmt(r.load[0], 1)}-${fmt(r.load[1], 1)}`];
   });
   const ratio = (a, k) => (results[a] && base ? results[a][k] / Math.max(base[k], k.endsWith("In95") ? 1 : 0) : NaN);
@@ -671,7 +672,7 @@ async function partScale(server) {
 
 ${table(["claims", "compile HTTP p50 / p95", "compile inside p50 / p95", "search HTTP p50 / p95", "search inside p50 / p95",
   "p95 vs first size: compile HTTP / inside, search inside", "hybrid packs", "local index: queries answered", "rows scored / ids to the read rule per query",
-  "SQLite rows per compile", "copy hit rate", "copy held / workerd RSS", "load average (1 min)"], rows)}
+  "SQLite rows per compile", "hit rate: vector copy / stem memo", "copy held / workerd RSS", "load average (1 min)"], rows)}
 
 Targets (p95, 200k vs 1k, same run): compile HTTP ${verdict(ratio(200_000, "cHttp95"), 2)}, compile inside ${verdict(ratio(200_000, "cIn95"), 2)},
 search inside ${verdict(ratio(200_000, "sIn95"), 2)}.
@@ -683,7 +684,8 @@ Durable Object (\`/__bench/timed\`, whole ms), and \`GET /v1/memories?q=<2 words
 "Hybrid packs": compiles a vector hit took part in. The local index's counters over the samples (\`/__bench/vector-stats\`):
 queries it answered (above its bound of ${bound?.toLocaleString("en-US") ?? "?"} vectors, 32 MiB, it answers none and compile ranks lexically), rows it scored
 in memory and ids it passed to the read rule per answered query, the share answered from the copy already in memory, the
-copy's bytes and workerd's resident memory; SQLite rows one compile reads (\`/__bench/profile\`, read rule and vector query
+copy's bytes and workerd's resident memory; the share of tokens the isolate's stem memo (\`src/domains/memory/fts.ts\`,
+bound ${base?.index.stemBound?.toLocaleString("en-US") ?? "?"} tokens, dropped whole when full) answered; SQLite rows one compile reads (\`/__bench/profile\`, read rule and vector query
 included). Load average sampled before and after each size's samples. Rerun: \`npm run bench -- --parts scale --sizes ${measured.join(",")}\`.`;
   return { md, org, growth, largest: have };
 }

@@ -10,6 +10,7 @@ import { bytesPerVector, LOCAL_INDEX_CACHE_BYTES, LocalVectorIndex } from "../sr
 import { ASK_ALL, IndexAboveBound, normalize, type VectorItem } from "../src/vector/types";
 import { migrate } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
+import { stemMemo, stemsOf } from "../src/domains/memory/fts";
 import { inOrg, newOrg, prng } from "./helpers";
 
 const DIMS = 100;
@@ -109,6 +110,20 @@ describe("local index bound", () => {
       await index.upsert(items(2, 1));
       expect(await vectorHits(rt, o.db, caller, { query: "anything" })).toBeNull();
     });
+  });
+});
+
+describe("the stem memo (the other cache ranking keeps in memory)", () => {
+  it("counts hits and misses, and is dropped whole at its bound of 50,000 tokens", () => {
+    const word = (i: number) => `zq${i.toString(36)}x`;
+    const { hits, misses } = stemMemo;
+    stemsOf("orchardist orchardist");
+    expect(stemMemo.hits - hits).toBeGreaterThanOrEqual(1);
+    expect(stemMemo.misses - misses).toBeLessThanOrEqual(1);
+    expect(stemMemo.bound).toBe(50_000);
+    const clears = stemMemo.clears;
+    for (let i = 0; i <= stemMemo.bound; i += 500) stemsOf(Array.from({ length: 500 }, (_, j) => word(i + j)).join(" "));
+    expect(stemMemo.clears).toBeGreaterThan(clears);
   });
 });
 
