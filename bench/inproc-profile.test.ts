@@ -15,18 +15,18 @@ import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search
 import { markJobDue } from "../src/org/jobs";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
 import { insertClaim } from "../src/domains/memory/records";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { localIndexFor } from "../src/vector/local-index";
 import type { VectorRuntime } from "../src/vector/runtime";
-import { Db } from "../src/org/db";
+import { Db } from "../src/sql/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
-import { GLOVE_TABLE } from "../src/vector/glove-table";
-import { STOPWORDS } from "../src/domains/memory/fts";
+import { GLOVE_TABLE } from "../src/generated/glove-table";
+import { STOPWORDS } from "../src/text/stopwords";
 import type { VectorItem } from "../src/vector/types";
 
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).

@@ -33,8 +33,8 @@ const entry = join(dir, "entry.ts");
 const out = join(dir, "embedder.mjs");
 await import("node:fs").then((fs) => fs.writeFileSync(entry, [
   `export { embedLocally } from ${JSON.stringify(join(root, "src/vector/local-embedder.ts"))};`,
-  `export { STOPWORDS } from ${JSON.stringify(join(root, "src/domains/memory/fts.ts"))};`,
-  `export { GLOVE_TABLE } from ${JSON.stringify(join(root, "src/vector/glove-table.ts"))};`,
+  `export { STOPWORDS } from ${JSON.stringify(join(root, "src/text/stopwords.ts"))};`,
+  `export { GLOVE_TABLE } from ${JSON.stringify(join(root, "src/generated/glove-table.ts"))};`,
 ].join("\n")));
 await build({ entryPoints: [entry], bundle: true, format: "esm", platform: "node", outfile: out, logLevel: "error" });
 const { embedLocally, STOPWORDS, GLOVE_TABLE } = await import(out);

@@ -372,7 +372,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The calling credential: principal, scopes, trust ceiling, organization role. */
+        /** The calling credential: principal, scopes, trust ceiling, organization role, organization id and operator account username. */
         get: operations["getV1Principal"];
         put?: never;
         post?: never;
@@ -441,7 +441,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Domain events in commit order after an event id; metadata only. */
+        /** Domain events in commit order after an event id (order=newest: newest first, after an event id continuing with older ones); metadata only. */
         get: operations["getV1Events"];
         put?: never;
         post?: never;
@@ -3227,6 +3227,10 @@ export interface operations {
                             max_trust: "low" | "medium" | "high" | "verified";
                             /** @enum {string} */
                             role: "reader" | "member" | "admin" | "owner";
+                            /** @description The caller's organization (organizations have an id, no name) */
+                            org_id: string;
+                            /** @description The operator account's username: the session's account, or the principal's; null for a principal without one */
+                            username: string | null;
                         };
                         meta: {
                             request_id: string;
@@ -3438,6 +3442,7 @@ export interface operations {
                 after?: string;
                 limit?: number;
                 kind?: "observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked";
+                order?: "commit" | "newest";
             };
             header?: never;
             path?: never;
@@ -3770,7 +3775,7 @@ export interface operations {
                                 id: string;
                                 event_id: string;
                                 /**
-                                 * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+                                 * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)
                                  * @enum {string}
                                  */
                                 status: "pending" | "sending" | "delivered" | "failed";
@@ -3781,6 +3786,8 @@ export interface operations {
                                 next_retry_at: string | null;
                                 /** @description The receiver's HTTP status; null after a network error or before the first attempt */
                                 response_status: number | null;
+                                /** @description Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC) */
+                                failure_reason: ("attempts_exhausted" | "hook_disabled" | "event_unreadable") | null;
                                 created_at: string;
                             }[];
                             has_more: boolean;
@@ -3819,7 +3826,7 @@ export interface operations {
                             id: string;
                             event_id: string;
                             /**
-                             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled
+                             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)
                              * @enum {string}
                              */
                             status: "pending" | "sending" | "delivered" | "failed";
@@ -3830,6 +3837,8 @@ export interface operations {
                             next_retry_at: string | null;
                             /** @description The receiver's HTTP status; null after a network error or before the first attempt */
                             response_status: number | null;
+                            /** @description Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC) */
+                            failure_reason: ("attempts_exhausted" | "hook_disabled" | "event_unreadable") | null;
                             created_at: string;
                         };
                         meta: {
@@ -6741,6 +6750,7 @@ export interface operations {
                                 cursor_after: string | null;
                                 request_id: string;
                                 created_at: string;
+                                signed: boolean | null;
                             }[];
                             has_more: boolean;
                             next_cursor: string | null;

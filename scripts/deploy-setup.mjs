@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 
 export const PRODUCTION_CONFIG = "wrangler.production.toml";
 /** The Vectorize metadata indexes the service filters on (one list, also read by the Worker). */
-export const METADATA_INDEXES = JSON.parse(readFileSync(new URL("../src/domains/indexing/metadata-indexes.json", import.meta.url), "utf8"));
+export const METADATA_INDEXES = JSON.parse(readFileSync(new URL("../src/vector/metadata-indexes.json", import.meta.url), "utf8"));
 export const SECRETS_FILE = join(".deploy", "secrets.json");
 const PLACEHOLDER_ID = "00000000-0000-0000-0000-000000000000";
 

@@ -6,16 +6,15 @@ import { readBodyText } from "./http/body";
 import { ApiError, INTERNAL_MESSAGE } from "./http/errors";
 import { baseHeaders, dataResponse, errorResponse } from "./http/envelope";
 import { ID_PREFIX, newId } from "./http/ids";
-import type { EdgeEnv } from "./http/route";
-import { routeId } from "./http/route";
+import type { DispatchResult, EdgeEnv } from "./env";
+import { routeId } from "./org/route";
 import { buildMatcher } from "./http/router";
 import { queryObject } from "./http/validate";
 import { orgForCredential } from "./index-db";
 import { bootstrapOrganization, isOperatorRequest } from "./operator";
 import { ROUTES } from "./routes";
-import type { DispatchResult } from "./org/OrgStore";
 
-export { OrgStore } from "./org/OrgStore";
+export { OrgStore } from "./OrgStore";
 export { IdRegistry } from "./registry/IdRegistry";
 
 const match = buildMatcher(ROUTES);
@@ -32,7 +31,7 @@ function consoleRedirect(requestId: string, url: URL): Response {
 }
 
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
-const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
+const FORWARDED_HEADERS = ["accept", "cf-connecting-ip", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
 function forwardedHeaders(request: Request, url: URL): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of FORWARDED_HEADERS) {
@@ -66,7 +65,8 @@ export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = de
 
     const bodyText = await readBodyText(request);
     if (route.auth === "public")
-      return await route.edge(env, requestId, { bodyText, authorization: request.headers.get("authorization"), wait: deps.wait });
+      return await route.edge(env, requestId, { bodyText, authorization: request.headers.get("authorization"),
+        clientAddress: request.headers.get("cf-connecting-ip"), wait: deps.wait });
 
     const token = bearerToken(request.headers.get("authorization"));
     if (!token) throw new ApiError("UNAUTHENTICATED", "A Bearer svc_sk_ credential is required.");

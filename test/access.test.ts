@@ -196,6 +196,29 @@ describe("grants", () => {
     expect((await call("DELETE", `/v1/grants/${reshare.json.data.grant_id}`, { key: w.bob.key })).status).toBe(200);
   });
 
+  it("an admin delegates write by its role but read only from a read grant of its own", async () => {
+    const w = await privateWorld();
+    const admin = await principalWithRole(w.org.api_key, "admin");
+    // Admins do not read others' private records by role, so they cannot hand that read out either.
+    const refused = await call("POST", "/v1/grants", { key: admin.key, body: { principal_id: w.bob.principal_id, permissions: ["read"], subject: "alpha" } });
+    expectError(refused, 403, "FORBIDDEN");
+    expect(refused.json.error.message).toContain('"read"');
+    expect(await visible(w.bob.key)).toEqual([]);
+    const write = await call("POST", "/v1/grants", { key: admin.key, body: { principal_id: w.bob.principal_id, permissions: ["write"], subject: "alpha" } });
+    expect(write.status, write.text).toBe(201);
+    expect(write.json.data.delegated_from).toBeNull();
+    const own = await call("POST", "/v1/grants", { key: w.org.api_key, body: { principal_id: admin.principal_id, permissions: ["read"], organization: true } });
+    expect(own.status, own.text).toBe(201);
+    const reshared = await call("POST", "/v1/grants", { key: admin.key, body: { principal_id: w.bob.principal_id, permissions: ["read", "write"], subject: "alpha" } });
+    expect(reshared.status, reshared.text).toBe(201);
+    expect(reshared.json.data).toMatchObject({ permissions: ["read", "write"], delegated_from: own.json.data.grant_id });
+    expect(await visible(w.bob.key)).toEqual([w.alphaClaim]);
+    // The read came from the admin's grant: revoking that grant takes it back.
+    const revoked = await call("DELETE", `/v1/grants/${own.json.data.grant_id}`, { key: w.org.api_key });
+    expect(revoked.json.data.delegated_revoked).toBe(1);
+    expect(await visible(w.bob.key)).toEqual([]);
+  });
+
   it("a write grant lets a reader write inside its target only", async () => {
     const org = await newOrg();
     const reader = await principalWithRole(org.api_key, "reader");
@@ -414,7 +437,8 @@ describe("role matrix on mutating routes", () => {
       ["POST", "/v1/context/compile", () => ({}), [...anyone, "reader"], 201],
       ["POST", "/v1/memory-views/compile", () => ({ lens: "scope_preview" }), [...anyone, "reader"], 200],
       ["POST", "/v1/memberships", () => ({ principal_id: bobId, role: "member", workspace_id: undefined }), ["owner", "admin"], 201],
-      ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["read"], subject: `s${n++}` }), ["owner", "admin"], 201],
+      ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["read"], subject: `s${n++}` }), ["owner"], 201], // an admin only from a read grant of its own
+      ["POST", "/v1/grants", () => ({ principal_id: bobId, permissions: ["write", "approve", "admin"], subject: `s${n++}` }), ["owner", "admin"], 201],
       ["POST", `/v1/leases/${lease}/force-release`, () => undefined, ["owner", "admin"], 200],
       ["GET", "/v1/principals", () => undefined, ["owner", "admin"], 200],
       ["GET", "/v1/audit", () => undefined, ["owner", "admin"], 200],

@@ -5,7 +5,7 @@ import { ApiError } from "../src/http/errors";
 import { applyEnrichment, runEnrichment } from "../src/domains/indexing/enrichment";
 import { changeClaim, tombstone } from "../src/domains/memory/records";
 import { clock } from "../src/http/clock";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { indexQueueSize } from "../src/domains/indexing/queue";
 import { applyDrain, runDrain, runVerify } from "../src/domains/indexing/service";
 import { indexDrainJob } from "../src/domains/indexing/background";
@@ -44,7 +44,7 @@ async function indexAll(key: string) {
 }
 
 /** The production pair on fakes, for one organization's Durable Object. */
-function production(db: import("../src/org/db").Db, orgId: string, opts: { extraction?: boolean } = {}) {
+function production(db: import("../src/sql/db").Db, orgId: string, opts: { extraction?: boolean } = {}) {
   const ai = new FakeAi();
   const vectorize = new FakeVectorize();
   const env = { AI: ai, VECTORIZE: vectorize };
@@ -53,9 +53,16 @@ function production(db: import("../src/org/db").Db, orgId: string, opts: { extra
   return { ai, vectorize, rt: vectorRuntime(config, env, db, orgId) };
 }
 
+/**
+ * Moves the service's clock a day ahead for one test, so the background drain its writes arm falls due a
+ * day after real time and never fires during it: only the routes under test drain (on a loaded machine
+ * the 1 s background delay can pass between two requests). setup.ts resets the clock after each test.
+ */
+const holdBackgroundDrain = () => clock.advance(24 * 3_600_000);
+
 describe("index drain and verify on the embedded default", () => {
   it("keeps only vector hits that point the query's way (cosine above 0)", async () => {
-    const { vectorHits } = await import("../src/domains/indexing/retrieval");
+    const { vectorHits } = await import("../src/domains/memory/vector-candidates");
     const org = await newOrg();
     await inOrg(org.org_id, async (o) => {
       const unit = new Float32Array(100); unit[0] = 1;
@@ -89,6 +96,7 @@ describe("index drain and verify on the embedded default", () => {
   });
 
   it("indexes claims, verifies them present, and compile then uses vectors", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const id = await claimOk(org.api_key, "kitchen", "the marmalade recipe uses seville oranges");
     const before = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "marmalade oranges" } });
@@ -117,6 +125,7 @@ describe("index drain and verify on the embedded default", () => {
   });
 
   it("verify pages with an opaque cursor and queues one repair per missing id", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     for (let i = 0; i < 3; i++) await claimOk(org.api_key, "s", `statement number ${i}`);
     await indexAll(org.api_key);
@@ -241,6 +250,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
 
 describe("the production backends (typed fakes of Ai and Vectorize)", () => {
   it("drains through Workers AI and Vectorize; an unreachable model or index is 503 with the queue untouched", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const a = await claimOk(org.api_key, "s", "first statement about lemons");
     const b = await claimOk(org.api_key, "s", "second statement about limes");
@@ -269,6 +279,7 @@ describe("the production backends (typed fakes of Ai and Vectorize)", () => {
   });
 
   it("verify counts asynchronous upserts as pending, not missing, until Vectorize applies them", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const a = await claimOk(org.api_key, "s", "a statement about pears");
     await inOrg(org.org_id, async (o) => {
@@ -368,6 +379,7 @@ describe("enrichment follows purges", () => {
 
 describe("the queue follows every write", () => {
   it("writes queue index rows; drain after revoke, supersede and expire removes their vectors", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const k = org.api_key;
     const [c1, c2, c3] = [await claimOk(k, "s", "one about apples"), await claimOk(k, "s", "two about pears"), await claimOk(k, "s", "three about plums")];
@@ -394,6 +406,7 @@ describe("the queue follows every write", () => {
   });
 
   it("a claim revoked while a drain awaited the model is queued again, so a later drain removes its vector", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const c = await claimOk(org.api_key, "s", "a statement about kiwis");
     await inOrg(org.org_id, async (o) => {
@@ -416,16 +429,14 @@ describe("the queue follows every write", () => {
   });
 
   it("over HTTP with Workers AI and Vectorize fakes: 503 with meta.pending and retryable, queue untouched; compile degrades", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     await claimOk(org.api_key, "s", "a statement about figs");
     const ai = new FakeAi();
     const vectorize = new FakeVectorize();
-    await inOrg(org.org_id, async (o, state) => {
+    await inOrg(org.org_id, async (o) => {
       const bindings = { AI: ai, VECTORIZE: vectorize };
       o.deps = { ...o.deps, models: { config: readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", ...bindings }, NOW()), bindings } };
-      // The write above armed the background drain; on a slow machine it would drain the queue before
-      // the routes below do. Nothing written after this point arms it again.
-      await state.storage.deleteAlarm();
     });
     const queued = () => inOrg(org.org_id, (o) => indexQueueSize(o.db));
     ai.failing = true;

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { readModelConfig } from "../src/vector/config";
 import { bytesPerVector, LOCAL_INDEX_CACHE_BYTES, LocalVectorIndex } from "../src/vector/local-index";
 import { ASK_ALL, IndexAboveBound, normalize, type VectorItem } from "../src/vector/types";
@@ -127,12 +127,12 @@ describe("the stem memo (the other cache ranking keeps in memory)", () => {
   });
 });
 
-describe("migration 0031_vector_counts_and_metadata", () => {
+describe("migration 0036_vector_counts_and_metadata", () => {
   it("counts the vectors already held, and queues every indexed record once more (for its metadata)", async () => {
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
-      const at = ORG_MIGRATIONS.findIndex((m) => m.name === "0031_vector_counts_and_metadata");
+      const at = ORG_MIGRATIONS.findIndex((m) => m.name === "0036_vector_counts_and_metadata");
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, at));
       for (const [id, dims] of [["claim_a", 100], ["claim_b", 100], ["claim_c", 384]] as const) {
         o.db.run("INSERT INTO local_vectors (record_id, dimensions, inv_norm, data) VALUES (?, ?, 1, ?)", id, dims, new Int8Array(dims).buffer);

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { dot, LocalVectorIndex, quantize, queryScale } from "../src/vector/local-index";
 import { VectorRows } from "../src/vector/scan-kernel";
-import { ACCEPT_ALL, type AcceptIds, normalize, type VectorAsk, type VectorHit } from "../src/vector/types";
+import { ACCEPT_ALL, type AcceptIds, normalize, type VectorAsk, type VectorHit, type VectorItem } from "../src/vector/types";
 import { inOrg, newOrg, prng } from "./helpers";
 
 
@@ -13,9 +13,9 @@ import { inOrg, newOrg, prng } from "./helpers";
 const asking = (accept: AcceptIds): VectorAsk => ({ ways: [{}], accept });
 
 /** Unit vectors around a few centres (close scores), some exact duplicates (ties), some zero. */
-function vectors(rand: () => number, n: number, dims: number): { id: string; values: Float32Array; metadata: {} }[] {
+function vectors(rand: () => number, n: number, dims: number): VectorItem[] {
   const centres = Array.from({ length: 5 }, () => Float32Array.from({ length: dims }, () => rand() * 2 - 1));
-  const out: { id: string; values: Float32Array; metadata: {} }[] = [];
+  const out: VectorItem[] = [];
   for (let i = 0; i < n; i++) {
     const id = `clm_${Math.floor(rand() * 1e9).toString(36)}_${i}`;
     if (i > 0 && rand() < 0.05) { out.push({ id, values: Float32Array.from(out[Math.floor(rand() * out.length)].values), metadata: {} }); continue; }
@@ -125,7 +125,7 @@ describe("local index scan kernel", () => {
     await inOrg(org.org_id, async (o) => {
       const dims = 64;
       const index = new LocalVectorIndex(o.db);
-      const items: { id: string; values: Float32Array; metadata: {} }[] = [];
+      const items: VectorItem[] = [];
       const e = (i: number, x = 127) => { const v = new Float32Array(dims); v[0] = 127; if (i) v[i] = x; return v; };
       for (let i = 0; i < 390; i++) items.push({ id: `a_${String(i).padStart(4, "0")}`, values: e(0), metadata: {} });
       // Equal norms; score = (127 q0 + q_i) / |v|: distinct real scores, several per float32 value, the

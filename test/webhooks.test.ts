@@ -3,13 +3,13 @@ import { verify } from "@octokit/webhooks-methods";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Webhook } from "standardwebhooks";
 import {
-  claimDeliveries, DeliveriesInFlight, fetchSender, MAX_ATTEMPTS, parseRetrySchedule, RECLAIM_AFTER_MS, retryScheduleOf, type Sender,
-  SPEC_RETRY_SCHEDULE_MS, webhookDeliveryJob,
+  claimDeliveries, DeliveriesInFlight, DRAIN_WAIT_MS, fetchSender, MAX_ATTEMPTS, parseRetrySchedule, RECLAIM_AFTER_MS, retryScheduleOf, type Sender,
+  SEND_CONCURRENCY, SPEC_RETRY_SCHEDULE_MS, webhookDeliveryJob,
 } from "../src/domains/webhooks/delivery";
 import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
 import type { EventRow } from "../src/org/events";
-import { jobDueAt } from "../src/org/jobs";
-import { insertEvent } from "../src/org/write";
+import { jobDueAt, markJobDue } from "../src/org/jobs";
+import { type EventInput, insertEvent } from "../src/org/write";
 import { clock } from "../src/http/clock";
 import { decodeCursor } from "../src/http/cursor";
 import { appendOk, call, expectError, inOrg, mintKey, newOrg as newBareOrg, obs, orgStub } from "./helpers";
@@ -65,7 +65,7 @@ const drain = (key: string, body: Record<string, unknown> = {}) => call("POST", 
 
 interface Delivery {
   id: string; event_id: string; status: string; attempts: number;
-  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string;
+  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; failure_reason: string | null; created_at: string;
 }
 const deliveries = async (key: string, webhookId: string): Promise<Delivery[]> =>
   (await call("GET", `/v1/webhooks/${webhookId}/deliveries?limit=200`, { key })).json.data.deliveries;
@@ -76,6 +76,22 @@ const alarmAt = (orgId: string) => inOrg(orgId, (o) => storageOf(o).getAlarm());
 const deliveryDueAt = (orgId: string) => inOrg(orgId, (o) => jobDueAt(o.db, webhookDeliveryJob.name));
 const redeliver = (key: string, webhookId: string, deliveryId: string) =>
   call("POST", `/v1/webhooks/${webhookId}/deliveries/${deliveryId}/retry`, { key });
+const ownerOf = async (key: string) => (await call("GET", "/v1/principal", { key })).json.data.principal_id as string;
+/**
+ * Events committed straight into the log, `actorId`'s, without making the delivery job due (a route's
+ * commit would, and the alarm would claim them before the test does what it means to).
+ */
+const insertEvents = (orgId: string, actorId: string, n: number, extra: Partial<EventInput> = {}) => inOrg(orgId, (o) =>
+  storageOf(o).transactionSync(() => Array.from({ length: n }, (_, i) => insertEvent(o.db, actorId, {
+    kind: "observation.appended", resourceType: "observation", resourceId: `obs_${String(i).padStart(32, "0")}`, payload: { subject_id: "s", n: i }, ...extra,
+  }, clock.nowIso()))));
+/** The crash: an event committed and its delivery claimed ('sending'), then the instance dies before it sends. */
+const claimThenCrash = (orgId: string, actorId: string, extra: Partial<EventInput> = {}) => inOrg(orgId, (o) => {
+  const storage = storageOf(o);
+  const eventId = storage.transactionSync(() => insertEvent(o.db, actorId, {
+    kind: "observation.appended", resourceType: "observation", resourceId: `obs_${"1".repeat(32)}`, payload: { subject_id: "s" }, ...extra }, clock.nowIso()));
+  return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId)).map((j) => j.deliveryId);
+});
 
 describe("webhook registration", () => {
   it.each([
@@ -222,7 +238,7 @@ describe("delivery", () => {
     // The cursor names the last event drained (the observation's), like the memories cursor names a claim.
     const events = (await call("GET", "/v1/events", { key: org.api_key })).json.data.events;
     expect(events.map((e: any) => e.resource_id)).toEqual([id]);
-    expect(decodeCursor(d1.json.data.cursor, (v): v is unknown => true)).toEqual([events[0].id]);
+    expect(decodeCursor(d1.json.data.cursor, (_v): _v is unknown => true)).toEqual([events[0].id]);
     expect((await drain(org.api_key, { after: d1.json.data.cursor })).json.data).toMatchObject({ events_drained: 0, cursor: d1.json.data.cursor });
     expect(sent).toHaveLength(1);
     const s = sent[0];
@@ -242,7 +258,7 @@ describe("delivery", () => {
     expect(list.json.data.deliveries).toHaveLength(1);
     expect(list.json.data.deliveries[0]).toMatchObject({ id: s.headers["x-svc-delivery"], status: "delivered", attempts: 1, response_status: 200, next_retry_at: null });
     expect(Object.keys(list.json.data.deliveries[0]).sort()).toEqual(
-      ["attempts", "created_at", "event_id", "id", "last_attempt_at", "next_retry_at", "response_status", "status"]);
+      ["attempts", "created_at", "event_id", "failure_reason", "id", "last_attempt_at", "next_retry_at", "response_status", "status"]);
     expect(id).toMatch(/^obs_/);
   });
 
@@ -324,7 +340,8 @@ describe("delivery", () => {
     expect(await status()).toMatchObject({ status: "disabled", failure_count: 10 });
     const rows = await deliveries(org.api_key, hook.webhook_id);
     expect(rows.map((d) => [d.status, d.next_retry_at])).toEqual(Array.from({ length: 12 }, () => ["failed", null]));
-    expect(rows.map((d) => d.attempts).sort()).toEqual([4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]);
+    expect(rows.map((d) => [d.attempts, d.failure_reason]).sort()).toEqual(
+      [...Array(2).fill([4, "hook_disabled"]), ...Array(10).fill([5, "attempts_exhausted"])]);
     const p = await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
     expectError(p, 403, "FORBIDDEN");
     expect(p.json.error.message).toBe("Cannot pause a disabled webhook.");
@@ -531,7 +548,7 @@ describe("retries, driven by the organization's alarm", () => {
       expect(sent, `after the wait that follows attempt ${n}`).toHaveLength(n + 1);
     }
     const [row] = await deliveries(org.api_key, hook.webhook_id);
-    expect(row).toMatchObject({ status: "failed", attempts: 5, next_retry_at: null, response_status: 500 });
+    expect(row).toMatchObject({ status: "failed", attempts: 5, next_retry_at: null, response_status: 500, failure_reason: "attempts_exhausted" });
     expect(await deliveryDueAt(org.org_id)).toBeNull();
     clock.advance(SPEC_RETRY_SCHEDULE_MS[4] * 2);
     await runAlarm(org.org_id);
@@ -610,12 +627,14 @@ describe("a hook paused while its deliveries are being sent", () => {
     const org = await newOrg();
     const hook = await register(org.api_key);
     const path = `/v1/webhooks/${hook.webhook_id}`;
+    // The drain answers without waiting for its sends.
+    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ wait: async () => {} }) }; });
     const hanging: ((status: number) => void)[] = [];
-    respond = (n) => (n <= 6 ? new Promise<number>((r) => hanging.push(r)) : 200);
-    await call("POST", `${path}/pause`, { key: org.api_key });
-    for (let i = 0; i < 8; i++) await appendOk(org.api_key, obs("s", `accrued ${i}`));
-    await call("POST", `${path}/resume`, { key: org.api_key });
-    await vi.waitFor(() => expect(sent).toHaveLength(6)); // six sends hang; two claims wait behind them
+    respond = (n) => (n <= SEND_CONCURRENCY ? new Promise<number>((r) => hanging.push(r)) : 200);
+    await insertEvents(org.org_id, await ownerOf(org.api_key), 8);
+    // The drain claims all eight (its cursor moves past them): six sends hang, two claims wait for a send slot.
+    await drain(org.api_key);
+    await vi.waitFor(() => expect(sent).toHaveLength(6));
     await call("POST", `${path}/pause`, { key: org.api_key });
     await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
     await vi.waitFor(async () => expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status).sort())
@@ -624,24 +643,151 @@ describe("a hook paused while its deliveries are being sent", () => {
     const waiting = (await deliveries(org.api_key, hook.webhook_id)).filter((d) => d.status === "pending");
     expect(waiting.map((d) => d.attempts)).toEqual([0, 0]);
     for (const d of waiting) expect(Date.parse(d.next_retry_at!)).toBeLessThanOrEqual(clock.nowMs());
+    // Resumed, the job is due now and the alarm sends them.
     await call("POST", `${path}/resume`, { key: org.api_key });
-    await runAlarm(org.org_id);
-    await drain(org.api_key);
-    expect(sent).toHaveLength(8);
+    await vi.waitFor(() => expect(sent).toHaveLength(8));
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(8);
+    expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status)).toEqual(Array(8).fill("delivered"));
+  });
+});
+
+describe("a claim its hook may no longer send", () => {
+  it("ends failed, unsent, when the creator lost the read between claim and send; the event is never claimed again", async () => {
+    const org = await newOrg();
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const hook = await register(member.key);
+    const readAll = { principal_id: member.principal_id, permissions: ["read"], organization: true };
+    const grant = await call("POST", "/v1/grants", { key: org.api_key, body: readAll });
+    expect(grant.status, grant.text).toBe(201);
+    // The owner's private event, which the member reads through the grant: claimed for its hook, and
+    // the sender dies before it sends; then the grant is revoked.
+    const claimed = await claimThenCrash(org.org_id, await ownerOf(org.api_key), { visibility: "private" });
+    expect(claimed).toHaveLength(1);
+    expect((await call("DELETE", `/v1/grants/${grant.json.data.grant_id}`, { key: org.api_key })).status).toBe(200);
+    clock.advance(RECLAIM_AFTER_MS);
+    await drain(org.api_key); // reclaims the claim; the check at the send finds the event unreadable
+    expect(sent).toHaveLength(0);
+    const failed = { id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, response_status: null, failure_reason: "event_unreadable" };
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([failed]);
+    // The read comes back: the row still holds the (webhook, event) pair, so no drain or alarm sends it
+    // again under another delivery id (its first sender may have sent it before it died).
+    expect((await call("POST", "/v1/grants", { key: org.api_key, body: readAll })).status).toBe(201);
+    clock.advance(RECLAIM_AFTER_MS);
+    await drain(member.key);
+    await drain(org.api_key);
+    await inOrg(org.org_id, async (o) => {
+      storageOf(o).transactionSync(() => markJobDue(o.db, webhookDeliveryJob.name, clock.nowMs()));
+      await storageOf(o).setAlarm(clock.nowMs());
+    });
+    await runAlarm(org.org_id);
+    expect(sent).toHaveLength(0);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([failed]);
+    // An unsent delivery is no failure of the receiver: it costs the hook nothing.
+    expect((await call("GET", "/v1/webhooks", { key: member.key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 0 });
+  });
+
+  it("ends failed, unsent, when its hook was disabled between claim and send", async () => {
+    const org = await newOrg();
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const hook = await register(member.key);
+    const claimed = await claimThenCrash(org.org_id, await ownerOf(org.api_key));
+    // Removing the member from the organization disables its hooks.
+    const memberships = (await call("GET", "/v1/memberships?limit=200", { key: org.api_key })).json.data.memberships;
+    const membership = memberships.find((m: any) => m.principal_id === member.principal_id && m.workspace_id === null).membership_id;
+    expect((await call("DELETE", `/v1/memberships/${membership}`, { key: org.api_key })).json.data.webhooks_disabled).toBe(1);
+    clock.advance(RECLAIM_AFTER_MS);
+    await drain(org.api_key);
+    expect(sent).toHaveLength(0);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject(
+      [{ id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, failure_reason: "hook_disabled" }]);
+  });
+});
+
+describe("no hook holds up the others", () => {
+  const HOUR = 3_600_000;
+  /** Waits that end only when the test ends them (inside the object, where they began). */
+  const gatedWaits = () => {
+    const waits: { ms: number; end: () => void }[] = [];
+    return { waits, wait: (ms: number) => new Promise<void>((end) => waits.push({ ms, end })) };
+  };
+  const statuses = async (key: string, webhookId: string) => (await deliveries(key, webhookId)).map((d) => d.status);
+
+  it("an alarm pass sends another hook's deliveries beside a receiver that never answers, claims for each hook what it may send at once, and ends at its budget", async () => {
+    const org = await newOrg();
+    const budget = gatedWaits();
+    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: budget.wait }) }; });
+    const stuck = await register(org.api_key, { url: "https://stuck.example.com/in" });
+    const healthy = await register(org.api_key, { url: "https://healthy.example.com/in" });
+    const hanging: ((status: number) => void)[] = [];
+    let stuckAnswers = false;
+    respond = (n) => (!stuckAnswers && sent[n - 1].url.includes("stuck") ? new Promise<number>((r) => hanging.push(r)) : 200);
+    // Ten events, and the delivery job due: one alarm pass takes them.
+    await insertEvents(org.org_id, await ownerOf(org.api_key), 10);
+    await inOrg(org.org_id, async (o) => {
+      storageOf(o).transactionSync(() => markJobDue(o.db, webhookDeliveryJob.name, clock.nowMs()));
+      await storageOf(o).setAlarm(clock.nowMs() + HOUR);
+    });
+    let passEnded = false;
+    const pass = runAlarm(org.org_id).then((ran) => { passEnded = true; return ran; });
+    // All ten of the healthy hook go out in this pass, while the stuck receiver holds its sends.
+    await vi.waitFor(async () => expect(await statuses(org.api_key, healthy.webhook_id)).toEqual(Array(10).fill("delivered")));
+    expect(passEnded).toBe(false);
+    // The stuck hook was claimed only what it may send at once: six sends in flight; its other four
+    // events wait unclaimed at its position.
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("sending"));
+    expect(hanging).toHaveLength(SEND_CONCURRENCY);
+    // Its budget spent, the pass ends though those sends never answered, and the alarm looks again a budget later.
+    expect(budget.waits.map((w) => w.ms)).toEqual([HOUR]);
+    await inOrg(org.org_id, () => budget.waits[0].end());
+    expect(await pass).toBe(true);
+    expect(await deliveryDueAt(org.org_id)).toBeGreaterThan(clock.nowMs() + HOUR / 2);
+    // Held sends are never reclaimed, however long they take, and nothing more is claimed beside them.
+    clock.advance(HOUR);
+    expect(await runAlarm(org.org_id)).toBe(true);
+    expect(hanging).toHaveLength(SEND_CONCURRENCY);
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("sending"));
+    // The receiver answers at last; the next pass sends the stuck hook's four others.
+    stuckAnswers = true;
+    await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
+    await vi.waitFor(async () => expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("delivered")));
+    clock.advance(HOUR);
+    await runAlarm(org.org_id);
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(10).fill("delivered"));
+    expect(sent).toHaveLength(20);
+    expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(20);
+  });
+
+  it("a drain waits only for the hooks its caller manages, and for those at most its bound", async () => {
+    const org = await newOrg();
+    const bound = gatedWaits();
+    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: bound.wait }) }; });
+    const member = await mintKey(org.api_key, { scopes: ["*"] });
+    const stuck = await register(org.api_key, { url: "https://stuck.example.com/in" });
+    const own = await register(member.key, { url: "https://member.example.com/in" });
+    respond = (n) => (sent[n - 1].url.includes("stuck") ? new Promise<number>(() => {}) : 200);
+    await insertEvents(org.org_id, await ownerOf(org.api_key), 2);
+    // The member's drain delivers to every subscribed hook (it drains the outbox), but answers once its
+    // own hook's deliveries settled: the owner's receiver, which never answers, does not hold it up.
+    const mine = await drain(member.key);
+    expect(mine.json.data).toMatchObject({ events_drained: 2, pending_deliveries: 0 });
+    expect(await statuses(member.key, own.webhook_id)).toEqual(["delivered", "delivered"]);
+    await vi.waitFor(() => expect(sent.filter((s) => s.url.includes("stuck"))).toHaveLength(2));
+    // The owner manages both: its drain waits for the stuck hook too, until its bound runs out.
+    let answered = false;
+    const owners = drain(org.api_key).then((r) => { answered = true; return r; });
+    // (An alarm pass may have waited too, for its own budget: only the drains' waits are counted.)
+    const drainWaits = () => bound.waits.filter((w) => w.ms === DRAIN_WAIT_MS);
+    await vi.waitFor(() => expect(drainWaits()).toHaveLength(2));
+    expect(answered).toBe(false);
+    await inOrg(org.org_id, () => drainWaits()[1].end());
+    expect((await owners).json.data).toMatchObject({ events_drained: 2, pending_deliveries: 2 });
+    // Nothing was claimed or sent twice; the stuck sends are still in flight.
+    expect(sent).toHaveLength(4);
+    expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(["sending", "sending"]);
   });
 });
 
 describe("reclaiming a delivery whose sender died", () => {
-  /** The crash: an event committed and its delivery claimed ('sending'), then the instance dies before it sends. */
-  const claimThenCrash = (orgId: string, ownerId: string) => inOrg(orgId, (o) => {
-    const storage = storageOf(o);
-    const eventId = storage.transactionSync(() => insertEvent(o.db, ownerId, {
-      kind: "observation.appended", resourceType: "observation", resourceId: `obs_${"1".repeat(32)}`, payload: { subject_id: "s" } }, clock.nowIso()));
-    return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId)).map((j) => j.deliveryId);
-  });
-  const ownerOf = async (key: string) => (await call("GET", "/v1/principal", { key })).json.data.principal_id as string;
-
   it("sends a claim left 'sending' past the timeout again, exactly once, under the same delivery id", async () => {
     const org = await newOrg();
     const hook = await register(org.api_key);
@@ -724,7 +870,7 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     respond = () => 200;
     const r = await redeliver(org.api_key, hook.webhook_id, row.id);
     expect(r.status, r.text).toBe(200);
-    expect(r.json.data).toMatchObject({ id: row.id, event_id: row.event_id, status: "pending", attempts: 5, response_status: 500 });
+    expect(r.json.data).toMatchObject({ id: row.id, event_id: row.event_id, status: "pending", attempts: 5, response_status: 500, failure_reason: null });
     expect(Math.abs(Date.parse(r.json.data.next_retry_at) - clock.nowMs())).toBeLessThan(1_000);
     expect(await deliveryDueAt(org.org_id)).toBeLessThanOrEqual(clock.nowMs());
     await runAlarm(org.org_id);
@@ -741,7 +887,7 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     const { hook, row } = await failedDelivery(org.org_id, org.api_key);
     expect((await redeliver(org.api_key, hook.webhook_id, row.id)).status).toBe(200);
     await runAlarm(org.org_id);
-    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ id: row.id, status: "failed", attempts: 6, next_retry_at: null }]);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ id: row.id, status: "failed", attempts: 6, next_retry_at: null, failure_reason: "attempts_exhausted" }]);
   });
 
   it("refuses every other state with 400 naming it", async () => {

@@ -13,23 +13,9 @@
 // Hidden records contribute nothing anywhere; the evidence view's hidden_source_count is the only trace.
 import { ADMIN_ROLES } from "../auth/roles";
 import { ApiError } from "../http/errors";
-import type { Db } from "../org/db";
-import type { Caller } from "../org/request";
+import type { Db } from "../sql/db";
+import { type Caller, type GrantTarget, type HeldGrant, PERMISSIONS, type Permission } from "./caller";
 import { VISIBILITIES } from "./visibility";
-
-export const PERMISSIONS = ["read", "write", "approve", "admin"] as const;
-export type Permission = (typeof PERMISSIONS)[number];
-
-export interface GrantTarget {
-  type: "organization" | "project" | "subject";
-  /** project id (null: unscoped memory) or subject id; null for the organization. */
-  id: string | null;
-}
-
-export interface HeldGrant extends GrantTarget {
-  grantId: string;
-  permissions: Permission[];
-}
 
 /** A record as authorization sees it. */
 export interface Guarded {
@@ -91,11 +77,26 @@ export const isAdmin = (caller: Pick<Caller, "role">) => (ADMIN_ROLES as readonl
 export const managesShared = (caller: Pick<Caller, "principalId" | "role">, createdBy: string) =>
   createdBy === caller.principalId || isAdmin(caller);
 
-/** Does the caller hold `permission` over a target (for delegation: you may only grant what you hold)? */
+/**
+ * What the organization role alone holds over every grant target, for delegation. An owner holds
+ * everything: delegation starts there (no role reads every private record of a target, so read grants
+ * would otherwise have no origin, and an owner may mint a key for any principal anyway). An admin
+ * holds write (canWrite lets it write everywhere, workspaces included), approve and admin, but not
+ * read: it does not read others' private records by its role, so it delegates read only through a read
+ * grant of its own. Other roles hold nothing by role.
+ */
+export function roleHolds(caller: Pick<Caller, "role">, permission: Permission): boolean {
+  if (caller.role === "owner") return true;
+  return caller.role === "admin" && permission !== "read";
+}
+
+/** A grant of the caller that holds `permission` over the whole target (an organization grant, or the same target). */
+export const grantHolds = (g: HeldGrant, permission: Permission, target: GrantTarget) =>
+  g.permissions.includes(permission) && (g.type === "organization" || (g.type === target.type && g.id === target.id));
+
+/** Does the caller hold `permission` over a target (for delegation: you may only grant what you hold)? Its role, or one of its grants. */
 export function holds(caller: Caller, permission: Permission, target: GrantTarget): boolean {
-  if (isAdmin(caller)) return true;
-  return caller.grants.some((g) => g.permissions.includes(permission) &&
-    (g.type === "organization" || (g.type === target.type && g.id === target.id)));
+  return roleHolds(caller, permission) || caller.grants.some((g) => grantHolds(g, permission, target));
 }
 
 /** The caller's active grants that hold `permission` and cover the record or target. */
@@ -169,7 +170,7 @@ export type ReadableWay = WayCondition[];
  * Each way a record can be readable by the caller (team outside workspaces, team of the caller's
  * workspaces, authorship, a grant's projects, …) as conditions on the record's columns: the one
  * decomposition of canRead that readableWays renders as SQL and the vector index renders as metadata
- * filters (src/domains/indexing/retrieval.ts). Options as readableWays'.
+ * filters (src/vector/metadata.ts, for compile: src/domains/memory/vector-candidates.ts). Options as readableWays'.
  */
 export function readableWayConditions(caller: Caller, opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {}): ReadableWay[] {
   const each = opts.singleValues === true;

@@ -3,7 +3,7 @@
 // with the number of records (record ownership lives in src/registry).
 
 /** The D1 migration files under schema/d1, in order (a test checks this list against the folder). */
-export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql", "0004_drop_record_owners.sql", "0005_login_slots.sql"] as const;
+export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql", "0004_drop_record_owners.sql", "0005_login_slots.sql", "0006_login_queue_per_client.sql"] as const;
 
 /**
  * Routing cache: key hash -> org id, per Worker isolate. Safe because the mapping never changes for a
@@ -41,6 +41,14 @@ export const addCredential = (db: D1Database, keyHash: string, orgId: string, ki
 
 export const removeCredential = (db: D1Database, keyHash: string) =>
   db.prepare("DELETE FROM credentials WHERE key_hash = ?").bind(keyHash).run();
+
+/** The organization holding a dashboard username (usernames are unique across the deployment). */
+export const orgOfUsername = async (db: D1Database, username: string) =>
+  (await db.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?").bind(username).first<{ org_id: string }>())?.org_id ?? null;
+
+/** Claims a username for an organization; a taken one fails with a UNIQUE constraint error. */
+export const claimUsername = (db: D1Database, username: string, orgId: string, at: string) =>
+  db.prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)").bind(username, orgId, at).run();
 
 export async function appliedMigrationCount(db: D1Database): Promise<number> {
   const row = await db.prepare("SELECT count(*) AS n FROM d1_migrations").first<{ n: number }>();

@@ -956,12 +956,47 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    // Who minted each key: removing a principal (or revoking its last credential) also revokes the keys
+    // it or the principals it created minted for other principals, which would otherwise keep its
+    // authority alive. Keys minted before this column existed keep NULL (creator unknown).
+    name: "0031_key_creators",
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN created_by TEXT;
+      CREATE INDEX api_keys_by_creator ON api_keys(created_by) WHERE created_by IS NOT NULL;
+    `,
+  },
+  {
+    // Whether each exchange was signed by the peer: an owner's or admin's "*" credential may pull
+    // unsigned (src/domains/federation/exchange.ts), and the log tells such pulls apart. Pushes are
+    // always signed; pulls logged before this column existed stay NULL (not known).
+    name: "0032_federation_log_signed",
+    sql: `
+      ALTER TABLE federation_log ADD COLUMN signed INTEGER;
+      UPDATE federation_log SET signed = 1 WHERE operation = 'push';
+    `,
+  },
+  {
+    // A hook's failure_count counts deliveries that failed for good (every attempt used); a count kept
+    // from when it counted failed attempts would disable hooks early, so active and paused hooks start
+    // again at 0 (a disabled hook keeps its count). A failed delivery records why it failed (the rows
+    // already failed either ran out of attempts or belonged to a hook that was disabled). The alarm
+    // claims each hook's earliest due retries: deliveries_due_by_hook.
+    name: "0033_webhook_failure_count",
+    sql: `
+      UPDATE webhooks SET failure_count = 0 WHERE status != 'disabled';
+      ALTER TABLE deliveries ADD COLUMN failure_reason TEXT;
+      UPDATE deliveries SET failure_reason = CASE WHEN attempts >= 5 THEN 'attempts_exhausted' ELSE 'hook_disabled' END
+        WHERE status = 'failed';
+      CREATE INDEX deliveries_due_by_hook ON deliveries(webhook_id, next_retry_at) WHERE status = 'pending';
+    `,
+  },
+  {
     // The local index's size without counting its rows (src/vector/local-index.ts: above a bound it
     // keeps no in-memory copy), kept by triggers on every insert, delete and change of dimensions. And
     // every indexed record queued once more, so that its vector is upserted again with the metadata the
-    // Vectorize ways filter on (src/domains/indexing/metadata.ts): a vector upserted without it matches
-    // no way.
-    name: "0031_vector_counts_and_metadata",
+    // Vectorize ways filter on (src/vector/metadata.ts): a vector upserted without it matches
+    // no way. (0034 and 0035 are another branch's, listed before this one when it merges.)
+    name: "0036_vector_counts_and_metadata",
     sql: `
       CREATE TABLE local_vector_counts (
         dimensions INTEGER PRIMARY KEY,

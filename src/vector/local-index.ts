@@ -20,7 +20,7 @@
 // the bound are answered by Vectorize (vectorize.ts).
 // The copy is loaded on the first query and kept in step by this class, the table's only writer; the
 // table's size is kept by triggers (local_vector_counts), so the bound is checked without a count.
-import type { Db } from "../org/db";
+import { type Db, sql } from "../sql/db";
 import { VectorRows } from "./scan-kernel";
 import { type AcceptIds, guardBackend, IndexAboveBound, MAX_TOP_K, type VectorAsk, type VectorHit, type VectorIndex, type VectorItem } from "./types";
 
@@ -144,7 +144,7 @@ export class LocalVectorIndex implements VectorIndex {
 
   /** Vectors of `dims` dimensions in the table (kept by triggers: one row read, whatever the size). */
   vectors(dims: number): number {
-    return this.db.first<{ vectors: number }>("SELECT vectors FROM local_vector_counts WHERE dimensions = ?", dims)?.vectors ?? 0;
+    return this.db.first<{ vectors: number }>(sql`SELECT vectors FROM local_vector_counts WHERE dimensions = ${dims}`)?.vectors ?? 0;
   }
 
   /** Whether a query of `dims` dimensions is answered (the table is within the bound; a bound of no vector answers none). */

@@ -70,7 +70,7 @@ export const ASK_ALL: VectorAsk = { ways: [{}], accept: ACCEPT_ALL };
 export interface VectorItem {
   id: string;
   values: Float32Array;
-  /** The fields the ways filter on (src/domains/indexing/metadata.ts); the local index keeps none. */
+  /** The fields the ways filter on (src/vector/metadata.ts); the local index keeps none. */
   metadata: VectorMetadata;
 }
 

@@ -1,6 +1,6 @@
 // Production index: one Vectorize index (cosine, 384 dimensions) shared by all organizations, one
 // namespace per organization, vector id = record id, each vector with the metadata its record's read
-// rule decides on (src/domains/indexing/metadata.ts). Upserts and deletes are asynchronous (a
+// rule decides on (src/vector/metadata.ts). Upserts and deletes are asynchronous (a
 // mutation id); describe().processedUpToDatetime tells how far they apply.
 //
 // Authorized kNN, one query per way. The asker passes the ways it may read a record (policy.ts

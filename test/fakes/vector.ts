@@ -20,7 +20,7 @@
 import { WORKERS_AI_EMBEDDING } from "../../src/vector/config";
 import type { EmbeddingAi } from "../../src/vector/workers-ai";
 import type { VectorizeBinding } from "../../src/vector/vectorize";
-import { METADATA_INDEXES } from "../../src/domains/indexing/metadata";
+import { METADATA_INDEXES } from "../../src/vector/metadata";
 
 /** A deterministic 384-dimension "model": hashed words, so texts sharing words are similar. */
 export function fakeEmbedding(text: string, dims = WORKERS_AI_EMBEDDING.dimensions): number[] {

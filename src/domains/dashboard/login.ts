@@ -1,27 +1,25 @@
 // Password login: POST /v1/dashboard-sessions, the one public route that takes a body. The front Worker
-// finds the organization through the D1 username index, takes the username's next attempt slot (counting
-// the attempt) and waits for it, then asks the organization's Durable Object (RPC `login`) to verify the password and issue a
-// session. Unknown usernames and wrong passwords get the same answer after the same work.
+// finds the organization through the D1 username index, takes the next attempt slot of the username's
+// queue for this client (throttle.ts; counting the attempt) and waits for it, then asks the
+// organization's Durable Object (RPC `login`) to verify the password and issue a session. Unknown
+// usernames and wrong passwords get the same answer after the same work.
 import { ApiError } from "../../http/errors";
 import { dataResponse, errorResponse } from "../../http/envelope";
-import type { EdgeEnv, PublicRequest } from "../../http/route";
+import type { EdgeEnv, LoginResult } from "../../env";
+import type { PublicRequest } from "../../org/route";
 import { parseJsonBody, parseWith } from "../../http/validate";
 import { clock } from "../../http/clock";
-import { addCredential } from "../../index-db";
-import type { Db } from "../../org/db";
+import { addCredential, orgOfUsername } from "../../index-db";
+import type { Db } from "../../sql/db";
 import { getMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
 import { DUMMY_HASH, hashPassword, pepperOf, verifyPassword } from "../identity/passwords";
 import { loginBody } from "./schema";
-import type { SessionStage } from "./stages";
+import type { SessionStage } from "../../auth/stages";
 import { accountByUsername, insertSession, revokeSessions, sessionView, upgradePasswordHash } from "./store";
-import { forgiveFailure, resetFailures, takeAttemptSlot } from "./throttle";
+import { forgiveFailure, loginClient, resetFailures, takeAttemptSlot } from "./throttle";
 
 export const INVALID_LOGIN = "Invalid username or password.";
-
-export type LoginResult =
-  | { ok: true; session: ReturnType<typeof sessionView> }
-  | { ok: false; error: { code: "UNAUTHENTICATED" | "UNAVAILABLE"; message: string } };
 
 /** Inside the org Durable Object: verify the password and issue a session in the stage the account is in. */
 export async function passwordLogin(
@@ -69,18 +67,17 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
       throw new ApiError("VALIDATION_ERROR", "POST /v1/dashboard-sessions is public: send no Authorization header.");
     const { username, password } = parseWith(loginBody, parseJsonBody(req.bodyText, false));
     const pepper = pepperOf(env);
+    const client = loginClient(req.clientAddress);
     let orgId: string | null = null;
     let wait: number | null;
     try {
-      const row = await env.INDEX_DB.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?")
-        .bind(username).first<{ org_id: string }>();
-      orgId = row?.org_id ?? null;
-      wait = await takeAttemptSlot(env.INDEX_DB, username);
+      orgId = await orgOfUsername(env.INDEX_DB, username);
+      wait = await takeAttemptSlot(env.INDEX_DB, username, client);
     } catch (err) {
       console.error("login index failed", err);
       throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
     }
-    // Too many attempts queued on this username (known or not): the uniform answer, nothing verified.
+    // Too many attempts of this client queued on this username (known or not): the uniform answer, nothing verified.
     if (wait === null) throw new ApiError("UNAUTHENTICATED", INVALID_LOGIN);
     if (wait > 0) await req.wait(wait);
     let result: LoginResult;
@@ -92,7 +89,7 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
       result = { ok: false, error: { code: "UNAUTHENTICATED", message: INVALID_LOGIN } };
     }
     if (!result.ok) throw new ApiError(result.error.code, result.error.message);
-    await (result.session.stage === "full" ? resetFailures(env.INDEX_DB, username) : forgiveFailure(env.INDEX_DB, username))
+    await (result.session.stage === "full" ? resetFailures(env.INDEX_DB, username, client) : forgiveFailure(env.INDEX_DB, username, client))
       .catch((err) => console.error("login failure reset failed", err));
     return dataResponse(requestId, 201, result.session);
   } catch (err) {

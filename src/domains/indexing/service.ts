@@ -5,13 +5,13 @@
 import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import type { Db } from "../../org/db";
+import { type Db, fromClause, list, sql } from "../../sql/db";
 import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
 import type { Caller } from "../../org/request";
 import { recordRetrievable, retrievable } from "../../access/retrieval";
-import { claimMetadata, type ClaimForMetadata } from "./metadata";
+import { claimMetadata, type ClaimForMetadata } from "../../vector/metadata";
 import { ackIndexQueue, indexQueueSize, peekIndexQueue, queuedAmong, queueIndex } from "./queue";
 
 export interface IndexableClaim extends ClaimForMetadata {
@@ -28,10 +28,10 @@ export interface IndexableClaim extends ClaimForMetadata {
  */
 export function claimsForIndex(db: Db, ids: string[], now: string): IndexableClaim[] {
   if (!ids.length) return [];
-  const [current, ...args] = recordRetrievable("c", { current: true }, now);
+  const current = fromClause(recordRetrievable("c", { current: true }, now));
   return db.all<IndexableClaim>(
-    `SELECT claim_id, statement, visibility, workspace_id, author_id, project_id, subject_id, kind, (${current}) AS current
-       FROM claims c WHERE claim_id IN (SELECT value FROM json_each(?))`, ...args, JSON.stringify(ids));
+    sql`SELECT claim_id, statement, visibility, workspace_id, author_id, project_id, subject_id, kind, (${current}) AS current
+          FROM claims c WHERE claim_id IN ${list(ids)}`);
 }
 
 /** Up to `limit` + 1 current claims (recordRetrievable at `now`) after `afterSeq`, in write order (verify's pages). */

@@ -5,19 +5,24 @@
 //   attempt  success -> 'delivered'; a failure (network error, timeout, non-2xx) -> 'pending' with
 //            next_retry_at from the retry schedule, or 'failed' after MAX_ATTEMPTS; each delivery that
 //            fails for good counts one consecutive failure on the hook (a success resets the count),
-//            and DISABLE_AFTER_FAILURES in a row disable it;
+//            and DISABLE_AFTER_FAILURES in a row disable it. A claim whose event its hook's creator may
+//            no longer read, or whose hook was disabled, ends 'failed' unsent: delivery never deletes a
+//            row, so no (webhook, event) is ever claimed twice;
 //   retry    the org alarm claims due 'pending' rows back to 'sending' and sends them again under the
 //            same delivery id (receivers deduplicate on it);
 //   reclaim  a 'sending' row that no pass of this object holds, left since before RECLAIM_AFTER_MS,
 //            lost its sender (the object died mid-send): it is sent again under the same delivery id.
 // Each hook keeps its own position in the event log (scanned_seq): the background claims the events
 // after it, so a paused hook accrues and resumes where it stopped. No response body is read or stored.
+// No hook holds up the others: an alarm pass claims for each hook only what it may send at once now,
+// and an alarm pass or a drain waits for sends a bounded time (PASS_BUDGET_MS, DRAIN_WAIT_MS); a send
+// still in flight then finishes in the background, held (never reclaimed) until it settles.
 import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { type EventRow, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import type { BackgroundJob } from "../../org/jobs";
 import { principalCaller } from "../identity/store";
@@ -27,12 +32,21 @@ export const SPEC_RETRY_SCHEDULE_MS: readonly number[] = [60_000, 300_000, 1_800
 export const MAX_ATTEMPTS = 5;
 export const DISABLE_AFTER_FAILURES = 10;
 export const SEND_TIMEOUT_MS = 10_000;
-/** Delivery rows one background pass claims at most (new events scanned, due retries, reclaims). */
+/** Deliveries one alarm pass claims at most (due retries, reclaims, new events). */
 export const BACKGROUND_BATCH = 50;
-/** Sends in flight at once per pass: a Worker invocation keeps at most six connections open. */
+/** Sends in flight at once per hook, and per alarm pass: a Worker invocation keeps at most six connections open. */
 export const SEND_CONCURRENCY = 6;
 /** A 'sending' row no pass holds, older than this, lost its sender (an instance that died mid-send). */
 export const RECLAIM_AFTER_MS = 6 * SEND_TIMEOUT_MS;
+/**
+ * How long an alarm pass claims and waits for its sends. After it the pass claims nothing more and
+ * returns, so the jobs after it run; its sends still in flight finish in the background.
+ */
+export const PASS_BUDGET_MS = 3_000;
+/** How long POST /v1/webhooks/deliver waits for the sends of its events before it answers. */
+export const DRAIN_WAIT_MS = 5_000;
+/** Events after a hook's position (those its creator may read) the background looks at per claim. */
+const SCAN_PAGE = 50;
 
 export interface WebhookRow {
   webhook_id: string;
@@ -93,24 +107,50 @@ export function retryScheduleOf(env: { WEBHOOK_RETRY_SCHEDULE?: string }): reado
 /** The wait after failed attempt `attempts` (1-based); a schedule shorter than the attempts repeats its last step. */
 export const retryDelayMs = (schedule: readonly number[], attempts: number) => schedule[Math.min(attempts, schedule.length) - 1];
 
+/** How long passes wait, and what they wait with (tests pass a wait they control instead of sleeping). */
+export interface DeliveryPacing {
+  passBudgetMs: number;
+  drainWaitMs: number;
+  wait: (ms: number) => Promise<void>;
+}
+
+export interface Held {
+  eventId: string;
+  webhookId: string;
+  done: Promise<void>;
+}
+
 /**
  * What this object is delivering now. A claimed delivery is held from its claim until it settles: a
- * 'sending' row held here has a live sender (never reclaimed), and a drain waits for those of the
- * events it scanned. Sends to one hook are gated across every pass (alarm and drains alike): a hook
- * whose last attempt succeeded takes up to SEND_CONCURRENCY at once, one whose last attempt failed a
- * single send until one succeeds, so a receiver that is down or overloaded is probed rather than
- * flooded, and a hook is disabled at its tenth consecutive failure, not after a burst beyond it.
+ * 'sending' row held here has a live sender (never reclaimed), and a drain waits for those of its
+ * events. Sends to one hook are gated across every pass (alarm and drains alike): a hook whose last
+ * attempt succeeded takes up to SEND_CONCURRENCY at once, one whose last attempt failed a single send
+ * until one succeeds, so a receiver that is down or overloaded is probed rather than flooded, and a
+ * hook is disabled at its tenth consecutive failure, not after a burst beyond it. A pass claims for a
+ * hook at most what it may send now (claimsAllowed), so nothing of it waits claimed behind a slow receiver.
  */
 export class DeliveriesInFlight {
-  private readonly held = new Map<string, { eventId: string; done: Promise<void> }>();
+  readonly pacing: DeliveryPacing;
+  private readonly held = new Map<string, Held>();
   private readonly sending = new Map<string, number>();
   private readonly waiting = new Map<string, (() => void)[]>();
   /** Hooks whose last attempt failed (in memory: after a restart every hook starts healthy). */
   private readonly failing = new Set<string>();
 
+  constructor(pacing: Partial<DeliveryPacing> = {}) {
+    this.pacing = { passBudgetMs: PASS_BUDGET_MS, drainWaitMs: DRAIN_WAIT_MS, wait: (ms) => scheduler.wait(ms), ...pacing };
+  }
+
   /** How many sends the hook may have in flight now. */
   allowedSends(webhookId: string): number {
     return this.failing.has(webhookId) ? 1 : SEND_CONCURRENCY;
+  }
+
+  /** How many more deliveries of the hook a pass may claim now: what it may send at once, less those held. */
+  claimsAllowed(webhookId: string): number {
+    let held = 0;
+    for (const h of this.held.values()) if (h.webhookId === webhookId) held++;
+    return Math.max(0, this.allowedSends(webhookId) - held);
   }
 
   attempted(webhookId: string, ok: boolean): void {
@@ -119,12 +159,12 @@ export class DeliveriesInFlight {
   }
 
   /** Hold a claimed delivery; the returned function settles it. */
-  hold(deliveryId: string, eventId: string): () => void {
+  hold(job: Claimed): () => void {
     let settle!: () => void;
-    const entry = { eventId, done: new Promise<void>((resolve) => (settle = resolve)) };
-    this.held.set(deliveryId, entry);
+    const entry: Held = { eventId: job.event.event_id, webhookId: job.hook.webhook_id, done: new Promise<void>((resolve) => (settle = resolve)) };
+    this.held.set(job.deliveryId, entry);
     return () => {
-      if (this.held.get(deliveryId) === entry) this.held.delete(deliveryId);
+      if (this.held.get(job.deliveryId) === entry) this.held.delete(job.deliveryId);
       settle();
     };
   }
@@ -133,9 +173,9 @@ export class DeliveriesInFlight {
     return [...this.held.keys()];
   }
 
-  /** Resolves once every held delivery of these events has settled. */
-  async settled(eventIds: ReadonlySet<string>): Promise<void> {
-    await Promise.all([...this.held.values()].filter((h) => eventIds.has(h.eventId)).map((h) => h.done));
+  /** Resolves once every delivery held now that `which` picks has settled. */
+  async settled(which: (deliveryId: string, held: Held) => boolean): Promise<void> {
+    await Promise.all([...this.held].filter(([id, h]) => which(id, h)).map(([, h]) => h.done));
   }
 
   /** Wait for a send slot of the hook (`allowed()`: how many at once, asked again on each wake); returns its release. */
@@ -223,6 +263,10 @@ export interface Claimed {
 
 const hookRow = (db: Db, webhookId: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", webhookId);
 
+/** Why a delivery ended 'failed' (its failure_reason). */
+export const FAILURE_REASONS = ["attempts_exhausted", "hook_disabled", "event_unreadable"] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
 /** Insert a 'sending' row for (hook, event) unless one exists: the claim that makes a delivery exactly once. */
 function claimOne(db: Db, hook: WebhookRow, event: EventRow, at: string): Claimed | null {
   const deliveryId = newId(ID_PREFIX.delivery);
@@ -251,71 +295,78 @@ export function claimDeliveries(db: Db, storage: DurableObjectStorage, events: r
 }
 
 /**
- * The background's share of new events: for each active hook, the events after its own position that
- * its creator may read (and it subscribes to) are claimed, and the position moves past what was
- * scanned. Hooks furthest behind go first; at most `budget` events are scanned in all.
+ * One hook's claimable work, claimed one delivery at a time as it is asked for, at most `max`: first
+ * 'sending' rows no pass of this object holds, left since before RECLAIM_AFTER_MS (stamped at claim and
+ * when a send starts), whose sender died between claim and settle; then, of an active hook, 'pending'
+ * rows whose retry is due, earliest first; then (withNewEvents) the events after the hook's position
+ * that its creator may read, one page of them, its position moving past what was looked at.
  */
-export function claimNewEvents(db: Db, storage: DurableObjectStorage, budget: number): { jobs: Claimed[]; more: boolean } {
-  return storage.transactionSync(() => {
-    const lastSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
-    const hooks = db.all<WebhookRow>(
-      "SELECT * FROM webhooks WHERE status = 'active' AND max(scanned_seq, from_seq) < ? ORDER BY max(scanned_seq, from_seq), created_at", lastSeq);
-    const jobs: Claimed[] = [];
-    const at = clock.nowIso();
-    let left = budget;
-    for (const hook of hooks) {
-      if (left === 0) return { jobs, more: true };
-      const creator = principalCaller(db, hook.created_by);
-      const events = creator ? readableEventsAfter(db, creator, Math.max(hook.scanned_seq, hook.from_seq), { upToSeq: lastSeq, limit: left }) : [];
-      for (const event of events) {
-        const job = subscribed(hook, event) ? claimOne(db, hook, event, at) : null;
-        if (job) jobs.push(job);
-      }
-      // A full page may have stopped short of the end: continue after its last event next time.
-      const full = events.length === left;
-      left -= events.length;
-      db.run("UPDATE webhooks SET scanned_seq = ? WHERE webhook_id = ?", full ? events[events.length - 1].seq : lastSeq, hook.webhook_id);
-      if (full) return { jobs, more: true };
-    }
-    return { jobs, more: false };
-  });
-}
-
-/** Claim up to `limit` deliveries (of active hooks) whose retry is due, back to 'sending'. */
-export function claimDueRetries(db: Db, storage: DurableObjectStorage, limit: number): Claimed[] {
-  if (limit <= 0) return [];
-  return storage.transactionSync(() => {
-    const due = db.all<{ delivery_id: string; webhook_id: string; event_id: string }>(
-      `UPDATE deliveries SET status = 'sending' WHERE delivery_id IN
-         (SELECT d.delivery_id FROM deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'active'
-           WHERE d.status = 'pending' AND d.next_retry_at <= ? ORDER BY d.next_retry_at LIMIT ?)
-       RETURNING delivery_id, webhook_id, event_id`, clock.nowIso(), limit);
-    return jobsOf(db, due);
-  });
+function* hookWork(db: Db, hook: WebhookRow, heldIds: string, max: number, withNewEvents: boolean): Generator<Claimed> {
+  const now = clock.nowMs();
+  const jobOf = (d: { delivery_id: string; event_id: string }): Claimed | null => {
+    const event = db.first<EventRow>("SELECT * FROM events WHERE event_id = ?", d.event_id);
+    return event ? { deliveryId: d.delivery_id, hook, event } : null;
+  };
+  const stale = db.all<{ delivery_id: string; event_id: string }>(
+    `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'sending' AND coalesce(last_attempt_at, created_at) <= ?
+        AND delivery_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
+    hook.webhook_id, isoAt(now - RECLAIM_AFTER_MS), heldIds, max);
+  for (const d of stale) {
+    db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(now), d.delivery_id);
+    const job = jobOf(d);
+    if (job) yield job;
+  }
+  if (hook.status !== "active") return;
+  const due = db.all<{ delivery_id: string; event_id: string }>(
+    `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'pending' AND next_retry_at <= ?
+      ORDER BY next_retry_at, seq LIMIT ?`, hook.webhook_id, isoAt(now), max);
+  for (const d of due) {
+    db.run("UPDATE deliveries SET status = 'sending' WHERE delivery_id = ?", d.delivery_id);
+    const job = jobOf(d);
+    if (job) yield job;
+  }
+  if (!withNewEvents) return;
+  const lastSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
+  const position = Math.max(hook.scanned_seq, hook.from_seq);
+  const creator = position < lastSeq ? principalCaller(db, hook.created_by) : null;
+  const page = creator ? readableEventsAfter(db, creator, position, { upToSeq: lastSeq, limit: SCAN_PAGE }) : [];
+  const at = isoAt(now);
+  const moveTo = (seq: number) => db.run("UPDATE webhooks SET scanned_seq = ? WHERE webhook_id = ?", seq, hook.webhook_id);
+  for (const event of page) {
+    const job = subscribed(hook, event) ? claimOne(db, hook, event, at) : null;
+    if (!job) continue;
+    moveTo(event.seq); // left here when no more is asked for: the next pass continues after it
+    yield job;
+  }
+  // A full page may have stopped short of the end: continue after its last event next time.
+  if (position < lastSeq) moveTo(page.length === SCAN_PAGE ? page[page.length - 1].seq : lastSeq);
 }
 
 /**
- * Re-claim deliveries whose sender died between claim and settle: rows 'sending' that no pass of this
- * object holds, left since before RECLAIM_AFTER_MS ago (stamped at claim, and again when a send starts).
+ * Claim up to `limit` deliveries, each hook at most what it may send now (claimsAllowed), the hooks
+ * taking turns (each one's first before any one's second), those with the most room first. Every claim
+ * is made in this one transaction.
  */
-export function reclaimStale(db: Db, storage: DurableObjectStorage, limit: number, inFlight: DeliveriesInFlight): Claimed[] {
+function claimInTurns(db: Db, storage: DurableObjectStorage, inFlight: DeliveriesInFlight, limit: number,
+  withNewEvents: boolean): Claimed[] {
   if (limit <= 0) return [];
   return storage.transactionSync(() => {
-    const now = clock.nowMs();
-    const stale = db.all<{ delivery_id: string; webhook_id: string; event_id: string }>(
-      `UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id IN
-         (SELECT delivery_id FROM deliveries WHERE status = 'sending' AND coalesce(last_attempt_at, created_at) <= ?
-            AND delivery_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?)
-       RETURNING delivery_id, webhook_id, event_id`, isoAt(now), isoAt(now - RECLAIM_AFTER_MS), JSON.stringify(inFlight.ids()), limit);
-    return jobsOf(db, stale);
-  });
-}
-
-function jobsOf(db: Db, rows: { delivery_id: string; webhook_id: string; event_id: string }[]): Claimed[] {
-  return rows.flatMap((d) => {
-    const hook = hookRow(db, d.webhook_id);
-    const event = db.first<EventRow>("SELECT * FROM events WHERE event_id = ?", d.event_id);
-    return hook && event ? [{ deliveryId: d.delivery_id, hook, event }] : [];
+    const heldIds = JSON.stringify(inFlight.ids());
+    let turn = db.all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id")
+      .map((hook) => ({ hook, room: inFlight.claimsAllowed(hook.webhook_id) }))
+      .filter((h) => h.room > 0)
+      .sort((a, b) => b.room - a.room)
+      .map((h) => ({ ...h, work: hookWork(db, h.hook, heldIds, h.room, withNewEvents) }));
+    const jobs: Claimed[] = [];
+    while (turn.length && jobs.length < limit)
+      turn = turn.filter((h) => {
+        if (jobs.length === limit) return false;
+        const next = h.work.next();
+        if (next.done) return false;
+        jobs.push(next.value);
+        return --h.room > 0;
+      });
+    return jobs;
   });
 }
 
@@ -328,17 +379,20 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps
     db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ?", clock.nowIso(), job.deliveryId);
     return null;
   }
-  // Disabled, or the creator may no longer read the event (a grant revoked, the creator removed):
-  // nothing is sent; a claim never attempted is released, one attempted before ends failed.
-  if (hook.status === "disabled" || !readableByCreator(db, hook, [job.event]).has(job.event.event_id)) {
-    const attempted = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) > 0;
-    if (hook.status === "disabled" && attempted) db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL WHERE delivery_id = ?", job.deliveryId);
-    else db.run("DELETE FROM deliveries WHERE delivery_id = ?", job.deliveryId);
+  // Disabled, or the creator may no longer read the event (a grant or workspace membership removed):
+  // nothing is sent, and the delivery ends failed with its reason, never tried again automatically.
+  // The row stays (a reclaimed claim may have been sent before its sender died): it keeps the
+  // (webhook, event) claimed, so no later pass sends the event under another delivery id. It costs the
+  // hook nothing (failure_count counts what its receiver failed).
+  const unsendable: FailureReason | null = hook.status === "disabled" ? "hook_disabled"
+    : !readableByCreator(db, hook, [job.event]).has(job.event.event_id) ? "event_unreadable" : null;
+  if (unsendable) {
+    db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = ? WHERE delivery_id = ?", unsendable, job.deliveryId);
     return null;
   }
   const body = job.event.payload; // exactly as stored
   const startedAt = clock.nowMs();
-  // The send starts now: a row still 'sending' long after this lost its sender (see reclaimStale).
+  // The send starts now: a row still 'sending' long after this lost its sender (see hookWork).
   db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(startedAt), job.deliveryId);
   let status: number | null = null;
   try {
@@ -361,10 +415,11 @@ function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: num
     }
     const attempts = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) + 1;
     const hookStatus = db.first<{ status: string }>("SELECT status FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id)?.status;
-    const final = attempts >= MAX_ATTEMPTS || hookStatus === "disabled";
-    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ? WHERE delivery_id = ?`,
-      final ? "failed" : "pending", attempts, isoAt(at), final ? null : isoAt(at + retryDelayMs(schedule, attempts)), status, job.deliveryId);
-    if (!final || hookStatus === "disabled") return;
+    const reason: FailureReason | null = hookStatus === "disabled" ? "hook_disabled" : attempts >= MAX_ATTEMPTS ? "attempts_exhausted" : null;
+    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ?, failure_reason = ?
+             WHERE delivery_id = ?`, reason ? "failed" : "pending", attempts, isoAt(at), reason ? null : isoAt(at + retryDelayMs(schedule, attempts)),
+      status, reason, job.deliveryId);
+    if (reason !== "attempts_exhausted") return;
     // A delivery failed for good: one more consecutive failure of the hook (a failed attempt that will
     // be retried is none, so a receiver down for a while does not cost the hook). The tenth disables it,
     // and whatever of it still waited for a retry will never be sent.
@@ -373,85 +428,100 @@ function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: num
          status = CASE WHEN failure_count + 1 >= ? AND status = 'active' THEN 'disabled' ELSE status END, updated_at = ?
        WHERE webhook_id = ? RETURNING status`, DISABLE_AFTER_FAILURES, isoAt(at), job.hook.webhook_id);
     if (hook?.status === "disabled")
-      db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL WHERE webhook_id = ? AND status = 'pending'", job.hook.webhook_id);
+      db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled' WHERE webhook_id = ? AND status = 'pending'",
+        job.hook.webhook_id);
   });
   return ok;
 }
 
-/** At most `n` calls of `work` running at once. */
-function limiter(n: number) {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  return async (work: () => Promise<void>): Promise<void> => {
-    if (running >= n) await new Promise<void>((resolve) => waiting.push(resolve));
-    running++;
-    try {
-      await work();
-    } finally {
-      running--;
-      waiting.shift()?.();
-    }
-  };
-}
-
 /**
- * Send claimed deliveries, at most SEND_CONCURRENCY of this pass at once, each hook within its slots
- * (DeliveriesInFlight.sendSlot). Each is held from now until it settles. No order among deliveries.
+ * Send one claimed delivery within its hook's send slots, then settle its hold (`release`). It never
+ * rejects: a failure to record the outcome is logged, and the row, still 'sending', is reclaimed later.
  */
-async function sendClaimed(db: Db, storage: DurableObjectStorage, jobs: Claimed[], deps: DeliveryDeps): Promise<void> {
+async function send(db: Db, storage: DurableObjectStorage, job: Claimed, deps: DeliveryDeps, release: () => void): Promise<void> {
   const inFlight = deps.webhookDeliveries;
-  const release = jobs.map((j) => inFlight.hold(j.deliveryId, j.event.event_id));
-  const passSlot = limiter(SEND_CONCURRENCY);
-  const results = await Promise.allSettled(jobs.map(async (job, i) => {
-    const webhookId = job.hook.webhook_id;
+  const webhookId = job.hook.webhook_id;
+  try {
+    const leave = await inFlight.sendSlot(webhookId, () => inFlight.allowedSends(webhookId));
     try {
-      const leave = await inFlight.sendSlot(webhookId, () => inFlight.allowedSends(webhookId));
-      try {
-        await passSlot(async () => {
-          const ok = await attempt(db, storage, job, deps);
-          if (ok !== null) inFlight.attempted(webhookId, ok);
-        });
-      } finally {
-        leave();
-      }
+      const ok = await attempt(db, storage, job, deps);
+      if (ok !== null) inFlight.attempted(webhookId, ok);
     } finally {
-      release[i]();
+      leave();
     }
-  }));
-  const failed = results.find((r) => r.status === "rejected");
-  if (failed) throw failed.reason;
+  } catch (err) {
+    console.error(`webhook delivery ${job.deliveryId} could not be recorded; it is reclaimed later`, err);
+  } finally {
+    release();
+  }
 }
 
 /**
- * POST /v1/webhooks/deliver's pass: claims abandoned by a dead sender and due retries (up to `limit`
- * each), then the given events; it returns once every delivery of those events that any pass of this
- * object holds has settled, so a drain that finds a delivery already in flight still answers after it.
+ * POST /v1/webhooks/deliver's pass: claims abandoned by a dead sender and due retries (up to `limit`,
+ * each hook at most what it may send now), then the given events for every subscribed hook (all of
+ * them: the drain's cursor moves past them), and sends them. It waits until the deliveries to the
+ * hooks the caller manages (`managed`) of those events (whichever pass holds them) and of its own
+ * claims have settled, at most the drain wait; a send still in flight then finishes in the background.
  */
-export async function deliverEvents(db: Db, storage: DurableObjectStorage, events: readonly EventRow[], deps: DeliveryDeps, limit: number): Promise<void> {
-  const jobs = [...reclaimStale(db, storage, limit, deps.webhookDeliveries), ...claimDueRetries(db, storage, limit), ...claimDeliveries(db, storage, events)];
-  await sendClaimed(db, storage, jobs, deps);
-  await deps.webhookDeliveries.settled(new Set(events.map((e) => e.event_id)));
+export async function deliverEvents(db: Db, storage: DurableObjectStorage, events: readonly EventRow[], deps: DeliveryDeps,
+  limit: number, managed: ReadonlySet<string>): Promise<void> {
+  const inFlight = deps.webhookDeliveries;
+  const jobs = [...claimInTurns(db, storage, inFlight, limit, false), ...claimDeliveries(db, storage, events)];
+  for (const job of jobs) void send(db, storage, job, deps, inFlight.hold(job));
+  const eventIds = new Set(events.map((e) => e.event_id));
+  const own = new Set(jobs.map((j) => j.deliveryId));
+  const settled = inFlight.settled((id, h) => managed.has(h.webhookId) && (own.has(id) || eventIds.has(h.eventId)));
+  await Promise.race([settled, inFlight.pacing.wait(inFlight.pacing.drainWaitMs)]);
 }
 
-/** The background's pass: reclaims, due retries, then new events, `limit` in all. True when work was left over. */
-export async function deliverDue(db: Db, storage: DurableObjectStorage, deps: DeliveryDeps, limit: number): Promise<boolean> {
-  const stale = reclaimStale(db, storage, limit, deps.webhookDeliveries);
-  const retries = claimDueRetries(db, storage, limit - stale.length);
-  const fresh = claimNewEvents(db, storage, limit - stale.length - retries.length);
-  await sendClaimed(db, storage, [...stale, ...retries, ...fresh.jobs], deps);
-  return stale.length + retries.length >= limit || fresh.more;
+/**
+ * The background's pass: it claims what its hooks may send now (reclaims, due retries, then new
+ * events), at most SEND_CONCURRENCY in flight and `limit` in all, and claims again as sends settle,
+ * until nothing is left or the pass budget is spent. Then it returns without waiting for the sends
+ * still in flight: they finish in the background, held, so no pass reclaims them or claims beyond
+ * them for their hooks meanwhile.
+ */
+export async function deliverDue(db: Db, storage: DurableObjectStorage, deps: DeliveryDeps, limit: number): Promise<void> {
+  const inFlight = deps.webhookDeliveries;
+  let spent = false;
+  const budget = inFlight.pacing.wait(inFlight.pacing.passBudgetMs).then(() => { spent = true; });
+  const sending = new Set<Promise<void>>();
+  for (let claimed = 0; !spent;) {
+    const jobs = claimInTurns(db, storage, inFlight, Math.min(SEND_CONCURRENCY - sending.size, limit - claimed), true);
+    claimed += jobs.length;
+    for (const job of jobs) {
+      const sent: Promise<void> = send(db, storage, job, deps, inFlight.hold(job)).then(() => { sending.delete(sent); });
+      sending.add(sent);
+    }
+    if (!sending.size) return; // nothing in flight, nothing left to claim
+    await Promise.race([budget, ...sending]);
+  }
 }
 
-/** When delivery has work next: the earliest due retry of an active hook, or the earliest reclaimable claim; null: none. */
-function nextDeliveryWorkAt(db: Db, inFlight: DeliveriesInFlight): number | null {
-  const row = db.first<{ retry: string | null; reclaim: string | null }>(
-    `SELECT (SELECT min(d.next_retry_at) FROM deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'active'
-              WHERE d.status = 'pending') AS retry,
-            (SELECT min(coalesce(last_attempt_at, created_at)) FROM deliveries
-              WHERE status = 'sending' AND delivery_id NOT IN (SELECT value FROM json_each(?))) AS reclaim`,
-    JSON.stringify(inFlight.ids()));
-  const times = [row?.retry ? Date.parse(row.retry) : null, row?.reclaim ? Date.parse(row.reclaim) + RECLAIM_AFTER_MS : null]
-    .filter((t): t is number => t != null);
+/**
+ * When delivery has work next: now for an active hook behind the end of the log, the earliest due
+ * retry of an active hook, or the earliest reclaimable claim; null: none. A hook with no room to claim
+ * (its sends in flight take all it may have) is looked at again a pass budget later at the soonest,
+ * and so is the whole while this object has sends in flight (one that fails leaves a retry due).
+ */
+export function nextDeliveryWorkAt(db: Db, inFlight: DeliveriesInFlight): number | null {
+  const now = clock.nowMs();
+  const recheck = now + inFlight.pacing.passBudgetMs;
+  const rows = db.all<{ webhook_id: string; behind: number; retry: string | null; reclaim: string | null }>(
+    `SELECT w.webhook_id,
+            w.status = 'active' AND max(w.scanned_seq, w.from_seq) < (SELECT coalesce(max(seq), 0) FROM events) AS behind,
+            CASE WHEN w.status = 'active' THEN
+              (SELECT min(d.next_retry_at) FROM deliveries d WHERE d.webhook_id = w.webhook_id AND d.status = 'pending') END AS retry,
+            (SELECT min(coalesce(d.last_attempt_at, d.created_at)) FROM deliveries d
+              WHERE d.webhook_id = w.webhook_id AND d.status = 'sending' AND d.delivery_id NOT IN (SELECT value FROM json_each(?))) AS reclaim
+       FROM webhooks w`, JSON.stringify(inFlight.ids()));
+  const times = rows.flatMap((r) => {
+    const at = [r.behind ? now : null, r.retry ? Date.parse(r.retry) : null, r.reclaim ? Date.parse(r.reclaim) + RECLAIM_AFTER_MS : null]
+      .filter((t): t is number => t != null);
+    if (!at.length) return [];
+    return [inFlight.claimsAllowed(r.webhook_id) > 0 ? Math.min(...at) : Math.max(Math.min(...at), recheck)];
+  });
+  if (inFlight.ids().length) times.push(recheck);
   return times.length ? Math.min(...times) : null;
 }
 
@@ -459,16 +529,16 @@ export const hasActiveHooks = (db: Db) => !!db.first("SELECT 1 FROM webhooks WHE
 
 /**
  * Background delivery, a named job (src/jobs.ts): a commit with events makes it due at once (stored
- * with the write), as do a resume and a redelivery; it then wakes for the next due retry or
- * reclaimable claim. With the maintenance interval at 0 there is no background delivery at all (the
- * manual drain still sends, retries included).
+ * with the write), as do a resume and a redelivery, and a drain for its next work; it then wakes for
+ * the next due retry or reclaimable claim. With the maintenance interval at 0 there is no background
+ * delivery at all (the manual drain still sends, retries included).
  */
 export const webhookDeliveryJob: BackgroundJob = {
   name: "webhook_delivery",
   dueAfterEvents: (db, intervalMs) => (intervalMs > 0 && hasActiveHooks(db) ? clock.nowMs() : null),
   async run({ db, storage, maintenanceIntervalMs, deps }) {
     if (maintenanceIntervalMs <= 0) return null;
-    if (await deliverDue(db, storage, deps, BACKGROUND_BATCH)) return clock.nowMs();
+    await deliverDue(db, storage, deps, BACKGROUND_BATCH);
     return nextDeliveryWorkAt(db, deps.webhookDeliveries);
   },
   retryMs: ({ maintenanceIntervalMs }) => maintenanceIntervalMs,

@@ -6,14 +6,14 @@ import { clock, isoAt } from "../../http/clock";
 import { encodeCursor, pageOf, positionAfter } from "../../http/cursor";
 import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
-import { deliverEvents, webhookDeliveryJob, type WebhookRow } from "./delivery";
+import { deliverEvents, type FailureReason, nextDeliveryWorkAt, webhookDeliveryJob, type WebhookRow } from "./delivery";
 import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, deliveryResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
 
 export const SIGNING = {
@@ -42,11 +42,13 @@ function requireHook(db: Db, caller: Caller, id: string): WebhookRow {
 
 interface DeliveryRow {
   seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
-  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string;
+  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; failure_reason: FailureReason | null;
+  created_at: string;
 }
 
 const deliveryView = (d: DeliveryRow) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
-  last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at });
+  last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, failure_reason: d.failure_reason,
+  created_at: d.created_at });
 
 /** managesShared in SQL over the webhooks table: the hooks the caller may list. */
 const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => ["(? = 1 OR created_by = ?)", isAdmin(caller) ? 1 : 0, caller.principalId];
@@ -193,7 +195,7 @@ export const webhookRoutes = [
         throw new ApiError("VALIDATION_ERROR", `Only a failed delivery can be redelivered; this one is ${delivery.status}.`);
       return commitWrite(rc, (db) => {
         const now = clock.nowMs();
-        db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ? AND status = 'failed'", isoAt(now), delivery.delivery_id);
+        db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ?, failure_reason = NULL WHERE delivery_id = ? AND status = 'failed'", isoAt(now), delivery.delivery_id);
         rc.jobDue(webhookDeliveryJob.name, now);
         return { status: 200, data: deliveryView(db.first<DeliveryRow>("SELECT * FROM deliveries WHERE delivery_id = ?", delivery.delivery_id)!),
           audit: { action: "webhook.redelivered", resourceType: "webhook", resourceId: hook.webhook_id,
@@ -210,14 +212,22 @@ export const webhookRoutes = [
       const { db, storage, body, caller } = rc;
       const afterSeq = body.after ? drainPosition(db, caller, body.after) : 0;
       const events = readableEventsAfter(db, caller, afterSeq, { limit: body.limit });
+      // It waits only for the hooks the caller manages: another principal's slow receiver cannot hold it up.
+      const [managed, ...args] = managedHooksWhere(caller);
+      const managedIds = new Set(db.all<{ webhook_id: string }>(`SELECT webhook_id FROM webhooks WHERE ${managed}`, ...args).map((h) => h.webhook_id));
       // Delivery rows are claimed and settled by deliverEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
-      await deliverEvents(db, storage, events, rc.deps, body.limit);
+      await deliverEvents(db, storage, events, rc.deps, body.limit, managedIds);
       const last = events.at(-1);
       const data = { events_drained: events.length, cursor: last ? encodeCursor([last.event_id]) : (body.after ?? null),
         pending_deliveries: pendingDeliveriesFor(db, caller) };
-      return commitWrite(rc, () => ({ status: 200, data,
-        audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } }));
+      return commitWrite(rc, () => {
+        // What its sends left (a retry, a send still in flight) is the background's next work.
+        const next = nextDeliveryWorkAt(db, rc.deps.webhookDeliveries);
+        if (next != null) rc.jobDue(webhookDeliveryJob.name, next);
+        return { status: 200, data,
+          audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } };
+      });
     },
   }),
 ];

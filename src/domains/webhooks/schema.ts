@@ -3,6 +3,7 @@ import { ID_PREFIX } from "../../http/ids";
 import { count, idOf, pageOf, timestamp } from "../../http/shapes";
 import { intRange, limitParam } from "../../http/validate";
 import { EVENT_KINDS } from "../../org/write";
+import { FAILURE_REASONS } from "./delivery";
 import { webhookUrlProblem } from "./url-guard";
 
 export const MAX_WEBHOOKS_PER_ORG = 100;
@@ -39,10 +40,12 @@ export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, de
 export const deliveryResponse = z.strictObject({
   id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event),
   status: z.enum(["pending", "sending", "delivered", "failed"])
-    .describe("pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: out of attempts, or its hook was disabled"),
+    .describe("pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)"),
   attempts: count.describe("Attempts made (at most 5 before a redelivery)"),
   last_attempt_at: timestamp.nullable(), next_retry_at: timestamp.nullable().describe("When the next attempt is due; null once delivered or failed"),
   response_status: z.number().int().nullable().describe("The receiver's HTTP status; null after a network error or before the first attempt"),
+  failure_reason: z.enum(FAILURE_REASONS).nullable().describe(
+    "Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC)"),
   created_at: timestamp,
 });
 export const deliveryListResponse = pageOf("deliveries", deliveryResponse);

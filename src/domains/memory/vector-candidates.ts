@@ -1,6 +1,6 @@
 // Vector candidates for compile: the query's nearest claim ids and similarities, found by authorized
 // kNN. The index is asked with the caller's ways to read a claim (policy.ts readableWayConditions, as
-// metadata filters: metadata.ts) and with `accept`, the compile candidate predicate itself (compile.ts
+// metadata filters: src/vector/metadata.ts) and with `accept`, the compile candidate predicate itself (compile.ts
 // candidateRowsAmong: retrievable, current, of the asked kinds); it takes the top k among what those
 // let the caller receive, never the organization-wide top k filtered afterwards, so neither which hits
 // come back nor their scores depend on a record the caller cannot read (each backend's header says
@@ -8,13 +8,13 @@
 // every other candidate: the rows the accept read are carried there (`ahead`) and taken only when
 // nothing was written since (compile.ts CandidatesReadAhead), else read again.
 import { ID_PREFIX } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
 import { readableWayConditions } from "../../access/policy";
+import { wayFilters } from "../../vector/metadata";
 import { MAX_TOP_K, type VectorAsk, VectorBackendError } from "../../vector/types";
-import { candidateRowsAmong, readAhead, type VectorSimilarities } from "../memory/compile";
-import { wayFilters } from "./metadata";
+import { candidateRowsAmong, readAhead, type VectorSimilarities } from "./compile";
 
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;
