@@ -105,7 +105,7 @@ it("profile", async () => {
         hybrid: () => vectorHits(rt, db, caller, { query: q }),
         "hybrid, hits read again": async () => {
           const [v] = await rt.embedder!.embed([q]);
-          const hits = await rt.index!.query(v, 100, (ids) => candidateRowsAmong(db, caller, undefined, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, undefined)));
+          const hits = await rt.index!.query(v, 100, (ids) => candidateRowsAmong(db, caller, {}, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, {})));
           return { similarities: new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])) };
         },
       };

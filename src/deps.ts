@@ -11,7 +11,8 @@ import { modelDeps } from "./vector/runtime";
 /** Guards every purge consults: an active legal hold covering the observation blocks it (409). */
 export const PURGE_GUARDS: readonly PurgeGuard[] = [legalHoldPurgeGuard];
 
-export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "ID_REGISTRY" | "EMBEDDING_PROVIDER" | "VECTOR_INDEX" | "EXTRACTION_PROVIDER" | "AI" | "VECTORIZE">): OrgDeps => ({
+export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "ID_REGISTRY" | "EMBEDDING_PROVIDER" | "VECTOR_INDEX" | "EXTRACTION_PROVIDER" | "AI" | "VECTORIZE" |
+  "EMBEDDING_URL" | "EMBEDDING_MODEL" | "EMBEDDING_DIMENSIONS" | "EMBEDDING_API_KEY" | "EMBEDDING_SIMILARITY_FLOOR">): OrgDeps => ({
   sendWebhook: env.WEBHOOK_SENDER === "offline" ? offlineSender : fetchSender,
   purgeGuards: PURGE_GUARDS,
   registry: durableRegistry(env.ID_REGISTRY),

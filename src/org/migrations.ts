@@ -943,4 +943,16 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       ALTER TABLE operator_accounts ADD COLUMN disabled_at TEXT;
     `,
   },
+  {
+    // Event time: when what an observation records happened (given on append, default its created_at),
+    // and a claim's, the latest of its sources' (set at consolidation). Rows written before have no
+    // other time to go by: they take their created_at. Every writer sets it from here on.
+    name: "0030_event_time",
+    sql: `
+      ALTER TABLE observations ADD COLUMN occurred_at TEXT;
+      UPDATE observations SET occurred_at = created_at;
+      ALTER TABLE claims ADD COLUMN occurred_at TEXT;
+      UPDATE claims SET occurred_at = created_at;
+    `,
+  },
 ];

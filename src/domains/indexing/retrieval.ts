@@ -1,6 +1,6 @@
 // Vector candidates for compile: the query's nearest claim ids and similarities, found by authorized
 // kNN. The index takes the top k among the claims the caller could receive as candidates (compile.ts
-// candidateRowsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
+// candidateRowsAmong: retrievable, current, under compile's filters), never the organization-wide top k
 // filtered afterwards, so neither which hits come back nor their scores depend on a record the caller
 // cannot read. Ranking then re-authorizes the hits inside compile's transaction through the same filter
 // as every other candidate: the rows the accept read are carried there (`ahead`) and taken
@@ -10,7 +10,7 @@ import type { Db } from "../../org/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
 import { MAX_TOP_K, VectorBackendError } from "../../vector/types";
-import { candidateRowsAmong, readAhead, type VectorSimilarities } from "../memory/compile";
+import { type CandidateFilter, candidateRowsAmong, readAhead, type VectorSimilarities } from "../memory/compile";
 
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;
@@ -19,7 +19,7 @@ export const VECTOR_CANDIDATES = MAX_TOP_K;
  * Nearest ids with their cosine similarity, and the rows the accept read for them; null when vectors
  * were not used for this query.
  */
-export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: { query?: string; kinds?: string[] }): Promise<VectorSimilarities | null> {
+export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: CandidateFilter & { query?: string }): Promise<VectorSimilarities | null> {
   if (!f.query?.trim() || !hasVectors(rt)) return null;
   try {
     const [q] = await rt.embedder.embed([f.query]);
@@ -27,8 +27,8 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: {
     // is near it (every cosine is 0, and the "nearest" would be the smallest ids). Vectors were asked
     // and found nothing; nothing joins the candidates.
     if (!q.some((x) => x !== 0)) return { similarities: new Map() };
-    const ahead = readAhead(db, caller, f.kinds);
-    const accept = (ids: string[]) => candidateRowsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), ahead);
+    const ahead = readAhead(db, caller, f);
+    const accept = (ids: string[]) => candidateRowsAmong(db, caller, f, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), ahead);
     const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
     // Only claims that point the query's way are near it: a cosine of 0 or less says nothing in common.
     return { similarities: new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])), ahead };

@@ -1,7 +1,7 @@
 // Compile ranking's scoring, pure: no database, no caller. Compile (./compile.ts) reads its candidates
 // and their neighbours and hands them here; channel compile (rankTexts) feeds released snapshots. Each
-// candidate gets a score from lexical relevance, its context, subject/project match, trust, recency
-// and past feedback; the pack takes them greedily by score into the token budget. Deterministic: equal
+// candidate gets a score from lexical relevance, its context, vector similarity, trust, recency and
+// past feedback (subject_id, project_id and kinds are filters, applied before anything is scored); the pack takes them greedily by score into the token budget. Deterministic: equal
 // input gives the same pack (ties break on newest claim first). Every statistic comes from shared
 // claims only (records.ts sharedTermStats) or, for channel compile, from the served snapshots.
 //
@@ -25,9 +25,8 @@ import { bm25, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type
 import { estimateTokens } from "./tokens";
 
 /**
- * Candidates per scoped way in (subject, project, or the newest claims without a query): 2.5 times the
- * largest pack (max_items 200). Was 1000; at 500 recall was unchanged and compile in a 10,000-claim
- * organization faster by a fifth (docs/BENCHMARKS.md).
+ * Candidates of a compile without a query (the newest claims that pass the filters): 2.5 times the
+ * largest pack (max_items 200); docs/BENCHMARKS.md.
  */
 export const CANDIDATE_LIMIT = 500;
 /**
@@ -59,8 +58,6 @@ export const WEIGHTS = {
   contextWindowMinutes: 60,
   /** ...and worth this factor less per step of distance beyond the first. */
   contextDecay: 0.5,
-  subject: 0.3,
-  project: 0.2,
   trust: 0.15,
   recency: 0.1,
   recencyHalfLifeDays: 30,
@@ -247,8 +244,6 @@ export function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lex
       WEIGHTS.lexical * (lexical.get(c.seq) ?? 0) +
       WEIGHTS.context * contextOf(c) +
       WEIGHTS.vector * vectorScore(c) +
-      (f.subject_id && c.subject_id === f.subject_id ? WEIGHTS.subject : 0) +
-      (f.project_id && c.project_id === f.project_id ? WEIGHTS.project : 0) +
       WEIGHTS.trust * (TRUST_LEVELS.indexOf(c.trust as Trust) / maxTrust) +
       WEIGHTS.recency * Math.pow(0.5, ageDays / WEIGHTS.recencyHalfLifeDays) +
       WEIGHTS.feedback * feedback +

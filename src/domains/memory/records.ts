@@ -44,6 +44,8 @@ export interface ObservationRow {
   visibility: string;
   author_id: string;
   created_at: string;
+  /** When what it records happened (event time); its created_at unless the writer said otherwise. */
+  occurred_at: string;
   purged_at: string | null;
   /** Set by retention apply: out of every retrieval until a legal hold restores it. */
   retention_excluded_at?: string | null;
@@ -69,6 +71,8 @@ export interface ClaimRow {
   author_id: string;
   created_at: string;
   updated_at: string;
+  /** Event time: the latest of its source observations' occurred_at (fixed at insert). */
+  occurred_at: string;
   /** Set by retention apply: out of every retrieval until a legal hold restores it. */
   retention_excluded_at?: string | null;
   /** Copied from the project at insert (null: no workspace); read by the one read predicate. */
@@ -140,14 +144,17 @@ export function newRecordId(db: Db, write: WriteScope, prefix: RecordPrefix): st
   return recordIdFor(orgId, prefix);
 }
 
-/** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
-export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id">): Touched {
+/**
+ * A new observation, or a restored one (import) with its own id, timestamps and tombstone. Without an
+ * event time it happened when it was written (occurred_at = created_at).
+ */
+export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id" | "occurred_at"> & { occurred_at?: string | null }): Touched {
   db.run(
     `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
-       source_ref, trust, visibility, author_id, created_at, purged_at, workspace_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?))`,
+       source_ref, trust, visibility, author_id, created_at, occurred_at, purged_at, workspace_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?))`,
     o.observation_id, o.subject_id, o.project_id, o.kind, o.content, o.content_hash, o.source_type,
-    o.source_ref, o.trust, o.visibility, o.author_id, o.created_at, o.purged_at, o.project_id,
+    o.source_ref, o.trust, o.visibility, o.author_id, o.created_at, o.occurred_at ?? o.created_at, o.purged_at, o.project_id,
   );
   return created(o.observation_id);
 }
@@ -182,16 +189,20 @@ export function restoreObservations(db: Db, ids: string[]): Touched {
 
 export const getClaim = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id);
 
-export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id">;
+/** A claim to write; without occurred_at, it is the latest of its source observations' (else its created_at). */
+export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id" | "occurred_at"> & { occurred_at?: string };
 
 /** A claim with its sources in order, and its full-text index entry. Also reports its write position (seq). */
 export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: string; relation: string }[]): Touched & { seq: number } {
   const { seq, workspace_id } = db.first<{ seq: number; workspace_id: string | null }>(
     `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
-       valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at, workspace_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?)) RETURNING seq, workspace_id`,
+       valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at, occurred_at, workspace_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+       coalesce(?, (SELECT max(occurred_at) FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))), ?),
+       (SELECT workspace_id FROM projects WHERE project_id = ?)) RETURNING seq, workspace_id`,
     c.claim_id, c.subject_id, c.project_id, c.kind, c.statement, c.status, c.visibility, c.trust, c.version,
-    c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at, c.project_id,
+    c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at,
+    c.occurred_at ?? null, JSON.stringify(sources.map((s) => s.observation_id)), c.created_at, c.project_id,
   )!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
   // The statement's terms, as claims_fts holds them: ranking and search read these, never re-tokenize.
