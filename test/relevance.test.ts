@@ -298,11 +298,11 @@ describe("event time (occurred_at)", () => {
     expect(refused.json.error.message).toMatch(/^Line 1: Invalid field "occurred_at": must not be more than 5 minutes in the future/);
   });
 
-  it("0030_event_time gives existing observations and claims their created_at", async () => {
+  it("0031_event_time gives existing observations and claims their created_at", async () => {
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o: OrgStore) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
-      const upTo = ORG_MIGRATIONS.findIndex((m) => m.name === "0030_event_time");
+      const upTo = ORG_MIGRATIONS.findIndex((m) => m.name === "0031_event_time");
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, upTo));
       o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref, trust,
           visibility, author_id, created_at, purged_at) VALUES ('obs_1', 's', NULL, 'note', 'x', 'h', 't', NULL, 'medium', 'team', 'prn_a', '2024-01-02T00:00:00.000Z', NULL)`);

@@ -947,7 +947,7 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     // Event time: when what an observation records happened (given on append, default its created_at),
     // and a claim's, the latest of its sources' (set at consolidation). Rows written before have no
     // other time to go by: they take their created_at. Every writer sets it from here on.
-    name: "0030_event_time",
+    name: "0031_event_time",
     sql: `
       ALTER TABLE observations ADD COLUMN occurred_at TEXT;
       UPDATE observations SET occurred_at = created_at;
