@@ -6,6 +6,9 @@
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { rankRelevant } from "../src/domains/memory/compile";
+import { stemsOf, storedTerm } from "../src/domains/memory/fts";
+import { changeClaim, sharedTermStats } from "../src/domains/memory/records";
+import type { Db } from "../src/org/db";
 import { loadCaller } from "../src/domains/identity/store";
 import { hashKey } from "../src/auth/credentials";
 import { clock } from "../src/http/clock";
@@ -60,15 +63,20 @@ describe("compile's filters are GET /v1/memories' filters", () => {
       u7project: await claimIn(org.api_key, "user-7", project, "tea supplier for the project is in Darjeeling"),
       u42project: await claimIn(org.api_key, "user-42", project, "the project's tea budget is small", "decision"),
     };
-    return { org, project, c };
+    // More about user-7, so that "tea" is a telling word among user-7's claims too (ranking weighs words by
+    // the filtered subject's claims: one that half of them hold selects no candidates on its own).
+    const rest7: string[] = [];
+    for (const statement of ["likes jazz records", "lives in Porto", "plays chess on sundays", "owns a red bicycle"])
+      rest7.push(await claim(org.api_key, "user-7", statement));
+    return { org, project, c, rest7 };
   }
 
   it("packs only claims about the subject, in the project, of the kinds: with and without a query", async () => {
-    const { org, project, c } = await seeded();
+    const { org, project, c, rest7 } = await seeded();
     const q = (body: Record<string, unknown>) => compile(org.api_key, { token_budget: 5000, ...body });
     expect((await q({ query: "tea morning", subject_id: "user-7" })).status).toBe(201);
     expect(ids(await q({ query: "tea morning", subject_id: "user-7" })).sort()).toEqual([c.u7, c.u7decision, c.u7project].sort());
-    expect(ids(await q({ subject_id: "user-7" })).sort()).toEqual([c.u7, c.u7decision, c.u7project].sort());
+    expect(ids(await q({ subject_id: "user-7" })).sort()).toEqual([c.u7, c.u7decision, c.u7project, ...rest7].sort());
     expect(ids(await q({ query: "tea", project_id: project })).sort()).toEqual([c.u7project, c.u42project].sort());
     expect(ids(await q({ query: "tea", subject_id: "user-42", project_id: project }))).toEqual([c.u42project]);
     expect(ids(await q({ query: "tea", kinds: ["decision"] })).sort()).toEqual([c.u7decision, c.u42project].sort());
@@ -79,7 +87,7 @@ describe("compile's filters are GET /v1/memories' filters", () => {
   });
 
   it("selects the same claims as the memories list under the same filters", async () => {
-    const { org, project, c } = await seeded();
+    const { org, project, c, rest7 } = await seeded();
     const filters: Record<string, string>[] = [
       { subject_id: "user-7" }, { project_id: project }, { subject_id: "user-42", project_id: project }, { kind: "decision" },
       { subject_id: "user-7", kind: "fact" }, { project_id: "~" }, { subject_id: "" },
@@ -99,6 +107,7 @@ describe("compile's filters are GET /v1/memories' filters", () => {
       expect(ids(packed).sort(), JSON.stringify(f)).toEqual(list.json.data.items.map((i: { claim_id: string }) => i.claim_id).sort());
     }
     expect(Object.values(c)).toHaveLength(6);
+    expect(rest7).toHaveLength(4);
   });
 
   it("filters vector hits too: a claim of another subject near the query never enters", async () => {
@@ -312,6 +321,90 @@ describe("event time (occurred_at)", () => {
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, upTo + 1));
       expect(o.db.first("SELECT occurred_at FROM observations")).toEqual({ occurred_at: "2024-01-02T00:00:00.000Z" });
       expect(o.db.first("SELECT occurred_at FROM claims")).toEqual({ occurred_at: "2024-01-03T00:00:00.000Z" });
+    });
+  });
+});
+
+/** The per-subject statistics recomputed from the claims themselves: shared claims (team, no workspace, not excluded) only. */
+function recomputedSubjectStats(db: Db) {
+  const terms = new Map<string, number>();
+  const corpus = new Map<string, { claims: number; tokens: number }>();
+  for (const c of db.all<{ subject_id: string; statement: string }>(
+    "SELECT subject_id, statement FROM claims WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL")) {
+    const stems = stemsOf(c.statement).map(storedTerm);
+    const k = corpus.get(c.subject_id) ?? { claims: 0, tokens: 0 };
+    corpus.set(c.subject_id, { claims: k.claims + 1, tokens: k.tokens + stems.length });
+    for (const t of new Set(stems)) terms.set(`${c.subject_id}|${t}`, (terms.get(`${c.subject_id}|${t}`) ?? 0) + 1);
+  }
+  return { terms: Object.fromEntries([...terms].sort()), corpus: Object.fromEntries([...corpus].sort()) };
+}
+const storedSubjectStats = (db: Db) => ({
+  terms: Object.fromEntries(db.all<{ k: string; claims: number }>("SELECT subject_id || '|' || term AS k, claims FROM claim_subject_terms WHERE claims > 0 ORDER BY k")
+    .map((r) => [r.k, r.claims])),
+  corpus: Object.fromEntries(db.all<{ subject_id: string; claims: number; tokens: number }>(
+    "SELECT subject_id, claims, tokens FROM claim_subject_corpus WHERE claims > 0 ORDER BY subject_id").map((r) => [r.subject_id, { claims: r.claims, tokens: r.tokens }])),
+});
+
+describe("per-subject ranking statistics", () => {
+  it("count each subject's shared claims in the writer's transaction: team only, out with retention, back when restored", async () => {
+    const org = await newOrg();
+    await claim(org.api_key, "user-7", "Caroline went to the pottery class with Caroline's sister");
+    await claim(org.api_key, "user-7", "Caroline paints sunsets");
+    const excluded = await claim(org.api_key, "user-7", "Caroline adopted a dog");
+    await claim(org.api_key, "user-7", "Caroline keeps a private journal", { visibility: "private" });
+    await claim(org.api_key, "user-99", "Jon opened a dance studio");
+    await inOrg(org.org_id, (o) => {
+      expect(storedSubjectStats(o.db)).toEqual(recomputedSubjectStats(o.db));
+      (o as unknown as { ctx: DurableObjectState }).ctx.storage.transactionSync(() => changeClaim(o.db, excluded, { retention_excluded_at: clock.nowIso() }));
+      expect(storedSubjectStats(o.db)).toEqual(recomputedSubjectStats(o.db));
+      expect(storedSubjectStats(o.db).corpus["user-7"].claims).toBe(2);
+      (o as unknown as { ctx: DurableObjectState }).ctx.storage.transactionSync(() => changeClaim(o.db, excluded, { retention_excluded_at: null }));
+      expect(storedSubjectStats(o.db)).toEqual(recomputedSubjectStats(o.db));
+      // A compile filtered to user-7 weighs "caroline" by user-7's claims (held by all: common), not the organization's (rare).
+      const subject = sharedTermStats(o.db, ["carolin"], "user-7");
+      const whole = sharedTermStats(o.db, ["carolin"]);
+      expect([subject.rows, subject.held("carolin")]).toEqual([3, 3]);
+      expect([whole.rows, whole.held("carolin")]).toEqual([4, 3]);
+      // A subject without shared claims ranks by the organization's statistics.
+      expect(sharedTermStats(o.db, ["carolin"], "nobody").rows).toBe(4);
+    });
+  });
+
+  it("compile filtered to a subject weighs words by that subject's claims: a word all of them hold selects nothing", async () => {
+    const org = await newOrg();
+    const others = async () => {
+      for (const statement of ["ships the parcel on monday", "reviews the quarterly report", "waters the office plants"])
+        await claim(org.api_key, "user-99", statement);
+    };
+    const paints = await claim(org.api_key, "user-7", "Caroline paints sunsets");
+    await others();
+    const swims = await claim(org.api_key, "user-7", "Caroline swims at dawn");
+    await others();
+    const pottery = await claim(org.api_key, "user-7", "Caroline went to a pottery class");
+    // Across the organization "caroline" is rare (3 of 9 claims): it selects, and every claim holding it is packed.
+    expect(ids(await compile(org.api_key, { query: "caroline pottery" })).sort()).toEqual([paints, swims, pottery].sort());
+    // Among user-7's claims every one holds it, so it tells nothing there: only the pottery claim is relevant.
+    expect(ids(await compile(org.api_key, { query: "caroline pottery", subject_id: "user-7" }))).toEqual([pottery]);
+  });
+
+  it("0032_subject_statistics backfills them from the index", async () => {
+    await inOrg(`migration-test-${crypto.randomUUID()}`, async (o: OrgStore) => {
+      const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
+      await storage.deleteAll();
+      const at = ORG_MIGRATIONS.findIndex((m) => m.name === "0032_subject_statistics");
+      migrate(o.db, storage, ORG_MIGRATIONS.slice(0, at));
+      const rows: [string, string, string, string | null][] = [["s1", "billing invoices billing", "team", null], ["s1", "the invoices are late", "team", null],
+        ["s2", "invoices for s2", "team", null], ["s1", "a private invoices note", "private", null], ["s2", "excluded invoices", "team", "2026-01-01T00:00:00.000Z"]];
+      rows.forEach(([subject, statement, visibility, excludedAt], i) => {
+        o.db.run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
+            valid_to, superseded_by, disputes, author_id, created_at, updated_at, retention_excluded_at, occurred_at)
+          VALUES (?, ?, NULL, 'fact', ?, 'active', ?, 'medium', 1, 't', NULL, NULL, '[]', 'prn_a', 't', 't', ?, 't')`,
+        `claim_${i}`, subject, statement, visibility, excludedAt);
+        o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims WHERE claim_id = ?", `claim_${i}`);
+      });
+      migrate(o.db, storage, ORG_MIGRATIONS.slice(0, at + 1));
+      expect(storedSubjectStats(o.db)).toEqual(recomputedSubjectStats(o.db));
+      expect(storedSubjectStats(o.db).corpus).toEqual({ s1: { claims: 2, tokens: 7 }, s2: { claims: 1, tokens: 3 } });
     });
   });
 });

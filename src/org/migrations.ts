@@ -955,4 +955,38 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       UPDATE claims SET occurred_at = created_at;
     `,
   },
+  {
+    // The shared statistics per subject (records.ts sharedTermStats): a compile filtered to one subject
+    // weighs a word by how many of that subject's shared claims (team, no workspace, not excluded by
+    // retention) hold it. Backfilled from claims_fts, as 0019 built the organization's.
+    name: "0032_subject_statistics",
+    sql: `
+      CREATE TABLE claim_subject_terms (
+        subject_id TEXT NOT NULL,
+        term TEXT NOT NULL,                 -- claims_fts term (stored form)
+        claims INTEGER NOT NULL,            -- the subject's shared claims holding it
+        PRIMARY KEY (subject_id, term)
+      ) WITHOUT ROWID;
+      CREATE TABLE claim_subject_corpus (
+        subject_id TEXT PRIMARY KEY,
+        claims INTEGER NOT NULL,            -- the subject's shared claims
+        tokens INTEGER NOT NULL             -- their terms, counted with repeats
+      ) WITHOUT ROWID;
+      CREATE VIRTUAL TABLE backfill_subject_instances USING fts5vocab(claims_fts, 'instance');
+      CREATE TABLE backfill_subject_shared AS SELECT seq, subject_id FROM claims
+        WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL;
+      -- fts5vocab can only be scanned: one pass, filtered by IN.
+      CREATE TABLE backfill_subject_doc_terms AS SELECT doc, term, count(*) AS n FROM backfill_subject_instances
+        WHERE doc IN (SELECT seq FROM backfill_subject_shared) GROUP BY doc, term;
+      INSERT INTO claim_subject_terms (subject_id, term, claims)
+        SELECT s.subject_id, d.term, count(*) FROM backfill_subject_doc_terms d JOIN backfill_subject_shared s ON s.seq = d.doc
+         GROUP BY s.subject_id, d.term;
+      INSERT INTO claim_subject_corpus (subject_id, claims, tokens)
+        SELECT s.subject_id, count(*), coalesce(sum(t.n), 0) FROM backfill_subject_shared s
+          LEFT JOIN (SELECT doc, sum(n) AS n FROM backfill_subject_doc_terms GROUP BY doc) t ON t.doc = s.seq GROUP BY s.subject_id;
+      DROP TABLE backfill_subject_doc_terms;
+      DROP TABLE backfill_subject_shared;
+      DROP TABLE backfill_subject_instances;
+    `,
+  },
 ];

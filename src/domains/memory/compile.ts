@@ -388,7 +388,8 @@ export interface Ranking {
  */
 export function rankRelevant(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): Ranking {
   const words = rankingTerms(f.query);
-  const stats = sharedTermStats(db, words.flatMap(phraseStems));
+  // Filtered to one subject, words weigh by how rare they are among that subject's shared claims.
+  const stats = sharedTermStats(db, words.flatMap(phraseStems), f.subject_id);
   mark("term statistics");
   const terms = weightTerms(stats, words);
   const selecting = selectingTerms(terms, stats.rows);

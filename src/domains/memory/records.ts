@@ -210,7 +210,7 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
   const terms = stemsOf(c.statement).map(storedTerm);
   db.run("UPDATE claim_ranking SET stems = ? WHERE seq = ?", terms.join(" "), seq);
   // Workspace records are readable by the workspace's members only: they stay out of the statistics.
-  if (isShared({ visibility: c.visibility, workspace_id })) countSharedTerms(db, terms, 1);
+  if (isShared({ visibility: c.visibility, workspace_id })) countSharedTerms(db, c.subject_id, terms, 1);
   sources.forEach((s, position) =>
     db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
       c.claim_id, position, s.observation_id, s.relation));
@@ -244,14 +244,14 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
   // Retention exclusion takes a team claim out of the shared statistics (nobody may retrieve it);
   // restoring it puts it back.
   if ("retention_excluded_at" in change) {
-    const was = db.first<Pick<ClaimRow, "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
-      `SELECT c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
+    const was = db.first<Pick<ClaimRow, "subject_id" | "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
+      `SELECT c.subject_id, c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
          LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ?`, claimId);
     if (was) {
       const before = isShared(was);
       const after = isShared({ ...was, retention_excluded_at: change.retention_excluded_at });
       const terms = was.stems != null ? (was.stems ? was.stems.split(" ") : []) : stemsOf(was.statement).map(storedTerm);
-      if (before !== after) countSharedTerms(db, terms, after ? 1 : -1);
+      if (before !== after) countSharedTerms(db, was.subject_id, terms, after ? 1 : -1);
     }
   }
   const sets = Object.keys(change).map((k) => `${k} = ?`);
@@ -263,27 +263,47 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
 // ---- ranking statistics -------------------------------------------------------------------------
 // bm25 and term weights count shared claims (src/access/retrieval.ts isShared), in any status: every
 // reader of the organization may retrieve those, so no score, order or count depends on a record the
-// caller cannot retrieve. Kept by insertClaim and changeClaim (retention
-// exclusion and restoration) in the writer's transaction (claims never change visibility or leave the table).
+// caller cannot retrieve. Kept for the whole organization (claim_terms, claim_corpus) and per subject
+// (claim_subject_terms, claim_subject_corpus: a compile filtered to one subject ranks by how rare a word
+// is among that subject's claims, as a ranking over that subject's records alone would) by insertClaim
+// and changeClaim (retention exclusion and restoration) in the writer's transaction (claims never
+// change visibility, subject or leave the table).
 
 /** A team claim's terms (stored form, in order) and length join (by 1) or leave (by -1) the shared statistics. */
-function countSharedTerms(db: Db, terms: string[], by: 1 | -1) {
+function countSharedTerms(db: Db, subjectId: string, terms: string[], by: 1 | -1) {
+  const distinct = JSON.stringify([...new Set(terms)]);
   db.run(
     `INSERT INTO claim_terms (term, claims) SELECT value, ? FROM json_each(?) WHERE true
-      ON CONFLICT (term) DO UPDATE SET claims = claims + excluded.claims`, by, JSON.stringify([...new Set(terms)]));
-  if (by < 0) db.run("DELETE FROM claim_terms WHERE claims <= 0 AND term IN (SELECT value FROM json_each(?))", JSON.stringify([...new Set(terms)]));
+      ON CONFLICT (term) DO UPDATE SET claims = claims + excluded.claims`, by, distinct);
+  db.run(
+    `INSERT INTO claim_subject_terms (subject_id, term, claims) SELECT ?, value, ? FROM json_each(?) WHERE true
+      ON CONFLICT (subject_id, term) DO UPDATE SET claims = claims + excluded.claims`, subjectId, by, distinct);
+  if (by < 0) {
+    db.run("DELETE FROM claim_terms WHERE claims <= 0 AND term IN (SELECT value FROM json_each(?))", distinct);
+    db.run("DELETE FROM claim_subject_terms WHERE subject_id = ? AND claims <= 0 AND term IN (SELECT value FROM json_each(?))", subjectId, distinct);
+  }
   db.run(
     `INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, ?, ?)
       ON CONFLICT (id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`, by, by * terms.length);
+  db.run(
+    `INSERT INTO claim_subject_corpus (subject_id, claims, tokens) VALUES (?, ?, ?)
+      ON CONFLICT (subject_id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`, subjectId, by, by * terms.length);
 }
 
-/** The shared statistics for the given stem keys: one indexed lookup per term, never a count. */
-export function sharedTermStats(db: Db, stems: string[]): TermStats {
-  const corpus = db.first<{ claims: number; tokens: number }>("SELECT claims, tokens FROM claim_corpus WHERE id = 1");
-  const keys = [...new Set(stems)];
-  const byTerm = new Map(db.all<{ term: string; claims: number }>(
-    "SELECT term, claims FROM claim_terms WHERE term IN (SELECT value FROM json_each(?))",
-    JSON.stringify(keys.map(storedTerm))).map((r) => [r.term, r.claims]));
+/**
+ * The shared statistics for the given stem keys: one indexed lookup per term, never a count. With a
+ * subject: that subject's shared claims alone, when it has any (else the organization's).
+ */
+export function sharedTermStats(db: Db, stems: string[], subjectId?: string): TermStats {
+  const keys = JSON.stringify([...new Set(stems)].map(storedTerm));
+  const subject = subjectId === undefined ? null
+    : db.first<{ claims: number; tokens: number }>("SELECT claims, tokens FROM claim_subject_corpus WHERE subject_id = ? AND claims > 0", subjectId);
+  const corpus = subject ?? db.first<{ claims: number; tokens: number }>("SELECT claims, tokens FROM claim_corpus WHERE id = 1");
+  const byTerm = new Map((subject
+    ? db.all<{ term: string; claims: number }>(
+      "SELECT term, claims FROM claim_subject_terms WHERE subject_id = ? AND term IN (SELECT value FROM json_each(?))", subjectId, keys)
+    : db.all<{ term: string; claims: number }>("SELECT term, claims FROM claim_terms WHERE term IN (SELECT value FROM json_each(?))", keys))
+    .map((r) => [r.term, r.claims]));
   return { rows: corpus?.claims ?? 0, tokens: corpus?.tokens ?? 0, held: (stem) => byTerm.get(storedTerm(stem)) ?? 0 };
 }
 
