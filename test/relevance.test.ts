@@ -223,6 +223,25 @@ describe("the relevance floor", () => {
     });
   });
 
+  it("admits a vector hit below the floor that holds a query word too common to select candidates", async () => {
+    const org = await newOrg();
+    // "caroline" is held by every claim (it selects nothing); "pottery" by one. `paints` is too far from
+    // the pottery claim to come in as its neighbour: only the vector query brings it in.
+    const paints = await claim(org.api_key, "s", "Caroline paints sunsets");
+    for (const statement of ["Caroline runs", "Caroline reads", "Caroline cooks"]) await claim(org.api_key, "s", statement);
+    const pottery = await claim(org.api_key, "s", "Caroline went to a pottery class");
+    const tax = await claim(org.api_key, "t", "quarterly tax filing is due");
+    await inOrg(org.org_id, (o) => {
+      const similarities = new Map([[paints, 0.1], [tax, 0.1]]);
+      const r = rankRelevant(o.db, loadCaller(o.db, hashKey(org.api_key))!, { query: "caroline pottery" }, undefined, { similarities, floor: 0.5 });
+      const ranked = r.ranked.map((x) => x.claim.claim_id);
+      expect(ranked[0]).toBe(pottery);
+      expect(ranked).toContain(paints);
+      expect(ranked).not.toContain(tax);
+      expect(r.floorRemoved).toBe(1);
+    });
+  });
+
   it("the local embedder's floor is in the model configuration, and EMBEDDING_SIMILARITY_FLOOR replaces it", async () => {
     const org = await newOrg();
     const r = await call("GET", "/v1/models/config", { key: org.api_key });

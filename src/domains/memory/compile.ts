@@ -383,8 +383,9 @@ export interface Ranking {
 /**
  * Rank a compile's candidates. `vectors`: the query's nearest claim ids with their cosine similarity
  * (hybrid compile), if any. With a query (one that has a word), a candidate is kept only with evidence
- * of relevance: it holds a query word (a lexical match, or a common-word neighbour that holds one), or
- * its vector similarity is at least `vectors.floor`. Without one, every candidate is kept.
+ * of relevance: it holds a query word (a common one too: a vector hit that holds only the name every
+ * claim of a conversation holds is as relevant as the common-word neighbours that come in lexically),
+ * or its vector similarity is at least `vectors.floor`. Without one, every candidate is kept.
  */
 export function rankRelevant(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): Ranking {
   const words = rankingTerms(f.query);
@@ -418,7 +419,7 @@ export function rankRelevant(db: Db, caller: Caller, f: CompileFilters, mark: Ph
   mark("vector candidates");
   const floor = vectors?.floor ?? null;
   const relevant = words.length === 0 ? candidates
-    : candidates.filter((c) => lexical.has(c.seq) || (floor !== null && (similarity.get(c.seq) ?? -Infinity) >= floor));
+    : candidates.filter((c) => lexical.has(c.seq) || holdsAny(stems(c), terms) || (floor !== null && (similarity.get(c.seq) ?? -Infinity) >= floor));
   const ranked = scoreCandidates(relevant, lexical, lexicalHits, pairs, f, clock.nowMs(), (c) => tokensOfBytes(c.bytes), vectorScore)
     .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
   mark("score + sort");
