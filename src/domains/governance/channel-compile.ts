@@ -34,17 +34,19 @@ export const channelCompileRoutes = [
         throw invalid(`Invalid field "audience": not an audience of this channel (${audiences.map((a) => `"${a}"`).join(", ")}).`);
       // Only the snapshot fields ranking reads (the evidence list is not parsed).
       const releases = db.all<Pick<ReleaseRow, "seq" | "release_id" | "claim_id" | "claim_version" | "created_at"> &
-        Pick<Snapshot, "statement" | "kind" | "subject_id" | "trust"> & { project_id: string | null }>(
-        `SELECT r.seq, r.release_id, r.claim_id, r.claim_version, r.created_at, json_extract(r.snapshot, '$.statement') AS statement,
-                json_extract(r.snapshot, '$.kind') AS kind, json_extract(r.snapshot, '$.subject_id') AS subject_id,
-                json_extract(r.snapshot, '$.trust') AS trust, (SELECT c.project_id FROM claims c WHERE c.claim_id = r.claim_id) AS project_id
-           FROM knowledge_releases r WHERE r.channel_id = ? AND r.status = 'active' ORDER BY r.seq`, channel.channel_id);
+        Pick<Snapshot, "statement" | "kind" | "subject_id" | "trust">>(
+        `SELECT seq, release_id, claim_id, claim_version, created_at, json_extract(snapshot, '$.statement') AS statement,
+                json_extract(snapshot, '$.kind') AS kind, json_extract(snapshot, '$.subject_id') AS subject_id,
+                json_extract(snapshot, '$.trust') AS trust
+           FROM knowledge_releases WHERE channel_id = ? AND status = 'active' ORDER BY seq`, channel.channel_id);
       const eligibility = eligibilityContext(db, releases.map((r) => r.claim_id));
+      // The released claim's project (the snapshot has none) comes with its eligibility facts.
+      const projectOf = (r: (typeof releases)[number]) => eligibility.facts.get(r.claim_id)?.project_id ?? null;
       const passes = (r: (typeof releases)[number]) => (body.subject_id === undefined || r.subject_id === body.subject_id) &&
-        (body.project_id === undefined || r.project_id === body.project_id) && (!body.kinds?.length || body.kinds.includes(r.kind as never));
+        (body.project_id === undefined || projectOf(r) === body.project_id) && (!body.kinds?.length || body.kinds.includes(r.kind as never));
       const texts = releases.filter((r) => passes(r) && ineligibility(eligibility, r, channel.min_trust) === null).map((r) => ({
         seq: r.seq, release_id: r.release_id, claim_id: r.claim_id, statement: r.statement, kind: r.kind,
-        subject_id: r.subject_id, project_id: r.project_id, trust: r.trust, status: "active", created_at: r.created_at, feedback: null,
+        subject_id: r.subject_id, project_id: projectOf(r), trust: r.trust, status: "active", created_at: r.created_at, feedback: null,
       }));
       const ranked = rankTexts(texts, { query: body.query }, clock.nowMs());
       const items = pack(ranked, body.token_budget, body.max_items);
