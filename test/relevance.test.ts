@@ -6,6 +6,7 @@
 import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { rankRelevant } from "../src/domains/memory/compile";
+import { scoreCandidates, WEIGHTS } from "../src/domains/memory/ranking";
 import { stemsOf, storedTerm } from "../src/domains/memory/fts";
 import { changeClaim, sharedTermStats } from "../src/domains/memory/records";
 import type { Db } from "../src/org/db";
@@ -340,6 +341,7 @@ describe("event time (occurred_at)", () => {
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, upTo + 1));
       expect(o.db.first("SELECT occurred_at FROM observations")).toEqual({ occurred_at: "2024-01-02T00:00:00.000Z" });
       expect(o.db.first("SELECT occurred_at FROM claims")).toEqual({ occurred_at: "2024-01-03T00:00:00.000Z" });
+      expect(o.db.first("SELECT occurred_at FROM claim_ranking")).toEqual({ occurred_at: "2024-01-03T00:00:00.000Z" });
     });
   });
 });
@@ -425,5 +427,49 @@ describe("per-subject ranking statistics", () => {
       expect(storedSubjectStats(o.db)).toEqual(recomputedSubjectStats(o.db));
       expect(storedSubjectStats(o.db).corpus).toEqual({ s1: { claims: 2, tokens: 7 }, s2: { claims: 1, tokens: 3 } });
     });
+  });
+});
+
+describe("thread: a session scores by its best-matching turn", () => {
+  const at = "2026-01-01T00:00:00.000Z";
+  const cand = (seq: number, subject: string, occurred: string | null) =>
+    ({ seq, subject_id: subject, project_id: null, trust: "medium", status: "active", created_at: at, occurred_at: occurred, feedback: null });
+
+  it("lifts a match by the best lexical score of another match of its subject whose event lies within the window", () => {
+    const best = cand(1, "s", "2023-06-20T10:00:00.000Z");
+    const inThread = cand(2, "s", "2023-06-20T10:10:00.000Z");
+    const later = cand(3, "s", "2023-06-20T11:15:00.000Z");
+    const otherSubject = cand(4, "t", "2023-06-20T10:00:00.000Z");
+    const noEventTime = cand(5, "s", null);
+    const all = [best, inThread, later, otherSubject, noEventTime];
+    const lexical = new Map([[1, 1], [2, 0.2], [3, 0.2], [4, 0.2], [5, 0.2]]);
+    const scores = new Map(scoreCandidates(all, lexical, all, new Map(), { query: "q" }, Date.parse(at), () => 1).map((r) => [r.candidate.seq, r.score]));
+    expect(scores.get(2)! - scores.get(3)!).toBeCloseTo(WEIGHTS.thread * 1, 6);
+    // 65 minutes after both matches: outside; the same minute for another subject, or no event time: nothing.
+    expect(scores.get(3)).toBe(scores.get(4));
+    expect(scores.get(3)).toBe(scores.get(5));
+    // A candidate holding no query word (only a vector hit above the floor can be one) gets none.
+    const vectorOnly = cand(6, "s", "2023-06-20T10:01:00.000Z");
+    const withIt = scoreCandidates([best, vectorOnly], new Map([[1, 1]]), [best], new Map(), { query: "q" }, Date.parse(at), () => 1);
+    const withoutBest = scoreCandidates([vectorOnly], new Map(), [], new Map(), { query: "q" }, Date.parse(at), () => 1);
+    expect(withIt.find((r) => r.candidate.seq === 6)!.score).toBe(withoutBest[0].score);
+  });
+
+  it("compile reads event times for it: of two equal matches the one in the best match's session ranks higher", async () => {
+    const org = await newOrg();
+    const said = async (statement: string, occurred_at: string) => {
+      const o = await appendOk(org.api_key, obs("s", statement, { occurred_at }));
+      return (await consolidateOk(org.api_key, "s", [{ kind: "fact", statement, sources: supports(o) }]))[0];
+    };
+    // Filler between them, so that no two matches are context of each other (written next to each other).
+    const filler = async () => { for (const f of ["the bus was late", "rain all week", "new shoes"]) await said(f, "2023-01-01T00:00:00.000Z"); };
+    await said("the pottery class made clay bowls", "2023-06-20T10:00:00.000Z");
+    await filler();
+    const sameSession = await said("she bought clay", "2023-06-20T10:05:00.000Z");
+    await filler();
+    const otherSession = await said("she bought clay", "2023-09-02T10:00:00.000Z");
+    const r = await compile(org.api_key, { query: "pottery clay bowls", subject_id: "s" });
+    const score = (id: string) => r.json.data.items.find((i: { claim_id: string }) => i.claim_id === id).score;
+    expect(score(sameSession) - score(otherSession)).toBeCloseTo(WEIGHTS.thread * 1, 2);
   });
 });

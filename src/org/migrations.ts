@@ -953,6 +953,18 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       UPDATE observations SET occurred_at = created_at;
       ALTER TABLE claims ADD COLUMN occurred_at TEXT;
       UPDATE claims SET occurred_at = created_at;
+      -- Ranking reads a candidate's event time from its claim_ranking row: the copy and its triggers take it.
+      ALTER TABLE claim_ranking ADD COLUMN occurred_at TEXT;
+      UPDATE claim_ranking SET occurred_at = (SELECT c.occurred_at FROM claims c WHERE c.seq = claim_ranking.seq);
+      DROP TRIGGER claim_ranking_on_insert;
+      DROP TRIGGER claim_ranking_on_update;
+      CREATE TRIGGER claim_ranking_on_insert AFTER INSERT ON claims BEGIN
+        INSERT INTO claim_ranking (seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, occurred_at, bytes, stems)
+          VALUES (NEW.seq, NEW.claim_id, NEW.subject_id, NEW.project_id, NEW.kind, NEW.trust, NEW.status, NEW.valid_to, NEW.retention_excluded_at, NEW.visibility, NEW.workspace_id, NEW.author_id, NEW.created_at, NEW.occurred_at, length(CAST(NEW.statement AS BLOB)), NULL);
+      END;
+      CREATE TRIGGER claim_ranking_on_update AFTER UPDATE ON claims BEGIN
+        UPDATE claim_ranking SET claim_id = NEW.claim_id, subject_id = NEW.subject_id, project_id = NEW.project_id, kind = NEW.kind, trust = NEW.trust, status = NEW.status, valid_to = NEW.valid_to, retention_excluded_at = NEW.retention_excluded_at, visibility = NEW.visibility, workspace_id = NEW.workspace_id, author_id = NEW.author_id, created_at = NEW.created_at, occurred_at = NEW.occurred_at, bytes = length(CAST(NEW.statement AS BLOB)) WHERE seq = NEW.seq;
+      END;
     `,
   },
   {

@@ -29,12 +29,12 @@ import { tokensOfBytes } from "./tokens";
  * are read from claim_ranking (one narrow row each), scoped ones from claims through its subject and
  * project indexes; only the few packed ones are read whole (`claimsAt`).
  */
-export type CandidateRow = Pick<ClaimRow, "seq" | "claim_id" | "subject_id" | "project_id" | "kind" | "trust" | "status" | "created_at"> &
+export type CandidateRow = Pick<ClaimRow, "seq" | "claim_id" | "subject_id" | "project_id" | "kind" | "trust" | "status" | "created_at" | "occurred_at"> &
   { rank: number | null; feedback: number | null; bytes: number } & Partial<StoredTerms>;
 
 /** StoredTerms of claim_ranking aliased c (a claim without stems brings its statement). */
 const storedTermsCols = "c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement";
-const scoringCols = "c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.created_at, fb.score AS feedback, NULL AS rank";
+const scoringCols = "c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.created_at, c.occurred_at, fb.score AS feedback, NULL AS rank";
 /** Of claims aliased c. */
 const candidateCols = `${scoringCols}, length(CAST(c.statement AS BLOB)) AS bytes`;
 /** Of claim_ranking aliased c, with the stored terms. */

@@ -224,7 +224,7 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
  * insertClaim adds the stems. Read only through `retrievable` (the columns keep the claims names, so
  * the one rule applies as is).
  */
-const RANKING_COPY = "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at";
+const RANKING_COPY = "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, occurred_at";
 
 /**
  * The rows where claim_ranking differs from claims (copied columns, size, presence): empty unless a
