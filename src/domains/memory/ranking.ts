@@ -54,7 +54,7 @@ export const WEIGHTS = {
   /** bm25 / best bm25, times idf-weighted query-term coverage (0..1). */
   lexical: 1.0,
   /** Times the best decayed lexical score among matching neighbours (0..1). */
-  context: 0.3,
+  context: 0.5,
   /** Neighbours: at most this many claims apart (by write order, counting claims the caller may read), same subject... */
   contextSpan: 2,
   /** ...written within this many minutes of each other... */
