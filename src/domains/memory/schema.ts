@@ -49,8 +49,9 @@ export const observationBody = z.strictObject({
   trust: trustSchema.optional().describe("How far to trust it: low, medium (default) or high; capped by the credential's trust ceiling."),
   visibility: visibility.optional().describe("Who may read it: team (default) or private (only you)."),
   project_id: id("project").optional().describe("A project_id from POST /v1/projects/resolve, to scope the evidence to one project."),
-  occurred_at: happenedAt.optional().describe("When what it records happened (ISO 8601; default: now, when it is appended). " +
-    "Its claims report the latest of their sources' occurred_at."),
+  occurred_at: happenedAt.optional().describe("When what it records happened (ISO 8601, at most 5 minutes ahead; default: when it is appended). " +
+    "Its claims report the latest of their sources' occurred_at, and compile lifts a matching claim whose occurred_at lies within 60 minutes " +
+    "of a better match about the same subject (a conversation's session scores by its best turn)."),
 });
 
 const sourceEntry = z.union([
