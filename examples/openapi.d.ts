@@ -1755,6 +1755,11 @@ export interface operations {
                     visibility?: "private" | "team";
                     /** @description A project_id from POST /v1/projects/resolve, to scope the evidence to one project. */
                     project_id?: string;
+                    /**
+                     * Format: date-time
+                     * @description When what it records happened (ISO 8601, at most 5 minutes ahead; default: when it is appended). Its claims report the latest of their sources' occurred_at, and compile lifts a matching claim whose occurred_at lies within 60 minutes of a better match about the same subject (a conversation's session scores by its best turn).
+                     */
+                    occurred_at?: string;
                 };
             };
         };
@@ -1778,6 +1783,8 @@ export interface operations {
                             /** @enum {string} */
                             visibility: "private" | "team";
                             created_at: string;
+                            /** @description When what it records happened (the append's occurred_at, else created_at) */
+                            occurred_at: string;
                         };
                         meta: {
                             request_id: string;
@@ -1805,6 +1812,8 @@ export interface operations {
                             /** @enum {string} */
                             visibility: "private" | "team";
                             created_at: string;
+                            /** @description When what it records happened (the append's occurred_at, else created_at) */
+                            occurred_at: string;
                         };
                         meta: {
                             request_id: string;
@@ -1853,6 +1862,8 @@ export interface operations {
                             visibility: "private" | "team";
                             author_id: string;
                             created_at: string;
+                            /** @description When what it records happened (the append's occurred_at, else created_at) */
+                            occurred_at: string;
                             purged: boolean;
                             purged_at: string | null;
                             already_purged: boolean;
@@ -1976,6 +1987,8 @@ export interface operations {
                                 }[];
                                 created_at: string;
                                 updated_at: string;
+                                /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+                                occurred_at: string;
                             }[];
                             /** @constant */
                             model_used: false;
@@ -2022,6 +2035,8 @@ export interface operations {
                                 }[];
                                 created_at: string;
                                 updated_at: string;
+                                /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+                                occurred_at: string;
                             }[];
                             /** @constant */
                             model_used: false;
@@ -2089,6 +2104,8 @@ export interface operations {
                             }[];
                             created_at: string;
                             updated_at: string;
+                            /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+                            occurred_at: string;
                         };
                         meta: {
                             request_id: string;
@@ -2149,6 +2166,8 @@ export interface operations {
                             }[];
                             created_at: string;
                             updated_at: string;
+                            /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+                            occurred_at: string;
                             already_revoked: boolean;
                         };
                         meta: {
@@ -2210,6 +2229,8 @@ export interface operations {
                             }[];
                             created_at: string;
                             updated_at: string;
+                            /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+                            occurred_at: string;
                             already_expired: boolean;
                         };
                         meta: {
@@ -2266,6 +2287,8 @@ export interface operations {
                                 }[];
                                 created_at: string;
                                 updated_at: string;
+                                /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+                                occurred_at: string;
                             };
                             supporting: {
                                 observation_id: string;
@@ -2285,6 +2308,8 @@ export interface operations {
                                 visibility: "private" | "team";
                                 author_id: string;
                                 created_at: string;
+                                /** @description When what it records happened (the append's occurred_at, else created_at) */
+                                occurred_at: string;
                                 purged: boolean;
                                 purged_at: string | null;
                                 /** @enum {string} */
@@ -2308,6 +2333,8 @@ export interface operations {
                                 visibility: "private" | "team";
                                 author_id: string;
                                 created_at: string;
+                                /** @description When what it records happened (the append's occurred_at, else created_at) */
+                                occurred_at: string;
                                 purged: boolean;
                                 purged_at: string | null;
                                 /** @enum {string} */
@@ -2331,6 +2358,8 @@ export interface operations {
                                 visibility: "private" | "team";
                                 author_id: string;
                                 created_at: string;
+                                /** @description When what it records happened (the append's occurred_at, else created_at) */
+                                occurred_at: string;
                                 purged: boolean;
                                 purged_at: string | null;
                                 /** @enum {string} */
@@ -2407,6 +2436,8 @@ export interface operations {
                                 }[];
                                 created_at: string;
                                 updated_at: string;
+                                /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+                                occurred_at: string;
                             }[];
                             has_more: boolean;
                             next_cursor: string | null;
@@ -2438,11 +2469,11 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description The task or question to find relevant claims for, in plain words. */
+                    /** @description The task or question to find relevant claims for, in plain words. With a query, only claims that hold one of its words, or are at least the embedder's similarity floor from it, are packed. */
                     query?: string;
-                    /** @description Prefer claims about this subject. */
+                    /** @description Only claims about this subject (as GET /v1/memories filters). */
                     subject_id?: string;
-                    /** @description Prefer claims in this project. */
+                    /** @description Only claims in this project (as GET /v1/memories filters). */
                     project_id?: string;
                     /** @description Only claims of these kinds. */
                     kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
@@ -2490,6 +2521,8 @@ export interface operations {
                                 vectors: boolean;
                                 model: boolean;
                             };
+                            /** @description Candidates the relevance floor left out: readable claims under the filters with no query word and a vector similarity below the embedder's floor (0 without a query) */
+                            floor_removed: number;
                         };
                     };
                 };
@@ -6175,8 +6208,15 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @description With a query, only snapshots that hold one of its words are served. */
                     query?: string;
                     audience?: string;
+                    /** @description Only claims about this subject (as GET /v1/memories filters). */
+                    subject_id?: string;
+                    /** @description Only claims in this project (as GET /v1/memories filters). */
+                    project_id?: string;
+                    /** @description Only claims of these kinds. */
+                    kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
                     /** @default 1000 */
                     token_budget?: number;
                     /** @default 50 */
@@ -6214,6 +6254,8 @@ export interface operations {
                                 vectors: boolean;
                                 model: boolean;
                             };
+                            /** @description Candidates the relevance floor left out: readable claims under the filters with no query word and a vector similarity below the embedder's floor (0 without a query) */
+                            floor_removed: number;
                         };
                     };
                 };
@@ -7044,10 +7086,12 @@ export interface operations {
                             read_at: string;
                             embedding: {
                                 /** @enum {string} */
-                                provider: "workers-ai" | "local" | "none";
+                                provider: "workers-ai" | "local" | "openai-compatible" | "none";
                                 model: string | null;
                                 dimensions: number | null;
                                 pooling: string | null;
+                                /** @description Compile's relevance floor: a claim this similar to the query (cosine) enters a pack without a query word; null: vectors only re-rank claims that hold one */
+                                similarity_floor: number | null;
                                 /** @enum {string} */
                                 status: "enabled" | "disabled" | "partial";
                                 /** @enum {string} */
