@@ -475,7 +475,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's webhooks with status, event filter and failure count. */
+        /** Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin. */
         get: operations["getV1Webhooks"];
         put?: never;
         /** Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned. */
@@ -554,6 +554,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC). */
+        post: operations["postV1WebhooksByIdDeliveriesByDeliveryIdRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/deliver": {
         parameters: {
             query?: never;
@@ -563,7 +580,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks. */
+        /** Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks. */
         post: operations["postV1WebhooksDeliver"];
         delete?: never;
         options?: never;
@@ -3559,6 +3576,7 @@ export interface operations {
                                 events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                                 /** @enum {string} */
                                 status: "active" | "paused" | "disabled";
+                                /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                                 failure_count: number;
                                 created_at: string;
                                 updated_at: string;
@@ -3611,6 +3629,7 @@ export interface operations {
                             events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                             /** @enum {string} */
                             status: "active" | "paused" | "disabled";
+                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                             failure_count: number;
                             created_at: string;
                             updated_at: string;
@@ -3690,6 +3709,7 @@ export interface operations {
                             events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                             /** @enum {string} */
                             status: "active" | "paused" | "disabled";
+                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                             failure_count: number;
                             created_at: string;
                             updated_at: string;
@@ -3735,6 +3755,7 @@ export interface operations {
                             events: ("observation.appended" | "claim.materialized" | "claim.superseded" | "claim.revoked" | "claim.expired" | "lease.acquired" | "handoff.created" | "handoff.accepted" | "handoff.rejected" | "release.published" | "release.revoked" | "*")[];
                             /** @enum {string} */
                             status: "active" | "paused" | "disabled";
+                            /** @description Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook */
                             failure_count: number;
                             created_at: string;
                             updated_at: string;
@@ -3781,17 +3802,72 @@ export interface operations {
                             deliveries: {
                                 id: string;
                                 event_id: string;
-                                /** @enum {string} */
-                                status: "pending" | "sending" | "delivered";
+                                /**
+                                 * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "sending" | "delivered" | "failed";
+                                /** @description Attempts made (at most 5 before a redelivery) */
                                 attempts: number;
                                 last_attempt_at: string | null;
+                                /** @description When the next attempt is due; null once delivered or failed */
                                 next_retry_at: string | null;
                                 /** @description The receiver's HTTP status; null after a network error or before the first attempt */
                                 response_status: number | null;
+                                /** @description Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC) */
+                                failure_reason: ("attempts_exhausted" | "hook_disabled" | "event_unreadable") | null;
                                 created_at: string;
                             }[];
                             has_more: boolean;
                             next_cursor: string | null;
+                        };
+                        meta: {
+                            request_id: string;
+                        };
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+            "5XX": components["responses"]["Error"];
+        };
+    };
+    postV1WebhooksByIdDeliveriesByDeliveryIdRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the `{ data, meta }` envelope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            event_id: string;
+                            /**
+                             * @description pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)
+                             * @enum {string}
+                             */
+                            status: "pending" | "sending" | "delivered" | "failed";
+                            /** @description Attempts made (at most 5 before a redelivery) */
+                            attempts: number;
+                            last_attempt_at: string | null;
+                            /** @description When the next attempt is due; null once delivered or failed */
+                            next_retry_at: string | null;
+                            /** @description The receiver's HTTP status; null after a network error or before the first attempt */
+                            response_status: number | null;
+                            /** @description Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC) */
+                            failure_reason: ("attempts_exhausted" | "hook_disabled" | "event_unreadable") | null;
+                            created_at: string;
                         };
                         meta: {
                             request_id: string;
@@ -3813,7 +3889,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    after?: string;
+                    /** @description A `cursor` this route returned, or an event id; absent or null: from the start */
+                    after?: string | null;
                     /** @default 50 */
                     limit?: number;
                 };
@@ -3828,9 +3905,11 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            /** @description Events you may read that this call scanned */
                             events_drained: number;
-                            /** @description Pass as `after` to continue */
-                            cursor: string;
+                            /** @description Names the last event drained (or echoes `after` when none was); pass as `after` to continue */
+                            cursor: string | null;
+                            /** @description Deliveries not yet sent of hooks you manage and events you may read */
                             pending_deliveries: number;
                         };
                         meta: {
@@ -6708,6 +6787,7 @@ export interface operations {
                                 cursor_after: string | null;
                                 request_id: string;
                                 created_at: string;
+                                signed: boolean | null;
                             }[];
                             has_more: boolean;
                             next_cursor: string | null;

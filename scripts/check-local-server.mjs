@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm test (first step): the served mode opens no debugger and shows no secret to other local users.
+// npm run test:e2e (first step; .ci/run runs it): the served mode opens no debugger and shows no secret to other local users.
 // Starts the local server exactly as `npm start` does (scripts/local.mjs startDev) on a free port with
 // a temporary state folder, then asserts, for the whole process tree:
 //   - none of its listening TCP ports speaks the V8 inspector protocol (/json/version, /json/list);

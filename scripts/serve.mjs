@@ -62,6 +62,8 @@ try {
       WEBAUTHN_ORIGINS: { type: "plain_text", value: `http://localhost:${port}` },
       // Marks the embedded local server: loopback browser origins may call /mcp (see README "Security").
       [LOCAL_MODE_BINDING]: { type: "plain_text", value: "true" },
+      // The webhook retry schedule, from this process's environment (npm start passes its own).
+      ...(process.env.WEBHOOK_RETRY_SCHEDULE ? { WEBHOOK_RETRY_SCHEDULE: { type: "plain_text", value: process.env.WEBHOOK_RETRY_SCHEDULE } } : {}),
       ...plainVars,
     },
     dev: {

@@ -2,6 +2,7 @@
 // npm start: install if needed, apply local migrations, serve the whole API on local workerd at
 // 127.0.0.1:${PORT:-8787} with state in ${SVC_STATE_DIR:-.wrangler/state}, and on the first run
 // create the default organization, printing its owner key and temporary password once.
+// WEBHOOK_RETRY_SCHEDULE in its environment sets the webhook retry schedule (e.g. 2s,2s,2s,2s,2s).
 // No debugger port is opened; `npm run dev` (this script with --inspect) opens one on loopback.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -10,6 +11,15 @@ import { join } from "node:path";
 
 const port = Number(process.env.PORT || 8787);
 const url = `http://127.0.0.1:${port}`;
+
+// WEBHOOK_RETRY_SCHEDULE goes to the Worker as is (scripts/serve.mjs); a malformed one is said here, not
+// later in the server's log. The Worker's grammar: a comma list of positive whole durations (ms, s, m, h, d).
+const retrySchedule = process.env.WEBHOOK_RETRY_SCHEDULE?.trim();
+if (retrySchedule && !/^0*[1-9]\d*(ms|s|m|h|d)(\s*,\s*0*[1-9]\d*(ms|s|m|h|d))*$/.test(retrySchedule)) {
+  console.error(`npm start: WEBHOOK_RETRY_SCHEDULE="${retrySchedule}" is not a comma list of durations such as 2s,2s,2s,2s,2s
+(whole numbers above 0 with ms, s, m, h or d). Nothing was changed.`);
+  process.exit(1);
+}
 
 // A busy port is said plainly, before anything is installed or the state folder is touched.
 const portProblem = await new Promise((resolve) => {

@@ -9,6 +9,7 @@
 // Every wait is on a condition of the page (no sleeps); a failure prints what the page said.
 import { spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import puppeteer from "puppeteer-core";
@@ -38,9 +39,21 @@ const ATLAS_FOR_DOCS = "atlas";
 /** Screenshot files by name. */
 const shotFiles = {};
 
-// ---- the server, exactly as a person starts it --------------------------------------------------
+// ---- a webhook receiver on loopback: refuses (500) until the test lets it accept ---------------------
+const hookCalls = [];
+let hookAccepts = false;
+const receiver = createServer(async (req, res) => {
+  let body = "";
+  for await (const chunk of req) body += chunk;
+  hookCalls.push({ delivery: req.headers["x-svc-delivery"], body });
+  res.writeHead(hookAccepts ? 204 : 500).end();
+});
+await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
+const hookUrl = `http://127.0.0.1:${receiver.address().port}/console-hook`;
+
+// ---- the server, exactly as a person starts it (webhook retries a second apart) -------------------
 const server = spawn(process.execPath, [join(root, "scripts", "start.mjs")], {
-  cwd: root, env: { ...process.env, SVC_STATE_DIR: state, PORT: String(port) }, stdio: ["ignore", "pipe", "pipe"],
+  cwd: root, env: { ...process.env, SVC_STATE_DIR: state, PORT: String(port), WEBHOOK_RETRY_SCHEDULE: "1s" }, stdio: ["ignore", "pipe", "pipe"],
 });
 let output = "";
 server.stdout.on("data", (d) => (output += d));
@@ -399,17 +412,80 @@ try {
   if (!(await call("GET", `/v1/claims/${claimId}/evidence`)).json.data.claim.valid_to) throw new Error("the confirmed expiry did not reach the API");
   log("expire: Esc on the confirmation changed nothing; confirming set valid_to");
 
-  step = "events and webhooks";
+  step = "the event feed";
   await visit("#/events", "/events");
   if (!(await page.$$eval("main tbody tr", (r) => r.length))) throw new Error("the event feed is empty");
   await checkLabels();
   await screenshot("events");
+  log("event feed listed");
+
+  step = "registering a webhook";
   await visit("#/webhooks", "/webhooks");
   await checkLabels();
-  await page.click("main tbody button");
-  await page.waitForFunction(() => /Deliveries of/.test(document.querySelector("main section h2")?.textContent ?? ""), { timeout: 20_000 });
+  const hookForm = "form[aria-label='Register a webhook']";
+  await page.type(`${hookForm} input[name=url]`, hookUrl);
+  await page.type(`${hookForm} input[name=secret]`, "console-hook-secret-0123");
+  await page.$eval(`${hookForm} input[name=events]`, (e) => (e.value = ""));
+  await page.type(`${hookForm} input[name=events]`, "observation.appended");
+  await page.click(`${hookForm} button[type=submit]`);
+  await until((url) => document.querySelector("section[aria-label=Deliveries] h2")?.textContent === `Deliveries of ${url}`,
+    "the new hook's deliveries are shown", hookUrl);
+  const consoleHook = (await must("GET", "/v1/webhooks")).webhooks.find((w) => w.url === hookUrl);
+  if (consoleHook?.status !== "active" || consoleHook.events.join() !== "observation.appended") throw new Error(`the console registered ${JSON.stringify(consoleHook)}`);
+  log("webhook registered through the form (one event kind)");
+
+  step = "a delivery that fails five times, then redelivered";
+  /** Clicks Refresh until the deliveries table satisfies `fn` (each wait is on the page; the service retries a second apart). */
+  const refreshUntil = async (fn, what, arg) => {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await clickNow("button[aria-label='Refresh deliveries']");
+      try {
+        return await page.waitForFunction(fn, { timeout: 1_500 }, arg);
+      } catch {
+        if (Date.now() > deadline) throw new Error(`${what}; the page says: ${await pageSays()}`);
+      }
+    }
+  };
+  const deliveryCells = () => [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].map((r) => [...r.cells].map((c) => c.textContent));
+  await observe("A note the console's webhook receives.");
+  await refreshUntil((cells) => {
+    const rows = [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].map((r) => [...r.cells].map((c) => c.textContent));
+    return rows.length === 1 && rows[0][2] === "failed" && rows[0][3] === "5" && rows[0][4] === "500" && rows[0][6] === "";
+  }, "the delivery shows failed after five attempts (status, attempts, response, no next retry)");
+  if (hookCalls.length !== 5 || new Set(hookCalls.map((c) => c.delivery)).size !== 1) throw new Error(`the receiver got ${JSON.stringify(hookCalls)}`);
+  await checkLabels();
   await screenshot("webhooks");
-  log("event feed and webhook deliveries listed");
+  const [failedId] = (await page.evaluate(deliveryCells))[0];
+  hookAccepts = true;
+  await clickNow(`button[aria-label='Redeliver ${failedId}']`);
+  await until((id) => document.getElementById("status").textContent.includes(`Delivery ${id} is pending again`), "the redelivery is announced", failedId);
+  await refreshUntil(() => {
+    const rows = [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].map((r) => [...r.cells].map((c) => c.textContent));
+    return rows[0]?.[2] === "delivered" && rows[0][3] === "6" && rows[0][4] === "204";
+  }, "the redelivered delivery shows delivered on its sixth attempt");
+  if (hookCalls.length !== 6 || hookCalls.some((c) => c.delivery !== failedId)) throw new Error(`the receiver got ${JSON.stringify(hookCalls)}`);
+  await screenshot("webhook-redelivered");
+  log("a failing receiver: five attempts a second apart, shown failed; redelivered from the page under the same id (delivered)");
+
+  step = "pausing, resuming and deleting a webhook";
+  await clickNow(`button[aria-label='Pause webhook ${hookUrl}']`);
+  await until((url) => document.querySelector(`button[aria-label='Resume webhook ${url}']`), "the hook offers Resume", hookUrl);
+  if ((await must("GET", "/v1/webhooks")).webhooks.find((w) => w.url === hookUrl).status !== "paused") throw new Error("the pause did not reach the API");
+  await observe("Written while the console's hook is paused.");
+  const whilePaused = (await must("GET", `/v1/webhooks/${consoleHook.webhook_id}/deliveries`)).deliveries.length;
+  await clickNow(`button[aria-label='Resume webhook ${hookUrl}']`);
+  await until((url) => document.querySelector(`button[aria-label='Pause webhook ${url}']`), "the hook offers Pause again", hookUrl);
+  await refreshUntil(() => [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].length === 2
+    && document.querySelector("section[aria-label=Deliveries] tbody tr")?.cells[2].textContent === "delivered", "the event written while paused is delivered after the resume");
+  if (whilePaused !== 1 || !hookCalls.at(-1).body.includes("user:ada")) throw new Error(`paused: ${whilePaused} deliveries; the receiver's last call: ${JSON.stringify(hookCalls.at(-1))}`);
+  await clickNow(`button[aria-label='Delete webhook ${hookUrl}']`);
+  await until(() => document.querySelector("dialog[open] button[value=confirm]"), "deletion asks to confirm");
+  await page.click("dialog[open] button[value=confirm]");
+  await until((url) => !document.querySelector(`button[aria-label='Delete webhook ${url}']`) && /deleted/.test(document.getElementById("status").textContent),
+    "the hook is gone from the list", hookUrl);
+  if ((await must("GET", "/v1/webhooks")).webhooks.some((w) => w.url === hookUrl)) throw new Error("the deleted hook is still listed by the API");
+  log("webhook paused (an event accrued), resumed (delivered), deleted after confirmation");
 
   step = "minting and revoking a key";
   await visit("#/keys", "/keys");
@@ -508,6 +584,7 @@ try {
   await browser?.close().catch(() => {});
   server.kill("SIGTERM");
   await new Promise((r) => server.exitCode === null ? server.once("exit", r) : r());
+  receiver.close();
   if (!process.argv.includes("--keep")) {
     rmSync(state, { recursive: true, force: true });
     rmSync(profile, { recursive: true, force: true });

@@ -32,7 +32,7 @@ function consoleRedirect(requestId: string, url: URL): Response {
 }
 
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
-const FORWARDED_HEADERS = ["accept", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
+const FORWARDED_HEADERS = ["accept", "cf-connecting-ip", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
 function forwardedHeaders(request: Request, url: URL): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of FORWARDED_HEADERS) {
@@ -66,7 +66,8 @@ export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = de
 
     const bodyText = await readBodyText(request);
     if (route.auth === "public")
-      return await route.edge(env, requestId, { bodyText, authorization: request.headers.get("authorization"), wait: deps.wait });
+      return await route.edge(env, requestId, { bodyText, authorization: request.headers.get("authorization"),
+        clientAddress: request.headers.get("cf-connecting-ip"), wait: deps.wait });
 
     const token = bearerToken(request.headers.get("authorization"));
     if (!token) throw new ApiError("UNAUTHENTICATED", "A Bearer svc_sk_ credential is required.");

@@ -1,10 +1,11 @@
 // Nothing a credential creates holds more than the credential (DESIGN part 3): dashboard accounts,
 // memberships and keys are bounded by the creating credential; removal disables the accounts a
 // principal created; second-factor management needs the account's own session; login attempts on one
-// username queue; workspaces are listed to their members.
+// username queue per client; workspaces are listed to their members.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/auth/credentials";
+import { UNKNOWN_CLIENT, loginClient } from "../src/domains/dashboard/throttle";
 import { clock } from "../src/http/clock";
 import { handle } from "../src/worker";
 import { call, expectError, fullAccount, inOrg, login, mintKey, newAccount, newOrg, uniqueName } from "./helpers";
@@ -151,6 +152,28 @@ describe("removal and last-key revocation disable the dashboard accounts a princ
     await expectDisabled(j);
   });
 
+  it("removing an admin revokes the keys it minted for other principals, keys others minted for them stay", async () => {
+    const org = await newOrg();
+    const a = await mintKey(org.api_key, { scopes: ["*"] });
+    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: a.principal_id, role: "admin" } })).status).toBe(201);
+    const agent = await mintKey(org.api_key, { scopes: ["*"] });
+    const planted = await mintKey(a.key, { scopes: ["*"], principal_id: agent.principal_id });
+    const ownersToo = await mintKey(org.api_key, { scopes: ["*"], principal_id: agent.principal_id });
+    expect((await call("GET", "/v1/principal", { key: planted.key })).json.data.principal_id).toBe(agent.principal_id);
+
+    const d = await call("DELETE", `/v1/memberships/${await orgMembership(org.api_key, a.principal_id)}`, { key: org.api_key });
+    expect(d.status, d.text).toBe(200);
+    expect(d.json.data).toMatchObject({ keys_revoked: 2 });
+    expectError(await call("GET", "/v1/principal", { key: planted.key }), 401, "UNAUTHENTICATED");
+    expect(await indexed(planted.key)).toBe(0);
+    for (const k of [agent, ownersToo]) expect((await call("GET", "/v1/principal", { key: k.key })).status).toBe(200);
+    const rows = await inOrg(org.org_id, (o) => o.db.all<{ key_id: string; created_by: string | null; status: string }>(
+      "SELECT key_id, created_by, status FROM api_keys WHERE principal_id = ? ORDER BY created_at, key_id", agent.principal_id));
+    expect(Object.fromEntries(rows.map((r) => [r.key_id, [r.created_by, r.status]]))).toEqual({
+      [agent.key_id]: [expect.stringMatching(/^prn_/), "active"], [planted.key_id]: [a.principal_id, "revoked"], [ownersToo.key_id]: [expect.stringMatching(/^prn_/), "active"],
+    });
+  });
+
   it("revoking the API key of a principal that keeps its own dashboard account leaves what it created alone", async () => {
     const org = await newOrg();
     const admin = await fullAccount(org.api_key, "admin");
@@ -209,15 +232,19 @@ describe("passkeys and recovery codes are managed only from a dashboard session 
   });
 });
 
-describe("parallel login attempts on one username queue behind each other", () => {
-  const attempt = async (username: string, password: string, waits: number[], moveClock: boolean) => {
+describe("parallel login attempts on one username queue behind each other, per client", () => {
+  /** One login through the Worker from `client` (its cf-connecting-ip; none: the unknown client). */
+  const attempt = async (username: string, password: string, waits: number[], moveClock: boolean, client?: string) => {
     const r = await handle(new Request("http://svc.test/v1/dashboard-sessions", {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username, password }),
+      method: "POST", headers: { "content-type": "application/json", ...(client ? { "cf-connecting-ip": client } : {}) },
+      body: JSON.stringify({ username, password }),
     }), env, { wait: async (ms) => { waits.push(ms); if (moveClock) clock.advance(ms); } });
-    return { status: r.status, text: (await r.text()).replace(/req_[0-9a-f]{32}/g, "req_") };
+    const text = await r.text();
+    return { status: r.status, stage: r.status === 201 ? JSON.parse(text).data.stage as string : undefined, text: text.replace(/req_[0-9a-f]{32}/g, "req_") };
   };
-  const failures = (username: string) =>
-    env.INDEX_DB.prepare("SELECT failures FROM login_failures WHERE username_hash = ?").bind(sha256Hex(username)).first<number>("failures");
+  const failures = (username: string, client = UNKNOWN_CLIENT) =>
+    env.INDEX_DB.prepare("SELECT failures FROM login_failures WHERE username_hash = ? AND client_hash = ?")
+      .bind(sha256Hex(username), sha256Hex(client)).first<number>("failures");
 
   it("verifies one guess per maximum delay however many connections, for known and unknown names alike", async () => {
     const org = await newOrg();
@@ -244,6 +271,46 @@ describe("parallel login attempts on one username queue behind each other", () =
     }
     expect(seen.known).toEqual({ waits: [30_000], failures: 9, audited: 1, later: [30_000] });
     expect(seen.unknown).toEqual({ waits: [30_000], failures: 9, audited: 0, later: [30_000] });
+  });
+
+  it("a stranger's failures never delay or refuse the owner's login from another client", async () => {
+    const org = await newOrg();
+    const acct = await fullAccount(org.api_key);
+    const [attacker, owner] = ["203.0.113.7", "198.51.100.20"];
+    for (let i = 0; i < 8; i++) await attempt(acct.username, "wrong password!", [], true, attacker);
+    // The attacker's queue is full: its parallel guesses get one verification 30 s ahead, the rest nothing.
+    const attackerWaits: number[] = [];
+    await Promise.all(Array.from({ length: 4 }, () => attempt(acct.username, "wrong password!", attackerWaits, false, attacker)));
+    expect(attackerWaits).toEqual([30_000]);
+    // The owner, from elsewhere, at the same moment: verified at once, full session.
+    const ownerWaits: number[] = [];
+    const ok = await attempt(acct.username, acct.password, ownerWaits, false, owner);
+    expect({ status: ok.status, stage: ok.stage, waits: ownerWaits }).toEqual({ status: 201, stage: "full", waits: [] });
+    expect(await failures(acct.username, owner)).toBeNull();
+    // The owner's success cleared only the owner's queue: the attacker still waits behind its own.
+    expect(await failures(acct.username, attacker)).toBe(9);
+    const stillQueued: number[] = [];
+    expect((await attempt(acct.username, acct.password, stillQueued, false, attacker)).status).toBe(401);
+    expect(stillQueued).toEqual([]);
+  });
+
+  it("one client's parallel guesses still queue, whichever addresses of its IPv6 /64 they come from", async () => {
+    const name = uniqueName("ghost");
+    for (let i = 0; i < 8; i++) await attempt(name, "wrong password!", [], true, "2001:db8:7:1::1");
+    const waits: number[] = [];
+    const addresses = ["2001:0db8:0007:0001:ffff::2", "2001:db8:7:1:a:b:c:d", "2001:db8:7:1::4", "2001:DB8:7:1::5"];
+    await Promise.all(addresses.map((a) => attempt(name, "wrong password!", waits, false, a)));
+    // One of them took the slot 30 s ahead and was verified; the others found the queue full.
+    expect(waits).toEqual([30_000]);
+    expect(await failures(name, "2001:db8:7:1::/64")).toBe(9);
+    // Another /64, an IPv4 client and the unknown client each start their own queue.
+    for (const other of ["2001:db8:7:2::1", "192.0.2.1", undefined]) {
+      const fresh: number[] = [];
+      expect((await attempt(name, "wrong password!", fresh, false, other)).status).toBe(401);
+      expect(fresh, other).toEqual([]);
+    }
+    expect([loginClient(undefined), loginClient(" "), loginClient("192.0.2.1"), loginClient("::ffff:192.0.2.1"), loginClient("2001:DB8::1%eth0"), loginClient("2001:db8::")])
+      .toEqual([UNKNOWN_CLIENT, UNKNOWN_CLIENT, "192.0.2.1", "192.0.2.1", "2001:db8:0:0::/64", "2001:db8:0:0::/64"]);
   });
 });
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { handle } from "../src/worker";
 import { constantTimeEqual, hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/domains/identity/passwords";
-import { delayMsAfter } from "../src/domains/dashboard/throttle";
+import { UNKNOWN_CLIENT, delayMsAfter } from "../src/domains/dashboard/throttle";
 import { sha256Hex } from "../src/auth/credentials";
 import { appendOk, call, type CallResult, expectError, fullAccount, inOrg, login, mintKey, newAccount, newOrg, obs, uniqueName } from "./helpers";
 import { type Attestation, SoftAuthenticator } from "./authenticator.mjs";
@@ -466,15 +466,16 @@ describe("recovery codes", () => {
 describe("progressive login delay", () => {
   /** Login through the Worker with a waiting function that records and moves the clock instead of sleeping. */
   const waits: number[] = [];
-  const loginAt = async (username: string, password: string) => {
+  const loginAt = async (username: string, password: string, client?: string) => {
     const r = await handle(new Request("http://svc.test/v1/dashboard-sessions", {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username, password }),
+      method: "POST", headers: { "content-type": "application/json", ...(client ? { "cf-connecting-ip": client } : {}) },
+      body: JSON.stringify({ username, password }),
     }), env, { wait: async (ms) => { waits.push(ms); clock.advance(ms); } });
     return { status: r.status, json: await r.json() as any };
   };
-  const waitOf = async (username: string, password: string) => {
+  const waitOf = async (username: string, password: string, client?: string) => {
     waits.length = 0;
-    const r = await loginAt(username, password);
+    const r = await loginAt(username, password, client);
     return { status: r.status, stage: r.json.data?.stage, wait: waits.reduce((a, b) => a + b, 0) };
   };
 
@@ -490,10 +491,12 @@ describe("progressive login delay", () => {
     // The right password still waits its turn, then a full session resets the count.
     expect(await waitOf(acct.username, acct.password)).toEqual({ status: 201, stage: "full", wait: 30000 });
     expect((await waitOf(acct.username, "wrong password!")).wait).toBe(0);
-    // The count lives in D1 under the username's SHA-256, not the name.
-    const row = await env.INDEX_DB.prepare("SELECT failures FROM login_failures WHERE username_hash = ?").bind(sha256Hex(acct.username)).first<{ failures: number }>();
+    // The count lives in D1 under the SHA-256 of the username and of the client, not the name.
+    const row = await env.INDEX_DB.prepare("SELECT failures FROM login_failures WHERE username_hash = ? AND client_hash = ?")
+      .bind(sha256Hex(acct.username), sha256Hex(UNKNOWN_CLIENT)).first<{ failures: number }>();
     expect(row?.failures).toBe(1);
-    expect(await env.INDEX_DB.prepare("SELECT count(*) AS n FROM login_failures WHERE username_hash = ?").bind(acct.username).first("n")).toBe(0);
+    expect(await env.INDEX_DB.prepare("SELECT count(*) AS n FROM login_failures WHERE username_hash = ? OR client_hash = ?")
+      .bind(acct.username, UNKNOWN_CLIENT).first("n")).toBe(0);
   });
 
   it("forgets failures after 15 quiet minutes, and counts a failed second factor", async () => {
@@ -521,6 +524,32 @@ describe("progressive login delay", () => {
     expect(await waitOf(other.username, other.password)).toMatchObject({ stage: "staged", wait: 1000 });
     expect((await as(st, "POST", "/v1/dashboard-sessions/current/recovery-code", { code: data.recovery_codes[0] })).status).toBe(201);
     expect((await waitOf(other.username, other.password)).wait).toBe(0);
+  });
+
+  it("counts a failed second factor, and resets after one, on the queue of the client that sent it", async () => {
+    const org = await newOrg();
+    const acct = await fullAccount(org.api_key);
+    const { data } = await enroll(acct.token);
+    const [here, elsewhere] = ["192.0.2.10", "198.51.100.30"];
+    const stagedFrom = async (client: string) => {
+      waits.length = 0;
+      const r = await loginAt(acct.username, acct.password, client);
+      expect(r.json.data.stage).toBe("staged");
+      return { token: r.json.data.session_token as string, wait: waits.reduce((a, b) => a + b, 0) };
+    };
+    const recover = (token: string, code: string, client: string) =>
+      call("POST", "/v1/dashboard-sessions/current/recovery-code", { key: token, body: { code }, headers: { "cf-connecting-ip": client } });
+    const first = await stagedFrom(here);
+    for (let i = 0; i < 3; i++) expectError(await recover(first.token, "bbbbb-bbbbb", here), 400, "VALIDATION_ERROR");
+    const fromElsewhere = await stagedFrom(elsewhere);
+    expect(fromElsewhere.wait).toBe(0);
+    const fromHere = await stagedFrom(here);
+    expect(fromHere.wait).toBe(1000);
+    // A full session from elsewhere leaves this client's count; one from here clears it.
+    expect((await recover(fromElsewhere.token, data.recovery_codes[0], elsewhere)).status).toBe(201);
+    expect((await stagedFrom(here)).wait).toBe(1000);
+    expect((await recover(fromHere.token, data.recovery_codes[1], here)).status).toBe(201);
+    expect((await stagedFrom(here)).wait).toBe(0);
   });
 });
 

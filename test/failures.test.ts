@@ -10,7 +10,9 @@ import type { EdgeEnv, PublicRoute } from "../src/http/route";
 import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
 import { bootstrapOrganization } from "../src/operator";
 import { handle } from "../src/worker";
-import { append, bareRequest, appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";
+import { revokeWhatPrincipalReaches } from "../src/domains/access/revocation";
+import { Db } from "../src/org/db";
+import { append, bareRequest, appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, mintKey, registryOwners, supports, uniqueName } from "./helpers";
 
 /** A D1 binding that prepares statements (lazily, as D1 does) but fails every query like an unreachable database. */
 const failingD1 = (): D1Database => {
@@ -147,6 +149,39 @@ describe("503 paths", () => {
     });
     expect(answers.request).toEqual({ ok: false, error: { code: "UNAVAILABLE", message: "Storage is unavailable." } });
     expect(answers.readiness.ok).toBe(false);
+  });
+
+  it("takes a new account back when its username row cannot be written, even if its creator was removed meanwhile", async () => {
+    const org = await newOrg();
+    const creator = await mintKey(org.api_key, { scopes: ["*"], max_trust: "high" });
+    const username = uniqueName("late");
+    const result = await runInDurableObject(orgStub(org.org_id) as unknown as DurableObjectStub, async (_o, state) => {
+      const db = new Db(state.storage.sql);
+      // The username row fails, and while it is in flight the creator leaves the organization (its cascade disables the account).
+      const failing = async () => {
+        state.storage.transactionSync(() => {
+          db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", new Date().toISOString(), creator.principal_id);
+          revokeWhatPrincipalReaches(db, creator.principal_id, "prn_test", new Date().toISOString());
+        });
+        throw new Error("D1_ERROR: Network connection lost.");
+      };
+      const statement = { bind: () => statement, first: failing, run: failing, all: failing, raw: failing };
+      const index = new Proxy(env.INDEX_DB, {
+        get: (target, key) => key === "prepare"
+          ? (sql: string) => (/INTO dashboard_usernames/.test(sql) ? statement : target.prepare(sql))
+          : Reflect.get(target, key),
+      });
+      const store = new OrgStore(state, { ...env, INDEX_DB: index } as EdgeEnv);
+      return store.dispatch({ orgId: org.org_id, requestId: "req_test", headers: {}, query: {}, params: {}, idempotencyKey: null,
+        routeId: "POST /v1/operator-accounts", keyHash: hashKey(creator.key), bodyText: JSON.stringify({ username, role: "member" }) });
+    });
+    expect(result).toEqual({ ok: false, error: { code: "UNAVAILABLE", message: "The username index is unavailable; the account was not created." } });
+    const left = await inOrg(org.org_id, (o) => ({
+      accounts: o.db.first<{ n: number }>("SELECT count(*) AS n FROM operator_accounts WHERE username = ?", username)!.n,
+      live: o.db.first<{ n: number }>("SELECT count(*) AS n FROM principals WHERE display_name = ? AND removed_at IS NULL", username)!.n,
+      audited: o.db.first<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'operator_account.removed'")!.n,
+    }));
+    expect(left).toEqual({ accounts: 0, live: 0, audited: 1 });
   });
 
   it("answers /readyz 503 NOT_READY when the index database or the org store fails", async () => {

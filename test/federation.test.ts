@@ -404,6 +404,14 @@ describe("who may pull and push", () => {
     expect(own.headers.get("x-svc-peer-signature")).toBe(sign(SECRET, own.text));
     expect(await cursor()).toBe(own.json.data.events[0].id);
     expect((await unsigned(admin.key)).status).toBe(200);
+    expect((await pull(org.api_key, id)).status).toBe(200);
+    // An unsigned pull is never mistaken for the peer's own: its log entry and audit row say so, and whose key it was.
+    const log = await call("GET", `/v1/federation/log?peer_id=${id}`, { key: org.api_key });
+    expect(log.json.data.entries.map((e: any) => e.signed)).toEqual([false, false, true]);
+    const audit = await call("GET", "/v1/audit?action=federation.pulled", { key: org.api_key });
+    const ownerId = (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id;
+    expect(audit.json.data.entries.map((e: any) => [e.actor_id, e.metadata.signed])).toEqual([
+      [ownerId, true], [admin.principal_id, false], [ownerId, false]]);
     // Suspension still holds for them.
     expect((await call("POST", `/v1/federation/peers/${id}/suspend`, { key: org.api_key, body: {} })).status).toBe(200);
     expectError(await unsigned(org.api_key), 403, "FORBIDDEN");

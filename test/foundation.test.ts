@@ -113,11 +113,11 @@ describe("pipeline", () => {
   it("derives routing from the one route table: every table route exists and needs a credential unless public", async () => {
     // An id segment matches only its record's id form (DESIGN's id table), so each gets a well-formed one.
     const prefix: Record<string, string> = { observations: "obs_", claims: "claim_", context: "ctx_", checkpoints: "chk_", keys: "key_",
-      grants: "grt_", memberships: "mbr_", leases: "lse_", handoffs: "hnd_", webhooks: "whk_", events: "evt_", projects: "prj_",
+      grants: "grt_", memberships: "mbr_", leases: "lse_", handoffs: "hnd_", webhooks: "whk_", deliveries: "dlv_", events: "evt_", projects: "prj_",
       passkeys: "pk_", policies: "pol_", "claim-approvals": "apr_", channels: "chn_", "knowledge-releases": "rel_", "legal-holds": "hold_",
       "identity-mappings": "map_", peers: "peer_", workspaces: "wsp_" };
     for (const r of ROUTES) {
-      const res = await call(r.method, r.path.replace(/([^/]+)\/:id/g, (_, c: string) => `${c}/${prefix[c] ? prefix[c] + "0".repeat(32) : "x"}`));
+      const res = await call(r.method, r.path.replace(/([^/]+)\/:[a-z_]+/g, (_, c: string) => `${c}/${prefix[c] ? prefix[c] + "0".repeat(32) : "x"}`));
       // Public: health answers, the login route refuses the missing body (never 401, 404 or 405).
       if (r.auth === "public") expect(res.status, `${r.method} ${r.path}`).toBe(r.method === "GET" ? 200 : 400);
       else expectError(res, 401, "UNAUTHENTICATED");

@@ -230,17 +230,17 @@ describe("routing: absent routes are 404, id segments match only their id form (
   const ID_OF: Record<string, string> = {
     observations: "obs_" + ZEROS, claims: "claim_" + ZEROS, context: "ctx_" + ZEROS, checkpoints: "chk_" + ZEROS,
     keys: "key_" + ZEROS, grants: "grt_" + ZEROS, memberships: "mbr_" + ZEROS, leases: "lse_" + ZEROS,
-    handoffs: "hnd_" + ZEROS, webhooks: "whk_" + ZEROS, events: "evt_" + ZEROS, projects: "prj_" + ZEROS, subjects: "any subject",
+    handoffs: "hnd_" + ZEROS, webhooks: "whk_" + ZEROS, deliveries: "dlv_" + ZEROS, events: "evt_" + ZEROS, projects: "prj_" + ZEROS, subjects: "any subject",
     passkeys: "pk_" + ZEROS, policies: "pol_" + ZEROS, "claim-approvals": "apr_" + ZEROS, channels: "chn_" + ZEROS,
     "knowledge-releases": "rel_" + ZEROS, "legal-holds": "hold_" + ZEROS, "identity-mappings": "map_" + ZEROS, peers: "peer_" + ZEROS,
     workspaces: "wsp_" + ZEROS,
   };
   const idRoutes = ROUTES.filter((r) => r.path.includes(":id"));
   const fill = (path: string, id: (collection: string) => string) =>
-    path.replace(/([^/]+)\/:id/g, (_, collection: string) => `${collection}/${encodeURIComponent(id(collection))}`);
+    path.replace(/([^/]+)\/:[a-z_]+/g, (_, collection: string) => `${collection}/${encodeURIComponent(id(collection))}`);
 
   it("knows the id form of every :id route", () => {
-    for (const r of idRoutes) expect(ID_OF[/([^/]+)\/:id/.exec(r.path)![1]], r.path).toBeDefined();
+    for (const r of idRoutes) for (const [, c] of r.path.matchAll(/([^/]+)\/:[a-z_]+/g)) expect(ID_OF[c], r.path).toBeDefined();
   });
 
   it("routes well-formed ids (401 without a credential) and answers 404 for any other id", async () => {

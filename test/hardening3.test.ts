@@ -178,14 +178,15 @@ describe("a webhook's delivery list shows only deliveries of events the caller m
     const org = await newOrg();
     await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, sendWebhook: recordingSender }; });
     const alice = await mintKey(org.api_key, { scopes: ["*"] });
-    const bob = await mintKey(org.api_key, { scopes: ["webhooks:read"] });
+    // "bob" is the owner: it manages every hook (alice's too) but cannot read alice's private event.
+    const bob = { key: org.api_key };
     const hook = await call("POST", "/v1/webhooks", { key: alice.key, body: { url: "https://hooks.example.com/a", secret, events: ["*"] } });
     expect(hook.status, hook.text).toBe(201);
     const id = hook.json.data.webhook_id as string;
     await appendOk(alice.key, obs("s", "team one"));
     await appendOk(alice.key, obs("s", "team two"));
     await appendOk(alice.key, obs("s", "private, newest", { visibility: "private" }));
-    expect((await call("POST", "/v1/webhooks/deliver", { key: org.api_key, body: {} })).status).toBe(200);
+    expect((await call("POST", "/v1/webhooks/deliver", { key: alice.key, body: {} })).status).toBe(200);
     const list = (key: string, q = "") => call("GET", `/v1/webhooks/${id}/deliveries${q}`, { key });
     const all = (await list(alice.key)).json.data.deliveries as { id: string; event_id: string }[];
     expect(all).toHaveLength(3);

@@ -32,7 +32,9 @@ export async function call(
     headers["content-type"] ??= "application/json";
   }
   const res = await SELF.fetch(`http://svc.test${path}`, { method, headers, body });
-  const text = await res.text();
+  // Bytes decoded as UTF-8, exactly what res.text() does; text() also warns on every NDJSON answer
+  // (application/x-ndjson is not a content type the runtime knows as text).
+  const text = new TextDecoder().decode(await res.arrayBuffer());
   let json: any;
   try {
     json = text ? JSON.parse(text) : undefined;
@@ -158,8 +160,8 @@ export async function registryOwners(ids: string[]): Promise<Record<string, stri
 export function orgStub(orgId: string): DurableObjectStub<OrgStore> {
   return env.ORG.get(env.ORG.idFromName(orgId)) as unknown as DurableObjectStub<OrgStore>;
 }
-export const inOrg = <R>(orgId: string, fn: (o: OrgStore) => R | Promise<R>): Promise<R> =>
-  runInDurableObject(orgStub(orgId) as unknown as DurableObjectStub, (o) => fn(o as unknown as OrgStore));
+export const inOrg = <R>(orgId: string, fn: (o: OrgStore, state: DurableObjectState) => R | Promise<R>): Promise<R> =>
+  runInDurableObject(orgStub(orgId) as unknown as DurableObjectStub, (o, state) => fn(o as unknown as OrgStore, state));
 
 /**
  * The audit chain's formula written out from the README ("Audit"), independent of the product code:
@@ -177,7 +179,7 @@ export async function readmeAuditHash(prevHash: string, e: {
 }
 
 /** A public route's request with no body, no credential and no waiting (health and readiness probes). */
-export const bareRequest = { bodyText: null, authorization: null, wait: async () => {} };
+export const bareRequest = { bodyText: null, authorization: null, clientAddress: null, wait: async () => {} };
 
 /**
  * A Db over `db`'s storage that counts the rows SQLite reads for its statements (cursor.rowsRead),

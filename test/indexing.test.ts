@@ -53,6 +53,13 @@ function production(db: import("../src/org/db").Db, orgId: string, opts: { extra
   return { ai, vectorize, rt: vectorRuntime(config, env, db, orgId) };
 }
 
+/**
+ * Moves the service's clock a day ahead for one test, so the background drain its writes arm falls due a
+ * day after real time and never fires during it: only the routes under test drain (on a loaded machine
+ * the 1 s background delay can pass between two requests). setup.ts resets the clock after each test.
+ */
+const holdBackgroundDrain = () => clock.advance(24 * 3_600_000);
+
 describe("index drain and verify on the embedded default", () => {
   it("keeps only vector hits that point the query's way (cosine above 0)", async () => {
     const { vectorHits } = await import("../src/domains/indexing/retrieval");
@@ -89,6 +96,7 @@ describe("index drain and verify on the embedded default", () => {
   });
 
   it("indexes claims, verifies them present, and compile then uses vectors", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const id = await claimOk(org.api_key, "kitchen", "the marmalade recipe uses seville oranges");
     const before = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "marmalade oranges" } });
@@ -124,6 +132,7 @@ describe("index drain and verify on the embedded default", () => {
   });
 
   it("verify pages with an opaque cursor and queues one repair per missing id", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     for (let i = 0; i < 3; i++) await claimOk(org.api_key, "s", `statement number ${i}`);
     await indexAll(org.api_key);
@@ -251,6 +260,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
 
 describe("the production backends (typed fakes of Ai and Vectorize)", () => {
   it("drains through Workers AI and Vectorize; an unreachable model or index is 503 with the queue untouched", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const a = await claimOk(org.api_key, "s", "first statement about lemons");
     const b = await claimOk(org.api_key, "s", "second statement about limes");
@@ -279,6 +289,7 @@ describe("the production backends (typed fakes of Ai and Vectorize)", () => {
   });
 
   it("verify counts asynchronous upserts as pending, not missing, until Vectorize applies them", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const a = await claimOk(org.api_key, "s", "a statement about pears");
     await inOrg(org.org_id, async (o) => {
@@ -378,6 +389,7 @@ describe("enrichment follows purges", () => {
 
 describe("the queue follows every write", () => {
   it("writes queue index rows; drain after revoke, supersede and expire removes their vectors", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const k = org.api_key;
     const [c1, c2, c3] = [await claimOk(k, "s", "one about apples"), await claimOk(k, "s", "two about pears"), await claimOk(k, "s", "three about plums")];
@@ -404,6 +416,7 @@ describe("the queue follows every write", () => {
   });
 
   it("a claim revoked while a drain awaited the model is queued again, so a later drain removes its vector", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const c = await claimOk(org.api_key, "s", "a statement about kiwis");
     await inOrg(org.org_id, async (o) => {
@@ -426,11 +439,12 @@ describe("the queue follows every write", () => {
   });
 
   it("over HTTP with Workers AI and Vectorize fakes: 503 with meta.pending and retryable, queue untouched; compile degrades", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     await claimOk(org.api_key, "s", "a statement about figs");
     const ai = new FakeAi();
     const vectorize = new FakeVectorize();
-    await inOrg(org.org_id, (o) => {
+    await inOrg(org.org_id, async (o) => {
       const bindings = { AI: ai, VECTORIZE: vectorize };
       o.deps = { ...o.deps, models: { config: readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", ...bindings }, NOW()), bindings } };
     });

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { logPage, logView } from "../src/domains/federation/store";
 import { healthRoutes } from "../src/domains/health/routes";
 import { stemsOf, storedTerm } from "../src/domains/memory/fts";
 import { rankingDrift } from "../src/domains/memory/records";
@@ -230,6 +231,56 @@ describe("migrations that backfill data", () => {
         { event_id: "evt_4", workspace_id: "wsp_1" }, { event_id: "evt_5", workspace_id: null }, { event_id: "evt_6", workspace_id: null },
         { event_id: "evt_7", workspace_id: null },
       ]);
+    });
+  });
+
+  it("0030_webhook_retries starts each hook where the organization-wide background cursor stood, never before its registration", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0030_webhook_retries"));
+      const t = "2026-01-01T00:00:00.000Z";
+      for (const [id, fromSeq] of [["whk_old", 3], ["whk_new", 20]] as const)
+        o.db.run(`INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
+          VALUES (?, 'https://h.example.com/', 's', '["*"]', 'active', 0, 'prn_a', ?, ?, ?)`, id, fromSeq, t, t);
+      o.db.run("INSERT INTO org_meta (name, value) VALUES ('webhook_cursor', '12')");
+      migrate(o.db, storage, upTo("0030_webhook_retries"));
+      expect(o.db.all("SELECT webhook_id, scanned_seq FROM webhooks ORDER BY webhook_id")).toEqual([
+        { webhook_id: "whk_new", scanned_seq: 20 }, { webhook_id: "whk_old", scanned_seq: 12 }]);
+      expect(o.db.all("SELECT name FROM org_meta WHERE name = 'webhook_cursor'")).toEqual([]);
+      expect(o.db.first("SELECT 1 AS ok FROM sqlite_master WHERE name = 'deliveries_due'")).toEqual({ ok: 1 });
+    });
+  });
+
+  it("0032_federation_log_signed marks logged pushes signed and leaves earlier pulls unknown", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0032_federation_log_signed"));
+      const t = "2026-01-01T00:00:00.000Z";
+      o.db.run(`INSERT INTO federation_peers (peer_id, endpoint, shared_secret, direction, status, created_by, created_at)
+        VALUES ('peer_1', 'https://p.example.com', 's', 'bidirectional', 'active', 'prn_a', ?)`, t);
+      for (const [id, operation] of [["flog_pull", "pull"], ["flog_push", "push"]])
+        o.db.run(`INSERT INTO federation_log (log_id, peer_id, operation, counts, request_id, created_at)
+          VALUES (?, 'peer_1', ?, '{"events":0,"success":0,"conflict":0,"rejected":0,"bundles":0}', 'req_1', ?)`, id, operation, t);
+      migrate(o.db, storage, upTo("0032_federation_log_signed"));
+      expect(logPage(o.db, "peer_1", 0, 10).map((l) => [l.log_id, logView(l).signed])).toEqual([["flog_pull", null], ["flog_push", true]]);
+    });
+  });
+
+  it("0033_webhook_failure_count starts active and paused hooks' counts again, and records why each failed delivery failed", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0033_webhook_failure_count"));
+      const t = "2026-01-01T00:00:00.000Z";
+      for (const [id, status, failures] of [["whk_active", "active", 7], ["whk_paused", "paused", 3], ["whk_disabled", "disabled", 10]] as const)
+        o.db.run(`INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
+          VALUES (?, 'https://h.example.com/', 's', '["*"]', ?, ?, 'prn_a', 0, ?, ?)`, id, status, failures, t, t);
+      for (const [id, status, attempts] of [["dlv_out", "failed", 5], ["dlv_cut", "failed", 2], ["dlv_wait", "pending", 1], ["dlv_ok", "delivered", 1]] as const)
+        o.db.run(`INSERT INTO deliveries (delivery_id, webhook_id, event_id, status, attempts, created_at) VALUES (?, 'whk_disabled', ?, ?, ?, ?)`,
+          id, `evt_${id}`, status, attempts, t);
+      migrate(o.db, storage, upTo("0033_webhook_failure_count"));
+      expect(o.db.all("SELECT webhook_id, failure_count FROM webhooks ORDER BY webhook_id")).toEqual([
+        { webhook_id: "whk_active", failure_count: 0 }, { webhook_id: "whk_disabled", failure_count: 10 }, { webhook_id: "whk_paused", failure_count: 0 }]);
+      expect(o.db.all("SELECT delivery_id, failure_reason FROM deliveries ORDER BY delivery_id")).toEqual([
+        { delivery_id: "dlv_cut", failure_reason: "hook_disabled" }, { delivery_id: "dlv_ok", failure_reason: null },
+        { delivery_id: "dlv_out", failure_reason: "attempts_exhausted" }, { delivery_id: "dlv_wait", failure_reason: null }]);
+      expect(o.db.first("SELECT 1 AS ok FROM sqlite_master WHERE name = 'deliveries_due_by_hook'")).toEqual({ ok: 1 });
     });
   });
 

@@ -327,11 +327,11 @@ describe("event time (occurred_at)", () => {
     expect(refused.json.error.message).toMatch(/^Line 1: Invalid field "occurred_at": must not be more than 5 minutes in the future/);
   });
 
-  it("0031_event_time gives existing observations and claims their created_at", async () => {
+  it("0034_event_time gives existing observations and claims their created_at", async () => {
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o: OrgStore) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
-      const upTo = ORG_MIGRATIONS.findIndex((m) => m.name === "0031_event_time");
+      const upTo = ORG_MIGRATIONS.findIndex((m) => m.name === "0034_event_time");
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, upTo));
       o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref, trust,
           visibility, author_id, created_at, purged_at) VALUES ('obs_1', 's', NULL, 'note', 'x', 'h', 't', NULL, 'medium', 'team', 'prn_a', '2024-01-02T00:00:00.000Z', NULL)`);
@@ -408,11 +408,11 @@ describe("per-subject ranking statistics", () => {
     expect(ids(await compile(org.api_key, { query: "caroline pottery", subject_id: "user-7" }))).toEqual([pottery]);
   });
 
-  it("0032_subject_statistics backfills them from the index", async () => {
+  it("0035_subject_statistics backfills them from the index", async () => {
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o: OrgStore) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
-      const at = ORG_MIGRATIONS.findIndex((m) => m.name === "0032_subject_statistics");
+      const at = ORG_MIGRATIONS.findIndex((m) => m.name === "0035_subject_statistics");
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, at));
       const rows: [string, string, string, string | null][] = [["s1", "billing invoices billing", "team", null], ["s1", "the invoices are late", "team", null],
         ["s2", "invoices for s2", "team", null], ["s1", "a private invoices note", "private", null], ["s2", "excluded invoices", "team", "2026-01-01T00:00:00.000Z"]];

@@ -52,7 +52,7 @@ async function render(): Promise<void> {
     else if (path === "/releases") await releasesPage(page, render, params);
     else if (path === "/policies") await policiesPage(page, render);
     else if (path === "/events") await eventsPage(page);
-    else if (path === "/webhooks") await webhooksPage(page);
+    else if (path === "/webhooks") await webhooksPage(page, go, params);
     else if (path === "/keys") await keysPage(page, render);
     else if (path === "/accounts") await accountsPage(page);
     else if (path === "/security") await securityPage(page, render);

@@ -138,26 +138,79 @@ export async function eventsPage(main: HTMLElement): Promise<void> {
     h("table", null, h("thead", null, h("tr", null, ["Time", "Kind", "Resource type", "Resource", "Actor"].map((t) => h("th", { scope: "col" }, t)))), rows));
 }
 
-export async function webhooksPage(main: HTMLElement): Promise<void> {
+/**
+ * Webhooks: register, pause, resume and delete hooks; `?hook=` shows one hook's deliveries with their
+ * attempts and next retry, and redelivers a failed one. Every move goes through its public route; the
+ * API's refusal is shown as it says it.
+ */
+export async function webhooksPage(main: HTMLElement, go: Go, params: URLSearchParams): Promise<void> {
   const { webhooks } = await api("GET", "/v1/webhooks");
-  const detail = h("section", { "aria-live": "polite" });
+  const chosen = webhooks.find((w: any) => w.webhook_id === params.get("hook"));
+  const here = (hookId?: string) => `#/webhooks${hookId ? `?hook=${encodeURIComponent(hookId)}` : ""}`;
+  const hookPath = (w: any) => `/v1/webhooks/${encodeURIComponent(w.webhook_id)}`;
+  /** One move: its route, then the status line and this page again; a refusal shows at the top. */
+  const move = async (work: () => Promise<string>, then = here(chosen?.webhook_id)) => {
+    try {
+      announce(await work(), true);
+      go(`${then}${then.includes("?") ? "&" : "?"}t=${Date.now()}`);
+    } catch (e) {
+      main.querySelector(":scope > .error")?.remove();
+      main.prepend(errorBox((e as Error).message));
+    }
+  };
+  const button = (label: string, name: string, onClick: () => void, kind = "secondary") =>
+    h("button", { type: "button", class: kind, "aria-label": name, on: { click: onClick } }, label);
+
+  const rows = webhooks.map((w: any) => [w.url, w.status, (w.events ?? []).join(", "), String(w.failure_count ?? 0), w.created_at,
+    h("span", { class: "inline" },
+      h("a", { href: here(w.webhook_id), "aria-label": `Deliveries of ${w.url}` }, "Deliveries"),
+      w.status === "active" ? button("Pause", `Pause webhook ${w.url}`, () => move(async () => {
+        await api("POST", `${hookPath(w)}/pause`);
+        return `Webhook ${w.url} paused: its events wait until it is resumed.`;
+      })) : null,
+      w.status === "paused" ? button("Resume", `Resume webhook ${w.url}`, () => move(async () => {
+        await api("POST", `${hookPath(w)}/resume`);
+        return `Webhook ${w.url} resumed: what waited is being delivered.`;
+      })) : null,
+      button("Delete", `Delete webhook ${w.url}`, async () => {
+        if (!(await confirmDialog("Delete webhook?", `${w.url} and its delivery records are removed; nothing more is sent to it.`, "Delete"))) return;
+        await move(async () => {
+          const r = await api("DELETE", hookPath(w));
+          return `Webhook ${w.url} deleted with ${r.deliveries_removed} delivery record${r.deliveries_removed === 1 ? "" : "s"}.`;
+        }, here());
+      }, "danger"))]);
+
+  const register = guarded(h("form", { "aria-label": "Register a webhook" },
+    field("URL (https, or http to localhost / 127.0.0.1)", "url", { type: "url", required: true, maxlength: 2048, size: 50 }),
+    field("Secret (at least 16 characters; signs every delivery, never shown again)", "secret", { type: "password", required: true, minlength: 16, maxlength: 512, autocomplete: "off" }),
+    field("Events (kinds separated by commas; * for every kind)", "events", { required: true, value: "*" }),
+    h("button", { type: "submit" }, "Register webhook")), async (v) => {
+    const events = v.events.split(",").map((e) => e.trim()).filter(Boolean);
+    const w = await api("POST", "/v1/webhooks", { body: { url: v.url, secret: v.secret, events } });
+    announce(`Webhook ${w.url} registered; it receives events from now on.`, true);
+    go(here(w.webhook_id));
+  });
+
   main.append(h("h1", null, "Webhooks"),
-    webhooks.length
-      ? table(["URL", "Status", "Events", "Failures", ""], webhooks.map((w: any) => [w.url, w.status, (w.events ?? []).join(", "), String(w.failure_count ?? 0),
-        h("button", { type: "button", class: "secondary", on: { click: async () => {
-          try {
-            const { deliveries } = await api("GET", `/v1/webhooks/${encodeURIComponent(w.webhook_id)}/deliveries`);
-            detail.replaceChildren(h("h2", null, `Deliveries of ${w.url}`),
-              deliveries.length
-                ? table(["Delivery", "Event", "Status", "Attempts", "Response", "Last attempt", "Next retry"], deliveries.map((d: any) =>
-                  [d.id, d.event_id, d.status, String(d.attempts), d.response_status == null ? "" : String(d.response_status), d.last_attempt_at ?? "", d.next_retry_at ?? ""]))
-                : h("p", null, "No deliveries yet."));
-          } catch (e) {
-            detail.replaceChildren(errorBox((e as Error).message));
-          }
-        } } }, "Deliveries")]))
-      : h("p", null, "No webhooks registered."),
-    detail);
+    webhooks.length ? table(["URL", "Status", "Events", "Failures", "Created", ""], rows) : h("p", null, "No webhooks registered."));
+  if (chosen) {
+    const { deliveries, has_more } = await api("GET", `${hookPath(chosen)}/deliveries`, { query: { limit: 200 } });
+    main.append(h("section", { "aria-label": "Deliveries" },
+      h("h2", null, `Deliveries of ${chosen.url}`),
+      h("p", { class: "muted" }, "A failed attempt is retried by the service (at most 5 attempts; Next retry says when); a failed delivery can be redelivered.",
+        has_more ? " The newest 200 are shown." : ""),
+      button("Refresh", "Refresh deliveries", () => go(`${here(chosen.webhook_id)}&t=${Date.now()}`)),
+      deliveries.length
+        ? table(["Delivery", "Event", "Status", "Attempts", "Response", "Last attempt", "Next retry", ""], deliveries.map((d: any) =>
+          [d.id, d.event_id, d.status, String(d.attempts), d.response_status == null ? "" : String(d.response_status), d.last_attempt_at ?? "",
+            d.next_retry_at ?? "",
+            d.status === "failed" && chosen.status !== "disabled" ? button("Redeliver", `Redeliver ${d.id}`, () => move(async () => {
+              await api("POST", `${hookPath(chosen)}/deliveries/${encodeURIComponent(d.id)}/retry`);
+              return `Delivery ${d.id} is pending again: it is sent at once, under the same id.`;
+            })) : ""]))
+        : h("p", null, "No deliveries yet.")));
+  }
+  main.append(h("h2", null, "Register a webhook"), register);
 }
 
 export async function keysPage(main: HTMLElement, refresh: () => void): Promise<void> {

@@ -30,3 +30,15 @@ test("npm start refuses a busy port before touching the state folder", async () 
     busy.close();
   }
 });
+
+test("npm start refuses a malformed WEBHOOK_RETRY_SCHEDULE before touching the state folder", async () => {
+  const state = join(mkdtempSync(join(tmpdir(), "svc-start-")), "state");
+  const { spawnSync } = await import("node:child_process");
+  for (const schedule of ["2", "0s,1m", "1.5s", "2s,,2s", "soon"]) {
+    const r = spawnSync(process.execPath, [new URL("../start.mjs", import.meta.url).pathname],
+      { env: { ...process.env, PORT: "0", SVC_STATE_DIR: state, WEBHOOK_RETRY_SCHEDULE: schedule }, encoding: "utf8" });
+    assert.equal(r.status, 1, schedule);
+    assert.match(r.stderr, /WEBHOOK_RETRY_SCHEDULE=".*" is not a comma list of durations such as 2s,2s,2s,2s,2s/);
+    assert.equal(existsSync(state), false);
+  }
+});

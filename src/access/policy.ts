@@ -91,11 +91,26 @@ export const isAdmin = (caller: Pick<Caller, "role">) => (ADMIN_ROLES as readonl
 export const managesShared = (caller: Pick<Caller, "principalId" | "role">, createdBy: string) =>
   createdBy === caller.principalId || isAdmin(caller);
 
-/** Does the caller hold `permission` over a target (for delegation: you may only grant what you hold)? */
+/**
+ * What the organization role alone holds over every grant target, for delegation. An owner holds
+ * everything: delegation starts there (no role reads every private record of a target, so read grants
+ * would otherwise have no origin, and an owner may mint a key for any principal anyway). An admin
+ * holds write (canWrite lets it write everywhere, workspaces included), approve and admin, but not
+ * read: it does not read others' private records by its role, so it delegates read only through a read
+ * grant of its own. Other roles hold nothing by role.
+ */
+export function roleHolds(caller: Pick<Caller, "role">, permission: Permission): boolean {
+  if (caller.role === "owner") return true;
+  return caller.role === "admin" && permission !== "read";
+}
+
+/** A grant of the caller that holds `permission` over the whole target (an organization grant, or the same target). */
+export const grantHolds = (g: HeldGrant, permission: Permission, target: GrantTarget) =>
+  g.permissions.includes(permission) && (g.type === "organization" || (g.type === target.type && g.id === target.id));
+
+/** Does the caller hold `permission` over a target (for delegation: you may only grant what you hold)? Its role, or one of its grants. */
 export function holds(caller: Caller, permission: Permission, target: GrantTarget): boolean {
-  if (isAdmin(caller)) return true;
-  return caller.grants.some((g) => g.permissions.includes(permission) &&
-    (g.type === "organization" || (g.type === target.type && g.id === target.id)));
+  return roleHolds(caller, permission) || caller.grants.some((g) => grantHolds(g, permission, target));
 }
 
 /** The caller's active grants that hold `permission` and cover the record or target. */

@@ -22,6 +22,8 @@ export interface EdgeEnv {
   MCP_ALLOWED_ORIGINS?: string;
   /** "offline": outbound webhook sends never open a connection and fail (the test environment). */
   WEBHOOK_SENDER?: string;
+  /** Waits between webhook delivery attempts, a comma list of durations (e.g. "2s,2s,2s,2s"); default SPEC's 1m,5m,30m,2h,12h. */
+  WEBHOOK_RETRY_SCHEDULE?: string;
   /** Dashboard accounts (src/domains/dashboard): the password pepper secret and the WebAuthn relying party. */
   PASSWORD_PEPPER?: string;
   /** Default "localhost"; the empty string disables passkey enrollment and assertion. */
@@ -71,6 +73,8 @@ interface RouteBase {
 export interface PublicRequest {
   bodyText: string | null;
   authorization: string | null;
+  /** The cf-connecting-ip header: the client's address, set by Cloudflare (absent in some local runs). */
+  clientAddress: string | null;
   /** Waits without CPU (scheduler.wait); tests pass one that moves the clock helper instead. */
   wait: (ms: number) => Promise<void>;
 }

@@ -21,7 +21,7 @@ export const ID_FORMS: Readonly<Record<string, (value: string) => boolean>> = {
   observations: idOf(ID_PREFIX.observation), claims: idOf(ID_PREFIX.claim), context: idOf(ID_PREFIX.context),
   checkpoints: idOf(ID_PREFIX.checkpoint), keys: idOf(ID_PREFIX.key), grants: idOf(ID_PREFIX.grant),
   memberships: idOf(ID_PREFIX.membership), leases: idOf(ID_PREFIX.lease), handoffs: idOf(ID_PREFIX.handoff),
-  webhooks: idOf(ID_PREFIX.webhook), events: idOf(ID_PREFIX.event), workspaces: idOf(ID_PREFIX.workspace),
+  webhooks: idOf(ID_PREFIX.webhook), deliveries: idOf(ID_PREFIX.delivery), events: idOf(ID_PREFIX.event), workspaces: idOf(ID_PREFIX.workspace),
   "dashboard-sessions": idOf(ID_PREFIX.session), passkeys: idOf(ID_PREFIX.passkey), policies: idOf(ID_PREFIX.policy),
   "claim-approvals": idOf(ID_PREFIX.approval), channels: idOf(ID_PREFIX.channel), "knowledge-releases": idOf(ID_PREFIX.release),
   "legal-holds": idOf(ID_PREFIX.hold),

@@ -3,7 +3,7 @@
 // with the number of records (record ownership lives in src/registry).
 
 /** The D1 migration files under schema/d1, in order (a test checks this list against the folder). */
-export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql", "0004_drop_record_owners.sql", "0005_login_slots.sql"] as const;
+export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql", "0004_drop_record_owners.sql", "0005_login_slots.sql", "0006_login_queue_per_client.sql"] as const;
 
 /**
  * Routing cache: key hash -> org id, per Worker isolate. Safe because the mapping never changes for a

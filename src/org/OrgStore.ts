@@ -36,7 +36,7 @@ export interface DispatchInput {
   idempotencyKey: string | null;
   keyHash: string;
   requestId: string;
-  /** The few request headers routes may read (lower-case names): accept, content-type, mcp-protocol-version, origin, x-svc-peer-signature, host. */
+  /** The few request headers routes may read (lower-case names): accept, cf-connecting-ip, content-type, mcp-protocol-version, origin, x-svc-peer-signature, host. */
   headers: Record<string, string>;
 }
 
@@ -215,11 +215,12 @@ export class OrgStore extends DurableObject<EdgeEnv> {
   private scheduleAlarm(atMs: number): void {
     // Hot path: an alarm already armed no later than atMs needs no storage call at all.
     if (this.armedAt != null && this.armedAt <= atMs) return;
+    // Noted at once, not when the storage answers: a later request in the same write (the outbox's, one
+    // second on) must not overwrite an earlier one (webhook delivery, due now) whose setAlarm is still
+    // on its way. Storage calls run in order, so the earliest time requested is the one that stays.
+    this.armedAt = atMs;
     this.alarmWork.push(this.ctx.storage.getAlarm().then(async (current) => {
-      if (current == null || current > atMs) {
-        await this.ctx.storage.setAlarm(atMs);
-        this.armedAt = atMs;
-      } else this.armedAt = current;
+      if (current == null || current > atMs) await this.ctx.storage.setAlarm(atMs);
     }));
   }
 

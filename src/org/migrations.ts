@@ -944,10 +944,57 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    // Webhook deliveries are retried by the service (src/domains/webhooks/delivery.ts). Each hook keeps
+    // its own position in the event log, so a paused hook resumes where it stopped: it starts where the
+    // organization-wide background cursor stood. Rows left 'pending' are retried from now on.
+    name: "0030_webhook_retries",
+    sql: `
+      ALTER TABLE webhooks ADD COLUMN scanned_seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE webhooks SET scanned_seq = max(from_seq, coalesce((SELECT CAST(value AS INTEGER) FROM org_meta WHERE name = 'webhook_cursor'), 0));
+      DELETE FROM org_meta WHERE name = 'webhook_cursor';
+      CREATE INDEX deliveries_due ON deliveries(next_retry_at) WHERE status = 'pending';
+    `,
+  },
+  {
+    // Who minted each key: removing a principal (or revoking its last credential) also revokes the keys
+    // it or the principals it created minted for other principals, which would otherwise keep its
+    // authority alive. Keys minted before this column existed keep NULL (creator unknown).
+    name: "0031_key_creators",
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN created_by TEXT;
+      CREATE INDEX api_keys_by_creator ON api_keys(created_by) WHERE created_by IS NOT NULL;
+    `,
+  },
+  {
+    // Whether each exchange was signed by the peer: an owner's or admin's "*" credential may pull
+    // unsigned (src/domains/federation/exchange.ts), and the log tells such pulls apart. Pushes are
+    // always signed; pulls logged before this column existed stay NULL (not known).
+    name: "0032_federation_log_signed",
+    sql: `
+      ALTER TABLE federation_log ADD COLUMN signed INTEGER;
+      UPDATE federation_log SET signed = 1 WHERE operation = 'push';
+    `,
+  },
+  {
+    // A hook's failure_count counts deliveries that failed for good (every attempt used); a count kept
+    // from when it counted failed attempts would disable hooks early, so active and paused hooks start
+    // again at 0 (a disabled hook keeps its count). A failed delivery records why it failed (the rows
+    // already failed either ran out of attempts or belonged to a hook that was disabled). The alarm
+    // claims each hook's earliest due retries: deliveries_due_by_hook.
+    name: "0033_webhook_failure_count",
+    sql: `
+      UPDATE webhooks SET failure_count = 0 WHERE status != 'disabled';
+      ALTER TABLE deliveries ADD COLUMN failure_reason TEXT;
+      UPDATE deliveries SET failure_reason = CASE WHEN attempts >= 5 THEN 'attempts_exhausted' ELSE 'hook_disabled' END
+        WHERE status = 'failed';
+      CREATE INDEX deliveries_due_by_hook ON deliveries(webhook_id, next_retry_at) WHERE status = 'pending';
+    `,
+  },
+  {
     // Event time: when what an observation records happened (given on append, default its created_at),
     // and a claim's, the latest of its sources' (set at consolidation). Rows written before have no
     // other time to go by: they take their created_at. Every writer sets it from here on.
-    name: "0031_event_time",
+    name: "0034_event_time",
     sql: `
       ALTER TABLE observations ADD COLUMN occurred_at TEXT;
       UPDATE observations SET occurred_at = created_at;
@@ -971,7 +1018,7 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     // The shared statistics per subject (records.ts sharedTermStats): a compile filtered to one subject
     // weighs a word by how many of that subject's shared claims (team, no workspace, not excluded by
     // retention) hold it. Backfilled from claims_fts, as 0019 built the organization's.
-    name: "0032_subject_statistics",
+    name: "0035_subject_statistics",
     sql: `
       CREATE TABLE claim_subject_terms (
         subject_id TEXT NOT NULL,

@@ -59,6 +59,10 @@ export type PurgeGuard = (db: Db, observationId: string) => string | null;
 export interface OrgDeps {
   /** The outbound webhook call. */
   sendWebhook: import("../domains/webhooks/delivery").Sender;
+  /** Waits between a delivery's attempts, in ms (WEBHOOK_RETRY_SCHEDULE, or SPEC's). */
+  webhookRetrySchedule: readonly number[];
+  /** The deliveries this object is sending now (one per object: never reclaimed while held). */
+  webhookDeliveries: import("../domains/webhooks/delivery").DeliveriesInFlight;
   /** Consulted by every observation purge, in order. */
   purgeGuards: readonly PurgeGuard[];
   /** The record-ownership registry (src/registry): import claims ids in it, writes register theirs. */

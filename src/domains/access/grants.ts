@@ -1,9 +1,10 @@
 // Grants: additive, append-and-revoke delegations of read, write, approve or admin authority over the
 // organization, a project (null: unscoped memory) or a subject. You may only grant what you hold
-// (owners and admins hold everything); the decision to refuse comes before any lookup of the target,
-// so a target you cannot reach looks exactly like a missing one. A grant re-shared from a grant you
+// (policy.ts holds: an owner everything, an admin all but read by its role, anyone what its grants
+// give); the decision to refuse comes before any lookup of the target, so a target you cannot reach
+// looks exactly like a missing one. A grant re-shared from a grant you
 // hold records it in delegated_from, and revoking a grant revokes everything delegated from it.
-import { type GrantTarget, PERMISSIONS, type Permission, holds, isAdmin } from "../../access/policy";
+import { type GrantTarget, PERMISSIONS, type Permission, grantHolds, holds, isAdmin, roleHolds } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
@@ -51,17 +52,18 @@ export const targetOf = (body: z.infer<typeof grantBody>): GrantTarget =>
 
 
 /**
- * Where a new grant's authority comes from: null for owners and admins (their role), otherwise the one
- * active grant of the caller that holds every requested permission on the target (so that revoking it
- * revokes the new grant too). Permissions held only across several grants are delegated one grant at a time.
+ * Where a new grant's authority comes from: null when the caller's role holds every requested
+ * permission (policy.ts roleHolds), otherwise the one active grant of the caller that holds every
+ * requested permission its role does not (so that revoking it revokes the new grant too). Permissions
+ * held only across several grants are delegated one grant at a time.
  */
 function delegationSource(caller: Caller, permissions: Permission[], target: GrantTarget): { from: string | null } | { missing: Permission[] } {
   const missing = permissions.filter((p) => !holds(caller, p, target));
   if (missing.length) return { missing };
-  if (isAdmin(caller)) return { from: null };
-  const source = caller.grants.find((g) => permissions.every((p) => g.permissions.includes(p)) &&
-    (g.type === "organization" || (g.type === target.type && g.id === target.id)));
-  return source ? { from: source.grantId } : { missing: permissions };
+  const fromGrant = permissions.filter((p) => !roleHolds(caller, p));
+  if (!fromGrant.length) return { from: null };
+  const source = caller.grants.find((g) => fromGrant.every((p) => grantHolds(g, p, target)));
+  return source ? { from: source.grantId } : { missing: fromGrant };
 }
 
 /** Owners and admins see every grant; others see the grants they hold or gave. */

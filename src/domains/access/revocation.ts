@@ -19,9 +19,11 @@ export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: 
 /**
  * A principal leaves the organization (or loses its last credential, see principalHasCredential): its
  * keys and the keys of every principal it created (and they created, transitively) are revoked, and so
- * are the grants it held, the grants any of them gave, and everything delegated from those; their
- * webhooks are disabled, and so are their dashboard accounts, whose sessions end at once. Answers the
- * revoked credentials' hashes (keys and sessions, for the credential index) and the counts.
+ * are the keys any of them minted for other principals (api_keys.created_by: a key planted on another
+ * principal would otherwise keep the authority alive), the grants it held, the grants any of them
+ * gave, and everything delegated from those; their webhooks are disabled, and so are their dashboard
+ * accounts, whose sessions end at once. Answers the revoked credentials' hashes (keys and sessions,
+ * for the credential index) and the counts.
  */
 export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: string, at: string) {
   const reached = db.all<{ principal_id: string }>(
@@ -29,8 +31,9 @@ export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: stri
        SELECT ? UNION SELECT p.principal_id FROM principals p JOIN made m ON p.created_by = m.principal_id)
      SELECT principal_id FROM made`, principalId).map((p) => p.principal_id);
   const keyHashes = db.all<{ key_hash: string }>(
-    `UPDATE api_keys SET status = 'revoked', revoked_at = ?
-      WHERE principal_id IN (SELECT value FROM json_each(?)) AND status = 'active' RETURNING key_hash`,
+    `UPDATE api_keys SET status = 'revoked', revoked_at = ?1
+      WHERE (principal_id IN (SELECT value FROM json_each(?2)) OR created_by IN (SELECT value FROM json_each(?2)))
+        AND status = 'active' RETURNING key_hash`,
     at, JSON.stringify(reached)).map((k) => k.key_hash);
   const roots = db.all<{ grant_id: string }>(
     `SELECT grant_id FROM grants WHERE revoked_at IS NULL AND (grantee_id = ? OR granted_by IN (SELECT value FROM json_each(?)))`,

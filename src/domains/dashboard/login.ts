@@ -1,7 +1,8 @@
 // Password login: POST /v1/dashboard-sessions, the one public route that takes a body. The front Worker
-// finds the organization through the D1 username index, takes the username's next attempt slot (counting
-// the attempt) and waits for it, then asks the organization's Durable Object (RPC `login`) to verify the password and issue a
-// session. Unknown usernames and wrong passwords get the same answer after the same work.
+// finds the organization through the D1 username index, takes the next attempt slot of the username's
+// queue for this client (throttle.ts; counting the attempt) and waits for it, then asks the
+// organization's Durable Object (RPC `login`) to verify the password and issue a session. Unknown
+// usernames and wrong passwords get the same answer after the same work.
 import { ApiError } from "../../http/errors";
 import { dataResponse, errorResponse } from "../../http/envelope";
 import type { EdgeEnv, PublicRequest } from "../../http/route";
@@ -15,7 +16,7 @@ import { DUMMY_HASH, hashPassword, pepperOf, verifyPassword } from "../identity/
 import { loginBody } from "./schema";
 import type { SessionStage } from "./stages";
 import { accountByUsername, insertSession, revokeSessions, sessionView, upgradePasswordHash } from "./store";
-import { forgiveFailure, resetFailures, takeAttemptSlot } from "./throttle";
+import { forgiveFailure, loginClient, resetFailures, takeAttemptSlot } from "./throttle";
 
 export const INVALID_LOGIN = "Invalid username or password.";
 
@@ -69,18 +70,19 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
       throw new ApiError("VALIDATION_ERROR", "POST /v1/dashboard-sessions is public: send no Authorization header.");
     const { username, password } = parseWith(loginBody, parseJsonBody(req.bodyText, false));
     const pepper = pepperOf(env);
+    const client = loginClient(req.clientAddress);
     let orgId: string | null = null;
     let wait: number | null;
     try {
       const row = await env.INDEX_DB.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?")
         .bind(username).first<{ org_id: string }>();
       orgId = row?.org_id ?? null;
-      wait = await takeAttemptSlot(env.INDEX_DB, username);
+      wait = await takeAttemptSlot(env.INDEX_DB, username, client);
     } catch (err) {
       console.error("login index failed", err);
       throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
     }
-    // Too many attempts queued on this username (known or not): the uniform answer, nothing verified.
+    // Too many attempts of this client queued on this username (known or not): the uniform answer, nothing verified.
     if (wait === null) throw new ApiError("UNAUTHENTICATED", INVALID_LOGIN);
     if (wait > 0) await req.wait(wait);
     let result: LoginResult;
@@ -92,7 +94,7 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
       result = { ok: false, error: { code: "UNAUTHENTICATED", message: INVALID_LOGIN } };
     }
     if (!result.ok) throw new ApiError(result.error.code, result.error.message);
-    await (result.session.stage === "full" ? resetFailures(env.INDEX_DB, username) : forgiveFailure(env.INDEX_DB, username))
+    await (result.session.stage === "full" ? resetFailures(env.INDEX_DB, username, client) : forgiveFailure(env.INDEX_DB, username, client))
       .catch((err) => console.error("login failure reset failed", err));
     return dataResponse(requestId, 201, result.session);
   } catch (err) {

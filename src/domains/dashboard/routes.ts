@@ -4,7 +4,7 @@
 // audits metadata only.
 import { requireAccountAuthority } from "../../access/authority";
 import { ApiError, conflict, forbidden, invalid, notFound } from "../../http/errors";
-import { type EdgeEnv, type PublicRoute, orgRoute } from "../../http/route";
+import { type PublicRoute, orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { IndexWrite, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
@@ -20,7 +20,7 @@ import {
   insertAccount, insertChallenge, insertPasskey, insertSession, passkeyByCredential, passkeyView, replaceRecoveryCodes,
   revokePasskey, revokeSessions, sessionView, setPassword, unusedRecoveryCodes, usePasskey, useRecoveryCode,
 } from "./store";
-import { countFailure, resetFailures } from "./throttle";
+import { countFailure, loginClient, resetFailures } from "./throttle";
 import {
   authenticationOptions, decodePublicKey, encodePublicKey, registrationOptions, relyingParty, verifyAssertion, verifyRegistration,
 } from "./webauthn";
@@ -47,10 +47,13 @@ function samePassword(db: Db, account: AccountRow): void {
     throw conflict("The account's password changed meanwhile; try again.");
 }
 
-/** A failed second factor: counted as a login failure for the progressive delay, then 400. */
-async function secondFactorFailed(env: EdgeEnv, account: AccountRow, message: string): Promise<never> {
+/** The login throttle's client of this request (throttle.ts loginClient). */
+const clientOf = (rc: RequestCtx) => loginClient(rc.headers["cf-connecting-ip"]);
+
+/** A failed second factor: counted as a login failure of this client for the progressive delay, then 400. */
+async function secondFactorFailed(rc: RequestCtx, account: AccountRow, message: string): Promise<never> {
   try {
-    await countFailure(env.INDEX_DB, account.username);
+    await countFailure(rc.env.INDEX_DB, account.username, clientOf(rc));
   } catch (err) {
     console.error("login failure count failed", err);
     throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
@@ -58,7 +61,7 @@ async function secondFactorFailed(env: EdgeEnv, account: AccountRow, message: st
   throw invalid(message);
 }
 
-/** Replaces the calling staged session with a full one (one transaction), then resets the failure count. */
+/** Replaces the calling staged session with a full one (one transaction), then resets this client's failure count. */
 async function finishLogin(rc: RequestCtx, account: AccountRow, method: string, work: (db: Db) => Record<string, unknown>): Promise<Reply> {
   const staged = rc.caller.session!;
   let writes: IndexWrite[] = [];
@@ -74,7 +77,7 @@ async function finishLogin(rc: RequestCtx, account: AccountRow, method: string, 
         detail: { account_id: account.account_id, stage: "full", method, replaces: staged.sessionId } },
     };
   });
-  await resetFailures(rc.env.INDEX_DB, account.username).catch((err) => console.error("login failure reset failed", err));
+  await resetFailures(rc.env.INDEX_DB, account.username, clientOf(rc)).catch((err) => console.error("login failure reset failed", err));
   return { ...reply, indexWrites: writes };
 }
 
@@ -106,9 +109,11 @@ export const dashboardRoutes = [
       const password = temporaryPassword();
       const hash = await hashPassword(password, pepperOf(rc.env));
       let accountId = "";
+      let principalId = "";
       const reply = commitWrite(rc, (db) => {
         if (db.first("SELECT 1 FROM operator_accounts WHERE username = ?", body.username)) throw taken();
         const principal = insertPrincipal(db, "human", body.display_name ?? body.username, body.role, { createdBy: caller.principalId });
+        principalId = principal.principal_id;
         accountId = insertAccount(db, principal.principal_id, body.username, body.display_name ?? null, hash);
         return {
           status: 201, data: { ...accountView(accountById(db, accountId)!), temporary_password: password },
@@ -125,12 +130,13 @@ export const dashboardRoutes = [
         failure = /UNIQUE/i.test(String(err)) ? taken() : new ApiError("UNAVAILABLE", "The username index is unavailable; the account was not created.");
       }
       if (failure) {
+        // By the ids this request created, not through the live-account view: while the index write was in
+        // flight the creator may have been removed, and that cascade disables the new account.
         rc.storage.transactionSync(() => {
-          const account = accountById(rc.db, accountId)!;
           rc.db.run("DELETE FROM operator_accounts WHERE account_id = ?", accountId);
-          rc.db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", clock.nowIso(), account.principal_id);
+          rc.db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ? AND removed_at IS NULL", clock.nowIso(), principalId);
           rc.db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE principal_id = ? AND removed_at IS NULL",
-            clock.nowIso(), caller.principalId, account.principal_id);
+            clock.nowIso(), caller.principalId, principalId);
           insertAudit(rc.db, { actorId: caller.principalId, keyId: caller.keyId, requestId: rc.requestId },
             { action: "operator_account.removed", resourceType: "operator_account", resourceId: accountId, detail: { reason: "username index" } },
             clock.nowIso());
@@ -293,7 +299,7 @@ export const dashboardRoutes = [
         id: passkey.credential_id, publicKey: decodePublicKey(passkey.public_key), counter: passkey.counter,
         transports: JSON.parse(passkey.transports),
       }, (challenge) => consumeChallenge(rc.db, challenge, account.account_id, sessionId, "authenticate"));
-      if (!passkey || !verified) return secondFactorFailed(rc.env, account, "The passkey assertion could not be verified.");
+      if (!passkey || !verified) return secondFactorFailed(rc, account, "The passkey assertion could not be verified.");
       return finishLogin(rc, account, "passkey", (db) => {
         if (!usePasskey(db, passkey, verified.newCounter)) throw invalid("The passkey assertion could not be verified.");
         return {};
@@ -308,7 +314,7 @@ export const dashboardRoutes = [
     handler: async (rc) => {
       const account = currentAccount(rc);
       if (!hasUnusedRecoveryCode(rc.db, account.account_id, rc.body.code))
-        return secondFactorFailed(rc.env, account, "The recovery code is not valid.");
+        return secondFactorFailed(rc, account, "The recovery code is not valid.");
       return finishLogin(rc, account, "recovery_code", (db) => {
         if (!useRecoveryCode(db, account.account_id, rc.body.code)) throw invalid("The recovery code is not valid.");
         return { recovery_codes_remaining: unusedRecoveryCodes(db, account.account_id) };

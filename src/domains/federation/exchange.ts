@@ -7,7 +7,8 @@
 // One exception, for pull only: an owner or admin whose credential holds "*" administers every peer
 // (creates it, sets its filters, suspends it) and may pull without a signature, reading a peer's feed as
 // that peer receives it. Keys handed to another deployment name `federation:write` and must sign, so a
-// key given to one peer cannot pull as another.
+// key given to one peer cannot pull as another. Such a pull says `signed: false` in its audit row and
+// its exchange log entry, so it is never mistaken for the peer's own.
 import type { z } from "zod";
 import { clock } from "../../http/clock";
 import { forbidden, invalid } from "../../http/errors";
@@ -28,10 +29,11 @@ export const administersPeers = (caller: Pick<Caller, "role" | "scopes">) => isA
 /**
  * The peer that signed this pull or push, and the body validated against `schema`. With
  * `unsignedFromAdministrator` (pull), a request carrying no signature header from a caller that
- * administersPeers skips the signature and `sent_at` checks; any other request is checked in full.
+ * administersPeers skips the signature and `sent_at` checks (`signed: false`); any other request is
+ * checked in full.
  */
 export function signedExchange<S extends z.ZodType<{ sent_at?: string }>>(rc: RequestCtx, operation: "pull" | "push", schema: S,
-  opts: { unsignedFromAdministrator?: boolean } = {}): { peer: PeerRow; body: z.infer<S> } {
+  opts: { unsignedFromAdministrator?: boolean } = {}): { peer: PeerRow; body: z.infer<S>; signed: boolean } {
   const raw = rc.rawBody ?? "";
   if (raw.trim() === "") throw invalid("Request body is required and must be a JSON object.");
   const parsed = parseJson(raw);
@@ -50,5 +52,5 @@ export function signedExchange<S extends z.ZodType<{ sent_at?: string }>>(rc: Re
     if (Math.abs(Date.parse(body.sent_at) - clock.nowMs()) > SENT_AT_WINDOW_MS)
       throw forbidden("sent_at is more than 300 seconds away from this server's clock.");
   }
-  return { peer, body };
+  return { peer, body, signed: !unsigned };
 }

@@ -114,7 +114,7 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
 }
 
 export function pull(rc: RequestCtx): Reply {
-  const { peer, body } = signedExchange(rc, "pull", pullBody, { unsignedFromAdministrator: true });
+  const { peer, body, signed } = signedExchange(rc, "pull", pullBody, { unsignedFromAdministrator: true });
   const filters = filtersOf(rc.db, peer.peer_id);
   if (body.include_memory && !hasFilterFor(filters, "claim"))
     throw invalid('Invalid field "include_memory": the peer has no claim filter, so no claim may cross.');
@@ -134,11 +134,11 @@ export function pull(rc: RequestCtx): Reply {
     const at = clock.nowIso();
     advancePeer(db, peer.peer_id, cursor, scanSeq, at);
     const counts = { events: served.length, success: served.length, conflict: 0, rejected: 0, bundles: bundles?.length ?? 0 };
-    insertLog(db, { peerId: peer.peer_id, operation: "pull", counts, cursorBefore: peer.cursor, cursorAfter: cursor, requestId: rc.requestId, at });
+    insertLog(db, { peerId: peer.peer_id, operation: "pull", counts, cursorBefore: peer.cursor, cursorAfter: cursor, requestId: rc.requestId, at, signed });
     return {
       status: 200,
       data: { events: served.map(servedView), cursor, has_more: hasMore, ...(bundles ? { bundles } : {}) },
-      audit: { action: "federation.pulled", resourceType: "federation_peer", resourceId: peer.peer_id, detail: { ...counts, cursor } },
+      audit: { action: "federation.pulled", resourceType: "federation_peer", resourceId: peer.peer_id, detail: { ...counts, cursor, signed } },
     };
   });
   const text = envelopeText(rc.requestId, reply.data, reply.meta);

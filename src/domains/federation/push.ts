@@ -128,7 +128,7 @@ function importBundle(db: Db, write: WriteScope, peer: PeerRow, caller: Caller, 
 }
 
 export function push(rc: RequestCtx): Reply {
-  const { peer, body } = signedExchange(rc, "push", pushBody);
+  const { peer, body, signed } = signedExchange(rc, "push", pushBody);
   const bodyHash = sha256Hex(rc.rawBody!);
   const prior = getExchange(rc.db, peer.peer_id, body.exchange_id);
   if (prior) {
@@ -163,7 +163,7 @@ export function push(rc: RequestCtx): Reply {
     };
     const data = { exchange_id: body.exchange_id, replayed: false, results, ...(body.bundles ? { bundles } : {}) };
     insertExchange(db, peer.peer_id, body.exchange_id, bodyHash, data, at);
-    insertLog(db, { peerId: peer.peer_id, operation: "push", counts, cursorBefore: null, cursorAfter: null, requestId: rc.requestId, at });
+    insertLog(db, { peerId: peer.peer_id, operation: "push", counts, cursorBefore: null, cursorAfter: null, requestId: rc.requestId, at, signed });
     touchPeer(db, peer.peer_id, at);
     return {
       status: 200, data, touched: touchedAll(...touched),

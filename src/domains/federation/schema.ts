@@ -194,4 +194,5 @@ export const logListResponse = pageOf("entries", z.strictObject({
   log_id: idOf(ID_PREFIX.federationLog), peer_id: peerRef, operation: z.enum(["pull", "push"]),
   counts: z.strictObject({ events: count, success: count, conflict: count, rejected: count, bundles: count }),
   cursor_before: z.string().nullable(), cursor_after: z.string().nullable(), request_id: z.string(), created_at: timestamp,
+  signed: z.boolean().nullable(),
 }));

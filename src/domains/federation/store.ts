@@ -100,12 +100,13 @@ export const touchPeer = (db: Db, peerId: string, at: string) =>
   db.run("UPDATE federation_peers SET last_exchange_at = ? WHERE peer_id = ?", at, peerId);
 
 export function insertLog(db: Db, entry: { peerId: string; operation: "pull" | "push"; counts: LogCounts; cursorBefore: string | null;
-  cursorAfter: string | null; requestId: string; at: string }): string {
+  cursorAfter: string | null; requestId: string; at: string; signed: boolean }): string {
   const logId = newId(ID_PREFIX.federationLog);
   db.run(
-    `INSERT INTO federation_log (log_id, peer_id, operation, counts, cursor_before, cursor_after, request_id, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    logId, entry.peerId, entry.operation, JSON.stringify(entry.counts), entry.cursorBefore, entry.cursorAfter, entry.requestId, entry.at);
+    `INSERT INTO federation_log (log_id, peer_id, operation, counts, cursor_before, cursor_after, request_id, created_at, signed)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    logId, entry.peerId, entry.operation, JSON.stringify(entry.counts), entry.cursorBefore, entry.cursorAfter, entry.requestId, entry.at,
+    +entry.signed);
   return logId;
 }
 
@@ -119,6 +120,8 @@ export interface LogRow {
   cursor_after: string | null;
   request_id: string;
   created_at: string;
+  /** 1 signed by the peer, 0 an owner's or admin's unsigned pull, NULL logged before this was kept. */
+  signed: number | null;
 }
 
 export const logPage = (db: Db, peerId: string, afterSeq: number, limit: number) =>
@@ -127,6 +130,7 @@ export const logPage = (db: Db, peerId: string, afterSeq: number, limit: number)
 export const logView = (l: LogRow) => ({
   log_id: l.log_id, peer_id: l.peer_id, operation: l.operation, counts: JSON.parse(l.counts) as LogCounts,
   cursor_before: l.cursor_before, cursor_after: l.cursor_after, request_id: l.request_id, created_at: l.created_at,
+  signed: l.signed === null ? null : l.signed === 1,
 });
 
 export const getExchange = (db: Db, peerId: string, exchangeId: string) =>

@@ -31,7 +31,7 @@ export async function bootstrapOrganization(
     const owner = insertPrincipal(db, "human", username, "owner");
     // Its first login is stage password_change (temporary_password = 1).
     const accountId = insertAccount(db, owner.principal_id, username, null, hash);
-    const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified");
+    const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified", null);
     const who = { actorId: owner.principal_id, keyId: null, requestId: null };
     insertAudit(db, who, [
       { action: "organization.bootstrapped", resourceType: "organization", resourceId: orgId },

@@ -49,7 +49,7 @@ export const identityRoutes = [
         } else {
           principal = insertPrincipal(db, "agent", body.label, "member", { createdBy: caller.principalId });
         }
-        const { raw, keyHash, row } = insertKey(db, principal.principal_id, body.label, scopes, maxTrust);
+        const { raw, keyHash, row } = insertKey(db, principal.principal_id, body.label, scopes, maxTrust, caller.principalId);
         minted = { keyHash, keyId: row.key_id };
         return {
           status: 201,

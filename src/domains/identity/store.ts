@@ -96,7 +96,8 @@ export function creatorsOf(db: Db, principalId: string, max: number): { principa
 export const getPrincipal = (db: Db, principalId: string) =>
   db.first<PrincipalRow>("SELECT * FROM principals WHERE principal_id = ? AND removed_at IS NULL", principalId);
 
-export function insertKey(db: Db, principalId: string, label: string, scopes: string[], maxTrust: Trust) {
+/** `createdBy`: the principal whose credential mints it (null: the operator's bootstrap). */
+export function insertKey(db: Db, principalId: string, label: string, scopes: string[], maxTrust: Trust, createdBy: string | null) {
   const raw = newRawKey();
   const row: KeyRow = {
     key_id: newId(ID_PREFIX.key), principal_id: principalId, label, scopes: JSON.stringify(scopes), max_trust: maxTrust,
@@ -104,9 +105,9 @@ export function insertKey(db: Db, principalId: string, label: string, scopes: st
   };
   const keyHash = hashKey(raw);
   db.run(
-    `INSERT INTO api_keys (key_id, key_hash, principal_id, label, scopes, max_trust, status, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'active', ?)`,
-    row.key_id, keyHash, principalId, label, row.scopes, maxTrust, row.created_at,
+    `INSERT INTO api_keys (key_id, key_hash, principal_id, label, scopes, max_trust, status, created_at, created_by)
+     VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)`,
+    row.key_id, keyHash, principalId, label, row.scopes, maxTrust, row.created_at, createdBy,
   );
   return { raw, keyHash, row };
 }

@@ -1,28 +1,52 @@
-// Webhook delivery: exactly once per (webhook, event). A drain claims its delivery rows in one
-// transaction before sending anything, so a concurrent or replayed drain finds the rows and never
-// resends. One attempt per delivery: success -> delivered; failure -> pending with next_retry_at from
-// the backoff table (recorded, never re-attempted, per SPEC) and one more consecutive failure on the
-// hook; ten in a row disable it. No response body is ever read or stored. A claim whose sender died
-// (the row left 'sending' past RECLAIM_AFTER_MS) is sent again under the same delivery id: the unique
-// (webhook, event) row keeps it one delivery, and receivers deduplicate on X-Svc-Delivery.
+// Webhook delivery: exactly once per (webhook, event), retried by the service until it succeeds or
+// runs out of attempts (DESIGN part 3, "Webhook delivery: retried by the service").
+//   claim    a delivery row (unique per webhook and event) is inserted as 'sending' in one
+//            transaction before anything is sent, so a concurrent or replayed pass finds it and skips;
+//   attempt  success -> 'delivered'; a failure (network error, timeout, non-2xx) -> 'pending' with
+//            next_retry_at from the retry schedule, or 'failed' after MAX_ATTEMPTS; each delivery that
+//            fails for good counts one consecutive failure on the hook (a success resets the count),
+//            and DISABLE_AFTER_FAILURES in a row disable it. A claim whose event its hook's creator may
+//            no longer read, or whose hook was disabled, ends 'failed' unsent: delivery never deletes a
+//            row, so no (webhook, event) is ever claimed twice;
+//   retry    the org alarm claims due 'pending' rows back to 'sending' and sends them again under the
+//            same delivery id (receivers deduplicate on it);
+//   reclaim  a 'sending' row that no pass of this object holds, left since before RECLAIM_AFTER_MS,
+//            lost its sender (the object died mid-send): it is sent again under the same delivery id.
+// Each hook keeps its own position in the event log (scanned_seq): the background claims the events
+// after it, so a paused hook accrues and resumes where it stopped. No response body is read or stored.
+// No hook holds up the others: an alarm pass claims for each hook only what it may send at once now,
+// and an alarm pass or a drain waits for sends a bounded time (PASS_BUDGET_MS, DRAIN_WAIT_MS); a send
+// still in flight then finishes in the background, held (never reclaimed) until it settles.
 import { hmac } from "@noble/hashes/hmac.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../org/db";
-import { type EventRow, readableEventsAfter } from "../../org/events";
+import { type EventRow, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import type { BackgroundJob } from "../../org/jobs";
-import { getMeta, setMeta } from "../../org/meta";
 import { principalCaller } from "../identity/store";
 
-export const BACKOFF_MS = [60_000, 300_000, 1_800_000, 7_200_000, 43_200_000] as const;
-export const MAX_ATTEMPTS = BACKOFF_MS.length;
+/** SPEC's backoff constants: attempt n+1 is due SPEC_RETRY_SCHEDULE_MS[n-1] after attempt n. */
+export const SPEC_RETRY_SCHEDULE_MS: readonly number[] = [60_000, 300_000, 1_800_000, 7_200_000, 43_200_000];
+export const MAX_ATTEMPTS = 5;
 export const DISABLE_AFTER_FAILURES = 10;
 export const SEND_TIMEOUT_MS = 10_000;
+/** Deliveries one alarm pass claims at most (due retries, reclaims, new events). */
 export const BACKGROUND_BATCH = 50;
-/** A 'sending' row older than this lost its sender (an instance that died mid-send): send it again. */
+/** Sends in flight at once per hook, and per alarm pass: a Worker invocation keeps at most six connections open. */
+export const SEND_CONCURRENCY = 6;
+/** A 'sending' row no pass holds, older than this, lost its sender (an instance that died mid-send). */
 export const RECLAIM_AFTER_MS = 6 * SEND_TIMEOUT_MS;
+/**
+ * How long an alarm pass claims and waits for its sends. After it the pass claims nothing more and
+ * returns, so the jobs after it run; its sends still in flight finish in the background.
+ */
+export const PASS_BUDGET_MS = 3_000;
+/** How long POST /v1/webhooks/deliver waits for the sends of its events before it answers. */
+export const DRAIN_WAIT_MS = 5_000;
+/** Events after a hook's position (those its creator may read) the background looks at per claim. */
+const SCAN_PAGE = 50;
 
 export interface WebhookRow {
   webhook_id: string;
@@ -34,6 +58,8 @@ export interface WebhookRow {
   created_by: string;
   /** The event log position at registration: the hook receives only later events. */
   from_seq: number;
+  /** How far the background has claimed this hook's events (it stays put while the hook is paused). */
+  scanned_seq: number;
   created_at: string;
   updated_at: string;
 }
@@ -56,7 +82,135 @@ export const offlineSender: Sender = async (url) => {
   throw new Error(`webhook sending is offline; not sending to ${url}`);
 };
 
+const DURATION = /^(\d+)(ms|s|m|h|d)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `WEBHOOK_RETRY_SCHEDULE`, a comma list of positive durations such as `2s,1m,12h`, in ms; null when malformed. */
+export function parseRetrySchedule(text: string): number[] | null {
+  const parts = text.split(",").map((p) => p.trim());
+  const ms = parts.map((p) => {
+    const m = DURATION.exec(p);
+    return m ? Number(m[1]) * UNIT_MS[m[2]] : NaN;
+  });
+  return ms.length && ms.every((v) => Number.isSafeInteger(v) && v > 0) ? ms : null;
+}
+
+/** The retry schedule the environment asks for; SPEC's when unset, and (said once in the log) when malformed. */
+export function retryScheduleOf(env: { WEBHOOK_RETRY_SCHEDULE?: string }): readonly number[] {
+  const text = env.WEBHOOK_RETRY_SCHEDULE?.trim();
+  if (!text) return SPEC_RETRY_SCHEDULE_MS;
+  const parsed = parseRetrySchedule(text);
+  if (!parsed) console.error(`WEBHOOK_RETRY_SCHEDULE="${text}" is not a comma list of durations like 2s,1m; using SPEC's schedule`);
+  return parsed ?? SPEC_RETRY_SCHEDULE_MS;
+}
+
+/** The wait after failed attempt `attempts` (1-based); a schedule shorter than the attempts repeats its last step. */
+export const retryDelayMs = (schedule: readonly number[], attempts: number) => schedule[Math.min(attempts, schedule.length) - 1];
+
+/** How long passes wait, and what they wait with (tests pass a wait they control instead of sleeping). */
+export interface DeliveryPacing {
+  passBudgetMs: number;
+  drainWaitMs: number;
+  wait: (ms: number) => Promise<void>;
+}
+
+export interface Held {
+  eventId: string;
+  webhookId: string;
+  done: Promise<void>;
+}
+
+/**
+ * What this object is delivering now. A claimed delivery is held from its claim until it settles: a
+ * 'sending' row held here has a live sender (never reclaimed), and a drain waits for those of its
+ * events. Sends to one hook are gated across every pass (alarm and drains alike): a hook whose last
+ * attempt succeeded takes up to SEND_CONCURRENCY at once, one whose last attempt failed a single send
+ * until one succeeds, so a receiver that is down or overloaded is probed rather than flooded, and a
+ * hook is disabled at its tenth consecutive failure, not after a burst beyond it. A pass claims for a
+ * hook at most what it may send now (claimsAllowed), so nothing of it waits claimed behind a slow receiver.
+ */
+export class DeliveriesInFlight {
+  readonly pacing: DeliveryPacing;
+  private readonly held = new Map<string, Held>();
+  private readonly sending = new Map<string, number>();
+  private readonly waiting = new Map<string, (() => void)[]>();
+  /** Hooks whose last attempt failed (in memory: after a restart every hook starts healthy). */
+  private readonly failing = new Set<string>();
+
+  constructor(pacing: Partial<DeliveryPacing> = {}) {
+    this.pacing = { passBudgetMs: PASS_BUDGET_MS, drainWaitMs: DRAIN_WAIT_MS, wait: (ms) => scheduler.wait(ms), ...pacing };
+  }
+
+  /** How many sends the hook may have in flight now. */
+  allowedSends(webhookId: string): number {
+    return this.failing.has(webhookId) ? 1 : SEND_CONCURRENCY;
+  }
+
+  /** How many more deliveries of the hook a pass may claim now: what it may send at once, less those held. */
+  claimsAllowed(webhookId: string): number {
+    let held = 0;
+    for (const h of this.held.values()) if (h.webhookId === webhookId) held++;
+    return Math.max(0, this.allowedSends(webhookId) - held);
+  }
+
+  attempted(webhookId: string, ok: boolean): void {
+    if (ok) this.failing.delete(webhookId);
+    else this.failing.add(webhookId);
+  }
+
+  /** Hold a claimed delivery; the returned function settles it. */
+  hold(job: Claimed): () => void {
+    let settle!: () => void;
+    const entry: Held = { eventId: job.event.event_id, webhookId: job.hook.webhook_id, done: new Promise<void>((resolve) => (settle = resolve)) };
+    this.held.set(job.deliveryId, entry);
+    return () => {
+      if (this.held.get(job.deliveryId) === entry) this.held.delete(job.deliveryId);
+      settle();
+    };
+  }
+
+  ids(): string[] {
+    return [...this.held.keys()];
+  }
+
+  /** Resolves once every delivery held now that `which` picks has settled. */
+  async settled(which: (deliveryId: string, held: Held) => boolean): Promise<void> {
+    await Promise.all([...this.held].filter(([id, h]) => which(id, h)).map(([, h]) => h.done));
+  }
+
+  /** Wait for a send slot of the hook (`allowed()`: how many at once, asked again on each wake); returns its release. */
+  async sendSlot(webhookId: string, allowed: () => number): Promise<() => void> {
+    while ((this.sending.get(webhookId) ?? 0) >= allowed())
+      await new Promise<void>((resolve) => this.waiting.set(webhookId, [...(this.waiting.get(webhookId) ?? []), resolve]));
+    this.sending.set(webhookId, (this.sending.get(webhookId) ?? 0) + 1);
+    return () => {
+      const left = this.sending.get(webhookId)! - 1;
+      if (left) this.sending.set(webhookId, left);
+      else this.sending.delete(webhookId);
+      const woken = this.waiting.get(webhookId) ?? [];
+      this.waiting.delete(webhookId);
+      for (const wake of woken) wake();
+    };
+  }
+}
+
+/** What delivery takes from the org Durable Object's dependencies (OrgDeps). */
+export interface DeliveryDeps {
+  sendWebhook: Sender;
+  webhookRetrySchedule: readonly number[];
+  webhookDeliveries: DeliveriesInFlight;
+}
+
 export const signature = (secret: string, body: string) => "sha256=" + bytesToHex(hmac(sha256, utf8ToBytes(secret), utf8ToBytes(body)));
+
+const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+
+/**
+ * Standard Webhooks 1.0: `v1,` + base64 HMAC-SHA256 over "id.timestamp.body", keyed with the UTF-8
+ * bytes of the hook's secret (a standardwebhooks library verifies with that secret base64-encoded).
+ */
+export const standardSignature = (secret: string, deliveryId: string, timestampSeconds: number, body: string) =>
+  "v1," + base64(hmac(sha256, utf8ToBytes(secret), utf8ToBytes(`${deliveryId}.${timestampSeconds}.${body}`)));
 
 const subscribed = (hook: WebhookRow, e: EventRow) => {
   const kinds = JSON.parse(hook.events) as string[];
@@ -67,164 +221,325 @@ const subscribed = (hook: WebhookRow, e: EventRow) => {
  * SPEC's three headers, plus what a receiver needs to act without parsing the body first: the event id
  * (stable across retries and across webhooks), the resource it is about as `type/id`, and when the
  * event happened (ISO 8601; the same on every retry, so receivers can order and drop stale events).
- * The signature still covers exactly the body, which is the stored payload.
+ * X-Svc-Signature covers exactly the body, which is the stored payload. Beside them, the Standard
+ * Webhooks headers: the delivery id, the send time (Unix seconds) and the signature over both and the body.
  */
-export const deliveryHeaders = (secret: string, event: EventRow, deliveryId: string): Record<string, string> => ({
-  "content-type": "application/json",
-  "x-svc-signature": signature(secret, event.payload),
-  "x-svc-event": event.kind,
-  "x-svc-delivery": deliveryId,
-  "x-svc-event-id": event.event_id,
-  "x-svc-resource": `${event.resource_type}/${event.resource_id}`,
-  "x-svc-timestamp": event.created_at,
-});
+export const deliveryHeaders = (secret: string, event: EventRow, deliveryId: string, sentAtMs: number): Record<string, string> => {
+  const timestamp = Math.floor(sentAtMs / 1000);
+  return {
+    "content-type": "application/json",
+    "x-svc-signature": signature(secret, event.payload),
+    "x-svc-event": event.kind,
+    "x-svc-delivery": deliveryId,
+    "x-svc-event-id": event.event_id,
+    "x-svc-resource": `${event.resource_type}/${event.resource_id}`,
+    "x-svc-timestamp": event.created_at,
+    "webhook-id": deliveryId,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": standardSignature(secret, deliveryId, timestamp, event.payload),
+  };
+};
 
 /**
- * The ids of the events in (afterSeq, upToSeq] that the hook's creator may read now, decided like
- * GET /v1/events (readableWhere with the creator's current role and grants); none once the creator is
- * removed, and none from before the hook was registered.
+ * Which of these events the hook's creator may read now, decided like GET /v1/events (the one rule,
+ * readableEventsWhere, with the creator's current role and grants); none once the creator is removed,
+ * and none from before the hook was registered.
  */
-function readableByCreator(db: Db, hook: WebhookRow, afterSeq: number, upToSeq: number): Set<string> {
+function readableByCreator(db: Db, hook: WebhookRow, events: readonly EventRow[]): Set<string> {
   const creator = principalCaller(db, hook.created_by);
-  if (!creator) return new Set();
-  const from = Math.max(afterSeq, hook.from_seq);
-  return new Set(readableEventsAfter(db, creator, from, { upToSeq, limit: Math.max(0, upToSeq - from) })
-    .map((e) => e.event_id));
+  const later = events.filter((e) => e.seq > hook.from_seq);
+  if (!creator || !later.length) return new Set();
+  const [visible, ...who] = readableEventsWhere(creator, "e");
+  return new Set(db.all<{ event_id: string }>(
+    `SELECT e.event_id FROM events e WHERE e.event_id IN (SELECT value FROM json_each(?)) AND ${visible}`,
+    JSON.stringify(later.map((e) => e.event_id)), ...who).map((r) => r.event_id));
 }
 
-interface Claimed {
+export interface Claimed {
   deliveryId: string;
   hook: WebhookRow;
   event: EventRow;
 }
 
-/** Claim delivery rows for the events after `afterSeq`; returns the jobs and the last seq scanned. */
-export function claimDeliveries(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: number) {
+const hookRow = (db: Db, webhookId: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", webhookId);
+
+/** Why a delivery ended 'failed' (its failure_reason). */
+export const FAILURE_REASONS = ["attempts_exhausted", "hook_disabled", "event_unreadable"] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** Insert a 'sending' row for (hook, event) unless one exists: the claim that makes a delivery exactly once. */
+function claimOne(db: Db, hook: WebhookRow, event: EventRow, at: string): Claimed | null {
+  const deliveryId = newId(ID_PREFIX.delivery);
+  const claimed = db.all(
+    `INSERT INTO deliveries (delivery_id, webhook_id, event_id, status, attempts, created_at)
+     VALUES (?, ?, ?, 'sending', 0, ?) ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING 1`,
+    deliveryId, hook.webhook_id, event.event_id, at).length;
+  return claimed ? { deliveryId, hook, event } : null;
+}
+
+/** Claim a delivery for each of these events and each active hook subscribed to it whose creator may read it. */
+export function claimDeliveries(db: Db, storage: DurableObjectStorage, events: readonly EventRow[]): Claimed[] {
   return storage.transactionSync(() => {
-    const events = db.all<EventRow>("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit);
     const hooks = db.all<WebhookRow>("SELECT * FROM webhooks WHERE status = 'active' ORDER BY created_at, webhook_id");
     const jobs: Claimed[] = [];
     const at = clock.nowIso();
-    const lastSeq = events.length ? events[events.length - 1].seq : afterSeq;
-    const readable = new Map(hooks.map((h) => [h.webhook_id, events.length ? readableByCreator(db, h, afterSeq, lastSeq) : new Set<string>()]));
+    const readable = new Map(hooks.map((h) => [h.webhook_id, readableByCreator(db, h, events)]));
     for (const event of events)
       for (const hook of hooks) {
         if (!subscribed(hook, event) || !readable.get(hook.webhook_id)!.has(event.event_id)) continue;
-        const deliveryId = newId(ID_PREFIX.delivery);
-        const claimed = db.all(
-          `INSERT INTO deliveries (delivery_id, webhook_id, event_id, status, attempts, created_at)
-           VALUES (?, ?, ?, 'sending', 0, ?) ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING 1`,
-          deliveryId, hook.webhook_id, event.event_id, at).length;
-        if (claimed) jobs.push({ deliveryId, hook, event });
+        const job = claimOne(db, hook, event, at);
+        if (job) jobs.push(job);
       }
-    return { jobs, events, lastSeq };
+    return jobs;
   });
 }
 
-async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, send: Sender): Promise<void> {
-  const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id);
-  // Re-checked at the send: paused, disabled or deleted since the claim, or the creator may no longer
-  // read the event (a grant revoked, the creator removed): release the claim so nothing is sent.
-  if (!hook || hook.status !== "active" || !readableByCreator(db, hook, job.event.seq - 1, job.event.seq).has(job.event.event_id)) {
-    db.run("DELETE FROM deliveries WHERE delivery_id = ?", job.deliveryId);
-    return;
+/**
+ * One hook's claimable work, claimed one delivery at a time as it is asked for, at most `max`: first
+ * 'sending' rows no pass of this object holds, left since before RECLAIM_AFTER_MS (stamped at claim and
+ * when a send starts), whose sender died between claim and settle; then, of an active hook, 'pending'
+ * rows whose retry is due, earliest first; then (withNewEvents) the events after the hook's position
+ * that its creator may read, one page of them, its position moving past what was looked at.
+ */
+function* hookWork(db: Db, hook: WebhookRow, heldIds: string, max: number, withNewEvents: boolean): Generator<Claimed> {
+  const now = clock.nowMs();
+  const jobOf = (d: { delivery_id: string; event_id: string }): Claimed | null => {
+    const event = db.first<EventRow>("SELECT * FROM events WHERE event_id = ?", d.event_id);
+    return event ? { deliveryId: d.delivery_id, hook, event } : null;
+  };
+  const stale = db.all<{ delivery_id: string; event_id: string }>(
+    `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'sending' AND coalesce(last_attempt_at, created_at) <= ?
+        AND delivery_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
+    hook.webhook_id, isoAt(now - RECLAIM_AFTER_MS), heldIds, max);
+  for (const d of stale) {
+    db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(now), d.delivery_id);
+    const job = jobOf(d);
+    if (job) yield job;
+  }
+  if (hook.status !== "active") return;
+  const due = db.all<{ delivery_id: string; event_id: string }>(
+    `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'pending' AND next_retry_at <= ?
+      ORDER BY next_retry_at, seq LIMIT ?`, hook.webhook_id, isoAt(now), max);
+  for (const d of due) {
+    db.run("UPDATE deliveries SET status = 'sending' WHERE delivery_id = ?", d.delivery_id);
+    const job = jobOf(d);
+    if (job) yield job;
+  }
+  if (!withNewEvents) return;
+  const lastSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
+  const position = Math.max(hook.scanned_seq, hook.from_seq);
+  const creator = position < lastSeq ? principalCaller(db, hook.created_by) : null;
+  const page = creator ? readableEventsAfter(db, creator, position, { upToSeq: lastSeq, limit: SCAN_PAGE }) : [];
+  const at = isoAt(now);
+  const moveTo = (seq: number) => db.run("UPDATE webhooks SET scanned_seq = ? WHERE webhook_id = ?", seq, hook.webhook_id);
+  for (const event of page) {
+    const job = subscribed(hook, event) ? claimOne(db, hook, event, at) : null;
+    if (!job) continue;
+    moveTo(event.seq); // left here when no more is asked for: the next pass continues after it
+    yield job;
+  }
+  // A full page may have stopped short of the end: continue after its last event next time.
+  if (position < lastSeq) moveTo(page.length === SCAN_PAGE ? page[page.length - 1].seq : lastSeq);
+}
+
+/**
+ * Claim up to `limit` deliveries, each hook at most what it may send now (claimsAllowed), the hooks
+ * taking turns (each one's first before any one's second), those with the most room first. Every claim
+ * is made in this one transaction.
+ */
+function claimInTurns(db: Db, storage: DurableObjectStorage, inFlight: DeliveriesInFlight, limit: number,
+  withNewEvents: boolean): Claimed[] {
+  if (limit <= 0) return [];
+  return storage.transactionSync(() => {
+    const heldIds = JSON.stringify(inFlight.ids());
+    let turn = db.all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id")
+      .map((hook) => ({ hook, room: inFlight.claimsAllowed(hook.webhook_id) }))
+      .filter((h) => h.room > 0)
+      .sort((a, b) => b.room - a.room)
+      .map((h) => ({ ...h, work: hookWork(db, h.hook, heldIds, h.room, withNewEvents) }));
+    const jobs: Claimed[] = [];
+    while (turn.length && jobs.length < limit)
+      turn = turn.filter((h) => {
+        if (jobs.length === limit) return false;
+        const next = h.work.next();
+        if (next.done) return false;
+        jobs.push(next.value);
+        return --h.room > 0;
+      });
+    return jobs;
+  });
+}
+
+/** One attempt of a claimed delivery, settled in one transaction: whether it succeeded, or null when nothing was sent. */
+async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps: DeliveryDeps): Promise<boolean | null> {
+  const hook = hookRow(db, job.hook.webhook_id);
+  if (!hook) return null; // deleted since the claim: its rows went with it
+  // Re-checked at the send. Paused since the claim: back to waiting, due at once, sent after a resume.
+  if (hook.status === "paused") {
+    db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ?", clock.nowIso(), job.deliveryId);
+    return null;
+  }
+  // Disabled, or the creator may no longer read the event (a grant or workspace membership removed):
+  // nothing is sent, and the delivery ends failed with its reason, never tried again automatically.
+  // The row stays (a reclaimed claim may have been sent before its sender died): it keeps the
+  // (webhook, event) claimed, so no later pass sends the event under another delivery id. It costs the
+  // hook nothing (failure_count counts what its receiver failed).
+  const unsendable: FailureReason | null = hook.status === "disabled" ? "hook_disabled"
+    : !readableByCreator(db, hook, [job.event]).has(job.event.event_id) ? "event_unreadable" : null;
+  if (unsendable) {
+    db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = ? WHERE delivery_id = ?", unsendable, job.deliveryId);
+    return null;
   }
   const body = job.event.payload; // exactly as stored
-  // The send starts now: a row still 'sending' long after this lost its sender (see reclaimStale).
-  db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", clock.nowIso(), job.deliveryId);
+  const startedAt = clock.nowMs();
+  // The send starts now: a row still 'sending' long after this lost its sender (see hookWork).
+  db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(startedAt), job.deliveryId);
   let status: number | null = null;
   try {
-    status = await send(hook.url, {
-      method: "POST", body,
-      headers: deliveryHeaders(hook.secret, job.event, job.deliveryId),
-    });
+    status = await deps.sendWebhook(hook.url, { method: "POST", body, headers: deliveryHeaders(hook.secret, job.event, job.deliveryId, startedAt) });
   } catch {
     status = null; // network error or timeout
   }
+  return settle(db, storage, job, status, deps.webhookRetrySchedule);
+}
+
+function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: number | null, schedule: readonly number[]): boolean {
   const ok = status != null && status >= 200 && status < 300;
   const at = clock.nowMs();
   storage.transactionSync(() => {
-    db.run(
-      `UPDATE deliveries SET status = ?, attempts = attempts + 1, last_attempt_at = ?, next_retry_at = ?, response_status = ?
-        WHERE delivery_id = ?`,
-      ok ? "delivered" : "pending", isoAt(at), ok ? null : isoAt(at + BACKOFF_MS[0]), status, job.deliveryId);
-    if (ok) db.run("UPDATE webhooks SET failure_count = 0 WHERE webhook_id = ?", hook.webhook_id);
-    else
-      db.run(
-        `UPDATE webhooks SET failure_count = failure_count + 1,
-           status = CASE WHEN failure_count + 1 >= ? AND status = 'active' THEN 'disabled' ELSE status END, updated_at = ?
-         WHERE webhook_id = ?`, DISABLE_AFTER_FAILURES, isoAt(at), hook.webhook_id);
-  });
-}
-
-export const pendingDeliveries = (db: Db) =>
-  db.first<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE status IN ('pending', 'sending')")!.n;
-
-/**
- * Re-claim deliveries whose sender died between claim and settle: rows left 'sending' since before
- * RECLAIM_AFTER_MS ago (stamped at claim, and again when the send starts). Returns them to send again.
- */
-export function reclaimStale(db: Db, storage: DurableObjectStorage, limit: number): Claimed[] {
-  return storage.transactionSync(() => {
-    const now = clock.nowMs();
-    const stale = db.all<{ delivery_id: string; webhook_id: string; event_id: string }>(
-      `UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id IN
-         (SELECT delivery_id FROM deliveries WHERE status = 'sending' AND coalesce(last_attempt_at, created_at) <= ? ORDER BY seq LIMIT ?)
-       RETURNING delivery_id, webhook_id, event_id`, isoAt(now), isoAt(now - RECLAIM_AFTER_MS), limit);
-    const out: Claimed[] = [];
-    for (const d of stale) {
-      const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", d.webhook_id);
-      const event = db.first<EventRow>("SELECT * FROM events WHERE event_id = ?", d.event_id);
-      if (hook && event) out.push({ deliveryId: d.delivery_id, hook, event });
+    if (ok) {
+      db.run(`UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = ?, next_retry_at = NULL, response_status = ?
+               WHERE delivery_id = ?`, isoAt(at), status, job.deliveryId);
+      db.run("UPDATE webhooks SET failure_count = 0 WHERE webhook_id = ?", job.hook.webhook_id);
+      return;
     }
-    return out;
+    const attempts = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) + 1;
+    const hookStatus = db.first<{ status: string }>("SELECT status FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id)?.status;
+    const reason: FailureReason | null = hookStatus === "disabled" ? "hook_disabled" : attempts >= MAX_ATTEMPTS ? "attempts_exhausted" : null;
+    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ?, failure_reason = ?
+             WHERE delivery_id = ?`, reason ? "failed" : "pending", attempts, isoAt(at), reason ? null : isoAt(at + retryDelayMs(schedule, attempts)),
+      status, reason, job.deliveryId);
+    if (reason !== "attempts_exhausted") return;
+    // A delivery failed for good: one more consecutive failure of the hook (a failed attempt that will
+    // be retried is none, so a receiver down for a while does not cost the hook). The tenth disables it,
+    // and whatever of it still waited for a retry will never be sent.
+    const hook = db.first<{ status: string }>(
+      `UPDATE webhooks SET failure_count = failure_count + 1,
+         status = CASE WHEN failure_count + 1 >= ? AND status = 'active' THEN 'disabled' ELSE status END, updated_at = ?
+       WHERE webhook_id = ? RETURNING status`, DISABLE_AFTER_FAILURES, isoAt(at), job.hook.webhook_id);
+    if (hook?.status === "disabled")
+      db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled' WHERE webhook_id = ? AND status = 'pending'",
+        job.hook.webhook_id);
   });
-}
-
-/** When the oldest live 'sending' row becomes reclaimable, or null when none is in flight. */
-function nextReclaimAt(db: Db): number | null {
-  const oldest = db.first<{ at: string | null }>(
-    "SELECT min(coalesce(last_attempt_at, created_at)) AS at FROM deliveries WHERE status = 'sending'")?.at;
-  return oldest ? Date.parse(oldest) + RECLAIM_AFTER_MS : null;
+  return ok;
 }
 
 /**
- * One drain pass: first re-send claims abandoned by a dead sender, then up to `limit` events after
- * `afterSeq`. Sends sequentially (bounded work per call).
+ * Send one claimed delivery within its hook's send slots, then settle its hold (`release`). It never
+ * rejects: a failure to record the outcome is logged, and the row, still 'sending', is reclaimed later.
  */
-export async function drainEvents(db: Db, storage: DurableObjectStorage, afterSeq: number, limit: number, send: Sender) {
-  for (const job of reclaimStale(db, storage, limit)) await attempt(db, storage, job, send);
-  const { jobs, events, lastSeq } = claimDeliveries(db, storage, afterSeq, limit);
-  for (const job of jobs) await attempt(db, storage, job, send);
-  return { eventsDrained: events.length, lastEventId: events.length ? events[events.length - 1].event_id : null, lastSeq };
+async function send(db: Db, storage: DurableObjectStorage, job: Claimed, deps: DeliveryDeps, release: () => void): Promise<void> {
+  const inFlight = deps.webhookDeliveries;
+  const webhookId = job.hook.webhook_id;
+  try {
+    const leave = await inFlight.sendSlot(webhookId, () => inFlight.allowedSends(webhookId));
+    try {
+      const ok = await attempt(db, storage, job, deps);
+      if (ok !== null) inFlight.attempted(webhookId, ok);
+    } finally {
+      leave();
+    }
+  } catch (err) {
+    console.error(`webhook delivery ${job.deliveryId} could not be recorded; it is reclaimed later`, err);
+  } finally {
+    release();
+  }
+}
+
+/**
+ * POST /v1/webhooks/deliver's pass: claims abandoned by a dead sender and due retries (up to `limit`,
+ * each hook at most what it may send now), then the given events for every subscribed hook (all of
+ * them: the drain's cursor moves past them), and sends them. It waits until the deliveries to the
+ * hooks the caller manages (`managed`) of those events (whichever pass holds them) and of its own
+ * claims have settled, at most the drain wait; a send still in flight then finishes in the background.
+ */
+export async function deliverEvents(db: Db, storage: DurableObjectStorage, events: readonly EventRow[], deps: DeliveryDeps,
+  limit: number, managed: ReadonlySet<string>): Promise<void> {
+  const inFlight = deps.webhookDeliveries;
+  const jobs = [...claimInTurns(db, storage, inFlight, limit, false), ...claimDeliveries(db, storage, events)];
+  for (const job of jobs) void send(db, storage, job, deps, inFlight.hold(job));
+  const eventIds = new Set(events.map((e) => e.event_id));
+  const own = new Set(jobs.map((j) => j.deliveryId));
+  const settled = inFlight.settled((id, h) => managed.has(h.webhookId) && (own.has(id) || eventIds.has(h.eventId)));
+  await Promise.race([settled, inFlight.pacing.wait(inFlight.pacing.drainWaitMs)]);
+}
+
+/**
+ * The background's pass: it claims what its hooks may send now (reclaims, due retries, then new
+ * events), at most SEND_CONCURRENCY in flight and `limit` in all, and claims again as sends settle,
+ * until nothing is left or the pass budget is spent. Then it returns without waiting for the sends
+ * still in flight: they finish in the background, held, so no pass reclaims them or claims beyond
+ * them for their hooks meanwhile.
+ */
+export async function deliverDue(db: Db, storage: DurableObjectStorage, deps: DeliveryDeps, limit: number): Promise<void> {
+  const inFlight = deps.webhookDeliveries;
+  let spent = false;
+  const budget = inFlight.pacing.wait(inFlight.pacing.passBudgetMs).then(() => { spent = true; });
+  const sending = new Set<Promise<void>>();
+  for (let claimed = 0; !spent;) {
+    const jobs = claimInTurns(db, storage, inFlight, Math.min(SEND_CONCURRENCY - sending.size, limit - claimed), true);
+    claimed += jobs.length;
+    for (const job of jobs) {
+      const sent: Promise<void> = send(db, storage, job, deps, inFlight.hold(job)).then(() => { sending.delete(sent); });
+      sending.add(sent);
+    }
+    if (!sending.size) return; // nothing in flight, nothing left to claim
+    await Promise.race([budget, ...sending]);
+  }
+}
+
+/**
+ * When delivery has work next: now for an active hook behind the end of the log, the earliest due
+ * retry of an active hook, or the earliest reclaimable claim; null: none. A hook with no room to claim
+ * (its sends in flight take all it may have) is looked at again a pass budget later at the soonest,
+ * and so is the whole while this object has sends in flight (one that fails leaves a retry due).
+ */
+export function nextDeliveryWorkAt(db: Db, inFlight: DeliveriesInFlight): number | null {
+  const now = clock.nowMs();
+  const recheck = now + inFlight.pacing.passBudgetMs;
+  const rows = db.all<{ webhook_id: string; behind: number; retry: string | null; reclaim: string | null }>(
+    `SELECT w.webhook_id,
+            w.status = 'active' AND max(w.scanned_seq, w.from_seq) < (SELECT coalesce(max(seq), 0) FROM events) AS behind,
+            CASE WHEN w.status = 'active' THEN
+              (SELECT min(d.next_retry_at) FROM deliveries d WHERE d.webhook_id = w.webhook_id AND d.status = 'pending') END AS retry,
+            (SELECT min(coalesce(d.last_attempt_at, d.created_at)) FROM deliveries d
+              WHERE d.webhook_id = w.webhook_id AND d.status = 'sending' AND d.delivery_id NOT IN (SELECT value FROM json_each(?))) AS reclaim
+       FROM webhooks w`, JSON.stringify(inFlight.ids()));
+  const times = rows.flatMap((r) => {
+    const at = [r.behind ? now : null, r.retry ? Date.parse(r.retry) : null, r.reclaim ? Date.parse(r.reclaim) + RECLAIM_AFTER_MS : null]
+      .filter((t): t is number => t != null);
+    if (!at.length) return [];
+    return [inFlight.claimsAllowed(r.webhook_id) > 0 ? Math.min(...at) : Math.max(Math.min(...at), recheck)];
+  });
+  if (inFlight.ids().length) times.push(recheck);
+  return times.length ? Math.min(...times) : null;
 }
 
 export const hasActiveHooks = (db: Db) => !!db.first("SELECT 1 FROM webhooks WHERE status = 'active' LIMIT 1");
 
 /**
- * The alarm's share: continue from the background cursor (org_meta 'webhook_cursor'). Returns true
- * when more events are waiting.
- */
-export async function backgroundDrain(db: Db, storage: DurableObjectStorage, send: Sender): Promise<boolean> {
-  if (!hasActiveHooks(db)) return false;
-  const cursor = Number(getMeta(db, "webhook_cursor") ?? 0);
-  const { lastSeq, eventsDrained } = await drainEvents(db, storage, cursor, BACKGROUND_BATCH, send);
-  setMeta(db, "webhook_cursor", String(lastSeq));
-  return eventsDrained === BACKGROUND_BATCH;
-}
-
-/**
- * Background delivery, a named job (src/jobs.ts): new events make it due one maintenance interval
- * later (stored with the write); it then continues from its own cursor. With the interval at 0 there
- * is no background delivery at all (the manual drain still works).
+ * Background delivery, a named job (src/jobs.ts): a commit with events makes it due at once (stored
+ * with the write), as do a resume and a redelivery, and a drain for its next work; it then wakes for
+ * the next due retry or reclaimable claim. With the maintenance interval at 0 there is no background
+ * delivery at all (the manual drain still sends, retries included).
  */
 export const webhookDeliveryJob: BackgroundJob = {
   name: "webhook_delivery",
-  dueAfterEvents: (db, intervalMs) => (intervalMs > 0 && hasActiveHooks(db) ? clock.nowMs() + intervalMs : null),
+  dueAfterEvents: (db, intervalMs) => (intervalMs > 0 && hasActiveHooks(db) ? clock.nowMs() : null),
   async run({ db, storage, maintenanceIntervalMs, deps }) {
     if (maintenanceIntervalMs <= 0) return null;
-    if (await backgroundDrain(db, storage, deps.sendWebhook)) return clock.nowMs();
-    return nextReclaimAt(db);
+    await deliverDue(db, storage, deps, BACKGROUND_BATCH);
+    return nextDeliveryWorkAt(db, deps.webhookDeliveries);
   },
   retryMs: ({ maintenanceIntervalMs }) => maintenanceIntervalMs,
 };

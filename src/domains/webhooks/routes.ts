@@ -1,25 +1,26 @@
-// Webhook registration, pause/resume, deletion, the delivery list and the manual drain.
+// Webhook registration, pause/resume, deletion, the delivery list, redelivery and the manual drain.
 // Webhook administration emits no domain events (SPEC) but every change is audited.
+import { isAdmin, managesShared } from "../../access/policy";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
-import { clock } from "../../http/clock";
-import { decodeCursor, encodeCursor, pageOf, positionAfter } from "../../http/cursor";
-import { conflict, forbidden, notFound } from "../../http/errors";
+import { clock, isoAt } from "../../http/clock";
+import { encodeCursor, pageOf, positionAfter } from "../../http/cursor";
+import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
 import { orgRoute } from "../../http/route";
 import type { Db } from "../../org/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
-import { readableEventsWhere } from "../../org/events";
+import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
-import { drainEvents, pendingDeliveries, type WebhookRow } from "./delivery";
-import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
+import { deliverEvents, type FailureReason, nextDeliveryWorkAt, webhookDeliveryJob, type WebhookRow } from "./delivery";
+import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, deliveryResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
 
 export const SIGNING = {
   header: "X-Svc-Signature",
   algorithm: "HMAC-SHA256",
   format: "sha256=<64 lowercase hex>",
-  note: "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery.",
+  note: "HMAC-SHA256 of the raw request body with the webhook secret. Verify against the exact bytes received; deduplicate on X-Svc-Delivery. Standard Webhooks 1.0 headers (webhook-id, webhook-timestamp, webhook-signature) are sent as well.",
 } as const;
 
 const view = (w: WebhookRow) => ({
@@ -27,31 +28,61 @@ const view = (w: WebhookRow) => ({
   failure_count: w.failure_count, created_at: w.created_at, updated_at: w.updated_at, signing: SIGNING,
 });
 
-function requireHook(db: Db, id: string): WebhookRow {
-  const hook = db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", id);
-  if (!hook) throw notFound("Webhook");
+const hookRow = (db: Db, id: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", id);
+
+/**
+ * A hook the caller manages (its creator, or an owner/admin: managesShared); any other hook answers
+ * exactly like a missing one.
+ */
+function requireHook(db: Db, caller: Caller, id: string): WebhookRow {
+  const hook = hookRow(db, id);
+  if (!hook || !managesShared(caller, hook.created_by)) throw notFound("Webhook");
   return hook;
 }
+
+interface DeliveryRow {
+  seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
+  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; failure_reason: FailureReason | null;
+  created_at: string;
+}
+
+const deliveryView = (d: DeliveryRow) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
+  last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, failure_reason: d.failure_reason,
+  created_at: d.created_at });
+
+/** managesShared in SQL over the webhooks table: the hooks the caller may list. */
+const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => ["(? = 1 OR created_by = ?)", isAdmin(caller) ? 1 : 0, caller.principalId];
 
 function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused", action: string) {
   return commitWrite(rc, (db) => {
     db.run(`UPDATE webhooks SET status = ?, ${status === "active" ? "failure_count = 0," : ""} updated_at = ? WHERE webhook_id = ?`,
       status, clock.nowIso(), hook.webhook_id);
-    return { status: 200, data: view(requireHook(db, hook.webhook_id)),
+    // Resumed: what accrued while it was paused (new events, due retries) goes out at once.
+    if (status === "active") rc.jobDue(webhookDeliveryJob.name, clock.nowMs());
+    return { status: 200, data: view(hookRow(db, hook.webhook_id)!),
       audit: { action, resourceType: "webhook", resourceId: hook.webhook_id } };
   });
 }
 
 /**
- * The drain's cursor is opaque: a position in the organization's event log, never an event id (the
- * last event scanned may be one the caller cannot read). `after` takes such a cursor or, as before,
- * an event id the caller may read (an unreadable one is as unknown as a random id).
+ * The drain's cursor names the last event it drained, as an id cursor (positionAfter): the drain scans
+ * only events the caller may read, so neither its counts nor its cursor tell anything about the rest of
+ * the organization's log. `after` takes such a cursor or an event id (as GET /v1/events does); one the
+ * caller cannot read answers the same 404 as a random id.
  */
-const isDrainCursor = (v: unknown): v is ["drain", number] =>
-  Array.isArray(v) && v.length === 2 && v[0] === "drain" && Number.isInteger(v[1]) && v[1] >= 0;
-const drainCursor = (seq: number) => encodeCursor(["drain", seq]);
-const drainPosition = (db: Db, caller: Caller, after: string) =>
-  after.startsWith(ID_PREFIX.event) ? readableEventSeq(db, caller, after) : decodeCursor(after, isDrainCursor)[1];
+const drainPosition = (db: Db, caller: Caller, after: string) => after.startsWith(ID_PREFIX.event)
+  ? readableEventSeq(db, caller, after)
+  : positionAfter(after, ID_PREFIX.event, (id) => readableEvent(db, caller, id)?.seq, () => { throw notFound("Event"); });
+
+/** Deliveries still to be sent (pending or sending) of hooks the caller manages and events it may read. */
+function pendingDeliveriesFor(db: Db, caller: Caller): number {
+  const [visible, ...who] = readableEventsWhere(caller, "e");
+  const [managed, ...args] = managedHooksWhere(caller);
+  return db.first<{ n: number }>(
+    `SELECT count(*) AS n FROM deliveries d JOIN events e ON e.event_id = d.event_id
+      WHERE d.status IN ('pending', 'sending') AND ${visible}
+        AND d.webhook_id IN (SELECT webhook_id FROM webhooks WHERE ${managed})`, ...who, ...args)!.n;
+}
 
 export const webhookRoutes = [
   orgRoute({
@@ -69,11 +100,11 @@ export const webhookRoutes = [
       const fromSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
       const row: WebhookRow = { webhook_id: newId(ID_PREFIX.webhook), url: rc.body.url, secret: rc.body.secret,
         events: JSON.stringify(events), status: "active", failure_count: 0, created_by: rc.caller.principalId, from_seq: fromSeq,
-        created_at: now, updated_at: now };
+        scanned_seq: fromSeq, created_at: now, updated_at: now };
       db.run(
-        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
-         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?, ?)`,
-        row.webhook_id, row.url, row.secret, row.events, row.created_by, fromSeq, now, now);
+        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, scanned_seq, created_at, updated_at)
+         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?, ?, ?)`,
+        row.webhook_id, row.url, row.secret, row.events, row.created_by, fromSeq, fromSeq, now, now);
       return { status: 201, data: view(row),
         audit: { action: "webhook.created", resourceType: "webhook", resourceId: row.webhook_id, detail: { events } } };
     }),
@@ -82,8 +113,11 @@ export const webhookRoutes = [
   orgRoute({
     method: "GET", path: "/v1/webhooks", scope: "webhooks:read",
     response: { 200: webhookListResponse },
-    summary: "The organization's webhooks with status, event filter and failure count.",
-    handler: ({ db }) => ok({ webhooks: db.all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id").map(view) }),
+    summary: "Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin.",
+    handler: ({ db, caller }) => {
+      const [managed, ...args] = managedHooksWhere(caller);
+      return ok({ webhooks: db.all<WebhookRow>(`SELECT * FROM webhooks WHERE ${managed} ORDER BY created_at, webhook_id`, ...args).map(view) });
+    },
   }),
 
   orgRoute({
@@ -91,7 +125,7 @@ export const webhookRoutes = [
     response: { 200: webhookDeletedResponse },
     summary: "Remove a webhook and its delivery rows.",
     handler: (rc) => {
-      const hook = requireHook(rc.db, rc.params.id);
+      const hook = requireHook(rc.db, rc.caller, rc.params.id);
       return commitWrite(rc, (db) => {
         const removed = db.all("DELETE FROM deliveries WHERE webhook_id = ? RETURNING 1", hook.webhook_id).length;
         db.run("DELETE FROM webhooks WHERE webhook_id = ?", hook.webhook_id);
@@ -106,7 +140,7 @@ export const webhookRoutes = [
     response: { 200: webhookResponse },
     summary: "Pause delivery; events keep accruing.",
     handler: (rc) => {
-      const hook = requireHook(rc.db, rc.params.id);
+      const hook = requireHook(rc.db, rc.caller, rc.params.id);
       if (hook.status === "disabled") throw forbidden("Cannot pause a disabled webhook.");
       return setStatus(rc, hook, "paused", "webhook.paused");
     },
@@ -117,7 +151,7 @@ export const webhookRoutes = [
     response: { 200: webhookResponse },
     summary: "Resume delivery and reset failure_count to 0.",
     handler: (rc) => {
-      const hook = requireHook(rc.db, rc.params.id);
+      const hook = requireHook(rc.db, rc.caller, rc.params.id);
       if (hook.status === "disabled") throw forbidden("Cannot resume a disabled webhook. Re-register it.");
       return setStatus(rc, hook, "active", "webhook.resumed");
     },
@@ -128,7 +162,7 @@ export const webhookRoutes = [
     response: { 200: deliveryListResponse },
     summary: "Deliveries of one webhook of events you may read, newest first; never a response body.",
     handler: ({ db, caller, params, query }) => {
-      const hook = requireHook(db, params.id);
+      const hook = requireHook(db, caller, params.id);
       // Only deliveries of events the caller may read (GET /v1/events/:id answers them), filtered
       // before the LIMIT. The cursor names the page's last delivery; one the caller cannot see is missing.
       const [visible, ...who] = readableEventsWhere(caller, "e");
@@ -136,14 +170,36 @@ export const webhookRoutes = [
       const before = query.after ? positionAfter(query.after, ID_PREFIX.delivery,
         (id) => db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`, hook.webhook_id, ...who, id)?.seq,
         () => { throw notFound("Delivery"); }) : Number.MAX_SAFE_INTEGER;
-      const rows = db.all<{ seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
-        last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; created_at: string }>(
+      const rows = db.all<DeliveryRow>(
         `SELECT d.* ${readable} AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`, hook.webhook_id, ...who, before, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (d) => [d.delivery_id]);
-      return ok({
-        deliveries: page.map((d) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
-          last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, created_at: d.created_at })),
-        ...more,
+      return ok({ deliveries: page.map(deliveryView), ...more });
+    },
+  }),
+
+  orgRoute({
+    method: "POST", path: "/v1/webhooks/:id/deliveries/:delivery_id/retry", scope: "webhooks:write",
+    response: { 200: deliveryResponse },
+    summary: "Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC).",
+    handler: (rc) => {
+      const { db, caller, params } = rc;
+      const hook = requireHook(db, caller, params.id);
+      // A delivery of another hook, or of an event the caller may not read, is as missing as a random id.
+      const [visible, ...who] = readableEventsWhere(caller, "e");
+      const delivery = db.first<DeliveryRow>(
+        `SELECT d.* FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.delivery_id = ? AND d.webhook_id = ? AND ${visible}`,
+        params.delivery_id, hook.webhook_id, ...who);
+      if (!delivery) throw notFound("Delivery");
+      if (hook.status === "disabled") throw forbidden("Cannot redeliver to a disabled webhook. Re-register it.");
+      if (delivery.status !== "failed")
+        throw new ApiError("VALIDATION_ERROR", `Only a failed delivery can be redelivered; this one is ${delivery.status}.`);
+      return commitWrite(rc, (db) => {
+        const now = clock.nowMs();
+        db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ?, failure_reason = NULL WHERE delivery_id = ? AND status = 'failed'", isoAt(now), delivery.delivery_id);
+        rc.jobDue(webhookDeliveryJob.name, now);
+        return { status: 200, data: deliveryView(db.first<DeliveryRow>("SELECT * FROM deliveries WHERE delivery_id = ?", delivery.delivery_id)!),
+          audit: { action: "webhook.redelivered", resourceType: "webhook", resourceId: hook.webhook_id,
+            detail: { delivery_id: delivery.delivery_id, event_id: delivery.event_id } } };
       });
     },
   }),
@@ -151,16 +207,27 @@ export const webhookRoutes = [
   orgRoute({
     method: "POST", path: "/v1/webhooks/deliver", scope: "webhooks:write", body: deliverBody, bodyOptional: true,
     response: { 200: deliverResponse },
-    summary: "Drain the outbox: deliver events after `after` (from the start without it) to subscribed hooks.",
+    summary: "Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks.",
     handler: async (rc) => {
-      const { db, storage, body } = rc;
-      const afterSeq = body.after ? drainPosition(db, rc.caller, body.after) : 0;
-      // Delivery rows are claimed and settled by drainEvents itself (sending happens between); the
+      const { db, storage, body, caller } = rc;
+      const afterSeq = body.after ? drainPosition(db, caller, body.after) : 0;
+      const events = readableEventsAfter(db, caller, afterSeq, { limit: body.limit });
+      // It waits only for the hooks the caller manages: another principal's slow receiver cannot hold it up.
+      const [managed, ...args] = managedHooksWhere(caller);
+      const managedIds = new Set(db.all<{ webhook_id: string }>(`SELECT webhook_id FROM webhooks WHERE ${managed}`, ...args).map((h) => h.webhook_id));
+      // Delivery rows are claimed and settled by deliverEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
-      const out = await drainEvents(db, storage, afterSeq, body.limit, rc.deps.sendWebhook);
-      const data = { events_drained: out.eventsDrained, cursor: drainCursor(out.lastSeq), pending_deliveries: pendingDeliveries(db) };
-      return commitWrite(rc, () => ({ status: 200, data,
-        audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } }));
+      await deliverEvents(db, storage, events, rc.deps, body.limit, managedIds);
+      const last = events.at(-1);
+      const data = { events_drained: events.length, cursor: last ? encodeCursor([last.event_id]) : (body.after ?? null),
+        pending_deliveries: pendingDeliveriesFor(db, caller) };
+      return commitWrite(rc, () => {
+        // What its sends left (a retry, a send still in flight) is the background's next work.
+        const next = nextDeliveryWorkAt(db, rc.deps.webhookDeliveries);
+        if (next != null) rc.jobDue(webhookDeliveryJob.name, next);
+        return { status: 200, data,
+          audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } };
+      });
     },
   }),
 ];

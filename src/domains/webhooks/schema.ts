@@ -3,6 +3,7 @@ import { ID_PREFIX } from "../../http/ids";
 import { count, idOf, pageOf, timestamp } from "../../http/shapes";
 import { intRange, limitParam } from "../../http/validate";
 import { EVENT_KINDS } from "../../org/write";
+import { FAILURE_REASONS } from "./delivery";
 import { webhookUrlProblem } from "./url-guard";
 
 export const MAX_WEBHOOKS_PER_ORG = 100;
@@ -18,7 +19,7 @@ export const createWebhookBody = z.strictObject({
 });
 
 export const deliverBody = z.strictObject({
-  after: z.string().max(64).optional(),
+  after: z.string().max(64).nullable().optional().describe("A `cursor` this route returned, or an event id; absent or null: from the start"),
   limit: intRange(1, 200).default(50),
 });
 
@@ -29,19 +30,28 @@ const webhookId = idOf(ID_PREFIX.webhook);
 
 export const webhookResponse = z.strictObject({
   webhook_id: webhookId, url: z.string(), events: z.array(z.enum([...EVENT_KINDS, "*"])), status: z.enum(["active", "paused", "disabled"]),
-  failure_count: count, created_at: timestamp, updated_at: timestamp,
+  failure_count: count.describe("Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook"),
+  created_at: timestamp, updated_at: timestamp,
   signing: z.strictObject({ header: z.string(), algorithm: z.literal("HMAC-SHA256"), format: z.string(), note: z.string() }),
 });
 export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) });
 export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, deleted: z.literal(true), deliveries_removed: count });
 
-export const deliveryListResponse = pageOf("deliveries", z.strictObject({
-  id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event), status: z.enum(["pending", "sending", "delivered"]), attempts: count,
-  last_attempt_at: timestamp.nullable(), next_retry_at: timestamp.nullable(),
+export const deliveryResponse = z.strictObject({
+  id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event),
+  status: z.enum(["pending", "sending", "delivered", "failed"])
+    .describe("pending: waiting for its next attempt (next_retry_at); sending: an attempt in flight; delivered; failed: never tried again automatically (failure_reason says why)"),
+  attempts: count.describe("Attempts made (at most 5 before a redelivery)"),
+  last_attempt_at: timestamp.nullable(), next_retry_at: timestamp.nullable().describe("When the next attempt is due; null once delivered or failed"),
   response_status: z.number().int().nullable().describe("The receiver's HTTP status; null after a network error or before the first attempt"),
+  failure_reason: z.enum(FAILURE_REASONS).nullable().describe(
+    "Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC)"),
   created_at: timestamp,
-}));
+});
+export const deliveryListResponse = pageOf("deliveries", deliveryResponse);
 
 export const deliverResponse = z.strictObject({
-  events_drained: count, cursor: z.string().describe("Pass as `after` to continue"), pending_deliveries: count,
+  events_drained: count.describe("Events you may read that this call scanned"),
+  cursor: z.string().nullable().describe("Names the last event drained (or echoes `after` when none was); pass as `after` to continue"),
+  pending_deliveries: count.describe("Deliveries not yet sent of hooks you manage and events you may read"),
 });

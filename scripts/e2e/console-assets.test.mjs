@@ -47,8 +47,12 @@ test("the page holds no inline script or style and nothing from another origin",
   assert.doesNotMatch(html, /https?:\/\//);
 });
 
-test("every path outside /console/ keeps the API's routing answers", async () => {
-  for (const path of ["/v1/nope", "/console", "/v1/console/", "/consoles/app.js", "/app.js", "/_headers"]) {
+test("every path outside /console/ keeps the API's routing answers; /console itself redirects to /console/", async () => {
+  const bare = await fetch(`${base}/console?x=1`, { redirect: "manual" });
+  assert.equal(bare.status, 308);
+  assert.equal(bare.headers.get("location"), "/console/?x=1");
+  await bare.arrayBuffer();
+  for (const path of ["/v1/nope", "/v1/console/", "/consoles/app.js", "/app.js", "/_headers"]) {
     const r = await fetch(base + path);
     assert.equal(r.status, 404, path);
     assert.deepEqual((await r.json()).error, { code: "NOT_FOUND", message: "Unknown endpoint." }, path);
