@@ -15,18 +15,18 @@ import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search
 import { markJobDue } from "../src/org/jobs";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
 import { insertClaim } from "../src/domains/memory/records";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { localIndexFor } from "../src/vector/local-index";
 import type { VectorRuntime } from "../src/vector/runtime";
-import { Db } from "../src/org/db";
+import { Db, Sql } from "../src/sql/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
-import { GLOVE_TABLE } from "../src/vector/glove-table";
-import { STOPWORDS } from "../src/domains/memory/fts";
+import { GLOVE_TABLE } from "../src/generated/glove-table";
+import { STOPWORDS } from "../src/text/stopwords";
 
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).
 const SIZES: number[] = inject("profileSizes") ?? [1000, 50000, 200000];
@@ -44,9 +44,9 @@ function timedDb(db: Db, stats: Map<string, [number, number, number]>): Db {
     const v = Reflect.get(t, p);
     // `run` too: search's snapshot write is a run (rows counted as 1 per call).
     if (p !== "all" && p !== "first" && p !== "run") return typeof v === "function" ? v.bind(t) : v;
-    return (q: string, ...args: unknown[]) => {
+    return (q: string | Sql, ...args: unknown[]) => {
       const t0 = performance.now(); const r = v.call(t, q, ...args); const ms = performance.now() - t0;
-      const flat = q.replace(/\s+/g, " "); const from = flat.indexOf(" FROM ");
+      const flat = (q instanceof Sql ? q.text : q).replace(/\s+/g, " "); const from = flat.indexOf(" FROM ");
       // Statements that read the same columns differ in what they read them from.
       const k = from > 40 ? `${flat.slice(0, 40)} …${flat.slice(from, from + 50)}` : flat.slice(0, 70); const s = stats.get(k) ?? [0, 0, 0];
       s[0] += ms; s[1]++; s[2] += Array.isArray(r) ? r.length : 1; stats.set(k, s); return r;

@@ -23,14 +23,14 @@ import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
 import { insertClaim } from "../src/domains/memory/records";
-import type { Db } from "../src/org/db";
-import { GLOVE_TABLE } from "../src/vector/glove-table";
+import type { Db } from "../src/sql/db";
+import { GLOVE_TABLE } from "../src/generated/glove-table";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { bestSlots, dot, LocalVectorIndex } from "../src/vector/local-index";
 import type { AcceptIds, VectorHit } from "../src/vector/types";
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
-import { STOPWORDS } from "../src/domains/memory/fts";
+import { STOPWORDS } from "../src/text/stopwords";
 
 const SIZES: number[] = (globalThis as any).__VEC_SIZES ?? [1000, 50000, 200000];
 const REPS = 3;

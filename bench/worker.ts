@@ -18,17 +18,18 @@
 // None of this is part of the product's route table (src/routes.ts).
 import { DurableObject } from "cloudflare:workers";
 import { bearerToken, hashKey } from "../src/auth/credentials";
-import type { EdgeEnv } from "../src/http/route";
-import { routeId } from "../src/http/route";
+import type { EdgeEnv } from "../src/env";
+import { routeId } from "../src/org/route";
 import { buildMatcher } from "../src/http/router";
 import { orgForCredential } from "../src/index-db";
 import { compilePack } from "../src/domains/memory/compile";
 import type { CompileFilters } from "../src/domains/memory/ranking";
 import { loadCaller } from "../src/domains/identity/store";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { getMeta } from "../src/org/meta";
 import { runtimeFor } from "../src/vector/runtime";
-import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
+import type { DispatchInput } from "../src/env";
+import { OrgStore } from "../src/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
 import { REGISTRY_SHARDS } from "../src/registry/shards";
 import { ROUTES } from "../src/routes";

@@ -677,7 +677,7 @@ async function partScale(server) {
 
 One organization grown to ${SIZES.map((s) => s.toLocaleString("en-US")).join(", ")} claims: statements of 10-30 words drawn
 with Zipf(1.07) over the local embedder's own vocabulary by frequency rank (the ${VOCAB.length.toLocaleString("en-US")} English words of
-\`src/vector/glove-table.ts\`, read out of that file by \`scripts/bench-lib.mjs\`; stopwords included, as in running text),
+\`src/generated/glove-table.ts\`, read out of that file by \`scripts/bench-lib.mjs\`; stopwords included, as in running text),
 so a few words are everywhere and most are rare; 50 claims per consolidation, 20 subjects. Every word is one the embedder
 knows, so statements and queries embed to real vectors and compile is **hybrid**: lexical candidates plus the vector index's
 nearest claims. (Runs before this change drew from 20,000 made-up words the embedder did not know: every query embedded to
@@ -688,7 +688,7 @@ drained through \`POST /v1/index/drain\` (pages of 100, its largest, two request
 run stops unless the index then holds every claim, so nothing is draining during the samples. Third column: vectors held,
 how many the index held when seeding ended, and how long the rest took. At each size ${SAMPLES} samples each of:
 \`POST /v1/context/compile\` with a query of 4 informative words (the same Zipf with the stopwords of
-\`src/domains/memory/fts.ts\` skipped, as an agent asks) and \`token_budget\` 1000 over HTTP, the same dispatched straight to
+\`src/text/stopwords.ts\` skipped, as an agent asks) and \`token_budget\` 1000 over HTTP, the same dispatched straight to
 the Durable Object and timed inside it (\`/__bench/timed\`; workerd's clock has 1 ms resolution, so inside values are whole
 ms), and \`GET /v1/memories?q=<2 non-stopwords of a stored claim>&limit=25\` both ways. Sequential requests; latency in ms
 (p50 / p95). "Hybrid packs": HTTP compiles whose \`meta.degraded.vectors\` was false (a vector hit took part in ranking).

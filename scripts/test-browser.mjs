@@ -449,7 +449,7 @@ try {
   };
   const deliveryCells = () => [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].map((r) => [...r.cells].map((c) => c.textContent));
   await observe("A note the console's webhook receives.");
-  await refreshUntil((cells) => {
+  await refreshUntil(() => {
     const rows = [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].map((r) => [...r.cells].map((c) => c.textContent));
     return rows.length === 1 && rows[0][2] === "failed" && rows[0][3] === "5" && rows[0][4] === "500" && rows[0][6] === "";
   }, "the delivery shows failed after five attempts (status, attempts, response, no next retry)");

@@ -13,6 +13,7 @@ const STEPS = [
   { name: "typecheck console", lane: 1, cmd: npx("tsc", "--noEmit", "-p", "console") },
   { name: "typecheck examples", lane: 1, cmd: npx("tsc", "-p", "examples/tsconfig.json") },
   { name: "node tests", lane: 1, cmd: ["node", "--test", "scripts/test/"] },
+  { name: "lint", lane: 1, cmd: npx("eslint", ".") },
 ];
 
 function run(step) {

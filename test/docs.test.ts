@@ -14,5 +14,5 @@ it("keeps docs/openapi.json generated from the same route table (validated by sc
 
 it("declares the success answers of every route: response schemas per status, or NDJSON lines", () => {
   const undeclared = ROUTES.filter((r) => !(r.auth === "key" && r.ndjson ? r.ndjsonLines : r.response)).map((r) => `${r.method} ${r.path}`);
-  expect(undeclared, "add `response: { <status>: schema }` to these routes (src/http/route.ts)").toEqual([]);
+  expect(undeclared, "add `response: { <status>: schema }` to these routes (src/org/route.ts)").toEqual([]);
 });

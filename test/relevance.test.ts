@@ -9,13 +9,13 @@ import { rankRelevant } from "../src/domains/memory/compile";
 import { scoreCandidates, WEIGHTS } from "../src/domains/memory/ranking";
 import { stemsOf, storedTerm } from "../src/domains/memory/fts";
 import { changeClaim, sharedTermStats } from "../src/domains/memory/records";
-import type { Db } from "../src/org/db";
+import type { Db } from "../src/sql/db";
 import { loadCaller } from "../src/domains/identity/store";
 import { hashKey } from "../src/auth/credentials";
 import { clock } from "../src/http/clock";
 import { migrate } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
-import type { OrgStore } from "../src/org/OrgStore";
+import type { OrgStore } from "../src/OrgStore";
 import { durableRegistry } from "../src/registry/client";
 import { readModelConfig } from "../src/vector/config";
 import { LOCAL_EMBEDDER_INFO } from "../src/vector/local-embedder";
@@ -23,7 +23,6 @@ import { append, appendOk, call, consolidateOk, expectError, inOrg, mintKey, new
 
 afterEach(() => clock.reset());
 
-type Org = Awaited<ReturnType<typeof newOrg>>;
 const ids = (r: { json: any }) => r.json.data.items.map((i: { claim_id: string }) => i.claim_id);
 const compile = (key: string, body: Record<string, unknown>) => call("POST", "/v1/context/compile", { key, body });
 
@@ -40,6 +39,13 @@ async function claimIn(key: string, subject: string, projectId: string, statemen
   expect(r.status, r.text).toBe(201);
   return r.json.data.claims[0].claim_id as string;
 }
+
+/**
+ * Moves the service's clock a day ahead for one test, so the background drain its writes arm falls due a
+ * day after real time and never fires during it (as test/indexing.test.ts does): a test that compiles
+ * without indexing then ranks lexically whatever the machine's load (the afterEach resets the clock).
+ */
+const holdBackgroundDrain = () => clock.advance(24 * 3_600_000);
 
 /** Verify (queue what the index lacks), then drain until the queue is empty. */
 async function indexAll(key: string) {
@@ -73,6 +79,7 @@ describe("compile's filters are GET /v1/memories' filters", () => {
   }
 
   it("packs only claims about the subject, in the project, of the kinds: with and without a query", async () => {
+    holdBackgroundDrain();
     const { org, project, c, rest7 } = await seeded();
     const q = (body: Record<string, unknown>) => compile(org.api_key, { token_budget: 5000, ...body });
     expect((await q({ query: "tea morning", subject_id: "user-7" })).status).toBe(201);
@@ -161,6 +168,7 @@ describe("channel compile and svc_recall follow compile's filters", () => {
   });
 
   it("svc_recall recalls only the subject's claims, and nothing for an unrelated query", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const mine = await claim(org.api_key, "user-7", "prefers tea in the morning");
     await claim(org.api_key, "user-99", "prefers tea in the evening");
@@ -392,6 +400,7 @@ describe("per-subject ranking statistics", () => {
   });
 
   it("compile filtered to a subject weighs words by that subject's claims: a word all of them hold selects nothing", async () => {
+    holdBackgroundDrain();
     const org = await newOrg();
     const others = async () => {
       for (const statement of ["ships the parcel on monday", "reviews the quarterly report", "waters the office plants"])

@@ -14,7 +14,7 @@ const ROLES = ["reader", "member", "admin", "owner"];
 /** The search the memories page shows: kept in memory so the back link from a claim returns to it. */
 let search: { filters: Record<string, string>; cursors: string[] } = { filters: {}, cursors: [] };
 
-export async function memoriesPage(main: HTMLElement, go: Go): Promise<void> {
+export async function memoriesPage(main: HTMLElement, _go: Go): Promise<void> {
   const results = h("section", { "aria-label": "Results", "aria-live": "polite" });
   const f = search.filters;
   const form = guarded(h("form", { "aria-label": "Search memories", class: "inline", role: "search" },

@@ -13,23 +13,9 @@
 // Hidden records contribute nothing anywhere; the evidence view's hidden_source_count is the only trace.
 import { ADMIN_ROLES } from "../auth/roles";
 import { ApiError } from "../http/errors";
-import type { Db } from "../org/db";
-import type { Caller } from "../org/request";
+import type { Db } from "../sql/db";
+import { type Caller, type GrantTarget, type HeldGrant, PERMISSIONS, type Permission } from "./caller";
 import { VISIBILITIES } from "./visibility";
-
-export const PERMISSIONS = ["read", "write", "approve", "admin"] as const;
-export type Permission = (typeof PERMISSIONS)[number];
-
-export interface GrantTarget {
-  type: "organization" | "project" | "subject";
-  /** project id (null: unscoped memory) or subject id; null for the organization. */
-  id: string | null;
-}
-
-export interface HeldGrant extends GrantTarget {
-  grantId: string;
-  permissions: Permission[];
-}
 
 /** A record as authorization sees it. */
 export interface Guarded {

@@ -1,7 +1,7 @@
 // docs/API.md is generated from the route table and the zod schemas (test/docs.test.ts keeps it in
 // sync; `npx vitest run -u test/docs.test.ts` rewrites it).
 import { z } from "zod";
-import type { RouteDef } from "../http/route";
+import type { RouteDef } from "../org/route";
 
 const schemaBlock = (title: string, schema: z.ZodType) =>
   `${title}:\n\n\`\`\`json\n${JSON.stringify(z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }), null, 2)}\n\`\`\`\n`;

@@ -2,7 +2,7 @@
 // docs/API.md: test/docs.test.ts keeps the file in sync (`npx vitest run -u test/docs.test.ts`
 // rewrites it) and scripts/test/openapi.test.mjs validates it with an OpenAPI schema validator.
 import { z } from "zod";
-import type { RouteDef } from "../http/route";
+import type { RouteDef } from "../org/route";
 import { errorEnvelope as errorEnvelopeSchema, successMetaOf } from "../http/shapes";
 
 const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {

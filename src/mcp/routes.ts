@@ -1,7 +1,7 @@
 // POST /mcp: JSON-RPC 2.0 over MCP Streamable HTTP, stateless (no session id, no server-initiated
 // stream: GET /mcp is a 405 from the route table). Replies are application/json, never SSE.
 import { ApiError, INTERNAL_MESSAGE, translateStorageError } from "../http/errors";
-import { orgRoute } from "../http/route";
+import { orgRoute } from "../org/route";
 import { parseJson, validate } from "../http/validate";
 import { executeRoute, type Session } from "../org/execute";
 import type { Reply, RequestCtx } from "../org/request";

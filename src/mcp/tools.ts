@@ -11,7 +11,7 @@ import { claimRoutes } from "../domains/memory/claims";
 import { contextRoutes } from "../domains/memory/context";
 import { appendObservation } from "../domains/memory/observations";
 import { compileBody, consolidationBody, feedbackBody, memoriesQuery, OBSERVATION_KINDS, observationBody, observationSource } from "../domains/memory/schema";
-import type { OrgRoute } from "../http/route";
+import type { OrgRoute } from "../org/route";
 import type { RouteCall } from "../org/execute";
 import { commitWrite } from "../org/write";
 

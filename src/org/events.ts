@@ -1,5 +1,5 @@
 import { readableWhere } from "../access/policy";
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 import type { Caller } from "./request";
 
 // A row of the events table: written by commitWrite (src/org/write.ts), read by GET /v1/events and

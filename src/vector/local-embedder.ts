@@ -4,8 +4,10 @@
 // SIF weighting a / (a + p(w)), p(w) from the word's frequency rank (Zipf), English stopwords left out
 // and an unknown word looked up by its Porter stem. Deterministic and static: a text's vector never
 // depends on the organization's other data, so nothing drifts as the corpus grows.
-import { ftsTokens, STOPWORDS, stemKey } from "../domains/memory/fts";
-import { GLOVE_TABLE } from "./glove-table";
+import { stemKey } from "../text/porter";
+import { STOPWORDS } from "../text/stopwords";
+import { ftsTokens } from "../text/unicode61";
+import { GLOVE_TABLE } from "../generated/glove-table";
 import { type Embedder, normalize } from "./types";
 
 export const LOCAL_EMBEDDER_INFO = {

@@ -9,7 +9,7 @@
 // too much for less than the scan costs, and a best-M cut over all rows would let unreadable vectors
 // take places among the M).
 // The cache is loaded on the first query and kept in step by this class, the table's only writer.
-import type { Db } from "../org/db";
+import type { Db } from "../sql/db";
 import { VectorRows } from "./scan-kernel";
 import { type AcceptIds, guardBackend, MAX_TOP_K, type VectorHit, type VectorIndex } from "./types";
 

@@ -3,8 +3,8 @@
 // exactly like a missing one. Their reads (also the Atlas's scope_preview) apply retrievable in the walk.
 import { afterPair, decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { projectVisibleWhere, retrievable } from "../../access/retrieval";

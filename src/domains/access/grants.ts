@@ -4,20 +4,21 @@
 // give); the decision to refuse comes before any lookup of the target, so a target you cannot reach
 // looks exactly like a missing one. A grant re-shared from a grant you
 // hold records it in delegated_from, and revoking a grant revokes everything delegated from it.
-import { type GrantTarget, PERMISSIONS, type Permission, grantHolds, holds, isAdmin, roleHolds } from "../../access/policy";
+import { type GrantTarget, PERMISSIONS, type Permission } from "../../access/caller";
+import { grantHolds, holds, isAdmin, roleHolds } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
 import { getProject } from "../memory/store";
-import { revokeGrantsCascade } from "./revocation";
+import { revokeGrantsCascade } from "../identity/revocation";
 import { grantBody, grantListResponse, grantResponse, grantRevokedResponse, listQuery } from "./schema";
 
 interface GrantRow {

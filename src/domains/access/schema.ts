@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { PERMISSIONS } from "../../access/policy";
+import { PERMISSIONS } from "../../access/caller";
 import { ROLES, roleSchema } from "../../auth/roles";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf, pageOf, principalId, timestamp, visibilityLevel } from "../../http/shapes";
+import { count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
+import { visibilitySchema } from "../../access/visibility";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 const id = z.string().min(1).max(64);
@@ -88,7 +89,7 @@ export const simulateResponse = z.strictObject({
   gates: z.strictObject({
     role: z.strictObject({ role: z.enum(ROLES), passed: z.boolean() }),
     visibility: z.union([
-      z.strictObject({ applies: z.literal(true), visibility: visibilityLevel, is_author: z.boolean(), passed: z.boolean() }),
+      z.strictObject({ applies: z.literal(true), visibility: visibilitySchema, is_author: z.boolean(), passed: z.boolean() }),
       z.strictObject({ applies: z.literal(false), passed: z.null() }),
     ]),
     grant: z.strictObject({ passed: z.boolean(), grant_ids: z.array(idOf(ID_PREFIX.grant)) }),

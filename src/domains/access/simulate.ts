@@ -2,9 +2,10 @@
 // principal, gate by gate. It impersonates nobody (no key of theirs is used) and discloses nothing of
 // the record but the decision inputs: visibility, authorship as a yes/no, and the ids of the grants
 // that apply.
-import { type Guarded, type HeldGrant, canWrite, grantsCovering, loadGrants, principalWorkspaces, readsByVisibility, roleWrites } from "../../access/policy";
+import type { HeldGrant } from "../../access/caller";
+import { type Guarded, canWrite, grantsCovering, loadGrants, principalWorkspaces, readsByVisibility, roleWrites } from "../../access/policy";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";

@@ -1,5 +1,5 @@
 // POST /v1/memory-views/compile: the Memory Atlas (SPEC "Memory Atlas", DESIGN part 2). Read-only.
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { compileView } from "./lenses";
 import { atlasBody, atlasResponse } from "./schema";

@@ -3,8 +3,8 @@
 import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import { ok } from "../../org/request";
 import { AUDIT_FORMAT_VERSION, auditEntryLine, auditHeader, auditListResponse, exportAuditQuery, listAuditQuery } from "./schema";
 import { type AuditEntry, GENESIS_PREV_HASH } from "./verify";

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { sharedWhere } from "../../access/retrieval";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { limitParam } from "../../http/validate";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { type EventRow, readableEvent, readableEventsAfter } from "../../org/events";
 import { type Caller, ok } from "../../org/request";
 import { EVENT_KINDS } from "../../org/write";

@@ -2,7 +2,7 @@
 // pull and push are called by the other deployment with a key of this organization it holds.
 import { ADMIN_ROLES } from "../../auth/roles";
 import { decodeCursor, isSeqCursor, pageOf } from "../../http/cursor";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { addFilter, createPeer, listFilters, listPeersRoute, suspend } from "./peers";
 import { pull } from "./pull";

@@ -6,8 +6,8 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
@@ -15,7 +15,7 @@ import { getClaim, isCurrent, readableClaim, unresolved } from "../memory/store"
 import { retrievableObservationIds, sourcesOf } from "../memory/store";
 import { approvalsPage, claimSourceHashes, seenThroughClaim } from "./claim-reads";
 import { approvalBody, approvalListQuery, approvalListResponse, approvalResponse, decideBody } from "./schema";
-import { type ApprovalRow, getApproval } from "./store";
+import { type ApprovalRow, dutyFacts, getApproval } from "./store";
 
 /** An approval the caller may see: it may read the approval's claim. */
 const visibleApproval = (db: Db, caller: Caller, id: string): ApprovalRow | null => seenThroughClaim(db, caller, getApproval(db, id));
@@ -89,7 +89,7 @@ export const approvalRoutes = [
       if (!a) throw notFound("Approval");
       if (a.status !== "pending") throw invalid(`The approval is already ${a.status}.`);
       const claim = getClaim(db, a.claim_id)!;
-      requireSeparationOfDuty(db, rc.caller, { act: "decide_approval", submitted_by: a.submitted_by, claim_author: claim.author_id });
+      requireSeparationOfDuty(dutyFacts(db), rc.caller, { act: "decide_approval", submitted_by: a.submitted_by, claim_author: claim.author_id });
       if (claim.version !== a.claim_version)
         throw conflict(`The claim changed since version ${a.claim_version} was submitted (now version ${claim.version}).`);
       const at = clock.nowIso();

@@ -8,7 +8,7 @@
 // it never reads canonical memory, and it records no context run.
 import { clock } from "../../http/clock";
 import { forbidden, invalid, notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { DEGRADED } from "../memory/context";
 import { pack, rankTexts } from "../memory/ranking";

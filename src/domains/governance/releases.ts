@@ -12,8 +12,8 @@ import { clock } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type EventInput, commitWrite } from "../../org/write";
@@ -22,7 +22,7 @@ import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibil
 import { retrievableObservationIds } from "../memory/store";
 import { claimSourceHashes, releaseSeqOf, releasesPage, seenThroughClaim } from "./claim-reads";
 import { releaseBody, releaseListQuery, releaseListResponse, releaseMoveBody, releaseResponse } from "./schema";
-import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease } from "./store";
+import { type ChannelRow, type ReleaseRow, type Snapshot, dutyFacts, getChannel, getRelease } from "./store";
 
 /**
  * A release the caller may see: it may retrieve the release's claim (the snapshot is a copy of it).
@@ -74,7 +74,7 @@ function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
     let events: EventInput[] = [];
     if (action === "approve") {
       if (r.status !== "draft") throw invalid(`Only a draft release can be approved; this one is ${r.status}.`);
-      requireSeparationOfDuty(db, rc.caller, { act: "approve_release", created_by: r.created_by });
+      requireSeparationOfDuty(dutyFacts(db), rc.caller, { act: "approve_release", created_by: r.created_by });
       requireStillEligible(db, r, channel);
       next = { ...r, status: "approved", approved_by: me, approved_at: at };
       db.run("UPDATE knowledge_releases SET status = 'approved', approved_by = ?, approved_at = ? WHERE release_id = ?", me, at, r.release_id);

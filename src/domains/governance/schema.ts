@@ -4,7 +4,7 @@ import { z } from "zod";
 import { VISIBILITIES } from "../../access/visibility";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { contentHash, count, idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
+import { contentHash, count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 import { CLAIM_KINDS, compileBody, maxItems, OBSERVATION_KINDS, RELATIONS, tokenBudget } from "../memory/schema";
 
@@ -130,7 +130,7 @@ export const approvalResponse = z.strictObject({
 export const approvalListResponse = pageOf("approvals", approvalResponse);
 
 export const channelResponse = z.strictObject({
-  channel_id: channelId, name: z.string(), audiences: z.array(z.string()), min_trust: trustLevel, gateway_principal_id: principalId,
+  channel_id: channelId, name: z.string(), audiences: z.array(z.string()), min_trust: trustSchema, gateway_principal_id: principalId,
   status: z.enum(CHANNEL_STATUSES), version: z.number().int().positive(), created_by: principalId, created_at: timestamp, updated_at: timestamp,
 });
 export const channelListResponse = pageOf("channels", channelResponse);
@@ -139,7 +139,7 @@ export const releaseResponse = z.strictObject({
   release_id: idOf(ID_PREFIX.release), channel_id: channelId, claim_id: claimId, claim_version: z.number().int().positive(),
   status: z.enum(RELEASE_STATUSES),
   snapshot: z.strictObject({
-    subject_id: z.string(), kind: z.enum(CLAIM_KINDS), statement: z.string(), trust: trustLevel, valid_to: timestamp.nullable(),
+    subject_id: z.string(), kind: z.enum(CLAIM_KINDS), statement: z.string(), trust: trustSchema, valid_to: timestamp.nullable(),
     evidence: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS), content_hash: contentHash }))
       .describe("The snapshot's evidence the caller may read"),
   }),
@@ -151,7 +151,7 @@ export const releaseListResponse = pageOf("releases", releaseResponse);
 export const channelCompileResponse = z.strictObject({
   channel_id: channelId,
   items: z.array(z.strictObject({
-    release_id: idOf(ID_PREFIX.release), claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), trust: trustLevel,
+    release_id: idOf(ID_PREFIX.release), claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), trust: trustSchema,
     score: z.number(), tokens: count,
   })),
   token_budget: count, tokens_used: count,

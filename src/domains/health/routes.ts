@@ -2,7 +2,8 @@
 import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
 import { clock } from "../../http/clock";
 import { dataResponse, errorResponse } from "../../http/envelope";
-import type { EdgeEnv, PublicRoute } from "../../http/route";
+import type { EdgeEnv } from "../../env";
+import type { PublicRoute } from "../../org/route";
 import { maintenanceIntervalMs } from "../../org/maintenance";
 import { modelConfig } from "../../vector/config";
 import { healthResponse, readinessResponse } from "./schema";

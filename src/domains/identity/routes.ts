@@ -1,18 +1,17 @@
 import { keyAuthority, requireMintable } from "../../access/authority";
 import { isAdmin } from "../../access/policy";
 import { normalizeScopes } from "../../auth/scopes";
-import { ADMIN_ROLES, type Role } from "../../auth/roles";
+import { ADMIN_ROLES } from "../../auth/roles";
 import { DEFAULT_KEY_CEILING, lowerTrust } from "../../auth/trust";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { type IndexWrite, ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
-import { liveMembershipsOf } from "../access/memberships";
-import { principalHasCredential, revokeWhatPrincipalReaches } from "../access/revocation";
+import { principalHasCredential, revokeWhatPrincipalReaches } from "./revocation";
 import { clock } from "../../http/clock";
 import { keyListResponse, listQuery, mintedKeyResponse, mintKeyBody, principalListResponse, principalResponse, revokedKeyResponse } from "./schema";
-import { getKey, getPrincipal, insertKey, insertPrincipal, keyView, principalView, revokeKey, type KeyRow, type PrincipalRow } from "./store";
+import { getKey, getPrincipal, insertKey, insertPrincipal, keysAfter, keyView, liveMembershipsOf, principalRole, principalsAfter, principalView, revokeKey, type PrincipalRow } from "./store";
 
 
 export const identityRoutes = [
@@ -69,11 +68,7 @@ export const identityRoutes = [
     handler: ({ db, caller, query }) => {
       const after = afterPair(query.after);
       const mine = !isAdmin(caller);
-      const rows = db.all<KeyRow>(
-        `SELECT * FROM api_keys WHERE (created_at, key_id) > (?, ?) ${mine ? "AND principal_id = ?" : ""}
-          ORDER BY created_at, key_id LIMIT ?`,
-        ...after, ...(mine ? [caller.principalId] : []), query.limit + 1,
-      );
+      const rows = keysAfter(db, after, mine ? caller.principalId : null, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (k) => [k.created_at, k.key_id]);
       return ok({ keys: page.map(keyView), ...more });
     },
@@ -88,7 +83,7 @@ export const identityRoutes = [
       if (!key) throw notFound("Key");
       if (key.principal_id !== rc.caller.principalId) {
         // The minting rule: an admin cannot revoke an owner's key (nor lock the organization out).
-        const holder = rc.db.first<{ role: Role }>("SELECT role FROM principals WHERE principal_id = ?", key.principal_id);
+        const holder = principalRole(rc.db, key.principal_id);
         const authority = keyAuthority(rc.caller, holder);
         if (authority === "hidden") throw notFound("Key");
         if (authority === "higher") throw forbidden("A key of a principal with a higher role cannot be revoked.");
@@ -123,10 +118,7 @@ export const identityRoutes = [
     summary: "Bounded, non-secret directory of the organization's principals (owner or admin).",
     handler: ({ db, query }) => {
       const after = afterPair(query.after);
-      const rows = db.all<PrincipalRow>(
-        "SELECT * FROM principals WHERE removed_at IS NULL AND (created_at, principal_id) > (?, ?) ORDER BY created_at, principal_id LIMIT ?",
-        ...after, query.limit + 1,
-      );
+      const rows = principalsAfter(db, after, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (p) => [p.created_at, p.principal_id]);
       const memberships = liveMembershipsOf(db, page.map((p) => p.principal_id));
       return ok({

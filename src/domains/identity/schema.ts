@@ -4,7 +4,7 @@ import { SCOPES } from "../../auth/scope-names";
 import { ALL_SCOPES, scopesSchema } from "../../auth/scopes";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
+import { count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 export const mintKeyBody = z.strictObject({
@@ -24,11 +24,11 @@ const grantedScopes = z.union([z.literal(ALL_SCOPES), z.array(z.enum(SCOPES))]);
 
 export const principalResponse = z.strictObject({
   principal_id: principalId, key_id: z.string().describe("The API key id, or the dashboard session id"), scopes: grantedScopes,
-  max_trust: trustLevel, role: z.enum(ROLES),
+  max_trust: trustSchema, role: z.enum(ROLES),
 });
 
 export const keyResponse = z.strictObject({
-  key_id: idOf(ID_PREFIX.key), principal_id: principalId, label: z.string(), scopes: grantedScopes, max_trust: trustLevel,
+  key_id: idOf(ID_PREFIX.key), principal_id: principalId, label: z.string(), scopes: grantedScopes, max_trust: trustSchema,
   status: z.enum(["active", "revoked"]), created_at: timestamp, revoked_at: timestamp.nullable(),
 });
 export const mintedKeyResponse = keyResponse.extend({ key: z.string().startsWith("svc_sk_").describe("The raw key: shown once, never again") });

@@ -2,7 +2,7 @@
 // maintenance that reports organization-wide counts, so owners and admins only.
 import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { commitWrite } from "../../org/write";
 import { runtimeFor } from "../../vector/runtime";
 import { maintenanceIntervalMs } from "../../org/maintenance";

@@ -5,7 +5,7 @@
 import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";

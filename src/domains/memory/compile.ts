@@ -10,7 +10,7 @@
 // record it cannot read.
 import { retrievable, retrievableWays } from "../../access/retrieval";
 import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
+import { type Db, fromClause, list, type Sql, sql } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAll, matchAny, phraseStems, rankingTerms, type StoredTerms, type TermStats } from "./fts";
 import {
@@ -33,13 +33,13 @@ export type CandidateRow = Pick<ClaimRow, "seq" | "claim_id" | "subject_id" | "p
   { rank: number | null; feedback: number | null; bytes: number } & Partial<StoredTerms>;
 
 /** StoredTerms of claim_ranking aliased c (a claim without stems brings its statement). */
-const storedTermsCols = "c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement";
-const scoringCols = "c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.created_at, c.occurred_at, fb.score AS feedback, NULL AS rank";
+const storedTermsCols = sql`c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement`;
+const scoringCols = sql`c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.created_at, c.occurred_at, fb.score AS feedback, NULL AS rank`;
 /** Of claims aliased c. */
-const candidateCols = `${scoringCols}, length(CAST(c.statement AS BLOB)) AS bytes`;
+const candidateCols = sql`${scoringCols}, length(CAST(c.statement AS BLOB)) AS bytes`;
 /** Of claim_ranking aliased c, with the stored terms. */
-const rankingCandidateCols = `${scoringCols}, c.bytes, ${storedTermsCols}`;
-const joinFeedback = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
+const rankingCandidateCols = sql`${scoringCols}, c.bytes, ${storedTermsCols}`;
+const joinFeedback = sql`LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id`;
 
 /** Compile's filters: only claims about this subject, in this project, of these kinds. */
 export type CandidateFilter = Pick<CompileFilters, "subject_id" | "project_id" | "kinds">;
@@ -49,19 +49,11 @@ export type CandidateFilter = Pick<CompileFilters, "subject_id" | "project_id" |
  * The filters are GET /v1/memories' (search.ts memoriesWhere): `subject_id` and `project_id` by
  * equality, `kinds` as that list's `kind` for each kind named.
  */
-function candidateWhere(caller: Caller, f: CandidateFilter): [string, unknown[]] {
-  const [ok, ...args] = retrievable(caller, "c", { current: true });
-  const where = [ok];
-  if (f.kinds?.length) {
-    where.push("c.kind IN (SELECT value FROM json_each(?))");
-    args.push(JSON.stringify(f.kinds));
-  }
-  for (const k of ["subject_id", "project_id"] as const)
-    if (f[k] !== undefined) {
-      where.push(`c.${k} = ?`);
-      args.push(f[k]);
-    }
-  return [where.join(" AND "), args];
+function candidateWhere(caller: Caller, f: CandidateFilter): Sql {
+  const kinds = f.kinds?.length ? sql` AND c.kind IN ${list(f.kinds)}` : sql``;
+  const subject = f.subject_id !== undefined ? sql` AND c.subject_id = ${f.subject_id}` : sql``;
+  const project = f.project_id !== undefined ? sql` AND c.project_id = ${f.project_id}` : sql``;
+  return sql`${fromClause(retrievable(caller, "c", { current: true }))}${kinds}${subject}${project}`;
 }
 
 /**
@@ -75,17 +67,13 @@ function candidateWhere(caller: Caller, f: CandidateFilter): [string, unknown[]]
  */
 function lexicalMatches(db: Db, caller: Caller, f: CandidateFilter, match: string, limit: number,
   skip: number[] = []): CandidateRow[] {
-  const [where, args] = candidateWhere(caller, f);
-  return db.all<CandidateRow>(
-    `SELECT ${rankingCandidateCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid ${joinFeedback}
-      WHERE claims_fts MATCH ? AND f.rowid NOT IN (SELECT value FROM json_each(?)) AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
-    match, JSON.stringify(skip), ...args, limit);
+  return db.all<CandidateRow>(sql`SELECT ${rankingCandidateCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid ${joinFeedback}
+    WHERE claims_fts MATCH ${match} AND f.rowid NOT IN ${list(skip)} AND ${candidateWhere(caller, f)} ORDER BY f.rowid DESC LIMIT ${limit}`);
 }
 
 /** The newest `limit` candidates (a compile without a query ranks these). */
 function newestCandidates(db: Db, caller: Caller, f: CandidateFilter, limit: number): CandidateRow[] {
-  const [where, args] = candidateWhere(caller, f);
-  return db.all<CandidateRow>(`SELECT ${candidateCols} FROM claims c ${joinFeedback} WHERE ${where} ORDER BY c.seq DESC LIMIT ?`, ...args, limit);
+  return db.all<CandidateRow>(sql`SELECT ${candidateCols} FROM claims c ${joinFeedback} WHERE ${candidateWhere(caller, f)} ORDER BY c.seq DESC LIMIT ${limit}`);
 }
 
 /**
@@ -93,13 +81,10 @@ function newestCandidates(db: Db, caller: Caller, f: CandidateFilter, limit: num
  * current, of the kinds), in write order, with `extra` columns. The id → seq step reads only claims'
  * claim_id index (it holds seq); the predicate and scoring read the narrow claim_ranking row.
  */
-function candidateRowsWithIds<T extends CandidateRow>(db: Db, caller: Caller, f: CandidateFilter, ids: string[], extra = ""): T[] {
+function candidateRowsWithIds<T extends CandidateRow>(db: Db, caller: Caller, f: CandidateFilter, ids: string[], extra = sql``): T[] {
   if (!ids.length) return [];
-  const [where, args] = candidateWhere(caller, f);
-  return db.all<T>(
-    `SELECT ${rankingCandidateCols}${extra} FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
-       CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${where} ORDER BY c.seq`,
-    JSON.stringify(ids), ...args);
+  return db.all<T>(sql`SELECT ${rankingCandidateCols}${extra} FROM json_each(${JSON.stringify(ids)}) j CROSS JOIN claims k ON k.claim_id = j.value
+    CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${candidateWhere(caller, f)} ORDER BY c.seq`);
 }
 
 /**
@@ -136,7 +121,7 @@ export const readAhead = (db: Db, caller: Caller, f: CandidateFilter): Candidate
  * re-authorization can take them instead of reading every hit again.
  */
 export function candidateRowsAmong(db: Db, caller: Caller, f: CandidateFilter, ids: string[], ahead: CandidatesReadAhead): Set<string> {
-  const rows = candidateRowsWithIds<CandidateRow & { valid_to: string | null }>(db, caller, f, ids, ", c.valid_to AS valid_to");
+  const rows = candidateRowsWithIds<CandidateRow & { valid_to: string | null }>(db, caller, f, ids, sql`, c.valid_to AS valid_to`);
   // The row without valid_to, built like every other candidate row (same keys in the same order).
   for (const { valid_to: validTo, ...row } of rows) ahead.rows.set(row.claim_id, { row, validTo });
   return new Set(rows.map((r) => r.claim_id));
@@ -144,10 +129,8 @@ export function candidateRowsAmong(db: Db, caller: Caller, f: CandidateFilter, i
 
 /** Candidates at the given write positions (seq), with their stored terms. */
 function candidatesAt(db: Db, caller: Caller, f: CandidateFilter, seqs: number[]): CandidateRow[] {
-  const [where, args] = candidateWhere(caller, f);
-  return db.all<CandidateRow>(
-    `SELECT ${rankingCandidateCols} FROM json_each(?) j CROSS JOIN claim_ranking c ON c.seq = j.value ${joinFeedback} WHERE ${where}`,
-    JSON.stringify(seqs), ...args);
+  return db.all<CandidateRow>(sql`SELECT ${rankingCandidateCols} FROM json_each(${JSON.stringify(seqs)}) j
+    CROSS JOIN claim_ranking c ON c.seq = j.value ${joinFeedback} WHERE ${candidateWhere(caller, f)}`);
 }
 
 /**
@@ -171,8 +154,7 @@ function candidatesWithIds(db: Db, caller: Caller, f: CandidateFilter, ids: stri
 /** The candidates at the given write positions, whole (what compile returns of the packed ones). */
 function claimsAt(db: Db, caller: Caller, f: CandidateFilter, seqs: number[]): ClaimRow[] {
   if (!seqs.length) return [];
-  const [where, args] = candidateWhere(caller, f);
-  return db.all<ClaimRow>(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`, JSON.stringify(seqs), ...args);
+  return db.all<ClaimRow>(sql`SELECT c.* FROM json_each(${JSON.stringify(seqs)}) j CROSS JOIN claims c ON c.seq = j.value WHERE ${candidateWhere(caller, f)}`);
 }
 
 /**
@@ -359,7 +341,7 @@ function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Ve
   return similarity;
 }
 
-/** The query's vector hits (indexing/retrieval.ts vectorHits), as ranking takes them. */
+/** The query's vector hits (vector-candidates.ts vectorHits), as ranking takes them. */
 export interface VectorSimilarities {
   /** Each hit's cosine similarity to the query, by claim id. */
   similarities: Map<string, number>;

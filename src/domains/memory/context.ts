@@ -3,14 +3,14 @@ import { compileMeta, compileResponse, contextRunResponse, feedbackResponse } fr
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { compilePack, type VectorSimilarities } from "./compile";
-import { vectorHits } from "../indexing/retrieval";
+import { vectorHits } from "./vector-candidates";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
 import { canRetrieve, heldOrDelegated, isCurrentClaim } from "../../access/retrieval";

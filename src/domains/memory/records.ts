@@ -13,7 +13,7 @@ import { type WriteTarget, canWrite } from "../../access/policy";
 import { isShared, projectNameable } from "../../access/retrieval";
 import { unresolved } from "../../http/errors";
 import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
+import { type Db, list, sql } from "../../sql/db";
 import type { Touched } from "../../org/outbox";
 import type { Caller } from "../../org/request";
 import { getMeta } from "../../org/meta";
@@ -149,13 +149,11 @@ export function newRecordId(db: Db, write: WriteScope, prefix: RecordPrefix): st
  * event time it happened when it was written (occurred_at = created_at).
  */
 export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id" | "occurred_at"> & { occurred_at?: string | null }): Touched {
-  db.run(
-    `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
-       source_ref, trust, visibility, author_id, created_at, occurred_at, purged_at, workspace_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?))`,
-    o.observation_id, o.subject_id, o.project_id, o.kind, o.content, o.content_hash, o.source_type,
-    o.source_ref, o.trust, o.visibility, o.author_id, o.created_at, o.occurred_at ?? o.created_at, o.purged_at, o.project_id,
-  );
+  db.run(sql`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
+      source_ref, trust, visibility, author_id, created_at, occurred_at, purged_at, workspace_id)
+    VALUES (${o.observation_id}, ${o.subject_id}, ${o.project_id}, ${o.kind}, ${o.content}, ${o.content_hash}, ${o.source_type},
+      ${o.source_ref}, ${o.trust}, ${o.visibility}, ${o.author_id}, ${o.created_at}, ${o.occurred_at ?? o.created_at}, ${o.purged_at},
+      (SELECT workspace_id FROM projects WHERE project_id = ${o.project_id}))`);
   return created(o.observation_id);
 }
 
@@ -194,16 +192,14 @@ export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id" | "occurred_at"> & 
 
 /** A claim with its sources in order, and its full-text index entry. Also reports its write position (seq). */
 export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: string; relation: string }[]): Touched & { seq: number } {
-  const { seq, workspace_id } = db.first<{ seq: number; workspace_id: string | null }>(
-    `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
-       valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at, occurred_at, workspace_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-       coalesce(?, (SELECT max(occurred_at) FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))), ?),
-       (SELECT workspace_id FROM projects WHERE project_id = ?)) RETURNING seq, workspace_id`,
-    c.claim_id, c.subject_id, c.project_id, c.kind, c.statement, c.status, c.visibility, c.trust, c.version,
-    c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at,
-    c.occurred_at ?? null, JSON.stringify(sources.map((s) => s.observation_id)), c.created_at, c.project_id,
-  )!;
+  const { seq, workspace_id } = db.first<{ seq: number; workspace_id: string | null }>(sql`INSERT INTO claims (claim_id, subject_id,
+      project_id, kind, statement, status, visibility, trust, version, valid_from, valid_to, superseded_by, disputes, author_id,
+      created_at, updated_at, occurred_at, workspace_id)
+    VALUES (${c.claim_id}, ${c.subject_id}, ${c.project_id}, ${c.kind}, ${c.statement}, ${c.status}, ${c.visibility}, ${c.trust},
+      ${c.version}, ${c.valid_from}, ${c.valid_to}, ${c.superseded_by}, ${c.disputes}, ${c.author_id}, ${c.created_at}, ${c.updated_at},
+      coalesce(${c.occurred_at ?? null},
+        (SELECT max(occurred_at) FROM observations WHERE observation_id IN ${list(sources.map((s) => s.observation_id))}), ${c.created_at}),
+      (SELECT workspace_id FROM projects WHERE project_id = ${c.project_id})) RETURNING seq, workspace_id`)!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
   // The statement's terms, as claims_fts holds them: ranking and search read these, never re-tokenize.
   // (The claim's row in claim_ranking was just written by the database's trigger.)
@@ -245,8 +241,8 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
   // restoring it puts it back.
   if ("retention_excluded_at" in change) {
     const was = db.first<Pick<ClaimRow, "subject_id" | "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
-      `SELECT c.subject_id, c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
-         LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ?`, claimId);
+      sql`SELECT c.subject_id, c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
+        LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ${claimId}`);
     if (was) {
       const before = isShared(was);
       const after = isShared({ ...was, retention_excluded_at: change.retention_excluded_at });
@@ -271,23 +267,19 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
 
 /** A team claim's terms (stored form, in order) and length join (by 1) or leave (by -1) the shared statistics. */
 function countSharedTerms(db: Db, subjectId: string, terms: string[], by: 1 | -1) {
-  const distinct = JSON.stringify([...new Set(terms)]);
-  db.run(
-    `INSERT INTO claim_terms (term, claims) SELECT value, ? FROM json_each(?) WHERE true
-      ON CONFLICT (term) DO UPDATE SET claims = claims + excluded.claims`, by, distinct);
-  db.run(
-    `INSERT INTO claim_subject_terms (subject_id, term, claims) SELECT ?, value, ? FROM json_each(?) WHERE true
-      ON CONFLICT (subject_id, term) DO UPDATE SET claims = claims + excluded.claims`, subjectId, by, distinct);
+  const distinct = [...new Set(terms)];
+  db.run(sql`INSERT INTO claim_terms (term, claims) SELECT value, ${by} FROM json_each(${JSON.stringify(distinct)}) WHERE true
+    ON CONFLICT (term) DO UPDATE SET claims = claims + excluded.claims`);
+  db.run(sql`INSERT INTO claim_subject_terms (subject_id, term, claims) SELECT ${subjectId}, value, ${by} FROM json_each(${JSON.stringify(distinct)}) WHERE true
+    ON CONFLICT (subject_id, term) DO UPDATE SET claims = claims + excluded.claims`);
   if (by < 0) {
-    db.run("DELETE FROM claim_terms WHERE claims <= 0 AND term IN (SELECT value FROM json_each(?))", distinct);
-    db.run("DELETE FROM claim_subject_terms WHERE subject_id = ? AND claims <= 0 AND term IN (SELECT value FROM json_each(?))", subjectId, distinct);
+    db.run(sql`DELETE FROM claim_terms WHERE claims <= 0 AND term IN ${list(distinct)}`);
+    db.run(sql`DELETE FROM claim_subject_terms WHERE subject_id = ${subjectId} AND claims <= 0 AND term IN ${list(distinct)}`);
   }
-  db.run(
-    `INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`, by, by * terms.length);
-  db.run(
-    `INSERT INTO claim_subject_corpus (subject_id, claims, tokens) VALUES (?, ?, ?)
-      ON CONFLICT (subject_id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`, subjectId, by, by * terms.length);
+  db.run(sql`INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, ${by}, ${by * terms.length})
+    ON CONFLICT (id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`);
+  db.run(sql`INSERT INTO claim_subject_corpus (subject_id, claims, tokens) VALUES (${subjectId}, ${by}, ${by * terms.length})
+    ON CONFLICT (subject_id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`);
 }
 
 /**
@@ -295,15 +287,13 @@ function countSharedTerms(db: Db, subjectId: string, terms: string[], by: 1 | -1
  * subject: that subject's shared claims alone, when it has any (else the organization's).
  */
 export function sharedTermStats(db: Db, stems: string[], subjectId?: string): TermStats {
-  const keys = JSON.stringify([...new Set(stems)].map(storedTerm));
+  const keys = list([...new Set(stems)].map(storedTerm));
   const subject = subjectId === undefined ? null
-    : db.first<{ claims: number; tokens: number }>("SELECT claims, tokens FROM claim_subject_corpus WHERE subject_id = ? AND claims > 0", subjectId);
-  const corpus = subject ?? db.first<{ claims: number; tokens: number }>("SELECT claims, tokens FROM claim_corpus WHERE id = 1");
-  const byTerm = new Map((subject
-    ? db.all<{ term: string; claims: number }>(
-      "SELECT term, claims FROM claim_subject_terms WHERE subject_id = ? AND term IN (SELECT value FROM json_each(?))", subjectId, keys)
-    : db.all<{ term: string; claims: number }>("SELECT term, claims FROM claim_terms WHERE term IN (SELECT value FROM json_each(?))", keys))
-    .map((r) => [r.term, r.claims]));
+    : db.first<{ claims: number; tokens: number }>(sql`SELECT claims, tokens FROM claim_subject_corpus WHERE subject_id = ${subjectId} AND claims > 0`);
+  const corpus = subject ?? db.first<{ claims: number; tokens: number }>(sql`SELECT claims, tokens FROM claim_corpus WHERE id = 1`);
+  const byTerm = new Map(db.all<{ term: string; claims: number }>(subject
+    ? sql`SELECT term, claims FROM claim_subject_terms WHERE subject_id = ${subjectId} AND term IN ${keys}`
+    : sql`SELECT term, claims FROM claim_terms WHERE term IN ${keys}`).map((r) => [r.term, r.claims]));
   return { rows: corpus?.claims ?? 0, tokens: corpus?.tokens ?? 0, held: (stem) => byTerm.get(storedTerm(stem)) ?? 0 };
 }
 

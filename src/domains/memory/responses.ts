@@ -2,7 +2,9 @@
 // test suite receives is checked against them (test/helpers.ts `call`).
 import { z } from "zod";
 import { ID_PREFIX } from "../../http/ids";
-import { contentHash, count, idOf, pageOf, principalId, timestamp, trustLevel, visibilityLevel } from "../../http/shapes";
+import { contentHash, count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
+import { trustSchema } from "../../auth/trust";
+import { visibilitySchema } from "../../access/visibility";
 import { CLAIM_KINDS, CLAIM_STATUSES, OBSERVATION_KINDS, OUTCOMES, RELATIONS } from "./schema";
 
 const projectId = idOf(ID_PREFIX.project);
@@ -12,7 +14,7 @@ const contextId = idOf(ID_PREFIX.context);
 
 export const observationResponse = z.strictObject({
   observation_id: observationId, content_hash: contentHash, subject_id: z.string(), project_id: projectId.nullable(),
-  kind: z.enum(OBSERVATION_KINDS), trust: trustLevel, visibility: visibilityLevel, created_at: timestamp,
+  kind: z.enum(OBSERVATION_KINDS), trust: trustSchema, visibility: visibilitySchema, created_at: timestamp,
   occurred_at: timestamp.describe("When what it records happened (the append's occurred_at, else created_at)"),
 });
 
@@ -21,7 +23,7 @@ export const observationView = z.strictObject({
   observation_id: observationId, subject_id: z.string(), project_id: projectId.nullable(), kind: z.enum(OBSERVATION_KINDS),
   content: z.string().nullable(), content_hash: contentHash,
   source: z.strictObject({ type: z.string(), ref: z.string().optional() }),
-  trust: trustLevel, visibility: visibilityLevel, author_id: principalId, created_at: timestamp,
+  trust: trustSchema, visibility: visibilitySchema, author_id: principalId, created_at: timestamp,
   occurred_at: timestamp.describe("When what it records happened (the append's occurred_at, else created_at)"),
   purged: z.boolean(), purged_at: timestamp.nullable(),
 });
@@ -35,7 +37,7 @@ export const projectResolveResponse = z.strictObject({
 /** A claim as the caller sees it: sources, disputes and superseded_by limited to what it may read. */
 export const claimResponse = z.strictObject({
   claim_id: claimId, subject_id: z.string(), project_id: projectId.nullable(), kind: z.enum(CLAIM_KINDS), statement: z.string(),
-  status: z.enum(CLAIM_STATUSES), visibility: visibilityLevel, trust: trustLevel, version: z.number().int().positive(),
+  status: z.enum(CLAIM_STATUSES), visibility: visibilitySchema, trust: trustSchema, version: z.number().int().positive(),
   valid_from: timestamp, valid_to: timestamp.nullable(), superseded_by: claimId.nullable(), disputes: z.array(claimId),
   sources: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS) })),
   created_at: timestamp, updated_at: timestamp,
@@ -55,7 +57,7 @@ export const evidenceResponse = z.strictObject({
 export const memoriesResponse = pageOf("items", claimResponse);
 
 const compiledItem = {
-  claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), status: z.enum(CLAIM_STATUSES), trust: trustLevel,
+  claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), status: z.enum(CLAIM_STATUSES), trust: trustSchema,
   score: z.number(), tokens: count,
 };
 export const compileResponse = z.strictObject({

@@ -2,7 +2,7 @@
 // and neither ever answers a credential, a prompt, a raw provider response or an embedding.
 import { isAdmin } from "../../access/policy";
 import { clock } from "../../http/clock";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { indexDrift, retrievableIndexedWithOtherModel } from "../indexing/service";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";

@@ -1,5 +1,5 @@
 // Portability: NDJSON export and import of projects, observations and claims (format_version 1).
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { exportPage } from "./export";
 import { importBatch } from "./import";
 import { claimLine, exportHeader, exportQuery, importResponse, observationLine, projectLine } from "./schema";

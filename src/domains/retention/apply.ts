@@ -10,7 +10,7 @@ import { z } from "zod";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import { invalid } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { touchedAll } from "../../org/outbox";
 import { commitWrite } from "../../org/write";
 import { changeClaim, excludeObservations } from "../memory/records";
@@ -46,7 +46,7 @@ export const retentionRoutes = [
       const policy = activePolicyRow(db, "retention");
       if (!policy) throw invalid("There is no active retention policy.");
       const byType = matchesByType(POLICY_RULES.retention.parse(JSON.parse(policy.rules)), clock.nowMs());
-      let [phase, ...after]: Cursor = body.after ? decodeCursor(body.after, isCursor) : ["observation", "", ""];
+      const [phase, ...after]: Cursor = body.after ? decodeCursor(body.after, isCursor) : ["observation", "", ""];
       const page: { type: RecordType; id: string }[] = [];
       let last: Cursor | null = null;
       let done = false;

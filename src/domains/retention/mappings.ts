@@ -6,7 +6,7 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { type AuditInput, commitWrite } from "../../org/write";
 import { mappingBody, mappingListQuery, mappingListResponse, mappingResponse, mappingRetiredResponse } from "./schema";

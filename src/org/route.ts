@@ -3,49 +3,12 @@
 import type { z } from "zod";
 import type { Role } from "../auth/roles";
 import type { Scope } from "../auth/scopes";
-import type { CredentialStage } from "../domains/dashboard/stages";
+import type { CredentialStage } from "../auth/stages";
 import type { Reply, RequestCtx } from "../org/request";
 import type { WriteTarget } from "../access/policy";
+import type { EdgeEnv } from "../env";
 
 export type Method = "GET" | "POST" | "PATCH" | "DELETE";
-
-export interface EdgeEnv {
-  ORG: DurableObjectNamespace<import("../org/OrgStore").OrgStore>;
-  INDEX_DB: D1Database;
-  /** The record-ownership registry: 256 IdRegistry shards (src/registry). */
-  ID_REGISTRY: DurableObjectNamespace<import("../registry/IdRegistry").IdRegistry>;
-  SVC_RUNTIME?: string;
-  SVC_REVISION?: string;
-  MAINTENANCE_INTERVAL_SECONDS?: string;
-  OPERATOR_TOKEN?: string;
-  /** Comma-separated extra origins (scheme://host[:port]) allowed to call /mcp from a browser. */
-  MCP_ALLOWED_ORIGINS?: string;
-  /** "offline": outbound webhook sends never open a connection and fail (the test environment). */
-  WEBHOOK_SENDER?: string;
-  /** Waits between webhook delivery attempts, a comma list of durations (e.g. "2s,2s,2s,2s"); default SPEC's 1m,5m,30m,2h,12h. */
-  WEBHOOK_RETRY_SCHEDULE?: string;
-  /** Dashboard accounts (src/domains/dashboard): the password pepper secret and the WebAuthn relying party. */
-  PASSWORD_PEPPER?: string;
-  /** Default "localhost"; the empty string disables passkey enrollment and assertion. */
-  WEBAUTHN_RP_ID?: string;
-  WEBAUTHN_RP_NAME?: string;
-  /** Comma-separated origins allowed in WebAuthn client data (default https://<RP ID>). */
-  WEBAUTHN_ORIGINS?: string;
-  /** Model backends (src/vector/config.ts): chosen by these variables, never by which bindings exist. */
-  EMBEDDING_PROVIDER?: string;
-  /** EMBEDDING_PROVIDER=openai-compatible: endpoint, model, vector length; the API key is a secret. */
-  EMBEDDING_URL?: string;
-  EMBEDDING_MODEL?: string;
-  EMBEDDING_DIMENSIONS?: string;
-  EMBEDDING_API_KEY?: string;
-  /** Replaces the embedder's measured relevance floor (src/vector/config.ts). */
-  EMBEDDING_SIMILARITY_FLOOR?: string;
-  VECTOR_INDEX?: string;
-  EXTRACTION_PROVIDER?: string;
-  /** Workers AI and Vectorize: declared only in wrangler.toml's [env.production]. */
-  AI?: Ai;
-  VECTORIZE?: Vectorize;
-}
 
 /**
  * What a success answer carries, by status: the schema of `data` in the `{ data, meta }` envelope
@@ -116,7 +79,7 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
    */
   grantWritable?: (rc: RequestCtx<z.infer<B>, z.infer<Q>>) => WriteTarget | null;
   /**
-   * Which credentials may call the route (src/domains/dashboard/stages.ts): an API key and the stages
+   * Which credentials may call the route (src/auth/stages.ts): an API key and the stages
    * of a dashboard session. Default: an API key or a full session. Enforced once, in executeRoute.
    */
   stages?: readonly CredentialStage[];

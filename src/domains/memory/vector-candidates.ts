@@ -6,11 +6,11 @@
 // as every other candidate: the rows the accept read are carried there (`ahead`) and taken
 // only when nothing was written since (compile.ts CandidatesReadAhead), else read again.
 import { ID_PREFIX } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
 import { MAX_TOP_K, VectorBackendError } from "../../vector/types";
-import { type CandidateFilter, candidateRowsAmong, readAhead, type VectorSimilarities } from "../memory/compile";
+import { type CandidateFilter, candidateRowsAmong, readAhead, type VectorSimilarities } from "./compile";
 
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;
