@@ -20,7 +20,7 @@ import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { localIndexFor } from "../src/vector/local-index";
 import type { VectorRuntime } from "../src/vector/runtime";
-import { Db } from "../src/sql/db";
+import { Db, Sql } from "../src/sql/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";
@@ -45,9 +45,9 @@ function timedDb(db: Db, stats: Map<string, [number, number, number]>): Db {
     const v = Reflect.get(t, p);
     // `run` too: search's snapshot write is a run (rows counted as 1 per call).
     if (p !== "all" && p !== "first" && p !== "run") return typeof v === "function" ? v.bind(t) : v;
-    return (q: string, ...args: unknown[]) => {
+    return (q: string | Sql, ...args: unknown[]) => {
       const t0 = performance.now(); const r = v.call(t, q, ...args); const ms = performance.now() - t0;
-      const flat = q.replace(/\s+/g, " "); const from = flat.indexOf(" FROM ");
+      const flat = (q instanceof Sql ? q.text : q).replace(/\s+/g, " "); const from = flat.indexOf(" FROM ");
       // Statements that read the same columns differ in what they read them from.
       const k = from > 40 ? `${flat.slice(0, 40)} …${flat.slice(from, from + 50)}` : flat.slice(0, 70); const s = stats.get(k) ?? [0, 0, 0];
       s[0] += ms; s[1]++; s[2] += Array.isArray(r) ? r.length : 1; stats.set(k, s); return r;
@@ -106,7 +106,7 @@ it("profile", async () => {
         hybrid: () => vectorHits(rt, db, caller, { query: q }),
         "hybrid, hits read again": async () => {
           const [v] = await rt.embedder!.embed([q]);
-          const hits = await rt.index!.query(v, 100, { ways: [{}], accept: (ids) => candidateRowsAmong(db, caller, undefined, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, undefined)) });
+          const hits = await rt.index!.query(v, 100, { ways: [{}], accept: (ids) => candidateRowsAmong(db, caller, {}, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, {})) });
           return { similarities: new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])) };
         },
       };

@@ -73,7 +73,7 @@ it("vector query microbench", async () => {
     const r = await inOrg(org.org_id, async (o) => {
       const db: Db = (o as any).db;
       const caller = loadCaller(db, hashKey(org.api_key))!;
-      const accept = (ids: string[]) => candidateRowsAmong(db, caller, undefined, ids, readAhead(db, caller, undefined));
+      const accept = (ids: string[]) => candidateRowsAmong(db, caller, {}, ids, readAhead(db, caller, {}));
       const embedder = new LocalEmbedder();
       const index = new LocalVectorIndex(db, { cacheBytes: 2 ** 30 }); // loads the cache from SQLite once (not timed); the bound lifted to time the scan at every size
       const qs = await embedder.embed(queries);

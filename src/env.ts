@@ -30,6 +30,13 @@ export interface EdgeEnv {
   WEBAUTHN_ORIGINS?: string;
   /** Model backends (src/vector/config.ts): chosen by these variables, never by which bindings exist. */
   EMBEDDING_PROVIDER?: string;
+  /** EMBEDDING_PROVIDER=openai-compatible: endpoint, model, vector length; the API key is a secret. */
+  EMBEDDING_URL?: string;
+  EMBEDDING_MODEL?: string;
+  EMBEDDING_DIMENSIONS?: string;
+  EMBEDDING_API_KEY?: string;
+  /** Replaces the embedder's measured relevance floor (src/vector/config.ts). */
+  EMBEDDING_SIMILARITY_FLOOR?: string;
   VECTOR_INDEX?: string;
   EXTRACTION_PROVIDER?: string;
   /** Workers AI and Vectorize: declared only in wrangler.toml's [env.production]. */

@@ -85,7 +85,7 @@ describe("index drain and verify on the embedded default", () => {
       await claimOk(org.api_key, "kitchen", text);
     await indexAll(org.api_key);
     // Known words: a vector hit takes part.
-    const known = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "citrus jam" } });
+    const known = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "recipe with oranges" } });
     expect(known.json.meta.degraded.vectors).toBe(false);
     // No word the embedder (or the index) knows: a zero query vector is near nothing, so no claim comes
     // back as the "nearest" (the smallest ids, every cosine 0), and the pack holds nothing.
@@ -115,13 +115,20 @@ describe("index drain and verify on the embedded default", () => {
     expect(audit.json.data.entries.at(-1).metadata).toEqual({ drained: 2, indexed: 1, removed: 0, skipped: 1 });
   });
 
-  it("a vector hit brings in a claim that shares no word with the query", async () => {
+  it("a vector hit at or above the embedder's floor brings in a claim that shares no word with the query", async () => {
     const org = await newOrg();
     const id = await claimOk(org.api_key, "s", "she adopted a puppy from the animal shelter");
     await claimOk(org.api_key, "s", "quarterly invoices are due on friday");
     await indexAll(org.api_key);
-    const run = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "dog pet" } });
-    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id)).toContain(id);
+    await inOrg(org.org_id, async (o) => {
+      const caller = loadCaller(o.db, sha256Hex(org.api_key))!;
+      const rt = vectorRuntime(readModelConfig({}, NOW()), {}, o.db, "org");
+      const hits = (await vectorHits(rt, o.db, caller, { query: "dog pet" }))!;
+      const similarity = hits.similarities.get(id)!;
+      const ranked = (floor: number) => rankClaims(o.db, caller, { query: "dog pet" }, undefined, { ...hits, floor }).map((r) => r.claim.claim_id);
+      expect(ranked(similarity)).toContain(id);
+      expect(ranked(similarity + 1e-6)).not.toContain(id);
+    });
   });
 
   it("verify pages with an opaque cursor and queues one repair per missing id", async () => {
@@ -188,6 +195,9 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
   // transaction and ranks inside it; the rows the accept read are taken there only when nothing was
   // written in between and the clock has not gone back (records.ts CandidatesReadAhead).
   const QUERY = { query: "dog pet" };
+  /** The hits with a floor every one of them reaches (these tests are about authorization, not the floor). */
+  const hitsOf = async (o: any, caller: NonNullable<ReturnType<typeof loadCaller>>, f: Record<string, unknown> = QUERY) =>
+    ({ ...(await vectorHits(rt(o), o.db, caller, f))!, floor: -1 });
   async function withHit(fn: (o: any, caller: NonNullable<ReturnType<typeof loadCaller>>, id: string) => Promise<void>) {
     const org = await newOrg();
     const id = await claimOk(org.api_key, "s", "she adopted a puppy from the animal shelter");
@@ -200,14 +210,14 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
 
   it("with nothing written in between, ranks from the rows the accept read: same answer, fewer rows read", async () => {
     await withHit(async (o, caller, id) => {
-      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      const hits = await hitsOf(o, caller);
       // No word in common: the hit comes in through the vector path only.
       expect(hits.similarities.has(id)).toBe(true);
       expect(ids(rankClaims(o.db, caller, QUERY))).not.toContain(id);
       const carried = countingDb(o.db);
       const fromAccept = o.ctx.storage.transactionSync(() => rankClaims(carried.db, caller, QUERY, undefined, hits));
       const again = countingDb(o.db);
-      const reread = o.ctx.storage.transactionSync(() => rankClaims(again.db, caller, QUERY, undefined, { similarities: hits.similarities }));
+      const reread = o.ctx.storage.transactionSync(() => rankClaims(again.db, caller, QUERY, undefined, { similarities: hits.similarities, floor: -1 }));
       expect(ids(fromAccept)).toContain(id);
       expect(fromAccept).toEqual(reread);
       expect(carried.rowsRead()).toBeLessThan(again.rowsRead());
@@ -216,7 +226,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
 
   it("a write between the vector query and the transaction that revokes a hit keeps it out", async () => {
     await withHit(async (o, caller, id) => {
-      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      const hits = await hitsOf(o, caller);
       expect(hits.similarities.has(id)).toBe(true);
       o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { status: "revoked" }));
       expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(id);
@@ -226,7 +236,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
   it("a hit whose validity ends between the vector query and the transaction is kept out (no write, only time)", async () => {
     await withHit(async (o, caller, id) => {
       o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { valid_to: new Date(clock.nowMs() + 60_000).toISOString() }));
-      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      const hits = await hitsOf(o, caller);
       expect(hits.similarities.has(id)).toBe(true);
       clock.advance(120_000);
       try {
@@ -240,7 +250,7 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
   it("rows the accept read for other kinds are not taken: a ranking asking other kinds reads its hits again", async () => {
     await withHit(async (o, caller, id) => {
       // The accept ran for every kind (the hit is a fact); the ranking asks only preferences.
-      const hits = (await vectorHits(rt(o), o.db, caller, QUERY))!;
+      const hits = await hitsOf(o, caller);
       expect(hits.similarities.has(id)).toBe(true);
       const ranked = o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, { ...QUERY, kinds: ["preference"] }, undefined, hits));
       expect(ids(ranked)).not.toContain(id);

@@ -3,7 +3,7 @@ import { clock } from "../src/http/clock";
 import { claimRoutes, evidenceOf } from "../src/domains/memory/claims";
 import { eventRoutes } from "../src/domains/events/routes";
 import { getClaim } from "../src/domains/memory/records";
-import { Db } from "../src/sql/db";
+import { Db, Sql } from "../src/sql/db";
 import type { Caller } from "../src/org/request";
 import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
 import { LOW_WATER, RESERVE_BATCH } from "../src/org/reserved-ids";
@@ -493,9 +493,11 @@ describe("memories list", () => {
     // Statements are captured from the real code paths (route handlers and record readers), then explained.
     const plans = await inOrg(org.org_id, (o) => {
       const ran: [string, unknown[]][] = [];
+      // A statement as text and values, whether written with the sql tag or positionally.
+      const note = ([query, ...args]: Parameters<Db["all"]>) => ran.push(query instanceof Sql ? [query.text, [...query.values]] : [query, args]);
       const db = new (class extends Db {
-        override all<T>(query: string, ...args: unknown[]): T[] { ran.push([query, args]); return super.all<T>(query, ...args); }
-        override first<T>(query: string, ...args: unknown[]): T | null { ran.push([query, args]); return super.first<T>(query, ...args); }
+        override all<T>(...query: Parameters<Db["all"]>): T[] { note(query); return super.all<T>(...query); }
+        override first<T>(...query: Parameters<Db["first"]>): T | null { note(query); return super.first<T>(...query); }
       })(o.db.sql);
       const caller: Caller = { principalId: "prn_x", keyId: "key_x", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [], workspaces: {} };
       const explain = (run: () => unknown) => {

@@ -140,10 +140,12 @@ describe("migrations that backfill data", () => {
         o.db.run("INSERT INTO claims_fts (rowid, statement) SELECT seq, statement FROM claims WHERE claim_id = ?", `claim_${i}`);
       });
       migrate(o.db, storage, upTo("0022_claim_ranking"));
-      expect(rankingDrift(o.db)).toEqual([]);
       expect(o.db.all("SELECT claim_id, bytes, stems FROM claim_ranking ORDER BY seq")).toEqual(statements.map((statement, i) => ({
         claim_id: `claim_${i}`, bytes: new TextEncoder().encode(statement).length, stems: i === 0 ? null : stemsOf(statement).map(storedTerm).join(" ") })));
       expect(o.db.first("SELECT name FROM sqlite_master WHERE name = 'claim_stems'")).toBeNull();
+      // The copied columns match claims (rankingDrift compares today's copy: later migrations add columns to it).
+      migrate(o.db, storage, ORG_MIGRATIONS);
+      expect(rankingDrift(o.db)).toEqual([]);
     });
   });
 

@@ -8,6 +8,7 @@ import { rankClaims } from "../src/domains/memory/compile";
 import { LEXICAL_CANDIDATES, LEXICAL_READS, rankTexts } from "../src/domains/memory/ranking";
 import { insertClaim } from "../src/domains/memory/records";
 import { SNAPSHOT_TTL_MS } from "../src/domains/memory/search";
+import { Sql } from "../src/sql/db";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, orgWithTwoPrincipals, supports } from "./helpers";
 
 /** The caller's own writes: team claims, and private ones (one word, "quokka", held by no team claim). */
@@ -373,7 +374,11 @@ describe("compile's bounded lexical reads", () => {
       const db = new Proxy(store.db, { get(t, p) {
         const v = Reflect.get(t, p);
         if (p !== "all") return typeof v === "function" ? v.bind(t) : v;
-        return (q: string, ...args: unknown[]) => { const rows = v.call(t, q, ...args); if (q.includes("claims_fts MATCH")) lexicalRows += rows.length; return rows; };
+        return (q: string | Sql, ...args: unknown[]) => {
+          const rows = v.call(t, q, ...args);
+          if ((q instanceof Sql ? q.text : q).includes("claims_fts MATCH")) lexicalRows += rows.length;
+          return rows;
+        };
       } });
       const ranked = rankClaims(db, caller, { query: "alpha beta" });
       return { ranked: ranked.map((r) => r.claim.claim_id), lexicalRows };

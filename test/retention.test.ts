@@ -351,7 +351,7 @@ describe("identity mappings", () => {
 describe("release eligibility", () => {
   it("names retention exclusion as its own reason (exclusion also bumps the version, so a pinned release is stale too)", async () => {
     const { ineligibility } = await import("../src/domains/governance/eligibility");
-    const facts = { claim_id: "c", version: 2, status: "active", valid_to: null, visibility: "team", workspace_id: null, trust: "verified", author_id: "p",
+    const facts = { claim_id: "c", version: 2, status: "active", valid_to: null, visibility: "team", project_id: null, workspace_id: null, trust: "verified", author_id: "p",
       retention_excluded_at: null as string | null, supporting_trusts: ["verified"] };
     const ctx = (f: typeof facts) => ({ facts: new Map([["c", f]]), approved: null, now: clock.nowIso() });
     expect(ineligibility(ctx(facts), { claim_id: "c", claim_version: 2 }, "low")).toBeNull();

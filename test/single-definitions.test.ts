@@ -120,7 +120,7 @@ describe("model providers: one list each, read by the configuration and publishe
         }
     // Anything else is reported and treated as none.
     expect(readModelConfig({ EMBEDDING_PROVIDER: "openai" }, new Date().toISOString()).embedding)
-      .toMatchObject({ provider: "none", problems: ['EMBEDDING_PROVIDER "openai" is not one of workers-ai, local, none; treated as none'] });
+      .toMatchObject({ provider: "none", problems: ['EMBEDDING_PROVIDER "openai" is not one of workers-ai, local, openai-compatible, none; treated as none'] });
   });
 });
 

@@ -1,9 +1,10 @@
 // One contract, every backend: the same cases run against the embedded local index, against the
 // production backend on the typed Vectorize fake (answered by Vectorize: an organization above the
-// mirror's bound; and by the mirror: a small one), and the embedders against Workers AI's fake. The
-// Vectorize backend is also fed a recorded query response in the documented shape. Each case says who
-// may read what through `ways` (metadata filters, one per way) and `accept` (the read rule over ids,
-// here computed from the same metadata), as compile does.
+// mirror's bound; and by the mirror: a small one), and the embedders against Workers AI's fake and the
+// OpenAI-compatible embedder (through a local fake server handed to it as its fetch). The Vectorize
+// backend is also fed a recorded query response in the documented shape. Each case says who may read
+// what through `ways` (metadata filters, one per way) and `accept` (the read rule over ids, here
+// computed from the same metadata), as compile does.
 import { describe, expect, it } from "vitest";
 import { LocalEmbedder } from "../src/vector/local-embedder";
 import { LocalVectorIndex } from "../src/vector/local-index";
@@ -13,8 +14,11 @@ import {
 } from "../src/vector/types";
 import { VectorizeIndexBackend, type VectorizeBinding } from "../src/vector/vectorize";
 import { WorkersAiEmbedder } from "../src/vector/workers-ai";
-import { FakeAi, FakeVectorize, MAX_NAMESPACES } from "./fakes/vector";
-import { inOrg, newOrg } from "./helpers";
+import { OPENAI_COMPATIBLE_BATCH, OpenAiCompatibleEmbedder } from "../src/vector/openai-compatible";
+import { readModelConfig } from "../src/vector/config";
+import { embedderFor } from "../src/vector/runtime";
+import { FakeAi, FakeEmbeddingServer, FakeVectorize, MAX_NAMESPACES } from "./fakes/vector";
+import { appendOk, call, consolidateOk, expectError, inOrg, newOrg, obs, supports } from "./helpers";
 
 const DIMS = 8;
 
@@ -428,6 +432,15 @@ const embedderCases: EmbedderCase[] = [
       return { embedder: new WorkersAiEmbedder(ai), fail: (on) => { ai.failing = on; } };
     },
   },
+  {
+    name: "openai-compatible (local fake server)",
+    make: () => {
+      const server = new FakeEmbeddingServer();
+      const embedder = new OpenAiCompatibleEmbedder({ url: "http://127.0.0.1:11434/v1/embeddings", model: "nomic-embed-text", dimensions: null,
+        apiKey: null, fetch: server.fetch });
+      return { embedder, fail: (on) => { server.failing = on; } };
+    },
+  },
 ];
 
 const cos = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
@@ -453,8 +466,113 @@ for (const c of embedderCases) {
       const [q, near, far] = await embedder.embed(["oranges marmalade", "marmalade made from oranges", "the tax office deadline"]);
       expect(cos(q, near)).toBeGreaterThan(cos(q, far));
     });
+
+    it("an unreachable model raises VectorBackendError", async () => {
+      const { embedder, fail } = c.make()!;
+      fail(true);
+      if (c.name === "local") return expect(await embedder.embed(["x"])).toHaveLength(1); // runs in the Worker: nothing to reach
+      await expect(embedder.embed(["x"])).rejects.toBeInstanceOf(VectorBackendError);
+    });
   });
 }
+
+describe("OpenAI-compatible specifics", () => {
+  const make = (server: FakeEmbeddingServer, opts: Partial<ConstructorParameters<typeof OpenAiCompatibleEmbedder>[0]> = {}) =>
+    new OpenAiCompatibleEmbedder({ url: "http://127.0.0.1:11434/v1", model: "nomic-embed-text", dimensions: null, apiKey: null, fetch: server.fetch, ...opts });
+
+  it("posts the model and texts in batches, to /embeddings under a base URL, with the key as a bearer token only when set", async () => {
+    const server = new FakeEmbeddingServer();
+    const texts = Array.from({ length: OPENAI_COMPATIBLE_BATCH + 5 }, (_, i) => `text ${i}`);
+    const vs = await make(server, { apiKey: "sk-local-secret" }).embed(texts);
+    expect(vs).toHaveLength(texts.length);
+    expect(server.requests.map((r) => [r.url, r.body.model, r.body.input.length, r.body.encoding_format, r.body.dimensions]))
+      .toEqual([["http://127.0.0.1:11434/v1/embeddings", "nomic-embed-text", OPENAI_COMPATIBLE_BATCH, "float", undefined],
+        ["http://127.0.0.1:11434/v1/embeddings", "nomic-embed-text", 5, "float", undefined]]);
+    expect(server.requests[0].headers.authorization).toBe("Bearer sk-local-secret");
+    server.requests.length = 0;
+    await make(server).embed(["x"]);
+    expect(server.requests[0].headers.authorization).toBeUndefined();
+  });
+
+  it("asks for EMBEDDING_DIMENSIONS when set and reports the answered length otherwise", async () => {
+    const server = new FakeEmbeddingServer(48);
+    const sized = make(server, { dimensions: 32 });
+    expect(sized.dimensions).toBe(32);
+    expect((await sized.embed(["x"]))[0]).toHaveLength(32);
+    expect(server.requests[0].body.dimensions).toBe(32);
+    const learned = make(server);
+    expect(learned.dimensions).toBe(0);
+    await learned.embed(["x"]);
+    expect(learned.dimensions).toBe(48);
+  });
+
+  it("orders answers by their index, and refuses every malformed answer as VectorBackendError", async () => {
+    const server = new FakeEmbeddingServer();
+    server.mode = "reversed";
+    const [a, b] = await make(server).embed(["alpha apples", "beta bananas"]);
+    server.mode = "ok";
+    const [a2, b2] = await make(server).embed(["alpha apples", "beta bananas"]);
+    expect([...a]).toEqual([...a2]);
+    expect([...b]).toEqual([...b2]);
+    for (const mode of ["network", "not-json", "short", "wrong-length"] as const) {
+      server.mode = mode;
+      await expect(make(server).embed(["one", "two"]), mode).rejects.toBeInstanceOf(VectorBackendError);
+    }
+    // A server that ignores EMBEDDING_DIMENSIONS and answers vectors of another length.
+    server.mode = "ignores-dimensions";
+    await expect(make(server, { dimensions: 32 }).embed(["x"])).rejects.toBeInstanceOf(VectorBackendError);
+    expect((await make(server).embed(["x"]))[0]).toHaveLength(64);
+  });
+
+  it("is chosen by EMBEDDING_PROVIDER with its URL and model; the key shows only as key_state", () => {
+    const at = new Date().toISOString();
+    const env = { EMBEDDING_PROVIDER: "openai-compatible", EMBEDDING_URL: "http://127.0.0.1:11434/v1", EMBEDDING_MODEL: "nomic-embed-text",
+      EMBEDDING_DIMENSIONS: "768", EMBEDDING_API_KEY: "sk-do-not-show" };
+    const config = readModelConfig(env, at);
+    expect(config.embedding).toMatchObject({ provider: "openai-compatible", model: "nomic-embed-text", dimensions: 768, pooling: null,
+      similarity_floor: null, status: "enabled", key_state: "present", problems: [] });
+    expect(JSON.stringify(config)).not.toContain("sk-do-not-show");
+    expect(JSON.stringify(config)).not.toContain("11434");
+    expect(config.vectors.status).toBe("enabled");
+    const embedder = embedderFor(config, { EMBEDDING_URL: env.EMBEDDING_URL, EMBEDDING_API_KEY: env.EMBEDDING_API_KEY, fetch: new FakeEmbeddingServer().fetch });
+    expect(embedder).toBeInstanceOf(OpenAiCompatibleEmbedder);
+    expect(embedder).toMatchObject({ provider: "openai-compatible", model: "nomic-embed-text", dimensions: 768 });
+    expect(readModelConfig({ ...env, EMBEDDING_API_KEY: undefined, EMBEDDING_SIMILARITY_FLOOR: "0.75" }, at).embedding)
+      .toMatchObject({ key_state: "absent", similarity_floor: 0.75, status: "enabled" });
+    const missing = readModelConfig({ EMBEDDING_PROVIDER: "openai-compatible", EMBEDDING_URL: "ftp://x", EMBEDDING_DIMENSIONS: "lots" }, at).embedding;
+    expect(missing.status).toBe("partial");
+    expect(missing.problems.join("; ")).toMatch(/EMBEDDING_URL is not an http\(s\) URL.*EMBEDDING_MODEL is not set.*EMBEDDING_DIMENSIONS "lots"/);
+    // The production Vectorize index holds 384 dimensions: another length cannot fill it.
+    expect(readModelConfig({ ...env, VECTOR_INDEX: "vectorize", VECTORIZE: {} }, at).vectors.status).toBe("partial");
+  });
+
+  it("over HTTP: drain embeds through the endpoint; an unreachable one is 503 with meta.pending and retryable, queue untouched; compile degrades", async () => {
+    const org = await newOrg();
+    const o = await appendOk(org.api_key, obs("s", "the walnut cake recipe"));
+    await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "the walnut cake recipe", sources: supports(o) }]);
+    const server = new FakeEmbeddingServer(32);
+    await inOrg(org.org_id, (org) => {
+      const env = { EMBEDDING_PROVIDER: "openai-compatible", EMBEDDING_URL: "http://127.0.0.1:11434/v1/embeddings", EMBEDDING_MODEL: "all-minilm" };
+      org.deps = { ...org.deps, models: { config: readModelConfig(env, new Date().toISOString()),
+        bindings: { EMBEDDING_URL: env.EMBEDDING_URL, fetch: server.fetch } } };
+    });
+    server.failing = true;
+    const down = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
+    expectError(down, 503, "UNAVAILABLE");
+    expect(down.json.meta).toMatchObject({ pending: 2, retryable: true });
+    const degraded = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "walnut cake" } });
+    expect(degraded.status).toBe(201);
+    expect(degraded.json.meta.degraded.vectors).toBe(true);
+    server.failing = false;
+    const ok = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.json.data).toMatchObject({ indexed: 1, remaining: 0, model: "all-minilm", dimensions: 32 });
+    const hybrid = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "walnut cake" } });
+    expect(hybrid.json.meta.degraded.vectors).toBe(false);
+    const config = await call("GET", "/v1/models/config", { key: org.api_key });
+    expect(config.json.data.embedding).toMatchObject({ provider: "openai-compatible", model: "all-minilm", key_state: "absent" });
+  });
+});
 
 describe("Workers AI specifics", () => {
   it("calls bge-small with CLS pooling in batches of at most 100 texts", async () => {

@@ -121,8 +121,8 @@ const quiet = (orgId: string) => inOrg(orgId, (o) => {
 /** The object's storage (the test reaches into the Durable Object, as the other in-process tests do). */
 const storageOf = (o: object): DurableObjectStorage => (o as unknown as { ctx: DurableObjectState }).ctx.storage;
 const callerOf = (db: Db, key: string) => loadCaller(db, sha256Hex(key))!;
-const hitIds = async (rt: VectorRuntime, db: Db, key: string, kinds?: string[]) =>
-  [...((await vectorHits(rt, db, callerOf(db, key), { query: WORDS, kinds }))?.similarities.keys() ?? [])].sort();
+const hitIds = async (rt: VectorRuntime, db: Db, key: string, kinds?: string[], narrow: { subject_id?: string; project_id?: string } = {}) =>
+  [...((await vectorHits(rt, db, callerOf(db, key), { query: WORDS, kinds, ...narrow }))?.similarities.keys() ?? [])].sort();
 
 describe("Vectorize answers by the caller's ways", () => {
   it("metadata indexes: one per property the ways filter on, within Vectorize's ten; a claim's metadata is one value per index", () => {
@@ -173,6 +173,29 @@ describe("Vectorize answers by the caller's ways", () => {
       const rt = production(o.db, f.org.org_id, INDEXED);
       expect(await hitIds(rt, o.db, f.callers.erin.key, ["decision"])).toEqual([f.claims.decision]);
       expect(rt.fake.queries.at(-1)!.filter).toMatchObject({ kind: { $in: ["decision"] } });
+    });
+  });
+
+  it("compile's subject and project narrow each way: the hits are the retrievable claims of that subject or project", async () => {
+    await inOrg(f.org.org_id, async (o) => {
+      const rt = production(o.db, f.org.org_id, INDEXED);
+      const p1 = o.db.first<{ project_id: string }>("SELECT project_id FROM claims WHERE claim_id = ?", f.claims.teamP1)!.project_id;
+      for (const [name, k] of Object.entries(f.callers))
+        for (const narrow of [{ subject_id: "subj-g" }, { subject_id: "s" }, { project_id: p1 }, { subject_id: "s", project_id: p1 }]) {
+          const caller = callerOf(o.db, k.key);
+          const [ok, ...args] = retrievable(caller, "c", { current: true });
+          const within = o.db.all<{ claim_id: string; subject_id: string; project_id: string | null }>(
+            `SELECT claim_id, subject_id, project_id FROM claims c WHERE ${ok}`, ...args)
+            .filter((c) => (narrow.subject_id === undefined || c.subject_id === narrow.subject_id)
+              && (!("project_id" in narrow) || c.project_id === narrow.project_id)).map((c) => c.claim_id).sort();
+          expect(await hitIds(rt, o.db, k.key, undefined, narrow), `${name} ${JSON.stringify(narrow)}`).toEqual(within);
+        }
+      // Carol's subject grant cannot reach subject "s": under that filter her query asks no subject-grant way.
+      const carol = callerOf(o.db, f.callers.carol.key);
+      rt.fake.queries.length = 0;
+      await hitIds(rt, o.db, f.callers.carol.key, undefined, { subject_id: "s" });
+      expect(rt.fake.queries.length).toBe(wayFilters(readableWayConditions(carol)).length - 1);
+      expect(rt.fake.queries.every((q) => (q.filter as Record<string, unknown>).subject_id !== undefined)).toBe(true);
     });
   });
 

@@ -121,8 +121,9 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: "svc_recall", title: "Recall context",
-    description: "Get the claims most relevant to a task, ranked and packed into a token budget. Pass the task or question as " +
-      "`query`; optionally a subject_id or project_id to focus on. Returns a context_id you can give feedback on or hand off.",
+    description: "Get the claims relevant to a task, ranked and packed into a token budget. Pass the task or question as " +
+      "`query` (only claims that match it are packed; an unrelated query packs nothing); optionally subject_id, project_id or " +
+      "kinds to recall only those claims. Returns a context_id you can give feedback on or hand off.",
     input: compileBody,
     output: loose({ context_id: z.string(), items: z.array(claimOut), token_budget: z.number(), tokens_used: z.number(),
       context_text: z.string().describe("The items as a text block ready to paste into a prompt.") }),

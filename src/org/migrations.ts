@@ -991,11 +991,69 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
+    // Event time: when what an observation records happened (given on append, default its created_at),
+    // and a claim's, the latest of its sources' (set at consolidation). Rows written before have no
+    // other time to go by: they take their created_at. Every writer sets it from here on.
+    name: "0034_event_time",
+    sql: `
+      ALTER TABLE observations ADD COLUMN occurred_at TEXT;
+      UPDATE observations SET occurred_at = created_at;
+      ALTER TABLE claims ADD COLUMN occurred_at TEXT;
+      UPDATE claims SET occurred_at = created_at;
+      -- Ranking reads a candidate's event time from its claim_ranking row: the copy and its triggers take it.
+      ALTER TABLE claim_ranking ADD COLUMN occurred_at TEXT;
+      UPDATE claim_ranking SET occurred_at = (SELECT c.occurred_at FROM claims c WHERE c.seq = claim_ranking.seq);
+      DROP TRIGGER claim_ranking_on_insert;
+      DROP TRIGGER claim_ranking_on_update;
+      CREATE TRIGGER claim_ranking_on_insert AFTER INSERT ON claims BEGIN
+        INSERT INTO claim_ranking (seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, occurred_at, bytes, stems)
+          VALUES (NEW.seq, NEW.claim_id, NEW.subject_id, NEW.project_id, NEW.kind, NEW.trust, NEW.status, NEW.valid_to, NEW.retention_excluded_at, NEW.visibility, NEW.workspace_id, NEW.author_id, NEW.created_at, NEW.occurred_at, length(CAST(NEW.statement AS BLOB)), NULL);
+      END;
+      CREATE TRIGGER claim_ranking_on_update AFTER UPDATE ON claims BEGIN
+        UPDATE claim_ranking SET claim_id = NEW.claim_id, subject_id = NEW.subject_id, project_id = NEW.project_id, kind = NEW.kind, trust = NEW.trust, status = NEW.status, valid_to = NEW.valid_to, retention_excluded_at = NEW.retention_excluded_at, visibility = NEW.visibility, workspace_id = NEW.workspace_id, author_id = NEW.author_id, created_at = NEW.created_at, occurred_at = NEW.occurred_at, bytes = length(CAST(NEW.statement AS BLOB)) WHERE seq = NEW.seq;
+      END;
+    `,
+  },
+  {
+    // The shared statistics per subject (records.ts sharedTermStats): a compile filtered to one subject
+    // weighs a word by how many of that subject's shared claims (team, no workspace, not excluded by
+    // retention) hold it. Backfilled from claims_fts, as 0019 built the organization's.
+    name: "0035_subject_statistics",
+    sql: `
+      CREATE TABLE claim_subject_terms (
+        subject_id TEXT NOT NULL,
+        term TEXT NOT NULL,                 -- claims_fts term (stored form)
+        claims INTEGER NOT NULL,            -- the subject's shared claims holding it
+        PRIMARY KEY (subject_id, term)
+      ) WITHOUT ROWID;
+      CREATE TABLE claim_subject_corpus (
+        subject_id TEXT PRIMARY KEY,
+        claims INTEGER NOT NULL,            -- the subject's shared claims
+        tokens INTEGER NOT NULL             -- their terms, counted with repeats
+      ) WITHOUT ROWID;
+      CREATE VIRTUAL TABLE backfill_subject_instances USING fts5vocab(claims_fts, 'instance');
+      CREATE TABLE backfill_subject_shared AS SELECT seq, subject_id FROM claims
+        WHERE visibility = 'team' AND workspace_id IS NULL AND retention_excluded_at IS NULL;
+      -- fts5vocab can only be scanned: one pass, filtered by IN.
+      CREATE TABLE backfill_subject_doc_terms AS SELECT doc, term, count(*) AS n FROM backfill_subject_instances
+        WHERE doc IN (SELECT seq FROM backfill_subject_shared) GROUP BY doc, term;
+      INSERT INTO claim_subject_terms (subject_id, term, claims)
+        SELECT s.subject_id, d.term, count(*) FROM backfill_subject_doc_terms d JOIN backfill_subject_shared s ON s.seq = d.doc
+         GROUP BY s.subject_id, d.term;
+      INSERT INTO claim_subject_corpus (subject_id, claims, tokens)
+        SELECT s.subject_id, count(*), coalesce(sum(t.n), 0) FROM backfill_subject_shared s
+          LEFT JOIN (SELECT doc, sum(n) AS n FROM backfill_subject_doc_terms GROUP BY doc) t ON t.doc = s.seq GROUP BY s.subject_id;
+      DROP TABLE backfill_subject_doc_terms;
+      DROP TABLE backfill_subject_shared;
+      DROP TABLE backfill_subject_instances;
+    `,
+  },
+  {
     // The local index's size without counting its rows (src/vector/local-index.ts: above a bound it
     // keeps no in-memory copy), kept by triggers on every insert, delete and change of dimensions. And
     // every indexed record queued once more, so that its vector is upserted again with the metadata the
     // Vectorize ways filter on (src/vector/metadata.ts): a vector upserted without it matches
-    // no way. (0034 and 0035 are another branch's, listed before this one when it merges.)
+    // no way.
     name: "0036_vector_counts_and_metadata",
     sql: `
       CREATE TABLE local_vector_counts (

@@ -14,6 +14,8 @@ export const LOCAL_EMBEDDER_INFO = {
   model: "local-glove-sif-10k-int8",
   dimensions: GLOVE_TABLE.dimensions,
   pooling: "sif-mean",
+  /** Compile's relevance floor for this model (config.ts WORKERS_AI_EMBEDDING), measured on LoCoMo's tune half: docs/BENCHMARKS.md. */
+  similarityFloor: 0.9,
 } as const;
 
 /** SIF smoothing constant (Arora et al. 2017 recommend 1e-3 to 1e-4). */

@@ -63,6 +63,31 @@ export const claimMetadata = (c: ClaimForMetadata): VectorMetadata => ({
 
 const stored = (c: ColumnCondition, value: string | null) => (c.column === "subject_id" && value !== null ? subjectKey(value) : value ?? NONE);
 
+/** Compile's filters (GET /v1/memories' filters), applied to every way: a claim's kinds, subject and project. */
+export interface WayNarrowing {
+  kinds?: string[];
+  subject_id?: string;
+  project_id?: string;
+}
+
+/**
+ * A way narrowed by compile's subject and project: the way's own condition on that column must allow
+ * the asked value (a way that cannot reach it reads nothing under the filter: null), and becomes equality.
+ */
+function narrowed(way: readonly ColumnCondition[], n: WayNarrowing): ColumnCondition[] | null {
+  const out = [...way];
+  for (const column of ["subject_id", "project_id"] as const) {
+    const wanted = n[column];
+    if (wanted === undefined) continue;
+    const at = out.findIndex((c) => c.column === column);
+    if (at < 0) { out.push({ column, value: wanted }); continue; }
+    const c = out[at];
+    if (!("in" in c ? c.in.includes(wanted) : c.value === wanted)) return null;
+    out[at] = { column, value: wanted };
+  }
+  return out;
+}
+
 /** One way as a filter: each condition on the property of the same name (`owner` is the author). */
 export function wayFilter(way: readonly ColumnCondition[], kinds?: string[]): VectorFilter {
   const filter: VectorFilter = {};
@@ -84,10 +109,10 @@ const bytes = (f: VectorFilter) => new TextEncoder().encode(JSON.stringify(f)).l
  * The ways as filters, a long list split over several filters so that each stays under Vectorize's
  * size limit (their OR is the same set).
  */
-export function wayFilters(ways: readonly (readonly ColumnCondition[])[], kinds?: string[]): VectorFilter[] {
+export function wayFilters(ways: readonly (readonly ColumnCondition[])[], narrowing: WayNarrowing = {}): VectorFilter[] {
   const out: VectorFilter[] = [];
   const split = (way: readonly ColumnCondition[]): void => {
-    const filter = wayFilter(way, kinds);
+    const filter = wayFilter(way, narrowing.kinds);
     if (bytes(filter) <= MAX_FILTER_BYTES) { out.push(filter); return; }
     const at = way.findIndex((c) => "in" in c && c.in.length > 1);
     if (at < 0) throw new Error("a way's filter exceeds Vectorize's filter size and cannot be split");
@@ -96,6 +121,9 @@ export function wayFilters(ways: readonly (readonly ColumnCondition[])[], kinds?
     for (const part of [list.slice(0, half), list.slice(half)])
       split(way.map((c, i) => (i === at ? { ...(c as Extract<ColumnCondition, { in: string[] }>), in: part } : c)));
   };
-  for (const way of ways) split(way);
+  for (const way of ways) {
+    const within = narrowed(way, narrowing);
+    if (within) split(within);
+  }
   return out;
 }

@@ -7,6 +7,7 @@ import { type ModelConfig, type ModelEnv, modelConfig } from "./config";
 import { LocalEmbedder } from "./local-embedder";
 import { localIndexFor } from "./local-index";
 import { type ExtractionAi, WorkersAiExtractor } from "./extraction";
+import { type FetchFn, OpenAiCompatibleEmbedder } from "./openai-compatible";
 import type { Embedder, VectorIndex } from "./types";
 import { VectorizeIndexBackend, type VectorizeBinding } from "./vectorize";
 import { type EmbeddingAi, WorkersAiEmbedder } from "./workers-ai";
@@ -14,6 +15,12 @@ import { type EmbeddingAi, WorkersAiEmbedder } from "./workers-ai";
 export interface VectorBindings {
   AI?: unknown;
   VECTORIZE?: unknown;
+  /** openai-compatible: where to post (not part of the snapshot: a URL may carry credentials). */
+  EMBEDDING_URL?: string;
+  /** openai-compatible: the secret bearer token. */
+  EMBEDDING_API_KEY?: string;
+  /** openai-compatible: how to reach the endpoint (the Worker's fetch; a test's fake server). */
+  fetch?: FetchFn;
 }
 
 export interface VectorRuntime {
@@ -30,6 +37,9 @@ export function embedderFor(config: ModelConfig, env: VectorBindings): Embedder 
   if (config.embedding.status !== "enabled") return null;
   if (config.embedding.provider === "local") return new LocalEmbedder();
   if (config.embedding.provider === "workers-ai") return new WorkersAiEmbedder(env.AI as EmbeddingAi);
+  if (config.embedding.provider === "openai-compatible" && env.EMBEDDING_URL && config.embedding.model)
+    return new OpenAiCompatibleEmbedder({ url: env.EMBEDDING_URL, model: config.embedding.model, dimensions: config.embedding.dimensions,
+      apiKey: env.EMBEDDING_API_KEY || null, fetch: env.fetch ?? ((input, init) => fetch(input, init)) });
   return null;
 }
 
@@ -54,8 +64,10 @@ export interface ModelDeps {
 }
 
 /** From the Worker's env: the isolate's snapshot, and the bindings (used only where the config says so). */
-export const modelDeps = (env: ModelEnv): ModelDeps =>
-  ({ config: modelConfig(env, clock.nowIso), bindings: { AI: env.AI, VECTORIZE: env.VECTORIZE } });
+export const modelDeps = (env: ModelEnv): ModelDeps => ({
+  config: modelConfig(env, clock.nowIso),
+  bindings: { AI: env.AI, VECTORIZE: env.VECTORIZE, EMBEDDING_URL: env.EMBEDDING_URL, EMBEDDING_API_KEY: env.EMBEDDING_API_KEY },
+});
 
 /** The runtime for one organization's Durable Object. */
 export function runtimeFor(ctx: { deps: { models: ModelDeps }; db: Db; orgId: string | undefined }): VectorRuntime {

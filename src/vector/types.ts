@@ -1,11 +1,11 @@
 // The two seams of vector retrieval: an Embedder turns text into unit vectors, a VectorIndex stores
 // and searches them per organization. Every backend (Workers AI + Vectorize in production, the
-// embedded local ones) implements these and runs against the same contract suite
+// embedded local ones, any OpenAI-compatible embeddings endpoint) implements these and runs against the same contract suite
 // (test/vector-contract.test.ts). Backends are chosen by configuration (config.ts), never by
 // whether a binding happens to exist.
 
 /** The values EMBEDDING_PROVIDER, VECTOR_INDEX and EXTRACTION_PROVIDER may take (config.ts), as published. */
-export const EMBEDDING_PROVIDERS = ["workers-ai", "local", "none"] as const;
+export const EMBEDDING_PROVIDERS = ["workers-ai", "local", "openai-compatible", "none"] as const;
 export const INDEX_PROVIDERS = ["vectorize", "local", "none"] as const;
 export const EXTRACTION_PROVIDERS = ["workers-ai", "none"] as const;
 export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
@@ -15,6 +15,7 @@ export type ExtractionProvider = (typeof EXTRACTION_PROVIDERS)[number];
 export interface Embedder {
   readonly provider: Exclude<EmbeddingProvider, "none">;
   readonly model: string;
+  /** The length of its vectors (an endpoint that does not declare it: the last answer's, 0 before the first). */
   readonly dimensions: number;
   /** One unit-length vector per text, in order. Throws VectorBackendError when the model is unreachable. */
   embed(texts: string[]): Promise<Float32Array[]>;

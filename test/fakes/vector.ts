@@ -292,3 +292,32 @@ export class FakeVectorize implements VectorizeBinding {
     return this.stored.get(id)?.metadata;
   }
 }
+
+/**
+ * A local OpenAI-compatible embeddings server, as a fetch function (passed to the embedder as its
+ * dependency): POST …/v1/embeddings { model, input, dimensions? } answers { data: [{ index, embedding }] }
+ * with hashed-word vectors (texts sharing words are similar). `failing` answers 503; `mode` serves the
+ * malformed answers a real server might give; every request is recorded (headers included).
+ */
+export class FakeEmbeddingServer {
+  failing = false;
+  mode: "ok" | "network" | "not-json" | "short" | "wrong-length" | "reversed" | "ignores-dimensions" = "ok";
+  requests: { url: string; headers: Record<string, string>; body: { model: string; input: string[]; dimensions?: number; encoding_format?: string } }[] = [];
+  constructor(readonly dims = 64) {}
+
+  fetch = async (url: string, init: RequestInit): Promise<Response> => {
+    const headers = Object.fromEntries(new Headers(init.headers).entries());
+    const body = JSON.parse(String(init.body));
+    this.requests.push({ url, headers, body });
+    if (this.mode === "network") throw new TypeError("fetch failed: connection refused");
+    if (this.failing) return new Response('{"error":{"message":"model is loading"}}', { status: 503 });
+    if (!url.endsWith("/v1/embeddings") || init.method !== "POST") return new Response("not found", { status: 404 });
+    if (this.mode === "not-json") return new Response("<html>proxy error</html>", { status: 200 });
+    const dims = (this.mode === "ignores-dimensions" ? undefined : body.dimensions) ?? this.dims;
+    let data = (body.input as string[]).map((t, index) => ({ object: "embedding", index, embedding: fakeEmbedding(t, dims) }));
+    if (this.mode === "short") data = data.slice(1);
+    if (this.mode === "wrong-length") data = data.map((d, i) => ({ ...d, embedding: i === 1 ? d.embedding.slice(1) : d.embedding }));
+    if (this.mode === "reversed") data = data.reverse();
+    return Response.json({ object: "list", data, model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 } });
+  };
+}

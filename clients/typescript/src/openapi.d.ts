@@ -2052,6 +2052,8 @@ export interface components {
             }[];
             created_at: string;
             updated_at: string;
+            /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+            occurred_at: string;
         };
         ClaimApproval: {
             approval_id: string;
@@ -2116,6 +2118,11 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /**
+             * Format: date-time
+             * @description the latest occurred_at of its sources, restored as recorded; a line without it is read as its created_at
+             */
+            occurred_at?: string;
             /** @description restored as is by an owner or admin (anyone else's import records itself); an author unknown here becomes a key-less member principal */
             author_id: string;
         };
@@ -2289,6 +2296,8 @@ export interface components {
             visibility: "private" | "team";
             author_id: string;
             created_at: string;
+            /** @description When what it records happened (the append's occurred_at, else created_at) */
+            occurred_at: string;
             purged: boolean;
             purged_at: string | null;
             /** @enum {string} */
@@ -2319,6 +2328,8 @@ export interface components {
             }[];
             created_at: string;
             updated_at: string;
+            /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+            occurred_at: string;
             already_expired: boolean;
         };
         ExportHeader: {
@@ -2724,10 +2735,12 @@ export interface components {
             read_at: string;
             embedding: {
                 /** @enum {string} */
-                provider: "workers-ai" | "local" | "none";
+                provider: "workers-ai" | "local" | "openai-compatible" | "none";
                 model: string | null;
                 dimensions: number | null;
                 pooling: string | null;
+                /** @description Compile's relevance floor: a claim this similar to the query (cosine) enters a pack without a query word; null: vectors only re-rank claims that hold one */
+                similarity_floor: number | null;
                 /** @enum {string} */
                 status: "enabled" | "disabled" | "partial";
                 /** @enum {string} */
@@ -2795,6 +2808,8 @@ export interface components {
             /** @enum {string} */
             visibility: "private" | "team";
             created_at: string;
+            /** @description When what it records happened (the append's occurred_at, else created_at) */
+            occurred_at: string;
         };
         ObservationLine: {
             /** @constant */
@@ -2820,6 +2835,11 @@ export interface components {
             author_id: string;
             /** Format: date-time */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description when what it records happened; a line without it (a file written before event time existed) is read as its created_at
+             */
+            occurred_at?: string;
             purged: boolean;
             purged_at: string | null;
         };
@@ -3075,6 +3095,8 @@ export interface components {
             visibility: "private" | "team";
             author_id: string;
             created_at: string;
+            /** @description When what it records happened (the append's occurred_at, else created_at) */
+            occurred_at: string;
             purged: boolean;
             purged_at: string | null;
             already_purged: boolean;
@@ -3213,6 +3235,8 @@ export interface components {
             }[];
             created_at: string;
             updated_at: string;
+            /** @description When what it says happened: the latest occurred_at of its source observations, fixed at consolidation */
+            occurred_at: string;
             already_revoked: boolean;
         };
         RevokedDashboardSession: {
@@ -3405,7 +3429,7 @@ export interface operations {
                      *         "revision": "0.10.0"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b861cee3367f9b7dc0c8bc97a696e71e"
+                     *         "request_id": "req_40aa926defe673f09455bd62387a13ba"
                      *       }
                      *     }
                      */
@@ -3441,15 +3465,15 @@ export interface operations {
                      *         "runtime": "workerd",
                      *         "revision": "0.10.0",
                      *         "schema": {
-                     *           "applied": 39,
-                     *           "expected": 39,
+                     *           "applied": 42,
+                     *           "expected": 42,
                      *           "index_db": {
                      *             "applied": 6,
                      *             "expected": 6
                      *           },
                      *           "org_store": {
-                     *             "applied": 33,
-                     *             "expected": 33
+                     *             "applied": 36,
+                     *             "expected": 36
                      *           }
                      *         },
                      *         "checks": {
@@ -3464,7 +3488,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1ab546536b540661251780f014d1fa9f"
+                     *         "request_id": "req_1bfd6398344df140f9183cc0844ab758"
                      *       }
                      *     }
                      */
@@ -3511,13 +3535,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "reference": "onboarding",
                      *         "created": false,
                      *         "workspace_id": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d76f38c063acde3d91d442c3d4a67a93"
+                     *         "request_id": "req_adc90afca698e318426f398299205f07"
                      *       }
                      *     }
                      */
@@ -3536,13 +3560,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "reference": "onboarding",
                      *         "created": true,
                      *         "workspace_id": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4a97f08c8f161ef4af15db5116491df2"
+                     *         "request_id": "req_cb2cf2bce4f3b33b2e4576a265d4d410"
                      *       }
                      *     }
                      */
@@ -3608,6 +3632,11 @@ export interface operations {
                     visibility?: "private" | "team";
                     /** @description A project_id from POST /v1/projects/resolve, to scope the evidence to one project. */
                     project_id?: string;
+                    /**
+                     * Format: date-time
+                     * @description When what it records happened (ISO 8601, at most 5 minutes ahead; default: when it is appended). Its claims report the latest of their sources' occurred_at, and compile lifts a matching claim whose occurred_at lies within 60 minutes of a better match about the same subject (a conversation's session scores by its best turn).
+                     */
+                    occurred_at?: string;
                 };
             };
         };
@@ -3621,18 +3650,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *         "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "kind": "message",
                      *         "trust": "verified",
                      *         "visibility": "team",
-                     *         "created_at": "2026-11-26T23:26:43.706Z"
+                     *         "created_at": "2026-11-26T23:49:40.803Z",
+                     *         "occurred_at": "2026-11-26T23:49:40.803Z"
                      *       },
                      *       "meta": {
                      *         "replayed": true,
-                     *         "request_id": "req_81f544d5ff3de6aeb30522879a290e72"
+                     *         "request_id": "req_32c564c39db6f328c0ade8241868a7e2"
                      *       }
                      *     }
                      */
@@ -3654,18 +3684,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *         "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *         "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "kind": "message",
                      *         "trust": "verified",
                      *         "visibility": "team",
-                     *         "created_at": "2026-11-26T23:26:43.706Z"
+                     *         "created_at": "2026-11-26T23:49:40.803Z",
+                     *         "occurred_at": "2026-11-26T23:49:40.803Z"
                      *       },
                      *       "meta": {
                      *         "replayed": false,
-                     *         "request_id": "req_95b592219cbe9bd79c551fe654d03e63"
+                     *         "request_id": "req_f5c656051c4c0bd2fe7992e8ff0e3e51"
                      *       }
                      *     }
                      */
@@ -3702,9 +3733,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "observation_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
+                     *         "observation_id": "obs_880db5118248fc139794bf046693371d",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "kind": "note",
                      *         "content": null,
                      *         "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
@@ -3714,14 +3745,15 @@ export interface operations {
                      *         },
                      *         "trust": "medium",
                      *         "visibility": "team",
-                     *         "author_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:43.850Z",
+                     *         "author_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:40.855Z",
+                     *         "occurred_at": "2026-11-26T23:49:40.855Z",
                      *         "purged": true,
-                     *         "purged_at": "2026-11-26T23:26:51.855Z",
+                     *         "purged_at": "2026-11-26T23:49:46.452Z",
                      *         "already_purged": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0fc566c64774e84368aa9927ff76e50b"
+                     *         "request_id": "req_2005d6252c4d3a616e2a0303c69c20ef"
                      *       }
                      *     }
                      */
@@ -3822,31 +3854,32 @@ export interface operations {
                      *       "data": {
                      *         "claims": [
                      *           {
-                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *             "claim_id": "claim_881216d50461766a497947c163c24de4",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T23:26:43.905Z",
+                     *             "valid_from": "2026-11-26T23:49:40.869Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *                 "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *                 "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T23:26:43.905Z",
-                     *             "updated_at": "2026-11-26T23:26:43.905Z"
+                     *             "created_at": "2026-11-26T23:49:40.869Z",
+                     *             "updated_at": "2026-11-26T23:49:40.869Z",
+                     *             "occurred_at": "2026-11-26T23:49:40.843Z"
                      *           }
                      *         ],
                      *         "model_used": false
@@ -3854,7 +3887,7 @@ export interface operations {
                      *       "meta": {
                      *         "model": "disabled",
                      *         "replayed": true,
-                     *         "request_id": "req_abc2d0cbf4992763e2c82dec5b8b892f"
+                     *         "request_id": "req_ffb4c844567fb5609dead965ff118385"
                      *       }
                      *     }
                      */
@@ -3880,31 +3913,32 @@ export interface operations {
                      *       "data": {
                      *         "claims": [
                      *           {
-                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *             "claim_id": "claim_881216d50461766a497947c163c24de4",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T23:26:43.905Z",
+                     *             "valid_from": "2026-11-26T23:49:40.869Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *                 "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *                 "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T23:26:43.905Z",
-                     *             "updated_at": "2026-11-26T23:26:43.905Z"
+                     *             "created_at": "2026-11-26T23:49:40.869Z",
+                     *             "updated_at": "2026-11-26T23:49:40.869Z",
+                     *             "occurred_at": "2026-11-26T23:49:40.843Z"
                      *           }
                      *         ],
                      *         "model_used": false
@@ -3912,7 +3946,7 @@ export interface operations {
                      *       "meta": {
                      *         "model": "disabled",
                      *         "replayed": false,
-                     *         "request_id": "req_356b133f29070367b2e24621e8274cb5"
+                     *         "request_id": "req_30c0b378f79c31a8cafd6931c60206b4"
                      *       }
                      *     }
                      */
@@ -3958,34 +3992,35 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *         "claim_id": "claim_881216d50461766a497947c163c24de4",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "kind": "preference",
                      *         "statement": "Prefers tea in the morning",
                      *         "status": "superseded",
                      *         "visibility": "team",
                      *         "trust": "verified",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T23:26:43.905Z",
+                     *         "valid_from": "2026-11-26T23:49:40.869Z",
                      *         "valid_to": null,
-                     *         "superseded_by": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *         "superseded_by": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *             "relation": "supports"
                      *           },
                      *           {
-                     *             "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *             "relation": "qualifies"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T23:26:43.905Z",
-                     *         "updated_at": "2026-11-26T23:26:51.670Z"
+                     *         "created_at": "2026-11-26T23:49:40.869Z",
+                     *         "updated_at": "2026-11-26T23:49:46.406Z",
+                     *         "occurred_at": "2026-11-26T23:49:40.843Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_ae966334dce8093a7e30b052361af5d5"
+                     *         "request_id": "req_e7bac91952cabc993ce30a9a5087623d"
                      *       }
                      *     }
                      */
@@ -4025,31 +4060,32 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *         "claim_id": "claim_880960d67617512e462585f8bddf7a52",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "kind": "fact",
                      *         "statement": "Drinks coffee only after noon",
                      *         "status": "revoked",
                      *         "visibility": "team",
                      *         "trust": "high",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T23:26:43.984Z",
+                     *         "valid_from": "2026-11-26T23:49:40.901Z",
                      *         "valid_to": null,
                      *         "superseded_by": null,
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *             "relation": "supports"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T23:26:43.984Z",
-                     *         "updated_at": "2026-11-26T23:26:51.814Z",
+                     *         "created_at": "2026-11-26T23:49:40.901Z",
+                     *         "updated_at": "2026-11-26T23:49:46.440Z",
+                     *         "occurred_at": "2026-11-26T23:49:40.843Z",
                      *         "already_revoked": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c8271dbc6a101717584291ef9dd22969"
+                     *         "request_id": "req_0a6e892b693aa78e2edc5153fd6618fa"
                      *       }
                      *     }
                      */
@@ -4089,31 +4125,32 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
+                     *         "claim_id": "claim_880737cb69514e6ceb9dbd6682726c73",
                      *         "subject_id": "user-42",
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "kind": "instruction",
                      *         "statement": "Hold the weekly sync on Thursdays",
                      *         "status": "active",
                      *         "visibility": "team",
                      *         "trust": "medium",
                      *         "version": 2,
-                     *         "valid_from": "2026-11-26T23:26:43.984Z",
-                     *         "valid_to": "2026-11-26T23:26:51.754Z",
+                     *         "valid_from": "2026-11-26T23:49:40.901Z",
+                     *         "valid_to": "2026-11-26T23:49:46.426Z",
                      *         "superseded_by": null,
                      *         "disputes": [],
                      *         "sources": [
                      *           {
-                     *             "observation_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
+                     *             "observation_id": "obs_880db5118248fc139794bf046693371d",
                      *             "relation": "supports"
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T23:26:43.984Z",
-                     *         "updated_at": "2026-11-26T23:26:51.754Z",
+                     *         "created_at": "2026-11-26T23:49:40.901Z",
+                     *         "updated_at": "2026-11-26T23:49:46.426Z",
+                     *         "occurred_at": "2026-11-26T23:49:40.855Z",
                      *         "already_expired": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1e1cce2a405fb2e7a32e46d3f87c8f05"
+                     *         "request_id": "req_9f47cd8b3b8b3e4c19fa56f577c2e1fe"
                      *       }
                      *     }
                      */
@@ -4148,37 +4185,38 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "claim": {
-                     *           "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *           "claim_id": "claim_881216d50461766a497947c163c24de4",
                      *           "subject_id": "user-42",
-                     *           "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *           "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *           "kind": "preference",
                      *           "statement": "Prefers tea in the morning",
                      *           "status": "active",
                      *           "visibility": "team",
                      *           "trust": "verified",
                      *           "version": 1,
-                     *           "valid_from": "2026-11-26T23:26:43.905Z",
+                     *           "valid_from": "2026-11-26T23:49:40.869Z",
                      *           "valid_to": null,
                      *           "superseded_by": null,
                      *           "disputes": [],
                      *           "sources": [
                      *             {
-                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *               "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *               "relation": "supports"
                      *             },
                      *             {
-                     *               "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *               "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *               "relation": "qualifies"
                      *             }
                      *           ],
-                     *           "created_at": "2026-11-26T23:26:43.905Z",
-                     *           "updated_at": "2026-11-26T23:26:43.905Z"
+                     *           "created_at": "2026-11-26T23:49:40.869Z",
+                     *           "updated_at": "2026-11-26T23:49:40.869Z",
+                     *           "occurred_at": "2026-11-26T23:49:40.843Z"
                      *         },
                      *         "supporting": [
                      *           {
-                     *             "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *             "kind": "message",
                      *             "content": "I prefer tea in the morning, green if there is any.",
                      *             "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc",
@@ -4188,8 +4226,9 @@ export interface operations {
                      *             },
                      *             "trust": "verified",
                      *             "visibility": "team",
-                     *             "author_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:43.706Z",
+                     *             "author_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:40.803Z",
+                     *             "occurred_at": "2026-11-26T23:49:40.803Z",
                      *             "purged": false,
                      *             "purged_at": null,
                      *             "relation": "supports"
@@ -4198,9 +4237,9 @@ export interface operations {
                      *         "contradicting": [],
                      *         "qualifying": [
                      *           {
-                     *             "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *             "kind": "message",
                      *             "content": "Coffee after lunch is fine, but never before noon.",
                      *             "content_hash": "sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac",
@@ -4210,8 +4249,9 @@ export interface operations {
                      *             },
                      *             "trust": "high",
                      *             "visibility": "team",
-                     *             "author_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:43.809Z",
+                     *             "author_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:40.843Z",
+                     *             "occurred_at": "2026-11-26T23:49:40.843Z",
                      *             "purged": false,
                      *             "purged_at": null,
                      *             "relation": "qualifies"
@@ -4220,7 +4260,7 @@ export interface operations {
                      *         "hidden_source_count": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_30347fba67d9450597d4322603e5e601"
+                     *         "request_id": "req_a70f98a0742fa31c6dab576d27ab2b1b"
                      *       }
                      *     }
                      */
@@ -4271,61 +4311,63 @@ export interface operations {
                      *       "data": {
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *             "claim_id": "claim_881216d50461766a497947c163c24de4",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *             "kind": "preference",
                      *             "statement": "Prefers tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T23:26:43.905Z",
+                     *             "valid_from": "2026-11-26T23:49:40.869Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *                 "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *                 "relation": "supports"
                      *               },
                      *               {
-                     *                 "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *                 "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *                 "relation": "qualifies"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T23:26:43.905Z",
-                     *             "updated_at": "2026-11-26T23:26:43.905Z"
+                     *             "created_at": "2026-11-26T23:49:40.869Z",
+                     *             "updated_at": "2026-11-26T23:49:40.869Z",
+                     *             "occurred_at": "2026-11-26T23:49:40.843Z"
                      *           },
                      *           {
-                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *             "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *             "subject_id": "user-42",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *             "kind": "preference",
                      *             "statement": "Prefers green tea in the morning",
                      *             "status": "active",
                      *             "visibility": "team",
                      *             "trust": "verified",
                      *             "version": 1,
-                     *             "valid_from": "2026-11-26T23:26:43.984Z",
+                     *             "valid_from": "2026-11-26T23:49:40.901Z",
                      *             "valid_to": null,
                      *             "superseded_by": null,
                      *             "disputes": [],
                      *             "sources": [
                      *               {
-                     *                 "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *                 "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *                 "relation": "supports"
                      *               }
                      *             ],
-                     *             "created_at": "2026-11-26T23:26:43.984Z",
-                     *             "updated_at": "2026-11-26T23:26:43.984Z"
+                     *             "created_at": "2026-11-26T23:49:40.901Z",
+                     *             "updated_at": "2026-11-26T23:49:40.901Z",
+                     *             "occurred_at": "2026-11-26T23:49:40.803Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c824db2c9d10fcd0dfbaa71712fee34d"
+                     *         "request_id": "req_8370eb3e3a74c2b6c83c9d3852c70272"
                      *       }
                      *     }
                      */
@@ -4356,11 +4398,11 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description The task or question to find relevant claims for, in plain words. */
+                    /** @description The task or question to find relevant claims for, in plain words. With a query, only claims that hold one of its words, or are at least the embedder's similarity floor from it, are packed. */
                     query?: string;
-                    /** @description Prefer claims about this subject. */
+                    /** @description Only claims about this subject (as GET /v1/memories filters). */
                     subject_id?: string;
-                    /** @description Prefer claims in this project. */
+                    /** @description Only claims in this project (as GET /v1/memories filters). */
                     project_id?: string;
                     /** @description Only claims of these kinds. */
                     kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
@@ -4387,54 +4429,37 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
+                     *         "context_id": "ctx_a4c2983103c7b7a5a249f08964df23dd",
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *             "claim_id": "claim_880960d67617512e462585f8bddf7a52",
                      *             "statement": "Drinks coffee only after noon",
                      *             "kind": "fact",
                      *             "status": "active",
                      *             "trust": "high",
-                     *             "score": 1.134632,
+                     *             "score": 0.834632,
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *             "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
                      *             "trust": "verified",
-                     *             "score": 0.55,
+                     *             "score": 0.472121,
                      *             "tokens": 8
-                     *           },
-                     *           {
-                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
-                     *             "statement": "Prefers tea in the morning",
-                     *             "kind": "preference",
-                     *             "status": "active",
-                     *             "trust": "verified",
-                     *             "score": 0.55,
-                     *             "tokens": 7
-                     *           },
-                     *           {
-                     *             "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
-                     *             "statement": "Hold the weekly sync on Thursdays",
-                     *             "kind": "instruction",
-                     *             "status": "active",
-                     *             "trust": "medium",
-                     *             "score": 0.45,
-                     *             "tokens": 9
                      *           }
                      *         ],
                      *         "token_budget": 500,
-                     *         "tokens_used": 32
+                     *         "tokens_used": 16
                      *       },
                      *       "meta": {
                      *         "degraded": {
                      *           "vectors": true,
                      *           "model": true
                      *         },
-                     *         "request_id": "req_dce741906695f1860f6367ec701d5dd7"
+                     *         "floor_removed": 0,
+                     *         "request_id": "req_93b9db50e4d76486c7b435c66407755d"
                      *       }
                      *     }
                      */
@@ -4446,6 +4471,8 @@ export interface operations {
                                 vectors: boolean;
                                 model: boolean;
                             };
+                            /** @description Candidates the relevance floor left out: readable claims under the filters with no query word and a vector similarity below the embedder's floor (0 without a query) */
+                            floor_removed: number;
                         };
                     };
                 };
@@ -4474,59 +4501,39 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
+                     *         "context_id": "ctx_a4c2983103c7b7a5a249f08964df23dd",
                      *         "query": "what does user-42 drink in the morning",
                      *         "subject_id": "user-42",
                      *         "project_id": null,
                      *         "kinds": null,
                      *         "token_budget": 500,
-                     *         "tokens_used": 32,
+                     *         "tokens_used": 16,
                      *         "items": [
                      *           {
-                     *             "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *             "claim_id": "claim_880960d67617512e462585f8bddf7a52",
                      *             "statement": "Drinks coffee only after noon",
                      *             "kind": "fact",
                      *             "status": "active",
                      *             "trust": "high",
                      *             "current": true,
-                     *             "score": 1.134632,
+                     *             "score": 0.834632,
                      *             "tokens": 8
                      *           },
                      *           {
-                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *             "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "status": "active",
                      *             "trust": "verified",
                      *             "current": true,
-                     *             "score": 0.55,
+                     *             "score": 0.472121,
                      *             "tokens": 8
-                     *           },
-                     *           {
-                     *             "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
-                     *             "statement": "Prefers tea in the morning",
-                     *             "kind": "preference",
-                     *             "status": "active",
-                     *             "trust": "verified",
-                     *             "current": true,
-                     *             "score": 0.55,
-                     *             "tokens": 7
-                     *           },
-                     *           {
-                     *             "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
-                     *             "statement": "Hold the weekly sync on Thursdays",
-                     *             "kind": "instruction",
-                     *             "status": "active",
-                     *             "trust": "medium",
-                     *             "current": true,
-                     *             "score": 0.45,
-                     *             "tokens": 9
                      *           }
                      *         ],
-                     *         "created_at": "2026-11-26T23:26:44.173Z"
+                     *         "created_at": "2026-11-26T23:49:41.007Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2c9223efce2c81939def3933a5362da9"
+                     *         "request_id": "req_add21819414ee019993de06daef81515"
                      *       }
                      *     }
                      */
@@ -4584,16 +4591,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "feedback_id": "fb_14e330e14883d2646e0732044926e461",
-                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
-                     *         "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *         "feedback_id": "fb_1a756b9b65595ce159945fbed44133f5",
+                     *         "context_id": "ctx_a4c2983103c7b7a5a249f08964df23dd",
+                     *         "claim_id": "claim_880960d67617512e462585f8bddf7a52",
                      *         "outcome": "useful",
                      *         "client_mutation_id": null,
-                     *         "created_at": "2026-11-26T23:26:44.254Z"
+                     *         "created_at": "2026-11-26T23:49:41.034Z"
                      *       },
                      *       "meta": {
                      *         "replayed": true,
-                     *         "request_id": "req_a75739b76724a86e1cd134a4c3c1c226"
+                     *         "request_id": "req_9ea0912ff58b8c450192f694377001e7"
                      *       }
                      *     }
                      */
@@ -4615,16 +4622,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "feedback_id": "fb_14e330e14883d2646e0732044926e461",
-                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
-                     *         "claim_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *         "feedback_id": "fb_1a756b9b65595ce159945fbed44133f5",
+                     *         "context_id": "ctx_a4c2983103c7b7a5a249f08964df23dd",
+                     *         "claim_id": "claim_880960d67617512e462585f8bddf7a52",
                      *         "outcome": "useful",
                      *         "client_mutation_id": null,
-                     *         "created_at": "2026-11-26T23:26:44.254Z"
+                     *         "created_at": "2026-11-26T23:49:41.034Z"
                      *       },
                      *       "meta": {
                      *         "replayed": false,
-                     *         "request_id": "req_2f9ad11ca8d36b574dadf9e81c761224"
+                     *         "request_id": "req_624244ae673bf116f588cdebdb67126e"
                      *       }
                      *     }
                      */
@@ -4663,19 +4670,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *         "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:44.376Z",
-                     *         "updated_at": "2026-11-26T23:26:44.390Z",
-                     *         "expires_at": "2026-11-27T23:26:44.390Z"
+                     *         "writer_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:41.122Z",
+                     *         "updated_at": "2026-11-26T23:49:41.131Z",
+                     *         "expires_at": "2026-11-27T23:49:41.131Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9159d2ce65caa5d78bc45960f63b7fd2"
+                     *         "request_id": "req_65e77e916ee5fcb0387bdde6e5a78b00"
                      *       }
                      *     }
                      */
@@ -4725,20 +4732,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *         "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:44.376Z",
-                     *         "updated_at": "2026-11-26T23:26:44.390Z",
-                     *         "expires_at": "2026-11-27T23:26:44.390Z",
+                     *         "writer_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:41.122Z",
+                     *         "updated_at": "2026-11-26T23:49:41.131Z",
+                     *         "expires_at": "2026-11-27T23:49:41.131Z",
                      *         "updated": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cb64ff176d5fe74a0889424013fc5b78"
+                     *         "request_id": "req_a83ccbb285f5966f670d0e267dc1b1e7"
                      *       }
                      *     }
                      */
@@ -4757,20 +4764,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *         "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"confirm-order\",\"order_id\":\"A-1009\",\"retries\":1}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:44.376Z",
-                     *         "updated_at": "2026-11-26T23:26:44.376Z",
-                     *         "expires_at": "2026-11-27T23:26:44.376Z",
+                     *         "writer_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:41.122Z",
+                     *         "updated_at": "2026-11-26T23:49:41.122Z",
+                     *         "expires_at": "2026-11-27T23:49:41.122Z",
                      *         "updated": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_62e6e5e244183d4fc0e1dc9b70ba386c"
+                     *         "request_id": "req_242f685d23c141279341867168b18506"
                      *       }
                      *     }
                      */
@@ -4804,19 +4811,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *         "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *         "subject_id": "user-42",
                      *         "agent_id": "support-bot",
                      *         "kind": "task_state",
                      *         "state": "{\"step\":\"send-receipt\",\"order_id\":\"A-1009\",\"retries\":0}",
                      *         "ttl_seconds": 86400,
-                     *         "writer_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:44.376Z",
-                     *         "updated_at": "2026-11-26T23:26:44.390Z",
-                     *         "expires_at": "2026-11-27T23:26:44.390Z"
+                     *         "writer_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:41.122Z",
+                     *         "updated_at": "2026-11-26T23:49:41.131Z",
+                     *         "expires_at": "2026-11-27T23:49:41.131Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_53e72a0714eebfe2959a4871f296576a"
+                     *         "request_id": "req_437e8192226c604cf38a01ce5f4bbebd"
                      *       }
                      *     }
                      */
@@ -4850,11 +4857,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *         "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *         "deleted": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_973367ce3626395cd53c2c39e6de02bd"
+                     *         "request_id": "req_42b6ce674f3f9bff51d8c9630c325261"
                      *       }
                      *     }
                      */
@@ -4892,13 +4899,13 @@ export interface operations {
                      *       "data": {
                      *         "leases": [
                      *           {
-                     *             "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
+                     *             "lease_id": "lse_0983264ae49c56446e5d7a62126dac4b",
                      *             "resource_type": "ticket",
                      *             "resource_id": "ticket-311",
-                     *             "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "holder_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *             "ttl_seconds": 900,
-                     *             "acquired_at": "2026-11-26T23:26:44.449Z",
-                     *             "expires_at": "2026-11-26T23:41:44.479Z",
+                     *             "acquired_at": "2026-11-26T23:49:41.164Z",
+                     *             "expires_at": "2026-11-27T00:04:41.173Z",
                      *             "released_at": null
                      *           }
                      *         ],
@@ -4906,7 +4913,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_aafa9bbdfa6116a5d5fe8cfed4e44090"
+                     *         "request_id": "req_197b0a8e90a0441666ff71bdbd4cf984"
                      *       }
                      *     }
                      */
@@ -4946,18 +4953,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
+                     *         "lease_id": "lse_0983264ae49c56446e5d7a62126dac4b",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "holder_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "ttl_seconds": 900,
-                     *         "acquired_at": "2026-11-26T23:26:44.449Z",
-                     *         "expires_at": "2026-11-26T23:41:44.479Z",
+                     *         "acquired_at": "2026-11-26T23:49:41.164Z",
+                     *         "expires_at": "2026-11-27T00:04:41.173Z",
                      *         "released_at": null,
                      *         "renewed": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_e53d57a3726eefcf64c8f93734cd83b5"
+                     *         "request_id": "req_ae845c45129e8b4ce28b1da9ad2b7734"
                      *       }
                      *     }
                      */
@@ -4976,18 +4983,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
+                     *         "lease_id": "lse_0983264ae49c56446e5d7a62126dac4b",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "holder_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "ttl_seconds": 600,
-                     *         "acquired_at": "2026-11-26T23:26:44.449Z",
-                     *         "expires_at": "2026-11-26T23:36:44.449Z",
+                     *         "acquired_at": "2026-11-26T23:49:41.164Z",
+                     *         "expires_at": "2026-11-26T23:59:41.164Z",
                      *         "released_at": null,
                      *         "renewed": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6c92f9d01433d7a05dea84e3da7d5eb3"
+                     *         "request_id": "req_ae1449af683567123da494d201379a2b"
                      *       }
                      *     }
                      */
@@ -5021,19 +5028,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_8012ae1a5c36baf0131485df7afb78e3",
+                     *         "lease_id": "lse_0983264ae49c56446e5d7a62126dac4b",
                      *         "resource_type": "ticket",
                      *         "resource_id": "ticket-311",
-                     *         "holder_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "holder_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "ttl_seconds": 900,
-                     *         "acquired_at": "2026-11-26T23:26:44.449Z",
-                     *         "expires_at": "2026-11-26T23:41:44.479Z",
-                     *         "released_at": "2026-11-26T23:26:44.577Z",
+                     *         "acquired_at": "2026-11-26T23:49:41.164Z",
+                     *         "expires_at": "2026-11-27T00:04:41.173Z",
+                     *         "released_at": "2026-11-26T23:49:41.207Z",
                      *         "released": true,
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d3a4ae4a0087d7df139ad80741a58c9c"
+                     *         "request_id": "req_5ae929b134ae7514e5d462123b6ecf5d"
                      *       }
                      *     }
                      */
@@ -5067,19 +5074,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "lease_id": "lse_ecce7e2bb215a41c06e639815c893d98",
+                     *         "lease_id": "lse_bfe0ef323603f412eaaf8843e419754e",
                      *         "resource_type": "calendar",
                      *         "resource_id": "team-sync",
-                     *         "holder_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "holder_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *         "ttl_seconds": 3600,
-                     *         "acquired_at": "2026-11-26T23:26:44.518Z",
-                     *         "expires_at": "2026-11-27T00:26:44.518Z",
-                     *         "released_at": "2026-11-26T23:26:44.547Z",
+                     *         "acquired_at": "2026-11-26T23:49:41.188Z",
+                     *         "expires_at": "2026-11-27T00:49:41.188Z",
+                     *         "released_at": "2026-11-26T23:49:41.197Z",
                      *         "released": true,
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6b1a0f1679075693acf6198e4ce0e0a8"
+                     *         "request_id": "req_d4b847c8da1f62c79473e700ff2c622b"
                      *       }
                      *     }
                      */
@@ -5116,14 +5123,14 @@ export interface operations {
                      *       "data": {
                      *         "handoffs": [
                      *           {
-                     *             "handoff_id": "hnd_af5f3686cbcefd88ec53c5b0f4454a72",
-                     *             "from_principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "to_principal_id": "prn_979c56c37749df70d21807db44772800",
-                     *             "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
-                     *             "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *             "handoff_id": "hnd_46a4f0ca30872808afc9c43e669d122d",
+                     *             "from_principal_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "to_principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
+                     *             "context_id": "ctx_a4c2983103c7b7a5a249f08964df23dd",
+                     *             "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *             "note": "Book the Thursday sync with user-42",
                      *             "status": "pending",
-                     *             "created_at": "2026-11-26T23:26:44.591Z",
+                     *             "created_at": "2026-11-26T23:49:41.217Z",
                      *             "resolved_at": null
                      *           }
                      *         ],
@@ -5131,7 +5138,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d17d61fad53574114e466604d4077d7a"
+                     *         "request_id": "req_378cfc0e83c5fb8a7ffcb846857f8011"
                      *       }
                      *     }
                      */
@@ -5183,18 +5190,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "handoff_id": "hnd_af5f3686cbcefd88ec53c5b0f4454a72",
-                     *         "from_principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "to_principal_id": "prn_979c56c37749df70d21807db44772800",
-                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
-                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *         "handoff_id": "hnd_46a4f0ca30872808afc9c43e669d122d",
+                     *         "from_principal_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "to_principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
+                     *         "context_id": "ctx_a4c2983103c7b7a5a249f08964df23dd",
+                     *         "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *         "note": "Book the Thursday sync with user-42",
                      *         "status": "pending",
-                     *         "created_at": "2026-11-26T23:26:44.591Z",
+                     *         "created_at": "2026-11-26T23:49:41.217Z",
                      *         "resolved_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_55ae1a572b90d144e37fe9b7e51098ce"
+                     *         "request_id": "req_08921712c9ccbb0636f7f4f4f5015bea"
                      *       }
                      *     }
                      */
@@ -5235,18 +5242,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "handoff_id": "hnd_af5f3686cbcefd88ec53c5b0f4454a72",
-                     *         "from_principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "to_principal_id": "prn_979c56c37749df70d21807db44772800",
-                     *         "context_id": "ctx_914c3157121beb4573c66aa66a17578d",
-                     *         "checkpoint_id": "chk_f5ab95fceb7c1f8e2a8aa4bacfd6a642",
+                     *         "handoff_id": "hnd_46a4f0ca30872808afc9c43e669d122d",
+                     *         "from_principal_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "to_principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
+                     *         "context_id": "ctx_a4c2983103c7b7a5a249f08964df23dd",
+                     *         "checkpoint_id": "chk_79a068a40d6286e8a47756ea397421de",
                      *         "note": "Book the Thursday sync with user-42",
                      *         "status": "accepted",
-                     *         "created_at": "2026-11-26T23:26:44.591Z",
-                     *         "resolved_at": "2026-11-26T23:26:44.636Z"
+                     *         "created_at": "2026-11-26T23:49:41.217Z",
+                     *         "resolved_at": "2026-11-26T23:49:41.233Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_96e0ee9092c8464171807670ea1d9d8a"
+                     *         "request_id": "req_ecbb0a1a22619fdda98236116b066204"
                      *       }
                      *     }
                      */
@@ -5278,16 +5285,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
+                     *         "principal_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "key_id": "key_26ed99dcfbce4d0fcdbddee8c606a667",
                      *         "scopes": "*",
                      *         "max_trust": "verified",
                      *         "role": "owner",
-                     *         "org_id": "org_d6874cce703639c1911ff84f7eb2ac38",
-                     *         "username": "owner-5ac611bc"
+                     *         "org_id": "org_887ff9523b92b4925554fee99e172767",
+                     *         "username": "owner-439a19cb"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_e67307e56c4b3af2e1830c6e75d27bea"
+                     *         "request_id": "req_0ed20ca1e168164faf8296a1756f663b"
                      *       }
                      *     }
                      */
@@ -5324,18 +5331,18 @@ export interface operations {
                      *       "data": {
                      *         "keys": [
                      *           {
-                     *             "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
-                     *             "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "key_id": "key_26ed99dcfbce4d0fcdbddee8c606a667",
+                     *             "principal_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *             "label": "bootstrap owner key",
                      *             "scopes": "*",
                      *             "max_trust": "verified",
                      *             "status": "active",
-                     *             "created_at": "2026-11-26T23:26:39.045Z",
+                     *             "created_at": "2026-11-26T23:49:39.476Z",
                      *             "revoked_at": null
                      *           },
                      *           {
-                     *             "key_id": "key_46a6ac945d0a9fddf874fd7725a46034",
-                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *             "key_id": "key_27ecddbd2c9a37bdb6637cf27f80ee96",
+                     *             "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *             "label": "scheduler agent",
                      *             "scopes": [
                      *               "checkpoints:read",
@@ -5346,15 +5353,15 @@ export interface operations {
                      *             ],
                      *             "max_trust": "medium",
                      *             "status": "active",
-                     *             "created_at": "2026-11-26T23:26:44.285Z",
+                     *             "created_at": "2026-11-26T23:49:41.056Z",
                      *             "revoked_at": null
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQ0LjI4NVoiLCJrZXlfNDZhNmFjOTQ1ZDBhOWZkZGY4NzRmZDc3MjVhNDYwMzQiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjQ5OjQxLjA1NloiLCJrZXlfMjdlY2RkYmQyYzlhMzdiZGI2NjM3Y2YyN2Y4MGVlOTYiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2da9b4e90582406daee04e093ee1cf2d"
+                     *         "request_id": "req_1eaf9ec491ded023926aa98d37b00b1b"
                      *       }
                      *     }
                      */
@@ -5396,8 +5403,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "key_id": "key_46a6ac945d0a9fddf874fd7725a46034",
-                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "key_id": "key_27ecddbd2c9a37bdb6637cf27f80ee96",
+                     *         "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *         "label": "scheduler agent",
                      *         "scopes": [
                      *           "checkpoints:read",
@@ -5408,12 +5415,12 @@ export interface operations {
                      *         ],
                      *         "max_trust": "medium",
                      *         "status": "active",
-                     *         "created_at": "2026-11-26T23:26:44.285Z",
+                     *         "created_at": "2026-11-26T23:49:41.056Z",
                      *         "revoked_at": null,
-                     *         "key": "svc_sk_7b4481fcc4493f8c2c7a081cc35f7d9f58f0631207a8aa5cb715545ea3acb570"
+                     *         "key": "svc_sk_8dfbd2ec1048a86641c939908d273eb7d5261c5c13c8241176689f9a5f6324b0"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_13bfc1a99ba0901e1e8e8885d946e831"
+                     *         "request_id": "req_fade86dfc521ed94ab80d52a5f02b637"
                      *       }
                      *     }
                      */
@@ -5447,16 +5454,16 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "key_id": "key_21fe41ac2e94a69a1a0b330d2f77d714",
-                     *         "principal_id": "prn_6212362bbdcf8941bb613b94a42135ea",
+                     *         "key_id": "key_d19d53670580ee09106108bdcca14c34",
+                     *         "principal_id": "prn_de724e86aa55e5c93e693430d465891c",
                      *         "label": "ci smoke test",
                      *         "scopes": [
                      *           "events:read"
                      *         ],
                      *         "max_trust": "high",
                      *         "status": "revoked",
-                     *         "created_at": "2026-11-26T23:26:44.320Z",
-                     *         "revoked_at": "2026-11-26T23:26:51.943Z",
+                     *         "created_at": "2026-11-26T23:49:41.092Z",
+                     *         "revoked_at": "2026-11-26T23:49:46.474Z",
                      *         "already_revoked": false,
                      *         "cascade": {
                      *           "keys_revoked": 0,
@@ -5466,7 +5473,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_16b42d2a654d9a26aa0f1b9e2f393900"
+                     *         "request_id": "req_97a61b550304b454713f1a5477d3ff57"
                      *       }
                      *     }
                      */
@@ -5503,28 +5510,28 @@ export interface operations {
                      *       "data": {
                      *         "principals": [
                      *           {
-                     *             "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "principal_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *             "kind": "human",
-                     *             "display_name": "owner-5ac611bc",
+                     *             "display_name": "owner-439a19cb",
                      *             "role": "owner",
-                     *             "created_at": "2026-11-26T23:26:39.045Z",
+                     *             "created_at": "2026-11-26T23:49:39.476Z",
                      *             "memberships": [
                      *               {
-                     *                 "membership_id": "mbr_77e25565b54c2b2bd8e2f29673ad97e3",
+                     *                 "membership_id": "mbr_8efa77ab54b7c324523e4f93f6ec671f",
                      *                 "workspace_id": null,
                      *                 "role": "owner"
                      *               }
                      *             ]
                      *           },
                      *           {
-                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *             "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *             "kind": "agent",
                      *             "display_name": "scheduler agent",
                      *             "role": "member",
-                     *             "created_at": "2026-11-26T23:26:44.285Z",
+                     *             "created_at": "2026-11-26T23:49:41.056Z",
                      *             "memberships": [
                      *               {
-                     *                 "membership_id": "mbr_bbb6a5e9931a8da8dc5b87634895e496",
+                     *                 "membership_id": "mbr_4a2499b84c5f4e38d00855d503584709",
                      *                 "workspace_id": null,
                      *                 "role": "member"
                      *               }
@@ -5532,10 +5539,10 @@ export interface operations {
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQ0LjI4NVoiLCJwcm5fOTc5YzU2YzM3NzQ5ZGY3MGQyMTgwN2RiNDQ3NzI4MDAiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjQ5OjQxLjA1NloiLCJwcm5fNWJhMDk4OTNjNTZlYTQ4MDFiZDFjODU1MmNkZDExZWMiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_752f7639d87ff029f0190ae2b6d887cc"
+                     *         "request_id": "req_7483ddc9c90d2319d3543e7e197de52f"
                      *       }
                      *     }
                      */
@@ -5574,38 +5581,38 @@ export interface operations {
                      *       "data": {
                      *         "events": [
                      *           {
-                     *             "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
+                     *             "id": "evt_db26826847b5699a2c7399de5cb66eef",
                      *             "kind": "observation.appended",
-                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "actor_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "resource_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "verified",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T23:26:43.705Z"
+                     *             "created_at": "2026-11-26T23:49:40.802Z"
                      *           },
                      *           {
-                     *             "id": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7",
+                     *             "id": "evt_69b47c48c8221e690acc67e26195c3ce",
                      *             "kind": "observation.appended",
-                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "actor_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "resource_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "high",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T23:26:43.809Z"
+                     *             "created_at": "2026-11-26T23:49:40.843Z"
                      *           }
                      *         ],
-                     *         "cursor": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7"
+                     *         "cursor": "evt_69b47c48c8221e690acc67e26195c3ce"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_372c54e6a4826ec114509241414956f4"
+                     *         "request_id": "req_c84b8bdc14d474f0fc338986ceac49d5"
                      *       }
                      *     }
                      */
@@ -5639,21 +5646,21 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
+                     *         "id": "evt_db26826847b5699a2c7399de5cb66eef",
                      *         "kind": "observation.appended",
-                     *         "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "actor_id": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "resource_type": "observation",
-                     *         "resource_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *         "resource_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *         "payload": {
                      *           "subject_id": "user-42",
                      *           "kind": "message",
                      *           "trust": "verified",
                      *           "visibility": "team"
                      *         },
-                     *         "created_at": "2026-11-26T23:26:43.705Z"
+                     *         "created_at": "2026-11-26T23:49:40.802Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_31a2332515fd0542e1f7de4d6efa63ad"
+                     *         "request_id": "req_ddb9702ecff69d3472ca57785c0123e4"
                      *       }
                      *     }
                      */
@@ -5687,7 +5694,7 @@ export interface operations {
                      *       "data": {
                      *         "webhooks": [
                      *           {
-                     *             "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
+                     *             "webhook_id": "whk_736e3cc280ca4db00b3efc751eaf12b0",
                      *             "url": "https://hooks.example.com/svc-memory",
                      *             "events": [
                      *               "claim.materialized",
@@ -5696,8 +5703,8 @@ export interface operations {
                      *             ],
                      *             "status": "active",
                      *             "failure_count": 0,
-                     *             "created_at": "2026-11-26T23:26:44.694Z",
-                     *             "updated_at": "2026-11-26T23:26:44.694Z",
+                     *             "created_at": "2026-11-26T23:49:41.253Z",
+                     *             "updated_at": "2026-11-26T23:49:41.253Z",
                      *             "signing": {
                      *               "header": "X-Svc-Signature",
                      *               "algorithm": "HMAC-SHA256",
@@ -5706,15 +5713,15 @@ export interface operations {
                      *             }
                      *           },
                      *           {
-                     *             "webhook_id": "whk_bff87a5125bc24b042e0062e7c29f363",
+                     *             "webhook_id": "whk_9952c9ea06ef6643ea55d1ba69463250",
                      *             "url": "http://127.0.0.1:9/hook",
                      *             "events": [
                      *               "*"
                      *             ],
                      *             "status": "active",
                      *             "failure_count": 0,
-                     *             "created_at": "2026-11-26T23:26:44.705Z",
-                     *             "updated_at": "2026-11-26T23:26:44.705Z",
+                     *             "created_at": "2026-11-26T23:49:41.263Z",
+                     *             "updated_at": "2026-11-26T23:49:41.263Z",
                      *             "signing": {
                      *               "header": "X-Svc-Signature",
                      *               "algorithm": "HMAC-SHA256",
@@ -5725,7 +5732,7 @@ export interface operations {
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_65967ca0a9902af9823693fdc83f2670"
+                     *         "request_id": "req_0ba358e27ab85b8023907d9580d28996"
                      *       }
                      *     }
                      */
@@ -5765,7 +5772,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
+                     *         "webhook_id": "whk_736e3cc280ca4db00b3efc751eaf12b0",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5774,8 +5781,8 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T23:26:44.694Z",
-                     *         "updated_at": "2026-11-26T23:26:44.694Z",
+                     *         "created_at": "2026-11-26T23:49:41.253Z",
+                     *         "updated_at": "2026-11-26T23:49:41.253Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5784,7 +5791,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3d9456c2fa4e0bba3a97d183571429c9"
+                     *         "request_id": "req_55b25fa4d835250ab50948160567de84"
                      *       }
                      *     }
                      */
@@ -5818,12 +5825,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_bff87a5125bc24b042e0062e7c29f363",
+                     *         "webhook_id": "whk_9952c9ea06ef6643ea55d1ba69463250",
                      *         "deleted": true,
                      *         "deliveries_removed": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4d3e41533e58b1b474b0a49922dc17d3"
+                     *         "request_id": "req_5dd1af1fb9129abd7e74fbbe7900b428"
                      *       }
                      *     }
                      */
@@ -5857,7 +5864,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
+                     *         "webhook_id": "whk_736e3cc280ca4db00b3efc751eaf12b0",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5866,8 +5873,8 @@ export interface operations {
                      *         ],
                      *         "status": "paused",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T23:26:44.694Z",
-                     *         "updated_at": "2026-11-26T23:26:44.880Z",
+                     *         "created_at": "2026-11-26T23:49:41.253Z",
+                     *         "updated_at": "2026-11-26T23:49:41.309Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5876,7 +5883,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0673e4d9c9b3ba7c2980cb1b79438a7e"
+                     *         "request_id": "req_c115524051bdc47cf49eef6050bf7525"
                      *       }
                      *     }
                      */
@@ -5910,7 +5917,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "webhook_id": "whk_9830047400d2974f38fd5bedc261fe84",
+                     *         "webhook_id": "whk_736e3cc280ca4db00b3efc751eaf12b0",
                      *         "url": "https://hooks.example.com/svc-memory",
                      *         "events": [
                      *           "claim.materialized",
@@ -5919,8 +5926,8 @@ export interface operations {
                      *         ],
                      *         "status": "active",
                      *         "failure_count": 0,
-                     *         "created_at": "2026-11-26T23:26:44.694Z",
-                     *         "updated_at": "2026-11-26T23:26:44.905Z",
+                     *         "created_at": "2026-11-26T23:49:41.253Z",
+                     *         "updated_at": "2026-11-26T23:49:41.318Z",
                      *         "signing": {
                      *           "header": "X-Svc-Signature",
                      *           "algorithm": "HMAC-SHA256",
@@ -5929,7 +5936,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8132d03858a063c9be11bafac9f201bc"
+                     *         "request_id": "req_44bb0a7f4d212ab2f132b224c9939570"
                      *       }
                      *     }
                      */
@@ -5968,22 +5975,22 @@ export interface operations {
                      *       "data": {
                      *         "deliveries": [
                      *           {
-                     *             "id": "dlv_21c3d137cf3f5820b2db7f7342826fa5",
-                     *             "event_id": "evt_48c9303a6f095697643afc829296a812",
+                     *             "id": "dlv_3c9740316fe8c85c905e0730e02af5db",
+                     *             "event_id": "evt_b64b6ec9c3ad74a9ef65c2b98d79f7d6",
                      *             "status": "failed",
                      *             "attempts": 5,
-                     *             "last_attempt_at": "2026-11-26T23:26:48.853Z",
+                     *             "last_attempt_at": "2026-11-26T23:49:45.301Z",
                      *             "next_retry_at": null,
                      *             "response_status": null,
                      *             "failure_reason": "attempts_exhausted",
-                     *             "created_at": "2026-11-26T23:26:44.784Z"
+                     *             "created_at": "2026-11-26T23:49:41.278Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b283e4899ff42fa7efd47bb5cc889776"
+                     *         "request_id": "req_a542d41e6d271865815e7c2ff8e4c231"
                      *       }
                      *     }
                      */
@@ -6018,18 +6025,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "id": "dlv_21c3d137cf3f5820b2db7f7342826fa5",
-                     *         "event_id": "evt_48c9303a6f095697643afc829296a812",
+                     *         "id": "dlv_3c9740316fe8c85c905e0730e02af5db",
+                     *         "event_id": "evt_b64b6ec9c3ad74a9ef65c2b98d79f7d6",
                      *         "status": "pending",
                      *         "attempts": 5,
-                     *         "last_attempt_at": "2026-11-26T23:26:48.853Z",
-                     *         "next_retry_at": "2026-11-26T23:26:49.035Z",
+                     *         "last_attempt_at": "2026-11-26T23:49:45.301Z",
+                     *         "next_retry_at": "2026-11-26T23:49:45.382Z",
                      *         "response_status": null,
                      *         "failure_reason": null,
-                     *         "created_at": "2026-11-26T23:26:44.784Z"
+                     *         "created_at": "2026-11-26T23:49:41.278Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c5f32b73c8150f828874e19e355ebcaa"
+                     *         "request_id": "req_8df82614cda8b8c771f54a60c888b802"
                      *       }
                      *     }
                      */
@@ -6071,11 +6078,11 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "events_drained": 13,
-                     *         "cursor": "WyJldnRfNDhjOTMwM2E2ZjA5NTY5NzY0M2FmYzgyOTI5NmE4MTIiXQ",
+                     *         "cursor": "WyJldnRfYjY0YjZlYzljM2FkNzRhOWVmNjVjMmI5OGQ3OWY3ZDYiXQ",
                      *         "pending_deliveries": 1
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_e4bf6629b64ea99d33cb6ac1021cf873"
+                     *         "request_id": "req_c7cac1328d3ffb20e3cf1bb0170ce325"
                      *       }
                      *     }
                      */
@@ -6112,17 +6119,17 @@ export interface operations {
                      *       "data": {
                      *         "workspaces": [
                      *           {
-                     *             "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
+                     *             "workspace_id": "wsp_5db21e9754ded58e158033c2945599f7",
                      *             "name": "Customer success",
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:49.146Z"
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:45.405Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_ab064307cb30500182c1e57070b2480e"
+                     *         "request_id": "req_0e63b3435b6e0cee90fdd95badbe3cb5"
                      *       }
                      *     }
                      */
@@ -6160,13 +6167,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
+                     *         "workspace_id": "wsp_5db21e9754ded58e158033c2945599f7",
                      *         "name": "Customer success",
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:49.146Z"
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.405Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a4cd75271026d9fb0a1a7ca073de39ee"
+                     *         "request_id": "req_99fad9a3be64c7955ec51432a1622a93"
                      *       }
                      *     }
                      */
@@ -6204,27 +6211,27 @@ export interface operations {
                      *       "data": {
                      *         "memberships": [
                      *           {
-                     *             "membership_id": "mbr_eb21b265d628f98e81df02a6eab65a1c",
-                     *             "principal_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
+                     *             "membership_id": "mbr_372e7df886aca47b91cf81fecdc55e8d",
+                     *             "principal_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "workspace_id": "wsp_5db21e9754ded58e158033c2945599f7",
                      *             "role": "owner",
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:49.146Z"
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:45.405Z"
                      *           },
                      *           {
-                     *             "membership_id": "mbr_1f546eff398b4e39421f46723d86af9e",
-                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
-                     *             "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
+                     *             "membership_id": "mbr_ad895e0cea500b6e0929a73d1bce31e5",
+                     *             "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
+                     *             "workspace_id": "wsp_5db21e9754ded58e158033c2945599f7",
                      *             "role": "member",
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:49.246Z"
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:45.422Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_fbd4582f9978c5745e72e7edba5c7e25"
+                     *         "request_id": "req_799e3aa6ff50981ddf47f92fcf5d31c1"
                      *       }
                      *     }
                      */
@@ -6265,15 +6272,15 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "membership_id": "mbr_1f546eff398b4e39421f46723d86af9e",
-                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
-                     *         "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
+                     *         "membership_id": "mbr_ad895e0cea500b6e0929a73d1bce31e5",
+                     *         "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
+                     *         "workspace_id": "wsp_5db21e9754ded58e158033c2945599f7",
                      *         "role": "member",
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:49.246Z"
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.422Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a2a861f89fd533f645b90b1687fa4164"
+                     *         "request_id": "req_b83c6189b5942e148cd83c5900bfecf9"
                      *       }
                      *     }
                      */
@@ -6307,21 +6314,21 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "membership_id": "mbr_1f546eff398b4e39421f46723d86af9e",
-                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
-                     *         "workspace_id": "wsp_97efad6f51ff2fdcebb66193904cfae5",
+                     *         "membership_id": "mbr_ad895e0cea500b6e0929a73d1bce31e5",
+                     *         "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
+                     *         "workspace_id": "wsp_5db21e9754ded58e158033c2945599f7",
                      *         "role": "member",
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:49.246Z",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.422Z",
                      *         "removed": true,
-                     *         "removed_at": "2026-11-26T23:26:51.645Z",
+                     *         "removed_at": "2026-11-26T23:49:46.398Z",
                      *         "keys_revoked": 0,
                      *         "grants_revoked": 0,
                      *         "webhooks_disabled": 0,
                      *         "accounts_disabled": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_eee090f4d3eb8a611b66bdaf655abced"
+                     *         "request_id": "req_0f8fd713e9fa8688317fb1292c8bf10a"
                      *       }
                      *     }
                      */
@@ -6358,16 +6365,16 @@ export interface operations {
                      *       "data": {
                      *         "projects": [
                      *           {
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *             "reference": "onboarding",
-                     *             "created_at": "2026-11-26T23:26:43.517Z"
+                     *             "created_at": "2026-11-26T23:49:40.763Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_396b7eb0192a28d8fe279357d2d423e4"
+                     *         "request_id": "req_18f54f8cf3db1d44844307399de6cf50"
                      *       }
                      *     }
                      */
@@ -6404,33 +6411,33 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *         "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *         "reference": "onboarding",
                      *         "references": [
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T23:26:43.706Z"
+                     *             "created_at": "2026-11-26T23:49:40.803Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "id": "obs_880d74a904918179a2b93963fd247bdb",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T23:26:43.809Z"
+                     *             "created_at": "2026-11-26T23:49:40.843Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_d6024a92fe2791f008d6e528a755d9e2",
+                     *             "id": "obs_880db5118248fc139794bf046693371d",
                      *             "subject_id": "user-42",
-                     *             "created_at": "2026-11-26T23:26:43.850Z"
+                     *             "created_at": "2026-11-26T23:49:40.855Z"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQzLjg1MFoiLCJvYnNfZDYwMjRhOTJmZTI3OTFmMDA4ZDZlNTI4YTc1NWQ5ZTIiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjQ5OjQwLjg1NVoiLCJvYnNfODgwZGI1MTE4MjQ4ZmMxMzk3OTRiZjA0NjY5MzM3MWQiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_dfc783fbee1a33e15ed25444e2b50790"
+                     *         "request_id": "req_22c9f34b1b826df6ee1bb5472f647d78"
                      *       }
                      *     }
                      */
@@ -6477,7 +6484,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2badbaac6a74b07fbed7b52fe3a1781b"
+                     *         "request_id": "req_4b1a72161a54ced6c5247ab0d989cffe"
                      *       }
                      *     }
                      */
@@ -6522,28 +6529,28 @@ export interface operations {
                      *         "references": [
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_d6290c599e514b05a650e54c74f6fda7",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
-                     *             "created_at": "2026-11-26T23:26:43.706Z"
+                     *             "id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
+                     *             "created_at": "2026-11-26T23:49:40.803Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_d6015be203d9b19c6c233c291c0e58f0",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
-                     *             "created_at": "2026-11-26T23:26:43.809Z"
+                     *             "id": "obs_880d74a904918179a2b93963fd247bdb",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
+                     *             "created_at": "2026-11-26T23:49:40.843Z"
                      *           },
                      *           {
                      *             "type": "observation",
-                     *             "id": "obs_d6024a92fe2791f008d6e528a755d9e2",
-                     *             "project_id": "prj_d614093a718f93947bb0165f76938236",
-                     *             "created_at": "2026-11-26T23:26:43.850Z"
+                     *             "id": "obs_880db5118248fc139794bf046693371d",
+                     *             "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
+                     *             "created_at": "2026-11-26T23:49:40.855Z"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjI2OjQzLjg1MFoiLCJvYnNfZDYwMjRhOTJmZTI3OTFmMDA4ZDZlNTI4YTc1NWQ5ZTIiXQ"
+                     *         "next_cursor": "WyIyMDI2LTExLTI2VDIzOjQ5OjQwLjg1NVoiLCJvYnNfODgwZGI1MTE4MjQ4ZmMxMzk3OTRiZjA0NjY5MzM3MWQiXQ"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_819891362002bd2e91b2fea84a63bb3b"
+                     *         "request_id": "req_2a8f44299b34ed2f78a2a8f019cfa10f"
                      *       }
                      *     }
                      */
@@ -6580,8 +6587,8 @@ export interface operations {
                      *       "data": {
                      *         "grants": [
                      *           {
-                     *             "grant_id": "grt_e9dc2b9d5652e9e700b077cf67441d67",
-                     *             "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *             "grant_id": "grt_7a41de7430c6460310cf8f90e4592b56",
+                     *             "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *             "target": {
                      *               "type": "subject",
                      *               "id": "user-42"
@@ -6590,9 +6597,9 @@ export interface operations {
                      *               "read"
                      *             ],
                      *             "status": "active",
-                     *             "granted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "granted_by": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *             "delegated_from": null,
-                     *             "created_at": "2026-11-26T23:26:49.294Z",
+                     *             "created_at": "2026-11-26T23:49:45.468Z",
                      *             "revoked_at": null
                      *           }
                      *         ],
@@ -6600,7 +6607,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_094a0f2a8a6910f1f6849b177008754f"
+                     *         "request_id": "req_7ecf5e4964b52b02c52f0e5a164bbccc"
                      *       }
                      *     }
                      */
@@ -6649,8 +6656,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "grant_id": "grt_e9dc2b9d5652e9e700b077cf67441d67",
-                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "grant_id": "grt_7a41de7430c6460310cf8f90e4592b56",
+                     *         "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *         "target": {
                      *           "type": "subject",
                      *           "id": "user-42"
@@ -6659,13 +6666,13 @@ export interface operations {
                      *           "read"
                      *         ],
                      *         "status": "active",
-                     *         "granted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "granted_by": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "delegated_from": null,
-                     *         "created_at": "2026-11-26T23:26:49.294Z",
+                     *         "created_at": "2026-11-26T23:49:45.468Z",
                      *         "revoked_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7b3dbc1cd20e3c07b4bfff893c6c4e50"
+                     *         "request_id": "req_073904f1137bc165e3bf0af6b7fc62e8"
                      *       }
                      *     }
                      */
@@ -6699,8 +6706,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "grant_id": "grt_e9dc2b9d5652e9e700b077cf67441d67",
-                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "grant_id": "grt_7a41de7430c6460310cf8f90e4592b56",
+                     *         "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *         "target": {
                      *           "type": "subject",
                      *           "id": "user-42"
@@ -6709,15 +6716,15 @@ export interface operations {
                      *           "read"
                      *         ],
                      *         "status": "revoked",
-                     *         "granted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "granted_by": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "delegated_from": null,
-                     *         "created_at": "2026-11-26T23:26:49.294Z",
-                     *         "revoked_at": "2026-11-26T23:26:51.622Z",
+                     *         "created_at": "2026-11-26T23:49:45.468Z",
+                     *         "revoked_at": "2026-11-26T23:49:46.390Z",
                      *         "already_revoked": false,
                      *         "delegated_revoked": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4cce4fb5e6aa391e0bf5260d8a5af878"
+                     *         "request_id": "req_34470cbd61e3f879a8624dd8c35073e3"
                      *       }
                      *     }
                      */
@@ -6760,11 +6767,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "principal_id": "prn_979c56c37749df70d21807db44772800",
+                     *         "principal_id": "prn_5ba09893c56ea4801bd1c8552cdd11ec",
                      *         "action": "read",
                      *         "target": {
                      *           "type": "claim",
-                     *           "id": "claim_d6b13814c5fc12d73bb5c94653493a4e"
+                     *           "id": "claim_881216d50461766a497947c163c24de4"
                      *         },
                      *         "gates": {
                      *           "role": {
@@ -6780,7 +6787,7 @@ export interface operations {
                      *           "grant": {
                      *             "passed": true,
                      *             "grant_ids": [
-                     *               "grt_e9dc2b9d5652e9e700b077cf67441d67"
+                     *               "grt_7a41de7430c6460310cf8f90e4592b56"
                      *             ]
                      *           }
                      *         },
@@ -6788,7 +6795,7 @@ export interface operations {
                      *         "note": "Key scopes are checked per route and are not part of this simulation."
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4ce3668a05c4781adfd592239ce66d1a"
+                     *         "request_id": "req_b26fab65d3a911e7c5fd23e20e285099"
                      *       }
                      *     }
                      */
@@ -6829,60 +6836,62 @@ export interface operations {
                      *         "content": [
                      *           {
                      *             "type": "text",
-                     *             "text": "{\"items\":[{\"claim_id\":\"claim_d6b13814c5fc12d73bb5c94653493a4e\",\"subject_id\":\"user-42\",\"project_id\":\"prj_d614093a718f93947bb0165f76938236\",\"kind\":\"preference\",\"statement\":\"Prefers tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T23:26:43.905Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_d6290c599e514b05a650e54c74f6fda7\",\"relation\":\"supports\"},{\"observation_id\":\"obs_d6015be203d9b19c6c233c291c0e58f0\",\"relation\":\"qualifies\"}],\"created_at\":\"2026-11-26T23:26:43.905Z\",\"updated_at\":\"2026-11-26T23:26:43.905Z\"},{\"claim_id\":\"claim_d6059fe6ac4d3aa6804d6144e73034d1\",\"subject_id\":\"user-42\",\"project_id\":\"prj_d614093a718f93947bb0165f76938236\",\"kind\":\"preference\",\"statement\":\"Prefers green tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T23:26:43.984Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_d6290c599e514b05a650e54c74f6fda7\",\"relation\":\"supports\"}],\"created_at\":\"2026-11-26T23:26:43.984Z\",\"updated_at\":\"2026-11-26T23:26:43.984Z\"}],\"has_more\":false,\"next_cursor\":null}"
+                     *             "text": "{\"items\":[{\"claim_id\":\"claim_881216d50461766a497947c163c24de4\",\"subject_id\":\"user-42\",\"project_id\":\"prj_88066a43d6a4cdca39b1a9e7736f5d09\",\"kind\":\"preference\",\"statement\":\"Prefers tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T23:49:40.869Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_8815a5f02611cdc96eac7c0a1ee3051a\",\"relation\":\"supports\"},{\"observation_id\":\"obs_880d74a904918179a2b93963fd247bdb\",\"relation\":\"qualifies\"}],\"created_at\":\"2026-11-26T23:49:40.869Z\",\"updated_at\":\"2026-11-26T23:49:40.869Z\",\"occurred_at\":\"2026-11-26T23:49:40.843Z\"},{\"claim_id\":\"claim_880060eaf4e824db4ea7d57d4db44940\",\"subject_id\":\"user-42\",\"project_id\":\"prj_88066a43d6a4cdca39b1a9e7736f5d09\",\"kind\":\"preference\",\"statement\":\"Prefers green tea in the morning\",\"status\":\"active\",\"visibility\":\"team\",\"trust\":\"verified\",\"version\":1,\"valid_from\":\"2026-11-26T23:49:40.901Z\",\"valid_to\":null,\"superseded_by\":null,\"disputes\":[],\"sources\":[{\"observation_id\":\"obs_8815a5f02611cdc96eac7c0a1ee3051a\",\"relation\":\"supports\"}],\"created_at\":\"2026-11-26T23:49:40.901Z\",\"updated_at\":\"2026-11-26T23:49:40.901Z\",\"occurred_at\":\"2026-11-26T23:49:40.803Z\"}],\"has_more\":false,\"next_cursor\":null}"
                      *           }
                      *         ],
                      *         "structuredContent": {
                      *           "items": [
                      *             {
-                     *               "claim_id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *               "claim_id": "claim_881216d50461766a497947c163c24de4",
                      *               "subject_id": "user-42",
-                     *               "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *               "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *               "kind": "preference",
                      *               "statement": "Prefers tea in the morning",
                      *               "status": "active",
                      *               "visibility": "team",
                      *               "trust": "verified",
                      *               "version": 1,
-                     *               "valid_from": "2026-11-26T23:26:43.905Z",
+                     *               "valid_from": "2026-11-26T23:49:40.869Z",
                      *               "valid_to": null,
                      *               "superseded_by": null,
                      *               "disputes": [],
                      *               "sources": [
                      *                 {
-                     *                   "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *                   "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *                   "relation": "supports"
                      *                 },
                      *                 {
-                     *                   "observation_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *                   "observation_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *                   "relation": "qualifies"
                      *                 }
                      *               ],
-                     *               "created_at": "2026-11-26T23:26:43.905Z",
-                     *               "updated_at": "2026-11-26T23:26:43.905Z"
+                     *               "created_at": "2026-11-26T23:49:40.869Z",
+                     *               "updated_at": "2026-11-26T23:49:40.869Z",
+                     *               "occurred_at": "2026-11-26T23:49:40.843Z"
                      *             },
                      *             {
-                     *               "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *               "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *               "subject_id": "user-42",
-                     *               "project_id": "prj_d614093a718f93947bb0165f76938236",
+                     *               "project_id": "prj_88066a43d6a4cdca39b1a9e7736f5d09",
                      *               "kind": "preference",
                      *               "statement": "Prefers green tea in the morning",
                      *               "status": "active",
                      *               "visibility": "team",
                      *               "trust": "verified",
                      *               "version": 1,
-                     *               "valid_from": "2026-11-26T23:26:43.984Z",
+                     *               "valid_from": "2026-11-26T23:49:40.901Z",
                      *               "valid_to": null,
                      *               "superseded_by": null,
                      *               "disputes": [],
                      *               "sources": [
                      *                 {
-                     *                   "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *                   "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *                   "relation": "supports"
                      *                 }
                      *               ],
-                     *               "created_at": "2026-11-26T23:26:43.984Z",
-                     *               "updated_at": "2026-11-26T23:26:43.984Z"
+                     *               "created_at": "2026-11-26T23:49:40.901Z",
+                     *               "updated_at": "2026-11-26T23:49:40.901Z",
+                     *               "occurred_at": "2026-11-26T23:49:40.803Z"
                      *             }
                      *           ],
                      *           "has_more": false,
@@ -6934,10 +6943,10 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example {"type":"svc.export.header","format_version":1,"import_order":["projects","observations","claims"],"filters":{"type":null,"limit":3,"after":null},"records":3,"has_more":true,"next_after":"WyJvYnNlcnZhdGlvbnMiLCJvYnNfZDYwMTViZTIwM2Q5YjE5YzZjMjMzYzI5MWMwZTU4ZjAiXQ","exported_at":"2026-11-26T23:26:49.335Z"}
-                     *     {"type":"project","project_id":"prj_d614093a718f93947bb0165f76938236","reference":"onboarding","created_by":"prn_5ac9ec4d5139257fdd37d6cab058e922","created_at":"2026-11-26T23:26:43.517Z","workspace_id":null,"workspace_name":null}
-                     *     {"type":"observation","observation_id":"obs_d6290c599e514b05a650e54c74f6fda7","subject_id":"user-42","project_id":"prj_d614093a718f93947bb0165f76938236","kind":"message","content":"I prefer tea in the morning, green if there is any.","content_hash":"sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc","source":{"type":"chat","ref":"msg-981"},"trust":"verified","visibility":"team","author_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","created_at":"2026-11-26T23:26:43.706Z","purged":false,"purged_at":null}
-                     *     {"type":"observation","observation_id":"obs_d6015be203d9b19c6c233c291c0e58f0","subject_id":"user-42","project_id":"prj_d614093a718f93947bb0165f76938236","kind":"message","content":"Coffee after lunch is fine, but never before noon.","content_hash":"sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac","source":{"type":"chat","ref":"msg-1022"},"trust":"high","visibility":"team","author_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","created_at":"2026-11-26T23:26:43.809Z","purged":false,"purged_at":null}
+                     * @example {"type":"svc.export.header","format_version":1,"import_order":["projects","observations","claims"],"filters":{"type":null,"limit":3,"after":null},"records":3,"has_more":true,"next_after":"WyJvYnNlcnZhdGlvbnMiLCJvYnNfODgwZDc0YTkwNDkxODE3OWEyYjkzOTYzZmQyNDdiZGIiXQ","exported_at":"2026-11-26T23:49:45.504Z"}
+                     *     {"type":"project","project_id":"prj_88066a43d6a4cdca39b1a9e7736f5d09","reference":"onboarding","created_by":"prn_0d02e059fd50446096edbb4db89bcb86","created_at":"2026-11-26T23:49:40.763Z","workspace_id":null,"workspace_name":null}
+                     *     {"type":"observation","observation_id":"obs_8815a5f02611cdc96eac7c0a1ee3051a","subject_id":"user-42","project_id":"prj_88066a43d6a4cdca39b1a9e7736f5d09","kind":"message","content":"I prefer tea in the morning, green if there is any.","content_hash":"sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc","source":{"type":"chat","ref":"msg-981"},"trust":"verified","visibility":"team","author_id":"prn_0d02e059fd50446096edbb4db89bcb86","created_at":"2026-11-26T23:49:40.803Z","occurred_at":"2026-11-26T23:49:40.803Z","purged":false,"purged_at":null}
+                     *     {"type":"observation","observation_id":"obs_880d74a904918179a2b93963fd247bdb","subject_id":"user-42","project_id":"prj_88066a43d6a4cdca39b1a9e7736f5d09","kind":"message","content":"Coffee after lunch is fine, but never before noon.","content_hash":"sha256:a1b05915bbfe9cc674f2c975b02b9d42ddd6ee452bee6a4193100bc20fd0cfac","source":{"type":"chat","ref":"msg-1022"},"trust":"high","visibility":"team","author_id":"prn_0d02e059fd50446096edbb4db89bcb86","created_at":"2026-11-26T23:49:40.843Z","occurred_at":"2026-11-26T23:49:40.843Z","purged":false,"purged_at":null}
                      */
                     "application/x-ndjson": string;
                 };
@@ -6982,7 +6991,7 @@ export interface operations {
                      *         "workspaces_created": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1c20eb63beb9c7e4e468ab51e4d82a33"
+                     *         "request_id": "req_4408eb41c93c871f26d51719dcbfa4f9"
                      *       }
                      *     }
                      */
@@ -7015,7 +7024,7 @@ export interface operations {
                      *         "workspaces_created": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_3695b550f65c90459fe80576e4194e3d"
+                     *         "request_id": "req_a94526198e89348445e1b1d99eef40d4"
                      *       }
                      *     }
                      */
@@ -7053,42 +7062,42 @@ export interface operations {
                      *       "data": {
                      *         "entries": [
                      *           {
-                     *             "id": "aud_08aa3fa326dcd43dc7d4f8b591436c29",
+                     *             "id": "aud_d19334d7e9e9294fb914de689a6c22c3",
                      *             "action": "observation.purged",
-                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
+                     *             "actor_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "key_id": "key_26ed99dcfbce4d0fcdbddee8c606a667",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
-                     *             "request_id": "req_0fc566c64774e84368aa9927ff76e50b",
+                     *             "resource_id": "obs_880db5118248fc139794bf046693371d",
+                     *             "request_id": "req_2005d6252c4d3a616e2a0303c69c20ef",
                      *             "metadata": {
                      *               "content_hash": "sha256:5b935b66ef7ff1167b0eaa27688d6698486873e2997e56df4949ebafac4d790c",
                      *               "already_purged": false
                      *             },
-                     *             "created_at": "2026-11-26T23:26:51.855Z",
-                     *             "prev_hash": "83fd02bbb4e547ef6d851bba7c0f283f44f55f3a5b23d98e33bce5af4c1d4fbe",
-                     *             "entry_hash": "540761a4f8674c6992abd0f39bb70554f853f0fcddeffd021ea9a3c36ae06f64"
+                     *             "created_at": "2026-11-26T23:49:46.451Z",
+                     *             "prev_hash": "463cd9a8a707744fb6acfc13272bac5cb9fae76fbe495ee5d9014e4d66c2eb20",
+                     *             "entry_hash": "6443cc5e168989174ce6e36150214ab36d1776308789601cb583631874dbf197"
                      *           },
                      *           {
-                     *             "id": "aud_2485495435f4b7694de17cfff2857329",
+                     *             "id": "aud_8e2915e7f51d40df43dfe41360ea1410",
                      *             "action": "claim.revoked",
-                     *             "actor_id": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "key_id": "key_5bc8731b72599d47c0eea21a83d3f479",
+                     *             "actor_id": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "key_id": "key_26ed99dcfbce4d0fcdbddee8c606a667",
                      *             "resource_type": "claim",
-                     *             "resource_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
-                     *             "request_id": "req_c8271dbc6a101717584291ef9dd22969",
+                     *             "resource_id": "claim_880960d67617512e462585f8bddf7a52",
+                     *             "request_id": "req_0a6e892b693aa78e2edc5153fd6618fa",
                      *             "metadata": {
                      *               "reason": "Recorded for the wrong customer."
                      *             },
-                     *             "created_at": "2026-11-26T23:26:51.814Z",
-                     *             "prev_hash": "7785bc345956c140a2f9f4b3435e5b4d2e39f4a3783b7d0114ea30417e2719df",
-                     *             "entry_hash": "83fd02bbb4e547ef6d851bba7c0f283f44f55f3a5b23d98e33bce5af4c1d4fbe"
+                     *             "created_at": "2026-11-26T23:49:46.439Z",
+                     *             "prev_hash": "ebf36cd0f91662ff975e88e48d8887c10d6c6626635d8607aba52f0f7ac9ad6a",
+                     *             "entry_hash": "463cd9a8a707744fb6acfc13272bac5cb9fae76fbe495ee5d9014e4d66c2eb20"
                      *           }
                      *         ],
                      *         "has_more": true,
-                     *         "cursor": "aud_2485495435f4b7694de17cfff2857329"
+                     *         "cursor": "aud_8e2915e7f51d40df43dfe41360ea1410"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5b03a63d3395000156fcb499c86f6acf"
+                     *         "request_id": "req_0831dbfe2c02267705eab7d6cdf02fea"
                      *       }
                      *     }
                      */
@@ -7121,10 +7130,10 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example {"type":"svc.audit.header","format_version":1,"filters":{"after":null,"limit":3},"entries":3,"has_more":true,"next_after":"aud_df41f1147087b12f8f805143d7647ea5","exported_at":"2026-11-26T23:26:51.914Z","chain":{"algorithm":"sha256","entry_hash":"sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))","canonical_json":"JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)","genesis_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","start_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","verify":"Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry."}}
-                     *     {"type":"svc.audit.entry","id":"aud_1b5e9c5d96f6d6f932cbf3201da7a891","action":"organization.bootstrapped","actor_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","key_id":null,"resource_type":"organization","resource_id":"org_d6874cce703639c1911ff84f7eb2ac38","request_id":null,"metadata":{},"created_at":"2026-11-26T23:26:39.046Z","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","entry_hash":"926ebbf7ed5b296dea3246e752e192005f0105574e83d7c9a6c4d8903660645a"}
-                     *     {"type":"svc.audit.entry","id":"aud_bc06b3d0262d8796dcf5da78fa588933","action":"key.created","actor_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","key_id":null,"resource_type":"key","resource_id":"key_5bc8731b72599d47c0eea21a83d3f479","request_id":null,"metadata":{"scopes":["*"],"max_trust":"verified"},"created_at":"2026-11-26T23:26:39.046Z","prev_hash":"926ebbf7ed5b296dea3246e752e192005f0105574e83d7c9a6c4d8903660645a","entry_hash":"be3f055596ad4131c6f6341b22860f64095d4dc9b445f67f5f9f8e697e88ac3e"}
-                     *     {"type":"svc.audit.entry","id":"aud_df41f1147087b12f8f805143d7647ea5","action":"project.created","actor_id":"prn_5ac9ec4d5139257fdd37d6cab058e922","key_id":"key_5bc8731b72599d47c0eea21a83d3f479","resource_type":"project","resource_id":"prj_d614093a718f93947bb0165f76938236","request_id":"req_4a97f08c8f161ef4af15db5116491df2","metadata":{},"created_at":"2026-11-26T23:26:43.508Z","prev_hash":"be3f055596ad4131c6f6341b22860f64095d4dc9b445f67f5f9f8e697e88ac3e","entry_hash":"99b010562edf7849a27ba16c1a74a6bbf54c65abd109ab2b8f187f168ad49280"}
+                     * @example {"type":"svc.audit.header","format_version":1,"filters":{"after":null,"limit":3},"entries":3,"has_more":true,"next_after":"aud_f8f739073c301f85b4122ba0fb862ef5","exported_at":"2026-11-26T23:49:46.468Z","chain":{"algorithm":"sha256","entry_hash":"sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))","canonical_json":"JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)","genesis_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","start_prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","verify":"Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry."}}
+                     *     {"type":"svc.audit.entry","id":"aud_5de25c2ea2abbe8181f72bc4ea84aa70","action":"organization.bootstrapped","actor_id":"prn_0d02e059fd50446096edbb4db89bcb86","key_id":null,"resource_type":"organization","resource_id":"org_887ff9523b92b4925554fee99e172767","request_id":null,"metadata":{},"created_at":"2026-11-26T23:49:39.477Z","prev_hash":"0000000000000000000000000000000000000000000000000000000000000000","entry_hash":"0d5c53ee059d05c94d9c87168a9aa54ca4d4ff12733462664d2b5b7ce820b75a"}
+                     *     {"type":"svc.audit.entry","id":"aud_768ecf3db1b4ff24c77cd6bcc28a1dc5","action":"key.created","actor_id":"prn_0d02e059fd50446096edbb4db89bcb86","key_id":null,"resource_type":"key","resource_id":"key_26ed99dcfbce4d0fcdbddee8c606a667","request_id":null,"metadata":{"scopes":["*"],"max_trust":"verified"},"created_at":"2026-11-26T23:49:39.477Z","prev_hash":"0d5c53ee059d05c94d9c87168a9aa54ca4d4ff12733462664d2b5b7ce820b75a","entry_hash":"f7a43091ad535f55ceecfbcbc746600d775d4010dd4d7bc71719a73434d7e920"}
+                     *     {"type":"svc.audit.entry","id":"aud_f8f739073c301f85b4122ba0fb862ef5","action":"project.created","actor_id":"prn_0d02e059fd50446096edbb4db89bcb86","key_id":"key_26ed99dcfbce4d0fcdbddee8c606a667","resource_type":"project","resource_id":"prj_88066a43d6a4cdca39b1a9e7736f5d09","request_id":"req_cb2cf2bce4f3b33b2e4576a265d4d410","metadata":{},"created_at":"2026-11-26T23:49:40.762Z","prev_hash":"f7a43091ad535f55ceecfbcbc746600d775d4010dd4d7bc71719a73434d7e920","entry_hash":"f2133862e7cb130715bc2bb842a444f497459598a824de9c5b51b531d3b3456f"}
                      */
                     "application/x-ndjson": string;
                 };
@@ -7151,14 +7160,14 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_1b88ea316bfb55652cd8352ada5ea8bc8d8035e79b8cae86372726d8b40eb99b",
-                     *         "session_id": "sess_bf38104a2b620832935e3d4b90947e22",
+                     *         "session_token": "svc_sk_34ae2fd09f09775ee96be069a5050c2477b1141c7901f051c077f04bfe13f20c",
+                     *         "session_id": "sess_2728f05e17982e0548e4d48e05b53ea1",
                      *         "stage": "password_change",
-                     *         "expires_at": "2026-11-26T23:41:50.829Z",
-                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240"
+                     *         "expires_at": "2026-11-27T00:04:46.100Z",
+                     *         "account_id": "acct_fe80350ff399622d60ab5c19e61bcc4c"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d6820d718ed3bba9762f457028c59bb0"
+                     *         "request_id": "req_5f5af5a367d5b69435e45d6adf1edfff"
                      *       }
                      *     }
                      */
@@ -7199,18 +7208,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240",
-                     *         "principal_id": "prn_ccf37ce7a80be899dda084f7b1574d9a",
+                     *         "account_id": "acct_fe80350ff399622d60ab5c19e61bcc4c",
+                     *         "principal_id": "prn_19dd37fbd3408d3a6c81e3452557aec0",
                      *         "username": "dana",
                      *         "display_name": "Dana Whitfield",
                      *         "role": "admin",
                      *         "has_passkey": false,
-                     *         "created_at": "2026-11-26T23:26:50.725Z",
+                     *         "created_at": "2026-11-26T23:49:46.068Z",
                      *         "password_changed_at": null,
-                     *         "temporary_password": "32hW4BF3XK88NAwnvyD3qFkk"
+                     *         "temporary_password": "yANNabk9kBEbXMnCGKXAZtYp"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_215b1d86ca9764dfffb099fdc4c5db4c"
+                     *         "request_id": "req_c10153292f3d0337cf418231c5b9c1b6"
                      *       }
                      *     }
                      */
@@ -7249,17 +7258,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240",
-                     *         "principal_id": "prn_ccf37ce7a80be899dda084f7b1574d9a",
+                     *         "account_id": "acct_fe80350ff399622d60ab5c19e61bcc4c",
+                     *         "principal_id": "prn_19dd37fbd3408d3a6c81e3452557aec0",
                      *         "username": "dana",
                      *         "display_name": "Dana Whitfield",
                      *         "role": "admin",
                      *         "has_passkey": false,
-                     *         "created_at": "2026-11-26T23:26:50.725Z",
-                     *         "password_changed_at": "2026-11-26T23:26:50.944Z"
+                     *         "created_at": "2026-11-26T23:49:46.068Z",
+                     *         "password_changed_at": "2026-11-26T23:49:46.145Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2ed2daa59bbaa2e34feac07684d9caad"
+                     *         "request_id": "req_532696af5c5cd4637d282abd83e93730"
                      *       }
                      *     }
                      */
@@ -7292,13 +7301,13 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "options": {
-                     *           "challenge": "4l0_3OpP1LsnA4AaSQCExatE-6ZrM3iARJ0M_0HdCZE",
+                     *           "challenge": "-9uxNULvrdmaiHiZTXjL5p-gytz57XWSZBBVDe_QH8E",
                      *           "rp": {
                      *             "name": "svc-memory",
                      *             "id": "localhost"
                      *           },
                      *           "user": {
-                     *             "id": "YWNjdF9kMjcxMDM2MTNiZTY0ZjYzNDZhOThmNjYzMGVmMTI0MA",
+                     *             "id": "YWNjdF9mZTgwMzUwZmYzOTk2MjJkNjBhYjVjMTllNjFiY2M0Yw",
                      *             "name": "dana",
                      *             "displayName": "Dana Whitfield"
                      *           },
@@ -7327,7 +7336,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_19b38b48c5efaa6d37f5f7c4d8da35fe"
+                     *         "request_id": "req_44e84539694646db6a2c81f96d90c632"
                      *       }
                      *     }
                      */
@@ -7361,9 +7370,9 @@ export interface operations {
                      *       "data": {
                      *         "passkeys": [
                      *           {
-                     *             "passkey_id": "pk_7018be6ec39c7b88a2dcbb6c91d57eb0",
+                     *             "passkey_id": "pk_eb1de6bcb00f59822e203966376c04c3",
                      *             "name": "MacBook Touch ID",
-                     *             "created_at": "2026-11-26T23:26:51.103Z",
+                     *             "created_at": "2026-11-26T23:49:46.204Z",
                      *             "last_used_at": null,
                      *             "transports": [
                      *               "internal"
@@ -7372,7 +7381,7 @@ export interface operations {
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_dbbff2bf155ab70c74dfa6dfdd7a96e2"
+                     *         "request_id": "req_2610f01da1577f67e203dd7787681fbf"
                      *       }
                      *     }
                      */
@@ -7431,26 +7440,26 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "passkey_id": "pk_7018be6ec39c7b88a2dcbb6c91d57eb0",
+                     *         "passkey_id": "pk_eb1de6bcb00f59822e203966376c04c3",
                      *         "name": "MacBook Touch ID",
-                     *         "created_at": "2026-11-26T23:26:51.103Z",
+                     *         "created_at": "2026-11-26T23:49:46.204Z",
                      *         "last_used_at": null,
                      *         "transports": [
                      *           "internal"
                      *         ],
                      *         "recovery_codes": [
-                     *           "4q7da-mhiln",
-                     *           "3yawk-cudqj",
-                     *           "uctoj-vojam",
-                     *           "r67hg-d2xv5",
-                     *           "yw5rg-i7tx3",
-                     *           "ummys-axtg6",
-                     *           "ejtwn-yqn2i",
-                     *           "ij74d-x44vg"
+                     *           "darw2-sv7kj",
+                     *           "gsw7a-ul6sf",
+                     *           "f3v5b-zeftu",
+                     *           "bar2w-2og7s",
+                     *           "3uibi-whskr",
+                     *           "3msdd-b6vvl",
+                     *           "pxfsd-brbsr",
+                     *           "nsysa-ur65e"
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2e0e28c7abcf8455f3dbea7a105c0d46"
+                     *         "request_id": "req_8e04b0c3026a024ddbbc1d8f9b78efee"
                      *       }
                      *     }
                      */
@@ -7490,17 +7499,17 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "passkey_id": "pk_7018be6ec39c7b88a2dcbb6c91d57eb0",
+                     *         "passkey_id": "pk_eb1de6bcb00f59822e203966376c04c3",
                      *         "name": "MacBook Touch ID",
-                     *         "created_at": "2026-11-26T23:26:51.103Z",
-                     *         "last_used_at": "2026-11-26T23:26:51.315Z",
+                     *         "created_at": "2026-11-26T23:49:46.204Z",
+                     *         "last_used_at": "2026-11-26T23:49:46.287Z",
                      *         "transports": [
                      *           "internal"
                      *         ],
-                     *         "revoked_at": "2026-11-26T23:26:51.536Z"
+                     *         "revoked_at": "2026-11-26T23:49:46.366Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_17c0bc98e8b975b0daac45cb683fda68"
+                     *         "request_id": "req_1b3537ed82d701e6442630b1c803aaf2"
                      *       }
                      *     }
                      */
@@ -7539,18 +7548,18 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "recovery_codes": [
-                     *           "tgeun-xs7bz",
-                     *           "pacbm-f7ebm",
-                     *           "selnr-dl4eu",
-                     *           "l35fb-hiujp",
-                     *           "ifqnh-egb7q",
-                     *           "ln5m5-hk27g",
-                     *           "ytnj4-tz4gw",
-                     *           "unbex-nm2bi"
+                     *           "eoh2l-3qpzf",
+                     *           "jqloe-mrmxk",
+                     *           "rssjm-sbzu6",
+                     *           "45miw-d6vyf",
+                     *           "gfsfd-6kxee",
+                     *           "q64si-76eip",
+                     *           "m5utt-rnaws",
+                     *           "jijde-tt2oi"
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f586953acfe1ac033936e516ca0893fa"
+                     *         "request_id": "req_cc719a560e78dbd5e4e809e2a0a903d9"
                      *       }
                      *     }
                      */
@@ -7584,10 +7593,10 @@ export interface operations {
                      *       "data": {
                      *         "options": {
                      *           "rpId": "localhost",
-                     *           "challenge": "YVufOR7uI012-RAsRgeXm7FHcVMS2MjsE9vWN9KwG9Q",
+                     *           "challenge": "20ZuEsQ_LoZW9Nou30DA4ylM3KIWd8auY3iPwF7OYAY",
                      *           "allowCredentials": [
                      *             {
-                     *               "id": "4Zl2cz-VTXi3PrnpR9-WKQ",
+                     *               "id": "nyE_8Q79jESeEK_hjZWzkA",
                      *               "transports": [
                      *                 "internal"
                      *               ],
@@ -7599,7 +7608,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_38a23d9baa22adec76c82b0028b4c235"
+                     *         "request_id": "req_d8f610a2a7039eddbdfc9e6570001c56"
                      *       }
                      *     }
                      */
@@ -7658,14 +7667,14 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_31b8e15616fc80bcc5d0df11e54f581de23e1b70a4e76ce6df0bafc4030f5413",
-                     *         "session_id": "sess_b3b3542b36508ecb84b1d9f9f8fad9b1",
+                     *         "session_token": "svc_sk_28a214ff69891e29c72969507eb5b5e4b71adb3184bac03ffd119ac976c9e33a",
+                     *         "session_id": "sess_dec251d7ef2d3e3ff8e5d0d18f7d5287",
                      *         "stage": "full",
-                     *         "expires_at": "2026-11-27T00:26:51.315Z",
-                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240"
+                     *         "expires_at": "2026-11-27T00:49:46.287Z",
+                     *         "account_id": "acct_fe80350ff399622d60ab5c19e61bcc4c"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6ce6b7932a365b6afd0dd601beb3fc1e"
+                     *         "request_id": "req_9f66294e9868b6f8e1ae7d4c73d5a971"
                      *       }
                      *     }
                      */
@@ -7703,15 +7712,15 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_token": "svc_sk_52b4e1677c19493f304cde29ec46aa73ae909b741a5cad3038405c5a3039119f",
-                     *         "session_id": "sess_35c5062ff3dc020b6302ce1243e5869c",
+                     *         "session_token": "svc_sk_234df89d4a993f1566706ddb4e972d8f67eff7cd1b8cdd2a3f80d6b2d7bdd47f",
+                     *         "session_id": "sess_57218659270a16e7ab885acd4ec5edac",
                      *         "stage": "full",
-                     *         "expires_at": "2026-11-27T00:26:51.429Z",
-                     *         "account_id": "acct_d27103613be64f6346a98f6630ef1240",
+                     *         "expires_at": "2026-11-27T00:49:46.334Z",
+                     *         "account_id": "acct_fe80350ff399622d60ab5c19e61bcc4c",
                      *         "recovery_codes_remaining": 7
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_373a1336d3862749c5c4a0a2bdc320d3"
+                     *         "request_id": "req_c0045c6c9917471abcb69208d587c300"
                      *       }
                      *     }
                      */
@@ -7743,11 +7752,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "session_id": "sess_b3b3542b36508ecb84b1d9f9f8fad9b1",
-                     *         "revoked_at": "2026-11-26T23:26:51.565Z"
+                     *         "session_id": "sess_dec251d7ef2d3e3ff8e5d0d18f7d5287",
+                     *         "revoked_at": "2026-11-26T23:49:46.375Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f64dc17ea55f27999b213af3ed28ee8b"
+                     *         "request_id": "req_9163ac9f2045fe2899746b754d24f01c"
                      *       }
                      *     }
                      */
@@ -7786,7 +7795,7 @@ export interface operations {
                      *       "data": {
                      *         "policies": [
                      *           {
-                     *             "policy_id": "pol_4ffd0c2f9863ed85538087cc4c1ce352",
+                     *             "policy_id": "pol_744da0b65b837f2c85de2f892575c172",
                      *             "type": "approval",
                      *             "name": "four eyes on preferences",
                      *             "rules": {
@@ -7794,12 +7803,12 @@ export interface operations {
                      *             },
                      *             "status": "draft",
                      *             "version": 1,
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:49.833Z",
-                     *             "updated_at": "2026-11-26T23:26:49.833Z"
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:45.621Z",
+                     *             "updated_at": "2026-11-26T23:49:45.621Z"
                      *           },
                      *           {
-                     *             "policy_id": "pol_79e9ab10c2925a4dd4c9b6c332639f22",
+                     *             "policy_id": "pol_28425a8f661284087392dfa05e90aded",
                      *             "type": "release",
                      *             "name": "releases need approval",
                      *             "rules": {
@@ -7808,16 +7817,16 @@ export interface operations {
                      *             },
                      *             "status": "active",
                      *             "version": 2,
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:49.843Z",
-                     *             "updated_at": "2026-11-26T23:26:49.851Z"
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:45.636Z",
+                     *             "updated_at": "2026-11-26T23:49:45.647Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_f0bf879756f29cf6b6d43d7d32b1e119"
+                     *         "request_id": "req_9e1256e0462571e4034c3e0c67b4a04b"
                      *       }
                      *     }
                      */
@@ -7895,7 +7904,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_4ffd0c2f9863ed85538087cc4c1ce352",
+                     *         "policy_id": "pol_744da0b65b837f2c85de2f892575c172",
                      *         "type": "approval",
                      *         "name": "four eyes on preferences",
                      *         "rules": {
@@ -7903,12 +7912,12 @@ export interface operations {
                      *         },
                      *         "status": "draft",
                      *         "version": 1,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:49.833Z",
-                     *         "updated_at": "2026-11-26T23:26:49.833Z"
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.621Z",
+                     *         "updated_at": "2026-11-26T23:49:45.621Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_1664ebadadeb9109c27d943a4d6e0e11"
+                     *         "request_id": "req_26d85b2dbc80c8bce7c4fd7554d995c3"
                      *       }
                      *     }
                      */
@@ -7972,7 +7981,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_79e9ab10c2925a4dd4c9b6c332639f22",
+                     *         "policy_id": "pol_28425a8f661284087392dfa05e90aded",
                      *         "type": "release",
                      *         "name": "releases need approval",
                      *         "rules": {
@@ -7981,12 +7990,12 @@ export interface operations {
                      *         },
                      *         "status": "active",
                      *         "version": 2,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:49.843Z",
-                     *         "updated_at": "2026-11-26T23:26:49.851Z"
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.636Z",
+                     *         "updated_at": "2026-11-26T23:49:45.647Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c6905399ce50beb62b8302dd0aa11d0b"
+                     *         "request_id": "req_3d6d02198dad240affa67654e72f3d80"
                      *       }
                      *     }
                      */
@@ -8025,29 +8034,29 @@ export interface operations {
                      *       "data": {
                      *         "approvals": [
                      *           {
-                     *             "approval_id": "apr_6f6324beb17829b697d8fedeef22a0fa",
-                     *             "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
+                     *             "approval_id": "apr_0439be27c2fcf109e5b3aa59424be55e",
+                     *             "claim_id": "claim_880737cb69514e6ceb9dbd6682726c73",
                      *             "claim_version": 1,
                      *             "status": "pending",
                      *             "evidence": {
                      *               "observation_ids": [
-                     *                 "obs_d6024a92fe2791f008d6e528a755d9e2"
+                     *                 "obs_880db5118248fc139794bf046693371d"
                      *               ],
                      *               "hidden_source_count": 0
                      *             },
                      *             "note": "Confirmed with the account manager.",
-                     *             "submitted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *             "submitted_by": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *             "decided_by": null,
                      *             "decided_at": null,
                      *             "decision_note": null,
-                     *             "created_at": "2026-11-26T23:26:49.883Z"
+                     *             "created_at": "2026-11-26T23:49:45.663Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4874a76977739646191ff3ea238e355b"
+                     *         "request_id": "req_42a60f400a9a7bbb0bbe6153d436671f"
                      *       }
                      *     }
                      */
@@ -8086,25 +8095,25 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "approval_id": "apr_6f6324beb17829b697d8fedeef22a0fa",
-                     *         "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
+                     *         "approval_id": "apr_0439be27c2fcf109e5b3aa59424be55e",
+                     *         "claim_id": "claim_880737cb69514e6ceb9dbd6682726c73",
                      *         "claim_version": 1,
                      *         "status": "pending",
                      *         "evidence": {
                      *           "observation_ids": [
-                     *             "obs_d6024a92fe2791f008d6e528a755d9e2"
+                     *             "obs_880db5118248fc139794bf046693371d"
                      *           ],
                      *           "hidden_source_count": 0
                      *         },
                      *         "note": "Confirmed with the account manager.",
-                     *         "submitted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "submitted_by": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "decided_by": null,
                      *         "decided_at": null,
                      *         "decision_note": null,
-                     *         "created_at": "2026-11-26T23:26:49.883Z"
+                     *         "created_at": "2026-11-26T23:49:45.663Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5ba18f0934f8a4af6609d06a065304a1"
+                     *         "request_id": "req_23ae77e14e757a1bc5e4981088de2f5b"
                      *       }
                      *     }
                      */
@@ -8146,25 +8155,25 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "approval_id": "apr_6f6324beb17829b697d8fedeef22a0fa",
-                     *         "claim_id": "claim_d6098b631df89ea9245dc7b822db4df3",
+                     *         "approval_id": "apr_0439be27c2fcf109e5b3aa59424be55e",
+                     *         "claim_id": "claim_880737cb69514e6ceb9dbd6682726c73",
                      *         "claim_version": 1,
                      *         "status": "approved",
                      *         "evidence": {
                      *           "observation_ids": [
-                     *             "obs_d6024a92fe2791f008d6e528a755d9e2"
+                     *             "obs_880db5118248fc139794bf046693371d"
                      *           ],
                      *           "hidden_source_count": 0
                      *         },
                      *         "note": "Confirmed with the account manager.",
-                     *         "submitted_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "decided_by": "prn_8b90ad2d6e75a35f9f823608784faa78",
-                     *         "decided_at": "2026-11-26T23:26:49.948Z",
+                     *         "submitted_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "decided_by": "prn_98820a656a6ae35c6d5cee73ae334194",
+                     *         "decided_at": "2026-11-26T23:49:45.701Z",
                      *         "decision_note": "Matches the CRM ticket.",
-                     *         "created_at": "2026-11-26T23:26:49.883Z"
+                     *         "created_at": "2026-11-26T23:49:45.663Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_c18dab069d42581d761b7195128f3c63"
+                     *         "request_id": "req_7a59c1c212e4f02edff4509065dffcc8"
                      *       }
                      *     }
                      */
@@ -8202,26 +8211,26 @@ export interface operations {
                      *       "data": {
                      *         "channels": [
                      *           {
-                     *             "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *             "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
                      *             "name": "help-center",
                      *             "audiences": [
                      *               "public",
                      *               "partners"
                      *             ],
                      *             "min_trust": "medium",
-                     *             "gateway_principal_id": "prn_d1248deba90b06c41dd75689d3021186",
+                     *             "gateway_principal_id": "prn_e9cd2ba9f3b1ba41f9550bb5ad1ba40f",
                      *             "status": "active",
                      *             "version": 1,
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:49.960Z",
-                     *             "updated_at": "2026-11-26T23:26:49.960Z"
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:45.713Z",
+                     *             "updated_at": "2026-11-26T23:49:45.713Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_a32f9d7d8c31d4af089933e43f40ea8b"
+                     *         "request_id": "req_be96ac6baf31832e538b7234ba72797c"
                      *       }
                      *     }
                      */
@@ -8263,22 +8272,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *         "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
                      *         "name": "help-center",
                      *         "audiences": [
                      *           "public",
                      *           "partners"
                      *         ],
                      *         "min_trust": "medium",
-                     *         "gateway_principal_id": "prn_d1248deba90b06c41dd75689d3021186",
+                     *         "gateway_principal_id": "prn_e9cd2ba9f3b1ba41f9550bb5ad1ba40f",
                      *         "status": "active",
                      *         "version": 1,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:49.960Z",
-                     *         "updated_at": "2026-11-26T23:26:49.960Z"
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.713Z",
+                     *         "updated_at": "2026-11-26T23:49:45.713Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_699dcce938b148ef3f6181b664c203e8"
+                     *         "request_id": "req_ea85aa4eab46efde7d1e42d649fd428b"
                      *       }
                      *     }
                      */
@@ -8320,22 +8329,22 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *         "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
                      *         "name": "help-center",
                      *         "audiences": [
                      *           "public",
                      *           "partners"
                      *         ],
                      *         "min_trust": "medium",
-                     *         "gateway_principal_id": "prn_d1248deba90b06c41dd75689d3021186",
+                     *         "gateway_principal_id": "prn_e9cd2ba9f3b1ba41f9550bb5ad1ba40f",
                      *         "status": "paused",
                      *         "version": 2,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:49.960Z",
-                     *         "updated_at": "2026-11-26T23:26:50.078Z"
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.713Z",
+                     *         "updated_at": "2026-11-26T23:49:45.784Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2091abd38cfb8b9d9eaf714c785a4c9c"
+                     *         "request_id": "req_2ed164f139a8485612d42bdd60ba3605"
                      *       }
                      *     }
                      */
@@ -8374,9 +8383,9 @@ export interface operations {
                      *       "data": {
                      *         "releases": [
                      *           {
-                     *             "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
-                     *             "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
-                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *             "release_id": "rel_4485c70d068555a9035b48d2f051cdcd",
+                     *             "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
+                     *             "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *             "claim_version": 1,
                      *             "status": "active",
                      *             "snapshot": {
@@ -8387,27 +8396,27 @@ export interface operations {
                      *               "valid_to": null,
                      *               "evidence": [
                      *                 {
-                     *                   "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *                   "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *                   "relation": "supports",
                      *                   "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *                 }
                      *               ]
                      *             },
                      *             "hidden_source_count": 0,
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "approved_at": "2026-11-26T23:26:49.987Z",
-                     *             "activated_at": "2026-11-26T23:26:49.997Z",
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "approved_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "approved_at": "2026-11-26T23:49:45.739Z",
+                     *             "activated_at": "2026-11-26T23:49:45.746Z",
                      *             "revoked_by": null,
                      *             "revoked_at": null,
-                     *             "created_at": "2026-11-26T23:26:49.979Z"
+                     *             "created_at": "2026-11-26T23:49:45.730Z"
                      *           }
                      *         ],
                      *         "has_more": false,
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_bb1cc3eb37366a0e5ca8ef580eac17af"
+                     *         "request_id": "req_da7bf0a97446b96abd61835ce5f58b5d"
                      *       }
                      *     }
                      */
@@ -8447,9 +8456,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
-                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
-                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *         "release_id": "rel_4485c70d068555a9035b48d2f051cdcd",
+                     *         "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
+                     *         "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *         "claim_version": 1,
                      *         "status": "draft",
                      *         "snapshot": {
@@ -8460,23 +8469,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *               "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
                      *         "approved_by": null,
                      *         "approved_at": null,
                      *         "activated_at": null,
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T23:26:49.979Z"
+                     *         "created_at": "2026-11-26T23:49:45.730Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_450199bdae2f8d24b542506bf76d6b04"
+                     *         "request_id": "req_29e5be8069ab8a49886ee19255d3cc5c"
                      *       }
                      *     }
                      */
@@ -8514,9 +8523,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
-                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
-                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *         "release_id": "rel_4485c70d068555a9035b48d2f051cdcd",
+                     *         "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
+                     *         "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *         "claim_version": 1,
                      *         "status": "approved",
                      *         "snapshot": {
@@ -8527,23 +8536,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *               "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "approved_at": "2026-11-26T23:26:49.987Z",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "approved_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "approved_at": "2026-11-26T23:49:45.739Z",
                      *         "activated_at": null,
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T23:26:49.979Z"
+                     *         "created_at": "2026-11-26T23:49:45.730Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_09e3980551dac6bdcdb0b328990d44ca"
+                     *         "request_id": "req_c17758dd6775616ad99101f6d1b415ca"
                      *       }
                      *     }
                      */
@@ -8581,9 +8590,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
-                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
-                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *         "release_id": "rel_4485c70d068555a9035b48d2f051cdcd",
+                     *         "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
+                     *         "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *         "claim_version": 1,
                      *         "status": "active",
                      *         "snapshot": {
@@ -8594,23 +8603,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *               "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "approved_at": "2026-11-26T23:26:49.987Z",
-                     *         "activated_at": "2026-11-26T23:26:49.997Z",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "approved_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "approved_at": "2026-11-26T23:49:45.739Z",
+                     *         "activated_at": "2026-11-26T23:49:45.746Z",
                      *         "revoked_by": null,
                      *         "revoked_at": null,
-                     *         "created_at": "2026-11-26T23:26:49.979Z"
+                     *         "created_at": "2026-11-26T23:49:45.730Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_d91ec48df9cafa9b83e422a624b79f7f"
+                     *         "request_id": "req_0ea1e3ec93a36dde105c174ccf5aca27"
                      *       }
                      *     }
                      */
@@ -8648,9 +8657,9 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
-                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
-                     *         "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *         "release_id": "rel_4485c70d068555a9035b48d2f051cdcd",
+                     *         "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
+                     *         "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *         "claim_version": 1,
                      *         "status": "revoked",
                      *         "snapshot": {
@@ -8661,23 +8670,23 @@ export interface operations {
                      *           "valid_to": null,
                      *           "evidence": [
                      *             {
-                     *               "observation_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *               "observation_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *               "relation": "supports",
                      *               "content_hash": "sha256:a3a855b5b5df78477a3989baa331541235953812e417992616b98145a03c77dc"
                      *             }
                      *           ]
                      *         },
                      *         "hidden_source_count": 0,
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "approved_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "approved_at": "2026-11-26T23:26:49.987Z",
-                     *         "activated_at": "2026-11-26T23:26:49.997Z",
-                     *         "revoked_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "revoked_at": "2026-11-26T23:26:50.056Z",
-                     *         "created_at": "2026-11-26T23:26:49.979Z"
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "approved_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "approved_at": "2026-11-26T23:49:45.739Z",
+                     *         "activated_at": "2026-11-26T23:49:45.746Z",
+                     *         "revoked_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "revoked_at": "2026-11-26T23:49:45.776Z",
+                     *         "created_at": "2026-11-26T23:49:45.730Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_148c711b8f59ca56fbf11dd99f38d84e"
+                     *         "request_id": "req_5377855cedf3a1f29c1513d1d09b98c3"
                      *       }
                      *     }
                      */
@@ -8703,8 +8712,15 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @description With a query, only snapshots that hold one of its words are served. */
                     query?: string;
                     audience?: string;
+                    /** @description Only claims about this subject (as GET /v1/memories filters). */
+                    subject_id?: string;
+                    /** @description Only claims in this project (as GET /v1/memories filters). */
+                    project_id?: string;
+                    /** @description Only claims of these kinds. */
+                    kinds?: ("fact" | "preference" | "decision" | "instruction" | "summary")[];
                     /** @default 1000 */
                     token_budget?: number;
                     /** @default 50 */
@@ -8722,11 +8738,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "channel_id": "chn_01ffe3c3b5d9ba4b3823a9ca6e16747d",
+                     *         "channel_id": "chn_be56328f05ad281e5d8b91e7d206bc5b",
                      *         "items": [
                      *           {
-                     *             "release_id": "rel_229dc73b04b80b6d48d2b72bc2142575",
-                     *             "claim_id": "claim_d6059fe6ac4d3aa6804d6144e73034d1",
+                     *             "release_id": "rel_4485c70d068555a9035b48d2f051cdcd",
+                     *             "claim_id": "claim_880060eaf4e824db4ea7d57d4db44940",
                      *             "statement": "Prefers green tea in the morning",
                      *             "kind": "preference",
                      *             "trust": "verified",
@@ -8742,7 +8758,8 @@ export interface operations {
                      *           "vectors": true,
                      *           "model": true
                      *         },
-                     *         "request_id": "req_58e99cba1608272c5c6d18adce531711"
+                     *         "floor_removed": 0,
+                     *         "request_id": "req_810af0381fc8330f6813ec3646058688"
                      *       }
                      *     }
                      */
@@ -8754,6 +8771,8 @@ export interface operations {
                                 vectors: boolean;
                                 model: boolean;
                             };
+                            /** @description Candidates the relevance floor left out: readable claims under the filters with no query word and a vector similarity below the embedder's floor (0 without a query) */
+                            floor_removed: number;
                         };
                     };
                 };
@@ -8782,21 +8801,21 @@ export interface operations {
                      *       "data": {
                      *         "peers": [
                      *           {
-                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
+                     *             "peer_id": "peer_7e8b1cc9eee0d5881ca2dca256188287",
                      *             "endpoint": "https://memory.partner.example",
                      *             "direction": "bidirectional",
                      *             "status": "active",
                      *             "cursor": null,
                      *             "remote_org_id": null,
                      *             "label": "partner deployment",
-                     *             "created_at": "2026-11-26T23:26:50.353Z",
+                     *             "created_at": "2026-11-26T23:49:45.918Z",
                      *             "suspended_at": null,
                      *             "last_exchange_at": null
                      *           }
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_74d890a6bf1339a7f3282cdca8fa39ba"
+                     *         "request_id": "req_55de9a0039b906ba74e363d103e49511"
                      *       }
                      *     }
                      */
@@ -8843,19 +8862,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "peer_id": "peer_2f55f65091440cc11043151591adfc47",
+                     *         "peer_id": "peer_7e8b1cc9eee0d5881ca2dca256188287",
                      *         "endpoint": "https://memory.partner.example",
                      *         "direction": "bidirectional",
                      *         "status": "active",
                      *         "cursor": null,
                      *         "remote_org_id": null,
                      *         "label": "partner deployment",
-                     *         "created_at": "2026-11-26T23:26:50.353Z",
+                     *         "created_at": "2026-11-26T23:49:45.918Z",
                      *         "suspended_at": null,
                      *         "last_exchange_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_38d5a790c7030a13d48b7f4ccec42b87"
+                     *         "request_id": "req_5ea5c1aea4338d74a3d6731a3cfdc8d2"
                      *       }
                      *     }
                      */
@@ -8889,20 +8908,20 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "peer_id": "peer_2f55f65091440cc11043151591adfc47",
+                     *         "peer_id": "peer_7e8b1cc9eee0d5881ca2dca256188287",
                      *         "endpoint": "https://memory.partner.example",
                      *         "direction": "bidirectional",
                      *         "status": "suspended",
-                     *         "cursor": "evt_9448d8f03e34956df83e9236f474acda",
+                     *         "cursor": "evt_e20ecbd3887aeb0165294bd74ee82818",
                      *         "remote_org_id": null,
                      *         "label": "partner deployment",
-                     *         "created_at": "2026-11-26T23:26:50.353Z",
-                     *         "suspended_at": "2026-11-26T23:26:50.653Z",
-                     *         "last_exchange_at": "2026-11-26T23:26:50.584Z",
+                     *         "created_at": "2026-11-26T23:49:45.918Z",
+                     *         "suspended_at": "2026-11-26T23:49:46.027Z",
+                     *         "last_exchange_at": "2026-11-26T23:49:45.989Z",
                      *         "already_suspended": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_bb90695ebfb5532c82613ae2c1283c9e"
+                     *         "request_id": "req_223cb993fc8ab4a27c5185f56412744c"
                      *       }
                      *     }
                      */
@@ -8938,8 +8957,8 @@ export interface operations {
                      *       "data": {
                      *         "filters": [
                      *           {
-                     *             "filter_id": "flt_5088f5702048257399547b9c01f67fb5",
-                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
+                     *             "filter_id": "flt_038fb45948c177fd23e4454cc1406614",
+                     *             "peer_id": "peer_7e8b1cc9eee0d5881ca2dca256188287",
                      *             "resource_type": "claim",
                      *             "include_kinds": [
                      *               "preference",
@@ -8947,23 +8966,23 @@ export interface operations {
                      *             ],
                      *             "exclude_subjects": null,
                      *             "min_trust": "medium",
-                     *             "created_at": "2026-11-26T23:26:50.418Z"
+                     *             "created_at": "2026-11-26T23:49:45.940Z"
                      *           },
                      *           {
-                     *             "filter_id": "flt_112d2ed22e58cb369b333cf5dca4ac57",
-                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
+                     *             "filter_id": "flt_4fa8aee9bdc3e3d1e7e88bd8f148fcf2",
+                     *             "peer_id": "peer_7e8b1cc9eee0d5881ca2dca256188287",
                      *             "resource_type": "observation",
                      *             "include_kinds": null,
                      *             "exclude_subjects": [
                      *               "internal-qa"
                      *             ],
                      *             "min_trust": null,
-                     *             "created_at": "2026-11-26T23:26:50.461Z"
+                     *             "created_at": "2026-11-26T23:49:45.947Z"
                      *           }
                      *         ]
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7cf7b142ac8841f8c7e86b6bef4fd1ec"
+                     *         "request_id": "req_3fe26bbfde01623aaf7fc31a2073d00d"
                      *       }
                      *     }
                      */
@@ -9009,8 +9028,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "filter_id": "flt_5088f5702048257399547b9c01f67fb5",
-                     *         "peer_id": "peer_2f55f65091440cc11043151591adfc47",
+                     *         "filter_id": "flt_038fb45948c177fd23e4454cc1406614",
+                     *         "peer_id": "peer_7e8b1cc9eee0d5881ca2dca256188287",
                      *         "resource_type": "claim",
                      *         "include_kinds": [
                      *           "preference",
@@ -9018,10 +9037,10 @@ export interface operations {
                      *         ],
                      *         "exclude_subjects": null,
                      *         "min_trust": "medium",
-                     *         "created_at": "2026-11-26T23:26:50.418Z"
+                     *         "created_at": "2026-11-26T23:49:45.940Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_331b0e2513ce27a23ce22f3cde611e47"
+                     *         "request_id": "req_9f44a9a96ff7adc139730577344c7029"
                      *       }
                      *     }
                      */
@@ -9073,51 +9092,51 @@ export interface operations {
                      *       "data": {
                      *         "events": [
                      *           {
-                     *             "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
+                     *             "id": "evt_db26826847b5699a2c7399de5cb66eef",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "resource_id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "verified",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T23:26:43.705Z"
+                     *             "created_at": "2026-11-26T23:49:40.802Z"
                      *           },
                      *           {
-                     *             "id": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7",
+                     *             "id": "evt_69b47c48c8221e690acc67e26195c3ce",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "resource_id": "obs_880d74a904918179a2b93963fd247bdb",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "message",
                      *               "trust": "high",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T23:26:43.809Z"
+                     *             "created_at": "2026-11-26T23:49:40.843Z"
                      *           },
                      *           {
-                     *             "id": "evt_9448d8f03e34956df83e9236f474acda",
+                     *             "id": "evt_e20ecbd3887aeb0165294bd74ee82818",
                      *             "kind": "observation.appended",
                      *             "resource_type": "observation",
-                     *             "resource_id": "obs_d6024a92fe2791f008d6e528a755d9e2",
+                     *             "resource_id": "obs_880db5118248fc139794bf046693371d",
                      *             "payload": {
                      *               "subject_id": "user-42",
                      *               "kind": "note",
                      *               "trust": "medium",
                      *               "visibility": "team"
                      *             },
-                     *             "created_at": "2026-11-26T23:26:43.850Z"
+                     *             "created_at": "2026-11-26T23:49:40.855Z"
                      *           }
                      *         ],
-                     *         "cursor": "evt_9448d8f03e34956df83e9236f474acda",
+                     *         "cursor": "evt_e20ecbd3887aeb0165294bd74ee82818",
                      *         "has_more": true,
                      *         "bundles": []
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_6c20f0be4b67dbeaae7bc7a1dbe55405"
+                     *         "request_id": "req_8b9b60800f7844587f75348d0c01db28"
                      *       }
                      *     }
                      */
@@ -9167,22 +9186,22 @@ export interface operations {
                      *         "replayed": false,
                      *         "results": [
                      *           {
-                     *             "id": "evt_ff01a039bf3c8fe3188340d740bfa14b",
+                     *             "id": "evt_db26826847b5699a2c7399de5cb66eef",
                      *             "status": "success"
                      *           },
                      *           {
-                     *             "id": "evt_3ca72af4e4e2ebeb1c4d4511010b8ec7",
+                     *             "id": "evt_69b47c48c8221e690acc67e26195c3ce",
                      *             "status": "success"
                      *           },
                      *           {
-                     *             "id": "evt_9448d8f03e34956df83e9236f474acda",
+                     *             "id": "evt_e20ecbd3887aeb0165294bd74ee82818",
                      *             "status": "success"
                      *           }
                      *         ],
                      *         "bundles": []
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_4bede97792f86c84a475cb69f6d6e71c"
+                     *         "request_id": "req_e9dae27b1eb4ab4125d9be55e4e02ecf"
                      *       }
                      *     }
                      */
@@ -9220,8 +9239,8 @@ export interface operations {
                      *       "data": {
                      *         "entries": [
                      *           {
-                     *             "log_id": "fxl_785cb23626eb85b44e01b33867c7fee9",
-                     *             "peer_id": "peer_2f55f65091440cc11043151591adfc47",
+                     *             "log_id": "fxl_a29ea560dc3623959d9fe793d9e83a52",
+                     *             "peer_id": "peer_7e8b1cc9eee0d5881ca2dca256188287",
                      *             "operation": "pull",
                      *             "counts": {
                      *               "events": 3,
@@ -9231,9 +9250,9 @@ export interface operations {
                      *               "bundles": 0
                      *             },
                      *             "cursor_before": null,
-                     *             "cursor_after": "evt_9448d8f03e34956df83e9236f474acda",
-                     *             "request_id": "req_6c20f0be4b67dbeaae7bc7a1dbe55405",
-                     *             "created_at": "2026-11-26T23:26:50.584Z",
+                     *             "cursor_after": "evt_e20ecbd3887aeb0165294bd74ee82818",
+                     *             "request_id": "req_8b9b60800f7844587f75348d0c01db28",
+                     *             "created_at": "2026-11-26T23:49:45.989Z",
                      *             "signed": true
                      *           }
                      *         ],
@@ -9241,7 +9260,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_ed6e463eeca5fbaa14e3823a910622ed"
+                     *         "request_id": "req_c522f2f0b64f647a6aa41d7f66b00d62"
                      *       }
                      *     }
                      */
@@ -9282,18 +9301,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "hold_id": "hold_49799c531682508ffd2be7d5fa52fc52",
+                     *         "hold_id": "hold_f7eaeca365a374251fec66c15e64c333",
                      *         "target_type": "claim",
-                     *         "target_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *         "target_id": "claim_880960d67617512e462585f8bddf7a52",
                      *         "reason": "Dispute 2026-114: keep the record and its evidence.",
                      *         "status": "active",
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:50.117Z",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.793Z",
                      *         "released_by": null,
                      *         "released_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b67e36e116098c35200132365df088c2"
+                     *         "request_id": "req_93b57ec550cc2250e6b1e63fa592d29e"
                      *       }
                      *     }
                      */
@@ -9331,19 +9350,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "hold_id": "hold_49799c531682508ffd2be7d5fa52fc52",
+                     *         "hold_id": "hold_f7eaeca365a374251fec66c15e64c333",
                      *         "target_type": "claim",
-                     *         "target_id": "claim_d61927e5012c0c245bdfe1e5e322bb64",
+                     *         "target_id": "claim_880960d67617512e462585f8bddf7a52",
                      *         "reason": "Dispute 2026-114: keep the record and its evidence.",
                      *         "status": "released",
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:50.117Z",
-                     *         "released_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "released_at": "2026-11-26T23:26:50.131Z",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.793Z",
+                     *         "released_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "released_at": "2026-11-26T23:49:45.801Z",
                      *         "already_released": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7a3b4f9963516ba58746e7932d51d329"
+                     *         "request_id": "req_4ad8dc2872ccda278049b35eb320c835"
                      *       }
                      *     }
                      */
@@ -9385,7 +9404,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "policy_id": "pol_a46145acf7da8a2daa3896ffc898dcbc",
+                     *         "policy_id": "pol_ae1792d7dea56a9c11459145ea3a29a7",
                      *         "policy_version": 1,
                      *         "examined": 0,
                      *         "excluded": 0,
@@ -9395,7 +9414,7 @@ export interface operations {
                      *         "dry_run": true
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_cb800175f5d3deeabd839239c5cf57f3"
+                     *         "request_id": "req_f07a435473417c41bfa651afd67576f9"
                      *       }
                      *     }
                      */
@@ -9436,14 +9455,14 @@ export interface operations {
                      *       "data": {
                      *         "mappings": [
                      *           {
-                     *             "mapping_id": "map_4844f0da2e86fb97f1b68a4bae9c9163",
+                     *             "mapping_id": "map_1bbd522324a86904173a5dd74c570944",
                      *             "external_system": "zendesk",
                      *             "external_id": "requester-88121",
                      *             "subject_id": "user-42",
                      *             "version": 1,
                      *             "status": "active",
-                     *             "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *             "created_at": "2026-11-26T23:26:50.169Z",
+                     *             "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *             "created_at": "2026-11-26T23:49:45.822Z",
                      *             "retired_at": null
                      *           }
                      *         ],
@@ -9451,7 +9470,7 @@ export interface operations {
                      *         "next_cursor": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7a622911cdced6b477085f2d24db140e"
+                     *         "request_id": "req_f8de3922b05221279fcef30382f3f458"
                      *       }
                      *     }
                      */
@@ -9491,18 +9510,18 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "mapping_id": "map_4844f0da2e86fb97f1b68a4bae9c9163",
+                     *         "mapping_id": "map_1bbd522324a86904173a5dd74c570944",
                      *         "external_system": "zendesk",
                      *         "external_id": "requester-88121",
                      *         "subject_id": "user-42",
                      *         "version": 1,
                      *         "status": "active",
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:50.169Z",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.822Z",
                      *         "retired_at": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_8901281db90926990a1a3e963c44fe00"
+                     *         "request_id": "req_9fa12d2d525b3292eaf482d5d806684f"
                      *       }
                      *     }
                      */
@@ -9536,19 +9555,19 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "mapping_id": "map_4844f0da2e86fb97f1b68a4bae9c9163",
+                     *         "mapping_id": "map_1bbd522324a86904173a5dd74c570944",
                      *         "external_system": "zendesk",
                      *         "external_id": "requester-88121",
                      *         "subject_id": "user-42",
                      *         "version": 1,
                      *         "status": "retired",
-                     *         "created_by": "prn_5ac9ec4d5139257fdd37d6cab058e922",
-                     *         "created_at": "2026-11-26T23:26:50.169Z",
-                     *         "retired_at": "2026-11-26T23:26:50.184Z",
+                     *         "created_by": "prn_0d02e059fd50446096edbb4db89bcb86",
+                     *         "created_at": "2026-11-26T23:49:45.822Z",
+                     *         "retired_at": "2026-11-26T23:49:45.835Z",
                      *         "already_retired": false
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_9f341517bbdd6e837702a31b1c46f4b8"
+                     *         "request_id": "req_ff7c86c23ae8713ea9a7900e5e22c98b"
                      *       }
                      *     }
                      */
@@ -9594,10 +9613,10 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "lens": "evidence_trace",
-                     *         "focus": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *         "focus": "claim_881216d50461766a497947c163c24de4",
                      *         "nodes": [
                      *           {
-                     *             "id": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *             "id": "claim_881216d50461766a497947c163c24de4",
                      *             "type": "claim",
                      *             "label": "Prefers tea in the morning",
                      *             "status": "active",
@@ -9605,40 +9624,30 @@ export interface operations {
                      *             "kind": "preference"
                      *           },
                      *           {
-                     *             "id": "obs_d6290c599e514b05a650e54c74f6fda7",
+                     *             "id": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
                      *             "type": "observation",
                      *             "label": "I prefer tea in the morning, green if there is any.",
                      *             "trust": "verified",
                      *             "kind": "message"
                      *           },
                      *           {
-                     *             "id": "obs_d6015be203d9b19c6c233c291c0e58f0",
+                     *             "id": "obs_880d74a904918179a2b93963fd247bdb",
                      *             "type": "observation",
                      *             "label": "Coffee after lunch is fine, but never before noon.",
                      *             "trust": "high",
                      *             "kind": "message"
-                     *           },
-                     *           {
-                     *             "id": "ctx_914c3157121beb4573c66aa66a17578d",
-                     *             "type": "context",
-                     *             "label": "what does user-42 drink in the morning"
                      *           }
                      *         ],
                      *         "edges": [
                      *           {
-                     *             "source": "obs_d6290c599e514b05a650e54c74f6fda7",
-                     *             "target": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *             "source": "obs_8815a5f02611cdc96eac7c0a1ee3051a",
+                     *             "target": "claim_881216d50461766a497947c163c24de4",
                      *             "type": "supports"
                      *           },
                      *           {
-                     *             "source": "obs_d6015be203d9b19c6c233c291c0e58f0",
-                     *             "target": "claim_d6b13814c5fc12d73bb5c94653493a4e",
+                     *             "source": "obs_880d74a904918179a2b93963fd247bdb",
+                     *             "target": "claim_881216d50461766a497947c163c24de4",
                      *             "type": "qualifies"
-                     *           },
-                     *           {
-                     *             "source": "claim_d6b13814c5fc12d73bb5c94653493a4e",
-                     *             "target": "ctx_914c3157121beb4573c66aa66a17578d",
-                     *             "type": "selected-in"
                      *           }
                      *         ],
                      *         "truncated": false,
@@ -9648,7 +9657,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_5670866d239e923fb3da77d5dada9388"
+                     *         "request_id": "req_761ea100b9931ebbb2d025de2f0b3759"
                      *       }
                      *     }
                      */
@@ -9680,12 +9689,13 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "read_at": "2026-11-26T23:26:36.153Z",
+                     *         "read_at": "2026-11-26T23:49:38.659Z",
                      *         "embedding": {
                      *           "provider": "local",
                      *           "model": "local-glove-sif-10k-int8",
                      *           "dimensions": 100,
                      *           "pooling": "sif-mean",
+                     *           "similarity_floor": 0.9,
                      *           "status": "enabled",
                      *           "key_state": "absent",
                      *           "problems": []
@@ -9716,7 +9726,7 @@ export interface operations {
                      *         }
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_7d1c194013c2d6761d8f44451dc2dffc"
+                     *         "request_id": "req_541d0e4de3fa3e80bc6459a9106f427f"
                      *       }
                      *     }
                      */
@@ -9761,10 +9771,10 @@ export interface operations {
                      *         "provider": "local",
                      *         "model": "local-glove-sif-10k-int8",
                      *         "dimensions": 100,
-                     *         "latency_ms": 1
+                     *         "latency_ms": 0
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_b6839bac460e48b2e4f2a11470743165"
+                     *         "request_id": "req_e744a662fd5a0eef5b131bc0255be45e"
                      *       }
                      *     }
                      */
@@ -9810,10 +9820,10 @@ export interface operations {
                      *         "remaining": 0,
                      *         "model": "local-glove-sif-10k-int8",
                      *         "dimensions": 100,
-                     *         "at": "2026-11-26T23:26:50.242Z"
+                     *         "at": "2026-11-26T23:49:45.873Z"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_0bbc42270329895decc3ae9ca13c7967"
+                     *         "request_id": "req_5f8d38344bd8dba33f42654521ddc03d"
                      *       }
                      *     }
                      */
@@ -9861,7 +9871,7 @@ export interface operations {
                      *         "next_after": null
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_63fabcbe36796e8833e18a00ec1838fd"
+                     *         "request_id": "req_7b6e51612f29bd4965897ebc55ca887c"
                      *       }
                      *     }
                      */
@@ -9904,7 +9914,7 @@ export interface operations {
                      *         "status": "disabled"
                      *       },
                      *       "meta": {
-                     *         "request_id": "req_2996d18431e4a35578e5d4a96a5bdeeb"
+                     *         "request_id": "req_9584eee81d97e78ac7eb9b93f35856d9"
                      *       }
                      *     }
                      */

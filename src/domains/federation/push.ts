@@ -110,7 +110,7 @@ function importBundle(db: Db, write: WriteScope, peer: PeerRow, caller: Caller, 
     const row: Omit<ObservationRow, "workspace_id"> = {
       observation_id: newRecordId(db, write, ID_PREFIX.observation), subject_id: o.subject_id, project_id: null, kind: o.kind, content: o.content,
       content_hash: o.content_hash, source_type: "federation", source_ref: `${peer.peer_id}:${o.observation_id}`,
-      trust: lowerTrust(o.trust, caller.maxTrust), visibility: "team", author_id: caller.principalId, created_at: at, purged_at: null,
+      trust: lowerTrust(o.trust, caller.maxTrust), visibility: "team", author_id: caller.principalId, created_at: at, occurred_at: at, purged_at: null,
     };
     touched.push(insertObservation(db, row));
     recordImport(db, peer.peer_id, o.observation_id, "observation", row.observation_id, at);

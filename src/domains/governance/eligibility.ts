@@ -32,6 +32,8 @@ export interface ClaimFacts {
   status: string;
   valid_to: string | null;
   visibility: string;
+  /** The claim's project (null: none; fixed for the claim's life), which channel compile's project_id filters on. */
+  project_id: string | null;
   /** The workspace of the claim's project (null: none). */
   workspace_id: string | null;
   trust: string;
@@ -46,7 +48,7 @@ export function claimFacts(db: Db, claimIds: string[]): Map<string, ClaimFacts> 
   const out = new Map<string, ClaimFacts>();
   if (!claimIds.length) return out;
   for (const c of db.all<Omit<ClaimFacts, "supporting_trusts"> & { supporting: string | null }>(
-    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.workspace_id, c.trust, c.author_id, c.retention_excluded_at,
+    `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.project_id, c.workspace_id, c.trust, c.author_id, c.retention_excluded_at,
             (SELECT group_concat(o.trust) FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
               WHERE s.claim_id = c.claim_id AND s.relation = 'supports') AS supporting
        FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?))`, JSON.stringify([...new Set(claimIds)]))) {

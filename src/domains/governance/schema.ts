@@ -6,7 +6,7 @@ import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
 import { contentHash, count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
-import { CLAIM_KINDS, maxItems, OBSERVATION_KINDS, RELATIONS, tokenBudget } from "../memory/schema";
+import { CLAIM_KINDS, compileBody, maxItems, OBSERVATION_KINDS, RELATIONS, tokenBudget } from "../memory/schema";
 
 const id = (what: string) => z.string().min(1, `must be a ${what} id`).max(64, `must be a ${what} id`);
 const version = z.number().int("must be an integer").min(1, "must be at least 1");
@@ -94,9 +94,13 @@ export const releaseListQuery = z.object({
 });
 
 export const channelCompileBody = z.strictObject({
-  query: z.string().max(4000).optional(),
+  query: z.string().max(4000).optional().describe("With a query, only snapshots that hold one of its words are served."),
   /** Must be one of the channel's audiences. */
   audience: nonEmpty(100).optional(),
+  // The same filters as POST /v1/context/compile (and GET /v1/memories), over the served snapshots.
+  subject_id: compileBody.shape.subject_id,
+  project_id: compileBody.shape.project_id,
+  kinds: compileBody.shape.kinds,
   token_budget: tokenBudget,
   max_items: maxItems,
 });

@@ -75,6 +75,8 @@ export function materializeClaims(db: Db, write: WriteScope, caller: Caller, inp
     const anyPrivate = obsSources.some((s) => observations.get(s.observation_id)!.visibility === "private");
     const disputes = spec.sources.flatMap((s) => ("claim_id" in s ? [s.claim_id] : []));
     const hasContradiction = spec.sources.some((s) => s.relation === "contradicts");
+    // Event time: the latest of its source observations' (ISO strings in one form compare as times).
+    const occurredAt = obsSources.map((s) => observations.get(s.observation_id)!.occurred_at).reduce((a, b) => (b > a ? b : a));
     if (spec.valid_to && spec.valid_to <= now) throw invalid(`Invalid field "valid_to": must be in the future.`);
     const row: NewClaim = {
       claim_id: newRecordId(db, write, ID_PREFIX.claim), subject_id: input.subject_id, project_id: projectId, kind: spec.kind,
@@ -82,12 +84,12 @@ export function materializeClaims(db: Db, write: WriteScope, caller: Caller, inp
       // A claim drawn from private evidence stays private unless the caller says otherwise.
       visibility: spec.visibility ?? (anyPrivate ? "private" : "team"), trust, version: 1, valid_from: now,
       valid_to: spec.valid_to ? new Date(spec.valid_to).toISOString() : null, superseded_by: null,
-      disputes: JSON.stringify(disputes), author_id: caller.principalId, created_at: now, updated_at: now,
+      disputes: JSON.stringify(disputes), author_id: caller.principalId, created_at: now, updated_at: now, occurred_at: occurredAt,
     };
     const inserted = insertClaim(db, row, obsSources);
     touched.push(inserted);
     for (const id of disputes) newlyDisputed.add(id);
-    const claim = { ...row, seq: inserted.seq, workspace_id: workspaceId };
+    const claim = { ...row, occurred_at: occurredAt, seq: inserted.seq, workspace_id: workspaceId };
     created.push(claim);
     events.push(claimEvent("claim.materialized", claim, { trust: row.trust, visibility: row.visibility, project_id: row.project_id }));
   }

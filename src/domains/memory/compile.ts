@@ -1,13 +1,16 @@
-// Compile's reads: every candidate a pack may hold is read here, through retrievable (current claims,
-// of the asked kinds) in the statement that reads it, and scored by the pure functions of ./ranking.
-// Candidates are authorized, current claims (filters applied in SQL before anything is ranked): those
-// matching any informative query word (FTS5, stopwords left out; at most LEXICAL_READS read, whatever
-// the organization's size), claims about the named subject or project, the neighbours of the best
-// matches that hold only common words, and authorized vector hits. Context counts only claims the
-// caller may read (readableNeighbours, readableWithin), so no score depends on a record it cannot read.
+// Compile's reads: every candidate a pack may hold is read here, through retrievable (current claims)
+// and compile's filters (subject_id, project_id, kinds: as GET /v1/memories filters) in the statement
+// that reads it, and scored by the pure functions of ./ranking. Candidates are authorized, current
+// claims that pass the filters (applied in SQL before anything is ranked): with a query, those matching
+// any informative query word (FTS5, stopwords left out; at most LEXICAL_READS read, whatever the
+// organization's size), the neighbours of the best matches that hold only common words, and authorized
+// vector hits; without one, the newest claims. With a query, the relevance floor then keeps only
+// candidates holding a query word or at least the embedder's similarity floor from the query. Context
+// counts only claims the caller may read (readableNeighbours, readableWithin), so no score depends on a
+// record it cannot read.
 import { retrievable, retrievableWays } from "../../access/retrieval";
 import { clock } from "../../http/clock";
-import type { Db } from "../../sql/db";
+import { type Db, fromClause, list, type Sql, sql } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAll, matchAny, phraseStems, rankingTerms, type StoredTerms, type TermStats } from "./fts";
 import {
@@ -26,27 +29,31 @@ import { tokensOfBytes } from "./tokens";
  * are read from claim_ranking (one narrow row each), scoped ones from claims through its subject and
  * project indexes; only the few packed ones are read whole (`claimsAt`).
  */
-export type CandidateRow = Pick<ClaimRow, "seq" | "claim_id" | "subject_id" | "project_id" | "kind" | "trust" | "status" | "created_at"> &
+export type CandidateRow = Pick<ClaimRow, "seq" | "claim_id" | "subject_id" | "project_id" | "kind" | "trust" | "status" | "created_at" | "occurred_at"> &
   { rank: number | null; feedback: number | null; bytes: number } & Partial<StoredTerms>;
 
 /** StoredTerms of claim_ranking aliased c (a claim without stems brings its statement). */
-const storedTermsCols = "c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement";
-const scoringCols = "c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.created_at, fb.score AS feedback, NULL AS rank";
+const storedTermsCols = sql`c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement`;
+const scoringCols = sql`c.seq, c.claim_id, c.subject_id, c.project_id, c.kind, c.trust, c.status, c.created_at, c.occurred_at, fb.score AS feedback, NULL AS rank`;
 /** Of claims aliased c. */
-const candidateCols = `${scoringCols}, length(CAST(c.statement AS BLOB)) AS bytes`;
+const candidateCols = sql`${scoringCols}, length(CAST(c.statement AS BLOB)) AS bytes`;
 /** Of claim_ranking aliased c, with the stored terms. */
-const rankingCandidateCols = `${scoringCols}, c.bytes, ${storedTermsCols}`;
-const joinFeedback = "LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id";
+const rankingCandidateCols = sql`${scoringCols}, c.bytes, ${storedTermsCols}`;
+const joinFeedback = sql`LEFT JOIN claim_feedback_score fb ON fb.claim_id = c.claim_id`;
 
-/** Retrieval (current claims only) and the kind filter, applied to every way a candidate comes in. */
-function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, unknown[]] {
-  const [ok, ...args] = retrievable(caller, "c", { current: true });
-  const where = [ok];
-  if (kinds?.length) {
-    where.push("c.kind IN (SELECT value FROM json_each(?))");
-    args.push(JSON.stringify(kinds));
-  }
-  return [where.join(" AND "), args];
+/** Compile's filters: only claims about this subject, in this project, of these kinds. */
+export type CandidateFilter = Pick<CompileFilters, "subject_id" | "project_id" | "kinds">;
+
+/**
+ * Retrieval (current claims only) and compile's filters, applied to every way a candidate comes in.
+ * The filters are GET /v1/memories' (search.ts memoriesWhere): `subject_id` and `project_id` by
+ * equality, `kinds` as that list's `kind` for each kind named.
+ */
+function candidateWhere(caller: Caller, f: CandidateFilter): Sql {
+  const kinds = f.kinds?.length ? sql` AND c.kind IN ${list(f.kinds)}` : sql``;
+  const subject = f.subject_id !== undefined ? sql` AND c.subject_id = ${f.subject_id}` : sql``;
+  const project = f.project_id !== undefined ? sql` AND c.project_id = ${f.project_id}` : sql``;
+  return sql`${fromClause(retrievable(caller, "c", { current: true }))}${kinds}${subject}${project}`;
 }
 
 /**
@@ -58,23 +65,15 @@ function candidateWhere(caller: Caller, kinds: string[] | undefined): [string, u
  * positions (already read by an earlier call) are passed over before their row is read, so they do not
  * count against the limit.
  */
-function lexicalMatches(db: Db, caller: Caller, kinds: string[] | undefined, match: string, limit: number,
+function lexicalMatches(db: Db, caller: Caller, f: CandidateFilter, match: string, limit: number,
   skip: number[] = []): CandidateRow[] {
-  const [where, args] = candidateWhere(caller, kinds);
-  return db.all<CandidateRow>(
-    `SELECT ${rankingCandidateCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid ${joinFeedback}
-      WHERE claims_fts MATCH ? AND f.rowid NOT IN (SELECT value FROM json_each(?)) AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
-    match, JSON.stringify(skip), ...args, limit);
+  return db.all<CandidateRow>(sql`SELECT ${rankingCandidateCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid ${joinFeedback}
+    WHERE claims_fts MATCH ${match} AND f.rowid NOT IN ${list(skip)} AND ${candidateWhere(caller, f)} ORDER BY f.rowid DESC LIMIT ${limit}`);
 }
 
-/** The newest `limit` candidates about a subject or project (scope null: about anything). */
-function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undefined,
-  scope: { column: "subject_id" | "project_id"; value: string } | null, limit: number): CandidateRow[] {
-  const [where, args] = candidateWhere(caller, kinds);
-  return db.all<CandidateRow>(
-    `SELECT ${candidateCols} FROM claims c ${joinFeedback} WHERE ${scope ? `c.${scope.column} = ?` : "1 = ?"} AND ${where}
-      ORDER BY c.seq DESC LIMIT ?`,
-    scope ? scope.value : 1, ...args, limit);
+/** The newest `limit` candidates (a compile without a query ranks these). */
+function newestCandidates(db: Db, caller: Caller, f: CandidateFilter, limit: number): CandidateRow[] {
+  return db.all<CandidateRow>(sql`SELECT ${candidateCols} FROM claims c ${joinFeedback} WHERE ${candidateWhere(caller, f)} ORDER BY c.seq DESC LIMIT ${limit}`);
 }
 
 /**
@@ -82,13 +81,10 @@ function scopedCandidates(db: Db, caller: Caller, kinds: string[] | undefined,
  * current, of the kinds), in write order, with `extra` columns. The id → seq step reads only claims'
  * claim_id index (it holds seq); the predicate and scoring read the narrow claim_ranking row.
  */
-function candidateRowsWithIds<T extends CandidateRow>(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], extra = ""): T[] {
+function candidateRowsWithIds<T extends CandidateRow>(db: Db, caller: Caller, f: CandidateFilter, ids: string[], extra = sql``): T[] {
   if (!ids.length) return [];
-  const [where, args] = candidateWhere(caller, kinds);
-  return db.all<T>(
-    `SELECT ${rankingCandidateCols}${extra} FROM json_each(?) j CROSS JOIN claims k ON k.claim_id = j.value
-       CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${where} ORDER BY c.seq`,
-    JSON.stringify(ids), ...args);
+  return db.all<T>(sql`SELECT ${rankingCandidateCols}${extra} FROM json_each(${JSON.stringify(ids)}) j CROSS JOIN claims k ON k.claim_id = j.value
+    CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${candidateWhere(caller, f)} ORDER BY c.seq`);
 }
 
 /**
@@ -103,7 +99,8 @@ function candidateRowsWithIds<T extends CandidateRow>(db: Db, caller: Caller, ki
  */
 export interface CandidatesReadAhead {
   caller: Caller;
-  kinds: string | null;
+  /** The filters it was read under (filtersKey). */
+  filters: string;
   stamp: number;
   /** Admitted ids' candidate rows, with their valid_to (not part of the row). */
   rows: Map<string, { row: CandidateRow; validTo: string | null }>;
@@ -112,30 +109,28 @@ export interface CandidatesReadAhead {
 /** Writes on this object's SQLite connection so far (INSERT, UPDATE, DELETE rows, triggers included). */
 const writesSoFar = (db: Db) => db.first<{ n: number }>("SELECT total_changes() AS n")!.n;
 
-const kindsKey = (kinds: string[] | undefined) => (kinds?.length ? JSON.stringify(kinds) : null);
+const filtersKey = (f: CandidateFilter) => JSON.stringify([f.kinds?.length ? f.kinds : null, f.subject_id ?? null, f.project_id ?? null]);
 
-/** A read-ahead for this caller and kinds, stamped now (before any of its rows is read). */
-export const readAhead = (db: Db, caller: Caller, kinds: string[] | undefined): CandidatesReadAhead =>
-  ({ caller, kinds: kindsKey(kinds), stamp: writesSoFar(db), rows: new Map() });
+/** A read-ahead for this caller and filters, stamped now (before any of its rows is read). */
+export const readAhead = (db: Db, caller: Caller, f: CandidateFilter): CandidatesReadAhead =>
+  ({ caller, filters: filtersKey(f), stamp: writesSoFar(db), rows: new Map() });
 
 /**
  * The claim ids among `ids` that could be compile candidates for the caller (vector kNN filters
  * through it before taking its top k), keeping their candidate rows in `ahead` so that compile's
  * re-authorization can take them instead of reading every hit again.
  */
-export function candidateRowsAmong(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead: CandidatesReadAhead): Set<string> {
-  const rows = candidateRowsWithIds<CandidateRow & { valid_to: string | null }>(db, caller, kinds, ids, ", c.valid_to AS valid_to");
+export function candidateRowsAmong(db: Db, caller: Caller, f: CandidateFilter, ids: string[], ahead: CandidatesReadAhead): Set<string> {
+  const rows = candidateRowsWithIds<CandidateRow & { valid_to: string | null }>(db, caller, f, ids, sql`, c.valid_to AS valid_to`);
   // The row without valid_to, built like every other candidate row (same keys in the same order).
   for (const { valid_to: validTo, ...row } of rows) ahead.rows.set(row.claim_id, { row, validTo });
   return new Set(rows.map((r) => r.claim_id));
 }
 
 /** Candidates at the given write positions (seq), with their stored terms. */
-function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): CandidateRow[] {
-  const [where, args] = candidateWhere(caller, kinds);
-  return db.all<CandidateRow>(
-    `SELECT ${rankingCandidateCols} FROM json_each(?) j CROSS JOIN claim_ranking c ON c.seq = j.value ${joinFeedback} WHERE ${where}`,
-    JSON.stringify(seqs), ...args);
+function candidatesAt(db: Db, caller: Caller, f: CandidateFilter, seqs: number[]): CandidateRow[] {
+  return db.all<CandidateRow>(sql`SELECT ${rankingCandidateCols} FROM json_each(${JSON.stringify(seqs)}) j
+    CROSS JOIN claim_ranking c ON c.seq = j.value ${joinFeedback} WHERE ${candidateWhere(caller, f)}`);
 }
 
 /**
@@ -144,23 +139,22 @@ function candidatesAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs:
  * only if still valid now: what this read would return, without reading (CandidatesReadAhead). An id
  * without a carried row (never admitted by the accept: a hit always is) is read.
  */
-function candidatesWithIds(db: Db, caller: Caller, kinds: string[] | undefined, ids: string[], ahead?: CandidatesReadAhead): CandidateRow[] {
-  if (!ahead || ahead.caller !== caller || ahead.kinds !== kindsKey(kinds) || writesSoFar(db) !== ahead.stamp)
-    return candidateRowsWithIds(db, caller, kinds, ids);
+function candidatesWithIds(db: Db, caller: Caller, f: CandidateFilter, ids: string[], ahead?: CandidatesReadAhead): CandidateRow[] {
+  if (!ahead || ahead.caller !== caller || ahead.filters !== filtersKey(f) || writesSoFar(db) !== ahead.stamp)
+    return candidateRowsWithIds(db, caller, f, ids);
   const now = clock.nowIso();
   const out = ids.flatMap((id) => {
     const r = ahead.rows.get(id);
     return r && (r.validTo == null || r.validTo > now) ? [{ ...r.row }] : [];
   });
-  out.push(...candidateRowsWithIds(db, caller, kinds, ids.filter((id) => !ahead.rows.has(id))));
+  out.push(...candidateRowsWithIds(db, caller, f, ids.filter((id) => !ahead.rows.has(id))));
   return out.sort((a, b) => a.seq - b.seq);
 }
 
 /** The candidates at the given write positions, whole (what compile returns of the packed ones). */
-function claimsAt(db: Db, caller: Caller, kinds: string[] | undefined, seqs: number[]): ClaimRow[] {
+function claimsAt(db: Db, caller: Caller, f: CandidateFilter, seqs: number[]): ClaimRow[] {
   if (!seqs.length) return [];
-  const [where, args] = candidateWhere(caller, kinds);
-  return db.all<ClaimRow>(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`, JSON.stringify(seqs), ...args);
+  return db.all<ClaimRow>(sql`SELECT c.* FROM json_each(${JSON.stringify(seqs)}) j CROSS JOIN claims c ON c.seq = j.value WHERE ${candidateWhere(caller, f)}`);
 }
 
 /**
@@ -263,7 +257,7 @@ function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: 
   const matches = new Map<number, Candidate>();
   // Each read passes over the matches read before it, so every row read is a new candidate.
   const read = (match: string, limit: number) => {
-    const rows = lexicalMatches(db, caller, f.kinds, match, limit, [...matches.keys()]);
+    const rows = lexicalMatches(db, caller, f, match, limit, [...matches.keys()]);
     for (const row of rows) matches.set(row.seq, row);
     return rows.length;
   };
@@ -286,19 +280,12 @@ function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: 
   return scored.slice(0, LEXICAL_CANDIDATES).map(({ seq, rank }) => ({ ...matches.get(seq)!, rank }));
 }
 
-/** Candidates from every way in: lexical matches, plus claims about the named subject or project. */
+/**
+ * Candidates before vectors: with a query, its lexical matches; without one (no word in it), the
+ * newest claims that pass the filters.
+ */
 function selectCandidates(db: Db, caller: Caller, f: CompileFilters, lexical: Candidate[], hasTerms: boolean): Candidate[] {
-  const byId = new Map<string, Candidate>(lexical.map((c) => [c.claim_id, c]));
-  // Claims about the named subject or project are candidates even without a lexical match; with
-  // neither a query nor a scope, the newest claims are.
-  const scopes: ({ column: "subject_id" | "project_id"; value: string } | null)[] = [];
-  if (f.subject_id) scopes.push({ column: "subject_id", value: f.subject_id });
-  if (f.project_id) scopes.push({ column: "project_id", value: f.project_id });
-  if (!hasTerms && !scopes.length) scopes.push(null);
-  for (const scope of scopes)
-    for (const row of scopedCandidates(db, caller, f.kinds, scope, CANDIDATE_LIMIT))
-      if (!byId.has(row.claim_id)) byId.set(row.claim_id, row);
-  return [...byId.values()];
+  return hasTerms ? [...lexical] : newestCandidates(db, caller, f, CANDIDATE_LIMIT);
 }
 
 /**
@@ -312,7 +299,7 @@ function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: C
   const around = readableNeighbours(db, caller, best.map((c) => c.seq), WEIGHTS.contextSpan);
   const seqs = [...new Set([...around.values()].flatMap((n) => [...n.before, ...n.after]))].filter((s) => !present.has(s));
   if (!seqs.length) return [];
-  return candidatesAt(db, caller, f.kinds, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stems(c), terms)).sort((a, b) => a.seq - b.seq);
+  return candidatesAt(db, caller, f, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stems(c), terms)).sort((a, b) => a.seq - b.seq);
 }
 
 // ---- score ---------------------------------------------------------------------------------------
@@ -345,7 +332,7 @@ function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neigh
 function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: VectorSimilarities, candidates: Candidate[]): Map<number, number> {
   const have = new Set(candidates.map((c) => c.claim_id));
   const missing = [...vectors.similarities.keys()].filter((id) => !have.has(id));
-  if (missing.length) for (const c of candidatesWithIds(db, caller, f.kinds, missing, vectors.ahead)) candidates.push(c);
+  if (missing.length) for (const c of candidatesWithIds(db, caller, f, missing, vectors.ahead)) candidates.push(c);
   const similarity = new Map<number, number>();
   for (const c of candidates) {
     const s = vectors.similarities.get(c.claim_id);
@@ -360,12 +347,32 @@ export interface VectorSimilarities {
   similarities: Map<string, number>;
   /** The hits' candidate rows as the vector query's accept read them, if it did: taken only when still current (CandidatesReadAhead). */
   ahead?: CandidatesReadAhead;
+  /**
+   * The embedder's relevance floor (config.ts similarityFloor): a hit at least this similar to the
+   * query is evidence of relevance on its own. null or absent: no hit is (vectors only re-rank claims
+   * that hold a query word).
+   */
+  floor?: number | null;
 }
 
-/** `vectors`: the query's nearest claim ids with their cosine similarity (hybrid compile), if any. */
-export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): RankedClaim[] {
+/** A compile's ranking: the candidates that passed the relevance floor, best first, and how many it removed. */
+export interface Ranking {
+  ranked: RankedClaim[];
+  /** Candidates the floor removed (all of them claims the caller may retrieve under the filters). */
+  floorRemoved: number;
+}
+
+/**
+ * Rank a compile's candidates. `vectors`: the query's nearest claim ids with their cosine similarity
+ * (hybrid compile), if any. With a query (one that has a word), a candidate is kept only with evidence
+ * of relevance: it holds a query word (a common one too: a vector hit that holds only the name every
+ * claim of a conversation holds is as relevant as the common-word neighbours that come in lexically),
+ * or its vector similarity is at least `vectors.floor`. Without one, every candidate is kept.
+ */
+export function rankRelevant(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): Ranking {
   const words = rankingTerms(f.query);
-  const stats = sharedTermStats(db, words.flatMap(phraseStems));
+  // Filtered to one subject, words weigh by how rare they are among that subject's shared claims.
+  const stats = sharedTermStats(db, words.flatMap(phraseStems), f.subject_id);
   mark("term statistics");
   const terms = weightTerms(stats, words);
   const selecting = selectingTerms(terms, stats.rows);
@@ -392,11 +399,18 @@ export function rankClaims(db: Db, caller: Caller, f: CompileFilters, mark: Phas
   const bestSimilarity = Math.max(0, ...similarity.values());
   const vectorScore = (c: Candidate) => bestSimilarity > 0 ? Math.max(0, similarity.get(c.seq) ?? 0) / bestSimilarity : 0;
   mark("vector candidates");
-  const ranked = scoreCandidates(candidates, lexical, lexicalHits, pairs, f, clock.nowMs(), (c) => tokensOfBytes(c.bytes), vectorScore)
+  const floor = vectors?.floor ?? null;
+  const relevant = words.length === 0 ? candidates
+    : candidates.filter((c) => lexical.has(c.seq) || holdsAny(stems(c), terms) || (floor !== null && (similarity.get(c.seq) ?? -Infinity) >= floor));
+  const ranked = scoreCandidates(relevant, lexical, lexicalHits, pairs, f, clock.nowMs(), (c) => tokensOfBytes(c.bytes), vectorScore)
     .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
   mark("score + sort");
-  return ranked;
+  return { ranked, floorRemoved: candidates.length - relevant.length };
 }
+
+/** rankRelevant's order alone. */
+export const rankClaims = (db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): RankedClaim[] =>
+  rankRelevant(db, caller, f, mark, vectors).ranked;
 
 /** A packed item: the claim read whole, its score and tokens. */
 export interface PackedClaim {
@@ -410,13 +424,13 @@ export interface PackedClaim {
  * ranking reads just the columns it scores). `ranked` is the whole order (vector use is judged on it).
  */
 export function compilePack(db: Db, caller: Caller, f: CompileFilters, tokenBudget: number, maxItems: number,
-  mark: PhaseMark = () => {}, vectors?: VectorSimilarities): { ranked: RankedClaim[]; items: PackedClaim[] } {
-  const ranked = rankClaims(db, caller, f, mark, vectors);
-  const packed = pack(ranked, tokenBudget, maxItems);
-  const whole = new Map(claimsAt(db, caller, f.kinds, packed.map((p) => p.claim.seq)).map((c) => [c.seq, c]));
+  mark: PhaseMark = () => {}, vectors?: VectorSimilarities): Ranking & { items: PackedClaim[] } {
+  const ranking = rankRelevant(db, caller, f, mark, vectors);
+  const packed = pack(ranking.ranked, tokenBudget, maxItems);
+  const whole = new Map(claimsAt(db, caller, f, packed.map((p) => p.claim.seq)).map((c) => [c.seq, c]));
   const items = packed.flatMap((p) => {
     const claim = whole.get(p.claim.seq);
     return claim ? [{ claim, score: p.score, tokens: p.tokens }] : [];
   });
-  return { ranked, items };
+  return { ...ranking, items };
 }

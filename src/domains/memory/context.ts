@@ -58,7 +58,7 @@ function retrievableRunItems(db: Db, caller: Caller, contextId: string) {
  * claims it may read (never on whether the index holds anything else).
  */
 export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: VectorSimilarities | null) {
-  const { ranked, items } = compilePack(db, caller, body, body.token_budget, body.max_items, undefined, vectors ?? undefined);
+  const { ranked, items, floorRemoved } = compilePack(db, caller, body, body.token_budget, body.max_items, undefined, vectors ?? undefined);
   const vectorsUsed = !!vectors?.similarities.size && ranked.some((r) => vectors.similarities.has(r.claim.claim_id));
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
   const contextId = newId(ID_PREFIX.context);
@@ -79,7 +79,7 @@ export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileB
     token_budget: body.token_budget,
     tokens_used: tokensUsed,
   };
-  return { run, vectorsUsed };
+  return { run, vectorsUsed, floorRemoved };
 }
 
 function addFeedbackScore(db: Db, claimId: string, weight: number) {
@@ -103,11 +103,14 @@ export const contextRoutes = [
       // nothing was written in between, compile.ts CandidatesReadAhead). degraded.vectors is false only when a
       // hit the caller may retrieve took part in ranking (not when vectors are off, failed, or found
       // nothing the caller may read).
-      const vectors = await vectorHits(runtimeFor(rc), rc.db, rc.caller, rc.body);
+      // The embedder's relevance floor decides which hits are evidence of relevance on their own.
+      const rt = runtimeFor(rc);
+      const hits = await vectorHits(rt, rc.db, rc.caller, rc.body);
+      const vectors = hits && { ...hits, floor: rt.config.embedding.similarity_floor };
       return commitWrite(rc, (db) => {
-        const { run, vectorsUsed } = compileRun(db, rc.caller, rc.body, vectors);
+        const { run, vectorsUsed, floorRemoved } = compileRun(db, rc.caller, rc.body, vectors);
         return {
-          status: 201, data: run, meta: { degraded: { ...DEGRADED, vectors: !vectorsUsed } },
+          status: 201, data: run, meta: { degraded: { ...DEGRADED, vectors: !vectorsUsed }, floor_removed: floorRemoved },
           audit: { action: "context.compiled", resourceType: "context", resourceId: run.context_id,
             detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget } },
         };

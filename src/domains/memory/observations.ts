@@ -27,17 +27,19 @@ import type { z } from "zod";
 export function appendObservation(db: Db, write: WriteScope, caller: Caller, body: z.infer<typeof observationBody>) {
   const trust = body.trust ?? DEFAULT_OBSERVATION_TRUST;
   if (!trustAtMost(trust, caller.maxTrust)) throw forbidden(`This credential may not assert "${trust}" trust.`);
+  const createdAt = clock.nowIso();
   const row: Omit<ObservationRow, "workspace_id"> = {
     observation_id: newRecordId(db, write, ID_PREFIX.observation), subject_id: body.subject_id,
     project_id: requireProject(db, body.project_id), kind: body.kind, content: body.content,
     content_hash: contentHash(body.content), source_type: body.source.type, source_ref: body.source.ref ?? null,
     trust, visibility: body.visibility ?? DEFAULT_VISIBILITY, author_id: caller.principalId,
-    created_at: clock.nowIso(), purged_at: null,
+    created_at: createdAt, occurred_at: body.occurred_at ? new Date(body.occurred_at).toISOString() : createdAt, purged_at: null,
   };
   const touched = insertObservation(db, row);
   const data = {
     observation_id: row.observation_id, content_hash: row.content_hash, subject_id: row.subject_id,
     project_id: row.project_id, kind: row.kind, trust: row.trust, visibility: row.visibility, created_at: row.created_at,
+    occurred_at: row.occurred_at,
   };
   return { row, data, touched };
 }

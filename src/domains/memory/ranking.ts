@@ -1,9 +1,10 @@
 // Compile ranking's scoring, pure: no database, no caller. Compile (./compile.ts) reads its candidates
 // and their neighbours and hands them here; channel compile (rankTexts) feeds released snapshots. Each
-// candidate gets a score from lexical relevance, its context, subject/project match, trust, recency
-// and past feedback; the pack takes them greedily by score into the token budget. Deterministic: equal
+// candidate gets a score from lexical relevance, its context, vector similarity, trust, recency and
+// past feedback (subject_id, project_id and kinds are filters, applied before anything is scored); the pack takes them greedily by score into the token budget. Deterministic: equal
 // input gives the same pack (ties break on newest claim first). Every statistic comes from shared
-// claims only (records.ts sharedTermStats) or, for channel compile, from the served snapshots.
+// claims only (records.ts sharedTermStats: the filtered subject's, when compile names one) or, for
+// channel compile, from the served snapshots.
 //
 // Lexical relevance = bm25 (FTS5's formula over the shared statistics, normalized to the best candidate) × coverage, the share of the query's
 // terms the claim holds, each term weighted by its idf: a claim that matches one rare word many times
@@ -11,8 +12,10 @@
 // next to another matching claim (same subject, at most `contextSpan` claims apart, within
 // `contextWindowMinutes`; in practice, consolidated from the same conversation) inherits a share of
 // its neighbour's lexical score, decaying with distance, so the turn that answers a question ranks
-// with the turn that asked it. Only claims that hold a query word themselves receive context; it
-// never brings in a claim that matches nothing. A word held by half the claims or more gets no bm25
+// with the turn that asked it. Thread: a match whose event (occurred_at) lies within
+// `threadWindowMinutes` of another match of the same subject inherits a share of that match's lexical
+// score, so a session scores by its best turn. Only claims that hold a query word themselves receive
+// context or thread; neither brings in a claim that matches nothing. A word held by half the claims or more gets no bm25
 // weight, so it selects no candidates (ranking every claim that holds it is what grew compile's cost
 // with the organization); claims holding only such words are looked up next to the best matches,
 // where context can still lift them. Measured effect of each signal: docs/BENCHMARKS.md.
@@ -25,9 +28,8 @@ import { bm25, phraseHeld, phraseStems, rankingTerms, stemsOf, storedStems, type
 import { estimateTokens } from "./tokens";
 
 /**
- * Candidates per scoped way in (subject, project, or the newest claims without a query): 2.5 times the
- * largest pack (max_items 200). Was 1000; at 500 recall was unchanged and compile in a 10,000-claim
- * organization faster by a fifth (docs/BENCHMARKS.md).
+ * Candidates of a compile without a query (the newest claims that pass the filters): 2.5 times the
+ * largest pack (max_items 200); docs/BENCHMARKS.md.
  */
 export const CANDIDATE_LIMIT = 500;
 /**
@@ -52,15 +54,13 @@ export const WEIGHTS = {
   /** bm25 / best bm25, times idf-weighted query-term coverage (0..1). */
   lexical: 1.0,
   /** Times the best decayed lexical score among matching neighbours (0..1). */
-  context: 0.3,
+  context: 0.5,
   /** Neighbours: at most this many claims apart (by write order, counting claims the caller may read), same subject... */
   contextSpan: 2,
   /** ...written within this many minutes of each other... */
   contextWindowMinutes: 60,
   /** ...and worth this factor less per step of distance beyond the first. */
   contextDecay: 0.5,
-  subject: 0.3,
-  project: 0.2,
   trust: 0.15,
   recency: 0.1,
   recencyHalfLifeDays: 30,
@@ -69,6 +69,12 @@ export const WEIGHTS = {
   disputed: -0.05,
   /** Times the claim's vector similarity relative to the best authorized vector hit (0..1); vector hits only. */
   vector: 0.07,
+  /**
+   * Thread: times the best lexical score of another lexical match of its thread: same subject, events
+   * (occurred_at) within threadWindowMinutes, so a conversation's session scores by its best turn.
+   */
+  thread: 0.1,
+  threadWindowMinutes: 60,
 } as const;
 
 export interface CompileFilters {
@@ -185,6 +191,8 @@ export interface ScoringCandidate {
   trust: string;
   status: string;
   created_at: string;
+  /** Event time (claims); released snapshots have none, so they get no thread score. */
+  occurred_at?: string | null;
   feedback: number | null;
 }
 
@@ -239,6 +247,25 @@ export function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lex
     }
     return ctx;
   };
+  // Thread: the lexical matches (sources) by subject, with their event times; like context, only claims
+  // that hold a query word themselves receive it.
+  const eventMs = (c: ScoringCandidate) => (c.occurred_at ? Date.parse(c.occurred_at) : NaN);
+  const threadWindowMs = WEIGHTS.threadWindowMinutes * 60_000;
+  const bySubject = new Map<string, { seq: number; at: number; lexical: number }[]>();
+  for (const src of sources) {
+    const at = eventMs(src);
+    if (!Number.isFinite(at)) continue;
+    const list = bySubject.get(src.subject_id) ?? [];
+    list.push({ seq: src.seq, at, lexical: lexical.get(src.seq) ?? 0 });
+    bySubject.set(src.subject_id, list);
+  }
+  const threadOf = (c: C): number => {
+    const at = eventMs(c);
+    if (!lexical.has(c.seq) || !Number.isFinite(at)) return 0;
+    let best = 0;
+    for (const o of bySubject.get(c.subject_id) ?? []) if (o.seq !== c.seq && Math.abs(o.at - at) <= threadWindowMs) best = Math.max(best, o.lexical);
+    return best;
+  };
   const maxTrust = TRUST_LEVELS.length - 1;
   const ranked = candidates.map((c) => {
     const ageDays = Math.max(0, (now - at(c)) / 86_400_000);
@@ -246,9 +273,8 @@ export function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lex
     const score =
       WEIGHTS.lexical * (lexical.get(c.seq) ?? 0) +
       WEIGHTS.context * contextOf(c) +
+      WEIGHTS.thread * threadOf(c) +
       WEIGHTS.vector * vectorScore(c) +
-      (f.subject_id && c.subject_id === f.subject_id ? WEIGHTS.subject : 0) +
-      (f.project_id && c.project_id === f.project_id ? WEIGHTS.project : 0) +
       WEIGHTS.trust * (TRUST_LEVELS.indexOf(c.trust as Trust) / maxTrust) +
       WEIGHTS.recency * Math.pow(0.5, ageDays / WEIGHTS.recencyHalfLifeDays) +
       WEIGHTS.feedback * feedback +

@@ -13,7 +13,7 @@ import { type WriteTarget, canWrite } from "../../access/policy";
 import { isShared, projectNameable } from "../../access/retrieval";
 import { unresolved } from "../../http/errors";
 import { clock } from "../../http/clock";
-import type { Db } from "../../sql/db";
+import { type Db, list, sql } from "../../sql/db";
 import type { Touched } from "../../org/outbox";
 import type { Caller } from "../../org/request";
 import { getMeta } from "../../org/meta";
@@ -44,6 +44,8 @@ export interface ObservationRow {
   visibility: string;
   author_id: string;
   created_at: string;
+  /** When what it records happened (event time); its created_at unless the writer said otherwise. */
+  occurred_at: string;
   purged_at: string | null;
   /** Set by retention apply: out of every retrieval until a legal hold restores it. */
   retention_excluded_at?: string | null;
@@ -69,6 +71,8 @@ export interface ClaimRow {
   author_id: string;
   created_at: string;
   updated_at: string;
+  /** Event time: the latest of its source observations' occurred_at (fixed at insert). */
+  occurred_at: string;
   /** Set by retention apply: out of every retrieval until a legal hold restores it. */
   retention_excluded_at?: string | null;
   /** Copied from the project at insert (null: no workspace); read by the one read predicate. */
@@ -140,15 +144,16 @@ export function newRecordId(db: Db, write: WriteScope, prefix: RecordPrefix): st
   return recordIdFor(orgId, prefix);
 }
 
-/** A new observation, or a restored one (import) with its own id, timestamps and tombstone. */
-export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id">): Touched {
-  db.run(
-    `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
-       source_ref, trust, visibility, author_id, created_at, purged_at, workspace_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?))`,
-    o.observation_id, o.subject_id, o.project_id, o.kind, o.content, o.content_hash, o.source_type,
-    o.source_ref, o.trust, o.visibility, o.author_id, o.created_at, o.purged_at, o.project_id,
-  );
+/**
+ * A new observation, or a restored one (import) with its own id, timestamps and tombstone. Without an
+ * event time it happened when it was written (occurred_at = created_at).
+ */
+export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id" | "occurred_at"> & { occurred_at?: string | null }): Touched {
+  db.run(sql`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
+      source_ref, trust, visibility, author_id, created_at, occurred_at, purged_at, workspace_id)
+    VALUES (${o.observation_id}, ${o.subject_id}, ${o.project_id}, ${o.kind}, ${o.content}, ${o.content_hash}, ${o.source_type},
+      ${o.source_ref}, ${o.trust}, ${o.visibility}, ${o.author_id}, ${o.created_at}, ${o.occurred_at ?? o.created_at}, ${o.purged_at},
+      (SELECT workspace_id FROM projects WHERE project_id = ${o.project_id}))`);
   return created(o.observation_id);
 }
 
@@ -182,24 +187,26 @@ export function restoreObservations(db: Db, ids: string[]): Touched {
 
 export const getClaim = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FROM claims WHERE claim_id = ?", id);
 
-export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id">;
+/** A claim to write; without occurred_at, it is the latest of its source observations' (else its created_at). */
+export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id" | "occurred_at"> & { occurred_at?: string };
 
 /** A claim with its sources in order, and its full-text index entry. Also reports its write position (seq). */
 export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: string; relation: string }[]): Touched & { seq: number } {
-  const { seq, workspace_id } = db.first<{ seq: number; workspace_id: string | null }>(
-    `INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version,
-       valid_from, valid_to, superseded_by, disputes, author_id, created_at, updated_at, workspace_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT workspace_id FROM projects WHERE project_id = ?)) RETURNING seq, workspace_id`,
-    c.claim_id, c.subject_id, c.project_id, c.kind, c.statement, c.status, c.visibility, c.trust, c.version,
-    c.valid_from, c.valid_to, c.superseded_by, c.disputes, c.author_id, c.created_at, c.updated_at, c.project_id,
-  )!;
+  const { seq, workspace_id } = db.first<{ seq: number; workspace_id: string | null }>(sql`INSERT INTO claims (claim_id, subject_id,
+      project_id, kind, statement, status, visibility, trust, version, valid_from, valid_to, superseded_by, disputes, author_id,
+      created_at, updated_at, occurred_at, workspace_id)
+    VALUES (${c.claim_id}, ${c.subject_id}, ${c.project_id}, ${c.kind}, ${c.statement}, ${c.status}, ${c.visibility}, ${c.trust},
+      ${c.version}, ${c.valid_from}, ${c.valid_to}, ${c.superseded_by}, ${c.disputes}, ${c.author_id}, ${c.created_at}, ${c.updated_at},
+      coalesce(${c.occurred_at ?? null},
+        (SELECT max(occurred_at) FROM observations WHERE observation_id IN ${list(sources.map((s) => s.observation_id))}), ${c.created_at}),
+      (SELECT workspace_id FROM projects WHERE project_id = ${c.project_id})) RETURNING seq, workspace_id`)!;
   db.run("INSERT INTO claims_fts (rowid, statement) VALUES (?, ?)", seq, c.statement);
   // The statement's terms, as claims_fts holds them: ranking and search read these, never re-tokenize.
   // (The claim's row in claim_ranking was just written by the database's trigger.)
   const terms = stemsOf(c.statement).map(storedTerm);
   db.run("UPDATE claim_ranking SET stems = ? WHERE seq = ?", terms.join(" "), seq);
   // Workspace records are readable by the workspace's members only: they stay out of the statistics.
-  if (isShared({ visibility: c.visibility, workspace_id })) countSharedTerms(db, terms, 1);
+  if (isShared({ visibility: c.visibility, workspace_id })) countSharedTerms(db, c.subject_id, terms, 1);
   sources.forEach((s, position) =>
     db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
       c.claim_id, position, s.observation_id, s.relation));
@@ -213,7 +220,7 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
  * insertClaim adds the stems. Read only through `retrievable` (the columns keep the claims names, so
  * the one rule applies as is).
  */
-const RANKING_COPY = "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at";
+const RANKING_COPY = "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, occurred_at";
 
 /**
  * The rows where claim_ranking differs from claims (copied columns, size, presence): empty unless a
@@ -233,14 +240,14 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
   // Retention exclusion takes a team claim out of the shared statistics (nobody may retrieve it);
   // restoring it puts it back.
   if ("retention_excluded_at" in change) {
-    const was = db.first<Pick<ClaimRow, "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
-      `SELECT c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
-         LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ?`, claimId);
+    const was = db.first<Pick<ClaimRow, "subject_id" | "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
+      sql`SELECT c.subject_id, c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
+        LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ${claimId}`);
     if (was) {
       const before = isShared(was);
       const after = isShared({ ...was, retention_excluded_at: change.retention_excluded_at });
       const terms = was.stems != null ? (was.stems ? was.stems.split(" ") : []) : stemsOf(was.statement).map(storedTerm);
-      if (before !== after) countSharedTerms(db, terms, after ? 1 : -1);
+      if (before !== after) countSharedTerms(db, was.subject_id, terms, after ? 1 : -1);
     }
   }
   const sets = Object.keys(change).map((k) => `${k} = ?`);
@@ -252,27 +259,41 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
 // ---- ranking statistics -------------------------------------------------------------------------
 // bm25 and term weights count shared claims (src/access/retrieval.ts isShared), in any status: every
 // reader of the organization may retrieve those, so no score, order or count depends on a record the
-// caller cannot retrieve. Kept by insertClaim and changeClaim (retention
-// exclusion and restoration) in the writer's transaction (claims never change visibility or leave the table).
+// caller cannot retrieve. Kept for the whole organization (claim_terms, claim_corpus) and per subject
+// (claim_subject_terms, claim_subject_corpus: a compile filtered to one subject ranks by how rare a word
+// is among that subject's claims, as a ranking over that subject's records alone would) by insertClaim
+// and changeClaim (retention exclusion and restoration) in the writer's transaction (claims never
+// change visibility, subject or leave the table).
 
 /** A team claim's terms (stored form, in order) and length join (by 1) or leave (by -1) the shared statistics. */
-function countSharedTerms(db: Db, terms: string[], by: 1 | -1) {
-  db.run(
-    `INSERT INTO claim_terms (term, claims) SELECT value, ? FROM json_each(?) WHERE true
-      ON CONFLICT (term) DO UPDATE SET claims = claims + excluded.claims`, by, JSON.stringify([...new Set(terms)]));
-  if (by < 0) db.run("DELETE FROM claim_terms WHERE claims <= 0 AND term IN (SELECT value FROM json_each(?))", JSON.stringify([...new Set(terms)]));
-  db.run(
-    `INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, ?, ?)
-      ON CONFLICT (id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`, by, by * terms.length);
+function countSharedTerms(db: Db, subjectId: string, terms: string[], by: 1 | -1) {
+  const distinct = [...new Set(terms)];
+  db.run(sql`INSERT INTO claim_terms (term, claims) SELECT value, ${by} FROM json_each(${JSON.stringify(distinct)}) WHERE true
+    ON CONFLICT (term) DO UPDATE SET claims = claims + excluded.claims`);
+  db.run(sql`INSERT INTO claim_subject_terms (subject_id, term, claims) SELECT ${subjectId}, value, ${by} FROM json_each(${JSON.stringify(distinct)}) WHERE true
+    ON CONFLICT (subject_id, term) DO UPDATE SET claims = claims + excluded.claims`);
+  if (by < 0) {
+    db.run(sql`DELETE FROM claim_terms WHERE claims <= 0 AND term IN ${list(distinct)}`);
+    db.run(sql`DELETE FROM claim_subject_terms WHERE subject_id = ${subjectId} AND claims <= 0 AND term IN ${list(distinct)}`);
+  }
+  db.run(sql`INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, ${by}, ${by * terms.length})
+    ON CONFLICT (id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`);
+  db.run(sql`INSERT INTO claim_subject_corpus (subject_id, claims, tokens) VALUES (${subjectId}, ${by}, ${by * terms.length})
+    ON CONFLICT (subject_id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`);
 }
 
-/** The shared statistics for the given stem keys: one indexed lookup per term, never a count. */
-export function sharedTermStats(db: Db, stems: string[]): TermStats {
-  const corpus = db.first<{ claims: number; tokens: number }>("SELECT claims, tokens FROM claim_corpus WHERE id = 1");
-  const keys = [...new Set(stems)];
-  const byTerm = new Map(db.all<{ term: string; claims: number }>(
-    "SELECT term, claims FROM claim_terms WHERE term IN (SELECT value FROM json_each(?))",
-    JSON.stringify(keys.map(storedTerm))).map((r) => [r.term, r.claims]));
+/**
+ * The shared statistics for the given stem keys: one indexed lookup per term, never a count. With a
+ * subject: that subject's shared claims alone, when it has any (else the organization's).
+ */
+export function sharedTermStats(db: Db, stems: string[], subjectId?: string): TermStats {
+  const keys = list([...new Set(stems)].map(storedTerm));
+  const subject = subjectId === undefined ? null
+    : db.first<{ claims: number; tokens: number }>(sql`SELECT claims, tokens FROM claim_subject_corpus WHERE subject_id = ${subjectId} AND claims > 0`);
+  const corpus = subject ?? db.first<{ claims: number; tokens: number }>(sql`SELECT claims, tokens FROM claim_corpus WHERE id = 1`);
+  const byTerm = new Map(db.all<{ term: string; claims: number }>(subject
+    ? sql`SELECT term, claims FROM claim_subject_terms WHERE subject_id = ${subjectId} AND term IN ${keys}`
+    : sql`SELECT term, claims FROM claim_terms WHERE term IN ${keys}`).map((r) => [r.term, r.claims]));
   return { rows: corpus?.claims ?? 0, tokens: corpus?.tokens ?? 0, held: (stem) => byTerm.get(storedTerm(stem)) ?? 0 };
 }
 

@@ -15,6 +15,7 @@ const contextId = idOf(ID_PREFIX.context);
 export const observationResponse = z.strictObject({
   observation_id: observationId, content_hash: contentHash, subject_id: z.string(), project_id: projectId.nullable(),
   kind: z.enum(OBSERVATION_KINDS), trust: trustSchema, visibility: visibilitySchema, created_at: timestamp,
+  occurred_at: timestamp.describe("When what it records happened (the append's occurred_at, else created_at)"),
 }).meta({ id: "Observation" });
 
 /** An observation as a reader sees it (evidence, purge): content is null once purged. */
@@ -23,6 +24,7 @@ export const observationView = z.strictObject({
   content: z.string().nullable(), content_hash: contentHash,
   source: z.strictObject({ type: z.string(), ref: z.string().optional() }),
   trust: trustSchema, visibility: visibilitySchema, author_id: principalId, created_at: timestamp,
+  occurred_at: timestamp.describe("When what it records happened (the append's occurred_at, else created_at)"),
   purged: z.boolean(), purged_at: timestamp.nullable(),
 });
 
@@ -39,6 +41,7 @@ export const claimResponse = z.strictObject({
   valid_from: timestamp, valid_to: timestamp.nullable(), superseded_by: claimId.nullable(), disputes: z.array(claimId),
   sources: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS) })),
   created_at: timestamp, updated_at: timestamp,
+  occurred_at: timestamp.describe("When what it says happened: the latest occurred_at of its source observations, fixed at consolidation"),
 }).meta({ id: "Claim" });
 
 export const consolidationResponse = z.strictObject({ claims: z.array(claimResponse), model_used: z.literal(false) }).meta({ id: "Consolidation" });
@@ -73,7 +76,14 @@ export const feedbackResponse = z.strictObject({
   client_mutation_id: z.string().nullable(), created_at: timestamp,
 }).meta({ id: "Feedback" });
 
-/** Compile's `meta` beside request_id: what this pack was ranked without (vectors: lexical only). */
-export const compileMeta = { degraded: z.strictObject({ vectors: z.boolean(), model: z.boolean() }) };
+/**
+ * Compile's `meta` beside request_id: what this pack was ranked without (vectors: lexical only), and
+ * how many candidates the relevance floor removed (claims the caller may read under the filters that
+ * neither hold a query word nor reach the embedder's similarity floor; 0 without a query).
+ */
+export const compileMeta = {
+  degraded: z.strictObject({ vectors: z.boolean(), model: z.boolean() }),
+  floor_removed: count.describe("Candidates the relevance floor left out: readable claims under the filters with no query word and a vector similarity below the embedder's floor (0 without a query)"),
+};
 /** Consolidation's `meta` beside request_id and replayed: it is deterministic, no model takes part. */
 export const consolidationMeta = { model: z.literal("disabled") };

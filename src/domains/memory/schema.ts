@@ -3,6 +3,7 @@ import { z } from "zod";
 import { trustSchema } from "../../auth/trust";
 import { VISIBILITIES } from "../../access/visibility";
 import { limitParam, nonEmpty } from "../../http/validate";
+import { clock } from "../../http/clock";
 
 export const OBSERVATION_KINDS = ["message", "tool_result", "document", "event", "note"] as const;
 export const CLAIM_KINDS = ["fact", "preference", "decision", "instruction", "summary"] as const;
@@ -12,6 +13,12 @@ export const OUTCOMES = ["used", "useful", "irrelevant", "incorrect", "harmful"]
 
 export const MAX_CONTENT_CHARS = 200_000;
 export const MAX_STATEMENT_CHARS = 4_000;
+
+/** How far past this server's clock a time that says when something happened may lie (clock skew). */
+export const MAX_FUTURE_SKEW_MS = 5 * 60_000;
+/** An ISO 8601 time (any offset) of something that happened: not more than MAX_FUTURE_SKEW_MS in the future. */
+export const happenedAt = z.iso.datetime({ offset: true, error: "must be an ISO 8601 timestamp" })
+  .refine((at) => !(Date.parse(at) > clock.nowMs() + MAX_FUTURE_SKEW_MS), "must not be more than 5 minutes in the future");
 
 const id = (what: string) => z.string().min(1, `must be a ${what} id`).max(64, `must be a ${what} id`);
 const visibility = z.enum(VISIBILITIES);
@@ -42,6 +49,9 @@ export const observationBody = z.strictObject({
   trust: trustSchema.optional().describe("How far to trust it: low, medium (default) or high; capped by the credential's trust ceiling."),
   visibility: visibility.optional().describe("Who may read it: team (default) or private (only you)."),
   project_id: id("project").optional().describe("A project_id from POST /v1/projects/resolve, to scope the evidence to one project."),
+  occurred_at: happenedAt.optional().describe("When what it records happened (ISO 8601, at most 5 minutes ahead; default: when it is appended). " +
+    "Its claims report the latest of their sources' occurred_at, and compile lifts a matching claim whose occurred_at lies within 60 minutes " +
+    "of a better match about the same subject (a conversation's session scores by its best turn)."),
 });
 
 const sourceEntry = z.union([
@@ -71,9 +81,10 @@ export const consolidationBody = z.strictObject({
 });
 
 export const compileBody = z.strictObject({
-  query: z.string().max(4000).optional().describe("The task or question to find relevant claims for, in plain words."),
-  subject_id: nonEmpty(200).optional().describe("Prefer claims about this subject."),
-  project_id: id("project").optional().describe("Prefer claims in this project."),
+  query: z.string().max(4000).optional().describe("The task or question to find relevant claims for, in plain words. " +
+    "With a query, only claims that hold one of its words, or are at least the embedder's similarity floor from it, are packed."),
+  subject_id: nonEmpty(200).optional().describe("Only claims about this subject (as GET /v1/memories filters)."),
+  project_id: id("project").optional().describe("Only claims in this project (as GET /v1/memories filters)."),
   kinds: z.array(z.enum(CLAIM_KINDS)).min(1).max(CLAIM_KINDS.length).optional().describe("Only claims of these kinds."),
   token_budget: tokenBudget.describe("At most this many tokens of claims (1 to 32,000)."),
   max_items: maxItems.describe("At most this many claims (1 to 200)."),

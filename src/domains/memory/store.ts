@@ -38,7 +38,7 @@ export function claimView(c: ClaimRow, sources: SourceRow[]) {
     status: c.status, visibility: c.visibility, trust: c.trust, version: c.version, valid_from: c.valid_from,
     valid_to: c.valid_to, superseded_by: c.superseded_by, disputes: JSON.parse(c.disputes) as string[],
     sources: sources.map((s) => ({ observation_id: s.observation_id, relation: s.relation })),
-    created_at: c.created_at, updated_at: c.updated_at,
+    created_at: c.created_at, updated_at: c.updated_at, occurred_at: c.occurred_at,
   };
 }
 
@@ -103,7 +103,7 @@ export function observationView(o: ObservationRow) {
     observation_id: o.observation_id, subject_id: o.subject_id, project_id: o.project_id, kind: o.kind,
     content: o.content, content_hash: o.content_hash,
     source: { type: o.source_type, ...(o.source_ref != null ? { ref: o.source_ref } : {}) },
-    trust: o.trust, visibility: o.visibility, author_id: o.author_id, created_at: o.created_at,
+    trust: o.trust, visibility: o.visibility, author_id: o.author_id, created_at: o.created_at, occurred_at: o.occurred_at,
     purged: o.purged_at != null, purged_at: o.purged_at,
   };
 }

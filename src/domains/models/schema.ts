@@ -18,7 +18,9 @@ const part = { status: z.enum(STATUSES), key_state: z.enum(KEY_STATES), problems
 export const modelConfigResponse = z.strictObject({
   read_at: timestamp,
   embedding: z.strictObject({ provider: z.enum(EMBEDDING_PROVIDERS), model: z.string().nullable(),
-    dimensions: count.nullable(), pooling: z.string().nullable(), ...part }),
+    dimensions: count.nullable(), pooling: z.string().nullable(),
+    similarity_floor: z.number().nullable().describe("Compile's relevance floor: a claim this similar to the query (cosine) enters a pack without a query word; null: vectors only re-rank claims that hold one"),
+    ...part }),
   vector_index: z.strictObject({ provider: z.enum(INDEX_PROVIDERS), metric: z.literal("cosine"),
     namespace: z.literal("organization").nullable(), ...part }),
   extraction: z.strictObject({ provider: z.enum(EXTRACTION_PROVIDERS), model: z.string().nullable(), ...part }),

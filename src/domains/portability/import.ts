@@ -68,7 +68,8 @@ export function parseImport(body: string | null, caller: Caller): ImportFile {
     if (!schema) throw invalid(`Line ${line}: Invalid field "type": must be "project", "observation" or "claim".`);
     const parsed = validate(schema, value);
     if (!parsed.success) throw invalid(`Line ${line}: ${parsed.message}`);
-    const rec = parsed.data;
+    // A line from a file written before event time existed: its record happened when it was written.
+    const rec = parsed.data.type === "project" ? parsed.data : { ...parsed.data, occurred_at: parsed.data.occurred_at ?? parsed.data.created_at };
     const id = idOf(rec);
     if (ids.has(id)) throw invalid(`Line ${line}: duplicate id ${id}.`);
     ids.add(id);
@@ -279,13 +280,13 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     ...observations.map(({ rec: o }) => insertObservation(db, {
       observation_id: o.observation_id, subject_id: o.subject_id, project_id: o.project_id, kind: o.kind, content: o.content,
       content_hash: o.content_hash, source_type: o.source.type, source_ref: o.source.ref ?? null, trust: o.trust,
-      visibility: o.visibility, author_id: o.author_id, created_at: o.created_at, purged_at: o.purged_at,
+      visibility: o.visibility, author_id: o.author_id, created_at: o.created_at, occurred_at: o.occurred_at, purged_at: o.purged_at,
     })),
     ...claims.map(({ rec: c }) => insertClaim(db, {
       claim_id: c.claim_id, subject_id: c.subject_id, project_id: c.project_id, kind: c.kind, statement: c.statement,
       status: c.status, visibility: c.visibility, trust: c.trust, version: c.version, valid_from: c.valid_from,
       valid_to: c.valid_to, superseded_by: c.superseded_by, disputes: JSON.stringify(c.disputes), author_id: c.author_id,
-      created_at: c.created_at, updated_at: c.updated_at,
+      created_at: c.created_at, updated_at: c.updated_at, occurred_at: c.occurred_at,
     }, c.sources)),
   ];
 

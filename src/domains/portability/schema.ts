@@ -8,7 +8,7 @@ import { ID_PREFIX } from "../../http/ids";
 import { count, idOf } from "../../http/shapes";
 import { limitParam } from "../../http/validate";
 import {
-  CLAIM_KINDS, CLAIM_STATUSES, MAX_CONTENT_CHARS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS,
+  CLAIM_KINDS, CLAIM_STATUSES, MAX_CONTENT_CHARS, MAX_FUTURE_SKEW_MS, MAX_STATEMENT_CHARS, OBSERVATION_KINDS, RELATIONS,
 } from "../memory/schema";
 
 export const EXPORT_FORMAT_VERSION = 1;
@@ -30,7 +30,7 @@ const workspaceId = idOf(ID_PREFIX.workspace, "workspace");
 // Exactly the form the service writes (toISOString), so a restored timestamp is byte-identical.
 const timestamp = z.iso.datetime({ precision: 3, error: "must be an ISO 8601 UTC timestamp with milliseconds" });
 /** How far past this server's clock a restored record time may lie (clock skew between deployments). */
-export const MAX_IMPORT_FUTURE_MS = 5 * 60_000;
+export const MAX_IMPORT_FUTURE_MS = MAX_FUTURE_SKEW_MS;
 /**
  * When something happened (created, updated, purged, valid from): never later than now plus the skew
  * allowance. A record dated in the future would be younger than any retention age for as long as it
@@ -72,6 +72,7 @@ export const observationLine = z.strictObject({
   visibility,
   author_id: authorId,
   created_at: pastTimestamp,
+  occurred_at: pastTimestamp.optional().describe("when what it records happened; a line without it (a file written before event time existed) is read as its created_at"),
   purged: z.boolean(),
   purged_at: pastTimestamp.nullable(),
 }).superRefine((o, ctx) => {
@@ -101,6 +102,7 @@ export const claimLine = z.strictObject({
     .describe("in order; only the sources the exporting caller could read; each must exist on import"),
   created_at: pastTimestamp,
   updated_at: pastTimestamp,
+  occurred_at: pastTimestamp.optional().describe("the latest occurred_at of its sources, restored as recorded; a line without it is read as its created_at"),
   author_id: authorId,
 }).superRefine((c, ctx) => {
   // A superseded claim may carry null: its successor is one the exporter could not read (the export
