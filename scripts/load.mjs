@@ -25,8 +25,8 @@ const DEADLINE = Date.now() + Number(args["max-minutes"] ?? 30) * 60_000;
 /** Run the writers; returns what each 201/200 said and every anomaly. */
 /**
  * wrangler dev's own proxy (in front of the Worker) sometimes answers a plain-text 503 "Your worker
- * restarted mid-request" when a kept-alive connection to the Worker is dropped (cloudflare/workers-sdk
- * #14641: the Worker never restarted, and never saw the request). Not the service's answer: the
+ * restarted mid-request" when a kept-alive connection to the Worker is dropped
+ * (cloudflare/workers-sdk#14641: the Worker never restarted, and never saw the request). Not the service's answer: the
  * service always answers its JSON envelope. Counted apart, and checked: such a request left no trace.
  */
 const isDevProxy503 = (r) => r.status === 503 && /^Your worker restarted mid-request/.test(r.text);

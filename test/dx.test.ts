@@ -1,4 +1,4 @@
-// Developer experience (issue 21): errors that teach.
+// Developer experience: errors that teach.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../src/routes";

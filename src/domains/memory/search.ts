@@ -62,8 +62,7 @@ export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq
  * backwards and stops at the window. Read from claim_ranking (every column memoriesWhere names is
  * there): one narrow row per match, and of it only seq and stems (the seq is the claim's identity for
  * the rest of the search: AUTOINCREMENT, never reused). The few claims without stems get their
- * statement in a second read: a CASE for them in this one cost every row (docs/BENCHMARKS.md, "Issue
- * 23, fifth pass").
+ * statement in a second read: a CASE for them in this one would cost every row.
  */
 export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
   const [where, args] = memoriesWhere(caller, f);
