@@ -370,44 +370,36 @@ async function partAppendCpu(server) {
   if (profiles.append && profiles.bare) {
     const names = [...new Set([...profiles.append.buckets.keys(), ...profiles.bare.buckets.keys()])];
     const ms = (name, b) => ((profiles[name].buckets.get(b) ?? 0) / 100) * m(name, "workerd");
-    perfMd = `Where workerd's CPU goes (\`perf record -e cpu-clock\` on the server's workerd processes during one more
-${n}-request run of each; shares of samples turned into ms per request with the medians above; JIT-compiled JavaScript
-has no symbols in perf, so it counts under V8 JavaScript as a whole):
+    perfMd = `Where workerd's CPU goes (\`perf record -e cpu-clock\`, one more ${n}-request run of each; JIT-compiled JavaScript
+counts under V8 JavaScript as a whole):
 
 ${table(["bucket", "(a) append ms/request", "(b) bare ms/request"],
-  names.map((b) => [b, fmt(ms("append", b), 3), fmt(ms("bare", b), 3)]))}
-
-Top symbols of (a), share of its samples: ${profiles.append.top.map(([s, p]) => `\`${s}\` ${fmt(p, 1)}%`).join(", ")}.`;
+  names.map((b) => [b, fmt(ms("append", b), 3), fmt(ms("bare", b), 3)]))}`;
   }
   const ratio = m("append", "workerd") / m("bare", "workerd");
   const threadRatio = m("append", "workerThread") / m("bare", "workerThread");
-  const threadMd = `The Worker's own workerd process runs the front Worker, every Durable Object and their alarms on one
-event-loop thread; wrangler's dev proxy is a second workerd process in front of it. That thread, per request (CPU from
-its schedstat; "busy": share of 1 ms samples of its scheduler state in which it was running or waiting for a core (R)
-or in a disk wait (D, the commit's fsync), the rest idle):
+  const threadMd = `Locally one event-loop thread runs the front Worker, every Durable Object and their alarms (wrangler's dev
+proxy is a second process). That thread per request ("busy": share of 1 ms samples running, waiting for a core or in a
+disk wait, the commit's fsync):
 
 ${table(["target", "Worker thread CPU ms/request (median)", "per round", "busy % (of which disk)", "proxy thread CPU ms/request"],
   ["append", "bare"].map((name) => [name === "append" ? "(a) append" : "(b) bare insert", fmt(m(name, "workerThread"), 3),
     per[name].map((x) => fmt(x.workerThread, 3)).join(", "), `${fmt(m(name, "busy"), 0)} (${fmt(m(name, "disk"), 0)})`,
     fmt(m(name, "proxyThread"), 3)]))}
 
-While a target runs at concurrency 8 its Worker thread is the queue every request passes through, so the
-throughput ratio of part 1 tracks this thread's CPU per request, bare / append = **${fmt(1 / threadRatio, 2)}** (the
-ratio reads somewhat higher when the bare insert's thread is idle part of the time: then the dev proxy and the load
-generator, on the same two cores, hold the bare insert back too).`;
+At concurrency 8 that thread is the queue every request passes through, so part 1's throughput ratio tracks its CPU per
+request, bare / append = **${fmt(1 / threadRatio, 2)}**.`;
   const calls = ["fsync", "fdatasync", "pwrite64", "openat"];
   const syscallMd = syscalls.append && syscalls.bare
-    ? `System calls of workerd per request (\`strace -f -c\` during one more ${n}-request run of each at concurrency 8;
-fsync and fdatasync are durable commits; these counts do not move with the machine's load):
+    ? `System calls of workerd per request (\`strace -f -c\`, one more ${n}-request run of each; they do not move with load):
 
 ${table(["target", ...calls], ["append", "bare"].map((name) => [name === "append" ? "(a) append" : "(b) bare insert",
   ...calls.map((c) => fmt(syscalls[name][c] ?? 0, 2))]))}`
     : "strace was not available: no system call counts.";
   const md = `### 1b. CPU per append
 
-The same two targets as part 1, ${n} requests each at concurrency 8, ${ROUNDS} rounds alternating: CPU time (user + system,
-from /proc) that the server's workerd processes and wrangler's node process (its local dev proxy) spent per request.
-CPU time moves less with the machine's other load than throughput does, but not nothing: compare rounds.
+Part 1's two targets, ${n} requests each at concurrency 8, ${ROUNDS} rounds alternating: CPU time (user + system, from /proc)
+of the server's workerd processes and wrangler's node process per request (it moves less with outside load than throughput).
 
 ${table(["target", "workerd CPU ms/request (median)", "node (dev proxy) CPU ms/request", "workerd per round", "non-2xx + errors"], rows)}
 
@@ -482,7 +474,7 @@ async function partFootprint(server) {
     },
     appends_per_second_one_org: Math.round(load.rps),
     append_p99_ms: load.p99,
-    notes: "claim includes its source link and FTS row; vectors are not stored yet (branch vectors) and add to claim when they land. " +
+    notes: "claim includes its source link, FTS and ranking rows and its index-queue row; its vector, written by the background index drain while the claims are written, is partly counted. " +
       "append_total = observation + event + audit_entry; ~220-byte observation bodies, ~60-character claim statements.",
   };
   writeFileSync(new URL("../docs/footprint.json", import.meta.url), JSON.stringify(figures, null, 2) + "\n");
@@ -495,7 +487,7 @@ of each kind (events and audit entries: copies of a real row; observations: appe
 consolidations of 50, net of their events and a 50th of the audit entry). Written to \`docs/footprint.json\` for \`npm run plan\`.
 
 ${table(["row", "bytes"], [
-    ["observation (~220-byte content)", String(b.observation)], ["claim (with source link and FTS; no vectors yet)", String(b.claim)],
+    ["observation (~220-byte content)", String(b.observation)], ["claim (with source link, FTS and ranking rows)", String(b.claim)],
     ["event", String(b.event)], ["audit entry", String(b.audit_entry)], ["one append, all rows", String(b.append_total)],
     ["one consolidated claim, all rows", String(b.consolidated_claim_total)], ["ownership registry entry", String(b.registry_entry)]])}
 
@@ -668,30 +660,21 @@ async function partScale(server) {
   const phases = [...new Set(measured.flatMap((s) => Object.keys(results[s].profile.now)))];
   const profileRows = [
     ...phases.map((p) => [p, ...measured.map((s) => fmt(results[s].profile.now[p] ?? NaN, 2))]),
-    ["**total (current code)**", ...measured.map((s) => fmt(Object.values(results[s].profile.now).reduce((a, b) => a + b, 0), 2))],
-    ...["term counts (main)", "FTS5 bm25 candidates (main)"].map((p) => [`before: ${p}`, ...measured.map((s) => fmt(results[s].profile.before[p], 2))]),
+    ["**total**", ...measured.map((s) => fmt(Object.values(results[s].profile.now).reduce((a, b) => a + b, 0), 2))],
+    ...[["term counts (main)", "unbounded: per-word posting counts"], ["FTS5 bm25 candidates (main)", "unbounded: FTS5 bm25 of every match"]]
+      .map(([p, label]) => [label, ...measured.map((s) => fmt(results[s].profile.before[p], 2))]),
   ];
   const ratio = (a, b, k) => (results[a] && results[b] ? results[a][k] / Math.max(results[b][k], k.endsWith("In95") ? 1 : 0) : NaN);
   const verdict = (x, limit) => (Number.isFinite(x) ? `${fmt(x, 2)}× (${x <= limit ? "met" : "missed"})` : "not measured");
   const md = `### 2. Compile and search as the organization grows
 
-One organization grown to ${SIZES.map((s) => s.toLocaleString("en-US")).join(", ")} claims: statements of 10-30 words drawn
-with Zipf(1.07) over the local embedder's own vocabulary by frequency rank (the ${VOCAB.length.toLocaleString("en-US")} English words of
-\`src/vector/glove-table.ts\`, read out of that file by \`scripts/bench-lib.mjs\`; stopwords included, as in running text),
-so a few words are everywhere and most are rare; 50 claims per consolidation, 20 subjects. Every word is one the embedder
-knows, so statements and queries embed to real vectors and compile is **hybrid**: lexical candidates plus the vector index's
-nearest claims. (Runs before this change drew from 20,000 made-up words the embedder did not know: every query embedded to
-zero and found no vector hit, so their compile numbers were lexical-only; they are not comparable with these.)
-
-The server's timer drains the index queue (pages of 100) while seeding goes on; before each size is measured the rest is
-drained through \`POST /v1/index/drain\` (pages of 100, its largest, two requests in flight, beside the timer), and the
-run stops unless the index then holds every claim, so nothing is draining during the samples. Third column: vectors held,
-how many the index held when seeding ended, and how long the rest took. At each size ${SAMPLES} samples each of:
-\`POST /v1/context/compile\` with a query of 4 informative words (the same Zipf with the stopwords of
-\`src/domains/memory/fts.ts\` skipped, as an agent asks) and \`token_budget\` 1000 over HTTP, the same dispatched straight to
-the Durable Object and timed inside it (\`/__bench/timed\`; workerd's clock has 1 ms resolution, so inside values are whole
-ms), and \`GET /v1/memories?q=<2 non-stopwords of a stored claim>&limit=25\` both ways. Sequential requests; latency in ms
-(p50 / p95). "Hybrid packs": HTTP compiles whose \`meta.degraded.vectors\` was false (a vector hit took part in ranking).
+One organization grown to ${SIZES.map((s) => s.toLocaleString("en-US")).join(", ")} claims (statements of 10-30 words drawn with Zipf(1.07) from
+the local embedder's ${VOCAB.length.toLocaleString("en-US")}-word vocabulary, stopwords included; 50 claims per consolidation, 20 subjects), so
+queries embed to real vectors and compile is **hybrid**. Before each size is measured the vector index is drained until it
+holds every claim (third column: held, held when seeding ended, time for the rest). At each size ${SAMPLES} samples each of
+\`POST /v1/context/compile\` (4 informative words, \`token_budget\` 1000) and \`GET /v1/memories?q=<2 words of a stored
+claim>&limit=25\`, over HTTP and timed inside the Durable Object (\`/__bench/timed\`, 1 ms clock), sequential; latency in
+ms (p50 / p95). "Hybrid packs": compiles in which a vector hit took part (\`meta.degraded.vectors: false\`).
 
 ${table(["claims", "seeding time (rate)", "vector index before measuring", "compile HTTP p50 / p95", "compile inside DO p50 / p95", "search HTTP p50 / p95", "search inside DO p50 / p95",
   "compile p95 vs first size (HTTP / inside)", "search p95 vs first size", "items per pack (median)", "hybrid packs of samples"], rows)}
@@ -700,11 +683,9 @@ Targets (same-run p95 ratios): compile at 50k ≤ 1.5× of 1k: HTTP ${verdict(ra
 compile at 200k ≤ 2× of 1k: HTTP ${verdict(ratio(200_000, 1_000, "cHttp95"), 2)}, inside ${verdict(ratio(200_000, 1_000, "cIn95"), 2)};
 search at 50k ≤ 1.5× of 1k: HTTP ${verdict(ratio(50_000, 1_000, "sHttp95"), 1.5)}, inside ${verdict(ratio(50_000, 1_000, "sIn95"), 1.5)}.
 
-Profile of compile inside the Durable Object (mean ms per compile over the 50 queries, 3 repetitions, \`/__bench/profile\`:
-the vector query the route runs first (embedding + authorized kNN, \`vectorHits\`), the phases marked in \`rankClaims\` with
-its hits, then pack and the items' JSON). The "before" rows time main's two statements that
-grew with the organization (per-word posting counts for idf, and FTS5's bm25 ranking of every match before LIMIT 500)
-on the same data in the same run.
+Compile's phases inside the Durable Object (\`/__bench/profile\`, mean ms per compile over the 50 queries × 3); the last
+two rows time, on the same data, the two statements an unbounded compile would run (per-word posting counts, FTS5's bm25
+of every match before LIMIT 500).
 
 ${table(["phase", ...measured.map((s) => s.toLocaleString("en-US"))], profileRows)}`;
   return { md, org, growth, largest: have };
@@ -756,18 +737,12 @@ async function partVectors(vecServer, lexServer) {
       `${fmt(last.ratio, 2)}× / ${fmt(last.ratioIn, 2)}×`, `${lat.lex.used} / ${lat.vec.used} of ${lat.vec.http.length}`]);
     log(`  ${size}: lexical p95 ${fmt(p("lex", "http", 95))} ms, hybrid p95 ${fmt(p("vec", "http", 95))} ms`);
   }
-  const md = `### 8. Compile with and without vectors
+  const md = `### 11. Compile with and without vectors
 
-Two servers from the same bundle, neither with a background timer: the embedded default (local embedder, int8 vector
-index in the Durable Object) and the same with \`EMBEDDING_PROVIDER\` and \`VECTOR_INDEX\` \`none\`. Each holds one organization
-with the same claims as part 2 (same seed: statements drawn from the embedder's own ${VOCAB.length.toLocaleString("en-US")}-word
-vocabulary, so they embed to real vectors); at each size the first one's index is filled (\`POST /v1/index/verify\` pages,
-then \`POST /v1/index/drain\` pages of 100 until empty, then verify again; the run stops unless every claim is present; time
-in the second column). Then ${SAMPLES} identical compiles (part 2's queries: 4 informative words, \`token_budget\` 1000)
-alternate between them, over HTTP and timed inside the object. Every query word is one the embedder knows, so the query
-vectors are real and the hybrid server's packs mix in nearest claims by meaning; the last column counts packs whose
-\`meta.degraded.vectors\` was false (a vector hit took part in ranking). Runs before this change used made-up words that all
-embedded to zero (no vector hit at all): not comparable.
+Two servers from the same bundle, no background timer: the embedded default (local embedder and index) and the same with
+\`EMBEDDING_PROVIDER\` and \`VECTOR_INDEX\` \`none\`, each with part 2's claims (same seed). At each size the first one's
+index is filled and verified complete (second column), then ${SAMPLES} identical compiles (part 2's queries) alternate between
+them, over HTTP and timed inside the object. Last column: packs in which a vector hit took part.
 
 ${table(["claims", "vectors indexed", "lexical HTTP p50 / p95", "hybrid HTTP p50 / p95", "lexical inside p50 / p95", "hybrid inside p50 / p95",
   "hybrid p95 vs lexical (HTTP / inside)", "packs with vectors (lexical / hybrid server)"], rows)}
@@ -1163,9 +1138,8 @@ async function main() {
   log(`bench server ${server.url} (state ${server.stateDir})`);
   writeSection("speed", `## Speed (\`npm run bench\`)
 
-Server: \`bench/wrangler.toml\`, the product's Worker unchanged plus the bench-only \`/__bench/*\` routes
-(\`bench/worker.ts\`), on local workerd. The load generator (autocannon) shares the machine's 2 cores with workerd.
-Each part below rewrites its own section; each names the machine and versions it ran on.`);
+Server: \`bench/wrangler.toml\` (the product's Worker plus bench-only \`/__bench/*\` routes) on local workerd, sharing the
+machine's 2 cores with the load generator (autocannon). Each part names the machine, versions and commit it ran on.`);
   const summary = [];
   const done = (name, md) => {
     writeSection(`speed-${name}`, `${md}\n\n<sub>${machineLine()}</sub>`);

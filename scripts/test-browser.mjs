@@ -5,7 +5,7 @@
 // domain's virtual authenticator) through the console at http://localhost:PORT/console/ (the RP ID is
 // `localhost`: an IP address such as 127.0.0.1 can never be one). Screenshots go to a folder it prints.
 //   CHROMIUM=/path/to/chromium  overrides the browser;  --keep  keeps the state and screenshot folders;
-//   --update-docs  copies the README's two screenshots (docs/console.png, docs/console-atlas.png) from this run.
+//   --update-docs  copies the two screenshots the docs show (docs/console.png, docs/console-atlas.png) from this run.
 // Every wait is on a condition of the page (no sleeps); a failure prints what the page said.
 import { spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -34,7 +34,7 @@ const pageSays = () => page?.evaluate(() => [...document.querySelectorAll("main 
   || document.querySelector("main")?.innerText.slice(0, 400)).catch((e) => `(unreadable: ${e.message})`);
 const t0 = Date.now();
 const log = (msg) => console.log(`  ✓ ${msg} [${Math.round((Date.now() - t0) / 1000)} s]`);
-/** The Atlas screenshot the README shows (--update-docs). */
+/** The Atlas screenshot the docs show (--update-docs). */
 const ATLAS_FOR_DOCS = "atlas";
 /** Screenshot files by name. */
 const shotFiles = {};

@@ -56,7 +56,7 @@ describe("errors that teach", () => {
   });
 });
 
-describe("resolving a dispute (README memory loop recipe)", () => {
+describe("resolving a dispute (the recipe of docs/api-guide.md)", () => {
   it("a new claim supersedes both sides; both leave compiled context and stay as history", async () => {
     const org = await newOrg();
     const key = org.api_key;

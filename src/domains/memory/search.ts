@@ -100,7 +100,7 @@ export function claimSeqOf(db: Db, caller: Caller, claimId: string): number | nu
 
 /** Matches ranked per search: the newest this many. */
 export const SEARCH_WINDOW = 1000;
-/** How long a search's later pages stay stable (at least ten minutes, as promised in the README). */
+/** How long a search's later pages stay stable (15 minutes, as docs/api-guide.md says). */
 export const SNAPSHOT_TTL_MS = 15 * 60_000;
 
 interface SnapshotCursor {
