@@ -15,18 +15,19 @@ import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search
 import { markJobDue } from "../src/org/jobs";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
 import { insertClaim } from "../src/domains/memory/records";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { readModelConfig } from "../src/vector/config";
 import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
 import { localIndexFor } from "../src/vector/local-index";
 import type { VectorRuntime } from "../src/vector/runtime";
-import { Db } from "../src/org/db";
+import { Db } from "../src/sql/db";
 import { clock } from "../src/http/clock";
 const pin = () => { clock.reset(); clock.advance(Date.parse("2026-11-20T00:00:00.000Z") - Date.now()); };
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
-import { GLOVE_TABLE } from "../src/vector/glove-table";
-import { STOPWORDS } from "../src/domains/memory/fts";
+import { GLOVE_TABLE } from "../src/generated/glove-table";
+import { STOPWORDS } from "../src/text/stopwords";
+import type { VectorItem } from "../src/vector/types";
 
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).
 const SIZES: number[] = inject("profileSizes") ?? [1000, 50000, 200000];
@@ -70,7 +71,7 @@ it("profile", async () => {
       const author = loadCaller(db, hashKey(org.api_key))!.principalId;
       // Ids with the product's claim prefix: the route's accept takes only those (answers hash their last 6 characters).
       for (let from = have; from < size; from += 1000) {
-        const vecs: { id: string; values: Float32Array }[] = [];
+        const vecs: VectorItem[] = [];
         storage.transactionSync(() => {
           for (let i = from; i < Math.min(size, from + 1000); i++) {
             const b = Math.floor(i / 50);
@@ -80,7 +81,7 @@ it("profile", async () => {
             insertClaim(db, { claim_id: `claim_${i.toString(16).padStart(32, "0")}`, subject_id: `subject-${b % 20}`, project_id: null, kind: "fact",
               statement: s, status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
               disputes: "[]", author_id: author, created_at: at, updated_at: at }, []);
-            vecs.push({ id: `claim_${i.toString(16).padStart(32, "0")}`, values: embedLocally(s) });
+            vecs.push({ id: `claim_${i.toString(16).padStart(32, "0")}`, values: embedLocally(s), metadata: {} });
           }
         });
         await localIndexFor(db).upsert(vecs);
@@ -104,7 +105,7 @@ it("profile", async () => {
         hybrid: () => vectorHits(rt, db, caller, { query: q }),
         "hybrid, hits read again": async () => {
           const [v] = await rt.embedder!.embed([q]);
-          const hits = await rt.index!.query(v, 100, (ids) => candidateRowsAmong(db, caller, undefined, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, undefined)));
+          const hits = await rt.index!.query(v, 100, { ways: [{}], accept: (ids) => candidateRowsAmong(db, caller, undefined, ids.filter((id) => id.startsWith("claim_")), readAhead(db, caller, undefined)) });
           return { similarities: new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])) };
         },
       };

@@ -15,20 +15,27 @@
 // - POST /__bench/profile: { key, bodies, reps? } compile's phases (vector query, rankClaims' marks, pack, JSON)
 //   timed inside the org's Durable Object, mean ms per compile.
 // - GET /__bench/clock: whether the clock advances during synchronous work in this runtime.
+// - POST /__bench/vector-stats: { key } the org's local vector index: its counters (queries, copy hits,
+//   loads, refusals above the bound, rows scanned, ids passed to the read rule), the bytes its copy
+//   holds, its bound and the vectors in its table; and the isolate's stem memo (fts.ts) counters.
 // None of this is part of the product's route table (src/routes.ts).
 import { DurableObject } from "cloudflare:workers";
 import { bearerToken, hashKey } from "../src/auth/credentials";
-import type { EdgeEnv } from "../src/http/route";
-import { routeId } from "../src/http/route";
+import type { EdgeEnv } from "../src/env";
+import { routeId } from "../src/org/route";
 import { buildMatcher } from "../src/http/router";
 import { orgForCredential } from "../src/index-db";
 import { compilePack } from "../src/domains/memory/compile";
 import type { CompileFilters } from "../src/domains/memory/ranking";
 import { loadCaller } from "../src/domains/identity/store";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { getMeta } from "../src/org/meta";
 import { runtimeFor } from "../src/vector/runtime";
-import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
+import { localIndexFor } from "../src/vector/local-index";
+import { stemMemo } from "../src/domains/memory/fts";
+import { Db } from "../src/sql/db";
+import type { DispatchInput } from "../src/env";
+import { OrgStore } from "../src/OrgStore";
 export { IdRegistry } from "../src/registry/IdRegistry";
 import { REGISTRY_SHARDS } from "../src/registry/shards";
 import { ROUTES } from "../src/routes";
@@ -104,7 +111,29 @@ export class BenchOrgStore extends OrgStore {
         mark("pack + JSON");
       }
     const n = reps * bodies.length;
-    return Object.fromEntries(Object.entries(total).map(([k, v]) => [k, v / n]));
+    const out = Object.fromEntries(Object.entries(total).map(([k, v]) => [k, v / n]));
+    // One more pass, untimed, through a Db that counts the rows SQLite reads (cursor.rowsRead): the
+    // vector query's read-rule reads and compile's, not the index's in-memory rows (vector-stats has those).
+    let rowsRead = 0;
+    const counting = new Db(new Proxy(this.db.sql, { get: (t, k) => k === "exec"
+      ? (...a: Parameters<SqlStorage["exec"]>) => {
+        const cur = t.exec(...a); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
+        return { columnNames: cur.columnNames, raw: () => rows.values() };
+      }
+      : Reflect.get(t, k, t) }));
+    for (const body of bodies) {
+      const vectors = await vectorHits(rt, counting, caller, body);
+      compilePack(counting, caller, body, 1000, 50, () => {}, vectors ?? undefined);
+    }
+    return { ...out, "SQLite rows read per compile": rowsRead / bodies.length };
+  }
+
+  /** Bench-only: the local vector index's counters and what it holds (see /__bench/vector-stats). */
+  vectorStats(): Record<string, number> {
+    const index = localIndexFor(this.db);
+    const dims = runtimeFor({ deps: this.deps, db: this.db, orgId: getMeta(this.db, "org_id") ?? undefined }).embedder?.dimensions ?? 0;
+    return { ...index.stats, heldBytes: index.heldBytes(), bound: index.bound(dims), vectors: index.vectors(dims), dimensions: dims,
+      stemHits: stemMemo.hits, stemMisses: stemMemo.misses, stemClears: stemMemo.clears, stemBound: stemMemo.bound };
   }
 
   /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */
@@ -256,6 +285,12 @@ export default {
       const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
       if (!orgId) return json(401, { error: "unknown key" });
       return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).profileCompile(spec.key, spec.bodies, spec.reps ?? 1));
+    }
+    if (url.pathname === "/__bench/vector-stats" && request.method === "POST") {
+      const spec = (await request.json()) as { key: string };
+      const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
+      if (!orgId) return json(401, { error: "unknown key" });
+      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).vectorStats());
     }
     if (url.pathname === "/__bench/clock") {
       const t0 = performance.now();

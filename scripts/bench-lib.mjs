@@ -273,20 +273,20 @@ export function table(header, rows) {
 
 // ---- deterministic synthetic text ---------------------------------------------------------------
 
-// The local embedder's own vocabulary (src/vector/glove-table.ts, the 10,000 most frequent English
+// The local embedder's own vocabulary (src/generated/glove-table.ts, the 10,000 most frequent English
 // words in frequency order), read out of the table file so it stays in step with the table: statements
 // and queries made of words the embedder knows embed to real vectors, so a hybrid compile's vector step
 // finds real neighbours (made-up words all embed to zero and find none).
 const readSource = (path) => readFileSync(join(root, path), "utf8");
 function tableWords() {
-  const m = /^\s*words: "([a-z0-9 ]+)",?$/m.exec(readSource("src/vector/glove-table.ts"));
-  if (!m) throw new Error("src/vector/glove-table.ts: no `words` line (the table's format changed?)");
+  const m = /^\s*words: "([a-z0-9 ]+)",?$/m.exec(readSource("src/generated/glove-table.ts"));
+  if (!m) throw new Error("src/generated/glove-table.ts: no `words` line (the table's format changed?)");
   return m[1].split(" ");
 }
-/** compile's and the embedder's stopwords (src/domains/memory/fts.ts STOPWORDS), read out of the source. */
+/** compile's and the embedder's stopwords (src/text/stopwords.ts STOPWORDS), read out of the source. */
 function ftsStopwords() {
-  const m = /export const STOPWORDS\b[^=]*= new Set\(\(([\s\S]*?)\)\.split\(" "\)\)/.exec(readSource("src/domains/memory/fts.ts"));
-  if (!m) throw new Error("src/domains/memory/fts.ts: no STOPWORDS list (its format changed?)");
+  const m = /export const STOPWORDS\b[^=]*= new Set\(\(([\s\S]*?)\)\.split\(" "\)\)/.exec(readSource("src/text/stopwords.ts"));
+  if (!m) throw new Error("src/text/stopwords.ts: no STOPWORDS list (its format changed?)");
   return new Set([...m[1].matchAll(/"([^"]*)"/g)].map((q) => q[1]).join("").split(" "));
 }
 export const VOCAB = tableWords();

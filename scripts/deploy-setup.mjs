@@ -2,7 +2,9 @@
 // npm run deploy:setup [-- --dry-run] [--database svc-index] [--vector-index svc-memory-vectors] [--host console.example.com]
 //
 // First deployment to Cloudflare without editing a tracked file:
-//   1. creates the D1 database (or finds the existing one) and the Vectorize index (384 dims, cosine),
+//   1. creates the D1 database (or finds the existing one) and the Vectorize index (384 dims, cosine)
+//      with its metadata indexes (the properties compile's ways filter on; they must exist before any
+//      vector is written, or those vectors match no filter),
 //   2. writes wrangler.production.toml (untracked): wrangler.toml with the real database id,
 //   3. applies the D1 migrations remotely,
 //   4. sets the OPERATOR_TOKEN and PASSWORD_PEPPER secrets (random, piped on stdin, never on a
@@ -21,6 +23,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const PRODUCTION_CONFIG = "wrangler.production.toml";
+/** The Vectorize metadata indexes the service filters on (one list, also read by the Worker). */
+export const METADATA_INDEXES = JSON.parse(readFileSync(new URL("../src/vector/metadata-indexes.json", import.meta.url), "utf8"));
 export const SECRETS_FILE = join(".deploy", "secrets.json");
 const PLACEHOLDER_ID = "00000000-0000-0000-0000-000000000000";
 
@@ -72,6 +76,11 @@ export function plan({ database, vectorIndex, toml, host = null }) {
     { name: "create D1 database", wrangler: ["d1", "create", database], tolerate: /already exists/i },
     { name: "find D1 database id", wrangler: ["d1", "info", database, "--json"], capture: "databaseId" },
     { name: "create Vectorize index", wrangler: ["vectorize", "create", vectorIndex, "--dimensions", "384", "--metric", "cosine"], tolerate: /already exists|duplicate/i },
+    ...METADATA_INDEXES.map((m) => ({
+      name: `create Vectorize metadata index ${m.property}`,
+      wrangler: ["vectorize", "create-metadata-index", vectorIndex, "--property-name", m.property, "--type", m.type],
+      tolerate: /already exists|duplicate/i,
+    })),
     { name: `write ${PRODUCTION_CONFIG}`, local: "config" },
     { name: "apply D1 migrations", wrangler: ["d1", "migrations", "apply", "INDEX_DB", "--remote", ...cfg, ...envArgs(toml)] },
     { name: "set OPERATOR_TOKEN", wrangler: ["secret", "put", "OPERATOR_TOKEN", ...cfg, ...envArgs(toml)], secret: "OPERATOR_TOKEN" },

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Runs examples/quickstart.sh and examples/agent.ts against a fresh server started the way the
-// conformance kit starts one (npm start on a free port, a temporary state folder, a bootstrapped
-// organization), and checks examples/openapi.d.ts is still what openapi-typescript makes of
-// docs/openapi.json. Wired into .ci/run (it starts a server, so it is not part of npm test).
+// Runs examples/quickstart.sh and examples/agent.ts (with tsx, as its header says, on this Node) against
+// a fresh server started the way the conformance kit starts one (npm start on a free port, a temporary
+// state folder, a bootstrapped organization), and checks the typed client's types
+// (clients/typescript/src/openapi.d.ts) are still what openapi-typescript makes of docs/openapi.json.
+// Wired into .ci/run (it starts a server, so it is not part of npm test).
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,8 +17,8 @@ const fail = (msg) => {
 
 const typesNow = join(mkdtempSync(join(tmpdir(), "svc-types-")), "openapi.d.ts");
 execFileSync(join(root, "node_modules/.bin/openapi-typescript"), ["docs/openapi.json", "-o", typesNow], { cwd: root, stdio: "ignore" });
-if (readFileSync(typesNow, "utf8") !== readFileSync(join(root, "examples/openapi.d.ts"), "utf8"))
-  fail("examples/openapi.d.ts is stale: npx openapi-typescript docs/openapi.json -o examples/openapi.d.ts");
+if (readFileSync(typesNow, "utf8") !== readFileSync(join(root, "clients/typescript/src/openapi.d.ts"), "utf8"))
+  fail("clients/typescript/src/openapi.d.ts is stale: npm run generate -w clients/typescript");
 
 const port = await freePort();
 const state = mkdtempSync(join(tmpdir(), "svc-examples-"));
@@ -33,9 +34,7 @@ try {
   for (const step of ["1 appended", "2 consolidated", "3 compiled", "4 feedback", "5 handed off", "6 exported"])
     if (!shell.includes(step)) fail(`quickstart.sh printed no "${step}"`);
   if (!/3 compiled\s+ctx_\w+: Prefers tea in the morning/.test(shell)) fail("quickstart.sh did not recall its claim");
-  const bundled = join(state, "agent.mjs");
-  execFileSync(join(root, "node_modules/.bin/esbuild"), ["examples/agent.ts", `--outfile=${bundled}`, "--format=esm", "--log-level=warning"], { cwd: root });
-  const agent = execFileSync(process.execPath, [bundled], { env: runEnv, encoding: "utf8" });
+  const agent = execFileSync(join(root, "node_modules/.bin/tsx"), ["examples/agent.ts"], { cwd: root, env: runEnv, encoding: "utf8" });
   process.stdout.write(agent);
   if (!/3 compiled\s+ctx_\w+ Standups are at 9:30/.test(agent)) fail("agent.ts did not recall its claim");
   if (!/6 exported\s+\d+ NDJSON lines/.test(agent)) fail("agent.ts did not export");

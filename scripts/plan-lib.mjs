@@ -21,8 +21,16 @@ export const LIMITS = {
 export const D1_ROW_BYTES = 200;
 
 /**
+ * Bytes an indexed claim adds to its organization's SQLite, by embedding dimensions: its int8 row in
+ * local_vectors (the mirror) and its indexed_records row. Measured with ctx.storage.sql.databaseSize
+ * over 4,000 vectors (docs/BENCHMARKS.md, "Vector index: bounded memory"): 508 + 155 B at 384, 216 + 153 B at 100.
+ */
+export const VECTOR_BYTES_PER_CLAIM = { 384: 663, 100: 369 };
+
+/**
  * @param {{ orgs: number, recordsPerOrg: number, writesPerSecond: number, claimShare?: number, keysPerOrg?: number,
- *   sessionsPerOrgPerDay?: number, vectorIndexes?: number }} input  writesPerSecond is per organization (records created per second)
+ *   sessionsPerOrgPerDay?: number, vectorIndexes?: number, vectorDimensions?: number }} input  writesPerSecond is per organization
+ *   (records created per second); vectorDimensions: of the embeddings (384 Workers AI, 100 local, 0 none)
  * @param {{ bytes: { observation: number, claim: number, event: number, audit_entry: number, registry_entry: number },
  *   appends_per_second_one_org: number }} footprint
  */
@@ -32,9 +40,13 @@ export function plan(input, footprint) {
   const keysPerOrg = input.keysPerOrg ?? 5;
   const sessionsPerOrgPerDay = input.sessionsPerOrgPerDay ?? 20;
   const vectorIndexes = input.vectorIndexes ?? 1;
+  const vectorDimensions = input.vectorDimensions ?? 384;
   const b = footprint.bytes;
-  // Every record write also writes one event and one audit entry (a batch writes fewer audit entries: this errs high).
-  const bytesPerRecord = (1 - claimShare) * b.observation + claimShare * b.claim + b.event + b.audit_entry;
+  if (vectorDimensions && !VECTOR_BYTES_PER_CLAIM[vectorDimensions]) throw new Error(`no measured vector size for ${vectorDimensions} dimensions`);
+  const vectorBytes = vectorDimensions ? VECTOR_BYTES_PER_CLAIM[vectorDimensions] : 0;
+  // Every record write also writes one event and one audit entry (a batch writes fewer audit entries:
+  // this errs high); every claim its vector.
+  const bytesPerRecord = (1 - claimShare) * b.observation + claimShare * (b.claim + vectorBytes) + b.event + b.audit_entry;
   const orgBytes = recordsPerOrg * bytesPerRecord;
   const orgGrowth = writesPerSecond * bytesPerRecord; // bytes per second
   const secondsUntil = (room, perSecond) => (room <= 0 ? 0 : perSecond > 0 ? room / perSecond : Infinity);
@@ -67,9 +79,29 @@ export function plan(input, footprint) {
       seconds: vectorIndexesNeeded > vectorIndexes ? 0 : Infinity },
   ];
   const first = limits.reduce((a, l) => (l.seconds < a.seconds ? l : a));
+
+  // One organization's own ceilings, as it grows: the size (records) at which each is reached (null: a
+  // rate or a count of organizations, not a size), and when at these rates. Its vectors are one
+  // namespace of one Vectorize index, so its claims alone must fit one index.
+  const claimsPerSecond = writesPerSecond * claimShare;
+  const orgCeilings = [
+    { ceiling: "Durable Object storage (10 GB)", records: LIMITS.objectBytes / bytesPerRecord, seconds: orgFullSeconds },
+    { ceiling: "Vectorize vectors per index (10M: its claims are one namespace of one index)",
+      records: vectorDimensions && claimShare > 0 ? LIMITS.vectorIndexVectors / claimShare : null,
+      seconds: vectorDimensions ? secondsUntil(LIMITS.vectorIndexVectors - recordsPerOrg * claimShare, claimsPerSecond) : Infinity },
+    { ceiling: `Durable Object write rate (~${orgWriteCeiling} records/s measured)`, records: null,
+      seconds: writesPerSecond > orgWriteCeiling ? 0 : Infinity },
+    { ceiling: `Vectorize namespaces per index (50,000 organizations; ${orgs.toLocaleString("en")} on ${vectorIndexes})`, records: null,
+      seconds: vectorDimensions && orgs > LIMITS.vectorIndexNamespaces * vectorIndexes ? 0 : Infinity },
+  ];
+  const bySize = orgCeilings.filter((c) => c.records !== null).sort((a, b) => a.records - b.records);
+  const orgFirst = [...orgCeilings].sort((a, b) => a.seconds - b.seconds || (a.records ?? Infinity) - (b.records ?? Infinity))[0];
   return {
     bytesPerRecord, orgBytes, orgFullSeconds, registryRows, registryBytes, registryWrites, registryShardsNeeded,
     shardFullSeconds, d1Bytes, d1WritesPerSecond, vectorIndexesNeeded, limits, first: first.seconds === Infinity ? null : first,
+    orgCeilings,
+    /** The ceiling one organization reaches first: by time at these rates, else (none reached) by size. */
+    orgFirst: orgFirst.seconds === Infinity ? (bySize[0] ?? null) : orgFirst,
   };
 }
 

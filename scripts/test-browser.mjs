@@ -3,12 +3,13 @@
 // on a free port with a temporary SVC_STATE_DIR, writes memories through the API with the printed owner
 // key, then drives headless Chromium (Debian's `chromium`; puppeteer-core over CDP, with the WebAuthn
 // domain's virtual authenticator) through the console at http://localhost:PORT/console/ (the RP ID is
-// `localhost`: an IP address such as 127.0.0.1 can never be one). Screenshots go to a folder it prints.
-//   CHROMIUM=/path/to/chromium  overrides the browser;  --keep  keeps the state and screenshot folders;
-//   --update-docs  copies the two screenshots the docs show (docs/console.png, docs/console-atlas.png) from this run.
+// `localhost`: an IP address such as 127.0.0.1 can never be one), in a 1,280 px wide window: no page may
+// scroll sideways. Screenshots go to a folder it prints; with --update-screenshots the home, keys, memories
+// and Atlas pages' also go to docs/screenshots/ (README.md and docs/api-guide.md show them; a plain run leaves the tree as it was).
+//   CHROMIUM=/path/to/chromium  overrides the browser;  --keep  keeps the state and screenshot folders.
 // Every wait is on a condition of the page (no sleeps); a failure prints what the page said.
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,10 +35,15 @@ const pageSays = () => page?.evaluate(() => [...document.querySelectorAll("main 
   || document.querySelector("main")?.innerText.slice(0, 400)).catch((e) => `(unreadable: ${e.message})`);
 const t0 = Date.now();
 const log = (msg) => console.log(`  ✓ ${msg} [${Math.round((Date.now() - t0) / 1000)} s]`);
-/** The Atlas screenshot the docs show (--update-docs). */
-const ATLAS_FOR_DOCS = "atlas";
-/** Screenshot files by name. */
-const shotFiles = {};
+/** The pages whose screenshots the docs show: written to docs/screenshots/<name>.png when asked. */
+const DOC_SHOTS = new Set(process.argv.includes("--update-screenshots") ? ["home", "keys", "memories", "atlas"] : []);
+const docShots = join(root, "docs", "screenshots");
+/** The window's width: every page must fit it (document.documentElement.scrollWidth <= WIDTH). */
+const WIDTH = 1280;
+/** Every page the test must have checked for horizontal overflow (console routes, query left out). */
+const PAGES_THAT_MUST_FIT = ["/login", "/password", "/home", "/security", "/second-factor", "/memories", "/claim", "/policies",
+  "/approvals", "/releases", "/atlas", "/events", "/webhooks", "/keys", "/accounts"];
+const pagesThatFit = new Set();
 
 // ---- a webhook receiver on loopback: refuses (500) until the test lets it accept ---------------------
 const hookCalls = [];
@@ -72,9 +78,10 @@ const printed = (label) => output.match(new RegExp(`${label}:\\s+(\\S+)`))?.[1];
 // The console is opened at the address npm start prints, so a wrong printed address fails here.
 if (printed("operator console") !== `${base}/console/`) throw new Error(`npm start printed the console at ${printed("operator console")}, not ${base}/console/`);
 const ownerKey = printed("owner API key");
+const orgId = output.match(/Default organization (org_[0-9a-f]{32}) created/)?.[1];
 const username = printed("dashboard username");
 const temporaryPassword = printed("temporary password");
-if (!started || !ownerKey || !username || !temporaryPassword) throw new Error(`start output lacks the owner credentials:\n${output}`);
+if (!started || !ownerKey || !username || !temporaryPassword || !orgId) throw new Error(`start output lacks the owner credentials:\n${output}`);
 
 let browser;
 let page;
@@ -106,14 +113,16 @@ try {
   await must("POST", "/v1/consolidations", { subject_id: "user:ada", claims: [
     { kind: "fact", statement: "Release rehearsals happen monthly.", visibility: "team", sources: [{ observation_id: also, relation: "supports" }] },
   ] });
-  await must("POST", "/v1/webhooks", { url: "http://127.0.0.1:9/hook", secret: "browser-test-secret-0123", events: ["*"] });
+  // Long unbroken values (a URL, a subject id, a key label) that no table or form may let push a page past 1,280 px.
+  await must("POST", "/v1/webhooks", { url: `http://127.0.0.1:9/hook/${"a1b2c3d4".repeat(40)}`, secret: "browser-test-secret-0123", events: ["*"] });
+  await observe("A note about a repository with a long id.", { subject_id: `repository:${"example-organization.very-long-repository-name.".repeat(3)}` });
   // A releasable claim of the owner's (verified, team, its one source verified) and a gateway service principal.
   const docsSource = await observe("The public docs site is rebuilt from main on every merge.", { subject_id: "service:docs", trust: "verified" });
   const [releasable] = (await must("POST", "/v1/consolidations", { subject_id: "service:docs", claims: [
     { kind: "fact", statement: "The docs site rebuilds from main on every merge.", visibility: "team",
       sources: [{ observation_id: docsSource, relation: "supports" }] },
   ] })).claims.map((c) => c.claim_id);
-  const gateway = await must("POST", "/v1/keys", { label: "docs gateway", scopes: ["channel:compile"] });
+  const gateway = await must("POST", "/v1/keys", { label: `docs-gateway-${"for-the-public-documentation-site-".repeat(4)}`, scopes: ["channel:compile"] });
   // A context run of the owner's that selects the first claim: its evidence trace shows it (selected-in).
   await must("POST", "/v1/context/compile", { query: "eu-west staging release rehearsals" });
   log(`memories written through the API (claims ${claimId}, ${releasable})`);
@@ -124,7 +133,7 @@ try {
     executablePath: chromium, headless: true, userDataDir: profile,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
       "--disable-component-update", "--disable-sync", `--user-data-dir=${profile}`],
-    defaultViewport: { width: 1100, height: 760 },
+    defaultViewport: { width: WIDTH, height: 800 },
   });
   page = await browser.newPage();
   const problems = pageProblems;
@@ -138,11 +147,31 @@ try {
     protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true,
     automaticPresenceSimulation: true,
   } });
+  /** The page fits the window: nothing wider than WIDTH, no horizontal scrollbar. */
+  const checkFits = async () => {
+    const { path, scrollWidth, clientWidth, widest } = await page.evaluate(() => {
+      const root = document.documentElement;
+      // The widest element sticking out on the right, to name in a failure.
+      const out = [...document.querySelectorAll("main *, header *")].map((e) => [e, e.getBoundingClientRect().right])
+        .filter(([, right]) => right > root.clientWidth).sort((a, b) => b[1] - a[1])[0];
+      return { path: document.body.dataset.page, scrollWidth: root.scrollWidth, clientWidth: root.clientWidth,
+        widest: out ? `${out[0].outerHTML.slice(0, 160)} (right edge ${Math.round(out[1])} px)` : "" };
+    });
+    if (scrollWidth > WIDTH || scrollWidth > clientWidth)
+      throw new Error(`${path} overflows a ${WIDTH} px window: scrollWidth ${scrollWidth}, clientWidth ${clientWidth}; widest: ${widest}`);
+    pagesThatFit.add(path.startsWith("/claim/") ? "/claim" : path);
+  };
   let shot = 0;
   const screenshot = async (name) => {
-    const file = join(shots, `${String(++shot).padStart(2, "0")}-${name}.png`);
-    shotFiles[name] = file;
-    await page.screenshot({ path: file, fullPage: true });
+    await checkFits();
+    await page.screenshot({ path: join(shots, `${String(++shot).padStart(2, "0")}-${name}.png`), fullPage: true });
+    if (DOC_SHOTS.has(name)) {
+      const file = join(docShots, `${name}.png`);
+      // The window as a person sees it, at most 1,600 px tall: small enough for the docs.
+      const height = Math.min(1600, await page.evaluate(() => document.documentElement.scrollHeight));
+      await page.screenshot({ path: file, clip: { x: 0, y: 0, width: WIDTH, height }, captureBeyondViewport: true });
+      if (statSync(file).size > 400_000) throw new Error(`docs/screenshots/${name}.png is ${statSync(file).size} bytes`);
+    }
   };
   const onPage = (path) => page.waitForFunction((p) => document.body.dataset.page === p, { timeout: 20_000 }, path);
   const visit = async (hash, path) => {
@@ -168,6 +197,7 @@ try {
   };
   /** Every field, button and link of the page is named for assistive technology (labels, text or aria-label). */
   const checkLabels = async () => {
+    await checkFits();
     const unnamed = await page.evaluate(() => [...document.querySelectorAll("main input:not([type=hidden]), main select, main textarea, main button, main a, #nav a, #nav button")]
       .filter((el) => {
         if (el.getAttribute("aria-label")?.trim()) return false;
@@ -228,8 +258,33 @@ try {
   await page.type("input[name=new_password]", newPassword);
   await page.type("input[name=repeat]", newPassword);
   await page.click("form[aria-label='Replace password'] button[type=submit]");
-  await onPage("/memories");
+  await onPage("/home");
   log("password replaced; logged in again with the new one (full session)");
+
+  step = "the home page";
+  await checkLabels();
+  const home = await page.evaluate(() => ({
+    org: document.getElementById("org-id")?.textContent, account: document.getElementById("account")?.textContent,
+    role: document.getElementById("role")?.textContent,
+    counts: Object.fromEntries([...document.querySelectorAll("[data-count]")].map((c) => [c.dataset.count, c.querySelector(".value").textContent])),
+  }));
+  if (home.org !== orgId || home.account !== username || home.role !== "owner")
+    throw new Error(`the home page shows organization ${home.org}, account ${home.account}, role ${home.role} (expected ${orgId}, ${username}, owner)`);
+  // Three claims, three principals (the owner, the agent, the gateway) with one key each, one webhook.
+  const expectedCounts = { "Current memories": "3", Principals: "3", "Active API keys": "3", Webhooks: "1", "Pending approvals": "0" };
+  if (JSON.stringify(home.counts) !== JSON.stringify(expectedCounts)) throw new Error(`the home page counts ${JSON.stringify(home.counts)}`);
+  /** The Actor cells of the table under `scope`: [name shown, id in the title]. */
+  const actors = (scope) => page.evaluate((sel) => {
+    const table = document.querySelector(sel);
+    const column = [...table.querySelectorAll("thead th")].findIndex((th) => th.textContent === "Actor");
+    return [...table.querySelectorAll("tbody tr")].map((r) => [r.cells[column].textContent, r.cells[column].querySelector("[title]")?.title]);
+  }, scope);
+  const named = (rows, name) => rows.some(([shown, id]) => shown === name && /^prn_[0-9a-f]{32}$/.test(id ?? ""));
+  const recent = await actors("section[aria-labelledby=recent-activity] table");
+  if (!named(recent, username) || !named(recent, "browser-test agent") || recent.some(([shown]) => shown.startsWith("prn_")))
+    throw new Error(`the home page's recent activity shows actors ${JSON.stringify(recent)}`);
+  await screenshot("home");
+  log(`home page: organization ${orgId}, account ${username} (owner), counts ${JSON.stringify(home.counts)}, actors by name`);
 
   step = "enrolling a passkey";
   await visit("#/security", "/security");
@@ -259,12 +314,13 @@ try {
   await checkLabels();
   await screenshot("second-factor");
   await page.click("form[aria-label='Use a passkey'] button[type=submit]");
-  await onPage("/memories");
+  await onPage("/home");
   const stored = await page.evaluate(() => Object.keys(sessionStorage).concat(Object.keys(localStorage)));
   if (stored.join() !== "svc-console-session") throw new Error(`the console stores more than the session token: ${stored}`);
   log("logged in with password, then the passkey through navigator.credentials.get");
 
   step = "searching memories";
+  await visit("#/memories", "/memories");
   await page.type("input[name=q]", "eu-west");
   await page.click("form[aria-label='Search memories'] button[type=submit]");
   await page.waitForSelector("section[data-query='eu-west']", { timeout: 20_000 });
@@ -374,11 +430,14 @@ try {
   await onPage("/atlas");
   await checkLabels();
   const trace = await atlasDrawn("evidence_trace");
+  const legend = await page.$$eval("#atlas-legend [data-color]", (items) => items.map((i) => [i.textContent, i.dataset.color.toLowerCase()]));
+  const sameColour = legend.filter(([, c], i) => legend.findIndex(([, d]) => d === c) !== i);
+  if (legend.length < 22 || sameColour.length) throw new Error(`the Atlas legend repeats colours: ${JSON.stringify(sameColour)} of ${JSON.stringify(legend)}`);
   // The claim, its two readable sources (the agent's private one is not drawn), the owner's context run.
   if (trace.nodeTypes.claim !== 1 || trace.nodeTypes.observation !== 2 || trace.edgeTypes.supports !== 2 || trace.nodeTypes.context !== 1)
     throw new Error(`the evidence trace drew ${JSON.stringify(trace)}`);
   await screenshot("atlas");
-  log(`Atlas evidence trace drawn with Cytoscape.js: ${trace.nodes} nodes, ${trace.edges} edges (${JSON.stringify(trace.nodeTypes)})`);
+  log(`Atlas evidence trace drawn with Cytoscape.js: ${trace.nodes} nodes, ${trace.edges} edges (${JSON.stringify(trace.nodeTypes)}); ${legend.length} legend colours, all distinct`);
 
   step = "the Atlas: workspace graph and knowledge releases";
   await page.select("select[name=lens]", "workspace_graph");
@@ -415,9 +474,12 @@ try {
   step = "the event feed";
   await visit("#/events", "/events");
   if (!(await page.$$eval("main tbody tr", (r) => r.length))) throw new Error("the event feed is empty");
+  const feedActors = await actors("main table.events");
+  if (!named(feedActors, username) || !named(feedActors, "browser-test agent") || feedActors.some(([shown]) => shown.startsWith("prn_")))
+    throw new Error(`the event feed's Actor column shows ${JSON.stringify(feedActors)}`);
   await checkLabels();
   await screenshot("events");
-  log("event feed listed");
+  log("event feed listed, newest first; the Actor column names the owner and the agent (ids in the titles)");
 
   step = "registering a webhook";
   await visit("#/webhooks", "/webhooks");
@@ -449,7 +511,7 @@ try {
   };
   const deliveryCells = () => [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].map((r) => [...r.cells].map((c) => c.textContent));
   await observe("A note the console's webhook receives.");
-  await refreshUntil((cells) => {
+  await refreshUntil(() => {
     const rows = [...document.querySelectorAll("section[aria-label=Deliveries] tbody tr")].map((r) => [...r.cells].map((c) => c.textContent));
     return rows.length === 1 && rows[0][2] === "failed" && rows[0][3] === "5" && rows[0][4] === "500" && rows[0][6] === "";
   }, "the delivery shows failed after five attempts (status, attempts, response, no next retry)");
@@ -487,17 +549,53 @@ try {
   if ((await must("GET", "/v1/webhooks")).webhooks.some((w) => w.url === hookUrl)) throw new Error("the deleted hook is still listed by the API");
   log("webhook paused (an event accrued), resumed (delivered), deleted after confirmation");
 
-  step = "minting and revoking a key";
+  step = "the keys page: scopes explained, presets, principals by name";
   await visit("#/keys", "/keys");
   await checkLabels();
+  const scopeTitles = await page.$$eval("fieldset.scopes label", (ls) => ls.map((l) => [l.textContent.trim(), l.title, l.querySelector("input").title]));
+  const untitled = scopeTitles.filter(([, label, input]) => !label || label !== input);
+  if (scopeTitles.length < 40 || untitled.length) throw new Error(`scopes without a one-line meaning on hover: ${JSON.stringify(untitled)}`);
+  if (!/irreversible/i.test(scopeTitles.find(([s]) => s === "observations:purge")[1])) throw new Error(`observations:purge is explained as "${scopeTitles.find(([s]) => s === "observations:purge")[1]}"`);
+  const keyRows = await page.$$eval("main table tbody tr", (rows) => rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent, r.cells[1].querySelector("[title]")?.title]));
+  const agentKeyRow = keyRows.find(([label]) => label.startsWith("browser-test agent"));
+  if (agentKeyRow?.[1] !== "browser-test agent" || agentKeyRow[2] !== agent.principal_id) throw new Error(`the keys table shows principals ${JSON.stringify(keyRows)}`);
+  const ticked = () => page.evaluate(() => ({
+    all: document.querySelector("input[name=all_scopes]").checked,
+    scopes: [...document.querySelectorAll("input[name=scope]:checked")].map((i) => i.value).sort(),
+    locked: [...document.querySelectorAll("input[name=scope]")].every((i) => i.disabled),
+  }));
+  // What SPEC's route tables give each preset (the console's help text lists the same).
+  const PRESET_SCOPES = {
+    "Read-only agent": ["projects:resolve", "projects:read", "subjects:read", "context:compile", "views:compile", "evidence:read",
+      "checkpoints:read", "handoffs:read", "mcp:call"],
+    "Webhook consumer": ["webhooks:read", "webhooks:write", "events:read"],
+  };
+  PRESET_SCOPES["Writing agent"] = [...PRESET_SCOPES["Read-only agent"], "projects:create", "observations:write", "claims:write",
+    "feedback:write", "checkpoints:write", "handoffs:write", "leases:read", "leases:write"];
+  await page.click("input[name=scope][value='audit:read']"); // a tick of one's own: a preset replaces it
+  for (const [preset, scopes] of Object.entries(PRESET_SCOPES)) {
+    await page.click(`button[data-preset='${preset}']`);
+    const now = await ticked();
+    if (now.all || now.locked || JSON.stringify(now.scopes) !== JSON.stringify([...scopes].sort()))
+      throw new Error(`the ${preset} preset ticks ${JSON.stringify(now)}`);
+    const help = await page.$eval(".preset-help", (e) => e.textContent);
+    if (!scopes.every((sc) => help.includes(sc))) throw new Error(`the presets' help text does not list ${preset}'s scopes: ${help}`);
+  }
+  await page.click("button[data-preset='Admin']");
+  const admin = await ticked();
+  if (!admin.all || !admin.locked || admin.scopes.length !== scopeTitles.length) throw new Error(`the Admin preset ticks ${JSON.stringify(admin)}`);
+  await page.click("button[data-preset='Webhook consumer']");
+  if ((await ticked()).locked) throw new Error("after the Admin preset, another preset leaves the scopes locked");
+  await screenshot("keys");
+  log("every scope explained on hover; presets tick the expected scopes (Admin: all scopes, locked); the agent's key names its principal");
+
+  step = "minting and revoking a key";
   await page.type("input[name=label]", "browser-test key");
-  await page.click("input[name=scope][value='views:compile']");
-  await page.click("input[name=scope][value='evidence:read']");
   await page.click("form[aria-label='Mint a key'] button[type=submit]");
   await page.waitForSelector("#minted-key .secret", { timeout: 20_000 });
   const raw = await page.$eval("#minted-key .secret", (e) => e.textContent);
   const asKey = await call("GET", "/v1/principal", undefined, raw);
-  if (asKey.status !== 200 || JSON.stringify(asKey.json.data.scopes) !== JSON.stringify(["evidence:read", "views:compile"]))
+  if (asKey.status !== 200 || JSON.stringify([...asKey.json.data.scopes].sort()) !== JSON.stringify([...PRESET_SCOPES["Webhook consumer"]].sort()))
     throw new Error(`the minted key does not work as chosen: ${asKey.status} ${JSON.stringify(asKey.json)}`);
   await screenshot("key-minted");
   await page.click("button[aria-label='Revoke key browser-test key']");
@@ -507,7 +605,7 @@ try {
   await page.waitForFunction(() => !document.querySelector("button[aria-label='Revoke key browser-test key']"), { timeout: 20_000 });
   const after = await call("GET", "/v1/principal", undefined, raw);
   if (after.status !== 401) throw new Error(`the revoked key still answers ${after.status}`);
-  log("key minted with two chosen scopes (raw value shown once, works), then revoked after confirmation (401)");
+  log("key minted with the webhook consumer preset (raw value shown once, works), then revoked after confirmation (401)");
 
   step = "creating an account";
   await visit("#/accounts", "/accounts");
@@ -531,7 +629,7 @@ try {
   await onPage("/second-factor");
   await page.type("input[name=code]", recovery[0]);
   await page.click("form[aria-label='Use a recovery code'] button[type=submit]");
-  await onPage("/memories");
+  await onPage("/home");
   const remaining = await page.$eval("#status", (e) => e.textContent);
   if (!/7 recovery codes remain/.test(remaining)) throw new Error(`after a recovery code the console says "${remaining}"`);
   log("logged in with password + recovery code (7 remain)");
@@ -561,15 +659,13 @@ try {
   await page.type("input[name=username]", username);
   await page.type("input[name=password]", newPassword);
   await page.click("form[aria-label='Log in'] button[type=submit]");
-  await onPage("/memories");
+  await onPage("/home");
   log("the last passkey removed (password asked); the next login needs the password only");
 
   if (problems.length) throw new Error(`the page reported problems:\n${problems.join("\n")}`);
-  if (process.argv.includes("--update-docs")) {
-    copyFileSync(shotFiles.evidence, join(root, "docs", "console.png"));
-    copyFileSync(shotFiles[ATLAS_FOR_DOCS], join(root, "docs", "console-atlas.png"));
-    console.log("docs/console.png and docs/console-atlas.png updated from this run");
-  }
+  const unchecked = PAGES_THAT_MUST_FIT.filter((p) => !pagesThatFit.has(p));
+  if (unchecked.length) throw new Error(`pages never checked for horizontal overflow: ${unchecked.join(", ")}`);
+  log(`${pagesThatFit.size} pages fit a ${WIDTH} px window (no horizontal overflow); docs/screenshots/: ${[...DOC_SHOTS].map((n) => `${n}.png`).join(", ")}`);
   console.log(`test:browser passed in ${Math.round((Date.now() - t0) / 1000)} s; screenshots in ${shots}`);
 } catch (err) {
   failed = true;

@@ -12,7 +12,9 @@ const STEPS = [
   { name: "typecheck", lane: 1, cmd: npx("tsc", "--noEmit") },
   { name: "typecheck console", lane: 1, cmd: npx("tsc", "--noEmit", "-p", "console") },
   { name: "typecheck examples", lane: 1, cmd: npx("tsc", "-p", "examples/tsconfig.json") },
+  { name: "lint openapi", lane: 1, cmd: ["npm", "run", "-s", "lint:openapi"] },
   { name: "node tests", lane: 1, cmd: ["node", "--test", "scripts/test/"] },
+  { name: "lint", lane: 1, cmd: npx("eslint", ".") },
 ];
 
 function run(step) {

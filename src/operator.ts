@@ -5,7 +5,7 @@
 import { hashKey } from "./auth/credentials";
 import { clock } from "./http/clock";
 import { newId, ID_PREFIX, randomHex } from "./http/ids";
-import type { EdgeEnv } from "./http/route";
+import type { EdgeEnv } from "./env";
 import { addCredential } from "./index-db";
 
 export const OPERATOR_PATH = "/__operator/bootstrap";

@@ -17,7 +17,7 @@ import { retentionRoutes } from "./domains/retention/routes";
 import { atlasRoutes } from "./domains/atlas/routes";
 import { modelRoutes } from "./domains/models/routes";
 import { indexingRoutes } from "./domains/indexing/routes";
-import { type OrgRoute, type RouteDef, routeId } from "./http/route";
+import { type OrgRoute, type RouteDef, routeId } from "./org/route";
 
 export const ROUTES: readonly RouteDef[] = [
   ...healthRoutes,

@@ -6,16 +6,15 @@ import { readBodyText } from "./http/body";
 import { ApiError, INTERNAL_MESSAGE } from "./http/errors";
 import { baseHeaders, dataResponse, errorResponse } from "./http/envelope";
 import { ID_PREFIX, newId } from "./http/ids";
-import type { EdgeEnv } from "./http/route";
-import { routeId } from "./http/route";
+import type { DispatchResult, EdgeEnv } from "./env";
+import { routeId } from "./org/route";
 import { buildMatcher } from "./http/router";
 import { queryObject } from "./http/validate";
 import { orgForCredential } from "./index-db";
 import { bootstrapOrganization, isOperatorRequest } from "./operator";
 import { ROUTES } from "./routes";
-import type { DispatchResult } from "./org/OrgStore";
 
-export { OrgStore } from "./org/OrgStore";
+export { OrgStore } from "./OrgStore";
 export { IdRegistry } from "./registry/IdRegistry";
 
 const match = buildMatcher(ROUTES);

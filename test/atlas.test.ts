@@ -7,7 +7,7 @@ import { loadCaller } from "../src/domains/identity/store";
 import { insertClaim } from "../src/domains/memory/records";
 import { newId } from "../src/http/ids";
 import { clock } from "../src/http/clock";
-import type { Db } from "../src/org/db";
+import type { Db } from "../src/sql/db";
 import { appendOk, call, type CallResult, consolidateOk, countingDb, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const DAY = 86_400_000;

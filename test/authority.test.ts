@@ -8,7 +8,7 @@ import { sha256Hex } from "../src/auth/credentials";
 import { UNKNOWN_CLIENT, loginClient } from "../src/domains/dashboard/throttle";
 import { clock } from "../src/http/clock";
 import { handle } from "../src/worker";
-import { call, expectError, fullAccount, inOrg, login, mintKey, newAccount, newOrg, uniqueName } from "./helpers";
+import { call, expectError, fullAccount, inOrg, login, mintKey, newOrg, uniqueName } from "./helpers";
 import { SoftAuthenticator } from "./authenticator.mjs";
 
 const as = (token: string, method: string, path: string, body?: unknown) => call(method, path, { key: token, body });

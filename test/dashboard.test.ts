@@ -366,6 +366,78 @@ describe("passkeys", () => {
     expect((await as(s4b, "POST", "/v1/dashboard-sessions/current/passkey", { response: await auth.get({ challenge }) })).status).toBe(201);
   });
 
+  it("spends a challenge in the transaction that records its outcome: a failed answer uses it up and counts, a failed write leaves it unspent", async () => {
+    const org = await newOrg();
+    const acct = await fullAccount(org.api_key);
+    const { auth, data } = await enroll(acct.token);
+    const st = await staged(acct.username, acct.password);
+    const submit = (response: unknown) => as(st, "POST", "/v1/dashboard-sessions/current/passkey", { response });
+    const usedAt = (challenge: string) => inOrg(org.org_id, (s) =>
+      s.db.first<{ used_at: string | null }>("SELECT used_at FROM webauthn_challenges WHERE challenge = ?", challenge)?.used_at);
+    const failures = async () => Number(await env.INDEX_DB.prepare("SELECT failures FROM login_failures WHERE username_hash = ?")
+      .bind(sha256Hex(acct.username)).first("failures") ?? 0);
+    const state = () => inOrg(org.org_id, (s) => ({
+      passkey: s.db.first<{ counter: number; last_used_at: string | null }>("SELECT counter, last_used_at FROM passkeys WHERE passkey_id = ?", data.passkey_id),
+      sessions: s.db.all<{ stage: string }>("SELECT stage FROM dashboard_sessions WHERE account_id = ? AND revoked_at IS NULL ORDER BY stage",
+        acct.accountId).map((r) => r.stage),
+      failedAudits: s.db.all<{ detail: string }>("SELECT detail FROM audit_log WHERE action = 'dashboard_session.login_failed'").map((a) => JSON.parse(a.detail)),
+    }));
+    const base = await failures();
+    const fresh = await state();
+    // A bad signature spends the challenge: the authenticator's genuine answer to it then fails as well.
+    const options = await assertionOptions(st);
+    const forged = await auth.get(options);
+    forged.response.signature = forged.response.signature.slice(0, -4) + "AAAA";
+    expectError(await submit(forged), 400, "VALIDATION_ERROR");
+    expect(await usedAt(options.challenge)).toEqual(expect.any(String));
+    expectError(await submit(await auth.get(options)), 400, "VALIDATION_ERROR");
+    // So does an answer from a credential the account does not have.
+    const stranger = new SoftAuthenticator();
+    await stranger.create({ challenge: "bm90LXJlZ2lzdGVyZWQ" });
+    const options2 = await assertionOptions(st);
+    expectError(await submit(await stranger.get(options2)), 400, "VALIDATION_ERROR");
+    expect(await usedAt(options2.challenge)).toEqual(expect.any(String));
+    expectError(await submit(await auth.get(options2)), 400, "VALIDATION_ERROR");
+    // Each failure is counted for the progressive delay and audited; no full session was issued.
+    expect(await failures()).toBe(base + 4);
+    const failed = await state();
+    expect(failed.failedAudits.slice(fresh.failedAudits.length)).toEqual(Array(4).fill({ method: "passkey" }));
+    expect(failed.sessions).toEqual(fresh.sessions);
+    expect(failed.passkey).toEqual(fresh.passkey);
+    // A write that fails after a good verification rolls back whole: the challenge unspent, the counter
+    // unmoved, the staged session live, no failure counted; the same answer works once the fault is gone.
+    const options3 = await assertionOptions(st);
+    const genuine = await auth.get(options3);
+    await inOrg(org.org_id, (s) => s.db.run(
+      "CREATE TRIGGER refuse_full_session BEFORE INSERT ON dashboard_sessions WHEN NEW.stage = 'full' BEGIN SELECT RAISE(ABORT, 'injected'); END"));
+    expectError(await submit(genuine), 500, "INTERNAL");
+    await inOrg(org.org_id, (s) => s.db.run("DROP TRIGGER refuse_full_session"));
+    expect(await usedAt(options3.challenge)).toBeNull();
+    expect(await state()).toEqual(failed);
+    expect(await failures()).toBe(base + 4);
+    const done = await submit(genuine);
+    expect(done.status, done.text).toBe(201);
+    expect(await usedAt(options3.challenge)).toEqual(expect.any(String));
+    expect((await state()).passkey).toMatchObject({ counter: auth.counter, last_used_at: expect.any(String) });
+  });
+
+  it("spends a registration challenge whatever its verification found, and audits the failure", async () => {
+    const org = await newOrg();
+    const acct = await fullAccount(org.api_key);
+    const register = (response: unknown) => as(acct.token, "POST", "/v1/operator-accounts/current/passkeys", { response });
+    const o = await as(acct.token, "POST", "/v1/operator-accounts/current/passkeys/options", {});
+    const auth = new SoftAuthenticator("http://localhost:9999");
+    expectError(await register(await auth.create(o.json.data.options)), 400, "VALIDATION_ERROR");
+    auth.origin = "http://localhost:8787";
+    expectError(await register(await auth.create(o.json.data.options)), 400, "VALIDATION_ERROR");
+    const { actions, passkeys } = await inOrg(org.org_id, (s) => ({
+      actions: s.db.all<{ action: string }>("SELECT action FROM audit_log WHERE action LIKE 'passkey.%' ORDER BY seq").map((a) => a.action),
+      passkeys: s.db.first<{ n: number }>("SELECT count(*) AS n FROM passkeys")!.n,
+    }));
+    expect(actions).toEqual(["passkey.registration_started", "passkey.registration_failed", "passkey.registration_failed"]);
+    expect(passkeys).toBe(0);
+  });
+
   it("needs the current password to remove any passkey, and after the last logs in with the password alone", async () => {
     const org = await newOrg();
     const acct = await fullAccount(org.api_key);
@@ -460,6 +532,10 @@ describe("recovery codes", () => {
     expectError(await use(s2, codes[1]), 400, "VALIDATION_ERROR");
     const r2 = await use(s2, fresh.json.data.recovery_codes[3]);
     expect(r2.json.data.recovery_codes_remaining).toBe(7);
+    // Each refused code is audited as a failed login, without the code.
+    const failed = await inOrg(org.org_id, (s) => s.db.all<{ detail: string }>(
+      "SELECT detail FROM audit_log WHERE action = 'dashboard_session.login_failed' ORDER BY seq").map((a) => a.detail));
+    expect(failed).toEqual(Array(3).fill(JSON.stringify({ method: "recovery_code" })));
   });
 });
 

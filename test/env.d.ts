@@ -1,5 +1,5 @@
 import type { D1Migration } from "cloudflare:test";
-import type { EdgeEnv } from "../src/http/route";
+import type { EdgeEnv } from "../src/env";
 
 declare global {
   namespace Cloudflare {

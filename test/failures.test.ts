@@ -6,12 +6,14 @@ import { describe, expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { healthRoutes } from "../src/domains/health/routes";
 import { ApiError, translateStorageError } from "../src/http/errors";
-import type { EdgeEnv, PublicRoute } from "../src/http/route";
-import { type DispatchInput, OrgStore } from "../src/org/OrgStore";
+import type { EdgeEnv } from "../src/env";
+import type { PublicRoute } from "../src/org/route";
+import type { DispatchInput } from "../src/env";
+import { OrgStore } from "../src/OrgStore";
 import { bootstrapOrganization } from "../src/operator";
 import { handle } from "../src/worker";
-import { revokeWhatPrincipalReaches } from "../src/domains/access/revocation";
-import { Db } from "../src/org/db";
+import { revokeWhatPrincipalReaches } from "../src/domains/identity/revocation";
+import { Db } from "../src/sql/db";
 import { append, bareRequest, appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, mintKey, registryOwners, supports, uniqueName } from "./helpers";
 
 /** A D1 binding that prepares statements (lazily, as D1 does) but fails every query like an unreachable database. */

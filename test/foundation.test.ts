@@ -3,7 +3,6 @@ import { describe, expect, it } from "vitest";
 import { REVISION } from "../src/domains/health/routes";
 import { D1_MIGRATIONS } from "../src/index-db";
 import { ROUTES } from "../src/routes";
-import type { OrgStore } from "../src/org/OrgStore";
 import { call, expectError, mintKey, newOrg, inOrg } from "./helpers";
 
 /** POSTs `text` as a chunked stream, with no content-length unless `declaredLength` is given. */

@@ -3,9 +3,10 @@
 // and coverage are computed in JavaScript while candidates are FTS5 matches, so every term on which
 // the two disagree would make ranking read the wrong statistics.
 import { describe, expect, it } from "vitest";
-import { phraseCount, phraseStems, queryTerms, stemsOf, storedTerm } from "../src/domains/memory/fts";
-import { TOKEN_RANGES } from "../src/domains/memory/unicode61";
-import type { Db } from "../src/org/db";
+import { phraseCount, phraseStems, stemsOf, storedTerm } from "../src/domains/memory/fts";
+import { queryTerms } from "../src/text/unicode61";
+import { TOKEN_RANGES } from "../src/generated/unicode61-tables";
+import type { Db } from "../src/sql/db";
 import { inOrg } from "./helpers";
 
 /** Texts where a careless tokenizer parts from unicode61. */

@@ -1,6 +1,7 @@
 // Governance: policies, claim approvals, channels, knowledge releases, channel compile (DESIGN part 2).
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_CREATION_DEPTH, dutyRefusal } from "../src/access/duty";
+import { dutyFacts } from "../src/domains/governance/store";
 import { clock } from "../src/http/clock";
 import type { Caller } from "../src/org/request";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
@@ -790,7 +791,7 @@ describe("separation of duty by proxy: principals a member created count as that
     const org = await newOrg();
     await policy(org.api_key, "release", { separation_of_duty: true, require_approved_claim: false });
     const refusal = (me: string, creator: string) => inOrg(org.org_id, (o) =>
-      dutyRefusal(o.db, { principalId: me } as Caller, { act: "approve_release", created_by: creator }));
+      dutyRefusal(dutyFacts(o.db), { principalId: me } as Caller, { act: "approve_release", created_by: creator }));
     const principal = (id: string, createdBy: string | null, role = "member") => inOrg(org.org_id, (o) =>
       o.db.run("INSERT INTO principals (principal_id, kind, display_name, role, created_at, created_by) VALUES (?, 'agent', 'x', ?, ?, ?)",
         id, role, clock.nowIso(), createdBy));

@@ -7,7 +7,7 @@ import { contentHash } from "../src/domains/memory/store";
 import { clock } from "../src/http/clock";
 import { decodeCursor, encodeCursor } from "../src/http/cursor";
 import type { EventRow } from "../src/org/events";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const secret = "s3cret-s3cret-s3cret";
 let sent: { event: string; body: string }[] = [];
@@ -242,7 +242,7 @@ describe("event cursors tell nothing about events the caller cannot read (item 1
     expect(d.status, d.text).toBe(200);
     const cursor = d.json.data.cursor as string;
     expect(d.json.data.events_drained).toBe(bobsEvents.length);
-    expect(decodeCursor(cursor, (v): v is unknown => true)).toEqual([bobsEvents.at(-1).id]);
+    expect(decodeCursor(cursor, (_v): _v is unknown => true)).toEqual([bobsEvents.at(-1).id]);
     // Passing it back continues after it.
     const next = await call("POST", "/v1/webhooks/deliver", { key: bob.key, body: { after: cursor } });
     expect(next.status, next.text).toBe(200);

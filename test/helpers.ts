@@ -1,6 +1,6 @@
 // Test helpers: call the front Worker exactly as a client would, and create organizations.
 import { env, runInDurableObject, SELF } from "cloudflare:test";
-import type { OrgStore } from "../src/org/OrgStore";
+import type { OrgStore } from "../src/OrgStore";
 import { expect } from "vitest";
 import { z } from "zod";
 import { bootstrapOrganization } from "../src/operator";
@@ -9,7 +9,7 @@ import { errorEnvelope, successMetaOf } from "../src/http/shapes";
 import { ROUTES } from "../src/routes";
 import type { OwnershipRegistry } from "../src/registry/client";
 import { groupByShard } from "../src/registry/shards";
-import { Db } from "../src/org/db";
+import { Db } from "../src/sql/db";
 
 export interface CallResult {
   status: number;
@@ -77,7 +77,7 @@ export async function checkAnswer(method: string, path: string, status: number, 
     return;
   }
   const declared = route.response;
-  if (!declared) return fail("the route declares no `response` schemas (src/http/route.ts)");
+  if (!declared) return fail("the route declares no `response` schemas (src/org/route.ts)");
   if (!(status in declared)) fail(`the route declares only ${Object.keys(declared).join(", ")}`);
   const schema = declared[status as keyof typeof declared];
   if (schema === null || schema === undefined) {

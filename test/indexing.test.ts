@@ -5,7 +5,7 @@ import { ApiError } from "../src/http/errors";
 import { applyEnrichment, runEnrichment } from "../src/domains/indexing/enrichment";
 import { changeClaim, tombstone } from "../src/domains/memory/records";
 import { clock } from "../src/http/clock";
-import { vectorHits } from "../src/domains/indexing/retrieval";
+import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { indexQueueSize } from "../src/domains/indexing/queue";
 import { applyDrain, runDrain, runVerify } from "../src/domains/indexing/service";
 import { indexDrainJob } from "../src/domains/indexing/background";
@@ -44,7 +44,7 @@ async function indexAll(key: string) {
 }
 
 /** The production pair on fakes, for one organization's Durable Object. */
-function production(db: import("../src/org/db").Db, orgId: string, opts: { extraction?: boolean } = {}) {
+function production(db: import("../src/sql/db").Db, orgId: string, opts: { extraction?: boolean } = {}) {
   const ai = new FakeAi();
   const vectorize = new FakeVectorize();
   const env = { AI: ai, VECTORIZE: vectorize };
@@ -62,7 +62,7 @@ const holdBackgroundDrain = () => clock.advance(24 * 3_600_000);
 
 describe("index drain and verify on the embedded default", () => {
   it("keeps only vector hits that point the query's way (cosine above 0)", async () => {
-    const { vectorHits } = await import("../src/domains/indexing/retrieval");
+    const { vectorHits } = await import("../src/domains/memory/vector-candidates");
     const org = await newOrg();
     await inOrg(org.org_id, async (o) => {
       const unit = new Float32Array(100); unit[0] = 1;

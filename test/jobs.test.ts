@@ -2,7 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { type BackgroundJob, jobDueAt, markJobDue, nextAlarm, runDueJobs } from "../src/org/jobs";
-import type { OrgStore } from "../src/org/OrgStore";
+import type { OrgStore } from "../src/OrgStore";
 import { appendOk, bareRequest, call, expectError, inOrg, newOrg, obs, orgStub } from "./helpers";
 
 describe("nextAlarm", () => {

@@ -1,11 +1,9 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { claimRoutes, evidenceOf } from "../src/domains/memory/claims";
 import { eventRoutes } from "../src/domains/events/routes";
 import { getClaim } from "../src/domains/memory/records";
-import { Db } from "../src/org/db";
-import type { OrgStore } from "../src/org/OrgStore";
+import { Db } from "../src/sql/db";
 import type { Caller } from "../src/org/request";
 import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
 import { LOW_WATER, RESERVE_BATCH } from "../src/org/reserved-ids";

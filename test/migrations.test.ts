@@ -4,12 +4,12 @@ import { logPage, logView } from "../src/domains/federation/store";
 import { healthRoutes } from "../src/domains/health/routes";
 import { stemsOf, storedTerm } from "../src/domains/memory/fts";
 import { rankingDrift } from "../src/domains/memory/records";
-import type { PublicRoute } from "../src/http/route";
+import type { PublicRoute } from "../src/org/route";
 import { appliedMigrations, migrate, migrationMismatch } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
 import { takeReservedId } from "../src/org/reserved-ids";
-import type { OrgStore } from "../src/org/OrgStore";
-import { bareRequest, inOrg, orgStub } from "./helpers";
+import type { OrgStore } from "../src/OrgStore";
+import { bareRequest, inOrg } from "./helpers";
 
 const storageOf = (o: OrgStore) => (o as unknown as { ctx: DurableObjectState }).ctx.storage;
 const upTo = (name: string) => ORG_MIGRATIONS.slice(0, ORG_MIGRATIONS.findIndex((m) => m.name === name) + 1);

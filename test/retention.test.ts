@@ -56,7 +56,7 @@ describe("legal holds", () => {
     // Another claim on the same source: a hold on c1 does not reach it (coverage is not transitive).
     const [c2] = await consolidateOk(k, s, [{ kind: "fact", statement: "sibling", sources: supports(o1) }]);
     const o3 = await appendOk(k, obs(s, "held observation"));
-    const [c3] = await consolidateOk(k, s, [{ kind: "fact", statement: "dependent of a held observation", sources: supports(o3) }]);
+    await consolidateOk(k, s, [{ kind: "fact", statement: "dependent of a held observation", sources: supports(o3) }]);
     await hold(k, "claim", c1);
     await hold(k, "observation", o3);
 

@@ -9,7 +9,7 @@ import { encodeCursor } from "../src/http/cursor";
 import { ApiError } from "../src/http/errors";
 import { migrate } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
-import type { OrgStore } from "../src/org/OrgStore";
+import type { OrgStore } from "../src/OrgStore";
 import type { Caller } from "../src/org/request";
 import { appendOk, call, consolidateOk, expectError, inOrg, obs, orgWithTwoPrincipals, prng, supports } from "./helpers";
 

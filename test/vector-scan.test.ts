@@ -5,21 +5,24 @@
 import { describe, expect, it } from "vitest";
 import { dot, LocalVectorIndex, quantize, queryScale } from "../src/vector/local-index";
 import { VectorRows } from "../src/vector/scan-kernel";
-import { ACCEPT_ALL, type AcceptIds, normalize, type VectorHit } from "../src/vector/types";
+import { ACCEPT_ALL, type AcceptIds, normalize, type VectorAsk, type VectorHit, type VectorItem } from "../src/vector/types";
 import { inOrg, newOrg, prng } from "./helpers";
 
 
+/** An ask by `accept` alone (the local index narrows by the read rule; ways are Vectorize's). */
+const asking = (accept: AcceptIds): VectorAsk => ({ ways: [{}], accept });
+
 /** Unit vectors around a few centres (close scores), some exact duplicates (ties), some zero. */
-function vectors(rand: () => number, n: number, dims: number): { id: string; values: Float32Array }[] {
+function vectors(rand: () => number, n: number, dims: number): VectorItem[] {
   const centres = Array.from({ length: 5 }, () => Float32Array.from({ length: dims }, () => rand() * 2 - 1));
-  const out: { id: string; values: Float32Array }[] = [];
+  const out: VectorItem[] = [];
   for (let i = 0; i < n; i++) {
     const id = `clm_${Math.floor(rand() * 1e9).toString(36)}_${i}`;
-    if (i > 0 && rand() < 0.05) { out.push({ id, values: Float32Array.from(out[Math.floor(rand() * out.length)].values) }); continue; }
-    if (rand() < 0.01) { out.push({ id, values: new Float32Array(dims) }); continue; }
+    if (i > 0 && rand() < 0.05) { out.push({ id, values: Float32Array.from(out[Math.floor(rand() * out.length)].values), metadata: {} }); continue; }
+    if (rand() < 0.01) { out.push({ id, values: new Float32Array(dims), metadata: {} }); continue; }
     const c = centres[Math.floor(rand() * centres.length)];
     const spread = rand() < 0.5 ? 0.05 : 1;
-    out.push({ id, values: normalize(Float32Array.from(c, (x) => x + spread * (rand() * 2 - 1))) });
+    out.push({ id, values: normalize(Float32Array.from(c, (x) => x + spread * (rand() * 2 - 1))), metadata: {} });
   }
   return out;
 }
@@ -77,7 +80,7 @@ describe("local index scan kernel", () => {
         const rand = prng(dims);
         const index = new LocalVectorIndex(o.db);
         const stored = new Map<string, Float32Array>();
-        expect(await index.query(normalize(new Float32Array(dims).fill(1)), 10, ACCEPT_ALL)).toEqual([]); // loads the (empty) cache
+        expect(await index.query(normalize(new Float32Array(dims).fill(1)), 10, asking(ACCEPT_ALL))).toEqual([]); // loads the (empty) cache
         for (const size of [1, 40, 700, 3000]) {
           const add = vectors(rand, size - stored.size, dims);
           await index.upsert(add); // grows the kernel's rows past their first capacity
@@ -86,7 +89,7 @@ describe("local index scan kernel", () => {
           const some = [...stored.keys()].filter(() => rand() < 0.02);
           await index.remove(some.slice(0, some.length >> 1));
           for (const id of some.slice(0, some.length >> 1)) stored.delete(id);
-          const again = some.slice(some.length >> 1).map((id) => ({ id, values: vectors(rand, 1, dims)[0].values }));
+          const again = some.slice(some.length >> 1).map((id) => ({ id, values: vectors(rand, 1, dims)[0].values, metadata: {} }));
           await index.upsert(again);
           for (const v of again) stored.set(v.id, v.values);
 
@@ -102,17 +105,17 @@ describe("local index scan kernel", () => {
           ];
           for (const q of queries) {
             for (const [k, accept] of [[100, ACCEPT_ALL], [10, ACCEPT_ALL], [1, ACCEPT_ALL], [100, refusing(10)], [100, refusing(500)], [5, () => new Set<string>()]] as const) {
-              const fast = await index.query(q, k, accept);
+              const fast = await index.query(q, k, asking(accept));
               expect(fast).toEqual(index.queryReference(q, k, accept));
               expect(fast).toEqual(plainScan(stored, q, k, accept));
-              for (const other of coarse) expect(await other.query(q, k, accept)).toEqual(fast);
+              for (const other of coarse) expect(await other.query(q, k, asking(accept))).toEqual(fast);
             }
           }
         }
         // A fresh index loads the same rows from SQLite and answers the same.
         const q = normalize(Float32Array.from({ length: dims }, () => rand() * 2 - 1));
-        expect(await new LocalVectorIndex(o.db).query(q, 100, refusing(3))).toEqual(await index.query(q, 100, refusing(3)));
-        expect(await new LocalVectorIndex(o.db, { kernel: false }).query(q, 100, refusing(3))).toEqual(plainScan(stored, q, 100, refusing(3)));
+        expect(await new LocalVectorIndex(o.db).query(q, 100, asking(refusing(3)))).toEqual(await index.query(q, 100, asking(refusing(3))));
+        expect(await new LocalVectorIndex(o.db, { kernel: false }).query(q, 100, asking(refusing(3)))).toEqual(plainScan(stored, q, 100, refusing(3)));
       });
     });
   }
@@ -122,13 +125,13 @@ describe("local index scan kernel", () => {
     await inOrg(org.org_id, async (o) => {
       const dims = 64;
       const index = new LocalVectorIndex(o.db);
-      const items: { id: string; values: Float32Array }[] = [];
+      const items: VectorItem[] = [];
       const e = (i: number, x = 127) => { const v = new Float32Array(dims); v[0] = 127; if (i) v[i] = x; return v; };
-      for (let i = 0; i < 390; i++) items.push({ id: `a_${String(i).padStart(4, "0")}`, values: e(0) });
+      for (let i = 0; i < 390; i++) items.push({ id: `a_${String(i).padStart(4, "0")}`, values: e(0), metadata: {} });
       // Equal norms; score = (127 q0 + q_i) / |v|: distinct real scores, several per float32 value, the
       // smaller id holding the lower real score, right at the 400th place.
-      for (let i = 1; i <= 40; i++) items.push({ id: `g_${String(i).padStart(4, "0")}`, values: e(i, 1) });
-      for (let i = 0; i < 80; i++) { const v = new Float32Array(dims); v[63] = 127; items.push({ id: `z_${i}`, values: v }); }
+      for (let i = 1; i <= 40; i++) items.push({ id: `g_${String(i).padStart(4, "0")}`, values: e(i, 1), metadata: {} });
+      for (let i = 0; i < 80; i++) { const v = new Float32Array(dims); v[63] = 127; items.push({ id: `z_${i}`, values: v, metadata: {} }); }
       await index.upsert(items);
       const q = new Float32Array(dims);
       q[0] = 1;
@@ -137,7 +140,7 @@ describe("local index scan kernel", () => {
       for (const [k, accept] of [[100, notA], [100, ACCEPT_ALL], [10, notA]] as const) {
         const ref = index.queryReference(q, k, accept);
         expect(new Set(ref.map((h) => h.score)).size).toBeLessThan(ref.length); // ties exist
-        expect(await index.query(q, k, accept)).toEqual(ref);
+        expect(await index.query(q, k, asking(accept))).toEqual(ref);
       }
     });
   });
@@ -148,14 +151,14 @@ describe("local index scan kernel", () => {
       const rand = prng(5);
       const index = new LocalVectorIndex(o.db);
       const stored = new Map<string, Float32Array>();
-      const add = Array.from({ length: 7000 }, (_, i) => ({ id: `c_${i}`, values: normalize(Float32Array.from({ length: 100 }, () => rand() * 2 - 1)) }));
+      const add = Array.from({ length: 7000 }, (_, i) => ({ id: `c_${i}`, values: normalize(Float32Array.from({ length: 100 }, () => rand() * 2 - 1)), metadata: {} }));
       for (const v of add) stored.set(v.id, v.values);
       await index.upsert(add);
       const q = normalize(Float32Array.from({ length: 100 }, () => rand() * 2 - 1));
       for (const accept of [() => new Set<string>(), refusing(2000), (ids: string[]) => new Set(ids.filter((id) => id === "c_17"))] as AcceptIds[]) {
         const seen: number[] = [];
         const counting: AcceptIds = (ids) => { seen.push(...ids.map((id) => Number(id.slice(2)))); return accept(ids); };
-        const fast = await index.query(q, 100, counting);
+        const fast = await index.query(q, 100, asking(counting));
         expect(fast).toEqual(plainScan(stored, q, 100, accept));
         // Every slot offered at most once, so the walk never goes back over what it offered.
         expect(new Set(seen).size).toBe(seen.length);

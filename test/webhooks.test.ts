@@ -238,7 +238,7 @@ describe("delivery", () => {
     // The cursor names the last event drained (the observation's), like the memories cursor names a claim.
     const events = (await call("GET", "/v1/events", { key: org.api_key })).json.data.events;
     expect(events.map((e: any) => e.resource_id)).toEqual([id]);
-    expect(decodeCursor(d1.json.data.cursor, (v): v is unknown => true)).toEqual([events[0].id]);
+    expect(decodeCursor(d1.json.data.cursor, (_v): _v is unknown => true)).toEqual([events[0].id]);
     expect((await drain(org.api_key, { after: d1.json.data.cursor })).json.data).toMatchObject({ events_drained: 0, cursor: d1.json.data.cursor });
     expect(sent).toHaveLength(1);
     const s = sent[0];

@@ -1,8 +1,8 @@
-import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { OrgStore } from "../src/org/OrgStore";
+import type { OrgStore } from "../src/OrgStore";
 import type { RequestCtx } from "../src/org/request";
-import type { Db } from "../src/org/db";
+import type { Db } from "../src/sql/db";
+import { ApiError } from "../src/http/errors";
 import { commitWrite, type WriteOutcome } from "../src/org/write";
 import { newRecordId } from "../src/domains/memory/records";
 import { verifyChain } from "../src/domains/audit/verify";
@@ -10,7 +10,7 @@ import { appendOk, call, inOrg, newOrg, obs, readmeAuditHash } from "./helpers";
 
 /** A request context wired to the object's own job bookkeeping (due times are stored like a route's). */
 function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
-  const store = o as unknown as { ctx: DurableObjectState; env: never; jobDue: RequestCtx["jobDue"]; eventsWritten: () => void };
+  const store = o as unknown as { ctx: DurableObjectState; env: never; jobDue: RequestCtx["jobDue"]; eventsWritten: () => void; indexRowsQueued: () => void };
   return {
     orgId: "org_test", db: o.db, storage: store.ctx.storage,
     caller: { principalId: "prn_test", keyId: "key_test", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [], workspaces: {} },
@@ -18,6 +18,7 @@ function fakeRequest(o: OrgStore, idempotencyKey: string | null): RequestCtx {
     idempotent: true, idempotencyKey, env: store.env, headers: {}, deps: o.deps,
     jobDue: store.jobDue.bind(o),
     eventsWritten: store.eventsWritten.bind(o),
+    indexRowsQueued: store.indexRowsQueued.bind(o),
     recordsCreated: () => undefined,
   };
 }
@@ -83,6 +84,26 @@ describe("commitWrite", () => {
         events: [{ kind: "observation.appended", resourceType: "project", resourceId: "prj_5", payload: {} }],
         audit: { action: "test.write", resourceType: "project", resourceId: "prj_5" }, touched: { created: ["prj_5"], changed: [] } }));
       expect(counts(o)).toMatchObject({ outbox: 1, webhook_due: expect.any(String), outbox_due: expect.any(String) });
+    });
+  });
+
+  it("commits a refused write's rows and audit, then throws its error without a replay record", async () => {
+    const org = await newOrg();
+    await inOrg(org.org_id, (o) => {
+      const before = counts(o);
+      const refused = new ApiError("VALIDATION_ERROR", "refused on purpose");
+      const rc = fakeRequest(o, "idem-refused");
+      const attempt = () => commitWrite(rc, (db) => {
+        db.run("INSERT INTO projects (project_id, reference, created_by, created_at) VALUES ('prj_refused', 'refused', 'p', 'now')");
+        return { refused, audit: { action: "test.refused", resourceType: "project", resourceId: "prj_refused" } };
+      });
+      expect(attempt).toThrow(refused);
+      const after = counts(o);
+      expect(Number(after.projects) - Number(before.projects)).toBe(1);
+      expect(Number(after.audit) - Number(before.audit)).toBe(1);
+      expect(after.replays).toBe(before.replays);
+      expect(after.events).toBe(before.events);
+      expect(o.db.first<{ action: string }>("SELECT action FROM audit_log ORDER BY seq DESC LIMIT 1")?.action).toBe("test.refused");
     });
   });
 

@@ -3,13 +3,14 @@
 // same nodes and edges for keyboard and screen-reader use.
 import cytoscape from "cytoscape";
 import { ApiFailure, api } from "./api";
-import { errorBox, field, h, select, table } from "./dom";
+import { clip, errorBox, field, h, select, table } from "./dom";
 import { guarded } from "./auth";
 // Types only (erased at build): a node or edge type the route adds without a style here fails tsc.
 import type { EdgeType, NodeType } from "../../src/domains/atlas/graph";
 
 const LENSES = ["evidence_trace", "workspace_graph", "review_queue", "neighborhood", "conflict_freshness", "scope_preview", "knowledge_release"];
 
+// Every node and edge type has its own colour (no two legend entries alike); edges add a line style.
 export const NODE_STYLE: Record<NodeType, { color: string; shape: cytoscape.Css.NodeShape }> = {
   claim: { color: "#1f6feb", shape: "round-rectangle" },
   observation: { color: "#2da44e", shape: "ellipse" },
@@ -20,34 +21,35 @@ export const NODE_STYLE: Record<NodeType, { color: string; shape: cytoscape.Css.
   channel: { color: "#e16f24", shape: "triangle" },
   approval: { color: "#1b7c83", shape: "pentagon" },
   hold: { color: "#24292f", shape: "octagon" },
-  proposal: { color: "#bc4c00", shape: "vee" },
+  proposal: { color: "#bf3989", shape: "vee" },
 };
 export const EDGE_STYLE: Record<EdgeType, { color: string; line: "solid" | "dashed" | "dotted" }> = {
-  supports: { color: "#2da44e", line: "solid" },
-  contradicts: { color: "#cf222e", line: "solid" },
-  qualifies: { color: "#bf8700", line: "dashed" },
-  "selected-in": { color: "#57606a", line: "dotted" },
-  "released-as": { color: "#e16f24", line: "dashed" },
-  about: { color: "#8c959f", line: "dotted" },
-  supersedes: { color: "#8250df", line: "solid" },
-  related: { color: "#1b7c83", line: "dashed" },
+  supports: { color: "#116329", line: "solid" },
+  contradicts: { color: "#ff8182", line: "solid" },
+  qualifies: { color: "#d4a72c", line: "dashed" },
+  "selected-in": { color: "#afb8c1", line: "dotted" },
+  "released-as": { color: "#953800", line: "dashed" },
+  about: { color: "#54aeff", line: "dotted" },
+  supersedes: { color: "#c297ff", line: "solid" },
+  related: { color: "#0a3069", line: "dashed" },
   // The route also joins review-queue claims to their approvals and releases to their channels.
-  "submitted-as": { color: "#1b7c83", line: "dotted" },
-  "published-in": { color: "#e16f24", line: "dotted" },
+  "submitted-as": { color: "#76e3ea", line: "dotted" },
+  "published-in": { color: "#ffb77c", line: "dotted" },
   // A legal hold points at the record it keeps; an observation at the enrichment it proposed.
-  holds: { color: "#24292f", line: "solid" },
-  "proposed-as": { color: "#bc4c00", line: "dotted" },
+  holds: { color: "#7d8c00", line: "solid" },
+  "proposed-as": { color: "#f5a3d8", line: "dotted" },
 };
 
 function legend(): HTMLElement {
-  const item = (name: string, color: string, edge = false) => {
-    const el = h("span", { class: edge ? "edge" : null }, name);
+  const item = (name: string, color: string, line?: string) => {
+    const el = h("span", { class: line ? "edge" : null, "data-color": color }, name);
     el.style.setProperty("--c", color);
+    if (line) el.style.setProperty("--line", line);
     return el;
   };
-  return h("div", { "aria-hidden": "true" },
+  return h("div", { "aria-hidden": "true", id: "atlas-legend" },
     h("div", { class: "legend" }, "Nodes:", Object.entries(NODE_STYLE).map(([t, s]) => item(t, s.color))),
-    h("div", { class: "legend" }, "Edges:", Object.entries(EDGE_STYLE).map(([t, s]) => item(t, s.color, true))));
+    h("div", { class: "legend" }, "Edges:", Object.entries(EDGE_STYLE).map(([t, s]) => item(t, s.color, s.line))));
 }
 
 /**
@@ -98,8 +100,8 @@ async function draw(out: HTMLElement, v: Record<string, string>): Promise<(() =>
       view.truncated ? ` — truncated at max_nodes; withheld ${view.withheld.nodes} nodes, ${view.withheld.edges} edges.` : "."),
     graph,
     h("details", null, h("summary", null, "Nodes and edges as tables"),
-      table(["Node", "Type", "Label", "Status", "Trust", "Kind"], view.nodes.map((n: any) => [n.id, n.type, n.label, n.status ?? "", n.trust ?? "", n.kind ?? ""]), "Nodes"),
-      table(["From", "Edge", "To"], view.edges.map((e: any) => [labelOf.get(e.source) ?? e.source, e.type, labelOf.get(e.target) ?? e.target]), "Edges")));
+      table(["Node", "Type", "Label", "Status", "Trust", "Kind"], view.nodes.map((n: any) => [n.id, n.type, clip(n.label), n.status ?? "", n.trust ?? "", n.kind ?? ""]), "Nodes"),
+      table(["From", "Edge", "To"], view.edges.map((e: any) => [clip(labelOf.get(e.source) ?? e.source), e.type, clip(labelOf.get(e.target) ?? e.target)]), "Edges")));
   const start = () => {
     const cy = cytoscape({
       container: graph,

@@ -9,13 +9,27 @@ export type Stage = "none" | "password_change" | "staged" | "full";
 let knownUsername: string | null = null;
 
 export const stageRoute = (stage: Stage): string =>
-  stage === "password_change" ? "#/password" : stage === "staged" ? "#/second-factor" : stage === "full" ? "#/memories" : "#/login";
+  stage === "password_change" ? "#/password" : stage === "staged" ? "#/second-factor" : stage === "full" ? "#/home" : "#/login";
+
+/** GET /v1/principal: who the full session acts as. */
+export interface Me {
+  principal_id: string;
+  org_id: string;
+  username: string | null;
+  role: string;
+  scopes: string[] | "*";
+  max_trust: string;
+}
+let me: Me | null = null;
+/** The caller as the API answered it on this navigation (null before a full session). */
+export const currentCaller = (): Me | null => me;
 
 /** The stage of the stored token, as the API itself answers it (the stage is never stored). */
 export async function currentStage(): Promise<Stage> {
+  me = null;
   if (!session.token()) return "none";
   try {
-    await api("GET", "/v1/principal");
+    me = await api<Me>("GET", "/v1/principal");
     return "full";
   } catch (e) {
     if (e instanceof ApiFailure && e.status === 403) {

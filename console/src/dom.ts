@@ -52,10 +52,23 @@ export function clearStaleAnnouncement(): void {
   carryOver = false;
 }
 
+/** A long text cut to `max` characters with the full value in its title (tables must fit a 1,280 px window). */
+export function clip(text: string | null | undefined, max = 80): HTMLElement | string {
+  if (!text) return "";
+  return text.length > max ? h("span", { title: text, class: /\S{25}/.test(text) ? "long" : null }, text.slice(0, max - 1) + "…") : text;
+}
+
+/**
+ * A table cell. Words wrap only between them, except one long unbroken token (an id, a URL), which may
+ * break anywhere: a table of ids then still fits a 1,280 px window without splitting short words.
+ */
+export const cell = (c: Child): HTMLTableCellElement =>
+  h("td", typeof c === "string" && /\S{25}/.test(c) ? { class: "long" } : null, c);
+
 export function table(headers: string[], rows: Child[][], caption?: string): HTMLTableElement {
   return h("table", null, caption ? h("caption", { class: "muted" }, caption) : null,
     h("thead", null, h("tr", null, headers.map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", null, rows.map((r) => h("tr", null, r.map((c) => h("td", null, c))))));
+    h("tbody", null, rows.map((r) => h("tr", null, r.map(cell)))));
 }
 
 /** A native modal <dialog> asking to confirm; resolves true only on the confirm button. Keyboard: Esc cancels. */

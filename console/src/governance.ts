@@ -3,7 +3,8 @@
 // the row (aria-label), behind a confirmation where the move cannot be undone.
 import { api } from "./api";
 import { guarded } from "./auth";
-import { announce, confirmDialog, errorBox, field, h, select, table } from "./dom";
+import { announce, clip, confirmDialog, errorBox, field, h, select, table } from "./dom";
+import { principalDirectory, principalName } from "./names";
 
 const TRUST = ["low", "medium", "high", "verified"];
 
@@ -98,7 +99,7 @@ export async function policiesPage(main: HTMLElement, refresh: () => void): Prom
 
 export async function approvalsPage(main: HTMLElement, refresh: () => void, params: URLSearchParams): Promise<void> {
   const status = params.get("status") ?? "";
-  const approvals = await listAll("/v1/claim-approvals", "approvals", status ? { status } : {});
+  const [approvals, directory] = await Promise.all([listAll("/v1/claim-approvals", "approvals", status ? { status } : {}), principalDirectory()]);
   const claims = new Map<string, string>();
   await Promise.all([...new Set(approvals.map((a) => a.claim_id))].slice(0, 50).map(async (id) => {
     try {
@@ -128,7 +129,7 @@ export async function approvalsPage(main: HTMLElement, refresh: () => void, para
       ? table(["Claim", "Version", "Status", "Evidence", "Note", "Submitted by", "Decided by", ""], approvals.map((a) => [
         claimLink(a.claim_id, short(claims.get(a.claim_id))), String(a.claim_version), a.status,
         `${a.evidence?.observation_ids?.length ?? 0} readable${a.evidence?.hidden_source_count ? `, ${a.evidence.hidden_source_count} hidden` : ""}`,
-        a.note ?? "", a.submitted_by, a.decided_by ?? "",
+        clip(a.note), principalName(directory, a.submitted_by), principalName(directory, a.decided_by),
         a.status === "pending" ? h("span", { class: "inline" },
           moveButton(main, refresh, "Approve", `Approve ${a.approval_id}`, decide(a, "approved"),
             { title: "Approve this claim version?", detail: `Version ${a.claim_version} of "${short(claims.get(a.claim_id)) || a.claim_id}" becomes approved.` }),
@@ -164,7 +165,7 @@ export async function releasesPage(main: HTMLElement, refresh: () => void, param
     select("Minimum source trust", "min_trust", TRUST),
     gateways
       ? h("label", null, "Gateway principal (service)", h("select", { name: "gateway_principal_id", required: true },
-        gateways.map((p) => h("option", { value: p.principal_id }, `${p.display_name ?? p.principal_id} (${p.principal_id})`))))
+        gateways.map((p) => h("option", { value: p.principal_id, title: p.display_name }, `${short(p.display_name, 60) || p.principal_id} (${p.principal_id})`))))
       : field("Gateway principal id (service)", "gateway_principal_id", { required: true, size: 40 }),
     h("button", { type: "submit" }, "Create channel")), async (v) => {
     const audiences = v.audiences.split(",").map((s) => s.trim()).filter(Boolean);

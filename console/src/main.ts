@@ -4,10 +4,12 @@ import { type Stage, currentStage, loginPage, logout, passwordPage, secondFactor
 import { atlasPage } from "./atlas";
 import { clearStaleAnnouncement, errorBox, h } from "./dom";
 import { approvalsPage, policiesPage, releasesPage } from "./governance";
+import { homePage } from "./home";
+import { forgetDirectory } from "./names";
 import { accountsPage, claimPage, eventsPage, keysPage, memoriesPage, webhooksPage } from "./pages";
 
 const PAGES: [string, string][] = [
-  ["#/memories", "Memories"], ["#/atlas", "Atlas"], ["#/approvals", "Approvals"], ["#/releases", "Releases"],
+  ["#/home", "Home"], ["#/memories", "Memories"], ["#/atlas", "Atlas"], ["#/approvals", "Approvals"], ["#/releases", "Releases"],
   ["#/policies", "Policies"], ["#/events", "Events"], ["#/webhooks", "Webhooks"],
   ["#/keys", "Keys"], ["#/accounts", "Accounts"], ["#/security", "Passkeys"],
 ];
@@ -28,6 +30,7 @@ let renderSeq = 0;
 async function render(): Promise<void> {
   const seq = ++renderSeq;
   clearStaleAnnouncement();
+  forgetDirectory();
   const [path, queryString] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(queryString ?? "");
   const stage = await currentStage();
@@ -45,6 +48,7 @@ async function render(): Promise<void> {
     if (path === "/login") loginPage(page, go);
     else if (path === "/password") passwordPage(page, go);
     else if (path === "/second-factor") secondFactorPage(page, go);
+    else if (path === "/home") await homePage(page);
     else if (path === "/memories") await memoriesPage(page, go);
     else if (path.startsWith("/claim/")) await claimPage(page, go, decodeURIComponent(path.slice("/claim/".length)));
     else if (path === "/atlas") mounted = await atlasPage(page, params);
@@ -56,7 +60,7 @@ async function render(): Promise<void> {
     else if (path === "/keys") await keysPage(page, render);
     else if (path === "/accounts") await accountsPage(page);
     else if (path === "/security") await securityPage(page, render);
-    else page.append(h("h1", null, "Not found"), h("p", null, h("a", { href: "#/memories" }, "Go to memories")));
+    else page.append(h("h1", null, "Not found"), h("p", null, h("a", { href: "#/home" }, "Go to the home page")));
   } catch (e) {
     page.append(errorBox((e as Error).message));
   }

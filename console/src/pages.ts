@@ -2,7 +2,9 @@
 import { SCOPES } from "../../src/auth/scope-names";
 import { api } from "./api";
 import { guarded } from "./auth";
-import { announce, confirmDialog, errorBox, field, h, select, table } from "./dom";
+import { announce, cell, clip, confirmDialog, errorBox, field, h, select, table } from "./dom";
+import { type Directory, principalDirectory, principalName } from "./names";
+import { PRESETS, type Preset, SCOPE_HELP, type Scope } from "./scopes";
 
 type Go = (hash: string) => void;
 const CLAIM_STATUSES = ["", "active", "disputed", "superseded", "revoked"];
@@ -14,7 +16,7 @@ const ROLES = ["reader", "member", "admin", "owner"];
 /** The search the memories page shows: kept in memory so the back link from a claim returns to it. */
 let search: { filters: Record<string, string>; cursors: string[] } = { filters: {}, cursors: [] };
 
-export async function memoriesPage(main: HTMLElement, go: Go): Promise<void> {
+export async function memoriesPage(main: HTMLElement, _go: Go): Promise<void> {
   const results = h("section", { "aria-label": "Results", "aria-live": "polite" });
   const f = search.filters;
   const form = guarded(h("form", { "aria-label": "Search memories", class: "inline", role: "search" },
@@ -95,18 +97,30 @@ export async function claimPage(main: HTMLElement, go: Go, claimId: string): Pro
     act("Expire", "expire", {}, "The claim's valid_to becomes now; it leaves current memories."));
 }
 
+/** An event's resource: its type and id (a claim's links to the claim's page). */
+function eventResource(e: any): HTMLElement {
+  const id = e.resource_type === "claim"
+    ? h("a", { href: `#/claim/${encodeURIComponent(e.resource_id)}`, title: e.resource_id }, e.resource_id)
+    : h("span", { title: e.resource_id }, e.resource_id);
+  return h("span", { class: "resource" }, `${e.resource_type} `, h("small", null, id));
+}
+
+/** The cells of an event row: time, kind, resource, actor by name. */
+export const eventCells = (directory: Directory, e: any) => [e.created_at, e.kind, eventResource(e), principalName(directory, e.actor_id)];
+export const EVENT_HEADERS = ["Time", "Kind", "Resource", "Actor"];
+
+/** The newest 200 events, newest on top; "Watch live" adds what follows in commit order. */
 export async function eventsPage(main: HTMLElement): Promise<void> {
+  const directory = await principalDirectory();
   const rows = h("tbody");
-  const events: any[] = [];
-  let cursor: string | undefined;
   let timer: number | undefined;
-  const render = (e: any) => rows.prepend(h("tr", null, [e.created_at, e.kind, e.resource_type, e.resource_id, e.actor_id].map((c) => h("td", null, c))));
+  const newest = await api("GET", "/v1/events", { query: { order: "newest", limit: 200 } });
+  rows.append(...newest.events.map((e: any) => h("tr", null, eventCells(directory, e).map(cell))));
+  /** The newest event shown: live polling continues after it. */
+  let cursor: string | undefined = newest.events[0]?.id;
   async function poll(): Promise<number> {
     const data = await api("GET", "/v1/events", { query: { after: cursor, limit: 200 } });
-    for (const e of data.events) {
-      events.push(e);
-      render(e);
-    }
+    for (const e of data.events) rows.prepend(h("tr", null, eventCells(directory, e).map(cell)));
     if (data.events.length) cursor = data.events.at(-1).id;
     return data.events.length;
   }
@@ -133,9 +147,9 @@ export async function eventsPage(main: HTMLElement): Promise<void> {
       }
     }, 3000);
   } } }, "Watch live");
-  while ((await poll()) === 200);
   main.append(h("h1", null, "Event feed"), watch, status,
-    h("table", null, h("thead", null, h("tr", null, ["Time", "Kind", "Resource type", "Resource", "Actor"].map((t) => h("th", { scope: "col" }, t)))), rows));
+    h("p", { class: "muted" }, newest.events.length === 200 ? "The newest 200 events are shown." : `${newest.events.length} events.`),
+    h("table", { class: "events" }, h("thead", null, h("tr", null, EVENT_HEADERS.map((t) => h("th", { scope: "col" }, t)))), rows));
 }
 
 /**
@@ -161,7 +175,7 @@ export async function webhooksPage(main: HTMLElement, go: Go, params: URLSearchP
   const button = (label: string, name: string, onClick: () => void, kind = "secondary") =>
     h("button", { type: "button", class: kind, "aria-label": name, on: { click: onClick } }, label);
 
-  const rows = webhooks.map((w: any) => [w.url, w.status, (w.events ?? []).join(", "), String(w.failure_count ?? 0), w.created_at,
+  const rows = webhooks.map((w: any) => [clip(w.url), w.status, (w.events ?? []).join(", "), String(w.failure_count ?? 0), w.created_at,
     h("span", { class: "inline" },
       h("a", { href: here(w.webhook_id), "aria-label": `Deliveries of ${w.url}` }, "Deliveries"),
       w.status === "active" ? button("Pause", `Pause webhook ${w.url}`, () => move(async () => {
@@ -221,16 +235,45 @@ export async function keysPage(main: HTMLElement, refresh: () => void): Promise<
     keys.push(...page.keys);
     after = page.has_more ? page.next_cursor : undefined;
   } while (after);
+  const directory = await principalDirectory();
   const minted = h("div", { "aria-live": "polite" });
-  const form = guarded(h("form", { "aria-label": "Mint a key" },
+  const allScopes = h("input", { type: "checkbox", name: "all_scopes", on: { change: () => syncAll() } });
+  const scopeBoxes = SCOPES.map((s) => h("input", { type: "checkbox", name: "scope", value: s, title: SCOPE_HELP[s] }));
+  /** "All scopes" holds every scope: the single boxes show ticked and locked; unticking it gives back the earlier ticks. */
+  let ticksBeforeAll: Set<string> | null = null;
+  const syncAll = () => {
+    if (allScopes.checked && !ticksBeforeAll) ticksBeforeAll = new Set(scopeBoxes.filter((b) => b.checked).map((b) => b.value));
+    if (!allScopes.checked && ticksBeforeAll) {
+      for (const b of scopeBoxes) b.checked = ticksBeforeAll.has(b.value);
+      ticksBeforeAll = null;
+    }
+    for (const b of scopeBoxes) {
+      b.disabled = allScopes.checked;
+      if (allScopes.checked) b.checked = true;
+    }
+  };
+  const applyPreset = (preset: Preset) => {
+    allScopes.checked = false;
+    ticksBeforeAll = null;
+    for (const b of scopeBoxes) b.checked = preset.scopes !== "all" && preset.scopes.includes(b.value as Scope);
+    allScopes.checked = preset.scopes === "all";
+    syncAll();
+    announce(`Preset ${preset.label}: ${preset.scopes === "all" ? "all scopes (*)" : `${preset.scopes.length} scopes`} ticked.`);
+  };
+  const form = guarded(h("form", { "aria-label": "Mint a key", class: "mint" },
     field("Label", "label", { required: true, maxlength: 200 }),
     select("Trust ceiling", "max_trust", TRUST),
-    h("label", null, h("input", { type: "checkbox", name: "all_scopes" }), " All scopes (*)"),
-    h("fieldset", { class: "scopes" }, h("legend", null, "Scopes"),
-      SCOPES.map((s) => h("label", null, h("input", { type: "checkbox", name: "scope", value: s }), s))),
+    h("fieldset", { class: "presets" }, h("legend", null, "Presets (tick the scopes of a common kind of key)"),
+      h("div", { class: "inline" }, PRESETS.map((p) => h("button", { type: "button", class: "secondary", "data-preset": p.label,
+        on: { click: () => applyPreset(p) } }, p.label))),
+      h("ul", { class: "muted preset-help" }, PRESETS.map((p) => h("li", null, h("strong", null, p.label), `: ${p.summary}. `,
+        p.scopes === "all" ? "All scopes (*)." : `Scopes: ${p.scopes.join(", ")}.`)))),
+    h("label", { class: "check", title: "Every scope the service has, now and later" }, allScopes, " All scopes (*)"),
+    h("fieldset", { class: "scopes" }, h("legend", null, "Scopes (hover one for what it allows)"),
+      scopeBoxes.map((box) => h("label", { title: box.title }, box, box.value))),
     h("button", { type: "submit" }, "Mint key")), async (v) => {
-    const chosen = [...form.querySelectorAll<HTMLInputElement>("input[name=scope]:checked")].map((i) => i.value);
-    const scopes = v.all_scopes ? "*" : chosen;
+    const ticked = [...form.querySelectorAll<HTMLInputElement>("input[name=scope]:checked")].map((i) => i.value);
+    const scopes = v.all_scopes ? "*" : ticked;
     if (scopes !== "*" && !scopes.length) throw new Error("Choose at least one scope.");
     const key = await api("POST", "/v1/keys", { body: { label: v.label, scopes, ...(v.max_trust ? { max_trust: v.max_trust } : {}) } });
     announce(`Key ${key.key_id} minted.`, true);
@@ -242,8 +285,10 @@ export async function keysPage(main: HTMLElement, refresh: () => void): Promise<
   });
   minted.id = "minted-key";
   main.append(h("h1", null, "API keys"), minted,
-    table(["Key", "Label", "Principal", "Scopes", "Trust", "Status", "Created", ""], keys.map((k) => [k.key_id, k.label, k.principal_id,
-      Array.isArray(k.scopes) ? k.scopes.join(" ") : k.scopes, k.max_trust, k.status, k.created_at,
+    table(["Label", "Principal", "Scopes", "Trust", "Status", "Created", ""], keys.map((k) => [
+      h("span", null, clip(k.label, 60), h("br"), h("small", { class: "muted" }, k.key_id)),
+      principalName(directory, k.principal_id),
+      Array.isArray(k.scopes) ? clip(k.scopes.join(" "), 160) : k.scopes, k.max_trust, k.status, k.created_at,
       k.status === "active" ? h("button", { type: "button", class: "danger", "aria-label": `Revoke key ${k.label}`, on: { click: async () => {
         if (!(await confirmDialog("Revoke key?", `Key "${k.label}" (${k.key_id}) fails from its next request on.`, "Revoke"))) return;
         try {
@@ -253,8 +298,10 @@ export async function keysPage(main: HTMLElement, refresh: () => void): Promise<
         } catch (e) {
           main.prepend(errorBox((e as Error).message));
         }
-      } } }, "Revoke") : ""])),
-    h("h2", null, "Mint a key"), form);
+      } } }, "Revoke") : ""]), "Keys"),
+    h("h2", null, "Mint a key"),
+    h("p", { class: "muted" }, "A new key belongs to a new agent principal (role member) named after its label; it cannot hold a scope or trust ceiling you do not hold."),
+    form);
 }
 
 export async function accountsPage(main: HTMLElement): Promise<void> {

@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { prng, queryWords, root, sleep, statement, STOPWORDS, threadCpuMs, threadStates, VOCAB, zipfWord } from "../bench-lib.mjs";
 
 test("the vocabulary is the embedding table's words, in its order", () => {
-  const header = /(\d+) words in frequency order/.exec(readFileSync(join(root, "src/vector/glove-table.ts"), "utf8"));
+  const header = /(\d+) words in frequency order/.exec(readFileSync(join(root, "src/generated/glove-table.ts"), "utf8"));
   assert.ok(header, "the table's header names its word count");
   assert.equal(VOCAB.length, Number(header[1]));
   assert.equal(new Set(VOCAB).size, VOCAB.length);

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { envArgs, parseDatabaseId, parseDeployedHost, plan, renderProductionConfig } from "../deploy-setup.mjs";
+import { envArgs, METADATA_INDEXES, parseDatabaseId, parseDeployedHost, plan, renderProductionConfig } from "../deploy-setup.mjs";
 import { gzippedSize } from "../bundle-size.mjs";
 
 const id = "8f7e2c1a-3b4d-4e5f-9a8b-7c6d5e4f3a2b";
@@ -36,6 +36,24 @@ test("secrets are set through stdin, never on the command line, and the deploy t
   assert.deepEqual(envArgs(base), []);
   const vec = steps.find((s) => s.wrangler?.[0] === "vectorize");
   assert.deepEqual(vec.wrangler, ["vectorize", "create", "vx", "--dimensions", "384", "--metric", "cosine"]);
+});
+
+test("the Vectorize metadata indexes are created right after the index, before anything writes a vector", () => {
+  const steps = plan({ database: "svc-index", vectorIndex: "vx", toml: `${base}[env.production]\n` });
+  const at = steps.findIndex((s) => s.wrangler?.[0] === "vectorize" && s.wrangler[1] === "create");
+  const meta = steps.filter((s) => s.wrangler?.[1] === "create-metadata-index");
+  assert.deepEqual(meta.map((s) => s.wrangler), [
+    ["vectorize", "create-metadata-index", "vx", "--property-name", "visibility", "--type", "string"],
+    ["vectorize", "create-metadata-index", "vx", "--property-name", "workspace_id", "--type", "string"],
+    ["vectorize", "create-metadata-index", "vx", "--property-name", "author_id", "--type", "string"],
+    ["vectorize", "create-metadata-index", "vx", "--property-name", "project_id", "--type", "string"],
+    ["vectorize", "create-metadata-index", "vx", "--property-name", "subject_id", "--type", "string"],
+    ["vectorize", "create-metadata-index", "vx", "--property-name", "kind", "--type", "string"],
+  ]);
+  assert.deepEqual(meta.map((s) => steps.indexOf(s)), meta.map((_, i) => at + 1 + i));
+  assert.ok(meta.length === METADATA_INDEXES.length && meta.length <= 10, "Vectorize allows 10 metadata indexes");
+  assert.ok(meta.every((s) => s.tolerate.test("A metadata index for that property already exists")), "a re-run keeps them");
+  assert.ok(steps.findIndex((s) => s.wrangler?.[0] === "deploy") > at + meta.length);
 });
 
 test("the deployed host becomes the passkey relying party, in the production vars when declared", () => {

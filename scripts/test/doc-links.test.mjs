@@ -19,7 +19,7 @@ export function prose(markdown) {
 /** The targets of inline links and images: [text](target) and ![alt](target "title"). */
 export function linkTargets(markdown) {
   const out = [];
-  for (const m of prose(markdown).matchAll(/!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push(m[1]);
+  for (const m of prose(markdown).matchAll(/!?\[(?:[^\][]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push(m[1]);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// src/vector/scan-kernel.wasm is generated: the committed bytes must be exactly what
+// src/generated/scan-kernel.wasm is generated: the committed bytes must be exactly what
 // scripts/build-scan-kernel.mjs writes (run it after changing the kernel's source). Its results are
 // checked in workerd by test/vector-scan.test.ts.
 import assert from "node:assert/strict";

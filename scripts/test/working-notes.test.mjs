@@ -18,7 +18,7 @@ export const RULES = [
   { name: "issue number", re: /\bissues? #?\d+/i },
   // "#12" on its own (an upstream reference written owner/repo#12 is a fact and is allowed; a
   // stylesheet's "#333" is a colour)
-  { name: "#N issue reference", re: /(?:^|[\s(\[])#\d+\b(?![0-9a-f])/i, skip: (path) => path.endsWith(".css") },
+  { name: "#N issue reference", re: /(?:^|[\s([])#\d+\b(?![0-9a-f])/i, skip: (path) => path.endsWith(".css") },
   { name: "tonight", re: /\btonight(?:'s)?\b/i },
   { name: "last night", re: /\blast night\b/i },
   { name: "this evening", re: /\bthis evening\b/i },

@@ -11,7 +11,7 @@ import { ALL_SCOPES, holdsAll } from "../auth/scopes";
 import { type Role, roleRank } from "../auth/roles";
 import { type Trust, trustAtMost } from "../auth/trust";
 import { forbidden } from "../http/errors";
-import type { Caller } from "../org/request";
+import type { Caller } from "./caller";
 import { isAdmin } from "./policy";
 
 /** The scopes a full dashboard session holds. */

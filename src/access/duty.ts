@@ -6,12 +6,19 @@
 //     creator may not approve it. Activation is not subject to it.
 // "Neither X nor Y" means neither the same actor as X: principals are compared by the actor standing
 // behind them (actorOf), so a member cannot approve its own work through a principal it minted.
-import { isAdmin } from "./policy";
+// What the rule reads of the organization (the active policy, the creation chain) it is handed as
+// DutyFacts by the governance routes (src/domains/governance/store.ts dutyFacts), whose stores hold that SQL.
+import type { Role } from "../auth/roles";
 import { forbidden } from "../http/errors";
-import type { Db } from "../org/db";
-import type { Caller } from "../org/request";
-import { activeRules } from "../domains/governance/store";
-import { creatorsOf } from "../domains/identity/store";
+import type { Caller } from "./caller";
+import { isAdmin } from "./policy";
+
+export interface DutyFacts {
+  /** The rules of the organization's active policy of a type, or null when none is active. */
+  activeRules(type: "approval" | "release"): { separation_of_duty: boolean } | null;
+  /** The principals that created `principalId`, nearest first, at most `max` links up. */
+  creatorsOf(principalId: string, max: number): { principal_id: string; role: Role | null }[];
+}
 
 export type DutyAct =
   | { act: "decide_approval"; submitted_by: string; claim_author: string }
@@ -30,8 +37,8 @@ export const MAX_CREATION_DEPTH = 32;
  * principals (an organization's owner, from whom every principal descends, can still review).
  * null: the chain is longer than MAX_CREATION_DEPTH (or loops), so the actor cannot be established.
  */
-function actorOf(db: Db, principalId: string): string | null {
-  const chain = creatorsOf(db, principalId, MAX_CREATION_DEPTH + 1);
+function actorOf(facts: DutyFacts, principalId: string): string | null {
+  const chain = facts.creatorsOf(principalId, MAX_CREATION_DEPTH + 1);
   let actor = principalId;
   for (const creator of chain) {
     if (creator.role && isAdmin({ role: creator.role })) return actor;
@@ -41,9 +48,9 @@ function actorOf(db: Db, principalId: string): string | null {
 }
 
 /** Why `me` may not act on work of `other` (described as `who`), or null when they are different actors. */
-function sameActor(db: Db, me: string, myActor: string | null, other: string, who: string, act: string): string | null {
+function sameActor(facts: DutyFacts, me: string, myActor: string | null, other: string, who: string, act: string): string | null {
   if (other === me) return `Separation of duty: ${who} may not ${act}.`;
-  const theirs = actorOf(db, other);
+  const theirs = actorOf(facts, other);
   if (myActor === null || theirs === null)
     return `Separation of duty: a creation chain longer than ${MAX_CREATION_DEPTH} principals hides who stands behind you or ${who}.`;
   return myActor === theirs
@@ -52,20 +59,20 @@ function sameActor(db: Db, me: string, myActor: string | null, other: string, wh
 }
 
 /** Why the caller may not perform `act` under the active policy, or null when it may. */
-export function dutyRefusal(db: Db, caller: Caller, a: DutyAct): string | null {
+export function dutyRefusal(facts: DutyFacts, caller: Caller, a: DutyAct): string | null {
   const me = caller.principalId;
   if (a.act === "decide_approval") {
-    if (!activeRules(db, "approval")?.separation_of_duty) return null;
-    const mine = actorOf(db, me);
-    return sameActor(db, me, mine, a.submitted_by, "the submitter of an approval", "decide it")
-      ?? sameActor(db, me, mine, a.claim_author, "the author of a claim", "decide its approval");
+    if (!facts.activeRules("approval")?.separation_of_duty) return null;
+    const mine = actorOf(facts, me);
+    return sameActor(facts, me, mine, a.submitted_by, "the submitter of an approval", "decide it")
+      ?? sameActor(facts, me, mine, a.claim_author, "the author of a claim", "decide its approval");
   }
-  if (!activeRules(db, "release")?.separation_of_duty) return null;
-  return sameActor(db, me, actorOf(db, me), a.created_by, "the creator of a release", "approve it");
+  if (!facts.activeRules("release")?.separation_of_duty) return null;
+  return sameActor(facts, me, actorOf(facts, me), a.created_by, "the creator of a release", "approve it");
 }
 
 /** The one call handlers make: 403 FORBIDDEN when the active policy refuses the caller. */
-export function requireSeparationOfDuty(db: Db, caller: Caller, a: DutyAct): void {
-  const refusal = dutyRefusal(db, caller, a);
+export function requireSeparationOfDuty(facts: DutyFacts, caller: Caller, a: DutyAct): void {
+  const refusal = dutyRefusal(facts, caller, a);
   if (refusal) throw forbidden(refusal);
 }

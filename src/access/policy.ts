@@ -13,23 +13,9 @@
 // Hidden records contribute nothing anywhere; the evidence view's hidden_source_count is the only trace.
 import { ADMIN_ROLES } from "../auth/roles";
 import { ApiError } from "../http/errors";
-import type { Db } from "../org/db";
-import type { Caller } from "../org/request";
+import type { Db } from "../sql/db";
+import { type Caller, type GrantTarget, type HeldGrant, PERMISSIONS, type Permission } from "./caller";
 import { VISIBILITIES } from "./visibility";
-
-export const PERMISSIONS = ["read", "write", "approve", "admin"] as const;
-export type Permission = (typeof PERMISSIONS)[number];
-
-export interface GrantTarget {
-  type: "organization" | "project" | "subject";
-  /** project id (null: unscoped memory) or subject id; null for the organization. */
-  id: string | null;
-}
-
-export interface HeldGrant extends GrantTarget {
-  grantId: string;
-  permissions: Permission[];
-}
 
 /** A record as authorization sees it. */
 export interface Guarded {
@@ -170,9 +156,60 @@ export function readableWhere(caller: Caller, alias: string, ownerColumn = "auth
 }
 
 /**
- * readableWhere as its disjuncts: each way a record can be readable (team outside workspaces, team of
- * the caller's workspaces, authorship, a grant's projects, …), each with its bind values. A read that
- * must cost what it returns walks one index per way (see retrieval.ts retrievableWays).
+ * One condition of a way to read a record: a column of the record (`owner`: its writer's column) equal
+ * to a value (null: the column is null), or (`in`) to one of several values.
+ */
+export type WayCondition =
+  | { column: "visibility" | "workspace_id" | "owner" | "project_id" | "subject_id"; value: string | null }
+  | { column: "workspace_id" | "project_id" | "subject_id"; in: string[] };
+
+/** A way a record can be readable: all of its conditions hold (none: every record). */
+export type ReadableWay = WayCondition[];
+
+/**
+ * Each way a record can be readable by the caller (team outside workspaces, team of the caller's
+ * workspaces, authorship, a grant's projects, …) as conditions on the record's columns: the one
+ * decomposition of canRead that readableWays renders as SQL and the vector index renders as metadata
+ * filters (src/vector/metadata.ts, for compile: src/domains/memory/vector-candidates.ts). Options as readableWays'.
+ */
+export function readableWayConditions(caller: Caller, opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {}): ReadableWay[] {
+  const each = opts.singleValues === true;
+  /** `column` is one of `values`: one way, or one per value. */
+  const oneOf = (column: "workspace_id" | "project_id" | "subject_id", values: string[], within: WayCondition[] = []): ReadableWay[] => each
+    ? values.map((value) => [...within, { column, value }])
+    : [[...within, { column, in: values }]];
+  const team: WayCondition = { column: "visibility", value: "team" };
+  const reads = caller.grants.filter((g) => g.permissions.includes("read"));
+  if (reads.some((g) => g.type === "organization")) return each ? VISIBILITIES.map((value) => [{ column: "visibility", value }]) : [[]];
+  const ways: ReadableWay[] = [];
+  if (opts.workspaces === false || isAdmin(caller)) ways.push([team]);
+  else {
+    ways.push([team, { column: "workspace_id", value: null }]);
+    const member = Object.keys(caller.workspaces);
+    if (member.length) ways.push(...oneOf("workspace_id", member, [team]));
+  }
+  if (opts.workspaces !== false && opts.targets !== false) {
+    const privateReader = Object.entries(caller.workspaces).filter(([, role]) => WORKSPACE_PRIVATE_READERS.includes(role)).map(([id]) => id);
+    if (privateReader.length) {
+      if (each) for (const id of privateReader) for (const value of VISIBILITIES) ways.push([{ column: "visibility", value }, { column: "workspace_id", value: id }]);
+      else ways.push(...oneOf("workspace_id", privateReader));
+    }
+  }
+  ways.push([{ column: "owner", value: caller.principalId }]);
+  if (opts.targets !== false) {
+    const projects = reads.filter((g) => g.type === "project");
+    const named = projects.flatMap((g) => (g.id ? [g.id] : []));
+    if (named.length) ways.push(...oneOf("project_id", named));
+    if (projects.some((g) => g.id === null)) ways.push([{ column: "project_id", value: null }]);
+    const subjects = reads.filter((g) => g.type === "subject").flatMap((g) => (g.id ? [g.id] : []));
+    if (subjects.length) ways.push(...oneOf("subject_id", subjects));
+  }
+  return each ? [...new Map(ways.map((w) => [JSON.stringify(w), w])).values()] : ways;
+}
+
+/**
+ * readableWhere as its disjuncts: readableWayConditions rendered as SQL clauses, each with its bind
+ * values. A read that must cost what it returns walks one index per way (see retrieval.ts retrievableWays).
  *
  * With singleValues, no way holds a list or takes every visibility: each is equalities on the columns of
  * one index and, with seq last in it, one range in write order (memory/compile.ts readableNeighbours). A list
@@ -181,35 +218,17 @@ export function readableWhere(caller: Caller, alias: string, ownerColumn = "auth
  */
 export function readableWays(caller: Caller, alias: string, ownerColumn = "author_id",
   opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {}): [string, ...unknown[]][] {
-  const each = opts.singleValues === true;
-  /** `column` is one of `values`: one way, or one per value. */
-  const oneOf = (column: string, values: unknown[], within = (is: string) => is): [string, ...unknown[]][] => each
-    ? values.map((v) => [within(`${alias}.${column} = ?`), v])
-    : [[within(`${alias}.${column} IN (SELECT value FROM json_each(?))`), JSON.stringify(values)]];
-  const reads = caller.grants.filter((g) => g.permissions.includes("read"));
-  if (reads.some((g) => g.type === "organization")) return each ? VISIBILITIES.map((v) => [`${alias}.visibility = '${v}'`]) : [["1 = 1"]];
-  const ways: [string, ...unknown[]][] = [];
-  if (opts.workspaces === false || isAdmin(caller)) ways.push([`${alias}.visibility = 'team'`]);
-  else {
-    ways.push([`(${alias}.visibility = 'team' AND ${alias}.workspace_id IS NULL)`]);
-    const member = Object.keys(caller.workspaces);
-    if (member.length) ways.push(...oneOf("workspace_id", member, (is) => `(${alias}.visibility = 'team' AND ${is})`));
-  }
-  if (opts.workspaces !== false && opts.targets !== false) {
-    const privateReader = Object.entries(caller.workspaces).filter(([, role]) => WORKSPACE_PRIVATE_READERS.includes(role)).map(([id]) => id);
-    if (privateReader.length) {
-      if (each) for (const id of privateReader) for (const v of VISIBILITIES) ways.push([`(${alias}.visibility = '${v}' AND ${alias}.workspace_id = ?)`, id]);
-      else ways.push(...oneOf("workspace_id", privateReader));
-    }
-  }
-  ways.push([`${alias}.${ownerColumn} = ?`, caller.principalId]);
-  if (opts.targets !== false) {
-    const projects = reads.filter((g) => g.type === "project");
-    const named = projects.flatMap((g) => (g.id ? [g.id] : []));
-    if (named.length) ways.push(...oneOf("project_id", named));
-    if (projects.some((g) => g.id === null)) ways.push([`${alias}.project_id IS NULL`]);
-    const subjects = reads.filter((g) => g.type === "subject").map((g) => g.id);
-    if (subjects.length) ways.push(...oneOf("subject_id", subjects));
-  }
-  return each ? [...new Map(ways.map((w) => [JSON.stringify(w), w])).values()] : ways;
+  const condition = (c: WayCondition): [string, ...unknown[]] => {
+    const column = `${alias}.${c.column === "owner" ? ownerColumn : c.column}`;
+    if ("in" in c) return [`${column} IN (SELECT value FROM json_each(?))`, JSON.stringify(c.in)];
+    if (c.value === null) return [`${column} IS NULL`];
+    // Visibility values are the fixed VISIBILITIES: written inline, so a way on them keeps its index.
+    return c.column === "visibility" ? [`${column} = '${c.value}'`] : [`${column} = ?`, c.value];
+  };
+  return readableWayConditions(caller, opts).map((way): [string, ...unknown[]] => {
+    if (!way.length) return ["1 = 1"];
+    const parts = way.map(condition);
+    const clause = parts.length === 1 ? parts[0][0] : `(${parts.map(([p]) => p).join(" AND ")})`;
+    return [clause, ...parts.flatMap(([, ...args]) => args)];
+  });
 }

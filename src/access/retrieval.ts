@@ -13,8 +13,8 @@
 //     claim is retrievable (it is a copy of, or a judgement on, the claim's content).
 // Imports nothing from src/domains: the record shapes it reads are declared here, structurally.
 import { clock } from "../http/clock";
-import type { Db } from "../org/db";
-import type { Caller } from "../org/request";
+import type { Db } from "../sql/db";
+import type { Caller } from "./caller";
 import { canRead, isAdmin, readableWays, readableWhere, workspaceRole } from "./policy";
 
 /** A memory record (observation or claim row) as the read rules read it. */

@@ -1,10 +1,23 @@
 // docs/API.md is generated from the route table and the zod schemas (test/docs.test.ts keeps it in
-// sync; `npx vitest run -u test/docs.test.ts` rewrites it).
+// sync; `npx vitest run test/docs.test.ts --update=all` rewrites it).
 import { z } from "zod";
-import type { RouteDef } from "../http/route";
+import type { RouteDef } from "../org/route";
 
-const schemaBlock = (title: string, schema: z.ZodType) =>
-  `${title}:\n\n\`\`\`json\n${JSON.stringify(z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }), null, 2)}\n\`\`\`\n`;
+/** Each block stands alone: named schemas (zod `$defs`, components in docs/openapi.json) are written in place. */
+function inlined(value: unknown, defs: Record<string, unknown>): unknown {
+  if (Array.isArray(value)) return value.map((v) => inlined(v, defs));
+  if (!value || typeof value !== "object") return value;
+  const { $ref, $defs: _defs, ...rest } = value as Record<string, unknown>;
+  const named = typeof $ref === "string" && $ref.startsWith("#/$defs/") ? inlined(defs[$ref.slice(8)], defs) as object : {};
+  const own = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, inlined(v, defs)]));
+  return { ...("$schema" in own ? { $schema: own.$schema } : {}), ...named, ...own };
+}
+
+const schemaBlock = (title: string, schema: z.ZodType) => {
+  const json = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  const standalone = inlined(json, (json.$defs ?? {}) as Record<string, unknown>);
+  return `${title}:\n\n\`\`\`json\n${JSON.stringify(standalone, null, 2)}\n\`\`\`\n`;
+};
 
 /** The success statuses a route declares: "201, 200", "200 NDJSON", "202 empty". */
 const successOf = (r: RouteDef) =>

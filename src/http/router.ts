@@ -4,10 +4,15 @@
 // so `/v1/observations/batch` is an unknown path (404), not a wrong method on `/v1/observations/:id`.
 import { IttyRouter } from "itty-router";
 import { ID_PREFIX, isId } from "./ids";
-import type { RouteDef } from "./route";
 
-export type Match =
-  | { kind: "route"; route: RouteDef; params: Record<string, string> }
+/** What the matcher reads of a route-table entry (src/org/route.ts RouteDef). */
+export interface Routed {
+  method: string;
+  path: string;
+}
+
+export type Match<R extends Routed> =
+  | { kind: "route"; route: R; params: Record<string, string> }
   | { kind: "method_not_allowed"; allowed: string[] }
   | { kind: "unknown" };
 
@@ -43,8 +48,8 @@ function paramForms(path: string): [string, (value: string) => boolean][] {
   });
 }
 
-export function buildMatcher(routes: readonly RouteDef[]) {
-  const byPath = new Map<string, RouteDef[]>();
+export function buildMatcher<R extends Routed>(routes: readonly R[]) {
+  const byPath = new Map<string, R[]>();
   for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
   const forms = new Map([...byPath.keys()].map((p) => [p, paramForms(p)]));
   const router = IttyRouter();
@@ -61,7 +66,7 @@ export function buildMatcher(routes: readonly RouteDef[]) {
   // Paths without parameters resolve from a map (the hot routes are literal); the rest go to itty.
   const literal = new Map([...byPath.keys()].filter((p) => !p.includes(":")).map((p) => [p, p]));
 
-  return async function match(request: Request, url: URL): Promise<Match> {
+  return async function match(request: Request, url: URL): Promise<Match<R>> {
     const exact = literal.get(url.pathname);
     const hit = exact !== undefined
       ? { path: exact, params: {} }

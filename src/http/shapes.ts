@@ -3,8 +3,6 @@
 // Objects are strict, so a field renamed, added or dropped in a handler fails the suite until the
 // schema says so.
 import { z } from "zod";
-import { TRUST_LEVELS } from "../auth/trust";
-import { VISIBILITIES } from "../access/visibility";
 import { ERROR_STATUS, type ErrorCode } from "./errors";
 import { ID_PREFIX } from "./ids";
 
@@ -14,8 +12,6 @@ export const idOf = (prefix: string, what?: string) =>
 /** A timestamp the service wrote (toISOString). */
 export const timestamp = z.string().regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 export const contentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/);
-export const trustLevel = z.enum(TRUST_LEVELS);
-export const visibilityLevel = z.enum(VISIBILITIES);
 export const count = z.number().int().nonnegative();
 /** Who wrote, created or owns a record. */
 export const principalId = idOf(ID_PREFIX.principal);
@@ -36,9 +32,13 @@ export const errorEnvelope = z.strictObject({
   meta: z.looseObject({ request_id: idOf(ID_PREFIX.request) }).describe("Some errors add detail here (e.g. 503 `UNAVAILABLE`: `pending`, `retryable`)."),
 });
 
+/** The `meta` of a route with nothing to add: one named schema in docs/openapi.json. */
+const requestMeta = z.strictObject({ request_id: idOf(ID_PREFIX.request) }).meta({ id: "ResponseMeta" });
+
 /**
  * A success answer's `meta`: `request_id`, `replayed` on a route that honours Idempotency-Key (false on
  * the first answer, true on a replay), and what the route declares in `responseMeta`; nothing else.
  */
 export const successMetaOf = (r: { idempotent?: boolean; responseMeta?: z.ZodRawShape }) =>
-  z.strictObject({ request_id: idOf(ID_PREFIX.request), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });
+  !r.idempotent && !r.responseMeta ? requestMeta
+    : z.strictObject({ request_id: idOf(ID_PREFIX.request), ...(r.idempotent ? { replayed: z.boolean() } : {}), ...(r.responseMeta ?? {}) });

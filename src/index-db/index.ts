@@ -42,6 +42,14 @@ export const addCredential = (db: D1Database, keyHash: string, orgId: string, ki
 export const removeCredential = (db: D1Database, keyHash: string) =>
   db.prepare("DELETE FROM credentials WHERE key_hash = ?").bind(keyHash).run();
 
+/** The organization holding a dashboard username (usernames are unique across the deployment). */
+export const orgOfUsername = async (db: D1Database, username: string) =>
+  (await db.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?").bind(username).first<{ org_id: string }>())?.org_id ?? null;
+
+/** Claims a username for an organization; a taken one fails with a UNIQUE constraint error. */
+export const claimUsername = (db: D1Database, username: string, orgId: string, at: string) =>
+  db.prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)").bind(username, orgId, at).run();
+
 export async function appliedMigrationCount(db: D1Database): Promise<number> {
   const row = await db.prepare("SELECT count(*) AS n FROM d1_migrations").first<{ n: number }>();
   return row?.n ?? 0;

@@ -1,7 +1,7 @@
 // POST /mcp: JSON-RPC 2.0 over MCP Streamable HTTP, stateless (no session id, no server-initiated
 // stream: GET /mcp is a 405 from the route table). Replies are application/json, never SSE.
 import { ApiError, INTERNAL_MESSAGE, translateStorageError } from "../http/errors";
-import { orgRoute } from "../http/route";
+import { orgRoute } from "../org/route";
 import { parseJson, validate } from "../http/validate";
 import { executeRoute, type Session } from "../org/execute";
 import type { Reply, RequestCtx } from "../org/request";
@@ -148,6 +148,9 @@ export const mcpRoutes = [
     method: "POST", path: "/mcp", scope: "mcp:call", rawBody: true, readOnly: true,
     response: { 200: mcpResponse, 202: null }, bareResponse: true,
     summary: "MCP (JSON-RPC 2.0 over Streamable HTTP): initialize, ping, tools/list, tools/call; nine memory tools.",
+    operationId: "callMcp", tag: "MCP",
+    description: "The agent tool endpoint: JSON-RPC 2.0 over Streamable HTTP with initialize, ping, tools/list and tools/call " +
+      "over nine memory tools. A notification answers 202 with no body; a batch answers an array.",
     handler: handleMcp,
   }),
 ];

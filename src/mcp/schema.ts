@@ -10,7 +10,7 @@ const rpcResponse = z.union([
     jsonrpc: z.literal("2.0"), id: rpcId.nullable(),
     error: z.strictObject({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
   }),
-]);
+]).meta({ id: "JsonRpcResponse" });
 
 /** One response, or an array of them for a batch. */
-export const mcpResponse = z.union([rpcResponse, z.array(rpcResponse).min(1)]);
+export const mcpResponse = z.union([rpcResponse, z.array(rpcResponse).min(1)]).meta({ id: "McpResponse" });

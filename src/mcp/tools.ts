@@ -11,7 +11,7 @@ import { claimRoutes } from "../domains/memory/claims";
 import { contextRoutes } from "../domains/memory/context";
 import { appendObservation } from "../domains/memory/observations";
 import { compileBody, consolidationBody, feedbackBody, memoriesQuery, OBSERVATION_KINDS, observationBody, observationSource } from "../domains/memory/schema";
-import type { OrgRoute } from "../http/route";
+import type { OrgRoute } from "../org/route";
 import type { RouteCall } from "../org/execute";
 import { commitWrite } from "../org/write";
 
@@ -31,6 +31,8 @@ const find = (routes: readonly AnyRoute[], method: string, path: string): AnyRou
 const rememberRoute: OrgRoute<typeof observationBody> = {
   auth: "key", method: "POST", path: "mcp:svc_remember", scope: "observations:write", body: observationBody, grantWritable: targetInBody,
   summary: "MCP svc_remember",
+  // Never published (not in the route table): these only satisfy the route type.
+  operationId: "svcRemember", tag: "MCP", description: "The svc_remember tool's append, without a domain event.",
   handler: (rc) => commitWrite(rc, (db, write) => {
     const { row, data, touched } = appendObservation(db, write, rc.caller, rc.body);
     return {

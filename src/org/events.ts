@@ -1,5 +1,5 @@
 import { readableWhere } from "../access/policy";
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 import type { Caller } from "./request";
 
 // A row of the events table: written by commitWrite (src/org/write.ts), read by GET /v1/events and
@@ -44,4 +44,14 @@ export function readableEventsAfter(
     `SELECT * FROM events e WHERE e.seq > ? ${opts.upToSeq !== undefined ? "AND e.seq <= ?" : ""}
        ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq LIMIT ?`,
     afterSeq, ...(opts.upToSeq !== undefined ? [opts.upToSeq] : []), ...(opts.kind ? [opts.kind] : []), ...who, opts.limit);
+}
+
+/** The events before `beforeSeq` (from the newest when null) the caller may read, newest first, optionally of one kind. */
+export function readableEventsBefore(
+  db: Db, caller: Caller, beforeSeq: number | null, opts: { kind?: string; limit: number },
+): EventRow[] {
+  const [visible, ...who] = readableByCaller(caller);
+  return db.all<EventRow>(
+    `SELECT * FROM events e WHERE e.seq < ? ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq DESC LIMIT ?`,
+    beforeSeq ?? Number.MAX_SAFE_INTEGER, ...(opts.kind ? [opts.kind] : []), ...who, opts.limit);
 }

@@ -3,11 +3,10 @@
 // else (idempotent reaches commitWrite through the RequestCtx). HTTP requests (OrgStore.dispatch) and
 // MCP tool calls both come through here, so a tool can never do more than the route it mirrors.
 import { isAdmin, requireWrite, roleWrites } from "../access/policy";
-import { checkStage } from "../domains/dashboard/stages";
-import { accountOfPrincipal } from "../domains/dashboard/store";
+import { checkStage } from "../auth/stages";
 import { hasScope, missingScopeMessage } from "../auth/scopes";
 import { ApiError } from "../http/errors";
-import { type OrgRoute, routeId } from "../http/route";
+import { type OrgRoute, routeId } from "./route";
 import { parseJsonBody, parseQuery, parseWith } from "../http/validate";
 import type { Reply, RequestCtx } from "./request";
 
@@ -28,7 +27,7 @@ export interface RouteCall {
 
 export async function executeRoute(session: Session, route: OrgRoute, call: RouteCall): Promise<Reply> {
   const { caller } = session;
-  checkStage(caller, route, () => accountOfPrincipal(session.db, caller.principalId) !== null);
+  checkStage(caller, route, () => session.deps.accountUsername(session.db, caller.principalId) !== null);
   if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
   if (route.explicitScope && route.scope && !caller.scopes.includes(route.scope) && !isAdmin(caller))
     throw new ApiError("FORBIDDEN", `This route needs a key that names "${route.scope}" itself; a "*" key serves here only for the owner or admin role.`);

@@ -3,7 +3,7 @@
 // the jobs that are due and re-arms for the earliest due time left (`nextAlarm`). The list itself is
 // src/jobs.ts, beside the route table; nothing in src/org names a domain's background work.
 import { clock } from "../http/clock";
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 import { deleteMeta, getMeta, setMeta } from "./meta";
 import type { OrgDeps } from "./request";
 

@@ -1,5 +1,5 @@
 // org_meta: small named values an organization's Durable Object keeps (its org id, background cursors).
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 
 export const getMeta = (db: Db, name: string): string | undefined =>
   db.first<{ value: string }>("SELECT value FROM org_meta WHERE name = ?", name)?.value;

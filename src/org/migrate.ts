@@ -2,7 +2,7 @@
 // the append-only list, position by position: an applied name the list does not have, or has at
 // another position, means this object's schema and this code disagree. That is an error, reported
 // through readiness (and as 503 on every request), never papered over by counting.
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 import { type Migration, ORG_MIGRATIONS } from "./migrations";
 
 export interface AppliedMigration {

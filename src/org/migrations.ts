@@ -990,4 +990,33 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX deliveries_due_by_hook ON deliveries(webhook_id, next_retry_at) WHERE status = 'pending';
     `,
   },
+  {
+    // The local index's size without counting its rows (src/vector/local-index.ts: above a bound it
+    // keeps no in-memory copy), kept by triggers on every insert, delete and change of dimensions. And
+    // every indexed record queued once more, so that its vector is upserted again with the metadata the
+    // Vectorize ways filter on (src/vector/metadata.ts): a vector upserted without it matches
+    // no way.
+    name: "0036_vector_counts_and_metadata",
+    sql: `
+      CREATE TABLE local_vector_counts (
+        dimensions INTEGER PRIMARY KEY,
+        vectors INTEGER NOT NULL
+      );
+      INSERT INTO local_vector_counts (dimensions, vectors) SELECT dimensions, count(*) FROM local_vectors GROUP BY dimensions;
+      CREATE TRIGGER local_vectors_counted_insert AFTER INSERT ON local_vectors BEGIN
+        INSERT OR IGNORE INTO local_vector_counts (dimensions, vectors) VALUES (NEW.dimensions, 0);
+        UPDATE local_vector_counts SET vectors = vectors + 1 WHERE dimensions = NEW.dimensions;
+      END;
+      CREATE TRIGGER local_vectors_counted_delete AFTER DELETE ON local_vectors BEGIN
+        UPDATE local_vector_counts SET vectors = vectors - 1 WHERE dimensions = OLD.dimensions;
+      END;
+      CREATE TRIGGER local_vectors_counted_update AFTER UPDATE OF dimensions ON local_vectors
+        WHEN OLD.dimensions <> NEW.dimensions BEGIN
+        UPDATE local_vector_counts SET vectors = vectors - 1 WHERE dimensions = OLD.dimensions;
+        INSERT OR IGNORE INTO local_vector_counts (dimensions, vectors) VALUES (NEW.dimensions, 0);
+        UPDATE local_vector_counts SET vectors = vectors + 1 WHERE dimensions = NEW.dimensions;
+      END;
+      INSERT INTO outbox (topic, payload, created_at) SELECT 'index', record_id, indexed_at FROM indexed_records ORDER BY indexed_at;
+    `,
+  },
 ];

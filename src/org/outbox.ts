@@ -3,7 +3,7 @@
 // Rows are deleted only after the registry accepted them, so a failed drain is simply retried next time.
 import { clock } from "../http/clock";
 import type { OwnershipRegistry } from "../registry/client";
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 import { unregisteredOf } from "./reserved-ids";
 
 export const OUTBOX_BATCH = 200;
@@ -34,10 +34,14 @@ export const OUTBOX_TOPICS: Record<string, (t: Touched) => string[]> = {
 /**
  * Queue the outbox rows of a write (inside its transaction). Created ids taken from the reserve (the
  * write's `takenFromReserve`) were registered before they were handed out and get no record_owner row.
- * Returns how many rows were queued and the ids queued for the ownership registry.
+ * Returns how many rows were queued, how many of them for the vector index, and the ids queued for the
+ * ownership registry.
  */
-export function queueTouched(db: Db, touched: Touched, at: string, takenFromReserve: ReadonlySet<string>): { rows: number; ownerIds: string[] } {
+export function queueTouched(
+  db: Db, touched: Touched, at: string, takenFromReserve: ReadonlySet<string>,
+): { rows: number; indexRows: number; ownerIds: string[] } {
   let rows = 0;
+  let indexRows = 0;
   let ownerIds: string[] = [];
   for (const [topic, idsOf] of Object.entries(OUTBOX_TOPICS)) {
     let ids = [...new Set(idsOf(touched))];
@@ -45,9 +49,10 @@ export function queueTouched(db: Db, touched: Touched, at: string, takenFromRese
     for (const id of ids) {
       db.run("INSERT INTO outbox (topic, payload, created_at) VALUES (?, ?, ?)", topic, id, at);
       rows++;
+      if (topic === "index") indexRows++;
     }
   }
-  return { rows, ownerIds };
+  return { rows, indexRows, ownerIds };
 }
 
 /**

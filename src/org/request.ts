@@ -1,21 +1,12 @@
 // What a handler running inside the org Durable Object sees, and what it returns.
-import type { Role } from "../auth/roles";
-import type { Trust } from "../auth/trust";
-import type { Db } from "./db";
+import type { Caller } from "../access/caller";
+import type { Answer, EdgeEnv } from "../env";
+import type { OwnershipRegistry } from "../registry/client";
+import type { Db } from "../sql/db";
+import type { ModelDeps } from "../vector/runtime";
 
-export interface Caller {
-  principalId: string;
-  keyId: string;
-  scopes: string[];
-  maxTrust: Trust;
-  role: Role;
-  /** Active grants held by the principal, loaded with the key on every request. */
-  grants: import("../access/policy").HeldGrant[];
-  /** Live workspace memberships: workspace id -> role, loaded with the key on every request. */
-  workspaces: Record<string, Role>;
-  /** Set when the credential is a dashboard session (keyId is then its session_id). */
-  session?: { sessionId: string; accountId: string; stage: import("../domains/dashboard/stages").SessionStage };
-}
+/** The caller a handler sees (rc.caller); defined with the authorization rules that read it. */
+export type { Caller };
 
 export interface RequestCtx<B = unknown, Q = unknown> {
   orgId: string;
@@ -30,12 +21,12 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   /** The unparsed body, for routes declared with rawBody. */
   rawBody: string | null;
   idempotencyKey: string | null;
-  env: import("../http/route").EdgeEnv;
+  env: EdgeEnv;
   /** Selected request headers, lower-case names (see DispatchInput.headers). */
   headers: Record<string, string>;
   /** Whether the route honours Idempotency-Key (its `idempotent` flag): commitWrite reads this. */
   idempotent: boolean;
-  /** What the org Durable Object was built with (outbound sender, purge guards). */
+  /** What the org Durable Object was built with (src/deps.ts). */
   deps: OrgDeps;
   /**
    * Makes the named background job (src/jobs.ts) due at `dueAtMs`, stored in the current transaction,
@@ -44,6 +35,8 @@ export interface RequestCtx<B = unknown, Q = unknown> {
   jobDue(job: string, dueAtMs: number, armAtMs?: number): void;
   /** Told by commitWrite that events were committed (jobs such as webhook delivery may become due). */
   eventsWritten(): void;
+  /** Told by commitWrite that it queued rows for the vector index (the index drain may become due). */
+  indexRowsQueued(): void;
   /**
    * Told by commitWrite which record ids its transaction created, and which of them it queued for the
    * ownership registry (those not reserved ahead of use): the org Durable Object registers exactly those
@@ -55,42 +48,39 @@ export interface RequestCtx<B = unknown, Q = unknown> {
 /** A veto on purging an observation (e.g. an active legal hold): a message blocks it with 409 CONFLICT. */
 export type PurgeGuard = (db: Db, observationId: string) => string | null;
 
-/** Dependencies of the org Durable Object, passed in rather than patched into modules (see src/deps.ts). */
+/** One outbound webhook call: answers the receiver's HTTP status (src/domains/webhooks/delivery.ts). */
+export type WebhookSender = (url: string, init: { method: "POST"; headers: Record<string, string>; body: string }) => Promise<number>;
+
+/**
+ * Dependencies of the org Durable Object, passed in rather than patched into modules: src/deps.ts builds
+ * them from env; a test gives one object others (OrgStore.deps). Through them the org machinery reaches
+ * what the domains decide (accounts, credentials) without importing a domain. What only one domain
+ * reads (webhook delivery's retry schedule and deliveries in flight) is added to it in src/deps.ts.
+ */
 export interface OrgDeps {
   /** The outbound webhook call. */
-  sendWebhook: import("../domains/webhooks/delivery").Sender;
-  /** Waits between a delivery's attempts, in ms (WEBHOOK_RETRY_SCHEDULE, or SPEC's). */
-  webhookRetrySchedule: readonly number[];
-  /** The deliveries this object is sending now (one per object: never reclaimed while held). */
-  webhookDeliveries: import("../domains/webhooks/delivery").DeliveriesInFlight;
+  sendWebhook: WebhookSender;
   /** Consulted by every observation purge, in order. */
   purgeGuards: readonly PurgeGuard[];
   /** The record-ownership registry (src/registry): import claims ids in it, writes register theirs. */
-  registry: import("../registry/client").OwnershipRegistry;
+  registry: OwnershipRegistry;
   /** The model configuration snapshot and the bindings its backends use (src/vector/runtime.ts). */
-  models: import("../vector/runtime").ModelDeps;
+  models: ModelDeps;
+  /**
+   * The username of the principal's dashboard account, or null without one (the stage gate answers an API
+   * key 404 without one; GET /v1/principal names it).
+   */
+  accountUsername(db: Db, principalId: string): string | null;
+  /** Retires a credential whose D1 index row could not be written: its raw form never reached anyone. */
+  retireCredential(db: Db, credential: { keyId: string; kind: "api_key" | "dashboard_session" }): void;
 }
 
-export interface Reply {
-  status: number;
-  data: unknown;
-  meta?: Record<string, unknown>;
-  /** For NDJSON routes: the lines to stream instead of an envelope. */
-  ndjson?: string[];
-  /** For NDJSON routes that stream: the body, produced as the client reads it. */
-  stream?: ReadableStream<Uint8Array>;
+export interface Reply extends Answer {
   /**
    * Changes to the global D1 index, applied by the Durable Object after its own transaction commits
    * (the DO row first, D1 second: a key the index does not know yet can never authenticate).
    */
   indexWrites?: IndexWrite[];
-  /** A bare (non-envelope) JSON response, e.g. JSON-RPC for /mcp; body undefined means an empty body. */
-  bare?: { body: unknown };
-  /**
-   * The envelope already serialized by the handler (envelopeText), sent byte for byte with extra
-   * response headers computed over exactly those bytes (e.g. a signature of the raw body).
-   */
-  exact?: { text: string; headers: Record<string, string> };
 }
 
 export type IndexWrite =

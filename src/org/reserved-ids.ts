@@ -4,7 +4,7 @@
 // the background; when it runs dry a write uses a fresh id that is registered after its commit.
 import type { OwnershipRegistry } from "../registry/client";
 import { recordIdFor } from "../registry/shards";
-import type { Db } from "./db";
+import type { Db } from "../sql/db";
 
 export const RESERVED_PREFIXES = ["prj_", "obs_", "claim_"] as const;
 export type RecordPrefix = (typeof RESERVED_PREFIXES)[number];

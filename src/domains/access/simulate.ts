@@ -2,9 +2,10 @@
 // principal, gate by gate. It impersonates nobody (no key of theirs is used) and discloses nothing of
 // the record but the decision inputs: visibility, authorship as a yes/no, and the ids of the grants
 // that apply.
-import { type Guarded, type HeldGrant, canWrite, grantsCovering, loadGrants, principalWorkspaces, readsByVisibility, roleWrites } from "../../access/policy";
+import type { HeldGrant } from "../../access/caller";
+import { type Guarded, canWrite, grantsCovering, loadGrants, principalWorkspaces, readsByVisibility, roleWrites } from "../../access/policy";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { getPrincipal } from "../identity/store";
@@ -18,6 +19,9 @@ export const simulateRoutes = [
     method: "POST", path: "/v1/access/simulate", scope: "grants:read", roles: ["owner"], body: simulateBody, readOnly: true,
     response: { 200: simulateResponse },
     summary: "Explain the visibility, grant and final decision for a principal on a record or target (owner only).",
+    operationId: "simulateAccess", tag: "Access",
+    description: "Explains whether a principal could read or write a record or target: the visibility gate, the grant gate and " +
+      "the final decision, without disclosing the record. Owner only.",
     handler: ({ db, body }) => {
       const principal = getPrincipal(db, body.principal_id);
       if (!principal) throw unresolved("principal", [body.principal_id]);

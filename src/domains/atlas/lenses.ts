@@ -8,7 +8,7 @@ import { isAdmin, workspaceVisible } from "../../access/policy";
 import { hasScope } from "../../auth/scopes";
 import { clock } from "../../http/clock";
 import { notFound, unresolved } from "../../http/errors";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import type { ApprovalRow, ReleaseRow } from "../governance/store";
 import { canRetrieve } from "../../access/retrieval";

@@ -53,4 +53,4 @@ export const atlasResponse = z.strictObject({
   })),
   truncated: z.boolean(),
   withheld: z.strictObject({ nodes: bucket, edges: bucket }).describe("Counts left out, only as buckets"),
-});
+}).meta({ id: "MemoryView" });

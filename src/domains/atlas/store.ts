@@ -2,7 +2,7 @@
 // its walk (retrievable, retrievableWays, heldOrDelegated, governedJoin), before anything is returned,
 // and is bounded by the caller's LIMIT; channels and legal holds are gated by node type in lenses.ts.
 import { governedJoin, heldOrDelegated, retrievable, retrievableWays } from "../../access/retrieval";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import type { ClaimRow, ObservationRow } from "../memory/records";
 

@@ -3,8 +3,8 @@
 import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import { ok } from "../../org/request";
 import { AUDIT_FORMAT_VERSION, auditEntryLine, auditHeader, auditListResponse, exportAuditQuery, listAuditQuery } from "./schema";
 import { type AuditEntry, GENESIS_PREV_HASH } from "./verify";
@@ -56,6 +56,9 @@ export const auditRoutes = [
     method: "GET", path: "/v1/audit", scope: "audit:read", roles: ADMIN_ROLES, query: listAuditQuery,
     response: { 200: auditListResponse },
     summary: "Metadata-only audit entries, newest first, continuing after an audit id; filter by action (owner or admin).",
+    operationId: "listAuditEntries", tag: "Audit",
+    description: "Lists metadata-only audit entries, newest first, optionally of one `action`, continuing after an audit id; " +
+      "owner or admin.",
     handler: ({ db, query }) => {
       // Newest first, as one reads a trail; the export is the commit-order stream the hash chain verifies.
       const from = anchor(db, query.after);
@@ -68,6 +71,9 @@ export const auditRoutes = [
     method: "GET", path: "/v1/audit/export", scope: "audit:export", roles: ADMIN_ROLES, query: exportAuditQuery, ndjson: true,
     ndjsonLines: { "svc.audit.header": auditHeader, "svc.audit.entry": auditEntryLine },
     summary: "NDJSON audit export behind a svc.audit.header line that explains how to verify the hash chain (owner or admin).",
+    operationId: "exportAudit", tag: "Audit",
+    description: "Exports audit entries as NDJSON behind a `svc.audit.header` line that explains how to verify their hash chain; " +
+      "owner or admin.",
     handler: ({ db, query }) => {
       const from = anchor(db, query.after);
       const { entries, hasMore } = page(db, from?.seq ?? null, query.limit, "commit");

@@ -32,9 +32,9 @@ export const auditEntry = z.strictObject({
   created_at: z.string(),
   prev_hash: hash,
   entry_hash: hash,
-});
+}).meta({ id: "AuditEntry" });
 
-export const auditEntryLine = auditEntry.extend({ type: z.literal("svc.audit.entry") });
+export const auditEntryLine = auditEntry.extend({ type: z.literal("svc.audit.entry") }).meta({ id: "AuditEntryLine" });
 
 export const auditHeader = z.strictObject({
   type: z.literal("svc.audit.header"),
@@ -54,10 +54,10 @@ export const auditHeader = z.strictObject({
     start_prev_hash: hash,
     verify: z.string(),
   }),
-});
+}).meta({ id: "AuditExportHeader" });
 
 /** GET /v1/audit (published in docs/openapi.json; checked against every answer of the test suite). */
 export const auditListResponse = z.strictObject({
   entries: z.array(auditEntry), has_more: z.boolean(),
   cursor: z.string().nullable().describe("The last (oldest) entry id of the page (or the `after` given): pass it as `after` for older entries"),
-});
+}).meta({ id: "AuditEntryList" });

@@ -1,80 +1,48 @@
 // Checkpoints: task state an agent saves and resumes. Not evidence: no events, only audit entries.
 // Readable by the principal that wrote it and by the recipient of a pending or accepted handoff
 // that references it. Expiry is checked on every read; the alarm sweep only reclaims space.
-import { heldOrDelegated } from "../../access/retrieval";
 import { clock, isoAt } from "../../http/clock";
 import { conflict, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { checkpointBody, checkpointDeleteResponse, checkpointQuery, checkpointResponse, checkpointWriteResponse } from "./schema";
 import { expirySweepJob } from "./expiry";
-
-export interface CheckpointRow {
-  checkpoint_id: string;
-  subject_id: string;
-  agent_id: string;
-  kind: string;
-  state: string;
-  ttl_seconds: number;
-  writer_id: string;
-  created_at: string;
-  updated_at: string;
-  expires_at: string;
-}
+import {
+  type CheckpointRow, checkpointAt, deleteCheckpoint, insertCheckpoint, latestCheckpoint, readableCheckpoint, updateCheckpoint,
+} from "./store";
 
 const view = (c: CheckpointRow) => ({
   checkpoint_id: c.checkpoint_id, subject_id: c.subject_id, agent_id: c.agent_id, kind: c.kind, state: c.state,
   ttl_seconds: c.ttl_seconds, writer_id: c.writer_id, created_at: c.created_at, updated_at: c.updated_at, expires_at: c.expires_at,
 });
 
-/** The caller may read it: the writer, or the recipient of a live handoff from the writer naming it. */
-const readable = (caller: Caller) => heldOrDelegated(caller, "c", { id: "checkpoint_id", writer: "writer_id" });
-
-export function readableCheckpoint(db: Db, caller: Caller, id: string): CheckpointRow | null {
-  const [visible, ...args] = readable(caller);
-  return db.first<CheckpointRow>(`SELECT * FROM checkpoints c WHERE ${visible} AND c.checkpoint_id = ? AND c.expires_at > ?`,
-    ...args, id, clock.nowIso());
-}
 
 /** Upsert on organization + subject + agent + kind. Shared by the route and the MCP tool; the caller commits. */
 export function saveCheckpoint(db: Db, caller: Caller, body: z.infer<typeof checkpointBody>) {
   const now = clock.nowIso();
   const expiresAt = isoAt(clock.nowMs() + body.ttl_seconds * 1000);
-  const existing = db.first<CheckpointRow>("SELECT * FROM checkpoints WHERE subject_id = ? AND agent_id = ? AND kind = ?",
-    body.subject_id, body.agent_id, body.kind);
+  const existing = checkpointAt(db, body);
   const live = existing && existing.expires_at > now ? existing : null;
   if (live && live.writer_id !== caller.principalId)
     throw conflict("A checkpoint for this subject, agent and kind is held by another principal.");
-  if (existing && !live) db.run("DELETE FROM checkpoints WHERE checkpoint_id = ?", existing.checkpoint_id);
+  if (existing && !live) deleteCheckpoint(db, existing.checkpoint_id);
   let row: CheckpointRow;
   if (live) {
-    db.run("UPDATE checkpoints SET state = ?, ttl_seconds = ?, updated_at = ?, expires_at = ? WHERE checkpoint_id = ?",
-      body.state, body.ttl_seconds, now, expiresAt, live.checkpoint_id);
     row = { ...live, state: body.state, ttl_seconds: body.ttl_seconds, updated_at: now, expires_at: expiresAt };
+    updateCheckpoint(db, live.checkpoint_id, row);
   } else {
     row = { checkpoint_id: newId(ID_PREFIX.checkpoint), subject_id: body.subject_id, agent_id: body.agent_id, kind: body.kind,
       state: body.state, ttl_seconds: body.ttl_seconds, writer_id: caller.principalId, created_at: now, updated_at: now, expires_at: expiresAt };
-    db.run(
-      `INSERT INTO checkpoints (checkpoint_id, subject_id, agent_id, kind, state, ttl_seconds, writer_id, created_at, updated_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      row.checkpoint_id, row.subject_id, row.agent_id, row.kind, row.state, row.ttl_seconds, row.writer_id, row.created_at, row.updated_at, row.expires_at);
+    insertCheckpoint(db, row);
   }
   return { row, updated: !!live };
 }
 
-/** Latest unexpired checkpoint for subject + kind (+ agent) that the caller may read. */
-export function loadCheckpoint(db: Db, caller: Caller, q: z.infer<typeof checkpointQuery>): CheckpointRow | null {
-  const [visible, ...args] = readable(caller);
-  return db.first<CheckpointRow>(
-    `SELECT * FROM checkpoints c WHERE ${visible} AND c.subject_id = ? AND c.kind = ? AND c.expires_at > ?
-       ${q.agent_id !== undefined ? "AND c.agent_id = ?" : ""} ORDER BY c.updated_at DESC LIMIT 1`,
-    ...args, q.subject_id, q.kind, clock.nowIso(), ...(q.agent_id !== undefined ? [q.agent_id] : []));
-}
 
 export const checkpointView = view;
 
@@ -83,6 +51,9 @@ export const checkpointRoutes = [
     method: "POST", path: "/v1/checkpoints", scope: "checkpoints:write", body: checkpointBody, overwrites: true,
     response: { 201: checkpointWriteResponse, 200: checkpointWriteResponse },
     summary: "Upsert a checkpoint on subject + agent + kind; a later write is 200 with updated: true.",
+    operationId: "saveCheckpoint", tag: "Coordination",
+    description: "Saves task state for a subject, agent and kind, replacing the earlier one (201 first, then 200 with `updated: " +
+      "true` and the same `checkpoint_id`). It expires after `ttl_seconds`.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { row, updated } = saveCheckpoint(db, rc.caller, rc.body);
       rc.jobDue(expirySweepJob.name, Date.parse(row.expires_at));
@@ -98,8 +69,11 @@ export const checkpointRoutes = [
     method: "GET", path: "/v1/checkpoints", scope: "checkpoints:read", query: checkpointQuery,
     response: { 200: checkpointResponse },
     summary: "The latest unexpired checkpoint for subject_id and kind (agent_id optional); 404 once expired.",
+    operationId: "findCheckpoint", tag: "Coordination",
+    description: "Finds the latest checkpoint for `subject_id` and `kind` (and `agent_id` when given). An expired checkpoint " +
+      "answers 404.",
     handler: ({ db, caller, query }) => {
-      const row = loadCheckpoint(db, caller, query);
+      const row = latestCheckpoint(db, caller, query);
       if (!row) throw notFound("Checkpoint");
       return ok(view(row));
     },
@@ -109,6 +83,8 @@ export const checkpointRoutes = [
     method: "GET", path: "/v1/checkpoints/:id", scope: "checkpoints:read",
     response: { 200: checkpointResponse },
     summary: "One unexpired checkpoint: for its writer, or the recipient of a handoff that references it.",
+    operationId: "getCheckpoint", tag: "Coordination",
+    description: "Reads one unexpired checkpoint: for its writer, or for the recipient of a handoff that references it.",
     handler: ({ db, caller, params }) => {
       const row = readableCheckpoint(db, caller, params.id);
       if (!row) throw notFound("Checkpoint");
@@ -120,11 +96,13 @@ export const checkpointRoutes = [
     method: "DELETE", path: "/v1/checkpoints/:id", scope: "checkpoints:write",
     response: { 200: checkpointDeleteResponse },
     summary: "Delete a checkpoint outright (its writer only).",
+    operationId: "deleteCheckpoint", tag: "Coordination",
+    description: "Deletes a checkpoint outright; only its writer may.",
     handler: (rc) => {
       const row = readableCheckpoint(rc.db, rc.caller, rc.params.id);
       if (!row || row.writer_id !== rc.caller.principalId) throw notFound("Checkpoint");
       return commitWrite(rc, (db) => {
-        db.run("DELETE FROM checkpoints WHERE checkpoint_id = ?", row.checkpoint_id);
+        deleteCheckpoint(db, row.checkpoint_id);
         return { status: 200, data: { checkpoint_id: row.checkpoint_id, deleted: true },
           audit: { action: "checkpoint.deleted", resourceType: "checkpoint", resourceId: row.checkpoint_id } };
       });

@@ -5,8 +5,8 @@ import { clock } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
@@ -14,20 +14,8 @@ import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
 import { readableRun } from "../memory/context";
 import { unresolved } from "../memory/store";
-import { readableCheckpoint } from "./checkpoints";
+import { type HandoffRow, getHandoff, handoffPosition, insertHandoff, pendingHandoffsAfter, readableCheckpoint, resolveHandoff } from "./store";
 import { handoffBody, handoffListQuery, handoffListResponse, handoffResponse, resolveHandoffBody } from "./schema";
-
-interface HandoffRow {
-  handoff_id: string;
-  from_principal_id: string;
-  to_principal_id: string;
-  context_id: string | null;
-  checkpoint_id: string | null;
-  note: string | null;
-  status: string;
-  created_at: string;
-  resolved_at: string | null;
-}
 
 const view = (h: HandoffRow) => ({
   handoff_id: h.handoff_id, from_principal_id: h.from_principal_id, to_principal_id: h.to_principal_id,
@@ -55,10 +43,7 @@ export function createHandoff(db: Db, caller: Caller, body: z.infer<typeof hando
     context_id: body.context_id ?? null, checkpoint_id: body.checkpoint_id ?? null, note: body.note ?? null,
     status: "pending", created_at: clock.nowIso(), resolved_at: null,
   };
-  db.run(
-    `INSERT INTO handoffs (handoff_id, from_principal_id, to_principal_id, context_id, checkpoint_id, note, status, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)`,
-    row.handoff_id, row.from_principal_id, row.to_principal_id, row.context_id, row.checkpoint_id, row.note, row.created_at);
+  insertHandoff(db, row);
   return {
     data: view(row),
     event: { kind: "handoff.created" as const, resourceType: "handoff", resourceId: row.handoff_id, payload: eventPayload(row) },
@@ -70,6 +55,9 @@ export const handoffRoutes = [
     method: "POST", path: "/v1/handoffs", scope: "handoffs:write", body: handoffBody,
     response: { 201: handoffResponse },
     summary: "Offer work to a principal, optionally with a context run and a checkpoint you can read.",
+    operationId: "createHandoff", tag: "Coordination",
+    description: "Offers work to another principal, optionally pointing at a context run and a checkpoint the caller can read. " +
+      "The handoff starts pending.",
     handler: (rc) => commitWrite(rc, (db) => {
       const out = createHandoff(db, rc.caller, rc.body);
       return { status: 201, data: out.data, events: [out.event],
@@ -81,14 +69,16 @@ export const handoffRoutes = [
     method: "POST", path: "/v1/handoffs/:id/resolve", scope: "handoffs:write", body: resolveHandoffBody,
     response: { 200: handoffResponse },
     summary: "Accept or reject a pending handoff addressed to you.",
+    operationId: "resolveHandoff", tag: "Coordination",
+    description: "Accepts or rejects a pending handoff. Only its recipient may resolve it; anyone else gets a 400.",
     handler: (rc) => {
-      const h = rc.db.first<HandoffRow>("SELECT * FROM handoffs WHERE handoff_id = ?", rc.params.id);
+      const h = getHandoff(rc.db, rc.params.id);
       if (!h) throw notFound("Handoff");
       if (h.to_principal_id !== rc.caller.principalId) throw invalid("Only the recipient may resolve this handoff.");
       if (h.status !== "pending") throw invalid(`The handoff is already ${h.status}.`);
       return commitWrite(rc, (db) => {
         const at = clock.nowIso();
-        db.run("UPDATE handoffs SET status = ?, resolved_at = ? WHERE handoff_id = ?", rc.body.status, at, h.handoff_id);
+        resolveHandoff(db, h.handoff_id, rc.body.status, at);
         const row = { ...h, status: rc.body.status, resolved_at: at };
         return {
           status: 200, data: view(row),
@@ -104,15 +94,15 @@ export const handoffRoutes = [
     method: "GET", path: "/v1/handoffs", scope: "handoffs:read", query: handoffListQuery,
     response: { 200: handoffListResponse },
     summary: "Pending handoffs addressed to the caller, oldest first.",
+    operationId: "listHandoffs", tag: "Coordination",
+    description: "Lists the pending handoffs addressed to the caller, oldest first: the polling path for agents without " +
+      "webhooks.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last handoff (resolved to its place here, among the caller's own,
       // resolved or not); one addressed to someone else is as missing as a random id.
       const after = query.after ? positionAfter(query.after, ID_PREFIX.handoff,
-        (id) => db.first<{ r: number }>("SELECT rowid AS r FROM handoffs WHERE handoff_id = ? AND to_principal_id = ?", id, caller.principalId)?.r,
-        () => { throw notFound("Handoff"); }) : 0;
-      const rows = db.all<HandoffRow>(
-        `SELECT * FROM handoffs WHERE to_principal_id = ? AND status = 'pending' AND rowid > ?
-          ORDER BY rowid LIMIT ?`, caller.principalId, after, query.limit + 1);
+        (id) => handoffPosition(db, id, caller.principalId), () => { throw notFound("Handoff"); }) : 0;
+      const rows = pendingHandoffsAfter(db, caller.principalId, after, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (h) => [h.handoff_id]);
       return ok({ handoffs: page.map(view), ...more });
     },

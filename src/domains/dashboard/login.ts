@@ -5,24 +5,21 @@
 // usernames and wrong passwords get the same answer after the same work.
 import { ApiError } from "../../http/errors";
 import { dataResponse, errorResponse } from "../../http/envelope";
-import type { EdgeEnv, PublicRequest } from "../../http/route";
+import type { EdgeEnv, LoginResult } from "../../env";
+import type { PublicRequest } from "../../org/route";
 import { parseJsonBody, parseWith } from "../../http/validate";
 import { clock } from "../../http/clock";
-import { addCredential } from "../../index-db";
-import type { Db } from "../../org/db";
+import { addCredential, orgOfUsername } from "../../index-db";
+import type { Db } from "../../sql/db";
 import { getMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
 import { DUMMY_HASH, hashPassword, pepperOf, verifyPassword } from "../identity/passwords";
 import { loginBody } from "./schema";
-import type { SessionStage } from "./stages";
+import type { SessionStage } from "../../auth/stages";
 import { accountByUsername, insertSession, revokeSessions, sessionView, upgradePasswordHash } from "./store";
 import { forgiveFailure, loginClient, resetFailures, takeAttemptSlot } from "./throttle";
 
 export const INVALID_LOGIN = "Invalid username or password.";
-
-export type LoginResult =
-  | { ok: true; session: ReturnType<typeof sessionView> }
-  | { ok: false; error: { code: "UNAUTHENTICATED" | "UNAVAILABLE"; message: string } };
 
 /** Inside the org Durable Object: verify the password and issue a session in the stage the account is in. */
 export async function passwordLogin(
@@ -74,9 +71,7 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
     let orgId: string | null = null;
     let wait: number | null;
     try {
-      const row = await env.INDEX_DB.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?")
-        .bind(username).first<{ org_id: string }>();
-      orgId = row?.org_id ?? null;
+      orgId = await orgOfUsername(env.INDEX_DB, username);
       wait = await takeAttemptSlot(env.INDEX_DB, username, client);
     } catch (err) {
       console.error("login index failed", err);

@@ -58,24 +58,24 @@ const recoveryCodes = z.array(z.string()).length(8).describe("Shown once");
 export const sessionResponse = z.strictObject({
   session_token: z.string().describe("The bearer credential: shown once"), session_id: sessionId,
   stage: z.enum(["password_change", "staged", "full"]), expires_at: timestamp, account_id: accountId,
-});
-export const upgradedSessionResponse = sessionResponse.extend({ recovery_codes_remaining: count.optional() });
-export const sessionRevokedResponse = z.strictObject({ session_id: sessionId, revoked_at: timestamp });
+}).meta({ id: "DashboardSession" });
+export const upgradedSessionResponse = sessionResponse.extend({ recovery_codes_remaining: count.optional() }).meta({ id: "UpgradedDashboardSession" });
+export const sessionRevokedResponse = z.strictObject({ session_id: sessionId, revoked_at: timestamp }).meta({ id: "RevokedDashboardSession" });
 
 export const accountResponse = z.strictObject({
   account_id: accountId, principal_id: principalId, username: z.string(), display_name: z.string(),
   role: z.enum(["owner", "admin", "member", "reader"]), has_passkey: z.boolean(), created_at: timestamp, password_changed_at: timestamp.nullable(),
-});
-export const createdAccountResponse = accountResponse.extend({ temporary_password: z.string().describe("Shown once; the first login must replace it") });
+}).meta({ id: "OperatorAccount" });
+export const createdAccountResponse = accountResponse.extend({ temporary_password: z.string().describe("Shown once; the first login must replace it") }).meta({ id: "CreatedOperatorAccount" });
 
 export const passkeyResponse = z.strictObject({
   passkey_id: idOf(ID_PREFIX.passkey), name: z.string(), created_at: timestamp, last_used_at: timestamp.nullable(),
   transports: z.array(z.string()),
-});
-export const addedPasskeyResponse = passkeyResponse.extend({ recovery_codes: recoveryCodes.optional().describe("On the first enrollment only; shown once") });
-export const revokedPasskeyResponse = passkeyResponse.extend({ revoked_at: timestamp });
-export const passkeyListResponse = z.strictObject({ passkeys: z.array(passkeyResponse) });
-export const recoveryCodesResponse = z.strictObject({ recovery_codes: recoveryCodes });
+}).meta({ id: "Passkey" });
+export const addedPasskeyResponse = passkeyResponse.extend({ recovery_codes: recoveryCodes.optional().describe("On the first enrollment only; shown once") }).meta({ id: "AddedPasskey" });
+export const revokedPasskeyResponse = passkeyResponse.extend({ revoked_at: timestamp }).meta({ id: "RevokedPasskey" });
+export const passkeyListResponse = z.strictObject({ passkeys: z.array(passkeyResponse) }).meta({ id: "PasskeyList" });
+export const recoveryCodesResponse = z.strictObject({ recovery_codes: recoveryCodes }).meta({ id: "RecoveryCodes" });
 
 // WebAuthn options (W3C PublicKeyCredential*OptionsJSON, produced by @simplewebauthn/server): the
 // fields a browser needs are required; the standard's optional members pass through.
@@ -86,7 +86,7 @@ export const registrationOptionsResponse = z.strictObject({
     pubKeyCredParams: z.array(z.looseObject({ type: z.literal("public-key"), alg: z.number().int() })),
     excludeCredentials: z.array(credentialDescriptor).optional(),
   }),
-});
+}).meta({ id: "PasskeyRegistrationOptions" });
 export const assertionOptionsResponse = z.strictObject({
   options: z.looseObject({ challenge: b64u, allowCredentials: z.array(credentialDescriptor).optional() }),
-});
+}).meta({ id: "PasskeyAssertionOptions" });

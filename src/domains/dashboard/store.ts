@@ -4,8 +4,9 @@ import { hashKey, newRawKey, sha256Hex } from "../../auth/credentials";
 import type { Role } from "../../auth/roles";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
-import { SESSION_LIFETIME_MS, type SessionStage } from "./stages";
+import { type Db, sql } from "../../sql/db";
+import type { SessionStage } from "../../auth/stages";
+import type { IssuedSession } from "../../env";
 
 export interface AccountRow {
   account_id: string;
@@ -46,6 +47,12 @@ export function insertAccount(db: Db, principalId: string, username: string, dis
   return accountId;
 }
 
+/** Whether any account of the organization, live or not, holds the username. */
+export const usernameInUse = (db: Db, username: string) => !!db.first(sql`SELECT 1 FROM operator_accounts WHERE username = ${username}`);
+
+/** Removes an account that never became usable (its username could not be claimed deployment-wide). */
+export const deleteAccount = (db: Db, accountId: string) => db.run(sql`DELETE FROM operator_accounts WHERE account_id = ${accountId}`);
+
 export function setPassword(db: Db, accountId: string, passwordHash: string, temporary: boolean): void {
   db.run("UPDATE operator_accounts SET password_hash = ?, password_salt = '', temporary_password = ?, password_changed_at = ? WHERE account_id = ?",
     passwordHash, temporary ? 1 : 0, clock.nowIso(), accountId);
@@ -56,6 +63,13 @@ export const upgradePasswordHash = (db: Db, accountId: string, passwordHash: str
   db.run("UPDATE operator_accounts SET password_hash = ?, password_salt = '' WHERE account_id = ?", passwordHash, accountId);
 
 // Sessions ---------------------------------------------------------------------------------------
+
+/** Lifetimes from creation, no sliding (DESIGN "Dashboard accounts, sessions, passkeys"). */
+export const SESSION_LIFETIME_MS: Record<SessionStage, number> = {
+  password_change: 15 * 60_000,
+  staged: 5 * 60_000,
+  full: 60 * 60_000,
+};
 
 export interface SessionRow {
   session_id: string;
@@ -85,7 +99,7 @@ export function insertSession(db: Db, accountId: string, stage: SessionStage): N
 }
 
 /** What a session-creating route answers (the token appears here once). */
-export const sessionView = ({ token, row }: NewSession) => ({
+export const sessionView = ({ token, row }: NewSession): IssuedSession => ({
   session_token: token, session_id: row.session_id, stage: row.stage, expires_at: row.expires_at, account_id: row.account_id,
 });
 
@@ -147,6 +161,9 @@ export function usePasskey(db: Db, p: PasskeyRow, newCounter: number): boolean {
     newCounter, clock.nowIso(), p.passkey_id, p.counter).length === 1;
 }
 
+/** Whether any account holds this credential (revoked or not: a credential id is registered once). */
+export const passkeyRegistered = (db: Db, credentialId: string) => !!db.first(sql`SELECT 1 FROM passkeys WHERE credential_id = ${credentialId}`);
+
 export const revokePasskey = (db: Db, passkeyId: string) =>
   db.run("UPDATE passkeys SET revoked_at = ? WHERE passkey_id = ? AND revoked_at IS NULL", clock.nowIso(), passkeyId);
 
@@ -162,18 +179,27 @@ export function insertChallenge(db: Db, challenge: string, accountId: string, se
     challenge, accountId, sessionId, purpose, isoAt(clock.nowMs() + CHALLENGE_LIFETIME_MS));
 }
 
-/**
- * Consumes a challenge if it was issued to this account, session and purpose, is unexpired and unused.
- * One statement: a second use (a replay) finds it used.
- */
-export function consumeChallenge(db: Db, challenge: string, accountId: string, sessionId: string, purpose: ChallengePurpose): boolean {
-  return db.all(
-    `UPDATE webauthn_challenges SET used_at = ?
-      WHERE challenge = ? AND account_id = ? AND session_id = ? AND purpose = ? AND expires_at > ? AND used_at IS NULL
-     RETURNING 1`,
-    clock.nowIso(), challenge, accountId, sessionId, purpose, clock.nowIso(),
-  ).length === 1;
+/** Whom a challenge was issued to, and for what. */
+export interface ChallengeBinding {
+  accountId: string;
+  sessionId: string;
+  purpose: ChallengePurpose;
 }
+
+/** Issued to this account, session and purpose, unexpired and unused. */
+const usable = (challenge: string, b: ChallengeBinding, now: string) => sql`challenge = ${challenge}
+  AND account_id = ${b.accountId} AND session_id = ${b.sessionId} AND purpose = ${b.purpose} AND expires_at > ${now} AND used_at IS NULL`;
+
+/** Whether the challenge may be answered now (read before verifying; consumeChallenge decides). */
+export const challengeUsable = (db: Db, challenge: string, b: ChallengeBinding) =>
+  !!db.first(sql`SELECT 1 FROM webauthn_challenges WHERE ${usable(challenge, b, clock.nowIso())}`);
+
+/**
+ * Consumes a usable challenge, in the transaction that records what its verification found. One
+ * statement: a second use (a replay, or a concurrent answer to the same challenge) finds it used.
+ */
+export const consumeChallenge = (db: Db, challenge: string, b: ChallengeBinding): boolean =>
+  db.all(sql`UPDATE webauthn_challenges SET used_at = ${clock.nowIso()} WHERE ${usable(challenge, b, clock.nowIso())} RETURNING 1`).length === 1;
 
 // Recovery codes ---------------------------------------------------------------------------------
 
@@ -197,9 +223,6 @@ export function replaceRecoveryCodes(db: Db, accountId: string): string[] {
   return codes;
 }
 
-export const hasUnusedRecoveryCode = (db: Db, accountId: string, code: string) =>
-  !!db.first("SELECT 1 FROM recovery_codes WHERE account_id = ? AND code_hash = ? AND used_at IS NULL", accountId, recoveryHash(code));
-
 /** Marks one unused code used; false when it is not an unused code of the account. */
 export function useRecoveryCode(db: Db, accountId: string, code: string): boolean {
   return db.all("UPDATE recovery_codes SET used_at = ? WHERE account_id = ? AND code_hash = ? AND used_at IS NULL RETURNING 1",
@@ -208,21 +231,6 @@ export function useRecoveryCode(db: Db, accountId: string, code: string): boolea
 
 export const unusedRecoveryCodes = (db: Db, accountId: string) =>
   db.first<{ n: number }>("SELECT count(*) AS n FROM recovery_codes WHERE account_id = ? AND used_at IS NULL", accountId)!.n;
-
-/**
- * Disables the live accounts of these principals and revokes every live session of theirs, in the
- * caller's transaction; answers how many accounts and the sessions' key hashes (for the credential index).
- */
-export function disableAccountsOf(db: Db, principalIds: readonly string[], at: string): { accounts: number; sessionHashes: string[] } {
-  const ids = JSON.stringify(principalIds);
-  const accounts = db.all("UPDATE operator_accounts SET disabled_at = ? WHERE principal_id IN (SELECT value FROM json_each(?)) AND disabled_at IS NULL RETURNING 1",
-    at, ids).length;
-  const sessionHashes = db.all<{ key_hash: string }>(
-    `UPDATE dashboard_sessions SET revoked_at = ?
-      WHERE account_id IN (SELECT account_id FROM operator_accounts WHERE principal_id IN (SELECT value FROM json_each(?))) AND revoked_at IS NULL
-     RETURNING key_hash`, at, ids).map((r) => r.key_hash);
-  return { accounts, sessionHashes };
-}
 
 /** Retires a session whose credential index row could not be written (its token never reached anyone). */
 export const revokeSessionById = (db: Db, sessionId: string) =>

@@ -1,13 +1,15 @@
-// WebAuthn through @simplewebauthn/server (pinned; it runs unchanged on workerd). The stored challenge
-// is consumed inside the library's expectedChallenge callback, so verification and single use are one
-// step: a replayed response, or one for another session, purpose or after expiry, fails.
+// WebAuthn through @simplewebauthn/server (pinned; it runs unchanged on workerd). A response names the
+// challenge it answers (challengeOf); the routes verify it against that challenge while it is usable and
+// consume it in the same transaction that records the outcome, verified or not (single use), so a
+// replayed response, one for another session or purpose, or one after expiry fails, and a failed
+// verification never leaves the challenge open.
 import {
   generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse,
   type AuthenticationResponseJSON, type RegistrationResponseJSON, type WebAuthnCredential,
 } from "@simplewebauthn/server";
-import { isoBase64URL } from "@simplewebauthn/server/helpers";
+import { decodeClientDataJSON, isoBase64URL } from "@simplewebauthn/server/helpers";
 import { invalid } from "../../http/errors";
-import type { EdgeEnv } from "../../http/route";
+import type { EdgeEnv } from "../../env";
 import type { AccountRow, PasskeyRow } from "./store";
 
 export interface RelyingParty {
@@ -46,11 +48,21 @@ export const authenticationOptions = (rp: RelyingParty, passkeys: PasskeyRow[]) 
     allowCredentials: passkeys.map((p) => ({ id: p.credential_id, transports: transportsOf(p) })),
   });
 
+/** The challenge a response answers (its clientDataJSON's), or null when it names none. */
+export function challengeOf(response: { response: { clientDataJSON: string } }): string | null {
+  try {
+    const { challenge } = decodeClientDataJSON(response.response.clientDataJSON) as { challenge?: unknown };
+    return typeof challenge === "string" ? challenge : null;
+  } catch {
+    return null;
+  }
+}
+
 /** A verified registration's credential, or null for anything the library refuses. */
-export async function verifyRegistration(rp: RelyingParty, response: unknown, consume: (challenge: string) => boolean) {
+export async function verifyRegistration(rp: RelyingParty, response: unknown, challenge: string) {
   try {
     const r = await verifyRegistrationResponse({
-      response: response as RegistrationResponseJSON, expectedChallenge: consume, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
+      response: response as RegistrationResponseJSON, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
       requireUserVerification: false, supportedAlgorithmIDs: ALGORITHMS,
     });
     if (!r.verified) return null;
@@ -62,10 +74,10 @@ export async function verifyRegistration(rp: RelyingParty, response: unknown, co
 }
 
 /** A verified assertion's new counter, or null (bad signature, counter regression, wrong origin/RP, challenge). */
-export async function verifyAssertion(rp: RelyingParty, response: unknown, credential: WebAuthnCredential, consume: (challenge: string) => boolean) {
+export async function verifyAssertion(rp: RelyingParty, response: unknown, credential: WebAuthnCredential, challenge: string) {
   try {
     const r = await verifyAuthenticationResponse({
-      response: response as AuthenticationResponseJSON, expectedChallenge: consume, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
+      response: response as AuthenticationResponseJSON, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
       credential, requireUserVerification: false,
     });
     return r.verified ? { newCounter: r.authenticationInfo.newCounter } : null;

@@ -5,7 +5,7 @@
 import { clock } from "../../http/clock";
 import { invalid } from "../../http/errors";
 import { envelopeText } from "../../http/envelope";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { EventRow } from "../../org/events";

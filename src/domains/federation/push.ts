@@ -8,7 +8,7 @@ import { clock } from "../../http/clock";
 import { conflict } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
 import { describeZodError } from "../../http/validate";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";

@@ -106,7 +106,7 @@ export const federatedEvent = z.strictObject({
 }).superRefine((e, ctx) => {
   if (FEDERABLE_KINDS[e.kind] !== e.resource_type)
     ctx.addIssue({ code: "custom", path: ["resource_type"], message: `must be "${FEDERABLE_KINDS[e.kind]}" for ${e.kind}` });
-});
+}).meta({ id: "FederatedEvent" });
 export type FederatedEvent = z.infer<typeof federatedEvent>;
 
 export const bundleObservation = z.strictObject({
@@ -142,7 +142,7 @@ export const bundleSchema = z.strictObject({
   claim: bundleClaim,
   observations: z.array(bundleObservation).max(50, "must have at most 50 entries"),
   signature: z.string().max(200),
-});
+}).meta({ id: "MemoryBundle" });
 export type Bundle = z.infer<typeof bundleSchema>;
 
 /**
@@ -165,21 +165,21 @@ export const peerResponse = z.strictObject({
   peer_id: peerRef, endpoint: z.string(), direction: z.enum(DIRECTIONS), status: z.enum(["active", "suspended"]),
   cursor: idOf(ID_PREFIX.event).nullable().describe("The last event id pulled"), remote_org_id: z.string().nullable(),
   label: z.string().nullable(), created_at: timestamp, suspended_at: timestamp.nullable(), last_exchange_at: timestamp.nullable(),
-});
-export const peerListResponse = z.strictObject({ peers: z.array(peerResponse) });
-export const peerSuspendedResponse = peerResponse.extend({ already_suspended: z.boolean() });
+}).meta({ id: "Peer" });
+export const peerListResponse = z.strictObject({ peers: z.array(peerResponse) }).meta({ id: "PeerList" });
+export const peerSuspendedResponse = peerResponse.extend({ already_suspended: z.boolean() }).meta({ id: "SuspendedPeer" });
 
 export const filterResponse = z.strictObject({
   filter_id: idOf(ID_PREFIX.filter), peer_id: peerRef, resource_type: z.enum(RESOURCE_TYPES),
   include_kinds: z.array(z.string()).nullable(), exclude_subjects: z.array(z.string()).nullable(), min_trust: trustSchema.nullable(),
   created_at: timestamp,
-});
-export const filterListResponse = z.strictObject({ filters: z.array(filterResponse) });
+}).meta({ id: "PeerFilter" });
+export const filterListResponse = z.strictObject({ filters: z.array(filterResponse) }).meta({ id: "PeerFilterList" });
 
 export const pullResponse = z.strictObject({
   events: z.array(federatedEvent), cursor: idOf(ID_PREFIX.event).nullable(), has_more: z.boolean(),
   bundles: z.array(bundleSchema).optional().describe("With include_memory: signed claim bundles"),
-});
+}).meta({ id: "FederationPull" });
 
 const exchangeStatus = z.enum(["success", "conflict", "rejected"]);
 export const pushResponse = z.strictObject({
@@ -188,11 +188,11 @@ export const pushResponse = z.strictObject({
   bundles: z.array(z.strictObject({
     claim_id: z.string().nullable(), status: exchangeStatus, reason: z.string().optional(), local_claim_id: z.string().optional(),
   })).optional(),
-});
+}).meta({ id: "FederationPushResult" });
 
 export const logListResponse = pageOf("entries", z.strictObject({
   log_id: idOf(ID_PREFIX.federationLog), peer_id: peerRef, operation: z.enum(["pull", "push"]),
   counts: z.strictObject({ events: count, success: count, conflict: count, rejected: count, bundles: count }),
   cursor_before: z.string().nullable(), cursor_after: z.string().nullable(), request_id: z.string(), created_at: timestamp,
   signed: z.boolean().nullable(),
-}));
+}).meta({ id: "FederationLogEntry" })).meta({ id: "FederationLog" });

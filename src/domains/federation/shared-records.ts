@@ -4,7 +4,7 @@
 // not cross is simply absent.
 import { sharedWhere } from "../../access/retrieval";
 import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { ClaimRow, ObservationRow, SourceRow } from "../memory/records";
 
 /** What a federation filter judges (kind, subject, trust), without content: cheap for a long scan. */

@@ -3,7 +3,7 @@
 import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { unresolved } from "../memory/store";
 import type { FilterRow } from "./filters";
 import type { Direction, FilterInput } from "./schema";

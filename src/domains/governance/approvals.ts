@@ -6,8 +6,8 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
@@ -15,7 +15,7 @@ import { getClaim, isCurrent, readableClaim, unresolved } from "../memory/store"
 import { retrievableObservationIds, sourcesOf } from "../memory/store";
 import { approvalsPage, claimSourceHashes, seenThroughClaim } from "./claim-reads";
 import { approvalBody, approvalListQuery, approvalListResponse, approvalResponse, decideBody } from "./schema";
-import { type ApprovalRow, getApproval } from "./store";
+import { type ApprovalRow, dutyFacts, getApproval } from "./store";
 
 /** An approval the caller may see: it may read the approval's claim. */
 const visibleApproval = (db: Db, caller: Caller, id: string): ApprovalRow | null => seenThroughClaim(db, caller, getApproval(db, id));
@@ -43,6 +43,9 @@ export const approvalRoutes = [
     method: "POST", path: "/v1/claim-approvals", scope: "approvals:write", body: approvalBody,
     response: { 201: approvalResponse },
     summary: "Submit the current version of a readable, active claim, with the evidence you can see, for approval.",
+    operationId: "submitClaimApproval", tag: "Governance",
+    description: "Submits the current version of an active claim the caller can read for approval, together with the evidence it " +
+      "can see.",
     handler: (rc) => commitWrite(rc, (db) => {
       const claim = readableClaim(db, rc.caller, rc.body.claim_id);
       if (!claim) throw unresolved("claim", [rc.body.claim_id]);
@@ -73,6 +76,8 @@ export const approvalRoutes = [
     method: "GET", path: "/v1/claim-approvals", scope: "approvals:read", query: approvalListQuery,
     response: { 200: approvalListResponse },
     summary: "List approvals of claims you may read (filters claim_id, status), oldest first.",
+    operationId: "listClaimApprovals", tag: "Governance",
+    description: "Lists approvals of claims the caller may read, optionally by claim and status, oldest first.",
     handler: ({ db, caller, query }) => {
       const rows = approvalsPage<ApprovalRow>(db, caller, query, afterPair(query.after), query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (a) => [a.created_at, a.approval_id]);
@@ -84,12 +89,15 @@ export const approvalRoutes = [
     method: "POST", path: "/v1/claim-approvals/:id/decide", scope: "approvals:approve", body: decideBody,
     response: { 200: approvalResponse },
     summary: "Approve or reject a pending approval; stale claim version 409; separation of duty per policy.",
+    operationId: "decideClaimApproval", tag: "Governance",
+    description: "Approves or rejects a pending approval. A claim that changed since submission is 409; the approval policy may " +
+      "forbid deciding one's own submission.",
     handler: (rc) => commitWrite(rc, (db) => {
       const a = visibleApproval(db, rc.caller, rc.params.id);
       if (!a) throw notFound("Approval");
       if (a.status !== "pending") throw invalid(`The approval is already ${a.status}.`);
       const claim = getClaim(db, a.claim_id)!;
-      requireSeparationOfDuty(db, rc.caller, { act: "decide_approval", submitted_by: a.submitted_by, claim_author: claim.author_id });
+      requireSeparationOfDuty(dutyFacts(db), rc.caller, { act: "decide_approval", submitted_by: a.submitted_by, claim_author: claim.author_id });
       if (claim.version !== a.claim_version)
         throw conflict(`The claim changed since version ${a.claim_version} was submitted (now version ${claim.version}).`);
       const at = clock.nowIso();

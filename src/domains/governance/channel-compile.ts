@@ -5,7 +5,7 @@
 // Beyond the eligibility check it never reads canonical memory, and it records no context run.
 import { clock } from "../../http/clock";
 import { forbidden, invalid, notFound } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { DEGRADED } from "../memory/context";
 import { pack, rankTexts } from "../memory/ranking";
@@ -21,6 +21,9 @@ export const channelCompileRoutes = [
     responseMeta: compileMeta,
     bodyOptional: true, readOnly: true,
     summary: "Rank the channel's active, still-eligible released snapshots into a token budget; its gateway principal only.",
+    operationId: "compileChannelContext", tag: "Governance",
+    description: "Ranks the channel's active, still-eligible released snapshots into a token budget, never canonical memory. " +
+      "Only the channel's gateway principal may call it.",
     handler: ({ db, caller, params, body }) => {
       const channel = getChannel(db, params.id);
       if (!channel) throw notFound("Channel");

@@ -6,7 +6,7 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { getPrincipal } from "../identity/store";
@@ -19,6 +19,9 @@ export const channelAdminRoutes = [
     method: "POST", path: "/v1/channels", scope: "releases:write", body: channelBody,
     response: { 201: channelResponse },
     summary: "Create a channel: audiences, minimum trust, and the one gateway principal that may compile it.",
+    operationId: "createChannel", tag: "Governance",
+    description: "Creates a channel that serves released knowledge to one gateway principal, with its audiences and minimum " +
+      "trust.",
     handler: (rc) => commitWrite(rc, (db) => {
       const gateway = getPrincipal(db, rc.body.gateway_principal_id);
       if (!gateway) throw unresolved("principal", [rc.body.gateway_principal_id]);
@@ -51,6 +54,8 @@ export const channelAdminRoutes = [
     method: "GET", path: "/v1/channels", scope: "releases:read", query: channelListQuery,
     response: { 200: channelListResponse },
     summary: "List channels (metadata only; filter status), oldest first.",
+    operationId: "listChannels", tag: "Governance",
+    description: "Lists channels (metadata only), optionally by status, oldest first.",
     handler: ({ db, query }) => {
       const where = ["(created_at, channel_id) > (?, ?)"];
       const args: unknown[] = [...afterPair(query.after)];
@@ -66,6 +71,9 @@ export const channelAdminRoutes = [
     method: "PATCH", path: "/v1/channels/:id", scope: "releases:write", body: channelPatchBody,
     response: { 200: channelResponse },
     summary: "Set a channel active, paused or disabled (final) with its current expected_version; its creator or an owner/admin.",
+    operationId: "updateChannel", tag: "Governance",
+    description: "Sets a channel active, paused or disabled (final) given its current `expected_version`; its creator or an " +
+      "owner/admin.",
     handler: (rc) => commitWrite(rc, (db) => {
       const c = getChannel(db, rc.params.id);
       if (!c) throw notFound("Channel");

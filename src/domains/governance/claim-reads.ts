@@ -2,7 +2,7 @@
 // claim is retrievable (src/access/retrieval.ts governedVisible in JS, governedJoin in SQL, applied
 // before paging, so a hidden one leaves no gap and no count); elsewhere it answers like a missing one.
 import { type Retrieval, governedJoin, governedVisible } from "../../access/retrieval";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { getClaim } from "../memory/records";
 

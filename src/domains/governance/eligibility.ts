@@ -8,7 +8,7 @@
 //   that version exists.
 import { type Trust, trustRank } from "../../auth/trust";
 import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { notShared } from "../../access/retrieval";
 import { activeRules } from "./store";
 

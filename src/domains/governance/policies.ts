@@ -7,9 +7,9 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { describeZodError } from "../../http/validate";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { POLICY_RULES, policyBody, policyListQuery, policyListResponse, policyPatchBody, policyResponse, type PolicyType } from "./schema";
@@ -41,6 +41,9 @@ export const policyRoutes = [
     method: "POST", path: "/v1/policies", scope: "governance:write", roles: ADMIN_ROLES, body: policyBody,
     response: { 201: policyResponse },
     summary: "Create a typed policy (approval, release or retention), draft or active; owner or admin.",
+    operationId: "createPolicy", tag: "Governance",
+    description: "Creates a typed, versioned policy (approval, release or retention rules), as a draft or active; owner or " +
+      "admin.",
     handler: (rc) => commitWrite(rc, (db) => {
       const at = clock.nowIso();
       const status = rc.body.status ?? "draft";
@@ -67,6 +70,8 @@ export const policyRoutes = [
     method: "GET", path: "/v1/policies", scope: "governance:read", query: policyListQuery,
     response: { 200: policyListResponse },
     summary: "List policies (filters type, status), oldest first.",
+    operationId: "listPolicies", tag: "Governance",
+    description: "Lists policies, optionally by type and status, oldest first.",
     handler: ({ db, query }) => {
       const where = ["(created_at, policy_id) > (?, ?)"];
       const args: unknown[] = [...afterPair(query.after)];
@@ -83,6 +88,9 @@ export const policyRoutes = [
     method: "PATCH", path: "/v1/policies/:id", scope: "governance:write", roles: ADMIN_ROLES, body: policyPatchBody,
     response: { 200: policyResponse },
     summary: "Change a policy's status and/or rules with its current expected_version; owner or admin.",
+    operationId: "updatePolicy", tag: "Governance",
+    description: "Changes a policy's status and/or rules; `expected_version` must be the current version (409 otherwise). Owner " +
+      "or admin.",
     handler: (rc) => commitWrite(rc, (db) => {
       const p = getPolicy(db, rc.params.id);
       if (!p) throw notFound("Policy");

@@ -12,8 +12,8 @@ import { clock } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
 import { conflict, forbidden, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { type EventInput, commitWrite } from "../../org/write";
@@ -22,7 +22,7 @@ import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibil
 import { retrievableObservationIds } from "../memory/store";
 import { claimSourceHashes, releaseSeqOf, releasesPage, seenThroughClaim } from "./claim-reads";
 import { releaseBody, releaseListQuery, releaseListResponse, releaseMoveBody, releaseResponse } from "./schema";
-import { type ChannelRow, type ReleaseRow, type Snapshot, getChannel, getRelease } from "./store";
+import { type ChannelRow, type ReleaseRow, type Snapshot, dutyFacts, getChannel, getRelease } from "./store";
 
 /**
  * A release the caller may see: it may retrieve the release's claim (the snapshot is a copy of it).
@@ -74,7 +74,7 @@ function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
     let events: EventInput[] = [];
     if (action === "approve") {
       if (r.status !== "draft") throw invalid(`Only a draft release can be approved; this one is ${r.status}.`);
-      requireSeparationOfDuty(db, rc.caller, { act: "approve_release", created_by: r.created_by });
+      requireSeparationOfDuty(dutyFacts(db), rc.caller, { act: "approve_release", created_by: r.created_by });
       requireStillEligible(db, r, channel);
       next = { ...r, status: "approved", approved_by: me, approved_at: at };
       db.run("UPDATE knowledge_releases SET status = 'approved', approved_by = ?, approved_at = ? WHERE release_id = ?", me, at, r.release_id);
@@ -107,6 +107,9 @@ export const releaseRoutes = [
     method: "POST", path: "/v1/knowledge-releases", scope: "releases:write", body: releaseBody,
     response: { 201: releaseResponse },
     summary: "Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible.",
+    operationId: "draftRelease", tag: "Governance",
+    description: "Drafts a release: an immutable snapshot of one claim's current version for a channel. The claim must be " +
+      "eligible for release.",
     handler: (rc) => commitWrite(rc, (db) => {
       const claim = readableClaim(db, rc.caller, rc.body.claim_id);
       if (!claim) throw unresolved("claim", [rc.body.claim_id]);
@@ -143,6 +146,9 @@ export const releaseRoutes = [
     method: "GET", path: "/v1/knowledge-releases", scope: "releases:read", query: releaseListQuery,
     response: { 200: releaseListResponse },
     summary: "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
+    operationId: "listReleases", tag: "Governance",
+    description: "Lists releases of claims the caller may read, optionally by channel and status, oldest first. Snapshot " +
+      "evidence the caller cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last release; its position is looked up here, never handed out.
       const after = query.after ? positionAfter(query.after, ID_PREFIX.release, (id) => releaseSeqOf(db, caller, id)) : 0;
@@ -156,18 +162,27 @@ export const releaseRoutes = [
     method: "POST", path: "/v1/knowledge-releases/:id/approve", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
     summary: "Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy.",
+    operationId: "approveRelease", tag: "Governance",
+    description: "Approves a draft release that is still eligible; the channel's creator or an owner/admin, subject to the " +
+      "release policy's separation of duty.",
     handler: (rc) => move(rc, "approve"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/activate", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
     summary: "Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published).",
+    operationId: "activateRelease", tag: "Governance",
+    description: "Publishes an approved, still-eligible release to its channel (event `release.published`); the channel's " +
+      "creator or an owner/admin.",
     handler: (rc) => move(rc, "activate"),
   }),
   orgRoute({
     method: "POST", path: "/v1/knowledge-releases/:id/revoke", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
     response: { 200: releaseResponse },
     summary: "Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept.",
+    operationId: "revokeRelease", tag: "Governance",
+    description: "Withdraws a draft, approved or active release (event `release.revoked`), keeping its history; the channel's " +
+      "creator or an owner/admin.",
     handler: (rc) => move(rc, "revoke"),
   }),
 ];

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { VISIBILITIES } from "../../access/visibility";
 import { trustSchema } from "../../auth/trust";
 import { ID_PREFIX } from "../../http/ids";
-import { contentHash, count, idOf, pageOf, principalId, timestamp, trustLevel } from "../../http/shapes";
+import { contentHash, count, idOf, pageOf, principalId, timestamp } from "../../http/shapes";
 import { limitParam, nonEmpty } from "../../http/validate";
 import { CLAIM_KINDS, maxItems, OBSERVATION_KINDS, RELATIONS, tokenBudget } from "../memory/schema";
 
@@ -114,41 +114,41 @@ export const policyResponse = z.discriminatedUnion("type", [
   z.strictObject({ ...policyFields, type: z.literal("approval"), rules: POLICY_RULES.approval }),
   z.strictObject({ ...policyFields, type: z.literal("release"), rules: POLICY_RULES.release }),
   z.strictObject({ ...policyFields, type: z.literal("retention"), rules: POLICY_RULES.retention }),
-]);
-export const policyListResponse = pageOf("policies", policyResponse);
+]).meta({ id: "Policy" });
+export const policyListResponse = pageOf("policies", policyResponse).meta({ id: "PolicyList" });
 
 export const approvalResponse = z.strictObject({
   approval_id: idOf(ID_PREFIX.approval), claim_id: claimId, claim_version: z.number().int().positive(), status: z.enum(APPROVAL_STATUSES),
   evidence: z.strictObject({ observation_ids: z.array(observationId).describe("The evidence the caller may read"), hidden_source_count: count }),
   note: z.string().nullable(), submitted_by: principalId, decided_by: principalId.nullable(), decided_at: timestamp.nullable(),
   decision_note: z.string().nullable(), created_at: timestamp,
-});
-export const approvalListResponse = pageOf("approvals", approvalResponse);
+}).meta({ id: "ClaimApproval" });
+export const approvalListResponse = pageOf("approvals", approvalResponse).meta({ id: "ClaimApprovalList" });
 
 export const channelResponse = z.strictObject({
-  channel_id: channelId, name: z.string(), audiences: z.array(z.string()), min_trust: trustLevel, gateway_principal_id: principalId,
+  channel_id: channelId, name: z.string(), audiences: z.array(z.string()), min_trust: trustSchema, gateway_principal_id: principalId,
   status: z.enum(CHANNEL_STATUSES), version: z.number().int().positive(), created_by: principalId, created_at: timestamp, updated_at: timestamp,
-});
-export const channelListResponse = pageOf("channels", channelResponse);
+}).meta({ id: "Channel" });
+export const channelListResponse = pageOf("channels", channelResponse).meta({ id: "ChannelList" });
 
 export const releaseResponse = z.strictObject({
   release_id: idOf(ID_PREFIX.release), channel_id: channelId, claim_id: claimId, claim_version: z.number().int().positive(),
   status: z.enum(RELEASE_STATUSES),
   snapshot: z.strictObject({
-    subject_id: z.string(), kind: z.enum(CLAIM_KINDS), statement: z.string(), trust: trustLevel, valid_to: timestamp.nullable(),
+    subject_id: z.string(), kind: z.enum(CLAIM_KINDS), statement: z.string(), trust: trustSchema, valid_to: timestamp.nullable(),
     evidence: z.array(z.strictObject({ observation_id: observationId, relation: z.enum(RELATIONS), content_hash: contentHash }))
       .describe("The snapshot's evidence the caller may read"),
   }),
   hidden_source_count: count, created_by: principalId, approved_by: principalId.nullable(), approved_at: timestamp.nullable(),
   activated_at: timestamp.nullable(), revoked_by: principalId.nullable(), revoked_at: timestamp.nullable(), created_at: timestamp,
-});
-export const releaseListResponse = pageOf("releases", releaseResponse);
+}).meta({ id: "KnowledgeRelease" });
+export const releaseListResponse = pageOf("releases", releaseResponse).meta({ id: "KnowledgeReleaseList" });
 
 export const channelCompileResponse = z.strictObject({
   channel_id: channelId,
   items: z.array(z.strictObject({
-    release_id: idOf(ID_PREFIX.release), claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), trust: trustLevel,
+    release_id: idOf(ID_PREFIX.release), claim_id: claimId, statement: z.string(), kind: z.enum(CLAIM_KINDS), trust: trustSchema,
     score: z.number(), tokens: count,
   })),
   token_budget: count, tokens_used: count,
-});
+}).meta({ id: "ChannelContext" });

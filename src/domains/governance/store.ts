@@ -1,5 +1,7 @@
 // Governance rows, their API views and the lookups every governance route shares.
-import type { Db } from "../../org/db";
+import type { DutyFacts } from "../../access/duty";
+import type { Db } from "../../sql/db";
+import { creatorsOf } from "../identity/store";
 import type { ApprovalRules, PolicyType, ReleaseRules } from "./schema";
 
 export interface PolicyRow {
@@ -82,6 +84,12 @@ export function activeRules(db: Db, type: PolicyType): unknown {
   const row = activePolicyRow(db, type);
   return row ? JSON.parse(row.rules) : null;
 }
+
+/** What separation of duty (src/access/duty.ts) reads of the organization: its active policies and creation chains. */
+export const dutyFacts = (db: Db): DutyFacts => ({
+  activeRules: (type) => (type === "approval" ? activeRules(db, "approval") : activeRules(db, "release")),
+  creatorsOf: (principalId, max) => creatorsOf(db, principalId, max),
+});
 
 export const policyView = (p: PolicyRow) => ({
   policy_id: p.policy_id, type: p.type, name: p.name, rules: JSON.parse(p.rules), status: p.status, version: p.version,

@@ -2,7 +2,8 @@
 import { D1_MIGRATIONS, appliedMigrationCount } from "../../index-db";
 import { clock } from "../../http/clock";
 import { dataResponse, errorResponse } from "../../http/envelope";
-import type { EdgeEnv, PublicRoute } from "../../http/route";
+import type { EdgeEnv } from "../../env";
+import type { PublicRoute } from "../../org/route";
 import { maintenanceIntervalMs } from "../../org/maintenance";
 import { modelConfig } from "../../vector/config";
 import { healthResponse, readinessResponse } from "./schema";
@@ -63,6 +64,9 @@ export const healthRoutes: PublicRoute[] = [
     method: "GET", path: "/healthz", auth: "public",
     response: { 200: healthResponse },
     summary: "Liveness, runtime label and build revision.",
+    operationId: "getHealth", tag: "Health",
+    description: "Answers as long as the Worker runs, with the runtime label and build revision; it reveals nothing sensitive " +
+      "and needs no credential.",
     edge: async (env, requestId) =>
       dataResponse(requestId, 200, { status: "ok", runtime: env.SVC_RUNTIME ?? "workerd", revision: env.SVC_REVISION ?? REVISION }),
   },
@@ -70,6 +74,10 @@ export const healthRoutes: PublicRoute[] = [
     method: "GET", path: "/readyz", auth: "public",
     response: { 200: readinessResponse },
     summary: "Storage check, applied and expected migration counts, capability flags.",
+    operationId: "getReadiness", tag: "Health",
+    description: "Checks both stores and compares applied with expected migrations. Ready is 200; otherwise 503 `NOT_READY` " +
+      "carries the same body in `meta`. `capabilities.background_repair` says who drives webhook delivery and " +
+      "indexing.",
     edge: async (env, requestId) => {
       const body = await readiness(env);
       if (body.ready) return dataResponse(requestId, 200, body);

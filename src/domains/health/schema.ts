@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { count } from "../../http/shapes";
 
-export const healthResponse = z.strictObject({ status: z.literal("ok"), runtime: z.string(), revision: z.string() });
+export const healthResponse = z.strictObject({ status: z.literal("ok"), runtime: z.string(), revision: z.string() }).meta({ id: "Health" });
 
 const migrations = { applied: count, expected: count };
 export const readinessResponse = z.strictObject({
@@ -16,4 +16,4 @@ export const readinessResponse = z.strictObject({
   capabilities: z.strictObject({
     background_repair: z.enum(["enabled", "external", "disabled"]), maintenance_interval_seconds: z.number().nonnegative(), vectors: z.boolean(), model: z.boolean(),
   }),
-});
+}).meta({ id: "Readiness" });

@@ -6,9 +6,9 @@ import { ROLES, type Role } from "../../auth/roles";
 import type { Trust } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import { type Db, sql } from "../../sql/db";
 import type { Caller } from "../../org/request";
-import type { SessionStage } from "../dashboard/stages";
+import type { SessionStage } from "../../auth/stages";
 
 export interface KeyRow {
   key_id: string;
@@ -91,6 +91,41 @@ export function creatorsOf(db: Db, principalId: string, max: number): { principa
      SELECT up.id AS principal_id, p.role FROM up LEFT JOIN principals p ON p.principal_id = up.id ORDER BY up.depth`,
     principalId, max);
 }
+
+/** The live memberships of these principals (the principal directory shows them). */
+export const liveMembershipsOf = (db: Db, principalIds: string[]) =>
+  db.all<{ membership_id: string; principal_id: string; workspace_id: string | null; role: Role }>(
+    `SELECT membership_id, principal_id, workspace_id, role FROM memberships
+      WHERE removed_at IS NULL AND principal_id IN (SELECT value FROM json_each(?))
+      ORDER BY created_at, membership_id`, JSON.stringify(principalIds));
+
+/** The principal's organization role (its organization membership was replaced). */
+export const setPrincipalRole = (db: Db, principalId: string, role: Role) =>
+  db.run(sql`UPDATE principals SET role = ${role} WHERE principal_id = ${principalId}`);
+
+/** Withdraws a principal and its memberships (insertPrincipal undone: its account could not be completed). */
+export function withdrawPrincipal(db: Db, principalId: string, by: string, at: string) {
+  removePrincipal(db, principalId, at);
+  db.run(sql`UPDATE memberships SET removed_at = ${at}, removed_by = ${by} WHERE principal_id = ${principalId} AND removed_at IS NULL`);
+}
+
+/** The principal leaves the organization: gone for every purpose but history. */
+export const removePrincipal = (db: Db, principalId: string, at: string) =>
+  db.run(sql`UPDATE principals SET removed_at = ${at} WHERE principal_id = ${principalId} AND removed_at IS NULL`);
+
+/** A page of keys after (created_at, key_id), of one principal or (null) of all. */
+export const keysAfter = (db: Db, after: [string, string], principalId: string | null, limit: number) =>
+  db.all<KeyRow>(sql`SELECT * FROM api_keys WHERE (created_at, key_id) > (${after[0]}, ${after[1]})
+    ${principalId !== null ? sql`AND principal_id = ${principalId}` : sql``} ORDER BY created_at, key_id LIMIT ${limit}`);
+
+/** A principal's role, removed or not (a key's holder). */
+export const principalRole = (db: Db, principalId: string) =>
+  db.first<{ role: Role }>(sql`SELECT role FROM principals WHERE principal_id = ${principalId}`);
+
+/** A page of current principals after (created_at, principal_id). */
+export const principalsAfter = (db: Db, after: [string, string], limit: number) =>
+  db.all<PrincipalRow>(sql`SELECT * FROM principals WHERE removed_at IS NULL AND (created_at, principal_id) > (${after[0]}, ${after[1]})
+    ORDER BY created_at, principal_id LIMIT ${limit}`);
 
 /** A current principal of the organization (removed principals are gone for every purpose but history). */
 export const getPrincipal = (db: Db, principalId: string) =>

@@ -4,7 +4,7 @@
 // deterministic (model_used false). A model failure answers 503 and leaves the position unchanged.
 import { ApiError } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { getMeta, setMeta } from "../../org/meta";
 import type { ProposedClaim } from "../../vector/extraction";
 import type { VectorRuntime } from "../../vector/runtime";

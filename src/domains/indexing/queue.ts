@@ -1,7 +1,7 @@
 // The index queue: outbox rows of topic "index", one record id each. Every write queues them in its own
 // transaction (src/org/outbox.ts: created and changed observations and claims); verify queues repairs
 // here. Drain takes them in order and deletes exactly the rows it handled.
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 
 export const INDEX_TOPIC = "index";
 

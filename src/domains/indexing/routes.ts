@@ -2,7 +2,7 @@
 // maintenance that reports organization-wide counts, so owners and admins only.
 import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { commitWrite } from "../../org/write";
 import { runtimeFor } from "../../vector/runtime";
 import { maintenanceIntervalMs } from "../../org/maintenance";
@@ -19,6 +19,10 @@ export const indexingRoutes = [
     method: "POST", path: "/v1/index/drain", scope: "index:write", roles: ADMIN_ROLES, body: indexDrainBody, bodyOptional: true,
     response: { 200: indexDrainResponse },
     summary: "Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index.",
+    operationId: "drainIndex", tag: "Vectors",
+    description: "Embeds and upserts up to `limit` queued records and deletes revoked, superseded or expired ones from the " +
+      "vector index. Without a vector capability it is 400; an unreachable model or index is 503 with the queue " +
+      "untouched.",
     handler: async (rc) => {
       const plan = await runDrain(rc.db, runtimeFor(rc), rc.body.limit, clock.nowIso());
       return commitWrite(rc, (db) => {
@@ -38,6 +42,9 @@ export const indexingRoutes = [
     method: "POST", path: "/v1/index/verify", scope: "index:write", roles: ADMIN_ROLES, body: indexVerifyBody, bodyOptional: true,
     response: { 200: indexVerifyResponse },
     summary: "Check up to 100 current claims against the vector index (ids only) and queue one repair per missing id.",
+    operationId: "verifyIndex", tag: "Vectors",
+    description: "Checks up to 100 current claims against the vector index by id and queues one repair per missing id; continue " +
+      "with `next_after`. Never reads embedding values.",
     handler: async (rc) => {
       const v = await runVerify(rc.db, runtimeFor(rc), rc.body.limit, rc.body.after, clock.nowIso());
       return commitWrite(rc, (db) => {
@@ -58,6 +65,9 @@ export const indexingRoutes = [
     method: "POST", path: "/v1/enrichment/drain", scope: "enrichment:write", roles: ADMIN_ROLES, body: enrichmentDrainBody, bodyOptional: true,
     response: { 200: enrichmentDrainResponse },
     summary: "Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims).",
+    operationId: "drainEnrichment", tag: "Vectors",
+    description: "Proposes candidate claims from up to `limit` new observations into a review ledger; it never writes canonical " +
+      "claims. With extraction disabled it drains nothing and answers `status: disabled`.",
     handler: async (rc) => {
       const plan = await runEnrichment(rc.db, runtimeFor(rc), rc.body.limit);
       return commitWrite(rc, (db) => {

@@ -19,11 +19,11 @@ export const enrichmentDrainBody = z.strictObject({ limit: intRange(1, ENRICHMEN
 export const indexDrainResponse = z.strictObject({
   drained: count, indexed: count, removed: count, skipped: count, remaining: count,
   model: z.string(), dimensions: count, at: timestamp,
-});
+}).meta({ id: "IndexDrain" });
 export const indexVerifyResponse = z.strictObject({
   checked: count, present: count, missing: count, pending: count, repairs_queued: count, next_after: z.string().nullable(),
-});
+}).meta({ id: "IndexVerification" });
 export const enrichmentDrainResponse = z.union([
   z.strictObject({ drained: z.literal(0), status: z.literal("disabled") }),
   z.strictObject({ drained: count, proposed: count, remaining: count, status: z.literal("enabled"), model: z.string() }),
-]);
+]).meta({ id: "EnrichmentDrain" });

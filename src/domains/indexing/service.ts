@@ -5,15 +5,16 @@
 import { decodeCursor, encodeCursor, isSeqCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import type { Db } from "../../org/db";
+import { type Db, fromClause, list, sql } from "../../sql/db";
 import type { VectorRuntime } from "../../vector/runtime";
 import { hasVectors } from "../../vector/runtime";
 import { VectorBackendError } from "../../vector/types";
 import type { Caller } from "../../org/request";
 import { recordRetrievable, retrievable } from "../../access/retrieval";
+import { claimMetadata, type ClaimForMetadata } from "../../vector/metadata";
 import { ackIndexQueue, indexQueueSize, peekIndexQueue, queuedAmong, queueIndex } from "./queue";
 
-export interface IndexableClaim {
+export interface IndexableClaim extends ClaimForMetadata {
   claim_id: string;
   statement: string;
   /** 1 when the claim may be retrieved at all: active or disputed, still valid, not excluded by retention. */
@@ -27,10 +28,10 @@ export interface IndexableClaim {
  */
 export function claimsForIndex(db: Db, ids: string[], now: string): IndexableClaim[] {
   if (!ids.length) return [];
-  const [current, ...args] = recordRetrievable("c", { current: true }, now);
+  const current = fromClause(recordRetrievable("c", { current: true }, now));
   return db.all<IndexableClaim>(
-    `SELECT claim_id, statement, (${current}) AS current
-       FROM claims c WHERE claim_id IN (SELECT value FROM json_each(?))`, ...args, JSON.stringify(ids));
+    sql`SELECT claim_id, statement, visibility, workspace_id, author_id, project_id, subject_id, kind, (${current}) AS current
+          FROM claims c WHERE claim_id IN ${list(ids)}`);
 }
 
 /** Up to `limit` + 1 current claims (recordRetrievable at `now`) after `afterSeq`, in write order (verify's pages). */
@@ -86,7 +87,7 @@ export interface DrainPlan {
 
 /**
  * Take up to `limit` queue rows and bring the index in line with each record: a current claim is
- * embedded and upserted; a claim that was revoked, superseded, expired or removed is deleted from the
+ * embedded and upserted with its metadata (metadata.ts: what the ways filter on); a claim that was revoked, superseded, expired or removed is deleted from the
  * index if it was there. Observations are queued too (SPEC) but only claims are retrieved, so their
  * rows drain as skipped.
  */
@@ -105,7 +106,7 @@ export async function runDrain(db: Db, rt: VectorRuntime, limit: number, now: st
   try {
     if (upsert.length) {
       const vectors = await embedder.embed(upsert.map((c) => c.statement));
-      await index.upsert(upsert.map((c, i) => ({ id: c.claim_id, values: vectors[i] })));
+      await index.upsert(upsert.map((c, i) => ({ id: c.claim_id, values: vectors[i], metadata: claimMetadata(c) })));
     }
     if (remove.length) await index.remove(remove);
   } catch (err) {

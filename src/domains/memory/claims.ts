@@ -7,8 +7,8 @@ import { clock } from "../../http/clock";
 import { pageOf, positionAfter } from "../../http/cursor";
 import { invalid, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { type Touched, touchedAll } from "../../org/outbox";
@@ -128,6 +128,10 @@ export const claimRoutes = [
     response: { 201: consolidationResponse, 200: consolidationResponse },
     responseMeta: consolidationMeta,
     summary: "Deterministically materialize 1 to 50 claims from readable observations.",
+    operationId: "consolidateClaims", tag: "Memory",
+    description: "Materializes up to 50 claims about one subject from observations the caller can read, each source marked " +
+      "supports, contradicts or qualifies. Deterministic: no model takes part (`model_used: false`); honours " +
+      "`Idempotency-Key`.",
     handler: (rc) => commitWrite(rc, (db, write) => {
       const out = materializeClaims(db, write, rc.caller, rc.body);
       return {
@@ -148,6 +152,9 @@ export const claimRoutes = [
     method: "POST", path: "/v1/claims/:id/supersede", scope: "claims:write", grantWritable: claimTarget, body: supersedeBody,
     response: { 200: claimResponse },
     summary: "Supersede an active or disputed claim by another active claim.",
+    operationId: "supersedeClaim", tag: "Memory",
+    description: "Marks an active or disputed claim as superseded by another active claim, which takes its place in compiled " +
+      "context. Any other starting state is a 400.",
     handler: (rc) => {
       const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status !== "active" && claim.status !== "disputed")
@@ -175,6 +182,9 @@ export const claimRoutes = [
     method: "POST", path: "/v1/claims/:id/revoke", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     response: { 200: revokeResponse },
     summary: "Revoke a claim that is not superseded; a repeat reports already_revoked.",
+    operationId: "revokeClaim", tag: "Memory",
+    description: "Revokes a claim that has not been superseded; a superseded claim is a 400. Revoking twice answers the claim " +
+      "with `already_revoked: true`.",
     handler: (rc) => {
       const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (claim.status === "superseded") throw invalid("Claim is superseded and cannot be revoked.");
@@ -197,6 +207,9 @@ export const claimRoutes = [
     method: "POST", path: "/v1/claims/:id/expire", scope: "claims:write", grantWritable: claimTarget, body: reasonBody, bodyOptional: true,
     response: { 200: expireResponse },
     summary: "Set valid_to to now (status unchanged); a repeat reports already_expired.",
+    operationId: "expireClaim", tag: "Memory",
+    description: "Ends a claim's validity now by setting `valid_to`; its status stays as it was. A repeat answers " +
+      "`already_expired: true`.",
     handler: (rc) => {
       const claim = requireClaim(rc.db, rc.caller, rc.params.id);
       if (!isCurrent(claim))
@@ -218,6 +231,9 @@ export const claimRoutes = [
     method: "GET", path: "/v1/claims/:id/evidence", scope: "evidence:read",
     response: { 200: evidenceResponse },
     summary: "Readable supporting, contradicting and qualifying observations, plus hidden_source_count.",
+    operationId: "getClaimEvidence", tag: "Memory",
+    description: "Returns the claim with the supporting, contradicting and qualifying observations the caller may read. Sources " +
+      "it may not read are only counted, in `hidden_source_count`.",
     handler: ({ db, caller, params }) => {
       const claim = requireClaim(db, caller, params.id);
       const { readable, hidden } = evidenceOf(db, caller, claim.claim_id);
@@ -235,6 +251,10 @@ export const claimRoutes = [
     method: "GET", path: "/v1/memories", scope: "views:compile", query: memoriesQuery,
     response: { 200: memoriesResponse },
     summary: "List and lexically search claims; defaults to current active and disputed claims.",
+    operationId: "listMemories", tag: "Memory",
+    description: "Lists claims, optionally searched lexically with `q` and filtered by subject, project, status, visibility and " +
+      "kind; by default the current active and disputed ones. Authorization and validity apply before search and " +
+      "paging (`next_cursor`).",
     handler: ({ db, caller, query, jobDue }) => {
       const filter = { status: query.status, subject_id: query.subject_id, project_id: query.project_id, visibility: query.visibility, kind: query.kind };
       if (query.q !== undefined) {

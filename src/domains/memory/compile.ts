@@ -7,7 +7,7 @@
 // caller may read (readableNeighbours, readableWithin), so no score depends on a record it cannot read.
 import { retrievable, retrievableWays } from "../../access/retrieval";
 import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAll, matchAny, phraseStems, rankingTerms, type StoredTerms, type TermStats } from "./fts";
 import {
@@ -354,7 +354,7 @@ function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: Ve
   return similarity;
 }
 
-/** The query's vector hits (indexing/retrieval.ts vectorHits), as ranking takes them. */
+/** The query's vector hits (vector-candidates.ts vectorHits), as ranking takes them. */
 export interface VectorSimilarities {
   /** Each hit's cosine similarity to the query, by claim id. */
   similarities: Map<string, number>;

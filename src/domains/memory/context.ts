@@ -3,14 +3,14 @@ import { compileMeta, compileResponse, contextRunResponse, feedbackResponse } fr
 import { clock } from "../../http/clock";
 import { conflict, invalid, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { compilePack, type VectorSimilarities } from "./compile";
-import { vectorHits } from "../indexing/retrieval";
+import { vectorHits } from "./vector-candidates";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
 import { canRetrieve, heldOrDelegated, isCurrentClaim } from "../../access/retrieval";
@@ -94,6 +94,9 @@ export const contextRoutes = [
     response: { 201: compileResponse },
     responseMeta: compileMeta,
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
+    operationId: "compileContext", tag: "Memory",
+    description: "Ranks the claims the caller may read that are current and relevant to the query into a token budget, and " +
+      "records the run as a `ctx_` context. `meta.degraded` says whether vectors or a model were missing.",
     handler: async (rc) => {
       // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its
       // hits are re-authorized inside it, with every other candidate (from the rows its accept read when
@@ -116,6 +119,9 @@ export const contextRoutes = [
     method: "GET", path: "/v1/context/:id", scope: "handoffs:read",
     response: { 200: contextRunResponse },
     summary: "Read a run you compiled or that a handoff delegates to you; item visibility is rechecked now.",
+    operationId: "getContextRun", tag: "Memory",
+    description: "Reads a context run the caller compiled, or one a handoff delegates to it. Each item's visibility is checked " +
+      "again at read time (`current`).",
     handler: ({ db, caller, params }) => {
       const run = readableRun(db, caller, params.id);
       if (!run) throw notFound("Context");
@@ -138,6 +144,9 @@ export const contextRoutes = [
     method: "POST", path: "/v1/context/:id/feedback", scope: "feedback:write", body: feedbackBody, idempotent: true,
     response: { 201: feedbackResponse, 200: feedbackResponse },
     summary: "Record an outcome for a run or one of its items (claim_id).",
+    operationId: "recordFeedback", tag: "Memory",
+    description: "Records an outcome (used, useful, irrelevant, incorrect, harmful) for a context run, or for one of its items " +
+      "with `claim_id`. Honours `Idempotency-Key`; `client_mutation_id` is deduplicated per organization.",
     handler: (rc) => {
       const run = readableRun(rc.db, rc.caller, rc.params.id);
       if (!run) throw notFound("Context");

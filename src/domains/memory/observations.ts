@@ -8,8 +8,8 @@ import { DEFAULT_OBSERVATION_TRUST, trustAtMost } from "../../auth/trust";
 import { clock } from "../../http/clock";
 import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { commitWrite, type WriteScope } from "../../org/write";
@@ -50,6 +50,9 @@ export const observationRoutes = [
     method: "POST", path: "/v1/projects/resolve", scope: "projects:resolve", body: resolveProjectBody,
     response: { 201: projectResolveResponse, 200: projectResolveResponse },
     summary: "Resolve a project reference to its opaque prj_ id; create: true also needs projects:create.",
+    operationId: "resolveProject", tag: "Memory",
+    description: "Turns a human project reference into the opaque project id that observations and claims carry. With `create: " +
+      "true` a missing project is created, which also needs the `projects:create` scope.",
     handler: (rc) => {
       // A project of a workspace the caller cannot read is resolved like a missing reference; creating
       // it anyway is a taken reference (references are unique), which names no id.
@@ -83,6 +86,9 @@ export const observationRoutes = [
     method: "POST", path: "/v1/observations", scope: "observations:write", body: observationBody, idempotent: true, grantWritable: targetInBody,
     response: { 201: observationResponse, 200: observationResponse },
     summary: "Append evidence; content-hashed; trust may not exceed the key's ceiling.",
+    operationId: "appendObservation", tag: "Memory",
+    description: "Appends one piece of evidence about a subject and returns its id and content hash. The asserted `trust` may " +
+      "not exceed the credential's ceiling (403); an `Idempotency-Key` makes a retry answer the first result.",
     handler: (rc) => commitWrite(rc, (db, write) => {
       const { row, data, touched } = appendObservation(db, write, rc.caller, rc.body);
       return {
@@ -104,6 +110,9 @@ export const observationRoutes = [
     // evenExcluded: purging deletes, so what retention hid may still be purged (a hold still blocks it).
     grantWritable: (rc) => readableObservation(rc.db, rc.caller, rc.params.id, { evenExcluded: true }),
     summary: "Irreversibly tombstone an observation: content gone, id, hash and provenance kept.",
+    operationId: "purgeObservation", tag: "Memory",
+    description: "Tombstones an observation for good: its content becomes unreadable while its id, hash and provenance stay. An " +
+      "active legal hold on it blocks the purge.",
     handler: (rc) => {
       const obs = readableObservation(rc.db, rc.caller, rc.params.id, { evenExcluded: true });
       if (!obs) throw notFound("Observation");

@@ -13,7 +13,7 @@ import { type WriteTarget, canWrite } from "../../access/policy";
 import { isShared, projectNameable } from "../../access/retrieval";
 import { unresolved } from "../../http/errors";
 import { clock } from "../../http/clock";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Touched } from "../../org/outbox";
 import type { Caller } from "../../org/request";
 import { getMeta } from "../../org/meta";

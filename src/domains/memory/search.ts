@@ -14,11 +14,12 @@ import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import { ApiError } from "../../http/errors";
 import { randomHex } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { BackgroundJob } from "../../org/jobs";
 import type { Caller } from "../../org/request";
 import type { PhaseMark } from "./ranking";
-import { bm25, matchAll, phraseStems, queryTerms, stemsOf, storedBm25, type StoredTerms } from "./fts";
+import { bm25, matchAll, phraseStems, stemsOf, storedBm25, type StoredTerms } from "./fts";
+import { queryTerms } from "../../text/unicode61";
 import { type ClaimRow, sharedTermStats } from "./records";
 
 export interface MemoriesFilter {

@@ -4,7 +4,7 @@
 import { type Retrieval, canRetrieve, retrievable } from "../../access/retrieval";
 import { sha256Hex } from "../../auth/credentials";
 import { unresolved } from "../../http/errors";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { type ClaimRow, type ObservationRow, type SourceRow, getClaim, getObservation, getProject } from "./records";
 

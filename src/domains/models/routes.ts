@@ -2,7 +2,7 @@
 // and neither ever answers a credential, a prompt, a raw provider response or an embedding.
 import { isAdmin } from "../../access/policy";
 import { clock } from "../../http/clock";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { indexDrift, retrievableIndexedWithOtherModel } from "../indexing/service";
 import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
@@ -50,6 +50,9 @@ export const modelRoutes = [
   orgRoute({
     method: "GET", path: "/v1/models/config", scope: "models:read", response: { 200: modelConfigResponse },
     summary: "The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.",
+    operationId: "getModelConfig", tag: "Vectors",
+    description: "Reports the isolate's immutable embedding and extraction configuration (no secrets) and how far this " +
+      "organization's index drifts from it.",
     handler: (rc) => {
       const rt = runtimeFor(rc);
       // The counts cover every principal's claims, private ones included: owners and admins only.
@@ -67,6 +70,9 @@ export const modelRoutes = [
   orgRoute({
     method: "POST", path: "/v1/models/probe", scope: "models:probe", body: probeBody, response: { 200: probeResponse },
     summary: "One bounded embedding or extraction call; answers metadata only and appends a metadata-only audit entry.",
+    operationId: "probeModel", tag: "Vectors",
+    description: "Makes one bounded embedding or extraction call and answers its metadata only (no text or vectors), appending a " +
+      "metadata-only audit entry.",
     handler: async (rc) => {
       const result = await probe(runtimeFor(rc), rc.body.kind, rc.body.text);
       return commitWrite(rc, () => ({

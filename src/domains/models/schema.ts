@@ -27,8 +27,8 @@ export const modelConfigResponse = z.strictObject({
     z.strictObject({ status: z.enum(["drifted", "none"]), indexed: count, indexed_with_other_model: count }),
     z.strictObject({ status: z.enum(["drifted", "none"]) }),
   ]).describe("Counts for owners and admins only (they cover every principal's claims)."),
-});
+}).meta({ id: "ModelConfig" });
 export const probeResponse = z.strictObject({
   kind: z.enum(PROBE_KINDS), ok: z.boolean(), provider: z.string(), model: z.string().nullable(),
   dimensions: count.optional(), latency_ms: count, error_code: z.enum(PROBE_ERRORS).optional(),
-});
+}).meta({ id: "ModelProbe" });

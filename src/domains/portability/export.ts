@@ -6,12 +6,12 @@
 // organization or its records are.
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor, invalidCursor } from "../../http/cursor";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import { projectVisibleWhere, retrievable } from "../../access/retrieval";
 import type { ClaimRow, ObservationRow, ProjectRow, SourceRow } from "../memory/records";
-import { workspaceNames } from "../access/memberships";
+import { workspaceNames } from "../access/store";
 import {
   claimReferences, claimView, observationView, retrievableClaimIds, sourcesByClaim, withVisibleReferences,
 } from "../memory/store";

@@ -8,7 +8,7 @@ import { clock } from "../../http/clock";
 import type { OwnershipRegistry } from "../../registry/client";
 import { ApiError, conflict, forbidden, invalid } from "../../http/errors";
 import { parseJson, validate } from "../../http/validate";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller, Reply, RequestCtx } from "../../org/request";
 import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
@@ -16,7 +16,7 @@ import { canRetrieve, projectNameable } from "../../access/retrieval";
 import {
   type SourceRow, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference, projectWorkspace,
 } from "../memory/records";
-import { insertWorkspace } from "../access/memberships";
+import { insertWorkspace } from "../access/store";
 import { contentHash, unresolved } from "../memory/store";
 import { touchedAll } from "../../org/outbox";
 import { claimLineOf, observationLineOf, projectLineOf } from "./export";

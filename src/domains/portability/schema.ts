@@ -56,7 +56,7 @@ export const projectLine = z.strictObject({
 }).superRefine((p, ctx) => {
   if (p.workspace_id === null && p.workspace_name !== null)
     ctx.addIssue({ code: "custom", path: ["workspace_name"], message: "must be null when workspace_id is null" });
-});
+}).meta({ id: "ProjectLine" });
 
 export const observationLine = z.strictObject({
   type: z.literal("observation"),
@@ -79,7 +79,7 @@ export const observationLine = z.strictObject({
     ctx.addIssue({ code: "custom", path: ["purged_at"], message: "must be set exactly when purged is true" });
   if (o.purged !== (o.content === null))
     ctx.addIssue({ code: "custom", path: ["content"], message: "must be null exactly when purged is true" });
-});
+}).meta({ id: "ObservationLine" });
 
 export const claimLine = z.strictObject({
   type: z.literal("claim"),
@@ -107,7 +107,7 @@ export const claimLine = z.strictObject({
   // never names a hidden claim), and the file must still import.
   if (c.superseded_by !== null && c.status !== "superseded")
     ctx.addIssue({ code: "custom", path: ["superseded_by"], message: "may be set only when status is superseded" });
-});
+}).meta({ id: "ClaimLine" });
 
 export type ProjectLine = z.infer<typeof projectLine>;
 export type ObservationLine = z.infer<typeof observationLine>;
@@ -123,11 +123,11 @@ export const exportHeader = z.strictObject({
   has_more: z.boolean(),
   next_after: z.string().nullable().describe("pass as `after` (with the same `type`) to continue; null on the last page"),
   exported_at: timestamp,
-});
+}).meta({ id: "ExportHeader" });
 
 /** POST /v1/import (published in docs/openapi.json; checked against every answer of the test suite). */
 const perType = z.strictObject({ projects: count, observations: count, claims: count });
 export const importResponse = z.strictObject({
   imported: perType, skipped: perType.describe("Lines whose record already exists here, identical"),
   principals_created: count, workspaces_created: count,
-});
+}).meta({ id: "ImportResult" });

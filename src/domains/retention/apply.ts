@@ -10,7 +10,7 @@ import { z } from "zod";
 import { clock } from "../../http/clock";
 import { decodeCursor, encodeCursor } from "../../http/cursor";
 import { invalid } from "../../http/errors";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { touchedAll } from "../../org/outbox";
 import { commitWrite } from "../../org/write";
 import { changeClaim, excludeObservations } from "../memory/records";
@@ -41,12 +41,15 @@ export const retentionRoutes = [
     response: { 200: retentionApplyResponse },
     body: retentionApplyBody, bodyOptional: true,
     summary: "Apply the active retention policy to one bounded page of records (resumable with after/next_after; dry_run counts only).",
+    operationId: "applyRetention", tag: "Retention",
+    description: "Applies the active retention policy to one bounded page of records, excluding them from retrieval; held " +
+      "records are spared. Resume with `after`/`next_after`; `dry_run` only counts.",
     handler: (rc) => commitWrite(rc, (db) => {
       const body = rc.body ?? retentionApplyBody.parse({});
       const policy = activePolicyRow(db, "retention");
       if (!policy) throw invalid("There is no active retention policy.");
       const byType = matchesByType(POLICY_RULES.retention.parse(JSON.parse(policy.rules)), clock.nowMs());
-      let [phase, ...after]: Cursor = body.after ? decodeCursor(body.after, isCursor) : ["observation", "", ""];
+      const [phase, ...after]: Cursor = body.after ? decodeCursor(body.after, isCursor) : ["observation", "", ""];
       const page: { type: RecordType; id: string }[] = [];
       let last: Cursor | null = null;
       let done = false;

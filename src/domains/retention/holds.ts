@@ -12,8 +12,8 @@ import { ADMIN_ROLES } from "../../auth/roles";
 import { clock } from "../../http/clock";
 import { notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import { touchedAll } from "../../org/outbox";
 import type { Caller, PurgeGuard } from "../../org/request";
 import { commitWrite } from "../../org/write";
@@ -99,6 +99,9 @@ export const holdRoutes = [
     method: "POST", path: "/v1/legal-holds", scope: "retention:write", roles: ADMIN_ROLES, body: holdBody,
     response: { 201: holdResponse },
     summary: "Place a legal hold on an exact claim or observation (and its dependents); restores what retention had excluded.",
+    operationId: "placeLegalHold", tag: "Retention",
+    description: "Places a legal hold on one claim or observation and its dependents; whatever retention had excluded is " +
+      "restored in the same write.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { target_type, target_id, reason } = rc.body;
       if (!visibleTarget(db, rc.caller, target_type, target_id)) throw unresolved(target_type, [target_id]);
@@ -132,6 +135,8 @@ export const holdRoutes = [
     response: { 200: holdReleasedResponse },
     body: holdReleaseBody, bodyOptional: true,
     summary: "Release an active legal hold; a repeat answers already_released: true.",
+    operationId: "releaseLegalHold", tag: "Retention",
+    description: "Releases an active legal hold; a repeat answers `already_released: true`.",
     handler: (rc) => commitWrite(rc, (db) => {
       const h = db.first<HoldRow>("SELECT * FROM legal_holds WHERE hold_id = ?", rc.params.id);
       // A hold on a record the caller cannot read answers like a missing one.

@@ -6,7 +6,7 @@ import { clock } from "../../http/clock";
 import { afterPair, pageOf } from "../../http/cursor";
 import { notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
+import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { type AuditInput, commitWrite } from "../../org/write";
 import { mappingBody, mappingListQuery, mappingListResponse, mappingResponse, mappingRetiredResponse } from "./schema";
@@ -34,6 +34,9 @@ export const mappingRoutes = [
     method: "POST", path: "/v1/identity-mappings", scope: "identity:write", body: mappingBody,
     response: { 201: mappingResponse },
     summary: "Map an external identity to a subject; an active mapping of the same identity is retired and this one is its next version.",
+    operationId: "createIdentityMapping", tag: "Retention",
+    description: "Maps an external identity to a subject. An active mapping of the same identity is retired and this one becomes " +
+      "its next version.",
     handler: (rc) => commitWrite(rc, (db) => {
       const { external_system, external_id, subject_id } = rc.body;
       const at = clock.nowIso();
@@ -65,6 +68,9 @@ export const mappingRoutes = [
     method: "GET", path: "/v1/identity-mappings", scope: "identity:read", query: mappingListQuery,
     response: { 200: mappingListResponse },
     summary: "List identity mappings, active and retired (filters external_system, external_id, subject_id, status), oldest first.",
+    operationId: "listIdentityMappings", tag: "Retention",
+    description: "Lists identity mappings, active and retired, filtered by external system, external id, subject or status, " +
+      "oldest first.",
     handler: ({ db, query }) => {
       const where = ["(created_at, mapping_id) > (?, ?)"];
       const args: unknown[] = [...afterPair(query.after)];
@@ -81,6 +87,8 @@ export const mappingRoutes = [
     method: "DELETE", path: "/v1/identity-mappings/:id", scope: "identity:write",
     response: { 200: mappingRetiredResponse },
     summary: "Retire an identity mapping (kept as history); a repeat answers already_retired: true.",
+    operationId: "retireIdentityMapping", tag: "Retention",
+    description: "Retires an identity mapping, keeping it as history; a repeat answers `already_retired: true`.",
     handler: (rc) => commitWrite(rc, (db) => {
       const m = db.first<MappingRow>("SELECT * FROM identity_mappings WHERE mapping_id = ?", rc.params.id);
       if (!m) throw notFound("Identity mapping");

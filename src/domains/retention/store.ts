@@ -1,7 +1,7 @@
 // Retention's and legal holds' reads of the record tables. They act on records whoever may read them
 // (an administrator's sweep, a hold's coverage of dependents), so no read rule applies: they return
 // ids and timestamps only, never content (the routes report what they did as counts).
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 
 export type RecordType = "observation" | "claim";
 

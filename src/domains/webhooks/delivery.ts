@@ -22,7 +22,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { type EventRow, readableEventsAfter, readableEventsWhere } from "../../org/events";
 import type { BackgroundJob } from "../../org/jobs";
 import { principalCaller } from "../identity/store";

@@ -6,8 +6,8 @@ import { clock, isoAt } from "../../http/clock";
 import { encodeCursor, pageOf, positionAfter } from "../../http/cursor";
 import { ApiError, conflict, forbidden, notFound } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
-import { orgRoute } from "../../http/route";
-import type { Db } from "../../org/db";
+import { orgRoute } from "../../org/route";
+import type { Db } from "../../sql/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
 import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
@@ -89,6 +89,9 @@ export const webhookRoutes = [
     method: "POST", path: "/v1/webhooks", scope: "webhooks:write", body: createWebhookBody,
     response: { 201: webhookResponse },
     summary: "Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned.",
+    operationId: "createWebhook", tag: "Webhooks",
+    description: "Registers a URL (https, or http to localhost) to receive the listed event kinds, signed with HMAC-SHA256 of " +
+      "the body using `secret`. The secret is never returned; private network hosts are refused.",
     handler: (rc) => commitWrite(rc, (db) => {
       // A hook reads events on its creator's behalf: registering one needs the right to read them.
       if (!hasScope(rc.caller.scopes, "events:read")) throw forbidden(missingScopeMessage("events:read"));
@@ -114,6 +117,9 @@ export const webhookRoutes = [
     method: "GET", path: "/v1/webhooks", scope: "webhooks:read",
     response: { 200: webhookListResponse },
     summary: "Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin.",
+    operationId: "listWebhooks", tag: "Webhooks",
+    description: "Lists webhooks with status, event filter and consecutive failures: the caller's own, or all of them for an " +
+      "owner or admin.",
     handler: ({ db, caller }) => {
       const [managed, ...args] = managedHooksWhere(caller);
       return ok({ webhooks: db.all<WebhookRow>(`SELECT * FROM webhooks WHERE ${managed} ORDER BY created_at, webhook_id`, ...args).map(view) });
@@ -124,6 +130,8 @@ export const webhookRoutes = [
     method: "DELETE", path: "/v1/webhooks/:id", scope: "webhooks:write",
     response: { 200: webhookDeletedResponse },
     summary: "Remove a webhook and its delivery rows.",
+    operationId: "deleteWebhook", tag: "Webhooks",
+    description: "Removes a webhook together with its delivery rows; its creator or an owner/admin only.",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.caller, rc.params.id);
       return commitWrite(rc, (db) => {
@@ -139,6 +147,8 @@ export const webhookRoutes = [
     method: "POST", path: "/v1/webhooks/:id/pause", scope: "webhooks:write",
     response: { 200: webhookResponse },
     summary: "Pause delivery; events keep accruing.",
+    operationId: "pauseWebhook", tag: "Webhooks",
+    description: "Stops delivery to a webhook while events keep accruing. A disabled webhook cannot be paused (403).",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.caller, rc.params.id);
       if (hook.status === "disabled") throw forbidden("Cannot pause a disabled webhook.");
@@ -150,6 +160,9 @@ export const webhookRoutes = [
     method: "POST", path: "/v1/webhooks/:id/resume", scope: "webhooks:write",
     response: { 200: webhookResponse },
     summary: "Resume delivery and reset failure_count to 0.",
+    operationId: "resumeWebhook", tag: "Webhooks",
+    description: "Resumes delivery and resets `failure_count` to 0; what accrued meanwhile goes out. A disabled webhook must be " +
+      "registered again (403).",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.caller, rc.params.id);
       if (hook.status === "disabled") throw forbidden("Cannot resume a disabled webhook. Re-register it.");
@@ -161,6 +174,9 @@ export const webhookRoutes = [
     method: "GET", path: "/v1/webhooks/:id/deliveries", scope: "webhooks:read", query: deliveriesQuery,
     response: { 200: deliveryListResponse },
     summary: "Deliveries of one webhook of events you may read, newest first; never a response body.",
+    operationId: "listDeliveries", tag: "Webhooks",
+    description: "Lists a webhook's deliveries of events the caller may read, newest first, with status, attempts and the " +
+      "receiver's HTTP status; never a response body.",
     handler: ({ db, caller, params, query }) => {
       const hook = requireHook(db, caller, params.id);
       // Only deliveries of events the caller may read (GET /v1/events/:id answers them), filtered
@@ -181,6 +197,9 @@ export const webhookRoutes = [
     method: "POST", path: "/v1/webhooks/:id/deliveries/:delivery_id/retry", scope: "webhooks:write",
     response: { 200: deliveryResponse },
     summary: "Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC).",
+    operationId: "retryDelivery", tag: "Webhooks",
+    description: "Sends a failed delivery again: it goes back to pending, due at once, under the same delivery id so receivers " +
+      "still deduplicate. Other states are a 400.",
     handler: (rc) => {
       const { db, caller, params } = rc;
       const hook = requireHook(db, caller, params.id);
@@ -208,6 +227,9 @@ export const webhookRoutes = [
     method: "POST", path: "/v1/webhooks/deliver", scope: "webhooks:write", body: deliverBody, bodyOptional: true,
     response: { 200: deliverResponse },
     summary: "Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks.",
+    operationId: "deliverWebhooks", tag: "Webhooks",
+    description: "Drains the outbox by hand: delivers the events the caller may read after `after` (from the start without it) " +
+      "to subscribed hooks. Counts and cursor cover only what the caller may read.",
     handler: async (rc) => {
       const { db, storage, body, caller } = rc;
       const afterSeq = body.after ? drainPosition(db, caller, body.after) : 0;

@@ -33,9 +33,9 @@ export const webhookResponse = z.strictObject({
   failure_count: count.describe("Consecutive deliveries that failed for good (out of attempts) since the last success; 10 disable the hook"),
   created_at: timestamp, updated_at: timestamp,
   signing: z.strictObject({ header: z.string(), algorithm: z.literal("HMAC-SHA256"), format: z.string(), note: z.string() }),
-});
-export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) });
-export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, deleted: z.literal(true), deliveries_removed: count });
+}).meta({ id: "Webhook" });
+export const webhookListResponse = z.strictObject({ webhooks: z.array(webhookResponse) }).meta({ id: "WebhookList" });
+export const webhookDeletedResponse = z.strictObject({ webhook_id: webhookId, deleted: z.literal(true), deliveries_removed: count }).meta({ id: "DeletedWebhook" });
 
 export const deliveryResponse = z.strictObject({
   id: idOf(ID_PREFIX.delivery), event_id: idOf(ID_PREFIX.event),
@@ -47,11 +47,11 @@ export const deliveryResponse = z.strictObject({
   failure_reason: z.enum(FAILURE_REASONS).nullable().describe(
     "Why a failed delivery failed: attempts_exhausted (every attempt failed), hook_disabled (its hook was disabled first), event_unreadable (its hook's creator may no longer read the event: nothing was sent). Null unless failed (beyond SPEC)"),
   created_at: timestamp,
-});
-export const deliveryListResponse = pageOf("deliveries", deliveryResponse);
+}).meta({ id: "Delivery" });
+export const deliveryListResponse = pageOf("deliveries", deliveryResponse).meta({ id: "DeliveryList" });
 
 export const deliverResponse = z.strictObject({
   events_drained: count.describe("Events you may read that this call scanned"),
   cursor: z.string().nullable().describe("Names the last event drained (or echoes `after` when none was); pass as `after` to continue"),
   pending_deliveries: count.describe("Deliveries not yet sent of hooks you manage and events you may read"),
-});
+}).meta({ id: "OutboxDrain" });

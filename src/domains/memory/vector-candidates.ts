@@ -1,16 +1,20 @@
 // Vector candidates for compile: the query's nearest claim ids and similarities, found by authorized
-// kNN. The index takes the top k among the claims the caller could receive as candidates (compile.ts
-// candidateRowsAmong: retrievable, current, of the asked kinds), never the organization-wide top k
-// filtered afterwards, so neither which hits come back nor their scores depend on a record the caller
-// cannot read. Ranking then re-authorizes the hits inside compile's transaction through the same filter
-// as every other candidate: the rows the accept read are carried there (`ahead`) and taken
-// only when nothing was written since (compile.ts CandidatesReadAhead), else read again.
+// kNN. The index is asked with the caller's ways to read a claim (policy.ts readableWayConditions, as
+// metadata filters: src/vector/metadata.ts) and with `accept`, the compile candidate predicate itself (compile.ts
+// candidateRowsAmong: retrievable, current, of the asked kinds); it takes the top k among what those
+// let the caller receive, never the organization-wide top k filtered afterwards, so neither which hits
+// come back nor their scores depend on a record the caller cannot read (each backend's header says
+// how). Ranking then re-authorizes the hits inside compile's transaction through the same filter as
+// every other candidate: the rows the accept read are carried there (`ahead`) and taken only when
+// nothing was written since (compile.ts CandidatesReadAhead), else read again.
 import { ID_PREFIX } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { hasVectors, type VectorRuntime } from "../../vector/runtime";
-import { MAX_TOP_K, VectorBackendError } from "../../vector/types";
-import { candidateRowsAmong, readAhead, type VectorSimilarities } from "../memory/compile";
+import { readableWayConditions } from "../../access/policy";
+import { wayFilters } from "../../vector/metadata";
+import { MAX_TOP_K, type VectorAsk, VectorBackendError } from "../../vector/types";
+import { candidateRowsAmong, readAhead, type VectorSimilarities } from "./compile";
 
 /** Vector hits per compile (the index's query limit). */
 export const VECTOR_CANDIDATES = MAX_TOP_K;
@@ -29,7 +33,8 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: {
     if (!q.some((x) => x !== 0)) return { similarities: new Map() };
     const ahead = readAhead(db, caller, f.kinds);
     const accept = (ids: string[]) => candidateRowsAmong(db, caller, f.kinds, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), ahead);
-    const hits = await rt.index.query(q, VECTOR_CANDIDATES, accept);
+    const ask: VectorAsk = { ways: wayFilters(readableWayConditions(caller), f.kinds), accept };
+    const hits = await rt.index.query(q, VECTOR_CANDIDATES, ask);
     // Only claims that point the query's way are near it: a cosine of 0 or less says nothing in common.
     return { similarities: new Map(hits.filter((h) => h.score > 0).map((h) => [h.id, h.score])), ahead };
   } catch (err) {

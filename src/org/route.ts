@@ -3,42 +3,13 @@
 import type { z } from "zod";
 import type { Role } from "../auth/roles";
 import type { Scope } from "../auth/scopes";
-import type { CredentialStage } from "../domains/dashboard/stages";
+import type { CredentialStage } from "../auth/stages";
 import type { Reply, RequestCtx } from "../org/request";
 import type { WriteTarget } from "../access/policy";
+import type { ApiTag } from "../http/api-tags";
+import type { EdgeEnv } from "../env";
 
 export type Method = "GET" | "POST" | "PATCH" | "DELETE";
-
-export interface EdgeEnv {
-  ORG: DurableObjectNamespace<import("../org/OrgStore").OrgStore>;
-  INDEX_DB: D1Database;
-  /** The record-ownership registry: 256 IdRegistry shards (src/registry). */
-  ID_REGISTRY: DurableObjectNamespace<import("../registry/IdRegistry").IdRegistry>;
-  SVC_RUNTIME?: string;
-  SVC_REVISION?: string;
-  MAINTENANCE_INTERVAL_SECONDS?: string;
-  OPERATOR_TOKEN?: string;
-  /** Comma-separated extra origins (scheme://host[:port]) allowed to call /mcp from a browser. */
-  MCP_ALLOWED_ORIGINS?: string;
-  /** "offline": outbound webhook sends never open a connection and fail (the test environment). */
-  WEBHOOK_SENDER?: string;
-  /** Waits between webhook delivery attempts, a comma list of durations (e.g. "2s,2s,2s,2s"); default SPEC's 1m,5m,30m,2h,12h. */
-  WEBHOOK_RETRY_SCHEDULE?: string;
-  /** Dashboard accounts (src/domains/dashboard): the password pepper secret and the WebAuthn relying party. */
-  PASSWORD_PEPPER?: string;
-  /** Default "localhost"; the empty string disables passkey enrollment and assertion. */
-  WEBAUTHN_RP_ID?: string;
-  WEBAUTHN_RP_NAME?: string;
-  /** Comma-separated origins allowed in WebAuthn client data (default https://<RP ID>). */
-  WEBAUTHN_ORIGINS?: string;
-  /** Model backends (src/vector/config.ts): chosen by these variables, never by which bindings exist. */
-  EMBEDDING_PROVIDER?: string;
-  VECTOR_INDEX?: string;
-  EXTRACTION_PROVIDER?: string;
-  /** Workers AI and Vectorize: declared only in wrangler.toml's [env.production]. */
-  AI?: Ai;
-  VECTORIZE?: Vectorize;
-}
 
 /**
  * What a success answer carries, by status: the schema of `data` in the `{ data, meta }` envelope
@@ -51,6 +22,12 @@ interface RouteBase {
   method: Method;
   path: string;
   summary: string;
+  /** The OpenAPI operationId: a camelCase verb phrase (appendObservation), unique (test/docs.test.ts). */
+  operationId: string;
+  /** The docs group the operation is listed under (src/http/api-tags.ts). */
+  tag: ApiTag;
+  /** A sentence or two for docs/openapi.json: what the route does and its main rule. */
+  description: string;
   /** Every route declares its success answers (test/docs.test.ts); an NDJSON route declares `ndjsonLines` instead. */
   response?: ResponseSchemas;
   /** The success body is not an envelope (JSON-RPC on /mcp): `response` describes the body itself. */
@@ -109,7 +86,7 @@ export interface OrgRoute<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
    */
   grantWritable?: (rc: RequestCtx<z.infer<B>, z.infer<Q>>) => WriteTarget | null;
   /**
-   * Which credentials may call the route (src/domains/dashboard/stages.ts): an API key and the stages
+   * Which credentials may call the route (src/auth/stages.ts): an API key and the stages
    * of a dashboard session. Default: an API key or a full session. Enforced once, in executeRoute.
    */
   stages?: readonly CredentialStage[];

@@ -1,23 +1,13 @@
 // Creating an organization's first owner. Reached only through the OrgStore.bootstrap RPC that the
 // operator tooling calls (npm run bootstrap / npm start); there is no HTTP route for it.
+import type { BootstrapResult } from "../../env";
 import { clock } from "../../http/clock";
-import { ID_PREFIX, newId } from "../../http/ids";
-import type { Db } from "../../org/db";
+import type { Db } from "../../sql/db";
 import { getMeta, setMeta } from "../../org/meta";
 import { insertAudit } from "../../org/write";
-import { insertAccount } from "../dashboard/store";
-import { hashPassword, temporaryPassword } from "./passwords";
-import { insertKey, insertPrincipal } from "./store";
-
-export interface BootstrapResult {
-  org_id: string;
-  principal_id: string;
-  key_id: string;
-  key_hash: string;
-  api_key: string;
-  owner_username: string;
-  temporary_password: string;
-}
+import { hashPassword, temporaryPassword } from "../identity/passwords";
+import { insertKey, insertPrincipal } from "../identity/store";
+import { insertAccount } from "./store";
 
 export async function bootstrapOrganization(
   db: Db, storage: DurableObjectStorage, orgId: string, username: string, pepper: string,
@@ -30,7 +20,7 @@ export async function bootstrapOrganization(
     setMeta(db, "org_id", orgId);
     const owner = insertPrincipal(db, "human", username, "owner");
     // Its first login is stage password_change (temporary_password = 1).
-    const accountId = insertAccount(db, owner.principal_id, username, null, hash);
+    insertAccount(db, owner.principal_id, username, null, hash);
     const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified", null);
     const who = { actorId: owner.principal_id, keyId: null, requestId: null };
     insertAudit(db, who, [

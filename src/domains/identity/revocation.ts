@@ -1,8 +1,8 @@
-// Revocation that reaches what a principal delegated or created. Called inside the revoking route's
+// Revocation that reaches what a principal delegated or created: its keys, grants, webhooks and dashboard
+// accounts, across those tables by principal id. Called inside the revoking route's
 // commitWrite, so the whole cascade lands in the same transaction and applies from the next request
 // (every request re-reads the key row and the caller's active grants).
-import type { Db } from "../../org/db";
-import { disableAccountsOf } from "../dashboard/store";
+import type { Db } from "../../sql/db";
 
 /** Revoke these grants and, transitively, every grant delegated from them; answers the ids revoked now. */
 export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: string): string[] {
@@ -49,6 +49,21 @@ export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: stri
     keysRevoked: keyHashes.length, credentialHashes: [...keyHashes, ...accounts.sessionHashes],
     grantsRevoked: revokeGrantsCascade(db, roots, by, at).length, webhooksDisabled, accountsDisabled: accounts.accounts,
   };
+}
+
+/**
+ * Disables the live accounts of these principals and revokes every live session of theirs, in the
+ * caller's transaction; answers how many accounts and the sessions' key hashes (for the credential index).
+ */
+function disableAccountsOf(db: Db, principalIds: readonly string[], at: string): { accounts: number; sessionHashes: string[] } {
+  const ids = JSON.stringify(principalIds);
+  const accounts = db.all("UPDATE operator_accounts SET disabled_at = ? WHERE principal_id IN (SELECT value FROM json_each(?)) AND disabled_at IS NULL RETURNING 1",
+    at, ids).length;
+  const sessionHashes = db.all<{ key_hash: string }>(
+    `UPDATE dashboard_sessions SET revoked_at = ?
+      WHERE account_id IN (SELECT account_id FROM operator_accounts WHERE principal_id IN (SELECT value FROM json_each(?))) AND revoked_at IS NULL
+     RETURNING key_hash`, at, ids).map((r) => r.key_hash);
+  return { accounts, sessionHashes };
 }
 
 /**
