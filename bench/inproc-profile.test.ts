@@ -1,4 +1,4 @@
-// In-process profile of compile and search as an organization grows (issue 23), without HTTP, the load
+// In-process profile of compile and search as an organization grows, without HTTP, the load
 // generator or the dispatch: one organization seeded straight through insertClaim with the scale bench's
 // statements (same generator, seed and 50 four-word queries; 50 claims per batch over 20 subjects), then
 // at each size: hybrid compile's phases (the vector query over the organization's local index, rankClaims'
@@ -98,9 +98,8 @@ it("profile", async () => {
       // Hybrid compile as the route runs it: the vector query (local embedder, the organization's local
       // index, the route's accept) before the transaction, then rank + pack inside it. Two variants,
       // interleaved query by query (order alternating): "hybrid" is the code as it is; "hybrid, hits
-      // read again" is the re-authorization before issue 23's sixth pass, still compile's path when a write
-      // lands between the two (the hits without their read-ahead: every hit missing from the lexical
-      // candidates read again inside the transaction).
+      // read again" is compile's path when a write lands between the two (the hits without their
+      // read-ahead: every hit missing from the lexical candidates read again inside the transaction).
       const rt: VectorRuntime = { config: readModelConfig({}, new Date().toISOString()), embedder: new LocalEmbedder(), index: localIndexFor(db0), extractor: null };
       const variants: Record<string, () => Promise<VectorSimilarities | null>> = {
         hybrid: () => vectorHits(rt, db, caller, { query: q }),

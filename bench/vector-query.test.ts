@@ -15,8 +15,8 @@
 //   reference 1/10, fast 1/10   the same with an accept that admits one claim in ten of the real
 //               accept's (a caller who may read little: fewer than k among the best 400)
 // and checks that fast and reference answer identically for every query; then, per size, the recall
-// of two data-independent pre-filters against the exact answer (prefilterStudy below: issue 23, fifth
-// pass in docs/BENCHMARKS.md; prototype arithmetic only, the index has no pre-filter). Run with
+// of two data-independent pre-filters against the exact answer (prefilterStudy below; docs/BENCHMARKS.md,
+// "Tried and rejected"; prototype arithmetic only, the index has no pre-filter). Run with
 //   npx vitest run --config bench/vitest.vector.config.ts        (sizes: __VEC_SIZES, default 1k/50k/200k)
 import { expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
@@ -124,7 +124,7 @@ it("vector query microbench", async () => {
 }, 3_600_000);
 
 /**
- * Would a data-independent pre-filter make the query's cost flat (issue 23, fifth pass)? For each
+ * Would a data-independent pre-filter make the query's cost flat? For each
  * query that embeds to a non-zero vector (compile asks no other), the exact answer (queryReference,
  * k = 100, the real accept and the 1/10 accept) against the answer of a pre-filter that keeps M
  * candidates, re-scores them exactly and walks them best first through the same accept:

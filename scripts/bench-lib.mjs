@@ -229,16 +229,27 @@ export const BENCH_DOC = join(root, "docs", "BENCHMARKS.md");
 
 const DOC_HEAD = `# Benchmarks
 
-Produced by scripts anyone can run; nothing here is a timed test. Each script starts its own local
-server(s) on loopback with a temporary state folder, stops them at the end, and rewrites only its
-own section below (between its markers), so runs compose. The machine these ran on is shared and
-noisy: read the medians and the ratios measured within one run, not absolute numbers.
+Every number here comes from a script anyone can rerun; nothing is a timed test. Each script starts
+its own local server (a snapshot of the code, a temporary state folder, a free loopback port), stops
+it at the end and rewrites only its own part below, between its markers, so runs compose. The
+machine is a shared, noisy 2-core one: compare medians and ratios measured within one run, not
+absolute numbers across runs. Each part names its machine, versions and commit.
 
-| Script | What it measures |
-| --- | --- |
-| \`npm run bench:recall [-- <LoCoMo file or folder>]\` | retrieval quality of compile vs a plain BM25 baseline |
-| \`npm run bench\` | append vs bare insert, compile/search vs organization size, many tenants, webhook drain, export |
-| \`npm run load\` | integrity under concurrent writers: lost writes, 5xx, duplicate retries |
+## How to rerun
+
+| Command | Measures | Options |
+| --- | --- | --- |
+| \`npm run bench:recall [-- <LoCoMo file or folder>]\` | retrieval quality of compile against plain BM25 (default data \`../shared/data/locomo\`, never copied here) | \`--no-vectors\` (lexical compile), \`--budgets\`, \`--limit-questions\`, \`--misses FILE\` (where missed evidence ranks) |
+| \`npm run bench\` | parts 1-9 and 11: append against a bare insert, compile and search as an organization grows, many tenants, drain and export, login, channels, federation, retention, Atlas, vectors on and off | \`--parts append,append-cpu,scale,tenants,drain,login,channels,federation,retention,atlas,vectors,footprint\` (footprint and append-cpu alone are not in the default list), \`--sizes\` (default 1000,10000,50000,200000), \`--samples\` (150), \`--duration\` (5 s), \`--rounds\` (3), \`--cpu-requests\`, \`--footprint-n\`, \`--retention-claims\`, \`--atlas-claims\`, \`--atlas-samples\`, \`--releases\`, \`--federation-events\`, \`--federation-bundles\`, \`--max-minutes\` |
+| \`npm run bench:webhooks\` | part 10: commit-to-delivery latency, slow and failing receivers, receiver outages | \`--parts latency,slow,flaky,outage\`, \`--latency-events\`, \`--slow-events\`, \`--flaky-events\`, \`--outage-events\` |
+| \`npm run load\` | integrity under 32 concurrent writers: lost writes, 5xx, duplicate retries | \`--writers\`, \`--appends\`, \`--orgs\`, \`--retry-share\`, \`--phases\` |
+| \`npm run bench -- --parts footprint\` | bytes per row and one organization's write rate, into \`docs/footprint.json\` for \`npm run plan\` | \`--footprint-n\` |
+| \`npx vitest run --config bench/vitest.profile.config.ts\` | compile and search in process, phase by phase, answers hashed (no HTTP) | \`PROFILE_SIZES=1000,50000\` |
+| \`npx vitest run --config bench/vitest.vector.config.ts\` | the vector query alone at 1k / 50k / 200k vectors, exact against the plain scan | \`__VEC_SIZES\` |
+
+\`npm run bench\` serves \`bench/wrangler.toml\`: the product's Worker unchanged, plus bench-only routes
+under \`/__bench/\` (a bare SQLite insert, a dispatch timed inside the organization's object, a phase
+profile) that are not in the product's route table.
 `;
 
 /** Replace (or append) the section between `<!-- BEGIN name -->` and `<!-- END name -->`. */

@@ -440,7 +440,7 @@ async function partFootprint(server) {
     },
     appends_per_second_one_org: Math.round(load.rps),
     append_p99_ms: load.p99,
-    notes: "claim includes its source link and FTS row; vectors are not stored yet (branch vectors) and add to claim when they land. " +
+    notes: "claim includes its source link, FTS and ranking rows and its index-queue row; its vector, written by the background index drain while the claims are written, is partly counted. " +
       "append_total = observation + event + audit_entry; ~220-byte observation bodies, ~60-character claim statements.",
   };
   writeFileSync(new URL("../docs/footprint.json", import.meta.url), JSON.stringify(figures, null, 2) + "\n");
@@ -453,7 +453,7 @@ of each kind (events and audit entries: copies of a real row; observations: appe
 consolidations of 50, net of their events and a 50th of the audit entry). Written to \`docs/footprint.json\` for \`npm run plan\`.
 
 ${table(["row", "bytes"], [
-    ["observation (~220-byte content)", String(b.observation)], ["claim (with source link and FTS; no vectors yet)", String(b.claim)],
+    ["observation (~220-byte content)", String(b.observation)], ["claim (with source link, FTS and ranking rows)", String(b.claim)],
     ["event", String(b.event)], ["audit entry", String(b.audit_entry)], ["one append, all rows", String(b.append_total)],
     ["one consolidated claim, all rows", String(b.consolidated_claim_total)], ["ownership registry entry", String(b.registry_entry)]])}
 
@@ -717,18 +717,12 @@ async function partVectors(vecServer, lexServer) {
       `${fmt(last.ratio, 2)}× / ${fmt(last.ratioIn, 2)}×`, `${lat.lex.used} / ${lat.vec.used} of ${lat.vec.http.length}`]);
     log(`  ${size}: lexical p95 ${fmt(p("lex", "http", 95))} ms, hybrid p95 ${fmt(p("vec", "http", 95))} ms`);
   }
-  const md = `### 8. Compile with and without vectors
+  const md = `### 11. Compile with and without vectors
 
-Two servers from the same bundle, neither with a background timer: the embedded default (local embedder, int8 vector
-index in the Durable Object) and the same with \`EMBEDDING_PROVIDER\` and \`VECTOR_INDEX\` \`none\`. Each holds one organization
-with the same claims as part 2 (same seed: statements drawn from the embedder's own ${VOCAB.length.toLocaleString("en-US")}-word
-vocabulary, so they embed to real vectors); at each size the first one's index is filled (\`POST /v1/index/verify\` pages,
-then \`POST /v1/index/drain\` pages of 100 until empty, then verify again; the run stops unless every claim is present; time
-in the second column). Then ${SAMPLES} identical compiles (part 2's queries: 4 informative words, \`token_budget\` 1000)
-alternate between them, over HTTP and timed inside the object. Every query word is one the embedder knows, so the query
-vectors are real and the hybrid server's packs mix in nearest claims by meaning; the last column counts packs whose
-\`meta.degraded.vectors\` was false (a vector hit took part in ranking). Runs before this change used made-up words that all
-embedded to zero (no vector hit at all): not comparable.
+Two servers from the same bundle, no background timer: the embedded default (local embedder and index) and the same with
+\`EMBEDDING_PROVIDER\` and \`VECTOR_INDEX\` \`none\`, each with part 2's claims (same seed). At each size the first one's
+index is filled and verified complete (second column), then ${SAMPLES} identical compiles (part 2's queries) alternate between
+them, over HTTP and timed inside the object. Last column: packs in which a vector hit took part.
 
 ${table(["claims", "vectors indexed", "lexical HTTP p50 / p95", "hybrid HTTP p50 / p95", "lexical inside p50 / p95", "hybrid inside p50 / p95",
   "hybrid p95 vs lexical (HTTP / inside)", "packs with vectors (lexical / hybrid server)"], rows)}
@@ -1124,9 +1118,8 @@ async function main() {
   log(`bench server ${server.url} (state ${server.stateDir})`);
   writeSection("speed", `## Speed (\`npm run bench\`)
 
-Server: \`bench/wrangler.toml\`, the product's Worker unchanged plus the bench-only \`/__bench/*\` routes
-(\`bench/worker.ts\`), on local workerd. The load generator (autocannon) shares the machine's 2 cores with workerd.
-Each part below rewrites its own section; each names the machine and versions it ran on.`);
+Server: \`bench/wrangler.toml\` (the product's Worker plus bench-only \`/__bench/*\` routes) on local workerd, sharing the
+machine's 2 cores with the load generator (autocannon). Each part names the machine, versions and commit it ran on.`);
   const summary = [];
   const done = (name, md) => {
     writeSection(`speed-${name}`, `${md}\n\n<sub>${machineLine()}</sub>`);

@@ -7,9 +7,9 @@
 //   scan(query, data, stride, n, norms, unit, out)
 // For each of n int8 vectors of `stride` bytes (a multiple of 16, zero-padded) starting at `data`, the
 // integer dot product H with the int16 query (stride values: the query rounded), then
-// out[s] = H * unit * norms[s] as f64 (norms: f32 per vector). Each row is read once. (Until issue 23's
-// fifth pass it also took the dot product with the rounding's remainder, rounded again: a band a few
-// millionths narrower at about 1.5x the kernel's time.)
+// out[s] = H * unit * norms[s] as f64 (norms: f32 per vector). Each row is read once. (A second
+// product with the rounding's remainder, rounded again, would narrow the re-scored band by a few
+// millionths at about 1.5x the kernel's time: not worth it.)
 // WebAssembly SIMD128: 16 int8 lanes widened to two i16x8 halves, i32x4.dot_i16x8_s, lane sums.
 // The caller keeps |query| small enough that no sum can overflow (local-index.ts, queryScale).
 import { writeFileSync } from "node:fs";

@@ -25,8 +25,8 @@ const DEADLINE = Date.now() + Number(args["max-minutes"] ?? 30) * 60_000;
 /** Run the writers; returns what each 201/200 said and every anomaly. */
 /**
  * wrangler dev's own proxy (in front of the Worker) sometimes answers a plain-text 503 "Your worker
- * restarted mid-request" when a kept-alive connection to the Worker is dropped (cloudflare/workers-sdk
- * #14641: the Worker never restarted, and never saw the request). Not the service's answer: the
+ * restarted mid-request" when a kept-alive connection to the Worker is dropped
+ * (cloudflare/workers-sdk#14641: the Worker never restarted, and never saw the request). Not the service's answer: the
  * service always answers its JSON envelope. Counted apart, and checked: such a request left no trace.
  */
 const isDevProxy503 = (r) => r.status === 503 && /^Your worker restarted mid-request/.test(r.text);
@@ -203,13 +203,9 @@ one organization, then spread over ${ORGS} organizations in parallel (writer *w*
 ${fmt(RETRY_SHARE * 100, 0)}% of appends carry an \`Idempotency-Key\` and are sent twice at once (a retry racing the original): both
 must answer the same observation, one 201 and one 200 replay. Afterwards every organization is read back: observations via
 \`GET /v1/export?type=observations\`, events via \`GET /v1/events?kind=observation.appended\`. Run time ${((Date.now() - started) / 60_000).toFixed(1)} min.
-
-"Stored" must equal the appends answered 201: nothing lost, nothing extra. "Service 5xx" are the service's own error
-envelopes and must be zero. "Dev-proxy 503" are plain-text answers of \`wrangler dev\`'s local proxy, not of the service
-(cloudflare/workers-sdk#14641: a dropped keep-alive connection between the proxy and the Worker; the request never reaches
-the Worker). They are counted apart and checked, not excused: an unkeyed append so answered must have left no observation
-(it is then not expected), and a keyed one is sent again with its key, as a client told "send again" would, and must end
-with exactly one observation.
+"Stored" must equal the appends answered 201; "service 5xx" must be zero. "Dev-proxy 503" are plain-text answers of the
+local dev proxy (cloudflare/workers-sdk#14641; the request never reaches the Worker), counted apart and checked: an
+unkeyed one must have left no observation, a keyed one is sent again and must end with exactly one.
 
 ${table(["phase", "writers × appends", "requests", "req/s", "p50 / p99 ms", "retried (bad)", "201 / 200 replay", "stored", "lost", "duplicate or phantom rows",
   "no event / >1 event / stray event", "service 5xx", "dev-proxy 503", "network or other status", "verdict"], rows)}

@@ -4,13 +4,13 @@
 // fix is the one upstream made in a later release:
 //   1. Every construction of a SELF or Durable Object wrapper wrapped the wrapper class's prototype in
 //      one more Proxy, so each request through SELF, and each call to an object, cost more than the
-//      one before: a test file's 800th request took ~50x its first (workers-sdk #15092, fixed by
-//      #15106). The Proxy is now installed once per class.
+//      one before: a test file's 800th request took ~50x its first (cloudflare/workers-sdk#15092,
+//      fixed by cloudflare/workers-sdk#15106). The Proxy is now installed once per class.
 //   2. With vitest's `isolate: false` the pool wrapped the module runner's transport once more for
 //      every test file, so module fetches (one per request and per object call) got slower with each
-//      file (workers-sdk #16135). The transport is now wrapped once.
+//      file (cloudflare/workers-sdk#16135). The transport is now wrapped once.
 //   3. workerd's "WebSocket peer disconnected" when the pool shuts a runner down is ignored like the
-//      pool's other shutdown disconnects (workers-sdk #13833).
+//      pool's other shutdown disconnects (cloudflare/workers-sdk#13833).
 // Idempotent. Any other version of the package is refused: its files need this script looked at again.
 //   node scripts/patch-vitest-pool.mjs
 import { readFileSync, writeFileSync } from "node:fs";

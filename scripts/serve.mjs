@@ -60,7 +60,7 @@ try {
       // Dashboard passwords: the state folder's pepper (mode 600), and this server's own origin for passkeys.
       PASSWORD_PEPPER: { type: "secret_text", value: passwordPepper() },
       WEBAUTHN_ORIGINS: { type: "plain_text", value: `http://localhost:${port}` },
-      // Marks the embedded local server: loopback browser origins may call /mcp (see README "Security").
+      // Marks the embedded local server: loopback browser origins may call /mcp (docs/security.md, "Hardening").
       [LOCAL_MODE_BINDING]: { type: "plain_text", value: "true" },
       // The webhook retry schedule, from this process's environment (npm start passes its own).
       ...(process.env.WEBHOOK_RETRY_SCHEDULE ? { WEBHOOK_RETRY_SCHEDULE: { type: "plain_text", value: process.env.WEBHOOK_RETRY_SCHEDULE } } : {}),

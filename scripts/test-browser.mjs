@@ -5,7 +5,7 @@
 // domain's virtual authenticator) through the console at http://localhost:PORT/console/ (the RP ID is
 // `localhost`: an IP address such as 127.0.0.1 can never be one), in a 1,280 px wide window: no page may
 // scroll sideways. Screenshots go to a folder it prints; with --update-screenshots the home, keys, memories
-// and Atlas pages' also go to docs/screenshots/ (the README shows them; a plain run leaves the tree as it was).
+// and Atlas pages' also go to docs/screenshots/ (README.md and docs/api-guide.md show them; a plain run leaves the tree as it was).
 //   CHROMIUM=/path/to/chromium  overrides the browser;  --keep  keeps the state and screenshot folders.
 // Every wait is on a condition of the page (no sleeps); a failure prints what the page said.
 import { spawn } from "node:child_process";
@@ -35,7 +35,7 @@ const pageSays = () => page?.evaluate(() => [...document.querySelectorAll("main 
   || document.querySelector("main")?.innerText.slice(0, 400)).catch((e) => `(unreadable: ${e.message})`);
 const t0 = Date.now();
 const log = (msg) => console.log(`  ✓ ${msg} [${Math.round((Date.now() - t0) / 1000)} s]`);
-/** The pages whose screenshots the README shows: written to docs/screenshots/<name>.png when asked. */
+/** The pages whose screenshots the docs show: written to docs/screenshots/<name>.png when asked. */
 const DOC_SHOTS = new Set(process.argv.includes("--update-screenshots") ? ["home", "keys", "memories", "atlas"] : []);
 const docShots = join(root, "docs", "screenshots");
 /** The window's width: every page must fit it (document.documentElement.scrollWidth <= WIDTH). */
@@ -167,7 +167,7 @@ try {
     await page.screenshot({ path: join(shots, `${String(++shot).padStart(2, "0")}-${name}.png`), fullPage: true });
     if (DOC_SHOTS.has(name)) {
       const file = join(docShots, `${name}.png`);
-      // The window as a person sees it, at most 1,600 px tall: small enough for the README.
+      // The window as a person sees it, at most 1,600 px tall: small enough for the docs.
       const height = Math.min(1600, await page.evaluate(() => document.documentElement.scrollHeight));
       await page.screenshot({ path: file, clip: { x: 0, y: 0, width: WIDTH, height }, captureBeyondViewport: true });
       if (statSync(file).size > 400_000) throw new Error(`docs/screenshots/${name}.png is ${statSync(file).size} bytes`);

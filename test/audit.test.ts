@@ -97,7 +97,7 @@ describe("GET /v1/audit/export", () => {
     });
     expect(entries[0].prev_hash).toBe("0".repeat(64));
     expect(verifyChain(entries, header.chain.start_prev_hash)).toMatchObject({ ok: true, checked: entries.length });
-    // Every entry's hash is the README's formula, computed here independently of the product code.
+    // Every entry's hash is the formula of docs/api-guide.md ("Audit"), computed here independently of the product code.
     for (const e of entries) expect(e.entry_hash).toBe(await readmeAuditHash(e.prev_hash, { ...e, metadataJson: JSON.stringify(e.metadata) }));
   });
 

@@ -1,4 +1,4 @@
-// Developer experience (issue 21): errors that teach.
+// Developer experience: errors that teach.
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../src/routes";
@@ -56,7 +56,7 @@ describe("errors that teach", () => {
   });
 });
 
-describe("resolving a dispute (README memory loop recipe)", () => {
+describe("resolving a dispute (the recipe of docs/api-guide.md)", () => {
   it("a new claim supersedes both sides; both leave compiled context and stay as history", async () => {
     const org = await newOrg();
     const key = org.api_key;

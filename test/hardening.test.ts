@@ -1,4 +1,4 @@
-// Issue 13 (items 2, 5, 7, 10, 12, 13): revocation reaches delegations and created principals, key
+// Revocation reaches delegations and created principals, key
 // revocation follows the minting role rule, ill-formed Unicode is refused everywhere, handoffs carry
 // only the sender's own runs and checkpoints, the MCP Origin check, id-form routing and the early 413.
 import { env } from "cloudflare:test";

@@ -1,4 +1,4 @@
-// Issue 13 (items 4, 6, 8, 11): a member's import cannot assert another principal's authorship,
+// A member's import cannot assert another principal's authorship,
 // webhooks deliver only what their creator may read now, disputing needs write authority over the
 // disputed claim, and event cursors tell nothing about events the caller cannot read.
 import { beforeEach, describe, expect, it } from "vitest";

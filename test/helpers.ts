@@ -164,7 +164,7 @@ export const inOrg = <R>(orgId: string, fn: (o: OrgStore, state: DurableObjectSt
   runInDurableObject(orgStub(orgId) as unknown as DurableObjectStub, (o, state) => fn(o as unknown as OrgStore, state));
 
 /**
- * The audit chain's formula written out from the README ("Audit"), independent of the product code:
+ * The audit chain's formula written out from docs/api-guide.md ("Audit"), independent of the product code:
  * entry_hash = sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type,
  * resource_id, request_id, JSON.stringify(metadata), created_at])). The array holds only strings and
  * nulls, so its canonical JSON is plain JSON.stringify.

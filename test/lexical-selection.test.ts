@@ -33,7 +33,7 @@ describe("compile's AND read spends the read budget on rows the per-word reads r
     // 150 old claims hold alpha only, 100 newer ones alpha and beta: 250 matches, fewer than the 300
     // reads. The AND read reads the 100 (left 200); beta's share (100) re-reads the same 100, alpha's
     // (100) its newest 100 matches, the same 100 again: 300 reads, 100 distinct claims, and the 150
-    // alpha-only claims are never read (the README: "in a small organization that is every match").
+    // alpha-only claims are never read (docs/api-guide.md: "in a small organization that is every match").
     const alphaOnly = 150, both = 100;
     const o = await orgOf([
       ...Array.from({ length: alphaOnly }, (_, i): [string, string] => [`alpha only ${i}`, "team"]),

@@ -1,5 +1,5 @@
 // Ranking and search see only what the caller may read: no score, order or count depends on another
-// principal's private claims (issue 13 item 3), and search pages stay stable under writes (item 9).
+// principal's private claims, and search pages stay stable under writes.
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { hashKey } from "../src/auth/credentials";

@@ -1,4 +1,4 @@
-// Memories search (src/domains/memory/search.ts) as issue 23's fifth pass left it: matches are scored
+// Memories search (src/domains/memory/search.ts): matches are scored
 // over their stored terms as strings (storedBm25, equal to bm25 over the split terms), and the rest of
 // a search's order is kept as claim seqs; later pages still re-check every item for the caller now.
 import { describe, expect, it } from "vitest";

@@ -152,7 +152,7 @@ describe("commitWrite", () => {
     });
   });
 
-  it("chains audit entries by the README's formula, so that tampering is detectable", async () => {
+  it("chains audit entries by the documented formula, so that tampering is detectable", async () => {
     const org = await newOrg();
     await appendOk(org.api_key, obs("s", "x"));
     const stored = () => inOrg(org.org_id, (o) => o.db.all<{ audit_id: string; action: string; actor_id: string; key_id: string | null;

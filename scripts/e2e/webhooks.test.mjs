@@ -1,8 +1,8 @@
 // Webhook delivery end to end, over real HTTP: `npm start` (scripts/start.mjs) with
 // WEBHOOK_RETRY_SCHEDULE=1s in its environment, a loopback receiver that fails twice and then accepts.
 // The service retries by itself a second apart under one delivery id, and every attempt verifies with
-// SPEC's X-Svc-Signature (@octokit/webhooks-methods), the README's node:crypto Standard Webhooks
-// snippet and the standardwebhooks package.
+// SPEC's X-Svc-Signature (@octokit/webhooks-methods), the node:crypto Standard Webhooks snippet of
+// docs/api-guide.md and the standardwebhooks package.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -15,12 +15,12 @@ import { verify } from "@octokit/webhooks-methods";
 import { Webhook } from "standardwebhooks";
 import { freePort, root } from "../local.mjs";
 
-/** The README's node:crypto verifier, exactly as printed there. */
-async function readmeVerifier(dir) {
-  const readme = readFileSync(join(root, "README.md"), "utf8");
-  const block = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) => code.includes("function verifyStandardWebhook"));
-  assert.ok(block, "README shows verifyStandardWebhook in a js block");
-  const file = join(dir, "readme-verifier.mjs");
+/** The node:crypto verifier of docs/api-guide.md, exactly as printed there. */
+async function guideVerifier(dir) {
+  const guide = readFileSync(join(root, "docs", "api-guide.md"), "utf8");
+  const block = [...guide.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).find((code) => code.includes("function verifyStandardWebhook"));
+  assert.ok(block, "docs/api-guide.md shows verifyStandardWebhook in a js block");
+  const file = join(dir, "guide-verifier.mjs");
   writeFileSync(file, block.replace(/^ {2}/gm, "") + "\nexport { verifyStandardWebhook };\n");
   return (await import(pathToFileURL(file).href)).verifyStandardWebhook;
 }
@@ -68,16 +68,16 @@ test("npm start retries a failing receiver on WEBHOOK_RETRY_SCHEDULE; every atte
     assert.equal(ids.size, 1, "one delivery id across the attempts");
     const gaps = received.slice(1).map((r, i) => r.at - received[i].at);
     for (const gap of gaps) assert.ok(gap >= 900 && gap < 5_000, `attempts about a second apart: ${gaps}`);
-    const verifyReadme = await readmeVerifier(dir);
+    const verifyGuide = await guideVerifier(dir);
     const library = new Webhook(Buffer.from(secret, "utf8").toString("base64"));
     for (const r of received) {
       assert.equal(r.headers["webhook-id"], r.headers["x-svc-delivery"]);
       assert.equal(await verify(secret, r.body, r.headers["x-svc-signature"]), true);
-      assert.equal(verifyReadme(secret, r.headers, r.body), true);
+      assert.equal(verifyGuide(secret, r.headers, r.body), true);
       assert.deepEqual(library.verify(r.body, r.headers), JSON.parse(r.body));
-      assert.equal(verifyReadme("another-secret-entirely", r.headers, r.body), false);
-      assert.equal(verifyReadme(secret, r.headers, r.body + " "), false);
-      assert.equal(verifyReadme(secret, { ...r.headers, "webhook-timestamp": String(Number(r.headers["webhook-timestamp"]) - 600) }, r.body), false);
+      assert.equal(verifyGuide("another-secret-entirely", r.headers, r.body), false);
+      assert.equal(verifyGuide(secret, r.headers, r.body + " "), false);
+      assert.equal(verifyGuide(secret, { ...r.headers, "webhook-timestamp": String(Number(r.headers["webhook-timestamp"]) - 600) }, r.body), false);
       assert.throws(() => library.verify(r.body + " ", r.headers));
     }
     const { deliveries } = await api("GET", `/v1/webhooks/${hook.webhook_id}/deliveries`);

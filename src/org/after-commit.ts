@@ -41,7 +41,7 @@ export class AfterCommit {
 
   /**
    * New ids reach the ownership registry before the reply that reveals them, so no other organization
-   * can learn an id before the registry knows its owner (README "Record ownership"). Each write's own
+   * can learn an id before the registry knows its owner (docs/operations.md, "Limits and scale"). Each write's own
    * ids, batched with those of writes running at the same time (RegistrationBatcher); a failure leaves
    * the rows to the alarm's retry and the write stands.
    */

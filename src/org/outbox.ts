@@ -75,7 +75,7 @@ async function carryOwnerRows(db: Db, registry: OwnershipRegistry, orgId: string
   if (!rows.length) return;
   const { conflicts } = await registry.register(orgId, rows.map((r) => r.payload), clock.nowIso());
   // Only possible when a write's registration failed and another organization imported the id in
-  // that window (README "Record ownership"): the registry keeps the first owner; say so loudly.
+  // that window (docs/security.md, "Decisions and what is deliberately left"): the registry keeps the first owner; say so loudly.
   if (conflicts.length) console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
   db.run("DELETE FROM outbox WHERE topic = 'record_owner' AND seq IN (SELECT value FROM json_each(?))", JSON.stringify(rows.map((r) => r.seq)));
 }

@@ -1,7 +1,7 @@
 // Record ids registered with the ownership registry before any write hands them out (table
 // reserved_record_ids). A write that takes one has nothing to register after its commit: no registry
-// RPC before its reply and no outbox row (README "Record ownership"). The object tops the reserve up in
-// the background; when it runs dry a write uses a fresh id that is registered after its commit, as before.
+// RPC before its reply and no outbox row (docs/operations.md, "Limits and scale"). The object tops the reserve up in
+// the background; when it runs dry a write uses a fresh id that is registered after its commit.
 import type { OwnershipRegistry } from "../registry/client";
 import { recordIdFor } from "../registry/shards";
 import type { Db } from "../sql/db";

@@ -22,8 +22,8 @@ export function registryShardOf(id: string): string {
  * A new project, observation or claim id of an organization: prefix, then the two hex characters of the
  * organization's own shard, then 120 random bits. All of an organization's new ids share one registry
  * shard, so registering a write (or a burst of concurrent writes) is one RPC to a shard its writes keep
- * warm, instead of one per id to shards that are cold (README "Record ownership"). Shards still fill
- * evenly across organizations; ids made before this, and imported ids, stay where their hex puts them.
+ * warm, instead of one per id to shards that are cold (docs/operations.md, "Limits and scale"). Shards still fill
+ * evenly across organizations; imported ids, and any id not made here, stay where their hex puts them.
  */
 export function recordIdFor(orgId: string, prefix: string): string {
   return prefix + registryShardOf(orgId).slice("ids:".length) + randomHex(15);

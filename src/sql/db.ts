@@ -14,8 +14,8 @@ const bind = (args: unknown[]): SqlValue[] =>
 /**
  * A cursor's rows as objects, built here from its raw rows (what toArray returns, the same keys in
  * the same order, a later column of the same name winning). toArray builds each object in the
- * runtime, about 3 µs per row of a dozen columns; this is about a third of that, and compile and search read ~1,000 rows
- * per request (docs/BENCHMARKS.md, "Issue 23, fourth pass").
+ * runtime, about 3 µs per row of a dozen columns; this is about a third of that, and compile reads ~300 rows and search
+ * up to 1,000 per request.
  */
 function objects(cursor: SqlStorageCursor<Record<string, SqlStorageValue>>): Record<string, SqlStorageValue>[] {
   const names = cursor.columnNames;

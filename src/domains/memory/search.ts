@@ -63,8 +63,7 @@ export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq
  * backwards and stops at the window. Read from claim_ranking (every column memoriesWhere names is
  * there): one narrow row per match, and of it only seq and stems (the seq is the claim's identity for
  * the rest of the search: AUTOINCREMENT, never reused). The few claims without stems get their
- * statement in a second read: a CASE for them in this one cost every row (docs/BENCHMARKS.md, "Issue
- * 23, fifth pass").
+ * statement in a second read: a CASE for them in this one would cost every row.
  */
 export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match: string, window: number) {
   const [where, args] = memoriesWhere(caller, f);
@@ -102,7 +101,7 @@ export function claimSeqOf(db: Db, caller: Caller, claimId: string): number | nu
 
 /** Matches ranked per search: the newest this many. */
 export const SEARCH_WINDOW = 1000;
-/** How long a search's later pages stay stable (at least ten minutes, as promised in the README). */
+/** How long a search's later pages stay stable (15 minutes, as docs/api-guide.md says). */
 export const SNAPSHOT_TTL_MS = 15 * 60_000;
 
 interface SnapshotCursor {

@@ -138,7 +138,7 @@ function hiddenIds(db: Db, caller: Caller, file: ImportFile): string[] {
   ].map((e) => idOf(e.rec));
 }
 
-/** Undo claims of an import that did not commit; a failure only leaves unused reservations (README). */
+/** Undo claims of an import that did not commit; a failure only leaves unused reservations. */
 async function releaseQuietly(registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<void> {
   if (!ids.length) return;
   await registry.release(orgId, ids).catch((err) => console.error("releasing import claims failed", err));
