@@ -26,7 +26,7 @@ import { BACKGROUND_JOBS } from "./jobs";
 import { AfterCommit } from "./org/after-commit";
 import { AlarmArming } from "./org/alarm";
 import { executeRoute, type Session } from "./org/execute";
-import { markJobDue, runDueJobs } from "./org/jobs";
+import { jobDueAt, markJobDue, nextAlarm, runDueJobs } from "./org/jobs";
 import { maintenanceIntervalMs } from "./org/maintenance";
 import { getMeta } from "./org/meta";
 import { appliedMigrations, migrate, migrationMismatch } from "./org/migrate";
@@ -60,6 +60,12 @@ export class OrgStore extends DurableObject<EdgeEnv> implements OrgObject {
         this.migrationError = String(err);
         console.error("org migration failed", err);
       }
+      if (this.migrationError) return;
+      // A migration may leave background work due (index rows queued again) and cannot arm the alarm,
+      // and a quiet organization writes nothing that would: armed here, that work runs without a write.
+      const next = nextAlarm(BACKGROUND_JOBS.map((j) => ({ dueAt: jobDueAt(this.db, j.name) })));
+      if (next != null) this.alarmArming.armBy(next);
+      await this.alarmArming.settled().catch((err) => console.error("arming the alarm for due work failed", err));
     });
   }
 

@@ -494,7 +494,7 @@ describe("event time (occurred_at)", () => {
     );
   });
 
-  it("0034_event_time gives existing observations and claims their created_at", async () => {
+  it("0034_event_time gives existing observations their created_at, claims the latest of their sources' (else created_at)", async () => {
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o: OrgStore) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
@@ -506,11 +506,22 @@ describe("event time (occurred_at)", () => {
       o.db
         .run(`INSERT INTO claims (claim_id, subject_id, project_id, kind, statement, status, visibility, trust, version, valid_from,
           valid_to, superseded_by, disputes, author_id, created_at, updated_at) VALUES ('claim_1', 's', NULL, 'fact', 'x', 'active', 'team',
-          'medium', 1, 't', NULL, NULL, '[]', 'prn_a', '2024-01-03T00:00:00.000Z', 't')`);
+          'medium', 1, 't', NULL, NULL, '[]', 'prn_a', '2024-03-01T00:00:00.000Z', 't'),
+          ('claim_2', 's', NULL, 'fact', 'y', 'active', 'team', 'medium', 1, 't', NULL, NULL, '[]', 'prn_a',
+          '2024-01-03T00:00:00.000Z', 't')`);
+      o.db.run(
+        "INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES ('claim_1', 0, 'obs_1', 'supports')",
+      );
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, upTo + 1));
       expect(o.db.first("SELECT occurred_at FROM observations")).toEqual({ occurred_at: "2024-01-02T00:00:00.000Z" });
-      expect(o.db.first("SELECT occurred_at FROM claims")).toEqual({ occurred_at: "2024-01-03T00:00:00.000Z" });
-      expect(o.db.first("SELECT occurred_at FROM claim_ranking")).toEqual({ occurred_at: "2024-01-03T00:00:00.000Z" });
+      expect(o.db.all("SELECT claim_id, occurred_at FROM claims ORDER BY claim_id")).toEqual([
+        { claim_id: "claim_1", occurred_at: "2024-01-02T00:00:00.000Z" },
+        { claim_id: "claim_2", occurred_at: "2024-01-03T00:00:00.000Z" },
+      ]);
+      expect(o.db.all("SELECT claim_id, occurred_at FROM claim_ranking ORDER BY claim_id")).toEqual([
+        { claim_id: "claim_1", occurred_at: "2024-01-02T00:00:00.000Z" },
+        { claim_id: "claim_2", occurred_at: "2024-01-03T00:00:00.000Z" },
+      ]);
     });
   });
 });

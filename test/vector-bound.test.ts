@@ -148,7 +148,7 @@ describe("the stem memo (the other cache ranking keeps in memory)", () => {
 });
 
 describe("migration 0036_vector_counts_and_metadata", () => {
-  it("counts the vectors already held, and queues every indexed record once more (for its metadata)", async () => {
+  it("counts the vectors already held, and queues every indexed record once more (for its metadata), due now", async () => {
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
@@ -182,6 +182,8 @@ describe("migration 0036_vector_counts_and_metadata", () => {
           .all<{ payload: string }>("SELECT payload FROM outbox WHERE topic = 'index' ORDER BY seq")
           .map((r) => r.payload),
       ).toEqual(["claim_c", "claim_a", "claim_b"]);
+      // Due now, so the next alarm drains them without waiting for a write.
+      expect(o.db.first("SELECT value FROM org_meta WHERE name = 'job_due:index_drain'")).toEqual({ value: "0" });
     });
   });
 });
