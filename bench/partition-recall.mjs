@@ -21,7 +21,10 @@ import { fileURLToPath } from "node:url";
 import { prng, zipfText } from "../scripts/synthetic-text.mjs";
 
 const root = join(fileURLToPath(import.meta.url), "..", "..");
-const arg = (name, fallback) => { const i = process.argv.indexOf(`--${name}`); return i > 0 ? process.argv[i + 1] : fallback; };
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
 const N = Number(arg("size", 50_000));
 const CELLS = String(arg("cells", "256,1024")).split(",").map(Number);
 const PROBES = [1, 2, 4, 8, 16, 32, 64, 128];
@@ -31,11 +34,16 @@ const K = 100;
 const dir = mkdtempSync(join(tmpdir(), "partition-recall-"));
 const entry = join(dir, "entry.ts");
 const out = join(dir, "embedder.mjs");
-await import("node:fs").then((fs) => fs.writeFileSync(entry, [
-  `export { embedLocally } from ${JSON.stringify(join(root, "src/vector/local-embedder.ts"))};`,
-  `export { STOPWORDS } from ${JSON.stringify(join(root, "src/text/stopwords.ts"))};`,
-  `export { GLOVE_TABLE } from ${JSON.stringify(join(root, "src/generated/glove-table.ts"))};`,
-].join("\n")));
+await import("node:fs").then((fs) =>
+  fs.writeFileSync(
+    entry,
+    [
+      `export { embedLocally } from ${JSON.stringify(join(root, "src/vector/local-embedder.ts"))};`,
+      `export { STOPWORDS } from ${JSON.stringify(join(root, "src/text/stopwords.ts"))};`,
+      `export { GLOVE_TABLE } from ${JSON.stringify(join(root, "src/generated/glove-table.ts"))};`,
+    ].join("\n"),
+  ),
+);
 await build({ entryPoints: [entry], bundle: true, format: "esm", platform: "node", outfile: out, logLevel: "error" });
 const { embedLocally, STOPWORDS, GLOVE_TABLE } = await import(out);
 rmSync(dir, { recursive: true, force: true });
@@ -43,16 +51,30 @@ rmSync(dir, { recursive: true, force: true });
 const VOCAB = GLOVE_TABLE.words.split(" ");
 const text = zipfText(VOCAB, STOPWORDS);
 const D = GLOVE_TABLE.dimensions;
-const dot = (a, ai, b, bi) => { let s = 0; for (let i = 0; i < D; i++) s += a[ai + i] * b[bi + i]; return s; };
-const embedMany = (n, rand) => { const v = new Float32Array(n * D); for (let i = 0; i < n; i++) v.set(embedLocally(text.statement(rand)), i * D); return v; };
+const dot = (a, ai, b, bi) => {
+  let s = 0;
+  for (let i = 0; i < D; i++) s += a[ai + i] * b[bi + i];
+  return s;
+};
+const embedMany = (n, rand) => {
+  const v = new Float32Array(n * D);
+  for (let i = 0; i < n; i++) v.set(embedLocally(text.statement(rand)), i * D);
+  return v;
+};
 
 const data = embedMany(N, prng(42));
 const qrand = prng(7);
-const queries = Array.from({ length: 50 }, () => embedLocally(text.queryWords(qrand))).filter((q) => q.some((x) => x !== 0));
+const queries = Array.from({ length: 50 }, () => embedLocally(text.queryWords(qrand))).filter((q) =>
+  q.some((x) => x !== 0),
+);
 const exact = queries.map((q) => {
   const score = new Float32Array(N);
   for (let s = 0; s < N; s++) score[s] = dot(data, s * D, q, 0);
-  return new Set(Array.from({ length: N }, (_, i) => i).sort((a, b) => score[b] - score[a]).slice(0, K));
+  return new Set(
+    Array.from({ length: N }, (_, i) => i)
+      .sort((a, b) => score[b] - score[a])
+      .slice(0, K),
+  );
 });
 
 const TRAIN = 30_000;
@@ -62,7 +84,10 @@ for (let s = 0; s < TRAIN; s++) for (let i = 0; i < D; i++) mean[i] += train[s *
 const centred = (v, at) => {
   const o = new Float32Array(D);
   let n = 0;
-  for (let i = 0; i < D; i++) { o[i] = v[at + i] - mean[i]; n += o[i] * o[i]; }
+  for (let i = 0; i < D; i++) {
+    o[i] = v[at + i] - mean[i];
+    n += o[i] * o[i];
+  }
   n = Math.sqrt(n) || 1;
   for (let i = 0; i < D; i++) o[i] /= n;
   return o;
@@ -73,12 +98,22 @@ function kmeans(C) {
   const t = new Float32Array(TRAIN * D);
   for (let s = 0; s < TRAIN; s++) t.set(centred(train, s * D), s * D);
   const cent = new Float32Array(C * D);
-  for (let c = 0; c < C; c++) { const r = Math.floor(rand() * TRAIN); cent.set(t.subarray(r * D, r * D + D), c * D); }
+  for (let c = 0; c < C; c++) {
+    const r = Math.floor(rand() * TRAIN);
+    cent.set(t.subarray(r * D, r * D + D), c * D);
+  }
   for (let round = 0; round < 6; round++) {
     const sum = new Float32Array(C * D);
     for (let s = 0; s < TRAIN; s++) {
-      let best = -Infinity, bc = 0;
-      for (let c = 0; c < C; c++) { const d = dot(t, s * D, cent, c * D); if (d > best) { best = d; bc = c; } }
+      let best = -Infinity,
+        bc = 0;
+      for (let c = 0; c < C; c++) {
+        const d = dot(t, s * D, cent, c * D);
+        if (d > best) {
+          best = d;
+          bc = c;
+        }
+      }
       for (let i = 0; i < D; i++) sum[bc * D + i] += t[s * D + i];
     }
     for (let c = 0; c < C; c++) {
@@ -106,25 +141,39 @@ function study(name, C, cent) {
   const size = new Int32Array(C);
   for (let s = 0; s < N; s++) {
     const v = centred(data, s * D);
-    let best = -Infinity, bc = 0;
-    for (let c = 0; c < C; c++) { const d = dot(v, 0, cent, c * D); if (d > best) { best = d; bc = c; } }
+    let best = -Infinity,
+      bc = 0;
+    for (let c = 0; c < C; c++) {
+      const d = dot(v, 0, cent, c * D);
+      if (d > best) {
+        best = d;
+        bc = c;
+      }
+    }
     cell[s] = bc;
     size[bc]++;
   }
-  console.log(`\n${name}, ${C} cells, ${N.toLocaleString("en")} vectors (largest cell ${Math.max(...size)}), ${queries.length} queries`);
+  console.log(
+    `\n${name}, ${C} cells, ${N.toLocaleString("en")} vectors (largest cell ${Math.max(...size)}), ${queries.length} queries`,
+  );
   console.log("| cells read | recall@100 | rows read (share) |\n| --- | --- | --- |");
   for (const P of PROBES.filter((p) => p < C)) {
-    let recall = 0, rows = 0;
+    let recall = 0,
+      rows = 0;
     queries.forEach((q, qi) => {
       const qc = centred(q, 0);
-      const order = Array.from({ length: C }, (_, c) => c).sort((a, b) => dot(qc, 0, cent, b * D) - dot(qc, 0, cent, a * D));
+      const order = Array.from({ length: C }, (_, c) => c).sort(
+        (a, b) => dot(qc, 0, cent, b * D) - dot(qc, 0, cent, a * D),
+      );
       const read = new Set(order.slice(0, P));
       for (const c of read) rows += size[c];
       let found = 0;
       for (const s of exact[qi]) if (read.has(cell[s])) found++;
       recall += found / K;
     });
-    console.log(`| ${P} | ${(recall / queries.length).toFixed(3)} | ${Math.round(rows / queries.length).toLocaleString("en")} (${((100 * rows) / queries.length / N).toFixed(1)} %) |`);
+    console.log(
+      `| ${P} | ${(recall / queries.length).toFixed(3)} | ${Math.round(rows / queries.length).toLocaleString("en")} (${((100 * rows) / queries.length / N).toFixed(1)} %) |`,
+    );
   }
 }
 

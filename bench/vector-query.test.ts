@@ -39,7 +39,8 @@ const text = zipfText(VOCAB, STOPWORDS);
 
 it("vector query microbench", async () => {
   const org = await newOrg();
-  const rand = prng(42), qrand = prng(7);
+  const rand = prng(42),
+    qrand = prng(7);
   const queries = Array.from({ length: 50 }, () => Array.from({ length: 4 }, () => text.word(qrand)).join(" "));
   const t0 = Date.parse("2026-11-01T00:00:00.000Z");
   let have = 0;
@@ -59,9 +60,28 @@ it("vector query microbench", async () => {
             const at = new Date(t0 + b * 4).toISOString();
             const s = text.statement(rand);
             const claim_id = `clm_${i.toString(16).padStart(32, "0")}`;
-            insertClaim(db, { claim_id, subject_id: `subject-${b % 20}`, project_id: null, kind: "fact",
-              statement: s, status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
-              disputes: "[]", author_id: author, created_at: at, updated_at: at }, []);
+            insertClaim(
+              db,
+              {
+                claim_id,
+                subject_id: `subject-${b % 20}`,
+                project_id: null,
+                kind: "fact",
+                statement: s,
+                status: "active",
+                visibility: "team",
+                trust: "medium",
+                version: 1,
+                valid_from: at,
+                valid_to: null,
+                superseded_by: null,
+                disputes: "[]",
+                author_id: author,
+                created_at: at,
+                updated_at: at,
+              },
+              [],
+            );
             vecs.push({ id: claim_id, values: embedLocally(s), metadata: {} });
           }
         });
@@ -79,7 +99,9 @@ it("vector query microbench", async () => {
       const qs = await embedder.embed(queries);
       await index.query(qs[0], 100, { ways: [{}], accept: accept });
       const time: Record<string, number> = {};
-      const add = (k: string, ms: number) => { time[k] = (time[k] ?? 0) + ms; };
+      const add = (k: string, ms: number) => {
+        time[k] = (time[k] ?? 0) + ms;
+      };
       /** `work`'s result, its time (until it settles, when it returns a promise) added under `k`. */
       function timed<T>(k: string, work: () => T): T {
         const t = performance.now();
@@ -93,27 +115,42 @@ it("vector query microbench", async () => {
       const norms = rows.norms as Float32Array;
       const n = ids.length;
       let same = 0;
-      for (let rep = 0; rep < REPS; rep++) for (let i = 0; i < queries.length; i++) {
-        const [q] = await timed("embed", () => embedder.embed([queries[i]]));
-        const scores = timed("js scan", () => {
-          const out = new Float32Array(n);
-          for (let s = 0; s < n; s++) out[s] = Math.fround(dot(rows.data, s * rows.stride, q.length, q) * norms[s]);
-          return out;
-        });
-        const first = timed("select 400", () => bestSlots(n, Math.min(n, 400), (a, b) => scores[a] > scores[b] || (scores[a] === scores[b] && ids[a] < ids[b])));
-        timed("accept 400", () => accept(first.map((s) => ids[s])));
-        timed("accept 100", () => accept(first.slice(0, 100).map((s) => ids[s])));
-        const ref = timed("reference", () => index.queryReference(q, 100, accept));
-        const fast = await timed("fast", () => index.query(q, 100, { ways: [{}], accept: accept }));
-        const few = (ids: string[]) => new Set([...accept(ids)].filter((id) => parseInt(id.slice(-4), 16) % 10 === 0));
-        const refFew = timed("reference 1/10", () => index.queryReference(q, 100, few));
-        const fastFew = await timed("fast 1/10", () => index.query(q, 100, { ways: [{}], accept: few }));
-        if (JSON.stringify(ref) === JSON.stringify(fast) && JSON.stringify(refFew) === JSON.stringify(fastFew)) same++;
-      }
+      for (let rep = 0; rep < REPS; rep++)
+        for (let i = 0; i < queries.length; i++) {
+          const [q] = await timed("embed", () => embedder.embed([queries[i]]));
+          const scores = timed("js scan", () => {
+            const out = new Float32Array(n);
+            for (let s = 0; s < n; s++) out[s] = Math.fround(dot(rows.data, s * rows.stride, q.length, q) * norms[s]);
+            return out;
+          });
+          const first = timed("select 400", () =>
+            bestSlots(
+              n,
+              Math.min(n, 400),
+              (a, b) => scores[a] > scores[b] || (scores[a] === scores[b] && ids[a] < ids[b]),
+            ),
+          );
+          timed("accept 400", () => accept(first.map((s) => ids[s])));
+          timed("accept 100", () => accept(first.slice(0, 100).map((s) => ids[s])));
+          const ref = timed("reference", () => index.queryReference(q, 100, accept));
+          const fast = await timed("fast", () => index.query(q, 100, { ways: [{}], accept: accept }));
+          const few = (ids: string[]) =>
+            new Set([...accept(ids)].filter((id) => parseInt(id.slice(-4), 16) % 10 === 0));
+          const refFew = timed("reference 1/10", () => index.queryReference(q, 100, few));
+          const fastFew = await timed("fast 1/10", () => index.query(q, 100, { ways: [{}], accept: few }));
+          if (JSON.stringify(ref) === JSON.stringify(fast) && JSON.stringify(refFew) === JSON.stringify(fastFew))
+            same++;
+        }
       const runs = REPS * queries.length;
       time["before"] = time["js scan"] + time["select 400"] + time["accept 400"];
       const study = prefilterStudy(index, qs, accept);
-      return { n, same, runs, study, mean: Object.fromEntries(Object.entries(time).map(([k, v]) => [k, +(v / runs).toFixed(2)])) };
+      return {
+        n,
+        same,
+        runs,
+        study,
+        mean: Object.fromEntries(Object.entries(time).map(([k, v]) => [k, +(v / runs).toFixed(2)])),
+      };
     });
     const line = `${size} vectors (seeded in ${seeded}s): ${JSON.stringify(r.mean)}; fast = reference for ${r.same}/${r.runs} queries`;
     lines.push(line);
@@ -139,19 +176,40 @@ it("vector query microbench", async () => {
  */
 function prefilterStudy(index: LocalVectorIndex, qs: Float32Array[], accept: AcceptIds): string[] {
   const c = (index as any).cache;
-  const ids = c.ids as string[], data = c.rows.data as Int8Array, norms = c.rows.norms as Float32Array, stride = c.rows.stride as number;
-  const n = ids.length, dims = c.dims as number;
+  const ids = c.ids as string[],
+    data = c.rows.data as Int8Array,
+    norms = c.rows.norms as Float32Array,
+    stride = c.rows.stride as number;
+  const n = ids.length,
+    dims = c.dims as number;
   const Ms = [1000, 2000, 4000, 8000, 16000, 32000].filter((m) => m < n);
-  const sign = new Uint32Array(n * 4), int4 = new Int8Array(n * dims), unit4 = new Float32Array(n), resid = new Float32Array(n);
+  const sign = new Uint32Array(n * 4),
+    int4 = new Int8Array(n * dims),
+    unit4 = new Float32Array(n),
+    resid = new Float32Array(n);
   for (let s = 0; s < n; s++) {
     let max = 0;
-    for (let i = 0; i < dims; i++) { const x = data[s * stride + i]; if (x > 0) sign[s * 4 + (i >> 5)] |= 1 << (i & 31); max = Math.max(max, Math.abs(x)); }
+    for (let i = 0; i < dims; i++) {
+      const x = data[s * stride + i];
+      if (x > 0) sign[s * 4 + (i >> 5)] |= 1 << (i & 31);
+      max = Math.max(max, Math.abs(x));
+    }
     const u = max / 7 || 1;
     let r2 = 0;
-    for (let i = 0; i < dims; i++) { const x = data[s * stride + i], v = Math.max(-8, Math.min(7, Math.round(x / u))); int4[s * dims + i] = v; r2 += (x - v * u) ** 2; }
-    unit4[s] = u; resid[s] = Math.sqrt(r2);
+    for (let i = 0; i < dims; i++) {
+      const x = data[s * stride + i],
+        v = Math.max(-8, Math.min(7, Math.round(x / u)));
+      int4[s * dims + i] = v;
+      r2 += (x - v * u) ** 2;
+    }
+    unit4[s] = u;
+    resid[s] = Math.sqrt(r2);
   }
-  const pop = (x: number) => { x -= (x >>> 1) & 0x55555555; x = (x & 0x33333333) + ((x >>> 2) & 0x33333333); return (((x + (x >>> 4)) & 0xf0f0f0f) * 0x1010101) >>> 24; };
+  const pop = (x: number) => {
+    x -= (x >>> 1) & 0x55555555;
+    x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+    return (((x + (x >>> 4)) & 0xf0f0f0f) * 0x1010101) >>> 24;
+  };
   const few: AcceptIds = (list) => new Set([...accept(list)].filter((id) => parseInt(id.slice(-4), 16) % 10 === 0));
   const score = new Float32Array(n);
   /** The index's walk over `cand` only: exact scores, best first (score, then id), admitted in batches. */
@@ -160,7 +218,8 @@ function prefilterStudy(index: LocalVectorIndex, qs: Float32Array[], accept: Acc
     cand.sort((a, b) => score[b] - score[a] || (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
     const hits: VectorHit[] = [];
     for (let i = 0; i < cand.length && hits.length < 100; i += i === 0 ? 100 : 1000) {
-      const batch = cand.slice(i, i === 0 ? 100 : i + 1000), ok = acc(batch.map((s) => ids[s]));
+      const batch = cand.slice(i, i === 0 ? 100 : i + 1000),
+        ok = acc(batch.map((s) => ids[s]));
       for (const s of batch) if (ok.has(ids[s]) && hits.length < 100) hits.push({ id: ids[s], score: score[s] });
     }
     return hits;
@@ -171,45 +230,80 @@ function prefilterStudy(index: LocalVectorIndex, qs: Float32Array[], accept: Acc
   };
   type Acc = { r10: number; r100: number; few100: number; cand: number };
   const sums: Record<string, Acc> = {};
-  const add = (key: string, a: Acc) => { const t = (sums[key] ??= { r10: 0, r100: 0, few100: 0, cand: 0 }); t.r10 += a.r10; t.r100 += a.r100; t.few100 += a.few100; t.cand += a.cand; };
+  const add = (key: string, a: Acc) => {
+    const t = (sums[key] ??= { r10: 0, r100: 0, few100: 0, cand: 0 });
+    t.r10 += a.r10;
+    t.r100 += a.r100;
+    t.few100 += a.few100;
+    t.cand += a.cand;
+  };
   const rescoreMs: Record<number, number> = {};
-  let used = 0, bandRows = 0, hammingMs = 0;
+  let used = 0,
+    bandRows = 0,
+    hammingMs = 0;
   for (const q of qs) {
     if (!q.some((x) => x !== 0)) continue;
     used++;
-    const ref = index.queryReference(q, 100, accept), refFew = index.queryReference(q, 100, few);
+    const ref = index.queryReference(q, 100, accept),
+      refFew = index.queryReference(q, 100, few);
     const qsign = new Uint32Array(4);
     for (let i = 0; i < dims; i++) if (q[i] > 0) qsign[i >> 5] |= 1 << (i & 31);
     const t = performance.now();
-    const dist = new Uint8Array(n), hist = new Uint32Array(dims + 1);
+    const dist = new Uint8Array(n),
+      hist = new Uint32Array(dims + 1);
     for (let s = 0; s < n; s++) {
-      const d = pop(sign[s * 4] ^ qsign[0]) + pop(sign[s * 4 + 1] ^ qsign[1]) + pop(sign[s * 4 + 2] ^ qsign[2]) + pop(sign[s * 4 + 3] ^ qsign[3]);
-      dist[s] = d; hist[d]++;
+      const d =
+        pop(sign[s * 4] ^ qsign[0]) +
+        pop(sign[s * 4 + 1] ^ qsign[1]) +
+        pop(sign[s * 4 + 2] ^ qsign[2]) +
+        pop(sign[s * 4 + 3] ^ qsign[3]);
+      dist[s] = d;
+      hist[d]++;
     }
     hammingMs += performance.now() - t;
-    const approx = new Float64Array(n), lower = new Float64Array(n);
-    for (let s = 0; s < n; s++) { approx[s] = dot(int4, s * dims, dims, q) * unit4[s] * norms[s]; lower[s] = approx[s] - resid[s] * norms[s]; }
+    const approx = new Float64Array(n),
+      lower = new Float64Array(n);
+    for (let s = 0; s < n; s++) {
+      approx[s] = dot(int4, s * dims, dims, q) * unit4[s] * norms[s];
+      lower[s] = approx[s] - resid[s] * norms[s];
+    }
     const cut400 = Float64Array.from(lower).sort()[n - Math.min(n, 400)];
     for (let s = 0; s < n; s++) if (approx[s] + resid[s] * norms[s] >= cut400) bandRows++;
     const order = Array.from({ length: n }, (_, s) => s).sort((a, b) => approx[b] - approx[a]);
     for (const M of Ms) {
-      let cut = 0, below = 0;
+      let cut = 0,
+        below = 0;
       while (below + hist[cut] < M) below += hist[cut++];
       const bySign: number[] = [];
       for (let s = 0; s < n; s++) if (dist[s] <= cut) bySign.push(s);
       const t0 = performance.now();
       const got = walk(q, bySign.slice(), accept);
       rescoreMs[M] = (rescoreMs[M] ?? 0) + performance.now() - t0;
-      add(`sign M=${M}`, { r10: recall(got, ref, 10), r100: recall(got, ref, 100), few100: recall(walk(q, bySign.slice(), few), refFew, 100), cand: bySign.length });
+      add(`sign M=${M}`, {
+        r10: recall(got, ref, 10),
+        r100: recall(got, ref, 100),
+        few100: recall(walk(q, bySign.slice(), few), refFew, 100),
+        cand: bySign.length,
+      });
       const byInt4 = order.slice(0, M);
       const got4 = walk(q, byInt4.slice(), accept);
-      add(`int4 M=${M}`, { r10: recall(got4, ref, 10), r100: recall(got4, ref, 100), few100: recall(walk(q, byInt4.slice(), few), refFew, 100), cand: M });
+      add(`int4 M=${M}`, {
+        r10: recall(got4, ref, 10),
+        r100: recall(got4, ref, 100),
+        few100: recall(walk(q, byInt4.slice(), few), refFew, 100),
+        cand: M,
+      });
     }
   }
   const f = (x: number) => (x / used).toFixed(4);
   return [
     `pre-filter study over ${used} non-zero queries; int4 proven bound keeps ${(bandRows / used).toFixed(0)} of ${n} rows for the best 400; JS Hamming pass ${(hammingMs / used).toFixed(2)} ms`,
-    ...Object.entries(sums).map(([k, a]) => `${k}: recall@10 ${f(a.r10)} recall@100 ${f(a.r100)} recall@100 (1/10 accept) ${f(a.few100)} candidates ${(a.cand / used).toFixed(0)}` +
-      (k.startsWith("sign") ? `, exact re-score + sort + accept walk ${(rescoreMs[+k.slice(7)] / used).toFixed(2)} ms` : "")),
+    ...Object.entries(sums).map(
+      ([k, a]) =>
+        `${k}: recall@10 ${f(a.r10)} recall@100 ${f(a.r100)} recall@100 (1/10 accept) ${f(a.few100)} candidates ${(a.cand / used).toFixed(0)}` +
+        (k.startsWith("sign")
+          ? `, exact re-score + sort + accept walk ${(rescoreMs[+k.slice(7)] / used).toFixed(2)} ms`
+          : ""),
+    ),
   ];
 }

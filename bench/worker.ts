@@ -48,14 +48,15 @@ type BenchEnv = Omit<EdgeEnv, "ORG"> & {
 
 /** The product's org Durable Object, plus a dispatch timed from inside the object. */
 export class BenchOrgStore extends OrgStore {
-  async timedDispatch(input: DispatchInput): Promise<{ inside_ms: number; ok: boolean; status: number; items?: number }> {
+  async timedDispatch(
+    input: DispatchInput,
+  ): Promise<{ inside_ms: number; ok: boolean; status: number; items?: number }> {
     const t0 = performance.now();
     const result = await this.dispatch(input);
     const inside = performance.now() - t0;
     const data = result.ok ? (result.data as { items?: unknown[] } | undefined) : undefined;
     return { inside_ms: inside, ok: result.ok, status: result.ok ? result.status : 0, items: data?.items?.length };
   }
-
 
   /** Bench-only: age every memory record by `days` (retention apply measures over old records). */
   ageRecords(days: number): { observations: number; claims: number } {
@@ -73,15 +74,19 @@ export class BenchOrgStore extends OrgStore {
    * newest event or audit entry `copies` times (fresh ids), to measure what one more row costs.
    */
   footprint(copy?: { table: "events" | "audit_log"; copies: number }): { bytes: number } {
-    const statement = copy?.table === "events"
-      ? `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, created_at)
+    const statement =
+      copy?.table === "events"
+        ? `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, created_at)
          SELECT 'evt_' || lower(hex(randomblob(16))), kind, actor_id, resource_type, resource_id, payload, visibility, created_at
          FROM events ORDER BY rowid DESC LIMIT 1`
-      : `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
+        : `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
          SELECT 'aud_' || lower(hex(randomblob(16))), action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at,
            prev_hash, entry_hash
          FROM audit_log ORDER BY rowid DESC LIMIT 1`;
-    if (copy) this.ctx.storage.transactionSync(() => { for (let i = 0; i < copy.copies; i++) this.db.run(statement); });
+    if (copy)
+      this.ctx.storage.transactionSync(() => {
+        for (let i = 0; i < copy.copies; i++) this.db.run(statement);
+      });
     return { bytes: this.ctx.storage.sql.databaseSize };
   }
 
@@ -107,7 +112,14 @@ export class BenchOrgStore extends OrgStore {
         const vectors = await vectorHits(rt, this.db, caller, body);
         mark("vector query (embed + kNN)");
         const { items } = compilePack(this.db, caller, body, 1000, 50, mark, vectors ?? undefined);
-        JSON.stringify(items.map((i) => ({ claim_id: i.claim.claim_id, statement: i.claim.statement, score: i.score, tokens: i.tokens })));
+        JSON.stringify(
+          items.map((i) => ({
+            claim_id: i.claim.claim_id,
+            statement: i.claim.statement,
+            score: i.score,
+            tokens: i.tokens,
+          })),
+        );
         mark("pack + JSON");
       }
     const n = reps * bodies.length;
@@ -115,12 +127,19 @@ export class BenchOrgStore extends OrgStore {
     // One more pass, untimed, through a Db that counts the rows SQLite reads (cursor.rowsRead): the
     // vector query's read-rule reads and compile's, not the index's in-memory rows (vector-stats has those).
     let rowsRead = 0;
-    const counting = new Db(new Proxy(this.db.sql, { get: (t, k) => k === "exec"
-      ? (...a: Parameters<SqlStorage["exec"]>) => {
-        const cur = t.exec(...a); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
-        return { columnNames: cur.columnNames, raw: () => rows.values() };
-      }
-      : Reflect.get(t, k, t) }));
+    const counting = new Db(
+      new Proxy(this.db.sql, {
+        get: (t, k) =>
+          k === "exec"
+            ? (...a: Parameters<SqlStorage["exec"]>) => {
+                const cur = t.exec(...a);
+                const rows = [...cur.raw()];
+                rowsRead += cur.rowsRead;
+                return { columnNames: cur.columnNames, raw: () => rows.values() };
+              }
+            : Reflect.get(t, k, t),
+      }),
+    );
     for (const body of bodies) {
       const vectors = await vectorHits(rt, counting, caller, body);
       compilePack(counting, caller, body, 1000, 50, () => {}, vectors ?? undefined);
@@ -131,9 +150,20 @@ export class BenchOrgStore extends OrgStore {
   /** Bench-only: the local vector index's counters and what it holds (see /__bench/vector-stats). */
   vectorStats(): Record<string, number> {
     const index = localIndexFor(this.db);
-    const dims = runtimeFor({ deps: this.deps, db: this.db, orgId: getMeta(this.db, "org_id") ?? undefined }).embedder?.dimensions ?? 0;
-    return { ...index.stats, heldBytes: index.heldBytes(), bound: index.bound(dims), vectors: index.vectors(dims), dimensions: dims,
-      stemHits: stemMemo.hits, stemMisses: stemMemo.misses, stemClears: stemMemo.clears, stemBound: stemMemo.bound };
+    const dims =
+      runtimeFor({ deps: this.deps, db: this.db, orgId: getMeta(this.db, "org_id") ?? undefined }).embedder
+        ?.dimensions ?? 0;
+    return {
+      ...index.stats,
+      heldBytes: index.heldBytes(),
+      bound: index.bound(dims),
+      vectors: index.vectors(dims),
+      dimensions: dims,
+      stemHits: stemMemo.hits,
+      stemMisses: stemMemo.misses,
+      stemClears: stemMemo.clears,
+      stemBound: stemMemo.bound,
+    };
   }
 
   /** Bench-only probe: run one read-only statement `reps` times inside the object; total ms. */
@@ -149,12 +179,18 @@ export class BenchOrgStore extends OrgStore {
 export class BareInsert extends DurableObject {
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS rows (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL, created_at TEXT NOT NULL)");
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS rows (id INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL, created_at TEXT NOT NULL)",
+    );
   }
 
   insert(body: string): number {
     return this.ctx.storage.sql
-      .exec<{ id: number }>("INSERT INTO rows (body, created_at) VALUES (?, ?) RETURNING id", body, new Date().toISOString())
+      .exec<{ id: number }>(
+        "INSERT INTO rows (body, created_at) VALUES (?, ?) RETURNING id",
+        body,
+        new Date().toISOString(),
+      )
       .one().id;
   }
 
@@ -174,7 +210,8 @@ const orgByKeyHash = new Map<string, unknown>();
 function cachingIndex(db: D1Database): D1Database {
   return new Proxy(db, {
     get(target, prop) {
-      if (prop === "withSession") return (constraint?: string) => cachingIndex(target.withSession(constraint) as unknown as D1Database);
+      if (prop === "withSession")
+        return (constraint?: string) => cachingIndex(target.withSession(constraint) as unknown as D1Database);
       if (prop === "prepare")
         return (query: string) => {
           const stmt = target.prepare(query);
@@ -200,7 +237,13 @@ const json = (status: number, data: unknown) =>
   new Response(JSON.stringify(data), { status, headers: { "content-type": "application/json" } });
 
 async function timed(request: Request, env: BenchEnv): Promise<Response> {
-  const spec = (await request.json()) as { key: string; method: string; path: string; query?: Record<string, string>; body?: unknown };
+  const spec = (await request.json()) as {
+    key: string;
+    method: string;
+    path: string;
+    query?: Record<string, string>;
+    body?: unknown;
+  };
   const url = new URL(spec.path, "http://bench");
   for (const [k, v] of Object.entries(spec.query ?? {})) url.searchParams.set(k, v);
   const m = await match(new Request(url, { method: spec.method }), url);
@@ -211,9 +254,15 @@ async function timed(request: Request, env: BenchEnv): Promise<Response> {
   const stub = env.ORG.get(env.ORG.idFromName(orgId));
   const t0 = performance.now();
   const r = await stub.timedDispatch({
-    orgId, routeId: routeId(m.route), params: m.params, query: Object.fromEntries(url.searchParams),
-    bodyText: spec.body === undefined ? null : JSON.stringify(spec.body), idempotencyKey: null, keyHash,
-    requestId: "req_" + "0".repeat(32), headers: { "content-type": "application/json" },
+    orgId,
+    routeId: routeId(m.route),
+    params: m.params,
+    query: Object.fromEntries(url.searchParams),
+    bodyText: spec.body === undefined ? null : JSON.stringify(spec.body),
+    idempotencyKey: null,
+    keyHash,
+    requestId: "req_" + "0".repeat(32),
+    headers: { "content-type": "application/json" },
   } as DispatchInput);
   return json(200, { ...r, rpc_ms: performance.now() - t0 });
 }
@@ -235,25 +284,32 @@ export default {
       const id = await env.BARE.get(env.BARE.idFromName("bare")).insert(body);
       return json(201, { data: { id } });
     }
-    if (url.pathname === "/__bench/bare/count") return json(200, { n: await env.BARE.get(env.BARE.idFromName("bare")).count() });
+    if (url.pathname === "/__bench/bare/count")
+      return json(200, { n: await env.BARE.get(env.BARE.idFromName("bare")).count() });
     if (url.pathname === "/__bench/timed" && request.method === "POST") return timed(request, env);
     if (url.pathname.startsWith("/__bench/cached/")) {
       const inner = new URL(url.pathname.slice("/__bench/cached".length) + url.search, url.origin);
-      return handle(new Request(inner, request), { ...env, INDEX_DB: cachingIndex(env.INDEX_DB) } as unknown as EdgeEnv);
+      return handle(new Request(inner, request), {
+        ...env,
+        INDEX_DB: cachingIndex(env.INDEX_DB),
+      } as unknown as EdgeEnv);
     }
     if (url.pathname === "/__bench/sql" && request.method === "POST") {
       const spec = (await request.json()) as { key: string; sql: string; args?: unknown[]; reps?: number };
       if (!/^\s*(SELECT|WITH)\b/i.test(spec.sql)) return json(400, { error: "read-only statements only" });
       const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
       if (!orgId) return json(401, { error: "unknown key" });
-      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).probeSql(spec.sql, spec.args ?? [], spec.reps ?? 1));
+      return json(
+        200,
+        await env.ORG.get(env.ORG.idFromName(orgId)).probeSql(spec.sql, spec.args ?? [], spec.reps ?? 1),
+      );
     }
     if (url.pathname === "/__bench/age" && request.method === "POST") {
       const spec = (await request.json()) as { key: string; days: number };
       const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
       if (!orgId) return json(401, { error: "unknown key" });
       return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).ageRecords(spec.days));
-  }
+    }
 
     if (url.pathname === "/__bench/footprint" && request.method === "POST") {
       const spec = (await request.json()) as { key: string; copy?: { table: "events" | "audit_log"; copies: number } };
@@ -266,7 +322,12 @@ export default {
       const n = Number(url.searchParams.get("n") ?? 2000);
       const shard = env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName("ids:ff"));
       const org = "org_" + "b".repeat(32);
-      const ids = Array.from({ length: n }, () => "obs_ff" + [...crypto.getRandomValues(new Uint8Array(15))].map((b) => b.toString(16).padStart(2, "0")).join(""));
+      const ids = Array.from(
+        { length: n },
+        () =>
+          "obs_ff" +
+          [...crypto.getRandomValues(new Uint8Array(15))].map((b) => b.toString(16).padStart(2, "0")).join(""),
+      );
       const before = (await shard.size()).bytes;
       for (let i = 0; i < n; i += 500) await shard.claim(org, ids.slice(i, i + 500), new Date().toISOString());
       const after = (await shard.size()).bytes;
@@ -275,16 +336,22 @@ export default {
     }
     if (url.pathname === "/__bench/registry-size") {
       // Every registry shard's rows and bytes, summed (wakes all 256 shards: bench only).
-      const sizes = await Promise.all(Array.from({ length: REGISTRY_SHARDS }, (_, i) =>
-        env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName(`ids:${i.toString(16).padStart(2, "0")}`)).size()));
+      const sizes = await Promise.all(
+        Array.from({ length: REGISTRY_SHARDS }, (_, i) =>
+          env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName(`ids:${i.toString(16).padStart(2, "0")}`)).size(),
+        ),
+      );
       return json(200, { rows: sizes.reduce((n, s) => n + s.rows, 0), bytes: sizes.reduce((n, s) => n + s.bytes, 0) });
-  }
+    }
 
     if (url.pathname === "/__bench/profile" && request.method === "POST") {
       const spec = (await request.json()) as { key: string; bodies: CompileFilters[]; reps?: number };
       const orgId = await orgForCredential(env.INDEX_DB, hashKey(spec.key));
       if (!orgId) return json(401, { error: "unknown key" });
-      return json(200, await env.ORG.get(env.ORG.idFromName(orgId)).profileCompile(spec.key, spec.bodies, spec.reps ?? 1));
+      return json(
+        200,
+        await env.ORG.get(env.ORG.idFromName(orgId)).profileCompile(spec.key, spec.bodies, spec.reps ?? 1),
+      );
     }
     if (url.pathname === "/__bench/vector-stats" && request.method === "POST") {
       const spec = (await request.json()) as { key: string };

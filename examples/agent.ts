@@ -16,24 +16,47 @@ async function dataOf<T>(call: Promise<Answer<T>>): Promise<T> {
   return data.data;
 }
 
-const obs = await dataOf(svc.POST("/v1/observations", {
-  body: { subject_id: "user-7", kind: "message", content: "Standups moved to 9:30.", source: { type: "chat" } },
-}));
+const obs = await dataOf(
+  svc.POST("/v1/observations", {
+    body: { subject_id: "user-7", kind: "message", content: "Standups moved to 9:30.", source: { type: "chat" } },
+  }),
+);
 console.log("1 appended    ", obs.observation_id);
 
-const { claims } = await dataOf(svc.POST("/v1/consolidations", {
-  body: { subject_id: "user-7", claims: [{ kind: "fact", statement: "Standups are at 9:30", sources: [{ observation_id: obs.observation_id, relation: "supports" }] }] },
-}));
+const { claims } = await dataOf(
+  svc.POST("/v1/consolidations", {
+    body: {
+      subject_id: "user-7",
+      claims: [
+        {
+          kind: "fact",
+          statement: "Standups are at 9:30",
+          sources: [{ observation_id: obs.observation_id, relation: "supports" }],
+        },
+      ],
+    },
+  }),
+);
 console.log("2 consolidated", claims[0].claim_id);
 
-const ctx = await dataOf(svc.POST("/v1/context/compile", { body: { query: "when is standup", subject_id: "user-7", token_budget: 200 } }));
+const ctx = await dataOf(
+  svc.POST("/v1/context/compile", { body: { query: "when is standup", subject_id: "user-7", token_budget: 200 } }),
+);
 console.log("3 compiled    ", ctx.context_id, ctx.items.map((i) => i.statement).join(" | "));
 
-const fb = await dataOf(svc.POST("/v1/context/{id}/feedback", { params: { path: { id: ctx.context_id } }, body: { outcome: "useful" } }));
+const fb = await dataOf(
+  svc.POST("/v1/context/{id}/feedback", { params: { path: { id: ctx.context_id } }, body: { outcome: "useful" } }),
+);
 console.log("4 feedback    ", fb.feedback_id, fb.outcome);
 
-const helper = await dataOf(svc.POST("/v1/keys", { body: { label: "agent.ts helper", scopes: ["handoffs:read", "handoffs:write"] } }));
-const handoff = await dataOf(svc.POST("/v1/handoffs", { body: { to_principal_id: helper.principal_id, context_id: ctx.context_id, note: "Book the room" } }));
+const helper = await dataOf(
+  svc.POST("/v1/keys", { body: { label: "agent.ts helper", scopes: ["handoffs:read", "handoffs:write"] } }),
+);
+const handoff = await dataOf(
+  svc.POST("/v1/handoffs", {
+    body: { to_principal_id: helper.principal_id, context_id: ctx.context_id, note: "Book the room" },
+  }),
+);
 console.log("5 handed off  ", handoff.handoff_id, handoff.status);
 
 const exported = await svc.GET("/v1/export", { parseAs: "text" });

@@ -45,14 +45,20 @@ export async function startServer({ config = "wrangler.toml", label = "server", 
   const build = join(stateDir, "build");
   const configPath = resolve(root, config);
   // Snapshot: bundle the Worker as it is now.
-  const b = spawnSync(wrangler, ["deploy", "--dry-run", "--outdir", build, "-c", configPath],
-    { cwd: root, env: quietEnv, encoding: "utf8" });
+  const b = spawnSync(wrangler, ["deploy", "--dry-run", "--outdir", build, "-c", configPath], {
+    cwd: root,
+    env: quietEnv,
+    encoding: "utf8",
+  });
   if (b.status !== 0) throw new Error(`bundling ${config} failed:\n${b.stdout}\n${b.stderr}`);
   // A copy of the config that serves the bundle; relative paths in it are made absolute.
   const cfgDir = resolve(configPath, "..");
   const text = readFileSync(configPath, "utf8")
     .replace(/^main\s*=.*$/m, `main = ${JSON.stringify(join(build, "worker.js"))}`)
-    .replace(/^(\s*(?:migrations_dir|directory)\s*=\s*)"([^"]+)"/gm, (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`);
+    .replace(
+      /^(\s*(?:migrations_dir|directory)\s*=\s*)"([^"]+)"/gm,
+      (_, k, p) => `${k}${JSON.stringify(resolve(cfgDir, p))}`,
+    );
   const snapConfig = join(stateDir, "wrangler.toml");
   writeFileSync(snapConfig, text);
   const persist = join(stateDir, "state");
@@ -60,13 +66,24 @@ export async function startServer({ config = "wrangler.toml", label = "server", 
   // scripts/serve.mjs reads these from its state folder (SVC_STATE_DIR) into secret bindings.
   writeFileSync(join(persist, "operator.json"), JSON.stringify({ token }), { mode: 0o600 });
   if (pepper) writeFileSync(join(persist, "pepper.json"), JSON.stringify({ pepper }), { mode: 0o600 });
-  const m = spawnSync(wrangler, ["d1", "migrations", "apply", "INDEX_DB", "--local", "--persist-to", persist, "-c", snapConfig],
-    { cwd: root, env: quietEnv, encoding: "utf8" });
+  const m = spawnSync(
+    wrangler,
+    ["d1", "migrations", "apply", "INDEX_DB", "--local", "--persist-to", persist, "-c", snapConfig],
+    { cwd: root, env: quietEnv, encoding: "utf8" },
+  );
   if (m.status !== 0) throw new Error(`applying local D1 migrations failed:\n${m.stdout}\n${m.stderr}`);
   const port = await freePort();
   const logFile = join(stateDir, "wrangler.log");
   const fd = openSync(logFile, "a");
-  const args = [join(root, "scripts", "serve.mjs"), "--port", String(port), "--config", snapConfig, "--no-bundle", "--quiet"];
+  const args = [
+    join(root, "scripts", "serve.mjs"),
+    "--port",
+    String(port),
+    "--config",
+    snapConfig,
+    "--no-bundle",
+    "--quiet",
+  ];
   // Plain, non-secret values only: they are on the command line.
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}=${v}`);
   const env = { ...quietEnv, SVC_STATE_DIR: persist };
@@ -80,9 +97,18 @@ export async function startServer({ config = "wrangler.toml", label = "server", 
     stopped = true;
     if (child.exitCode == null) {
       const exited = new Promise((r) => child.once("exit", r));
-      try { process.kill(-child.pid, "SIGTERM"); } catch { /* already gone */ }
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        /* already gone */
+      }
       await Promise.race([exited, sleep(5_000)]);
-      if (child.exitCode == null) try { process.kill(-child.pid, "SIGKILL"); } catch { /* gone */ }
+      if (child.exitCode == null)
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          /* gone */
+        }
     }
     if (!keep && !process.env.BENCH_KEEP_STATE) rmSync(stateDir, { recursive: true, force: true });
   };
@@ -113,13 +139,21 @@ export async function api(url, key, method, path, body, headers = {}) {
   const t0 = performance.now();
   const r = await fetch(url + path, {
     method,
-    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      ...headers,
+    },
     body: body !== undefined ? JSON.stringify(body) : undefined,
   });
   const text = await r.text();
   const ms = performance.now() - t0;
   let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch { json = { raw: text.slice(0, 200) }; }
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = { raw: text.slice(0, 200) };
+  }
   return { status: r.status, json, text, ms };
 }
 
@@ -131,7 +165,8 @@ export async function apiOk(url, key, method, path, body, ok = [200, 201], heade
 }
 
 /** CPU ms a process's main (event-loop) thread has run so far (schedstat, ns precision). */
-export const threadCpuMs = (pid) => Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+export const threadCpuMs = (pid) =>
+  Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
 
 /**
  * While `run` goes, sample the thread's scheduler state every millisecond: the share of samples it was
@@ -146,7 +181,9 @@ export async function threadStates(pid, run) {
         const st = readFileSync(`/proc/${pid}/task/${pid}/stat`, "utf8");
         const c = st[st.lastIndexOf(")") + 2];
         counts[c === "R" || c === "D" ? c : "S"]++;
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
       await sleep(1);
     }
   })();
@@ -200,10 +237,22 @@ export function progress(label, everyMs = 2_000) {
 
 export function versions() {
   const pkg = (name) => {
-    try { return JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version; } catch { return "?"; }
+    try {
+      return JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version;
+    } catch {
+      return "?";
+    }
   };
   let commit = "?";
-  try { commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim(); } catch { /* not a checkout */ }
+  try {
+    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+      cwd: root,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim();
+  } catch {
+    /* not a checkout */
+  }
   const cpu = cpus();
   return {
     date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
@@ -220,9 +269,11 @@ export function versions() {
 
 export function machineLine() {
   const v = versions();
-  return `Measured ${v.date} on ${v.cpu}, ${v.memory}, ${v.os}; Node ${v.node}, wrangler ${v.wrangler}, ` +
+  return (
+    `Measured ${v.date} on ${v.cpu}, ${v.memory}, ${v.os}; Node ${v.node}, wrangler ${v.wrangler}, ` +
     `workerd ${v.workerd}, autocannon ${v.autocannon}; commit ${v.commit} (plus uncommitted changes, if any). ` +
-    `Local workerd via wrangler's dev API (\`scripts/serve.mjs\`, no inspector); the machine is shared, so compare ratios from the same run.`;
+    `Local workerd via wrangler's dev API (\`scripts/serve.mjs\`, no inspector); the machine is shared, so compare ratios from the same run.`
+  );
 }
 
 export const BENCH_DOC = join(root, "docs", "BENCHMARKS.md");
@@ -285,9 +336,16 @@ function tableWords() {
 }
 /** compile's and the embedder's stopwords (src/text/stopwords.ts STOPWORDS), read out of the source. */
 function ftsStopwords() {
-  const m = /export const STOPWORDS\b[^=]*= new Set\(\(([\s\S]*?)\)\.split\(" "\)\)/.exec(readSource("src/text/stopwords.ts"));
+  const m = /export const STOPWORDS\b[^=]*= new Set\(\s*\(([\s\S]*?)\)\.split\(" "\),?\s*\)/.exec(
+    readSource("src/text/stopwords.ts"),
+  );
   if (!m) throw new Error("src/text/stopwords.ts: no STOPWORDS list (its format changed?)");
-  return new Set([...m[1].matchAll(/"([^"]*)"/g)].map((q) => q[1]).join("").split(" "));
+  return new Set(
+    [...m[1].matchAll(/"([^"]*)"/g)]
+      .map((q) => q[1])
+      .join("")
+      .split(" "),
+  );
 }
 export const VOCAB = tableWords();
 export const STOPWORDS = ftsStopwords();
@@ -302,7 +360,8 @@ export const { word: zipfWord, informativeWord, statement, queryWords } = text;
  */
 export async function fillIndex(server, key) {
   const verifyAll = async () => {
-    let present = 0, missing = 0;
+    let present = 0,
+      missing = 0;
     for (let after; ;) {
       const v = await api(server.url, key, "POST", "/v1/index/verify", after ? { after } : {});
       if (v.status !== 200) return null;
@@ -330,7 +389,8 @@ export const DRAIN_PAGE = 100;
  * nothing remains. The server's own timer, if it runs, drains beside it. Returns the drains sent.
  */
 export async function drainIndex(server, key, { concurrency = 2, maxDrains = 100_000 } = {}) {
-  let sent = 0, empty = false;
+  let sent = 0,
+    empty = false;
   const worker = async () => {
     while (!empty) {
       if (++sent > maxDrains) throw new Error("the index queue did not drain");

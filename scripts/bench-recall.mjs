@@ -27,11 +27,25 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "
 import { join, resolve, basename } from "node:path";
 import { stemmer } from "stemmer";
 import {
-  apiOk, fillIndex, fmt, log, machineLine, newOrg, parseArgs, pool, progress, root, startServer, table, writeSection,
+  apiOk,
+  fillIndex,
+  fmt,
+  log,
+  machineLine,
+  newOrg,
+  parseArgs,
+  pool,
+  progress,
+  root,
+  startServer,
+  table,
+  writeSection,
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
-const BUDGETS = String(args.budgets ?? "500,1000,2000").split(",").map(Number);
+const BUDGETS = String(args.budgets ?? "500,1000,2000")
+  .split(",")
+  .map(Number);
 const CATEGORIES = { 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop" };
 const MAX_ITEMS = 200; // the API maximum, so that the budget (not the item cap) bounds the pack
 const DEADLINE = Date.now() + Number(args["max-minutes"] ?? 45) * 60_000;
@@ -50,7 +64,10 @@ function defaultPath() {
 
 function loadConversations(path) {
   const files = statSync(path).isDirectory()
-    ? readdirSync(path).filter((f) => f.endsWith(".json")).sort().map((f) => join(path, f))
+    ? readdirSync(path)
+        .filter((f) => f.endsWith(".json"))
+        .sort()
+        .map((f) => join(path, f))
     : [path];
   const out = [];
   for (const file of files) {
@@ -68,9 +85,26 @@ function loadConversations(path) {
 }
 
 /** "1:56 pm on 8 May, 2023" -> "8 May 2023" (kept as written when it has another shape). */
-const sessionDate = (s) => (s ?? "").replace(/^.*\bon\s+/, "").replace(",", "").trim();
+const sessionDate = (s) =>
+  (s ?? "")
+    .replace(/^.*\bon\s+/, "")
+    .replace(",", "")
+    .trim();
 
-const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+const MONTHS = [
+  "january",
+  "february",
+  "march",
+  "april",
+  "may",
+  "june",
+  "july",
+  "august",
+  "september",
+  "october",
+  "november",
+  "december",
+];
 /** "1:56 pm on 8 May, 2023" -> "2023-05-08T13:56:00.000Z" (the dataset names no zone: read as UTC); null if it has another shape. */
 function sessionTime(s) {
   const m = /^(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})$/i.exec((s ?? "").trim());
@@ -83,7 +117,8 @@ function sessionTime(s) {
 
 /** Sessions in order, each turn rendered as the claim statement both rankers see. */
 function turnsOf(conv) {
-  const sessions = Object.keys(conv).filter((k) => /^session_\d+$/.test(k) && Array.isArray(conv[k]))
+  const sessions = Object.keys(conv)
+    .filter((k) => /^session_\d+$/.test(k) && Array.isArray(conv[k]))
     .sort((a, b) => Number(a.split("_")[1]) - Number(b.split("_")[1]));
   const turns = [];
   for (const key of sessions) {
@@ -92,7 +127,13 @@ function turnsOf(conv) {
     for (const t of conv[key]) {
       if (!t?.dia_id || typeof t.text !== "string") continue;
       const photo = t.blip_caption ? ` [photo: ${t.blip_caption}]` : "";
-      turns.push({ dia: t.dia_id, session: key, at, text: t.text, statement: `[${date}] ${t.speaker}: ${t.text}${photo}` });
+      turns.push({
+        dia: t.dia_id,
+        session: key,
+        at,
+        text: t.text,
+        statement: `[${date}] ${t.speaker}: ${t.text}${photo}`,
+      });
     }
   }
   return turns;
@@ -103,7 +144,9 @@ function evidenceIds(ev, known) {
   const ids = [];
   let dropped = 0;
   for (const e of ev ?? [])
-    for (const part of String(e).split(/[;,\s]+/).filter(Boolean)) {
+    for (const part of String(e)
+      .split(/[;,\s]+/)
+      .filter(Boolean)) {
       const m = /^D:?(\d+):(\d+)$/.exec(part);
       const id = m ? `D${m[1]}:${m[2]}` : part;
       if (known.has(id)) ids.push(id);
@@ -116,7 +159,13 @@ function evidenceIds(ev, known) {
 
 const estimateTokens = (text) => Math.max(1, Math.ceil(Buffer.byteLength(text, "utf8") / 4));
 const tokenize = (text) =>
-  (text.toLowerCase().normalize("NFKD").replace(/\p{M}/gu, "").match(/[\p{L}\p{N}]+/gu) ?? []).map((w) => stemmer(w));
+  (
+    text
+      .toLowerCase()
+      .normalize("NFKD")
+      .replace(/\p{M}/gu, "")
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  ).map((w) => stemmer(w));
 
 function bm25Index(turns) {
   const docs = turns.map((t) => {
@@ -134,7 +183,8 @@ function bm25Index(turns) {
 /** BM25 (k1 1.2, b 0.75, FTS5's idf floor), greedy pack with skip; ties go to the later turn. */
 function bm25Pack(index, turns, query, budget) {
   const terms = [...new Set(tokenize(query))];
-  const k1 = 1.2, b = 0.75;
+  const k1 = 1.2,
+    b = 0.75;
   const scored = [];
   index.docs.forEach((d, i) => {
     let s = 0;
@@ -146,7 +196,7 @@ function bm25Pack(index, turns, query, budget) {
       const n = index.df.get(w);
       let idf = Math.log((index.n - n + 0.5) / (n + 0.5));
       if (idf <= 0) idf = 1e-6;
-      s += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + (b * d.len) / index.avg));
+      s += (idf * (f * (k1 + 1))) / (f + k1 * (1 - b + (b * d.len) / index.avg));
     }
     if (hit) scored.push({ i, s });
   });
@@ -171,7 +221,10 @@ async function seed(server, key, c) {
   await pool(c.turns.length, 8, async (i) => {
     const t = c.turns[i];
     const r = await apiOk(server.url, key, "POST", "/v1/observations", {
-      subject_id: subject, kind: "message", content: t.text, source: { type: "locomo", ref: t.dia },
+      subject_id: subject,
+      kind: "message",
+      content: t.text,
+      source: { type: "locomo", ref: t.dia },
       ...(t.at && !args["no-event-time"] ? { occurred_at: t.at } : {}),
     });
     obsIds[i] = r.json.data.observation_id;
@@ -185,7 +238,11 @@ async function seed(server, key, c) {
     const batch = c.turns.slice(i, j);
     const r = await apiOk(server.url, key, "POST", "/v1/consolidations", {
       subject_id: subject,
-      claims: batch.map((t, k) => ({ kind: "fact", statement: t.statement, sources: [{ observation_id: obsIds[i + k], relation: "supports" }] })),
+      claims: batch.map((t, k) => ({
+        kind: "fact",
+        statement: t.statement,
+        sources: [{ observation_id: obsIds[i + k], relation: "supports" }],
+      })),
     });
     r.json.data.claims.forEach((cl, k) => {
       claimByDia.set(batch[k].dia, cl.claim_id);
@@ -195,7 +252,6 @@ async function seed(server, key, c) {
   }
   return { subject, claimByDia, diaByClaim };
 }
-
 
 async function main() {
   const path = args._[0] ? resolve(process.cwd(), args._[0]) : defaultPath();
@@ -207,18 +263,47 @@ async function main() {
   if (!convs.length) throw new Error(`no LoCoMo conversations in ${path}`);
   const limitQ = args["limit-questions"] ? Number(args["limit-questions"]) : Infinity;
   const perOrg = !!args["org-per-conversation"];
-  log(`recall bench: ${convs.length} conversations from ${path}; budgets ${BUDGETS.join(", ")}; ${perOrg ? "one organization per conversation" : "one organization"}; questions of ${HALVES.join(" and ")}`);
+  log(
+    `recall bench: ${convs.length} conversations from ${path}; budgets ${BUDGETS.join(", ")}; ${perOrg ? "one organization per conversation" : "one organization"}; questions of ${HALVES.join(" and ")}`,
+  );
 
-  const server = await startServer({ label: "recall", vars: args.vars ? Object.fromEntries(String(args.vars).split(",").map((kv) => kv.split("="))) : {} });
+  const server = await startServer({
+    label: "recall",
+    vars: args.vars
+      ? Object.fromEntries(
+          String(args.vars)
+            .split(",")
+            .map((kv) => kv.split("=")),
+        )
+      : {},
+  });
   log(`server ${server.url} (state ${server.stateDir})`);
   // tallies[half][system][cat][budget] = { held, total, questions, full, tokens, qrecall }
   const tallies = { tune: { compile: {}, bm25: {} }, check: { compile: {}, bm25: {} } };
   const bump = (half, sys, cat, budget, held, total, tokens) => {
-    const t = ((tallies[half][sys][cat] ??= {})[budget] ??= { held: 0, total: 0, questions: 0, full: 0, tokens: 0, qrecall: 0 });
-    t.held += held; t.total += total; t.questions++; t.full += held === total ? 1 : 0; t.tokens += tokens; t.qrecall += held / total;
+    const t = ((tallies[half][sys][cat] ??= {})[budget] ??= {
+      held: 0,
+      total: 0,
+      questions: 0,
+      full: 0,
+      tokens: 0,
+      qrecall: 0,
+    });
+    t.held += held;
+    t.total += total;
+    t.questions++;
+    t.full += held === total ? 1 : 0;
+    t.tokens += tokens;
+    t.qrecall += held / total;
   };
   const misses = [];
-  let droppedEvidence = 0, skippedQuestions = 0, turnsTotal = 0, questionsTotal = 0, vectorsIndexed = 0, hybridPacks = 0, packs = 0;
+  let droppedEvidence = 0,
+    skippedQuestions = 0,
+    turnsTotal = 0,
+    questionsTotal = 0,
+    vectorsIndexed = 0,
+    hybridPacks = 0,
+    packs = 0;
   const started = Date.now();
   try {
     // Store every conversation first (one organization, or one each), then fill the index(es).
@@ -234,11 +319,17 @@ async function main() {
       for (const key of new Set(convs.map((c) => c.key))) {
         const t1 = Date.now();
         const n = await fillIndex(server, key);
-        if (n != null) { vectorsIndexed += n; log(`  ${n} vectors indexed in ${((Date.now() - t1) / 1000).toFixed(1)}s`); }
+        if (n != null) {
+          vectorsIndexed += n;
+          log(`  ${n} vectors indexed in ${((Date.now() - t1) / 1000).toFixed(1)}s`);
+        }
       }
     for (const c of convs) {
       if (!HALVES.includes(c.half)) continue;
-      if (Date.now() > DEADLINE) { log("time bound reached; stopping early"); break; }
+      if (Date.now() > DEADLINE) {
+        log("time bound reached; stopping early");
+        break;
+      }
       const known = new Set(c.turns.map((t) => t.dia));
       const index = bm25Index(c.turns);
       const questions = [];
@@ -246,25 +337,42 @@ async function main() {
         if (!CATEGORIES[q.category] || typeof q.question !== "string") continue;
         const ev = evidenceIds(q.evidence, known);
         droppedEvidence += ev.dropped;
-        if (!ev.ids.length) { skippedQuestions++; continue; }
+        if (!ev.ids.length) {
+          skippedQuestions++;
+          continue;
+        }
         questions.push({ q: q.question, cat: q.category, ev: ev.ids });
       }
       const qs = questions.slice(0, limitQ);
       questionsTotal += qs.length;
       const jobs = qs.flatMap((q) => BUDGETS.map((budget) => ({ q, budget })));
-      await pool(jobs.length, 4, async (i) => {
-        const { q, budget } = jobs[i];
-        const body = { query: q.q, subject_id: c.subject, token_budget: budget, max_items: MAX_ITEMS };
-        const r = await apiOk(server.url, c.key, "POST", "/v1/context/compile", body);
-        const got = new Set(r.json.data.items.map((it) => c.diaByClaim.get(it.claim_id)));
-        if (args.misses && budget === 1000) await recordMisses(server.url, c.key, c, q, got, r.json.data.items, c.diaByClaim, misses);
-        packs++;
-        if (r.json.meta?.degraded?.vectors === false) hybridPacks++;
-        bump(c.half, "compile", q.cat, budget, q.ev.filter((e) => got.has(e)).length, q.ev.length, r.json.data.tokens_used);
-        const base = bm25Pack(index, c.turns, q.q, budget);
-        const bset = new Set(base.ids);
-        bump(c.half, "bm25", q.cat, budget, q.ev.filter((e) => bset.has(e)).length, q.ev.length, base.used);
-      }, { deadline: DEADLINE, onProgress: progress(`${c.name} compiles`, 5_000) });
+      await pool(
+        jobs.length,
+        4,
+        async (i) => {
+          const { q, budget } = jobs[i];
+          const body = { query: q.q, subject_id: c.subject, token_budget: budget, max_items: MAX_ITEMS };
+          const r = await apiOk(server.url, c.key, "POST", "/v1/context/compile", body);
+          const got = new Set(r.json.data.items.map((it) => c.diaByClaim.get(it.claim_id)));
+          if (args.misses && budget === 1000)
+            await recordMisses(server.url, c.key, c, q, got, r.json.data.items, c.diaByClaim, misses);
+          packs++;
+          if (r.json.meta?.degraded?.vectors === false) hybridPacks++;
+          bump(
+            c.half,
+            "compile",
+            q.cat,
+            budget,
+            q.ev.filter((e) => got.has(e)).length,
+            q.ev.length,
+            r.json.data.tokens_used,
+          );
+          const base = bm25Pack(index, c.turns, q.q, budget);
+          const bset = new Set(base.ids);
+          bump(c.half, "bm25", q.cat, budget, q.ev.filter((e) => bset.has(e)).length, q.ev.length, base.used);
+        },
+        { deadline: DEADLINE, onProgress: progress(`${c.name} compiles`, 5_000) },
+      );
     }
   } finally {
     await server.stop();
@@ -274,39 +382,78 @@ async function main() {
   const sum = (half, sys, cat, budget) => {
     if (cat !== "all") return tallies[half][sys][cat]?.[budget];
     const acc = { held: 0, total: 0, questions: 0, full: 0, tokens: 0, qrecall: 0 };
-    for (const c of Object.keys(tallies[half][sys])) for (const k of Object.keys(acc)) acc[k] += tallies[half][sys][c][budget]?.[k] ?? 0;
+    for (const c of Object.keys(tallies[half][sys]))
+      for (const k of Object.keys(acc)) acc[k] += tallies[half][sys][c][budget]?.[k] ?? 0;
     return acc.questions ? acc : undefined;
   };
   const ratioAt = (half, budget) => {
-    const a = sum(half, "compile", "all", budget), b = sum(half, "bm25", "all", budget);
-    return a && b ? (a.held / a.total) / (b.held / b.total) : NaN;
+    const a = sum(half, "compile", "all", budget),
+      b = sum(half, "bm25", "all", budget);
+    return a && b ? a.held / a.total / (b.held / b.total) : NaN;
   };
-  const header = ["budget", "category", "questions", "evidence turns", "compile recall %", "BM25 recall %", "ratio",
-    "compile per-question %", "BM25 per-question %", "compile tokens/pack", "BM25 tokens/pack"];
+  const header = [
+    "budget",
+    "category",
+    "questions",
+    "evidence turns",
+    "compile recall %",
+    "BM25 recall %",
+    "ratio",
+    "compile per-question %",
+    "BM25 per-question %",
+    "compile tokens/pack",
+    "BM25 tokens/pack",
+  ];
   const tableOf = (half) => {
-    const cats = [...Object.keys(CATEGORIES).map(Number).filter((c) => tallies[half].compile[c]), "all"];
+    const cats = [
+      ...Object.keys(CATEGORIES)
+        .map(Number)
+        .filter((c) => tallies[half].compile[c]),
+      "all",
+    ];
     const rows = [];
     for (const budget of BUDGETS)
       for (const cat of cats) {
-        const a = sum(half, "compile", cat, budget), b = sum(half, "bm25", cat, budget);
+        const a = sum(half, "compile", cat, budget),
+          b = sum(half, "bm25", cat, budget);
         if (!a || !b) continue;
-        const ra = a.held / a.total, rb = b.held / b.total;
-        rows.push([String(budget), cat === "all" ? "**all (1-4)**" : `${cat} ${CATEGORIES[cat]}`, String(a.questions), String(a.total),
-          fmt(100 * ra), fmt(100 * rb), fmt(ra / rb, 2) + "×", fmt(100 * a.qrecall / a.questions), fmt(100 * b.qrecall / b.questions),
-          fmt(a.tokens / a.questions, 0), fmt(b.tokens / b.questions, 0)]);
+        const ra = a.held / a.total,
+          rb = b.held / b.total;
+        rows.push([
+          String(budget),
+          cat === "all" ? "**all (1-4)**" : `${cat} ${CATEGORIES[cat]}`,
+          String(a.questions),
+          String(a.total),
+          fmt(100 * ra),
+          fmt(100 * rb),
+          fmt(ra / rb, 2) + "×",
+          fmt((100 * a.qrecall) / a.questions),
+          fmt((100 * b.qrecall) / b.questions),
+          fmt(a.tokens / a.questions, 0),
+          fmt(b.tokens / b.questions, 0),
+        ]);
       }
     return table(header, rows);
   };
-  const names = (half) => convs.filter((c) => c.half === half).map((c) => c.name).join(", ");
+  const names = (half) =>
+    convs
+      .filter((c) => c.half === half)
+      .map((c) => c.name)
+      .join(", ");
   const summary = (half) => {
     const parts = BUDGETS.map((b) => {
-      const a = sum(half, "compile", "all", b), x = sum(half, "bm25", "all", b);
-      return a && x ? `${b}: ${fmt(100 * a.held / a.total)} vs ${fmt(100 * x.held / x.total)}% (${fmt(ratioAt(half, b), 2)}×)` : null;
+      const a = sum(half, "compile", "all", b),
+        x = sum(half, "bm25", "all", b);
+      return a && x
+        ? `${b}: ${fmt((100 * a.held) / a.total)} vs ${fmt((100 * x.held) / x.total)}% (${fmt(ratioAt(half, b), 2)}×)`
+        : null;
     }).filter(Boolean);
     return `**${half} half (${names(half)}):** ${parts.join("; ")}`;
   };
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  const sections = HALVES.map((h) => `### ${h === "tune" ? "Tune" : "Check"} half: conversations ${names(h)}\n\n${tableOf(h)}`).join("\n\n");
+  const sections = HALVES.map(
+    (h) => `### ${h === "tune" ? "Tune" : "Check"} half: conversations ${names(h)}\n\n${tableOf(h)}`,
+  ).join("\n\n");
   const md = `## Retrieval quality (\`npm run bench:recall\`)
 
 ${machineLine()}
@@ -328,7 +475,8 @@ ${HALVES.map(summary).join("  \n")}
 ${sections}
 
 **Recall at 1000 tokens, all categories: ${HALVES.map((h) => `${h} half ${fmt(ratioAt(h, 1000), 2)}×`).join(", ")} the BM25 baseline** (target: 1.35× on the check half).`;
-  if (args.write !== false && !args["no-write"] && HALVES.length === 2 && limitQ === Infinity) writeSection("recall", md);
+  if (args.write !== false && !args["no-write"] && HALVES.length === 2 && limitQ === Infinity)
+    writeSection("recall", md);
   console.log(md);
   if (args.misses) reportMisses(String(args.misses), misses);
 }
@@ -337,28 +485,50 @@ ${sections}
 async function recordMisses(url, key, c, q, got, packed, diaByClaim, misses) {
   const missed = q.ev.filter((e) => !got.has(e));
   if (!missed.length) return;
-  const r = await apiOk(url, key, "POST", "/v1/context/compile", { query: q.q, subject_id: c.subject, token_budget: 32_000, max_items: MAX_ITEMS });
+  const r = await apiOk(url, key, "POST", "/v1/context/compile", {
+    query: q.q,
+    subject_id: c.subject,
+    token_budget: 32_000,
+    max_items: MAX_ITEMS,
+  });
   const order = r.json.data.items.map((it) => diaByClaim.get(it.claim_id));
   const last = packed.length ? packed[packed.length - 1].score : null;
   for (const e of missed) {
     const k = order.indexOf(e);
-    misses.push({ conversation: c.name, question: q.q, category: q.cat, evidence: e, statement: c.turns.find((t) => t.dia === e).statement,
-      rank: k < 0 ? null : k + 1, score: k < 0 ? null : r.json.data.items[k].score, last_packed_score: last, packed: packed.length });
+    misses.push({
+      conversation: c.name,
+      question: q.q,
+      category: q.cat,
+      evidence: e,
+      statement: c.turns.find((t) => t.dia === e).statement,
+      rank: k < 0 ? null : k + 1,
+      score: k < 0 ? null : r.json.data.items[k].score,
+      last_packed_score: last,
+      packed: packed.length,
+    });
   }
 }
 
 function reportMisses(file, misses) {
   writeFileSync(file, JSON.stringify(misses, null, 1));
-  const buckets = [["rank 1-40", (m) => m.rank !== null && m.rank <= 40], ["rank 41-80", (m) => m.rank > 40 && m.rank <= 80],
-    ["rank 81-200", (m) => m.rank > 80], [`not among the ${MAX_ITEMS} best`, (m) => m.rank === null]];
+  const buckets = [
+    ["rank 1-40", (m) => m.rank !== null && m.rank <= 40],
+    ["rank 41-80", (m) => m.rank > 40 && m.rank <= 80],
+    ["rank 81-200", (m) => m.rank > 80],
+    [`not among the ${MAX_ITEMS} best`, (m) => m.rank === null],
+  ];
   log(`misses at 1000 tokens: ${misses.length} evidence turns (written to ${file})`);
   for (const [label, test] of buckets) {
     const ms = misses.filter(test);
-    const byCat = Object.keys(CATEGORIES).map((k) => `${CATEGORIES[k]} ${ms.filter((m) => m.category === Number(k)).length}`).join(", ");
+    const byCat = Object.keys(CATEGORIES)
+      .map((k) => `${CATEGORIES[k]} ${ms.filter((m) => m.category === Number(k)).length}`)
+      .join(", ");
     log(`  ${label}: ${ms.length} (${byCat})`);
   }
   const ranked = misses.filter((m) => m.rank !== null);
-  log(`  ranked, within 0.05 of the last packed item's score: ${ranked.filter((m) => m.last_packed_score - m.score < 0.05).length} of ${ranked.length}`);
+  log(
+    `  ranked, within 0.05 of the last packed item's score: ${ranked.filter((m) => m.last_packed_score - m.score < 0.05).length} of ${ranked.length}`,
+  );
 }
 
 main().catch((err) => {

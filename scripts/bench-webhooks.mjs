@@ -10,7 +10,22 @@
 //             every event delivered, none under two delivery ids
 // Options: --latency-events N, --slow-events N, --flaky-events N, --outage-events N, --parts a,b,...
 import { createServer } from "node:http";
-import { api, apiOk, fmt, log, machineLine, newOrg, parseArgs, percentile, pool, progress, sleep, startServer, table, writeSection } from "./bench-lib.mjs";
+import {
+  api,
+  apiOk,
+  fmt,
+  log,
+  machineLine,
+  newOrg,
+  parseArgs,
+  percentile,
+  pool,
+  progress,
+  sleep,
+  startServer,
+  table,
+  writeSection,
+} from "./bench-lib.mjs";
 
 const args = parseArgs();
 const PARTS = new Set(String(args.parts ?? "latency,slow,flaky,outage").split(","));
@@ -37,7 +52,13 @@ async function receiver({ answer = () => 204, delayMs = 0 } = {}) {
     const at = Date.now();
     const n = requests.length + 1;
     const status = answer(n);
-    requests.push({ at, status, delivery: req.headers["x-svc-delivery"], event: req.headers["x-svc-event-id"], eventAt: Date.parse(req.headers["x-svc-timestamp"]) });
+    requests.push({
+      at,
+      status,
+      delivery: req.headers["x-svc-delivery"],
+      event: req.headers["x-svc-event-id"],
+      eventAt: Date.parse(req.headers["x-svc-timestamp"]),
+    });
     if (delayMs) await sleep(delayMs);
     res.writeHead(status).end();
   });
@@ -45,24 +66,45 @@ async function receiver({ answer = () => 204, delayMs = 0 } = {}) {
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address();
   return {
-    url: `http://127.0.0.1:${port}/hook`, requests,
-    kill: () => new Promise((r) => { server.close(r); server.closeAllConnections(); }),
+    url: `http://127.0.0.1:${port}/hook`,
+    requests,
+    kill: () =>
+      new Promise((r) => {
+        server.close(r);
+        server.closeAllConnections();
+      }),
     restart: () => new Promise((r) => server.listen(port, "127.0.0.1", r)),
-    close: () => new Promise((r) => { server.close(r); server.closeAllConnections(); }),
+    close: () =>
+      new Promise((r) => {
+        server.close(r);
+        server.closeAllConnections();
+      }),
   };
 }
 
-const observation = (i, tag) => ({ subject_id: `bench-${tag}`, kind: "note", content: `webhook bench ${tag} ${i}`, source: { type: "bench" } });
+const observation = (i, tag) => ({
+  subject_id: `bench-${tag}`,
+  kind: "note",
+  content: `webhook bench ${tag} ${i}`,
+  source: { type: "bench" },
+});
 
 async function hookFor(server, rx) {
   const org = await newOrg(server);
-  const hook = (await apiOk(server.url, org.api_key, "POST", "/v1/webhooks", { url: rx.url, secret: SECRET, events: ["observation.appended"] })).json.data;
+  const hook = (
+    await apiOk(server.url, org.api_key, "POST", "/v1/webhooks", {
+      url: rx.url,
+      secret: SECRET,
+      events: ["observation.appended"],
+    })
+  ).json.data;
   return { key: org.api_key, hook };
 }
 
 /** Waits until `done()` or until nothing new arrived for `idleMs`; returns whether done. */
 async function until(done, rx, idleMs = 30_000) {
-  let seen = rx.requests.length, since = Date.now();
+  let seen = rx.requests.length,
+    since = Date.now();
   while (!done()) {
     await sleep(50);
     if (rx.requests.length !== seen) [seen, since] = [rx.requests.length, Date.now()];
@@ -76,10 +118,18 @@ async function deliveryStatuses(server, key, hookId) {
   const counts = {};
   let after;
   do {
-    const page = (await apiOk(server.url, key, "GET", `/v1/webhooks/${hookId}/deliveries?limit=200${after ? `&after=${after}` : ""}`)).json.data;
+    const page = (
+      await apiOk(
+        server.url,
+        key,
+        "GET",
+        `/v1/webhooks/${hookId}/deliveries?limit=200${after ? `&after=${after}` : ""}`,
+      )
+    ).json.data;
     for (const d of page.deliveries) {
       counts[d.status] = (counts[d.status] ?? 0) + 1;
-      if (d.attempts > 1) counts["retried (more than one attempt)"] = (counts["retried (more than one attempt)"] ?? 0) + 1;
+      if (d.attempts > 1)
+        counts["retried (more than one attempt)"] = (counts["retried (more than one attempt)"] ?? 0) + 1;
     }
     after = page.has_more ? page.next_cursor : undefined;
   } while (after);
@@ -99,7 +149,8 @@ async function backlog(server, rx, key, hook, n, tag, done) {
 }
 
 /** When the last successful answer went out: its arrival plus the receiver's delay. */
-const lastSuccess = (rx, delayMs = 0) => Math.max(...rx.requests.filter((r) => r.status < 300).map((r) => r.at)) + delayMs;
+const lastSuccess = (rx, delayMs = 0) =>
+  Math.max(...rx.requests.filter((r) => r.status < 300).map((r) => r.at)) + delayMs;
 
 async function partLatency(server) {
   const rx = await receiver();
@@ -123,7 +174,13 @@ async function partSlow(server) {
     const { t0, finished } = await backlog(server, rx, key, hook, N.slow, "slow", () => rx.requests.length >= N.slow);
     await sleep(600); // the last answers
     const seconds = (lastSuccess(rx, 500) - t0) / 1000;
-    return { n: N.slow, seconds, rate: rx.requests.length / seconds, finished, statuses: await deliveryStatuses(server, key, hook.webhook_id) };
+    return {
+      n: N.slow,
+      seconds,
+      rate: rx.requests.length / seconds,
+      finished,
+      statuses: await deliveryStatuses(server, key, hook.webhook_id),
+    };
   } finally {
     await rx.close();
   }
@@ -137,8 +194,15 @@ async function partFlaky(server) {
     // Done when every event is delivered; a delivery that failed all its attempts leaves the wait idle.
     const { t0, finished } = await backlog(server, rx, key, hook, N.flaky, "flaky", () => ok() >= N.flaky);
     const seconds = (lastSuccess(rx) - t0) / 1000;
-    return { n: N.flaky, seconds, delivered: ok(), rate: ok() / seconds, attempts: rx.requests.length, finished,
-      statuses: await deliveryStatuses(server, key, hook.webhook_id) };
+    return {
+      n: N.flaky,
+      seconds,
+      delivered: ok(),
+      rate: ok() / seconds,
+      attempts: rx.requests.length,
+      finished,
+      statuses: await deliveryStatuses(server, key, hook.webhook_id),
+    };
   } finally {
     await rx.close();
   }
@@ -160,11 +224,16 @@ async function partOutage(server) {
       outages.push({ at: (down - t0) / 1000, ms: Date.now() - down });
     };
     const running = [];
-    await pool(N.outage, 8, async (i) => {
-      await apiOk(server.url, key, "POST", "/v1/observations", observation(i, "outage"));
-      appended++;
-      if (kills.includes(appended)) running.push(outage());
-    }, { onProgress: progress("outage events", 5_000) });
+    await pool(
+      N.outage,
+      8,
+      async (i) => {
+        await apiOk(server.url, key, "POST", "/v1/observations", observation(i, "outage"));
+        appended++;
+        if (kills.includes(appended)) running.push(outage());
+      },
+      { onProgress: progress("outage events", 5_000) },
+    );
     const appendSeconds = (Date.now() - t0) / 1000;
     await Promise.all(running);
     const acknowledged = () => new Set(rx.requests.filter((r) => r.status === 204).map((r) => r.event)).size;
@@ -174,10 +243,17 @@ async function partOutage(server) {
     const byEvent = new Map();
     for (const r of rx.requests) byEvent.set(r.event, new Set([...(byEvent.get(r.event) ?? []), r.delivery]));
     const ackedTwice = new Map();
-    for (const r of rx.requests.filter((x) => x.status === 204)) ackedTwice.set(r.delivery, (ackedTwice.get(r.delivery) ?? 0) + 1);
+    for (const r of rx.requests.filter((x) => x.status === 204))
+      ackedTwice.set(r.delivery, (ackedTwice.get(r.delivery) ?? 0) + 1);
     return {
-      n: N.outage, appendSeconds, seconds, finished, outages,
-      received: byEvent.size, acknowledged: acknowledged(), requests: rx.requests.length,
+      n: N.outage,
+      appendSeconds,
+      seconds,
+      finished,
+      outages,
+      received: byEvent.size,
+      acknowledged: acknowledged(),
+      requests: rx.requests.length,
       twoIds: [...byEvent.values()].filter((s) => s.size > 1).length,
       resentAfterAck: [...ackedTwice.values()].filter((c) => c > 1).length,
       statuses: await deliveryStatuses(server, key, hook.webhook_id),
@@ -192,29 +268,62 @@ const out = {};
 try {
   const ready = (await api(server.url, "", "GET", "/readyz")).json?.data?.capabilities;
   log(`server ${server.url}: background_repair ${ready?.background_repair}`);
-  if (PARTS.has("latency")) { log("latency"); out.latency = await partLatency(server); }
-  if (PARTS.has("slow")) { log("slow receiver"); out.slow = await partSlow(server); }
-  if (PARTS.has("flaky")) { log("flaky receiver"); out.flaky = await partFlaky(server); }
-  if (PARTS.has("outage")) { log("outage"); out.outage = await partOutage(server); }
+  if (PARTS.has("latency")) {
+    log("latency");
+    out.latency = await partLatency(server);
+  }
+  if (PARTS.has("slow")) {
+    log("slow receiver");
+    out.slow = await partSlow(server);
+  }
+  if (PARTS.has("flaky")) {
+    log("flaky receiver");
+    out.flaky = await partFlaky(server);
+  }
+  if (PARTS.has("outage")) {
+    log("outage");
+    out.outage = await partOutage(server);
+  }
 } finally {
   await server.stop();
 }
 log(JSON.stringify(out, null, 1));
 
-const statusText = (s) => Object.entries(s ?? {}).map(([k, v]) => `${v} ${k}`).join(", ");
+const statusText = (s) =>
+  Object.entries(s ?? {})
+    .map(([k, v]) => `${v} ${k}`)
+    .join(", ");
 const rows = [];
-if (out.latency) rows.push(["commit → first delivery (one event at a time, receiver answers at once)", `${out.latency.n} events`,
-  `p50 **${fmt(out.latency.p50, 0)} ms**, p95 **${fmt(out.latency.p95, 0)} ms** (max ${fmt(out.latency.max, 0)} ms)`]);
-if (out.slow) rows.push(["receiver answers after 500 ms", `${out.slow.n} events at once`,
-  `**${fmt(out.slow.rate, 1)} deliveries/s** (${fmt(out.slow.seconds, 1)} s; ${statusText(out.slow.statuses)})`]);
-if (out.flaky) rows.push(["receiver fails every other request", `${out.flaky.n} events at once`,
-  `**${fmt(out.flaky.rate, 1)} deliveries/s** (${out.flaky.delivered} delivered in ${fmt(out.flaky.seconds, 1)} s, ${out.flaky.attempts} requests; ${statusText(out.flaky.statuses)})`]);
-if (out.outage) rows.push([`receiver killed twice for ${OUTAGE_MS / 1000} s while events are written`, `${out.outage.n} events (8 writers)`,
-  `**${out.outage.acknowledged} of ${out.outage.n} delivered, ${out.outage.twoIds} under two delivery ids** ` +
-  `(${out.outage.requests} requests; ${out.outage.resentAfterAck} acknowledged twice; all delivered ${fmt(out.outage.seconds, 1)} s after the first append, ` +
-  `appends took ${fmt(out.outage.appendSeconds, 1)} s; outages at ${out.outage.outages.map((o) => `${fmt(o.at, 1)} s`).join(" and ")}; ${statusText(out.outage.statuses)})`]);
+if (out.latency)
+  rows.push([
+    "commit → first delivery (one event at a time, receiver answers at once)",
+    `${out.latency.n} events`,
+    `p50 **${fmt(out.latency.p50, 0)} ms**, p95 **${fmt(out.latency.p95, 0)} ms** (max ${fmt(out.latency.max, 0)} ms)`,
+  ]);
+if (out.slow)
+  rows.push([
+    "receiver answers after 500 ms",
+    `${out.slow.n} events at once`,
+    `**${fmt(out.slow.rate, 1)} deliveries/s** (${fmt(out.slow.seconds, 1)} s; ${statusText(out.slow.statuses)})`,
+  ]);
+if (out.flaky)
+  rows.push([
+    "receiver fails every other request",
+    `${out.flaky.n} events at once`,
+    `**${fmt(out.flaky.rate, 1)} deliveries/s** (${out.flaky.delivered} delivered in ${fmt(out.flaky.seconds, 1)} s, ${out.flaky.attempts} requests; ${statusText(out.flaky.statuses)})`,
+  ]);
+if (out.outage)
+  rows.push([
+    `receiver killed twice for ${OUTAGE_MS / 1000} s while events are written`,
+    `${out.outage.n} events (8 writers)`,
+    `**${out.outage.acknowledged} of ${out.outage.n} delivered, ${out.outage.twoIds} under two delivery ids** ` +
+      `(${out.outage.requests} requests; ${out.outage.resentAfterAck} acknowledged twice; all delivered ${fmt(out.outage.seconds, 1)} s after the first append, ` +
+      `appends took ${fmt(out.outage.appendSeconds, 1)} s; outages at ${out.outage.outages.map((o) => `${fmt(o.at, 1)} s`).join(" and ")}; ${statusText(out.outage.statuses)})`,
+  ]);
 
-writeSection("webhooks", `### 10. Webhook delivery (\`npm run bench:webhooks\`)
+writeSection(
+  "webhooks",
+  `### 10. Webhook delivery (\`npm run bench:webhooks\`)
 
 Method: one local server (a snapshot of the code via \`scripts/serve.mjs\`, background timer on, \`WEBHOOK_RETRY_SCHEDULE=${RETRY_SCHEDULE}\`), each
 row in its own organization with one hook (\`observation.appended\`) to a Node receiver on loopback. Nothing calls
@@ -239,4 +348,5 @@ not delivery's.
 Rerun: \`npm run bench:webhooks\` (options \`--parts latency,slow,flaky,outage\`, \`--latency-events\`, \`--slow-events\`, \`--flaky-events\`,
 \`--outage-events\`).
 
-<sub>${machineLine()}</sub>`);
+<sub>${machineLine()}</sub>`,
+);

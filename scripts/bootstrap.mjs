@@ -29,7 +29,9 @@ async function run() {
     const { bootstrapVia } = await import("./local.mjs");
     return bootstrapVia(url.replace(/\/$/, ""), token);
   }
-  execFileSync(process.execPath, [new URL("./ensure-deps.mjs", import.meta.url).pathname], { stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync(process.execPath, [new URL("./ensure-deps.mjs", import.meta.url).pathname], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const local = await import("./local.mjs");
   const token = local.operatorToken();
   if (existsSync(local.serverFile())) {
@@ -55,7 +57,10 @@ async function run() {
 try {
   const org = await run();
   if (json) console.log(JSON.stringify(org));
-  else console.log(`organization ${org.org_id}\n  owner API key:       ${org.api_key}\n  dashboard username:  ${org.owner_username}\n  temporary password:  ${org.temporary_password}`);
+  else
+    console.log(
+      `organization ${org.org_id}\n  owner API key:       ${org.api_key}\n  dashboard username:  ${org.owner_username}\n  temporary password:  ${org.temporary_password}`,
+    );
 } catch (err) {
   console.error(String(err?.message ?? err));
   process.exit(1);

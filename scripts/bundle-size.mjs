@@ -23,8 +23,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const out = mkdtempSync(join(tmpdir(), "svc-bundle-"));
   try {
     const env = process.argv.includes("--env") ? ["--env", process.argv[process.argv.indexOf("--env") + 1]] : [];
-    const r = spawnSync(join(root, "node_modules", ".bin", "wrangler"), ["deploy", "--dry-run", "--outdir", out, ...env],
-      { cwd: root, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } });
+    const r = spawnSync(
+      join(root, "node_modules", ".bin", "wrangler"),
+      ["deploy", "--dry-run", "--outdir", out, ...env],
+      { cwd: root, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+    );
     if (r.status !== 0) {
       process.stderr.write(`${r.stdout}${r.stderr}`);
       process.exit(1);

@@ -18,8 +18,17 @@ const state = mkdtempSync(join(tmpdir(), "svc-check-"));
 process.env.SVC_STATE_DIR = state;
 const local = await import("./local.mjs");
 
-const read = (p) => { try { return readFileSync(p); } catch { return null; } };
-const pids = () => readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number);
+const read = (p) => {
+  try {
+    return readFileSync(p);
+  } catch {
+    return null;
+  }
+};
+const pids = () =>
+  readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
 
 function descendants(root) {
   const children = new Map();
@@ -39,12 +48,18 @@ function listeningPorts(tree) {
   const inodes = new Set();
   for (const pid of tree) {
     let fds = [];
-    try { fds = readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
     for (const fd of fds) {
       try {
         const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
         if (m) inodes.add(m[1]);
-      } catch { /* closed meanwhile */ }
+      } catch {
+        /* closed meanwhile */
+      }
     }
   }
   const ports = new Set();
@@ -63,7 +78,9 @@ async function speaksInspector(port) {
       const r = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(3_000) });
       const text = await r.text();
       if (/webSocketDebuggerUrl|Protocol-Version/.test(text)) return true;
-    } catch { /* not HTTP, or no answer: not an inspector endpoint */ }
+    } catch {
+      /* not HTTP, or no answer: not an inspector endpoint */
+    }
   }
   return false;
 }
@@ -76,16 +93,26 @@ try {
   const secrets = { "operator token": local.operatorToken(), "password pepper": local.passwordPepper() };
   const tree = descendants(child.pid);
   const ports = listeningPorts(tree);
-  if (!ports.includes(port)) failures.push(`the served port ${port} is not among the tree's listening ports ${ports.join(",")}`);
+  if (!ports.includes(port))
+    failures.push(`the served port ${port} is not among the tree's listening ports ${ports.join(",")}`);
   for (const p of ports) if (await speaksInspector(p)) failures.push(`port ${p} answers the inspector protocol`);
   for (const [name, secret] of Object.entries(secrets)) {
-    for (const pid of pids()) if (read(`/proc/${pid}/cmdline`)?.includes(secret)) failures.push(`the ${name} is on the command line of pid ${pid}`);
-    for (const pid of tree) if (read(`/proc/${pid}/environ`)?.includes(secret)) failures.push(`the ${name} is in the environment of pid ${pid}`);
+    for (const pid of pids())
+      if (read(`/proc/${pid}/cmdline`)?.includes(secret))
+        failures.push(`the ${name} is on the command line of pid ${pid}`);
+    for (const pid of tree)
+      if (read(`/proc/${pid}/environ`)?.includes(secret))
+        failures.push(`the ${name} is in the environment of pid ${pid}`);
   }
 } catch (err) {
   failures.push(String(err?.message ?? err));
 } finally {
-  for (const pid of descendants(child.pid).reverse()) try { process.kill(pid, "SIGTERM"); } catch { /* gone */ }
+  for (const pid of descendants(child.pid).reverse())
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      /* gone */
+    }
   rmSync(state, { recursive: true, force: true });
 }
 if (failures.length) {

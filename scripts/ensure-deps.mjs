@@ -12,5 +12,8 @@ const lock = join(root, "package-lock.json");
 const stale = !existsSync(marker) || (existsSync(lock) && statSync(lock).mtimeMs > statSync(marker).mtimeMs);
 if (stale) {
   console.error("installing dependencies (npm ci)…");
-  execSync(existsSync(lock) ? "npm ci --no-audit --no-fund" : "npm install --no-audit --no-fund", { cwd: root, stdio: "inherit" });
+  execSync(existsSync(lock) ? "npm ci --no-audit --no-fund" : "npm install --no-audit --no-fund", {
+    cwd: root,
+    stdio: "inherit",
+  });
 }

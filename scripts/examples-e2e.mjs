@@ -16,7 +16,10 @@ const fail = (msg) => {
 };
 
 const typesNow = join(mkdtempSync(join(tmpdir(), "svc-types-")), "openapi.d.ts");
-execFileSync(join(root, "node_modules/.bin/openapi-typescript"), ["docs/openapi.json", "-o", typesNow], { cwd: root, stdio: "ignore" });
+execFileSync(join(root, "node_modules/.bin/openapi-typescript"), ["docs/openapi.json", "-o", typesNow], {
+  cwd: root,
+  stdio: "ignore",
+});
 if (readFileSync(typesNow, "utf8") !== readFileSync(join(root, "clients/typescript/src/openapi.d.ts"), "utf8"))
   fail("clients/typescript/src/openapi.d.ts is stale: npm run generate -w clients/typescript");
 
@@ -27,14 +30,24 @@ const server = spawn("npm", ["start"], { cwd: root, env, stdio: "ignore", detach
 try {
   const base = `http://127.0.0.1:${port}`;
   await waitHealthy(base, server, 180_000);
-  const org = JSON.parse(execFileSync("npm", ["run", "-s", "bootstrap", "--", "--json"], { cwd: root, env, encoding: "utf8" }));
+  const org = JSON.parse(
+    execFileSync("npm", ["run", "-s", "bootstrap", "--", "--json"], { cwd: root, env, encoding: "utf8" }),
+  );
   const runEnv = { ...process.env, BASE: base, KEY: org.api_key };
-  const shell = execFileSync("bash", [join(root, "examples/quickstart.sh")], { cwd: root, env: runEnv, encoding: "utf8" });
+  const shell = execFileSync("bash", [join(root, "examples/quickstart.sh")], {
+    cwd: root,
+    env: runEnv,
+    encoding: "utf8",
+  });
   process.stdout.write(shell);
   for (const step of ["1 appended", "2 consolidated", "3 compiled", "4 feedback", "5 handed off", "6 exported"])
     if (!shell.includes(step)) fail(`quickstart.sh printed no "${step}"`);
   if (!/3 compiled\s+ctx_\w+: Prefers tea in the morning/.test(shell)) fail("quickstart.sh did not recall its claim");
-  const agent = execFileSync(join(root, "node_modules/.bin/tsx"), ["examples/agent.ts"], { cwd: root, env: runEnv, encoding: "utf8" });
+  const agent = execFileSync(join(root, "node_modules/.bin/tsx"), ["examples/agent.ts"], {
+    cwd: root,
+    env: runEnv,
+    encoding: "utf8",
+  });
   process.stdout.write(agent);
   if (!/3 compiled\s+ctx_\w+ Standups are at 9:30/.test(agent)) fail("agent.ts did not recall its claim");
   if (!/6 exported\s+\d+ NDJSON lines/.test(agent)) fail("agent.ts did not export");

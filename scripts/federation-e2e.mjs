@@ -21,12 +21,13 @@ const check = (ok, what) => {
   if (!ok) failures.push(what);
 };
 
-const freePort = () => new Promise((res) => {
-  const s = createServer().listen(0, "127.0.0.1", () => {
-    const { port } = s.address();
-    s.close(() => res(port));
+const freePort = () =>
+  new Promise((res) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
   });
-});
 
 async function startServer(name) {
   const stateDir = mkdtempSync(join(tmpdir(), `svc-fed-${name}-`));
@@ -50,7 +51,13 @@ async function startServer(name) {
     await new Promise((r) => setTimeout(r, 500));
   }
   const { stdout } = await run("npm", ["run", "-s", "bootstrap", "--", "--json"], { cwd: root, env });
-  const org = JSON.parse(stdout.trim().split("\n").filter((l) => l.startsWith("{")).pop());
+  const org = JSON.parse(
+    stdout
+      .trim()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .pop(),
+  );
   return { name, url, stateDir, child, org, stop: () => stop(child, stateDir) };
 }
 
@@ -83,7 +90,8 @@ function stop(child, stateDir) {
 
 async function api(server, key, method, path, body) {
   const res = await fetch(`${server.url}${path}`, {
-    method, headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
     body: body ? JSON.stringify(body) : undefined,
   });
   const text = await res.text();
@@ -93,9 +101,29 @@ async function api(server, key, method, path, body) {
 }
 
 async function syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB, secret = SECRET) {
-  const { stdout } = await run("npm", ["run", "-s", "federation:sync", "--", "--from", a.url, "--from-key", keyOnA, "--from-peer", peerOnA,
-    "--to", b.url, "--to-key", keyOnB, "--to-peer", peerOnB, "--include-memory"],
-  { cwd: root, env: { ...process.env, FEDERATION_SHARED_SECRET: secret } });
+  const { stdout } = await run(
+    "npm",
+    [
+      "run",
+      "-s",
+      "federation:sync",
+      "--",
+      "--from",
+      a.url,
+      "--from-key",
+      keyOnA,
+      "--from-peer",
+      peerOnA,
+      "--to",
+      b.url,
+      "--to-key",
+      keyOnB,
+      "--to-peer",
+      peerOnB,
+      "--include-memory",
+    ],
+    { cwd: root, env: { ...process.env, FEDERATION_SHARED_SECRET: secret } },
+  );
   return JSON.parse(stdout.trim().split("\n").pop());
 }
 
@@ -108,35 +136,95 @@ try {
   console.log(`A ${a.url} (${a.org.org_id}), B ${b.url} (${b.org.org_id})`);
 
   // Each side registers the other; each gives the other a key of its own organization to call it with.
-  const peerOnA = (await api(a, a.org.api_key, "POST", "/v1/federation/peers", { endpoint: b.url, shared_secret: SECRET, direction: "pull", label: "B" })).peer_id;
-  const peerOnB = (await api(b, b.org.api_key, "POST", "/v1/federation/peers", { endpoint: a.url, shared_secret: SECRET, direction: "push", label: "A" })).peer_id;
-  for (const [server, peer] of [[a, peerOnA], [b, peerOnB]])
+  const peerOnA = (
+    await api(a, a.org.api_key, "POST", "/v1/federation/peers", {
+      endpoint: b.url,
+      shared_secret: SECRET,
+      direction: "pull",
+      label: "B",
+    })
+  ).peer_id;
+  const peerOnB = (
+    await api(b, b.org.api_key, "POST", "/v1/federation/peers", {
+      endpoint: a.url,
+      shared_secret: SECRET,
+      direction: "push",
+      label: "A",
+    })
+  ).peer_id;
+  for (const [server, peer] of [
+    [a, peerOnA],
+    [b, peerOnB],
+  ])
     for (const resource_type of ["observation", "claim"])
       await api(server, server.org.api_key, "POST", `/v1/federation/peers/${peer}/filters`, { resource_type });
-  const keyOnA = (await api(a, a.org.api_key, "POST", "/v1/keys", { label: "federation: B pulls", scopes: ["federation:write"] })).key;
-  const keyOnB = (await api(b, b.org.api_key, "POST", "/v1/keys", { label: "federation: A pushes", scopes: ["federation:write"], max_trust: "high" })).key;
+  const keyOnA = (
+    await api(a, a.org.api_key, "POST", "/v1/keys", { label: "federation: B pulls", scopes: ["federation:write"] })
+  ).key;
+  const keyOnB = (
+    await api(b, b.org.api_key, "POST", "/v1/keys", {
+      label: "federation: A pushes",
+      scopes: ["federation:write"],
+      max_trust: "high",
+    })
+  ).key;
 
   const word = `bladderwort${Date.now()}`;
   const evidence = await api(a, a.org.api_key, "POST", "/v1/observations", {
-    subject_id: "e2e-subject", kind: "document", content: `${word} grows in still water`, source: { type: "field-notes", ref: "p12" }, trust: "high" });
+    subject_id: "e2e-subject",
+    kind: "document",
+    content: `${word} grows in still water`,
+    source: { type: "field-notes", ref: "p12" },
+    trust: "high",
+  });
   await api(a, a.org.api_key, "POST", "/v1/observations", {
-    subject_id: "e2e-subject", kind: "note", content: `private ${word} diary`, source: { type: "diary" }, visibility: "private" });
-  const claim = (await api(a, a.org.api_key, "POST", "/v1/consolidations", { subject_id: "e2e-subject",
-    claims: [{ kind: "fact", statement: `${word} is aquatic`, sources: [{ observation_id: evidence.observation_id, relation: "supports" }] }] })).claims[0];
+    subject_id: "e2e-subject",
+    kind: "note",
+    content: `private ${word} diary`,
+    source: { type: "diary" },
+    visibility: "private",
+  });
+  const claim = (
+    await api(a, a.org.api_key, "POST", "/v1/consolidations", {
+      subject_id: "e2e-subject",
+      claims: [
+        {
+          kind: "fact",
+          statement: `${word} is aquatic`,
+          sources: [{ observation_id: evidence.observation_id, relation: "supports" }],
+        },
+      ],
+    })
+  ).claims[0];
 
   // A pull is bound to its peer: unsigned, or signed with another secret, it is refused and moves nothing.
-  const unsigned = await fetch(`${a.url}/v1/federation/pull`, { method: "POST", body: JSON.stringify({ peer_id: peerOnA, sent_at: new Date().toISOString() }),
-    headers: { authorization: `Bearer ${keyOnA}`, "content-type": "application/json" } });
+  const unsigned = await fetch(`${a.url}/v1/federation/pull`, {
+    method: "POST",
+    body: JSON.stringify({ peer_id: peerOnA, sent_at: new Date().toISOString() }),
+    headers: { authorization: `Bearer ${keyOnA}`, "content-type": "application/json" },
+  });
   check(unsigned.status === 403, "an unsigned pull is refused (403)");
-  const wrongSecret = await syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB, `not-${SECRET}`).then(() => null, (err) => err);
-  check(/pull failed: 403/.test(wrongSecret?.stderr ?? ""), "a sync signing with another secret fails at its first pull (403)");
+  const wrongSecret = await syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB, `not-${SECRET}`).then(
+    () => null,
+    (err) => err,
+  );
+  check(
+    /pull failed: 403/.test(wrongSecret?.stderr ?? ""),
+    "a sync signing with another secret fails at its first pull (403)",
+  );
   const refusedLog = await api(a, a.org.api_key, "GET", `/v1/federation/log?peer_id=${peerOnA}`);
   check(refusedLog.entries.length === 0, "refused pulls leave no log entry");
 
   const first = await syncDriver(a, keyOnA, peerOnA, b, keyOnB, peerOnB);
   console.log(`sync: ${JSON.stringify(first)}`);
-  check(first.pulled_events === 2 && first.events.success === 2, "both team events (observation, claim) crossed and were recorded");
-  check(first.pulled_bundles === 1 && first.bundles.success === 1, "the claim crossed as one signed bundle and was imported");
+  check(
+    first.pulled_events === 2 && first.events.success === 2,
+    "both team events (observation, claim) crossed and were recorded",
+  );
+  check(
+    first.pulled_bundles === 1 && first.bundles.success === 1,
+    "the claim crossed as one signed bundle and was imported",
+  );
 
   const found = await api(b, b.org.api_key, "GET", `/v1/memories?q=${word}`);
   const local = found.items?.find((c) => c.statement === `${word} is aquatic`);
@@ -145,18 +233,30 @@ try {
     const ev = await api(b, b.org.api_key, "GET", `/v1/claims/${local.claim_id}/evidence`);
     const source = ev.supporting?.[0];
     check(source?.content === `${word} grows in still water`, "B holds the evidence with its content");
-    check(source?.source?.type === "federation" && source?.source?.ref === `${peerOnB}:${evidence.observation_id}`,
-      "the evidence's provenance names the peer and the remote observation");
+    check(
+      source?.source?.type === "federation" && source?.source?.ref === `${peerOnB}:${evidence.observation_id}`,
+      "the evidence's provenance names the peer and the remote observation",
+    );
     check(source?.content_hash === evidence.content_hash, "the content hash is the one A computed");
     check(source?.observation_id !== evidence.observation_id, "the evidence has a new local id");
   }
-  const exported = await fetch(`${b.url}/v1/export`, { headers: { authorization: `Bearer ${b.org.api_key}` } }).then((r) => r.text());
+  const exported = await fetch(`${b.url}/v1/export`, { headers: { authorization: `Bearer ${b.org.api_key}` } }).then(
+    (r) => r.text(),
+  );
   check(!exported.includes(`private ${word}`), "the private observation never reached B");
 
   const logA = await api(a, a.org.api_key, "GET", `/v1/federation/log?peer_id=${peerOnA}`);
   const logB = await api(b, b.org.api_key, "GET", `/v1/federation/log?peer_id=${peerOnB}`);
-  check(logA.entries.some((e) => e.operation === "pull" && e.counts.events === 2 && e.counts.bundles === 1), "A's log records the pull");
-  check(logB.entries.some((e) => e.operation === "push" && e.counts.events === 2 && e.counts.bundles === 1 && e.counts.success === 3), "B's log records the push");
+  check(
+    logA.entries.some((e) => e.operation === "pull" && e.counts.events === 2 && e.counts.bundles === 1),
+    "A's log records the pull",
+  );
+  check(
+    logB.entries.some(
+      (e) => e.operation === "push" && e.counts.events === 2 && e.counts.bundles === 1 && e.counts.success === 3,
+    ),
+    "B's log records the push",
+  );
   const peersB = await api(b, b.org.api_key, "GET", "/v1/federation/peers");
   check(peersB.peers[0].remote_org_id === a.org.org_id, "B pinned A's organization as the peer's source");
 

@@ -11,12 +11,21 @@
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { writeFileSync, readFileSync } from "node:fs";
 
-const USAGE = "usage: npm run federation:sync -- --from URL --from-key K --from-peer P --to URL --to-key K --to-peer Q [--include-memory] [--resume FILE]\n" +
+const USAGE =
+  "usage: npm run federation:sync -- --from URL --from-key K --from-peer P --to URL --to-key K --to-peer Q [--include-memory] [--resume FILE]\n" +
   "  (the peers' shared secret in FEDERATION_SHARED_SECRET)";
 
 export function parseArgs(argv) {
   const out = { includeMemory: false };
-  const names = { "--from": "from", "--from-key": "fromKey", "--from-peer": "fromPeer", "--to": "to", "--to-key": "toKey", "--to-peer": "toPeer", "--resume": "resume" };
+  const names = {
+    "--from": "from",
+    "--from-key": "fromKey",
+    "--from-peer": "fromPeer",
+    "--to": "to",
+    "--to-key": "toKey",
+    "--to-peer": "toPeer",
+    "--resume": "resume",
+  };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--include-memory") out.includeMemory = true;
     else if (names[argv[i]] && argv[i + 1] !== undefined) out[names[argv[i]]] = argv[++i];
@@ -31,10 +40,16 @@ export function parseArgs(argv) {
 
 const sign = (secret, bytes) => "sha256=" + createHmac("sha256", secret).update(bytes, "utf8").digest("hex");
 const sameSignature = (given, expected) =>
-  typeof given === "string" && given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+  typeof given === "string" &&
+  given.length === expected.length &&
+  timingSafeEqual(Buffer.from(given), Buffer.from(expected));
 
 async function post(url, key, raw, headers = {}) {
-  const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers }, body: raw });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+    body: raw,
+  });
   const text = await res.text();
   let json;
   try {
@@ -45,15 +60,23 @@ async function post(url, key, raw, headers = {}) {
   return { status: res.status, headers: res.headers, text, json };
 }
 
-const describe = (r) => `${r.status} ${r.json?.error?.code ?? ""} ${r.json?.error?.message ?? r.text.slice(0, 200)}`.trim();
+const describe = (r) =>
+  `${r.status} ${r.json?.error?.code ?? ""} ${r.json?.error?.message ?? r.text.slice(0, 200)}`.trim();
 
 /** Push one page; retried with the same bytes (the exchange_id makes a repeat answer the stored result). */
 async function pushPage(opts, secret, page) {
-  const raw = JSON.stringify({ peer_id: opts.toPeer, exchange_id: `sync-${randomUUID()}`, sent_at: new Date().toISOString(), ...page });
+  const raw = JSON.stringify({
+    peer_id: opts.toPeer,
+    exchange_id: `sync-${randomUUID()}`,
+    sent_at: new Date().toISOString(),
+    ...page,
+  });
   let last;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      last = await post(`${opts.to}/v1/federation/push`, opts.toKey, raw, { "x-svc-peer-signature": sign(secret, raw) });
+      last = await post(`${opts.to}/v1/federation/push`, opts.toKey, raw, {
+        "x-svc-peer-signature": sign(secret, raw),
+      });
       if (last.status === 200) return last.json.data;
       if (last.status < 500) break; // a refusal will not change on retry
     } catch (err) {
@@ -63,7 +86,9 @@ async function pushPage(opts, secret, page) {
   }
   const file = `federation-sync-unpushed-${Date.now()}.json`;
   writeFileSync(file, JSON.stringify(page));
-  throw new Error(`push failed (${describe(last)}); the pulled page was saved to ${file}: push it with --resume ${file}`);
+  throw new Error(
+    `push failed (${describe(last)}); the pulled page was saved to ${file}: push it with --resume ${file}`,
+  );
 }
 
 const tally = (into, results = []) => {
@@ -80,11 +105,19 @@ export async function sync(opts, secret, log = () => {}) {
     log(`resumed ${opts.resume}`);
   }
   for (;;) {
-    const raw = JSON.stringify({ peer_id: opts.fromPeer, sent_at: new Date().toISOString(), include_memory: opts.includeMemory });
-    const r = await post(`${opts.from}/v1/federation/pull`, opts.fromKey, raw, { "x-svc-peer-signature": sign(secret, raw) });
+    const raw = JSON.stringify({
+      peer_id: opts.fromPeer,
+      sent_at: new Date().toISOString(),
+      include_memory: opts.includeMemory,
+    });
+    const r = await post(`${opts.from}/v1/federation/pull`, opts.fromKey, raw, {
+      "x-svc-peer-signature": sign(secret, raw),
+    });
     if (r.status !== 200) throw new Error(`pull failed: ${describe(r)}`);
     if (!sameSignature(r.headers.get("x-svc-peer-signature"), sign(secret, r.text)))
-      throw new Error("pull response signature does not match: wrong FEDERATION_SHARED_SECRET, or the response was altered; nothing pushed");
+      throw new Error(
+        "pull response signature does not match: wrong FEDERATION_SHARED_SECRET, or the response was altered; nothing pushed",
+      );
     const { events, bundles, cursor, has_more } = r.json.data;
     summary.rounds++;
     summary.pulled_events += events.length;

@@ -12,7 +12,18 @@
 // (GET /v1/events). Any 5xx, network error or unexpected status fails the run. Prints a one-line verdict
 // and writes it, with the counts, to docs/BENCHMARKS.md.
 import {
-  api, fmt, log, machineLine, newOrg, parseArgs, percentile, progress, prng, startServer, table, writeSection,
+  api,
+  fmt,
+  log,
+  machineLine,
+  newOrg,
+  parseArgs,
+  percentile,
+  progress,
+  prng,
+  startServer,
+  table,
+  writeSection,
 } from "./bench-lib.mjs";
 
 const args = parseArgs();
@@ -34,7 +45,16 @@ const isDevProxy503 = (r) => r.status === 503 && /^Your worker restarted mid-req
 async function writePhase(server, label, keyForWriter) {
   const rand = prng(label === "one" ? 1 : 2);
   const stats = {
-    sent: 0, created: 0, replayed: 0, retried: 0, s5xx: 0, devProxy503: 0, undelivered: 0, network: 0, unexpected: [], latencies: [],
+    sent: 0,
+    created: 0,
+    replayed: 0,
+    retried: 0,
+    s5xx: 0,
+    devProxy503: 0,
+    undelivered: 0,
+    network: 0,
+    unexpected: [],
+    latencies: [],
   };
   const ids = new Map(); // org key -> Set of observation ids answered
   const retryMismatch = [];
@@ -66,29 +86,51 @@ async function writePhase(server, label, keyForWriter) {
   };
   // Which appends are retried is decided up front from the seed, so runs are comparable.
   const plan = Array.from({ length: WRITERS }, () => Array.from({ length: APPENDS }, () => rand() < RETRY_SHARE));
-  await Promise.all(Array.from({ length: WRITERS }, async (_, w) => {
-    const key = keyForWriter(w);
-    for (let i = 0; i < APPENDS && Date.now() < DEADLINE; i++) {
-      const body = { subject_id: `writer-${w}`, kind: "event", content: `${label} writer ${w} append ${i}`, source: { type: "load", ref: `${w}:${i}` } };
-      if (plan[w][i]) {
-        // A retry racing the original; a client told by the dev proxy to send again does so (same key).
-        stats.retried++;
-        const headers = { "idempotency-key": `${label}-${w}-${i}` };
-        const answers = await Promise.all([post(key, body, headers), post(key, body, headers)]);
-        for (let k = 0; k < 3 && answers.some(isDevProxy503) && !answers.some((r) => r.status === 201 || r.status === 200); k++)
-          answers.push(await post(key, body, headers));
-        const okIds = answers.filter((r) => r.status === 201 || r.status === 200).map((r) => r.json?.data?.observation_id);
-        const created = answers.filter((r) => r.status === 201).length;
-        const clean = !answers.some(isDevProxy503);
-        if (!okIds.length || new Set(okIds).size !== 1 || created > 1 || (clean && answers.map((r) => r.status).sort().join() !== "200,201"))
-          retryMismatch.push(`${w}:${i} ${answers.map((r) => r.status).join("/")} ${[...new Set(okIds)].join(" ")}`);
-      } else {
-        const r = await post(key, body);
-        if (isDevProxy503(r)) stats.undelivered++;
+  await Promise.all(
+    Array.from({ length: WRITERS }, async (_, w) => {
+      const key = keyForWriter(w);
+      for (let i = 0; i < APPENDS && Date.now() < DEADLINE; i++) {
+        const body = {
+          subject_id: `writer-${w}`,
+          kind: "event",
+          content: `${label} writer ${w} append ${i}`,
+          source: { type: "load", ref: `${w}:${i}` },
+        };
+        if (plan[w][i]) {
+          // A retry racing the original; a client told by the dev proxy to send again does so (same key).
+          stats.retried++;
+          const headers = { "idempotency-key": `${label}-${w}-${i}` };
+          const answers = await Promise.all([post(key, body, headers), post(key, body, headers)]);
+          for (
+            let k = 0;
+            k < 3 && answers.some(isDevProxy503) && !answers.some((r) => r.status === 201 || r.status === 200);
+            k++
+          )
+            answers.push(await post(key, body, headers));
+          const okIds = answers
+            .filter((r) => r.status === 201 || r.status === 200)
+            .map((r) => r.json?.data?.observation_id);
+          const created = answers.filter((r) => r.status === 201).length;
+          const clean = !answers.some(isDevProxy503);
+          if (
+            !okIds.length ||
+            new Set(okIds).size !== 1 ||
+            created > 1 ||
+            (clean &&
+              answers
+                .map((r) => r.status)
+                .sort()
+                .join() !== "200,201")
+          )
+            retryMismatch.push(`${w}:${i} ${answers.map((r) => r.status).join("/")} ${[...new Set(okIds)].join(" ")}`);
+        } else {
+          const r = await post(key, body);
+          if (isDevProxy503(r)) stats.undelivered++;
+        }
+        tick(++done, WRITERS * APPENDS);
       }
-      tick(++done, WRITERS * APPENDS);
-    }
-  }));
+    }),
+  );
   stats.seconds = (Date.now() - t0) / 1000;
   stats.complete = done === WRITERS * APPENDS;
   return { stats, ids, retryMismatch };
@@ -99,8 +141,10 @@ async function readBack(server, key) {
   const exported = [];
   let after;
   for (let page = 0; page < 10_000; page++) {
-    const r = await fetch(`${server.url}/v1/export?type=observations&limit=2000${after ? `&after=${encodeURIComponent(after)}` : ""}`,
-      { headers: { authorization: `Bearer ${key}` } });
+    const r = await fetch(
+      `${server.url}/v1/export?type=observations&limit=2000${after ? `&after=${encodeURIComponent(after)}` : ""}`,
+      { headers: { authorization: `Bearer ${key}` } },
+    );
     const text = await r.text();
     if (r.status !== 200) throw new Error(`export answered ${r.status}: ${text.slice(0, 200)}`);
     const lines = text.split("\n").filter(Boolean);
@@ -115,7 +159,12 @@ async function readBack(server, key) {
   const events = new Map();
   let cursor;
   for (let page = 0; page < 100_000; page++) {
-    const r = await api(server.url, key, "GET", `/v1/events?kind=observation.appended&limit=200${cursor ? `&after=${cursor}` : ""}`);
+    const r = await api(
+      server.url,
+      key,
+      "GET",
+      `/v1/events?kind=observation.appended&limit=200${cursor ? `&after=${cursor}` : ""}`,
+    );
     if (r.status !== 200) throw new Error(`events answered ${r.status}: ${r.text.slice(0, 200)}`);
     const evs = r.json.data.events;
     for (const e of evs) events.set(e.resource_id, (events.get(e.resource_id) ?? 0) + 1);
@@ -126,7 +175,16 @@ async function readBack(server, key) {
 }
 
 function verify(ids, backs) {
-  const v = { answered: 0, stored: 0, lost: 0, phantom: 0, duplicateRows: 0, eventless: 0, multiEvent: 0, strayEvents: 0 };
+  const v = {
+    answered: 0,
+    stored: 0,
+    lost: 0,
+    phantom: 0,
+    duplicateRows: 0,
+    eventless: 0,
+    multiEvent: 0,
+    strayEvents: 0,
+  };
   for (const [key, answered] of ids) {
     const { exported, events } = backs.get(key);
     const stored = new Set(exported);
@@ -157,9 +215,20 @@ async function phase(server, label, orgCount) {
   const v = verify(ids, backs);
   // Appends the dev proxy turned away (plain-text 503, not retried: no key) must have left no trace.
   const expected = WRITERS * APPENDS - stats.undelivered;
-  const ok = stats.complete && stats.s5xx === 0 && stats.network === 0 && stats.unexpected.length === 0 && retryMismatch.length === 0 &&
-    v.lost === 0 && v.phantom === 0 && v.duplicateRows === 0 && v.eventless === 0 && v.multiEvent === 0 && v.strayEvents === 0 &&
-    v.answered === expected && v.stored === expected;
+  const ok =
+    stats.complete &&
+    stats.s5xx === 0 &&
+    stats.network === 0 &&
+    stats.unexpected.length === 0 &&
+    retryMismatch.length === 0 &&
+    v.lost === 0 &&
+    v.phantom === 0 &&
+    v.duplicateRows === 0 &&
+    v.eventless === 0 &&
+    v.multiEvent === 0 &&
+    v.strayEvents === 0 &&
+    v.answered === expected &&
+    v.stored === expected;
   return { label, orgCount, stats, v, retryMismatch, ok, expected };
 }
 
@@ -179,20 +248,31 @@ async function main() {
   }
   const rows = results.map((r) => [
     r.orgCount === 1 ? "1 organization" : `${r.orgCount} organizations in parallel`,
-    `${WRITERS} × ${APPENDS}`, String(r.stats.sent), fmt(r.stats.sent / r.stats.seconds, 0),
+    `${WRITERS} × ${APPENDS}`,
+    String(r.stats.sent),
+    fmt(r.stats.sent / r.stats.seconds, 0),
     `${fmt(percentile(r.stats.latencies, 50))} / ${fmt(percentile(r.stats.latencies, 99))}`,
-    `${r.stats.retried} (${r.retryMismatch.length} mismatched)`, `${r.stats.created} / ${r.stats.replayed}`,
-    `${r.v.stored} of ${r.expected}`, String(r.v.lost), String(r.v.duplicateRows + r.v.phantom),
-    `${r.v.eventless} / ${r.v.multiEvent} / ${r.v.strayEvents}`, String(r.stats.s5xx), `${r.stats.devProxy503} (${r.stats.undelivered} unkeyed)`,
+    `${r.stats.retried} (${r.retryMismatch.length} mismatched)`,
+    `${r.stats.created} / ${r.stats.replayed}`,
+    `${r.v.stored} of ${r.expected}`,
+    String(r.v.lost),
+    String(r.v.duplicateRows + r.v.phantom),
+    `${r.v.eventless} / ${r.v.multiEvent} / ${r.v.strayEvents}`,
+    String(r.stats.s5xx),
+    `${r.stats.devProxy503} (${r.stats.undelivered} unkeyed)`,
     String(r.stats.network + r.stats.unexpected.length - r.stats.s5xx),
     r.ok ? "**pass**" : "**FAIL**",
   ]);
   const pass = results.every((r) => r.ok);
-  const verdict = `load: ${pass ? "PASS" : "FAIL"} — ${results.map((r) =>
-    `${r.orgCount} org${r.orgCount > 1 ? "s" : ""}: ${r.v.stored}/${r.expected} stored, ${r.v.lost} lost, ${r.v.duplicateRows + r.v.phantom} duplicate, ` +
-    `${r.v.eventless + r.v.multiEvent + r.v.strayEvents} event anomalies, ${r.stats.s5xx} 5xx, ${r.retryMismatch.length}/${r.stats.retried} bad retries, ` +
-    `${r.stats.devProxy503} dev-proxy 503, ` +
-    `${fmt(r.stats.sent / r.stats.seconds, 0)} req/s`).join("; ")}`;
+  const verdict = `load: ${pass ? "PASS" : "FAIL"} — ${results
+    .map(
+      (r) =>
+        `${r.orgCount} org${r.orgCount > 1 ? "s" : ""}: ${r.v.stored}/${r.expected} stored, ${r.v.lost} lost, ${r.v.duplicateRows + r.v.phantom} duplicate, ` +
+        `${r.v.eventless + r.v.multiEvent + r.v.strayEvents} event anomalies, ${r.stats.s5xx} 5xx, ${r.retryMismatch.length}/${r.stats.retried} bad retries, ` +
+        `${r.stats.devProxy503} dev-proxy 503, ` +
+        `${fmt(r.stats.sent / r.stats.seconds, 0)} req/s`,
+    )
+    .join("; ")}`;
   const problems = results.flatMap((r) => [...r.stats.unexpected.slice(0, 5), ...r.retryMismatch.slice(0, 5)]);
   const md = `## Load and integrity (\`npm run load\`)
 
@@ -207,8 +287,26 @@ must answer the same observation, one 201 and one 200 replay. Afterwards every o
 local dev proxy (cloudflare/workers-sdk#14641; the request never reaches the Worker), counted apart and checked: an
 unkeyed one must have left no observation, a keyed one is sent again and must end with exactly one.
 
-${table(["phase", "writers × appends", "requests", "req/s", "p50 / p99 ms", "retried (bad)", "201 / 200 replay", "stored", "lost", "duplicate or phantom rows",
-  "no event / >1 event / stray event", "service 5xx", "dev-proxy 503", "network or other status", "verdict"], rows)}
+${table(
+  [
+    "phase",
+    "writers × appends",
+    "requests",
+    "req/s",
+    "p50 / p99 ms",
+    "retried (bad)",
+    "201 / 200 replay",
+    "stored",
+    "lost",
+    "duplicate or phantom rows",
+    "no event / >1 event / stray event",
+    "service 5xx",
+    "dev-proxy 503",
+    "network or other status",
+    "verdict",
+  ],
+  rows,
+)}
 
 \`${verdict}\`${problems.length ? `\n\nFirst problems:\n${problems.map((p) => `- \`${p}\``).join("\n")}` : ""}`;
   writeSection("load", md);

@@ -10,7 +10,13 @@ import { fileURLToPath } from "node:url";
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const stateDir = resolve(root, process.env.SVC_STATE_DIR || ".wrangler/state");
 const wrangler = join(root, "node_modules", ".bin", "wrangler");
-const quietEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_UPDATE_NOTIFIER: "1", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
+const quietEnv = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  CI: "true",
+  NO_UPDATE_NOTIFIER: "1",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+};
 
 /** The per-state-folder operator token: lets local tooling bootstrap organizations, nothing else. */
 export function operatorToken() {
@@ -23,8 +29,11 @@ export function operatorToken() {
 }
 
 export function applyLocalMigrations() {
-  const r = spawnSync(wrangler, ["d1", "migrations", "apply", "INDEX_DB", "--local", "--persist-to", stateDir],
-    { cwd: root, env: quietEnv, encoding: "utf8" });
+  const r = spawnSync(wrangler, ["d1", "migrations", "apply", "INDEX_DB", "--local", "--persist-to", stateDir], {
+    cwd: root,
+    env: quietEnv,
+    encoding: "utf8",
+  });
   if (r.status !== 0) {
     process.stderr.write(r.stdout + r.stderr);
     throw new Error("applying local D1 migrations failed");
@@ -41,11 +50,22 @@ export const LOCAL_MODE_BINDING = "SVC_LOCAL_MODE";
  */
 export function startDev(port, { quiet = false, inspect = false } = {}) {
   operatorToken(); // create it now, so the child only reads it
-  const args = [join(root, "scripts", "serve.mjs"), "--port", String(port), ...(inspect ? ["--inspect"] : []), ...(quiet ? ["--quiet"] : [])];
+  const args = [
+    join(root, "scripts", "serve.mjs"),
+    "--port",
+    String(port),
+    ...(inspect ? ["--inspect"] : []),
+    ...(quiet ? ["--quiet"] : []),
+  ];
   const env = { ...quietEnv, SVC_STATE_DIR: stateDir };
   delete env.OPERATOR_TOKEN;
   delete env.SVC_OPERATOR_TOKEN;
-  return spawn(process.execPath, args, { cwd: root, env, stdio: quiet ? "ignore" : ["ignore", "inherit", "inherit"], detached: false });
+  return spawn(process.execPath, args, {
+    cwd: root,
+    env,
+    stdio: quiet ? "ignore" : ["ignore", "inherit", "inherit"],
+    detached: false,
+  });
 }
 
 /** The per-state-folder dashboard password pepper (mode 600); serve.mjs reads it into a secret binding. */
@@ -76,7 +96,8 @@ export async function waitHealthy(url, child, ms = 120_000) {
 export async function bootstrapVia(url, token) {
   const r = await fetch(`${url}/__operator/bootstrap`, { method: "POST", headers: { "x-svc-operator-token": token } });
   const body = await r.json().catch(() => null);
-  if (r.status !== 201 || !body?.data?.api_key) throw new Error(`bootstrap failed: ${r.status} ${JSON.stringify(body)}`);
+  if (r.status !== 201 || !body?.data?.api_key)
+    throw new Error(`bootstrap failed: ${r.status} ${JSON.stringify(body)}`);
   return body.data;
 }
 

@@ -29,7 +29,10 @@ try {
       res.writeHead(r.statusCode ?? 502, r.headers);
       r.pipe(res);
     });
-    up.on("error", () => { res.writeHead(502); res.end(); });
+    up.on("error", () => {
+      res.writeHead(502);
+      res.end();
+    });
     req.pipe(up);
   });
   await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
@@ -37,8 +40,19 @@ try {
   const bin = join(local.root, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
   // Extra arguments (e.g. --scenario NAME --verbose) are passed to the suite.
   const verbose = process.argv.includes("--verbose") || process.argv.includes("--scenario");
-  const run = spawn(process.execPath, [bin, "server", "--url", url, "--expected-failures", join(local.root, "scripts", "mcp-conformance-baseline.yml"), ...process.argv.slice(2)],
-    { stdio: verbose ? "inherit" : ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+  const run = spawn(
+    process.execPath,
+    [
+      bin,
+      "server",
+      "--url",
+      url,
+      "--expected-failures",
+      join(local.root, "scripts", "mcp-conformance-baseline.yml"),
+      ...process.argv.slice(2),
+    ],
+    { stdio: verbose ? "inherit" : ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } },
+  );
   let output = "";
   run.stdout?.on("data", (d) => (output += d));
   run.stderr?.on("data", (d) => (output += d));
@@ -49,14 +63,18 @@ try {
     // The suite counts baseline scenarios as failures in its own totals; print the scenarios that
     // pass, and the whole log only when something outside the baseline failed.
     if (code !== 0) process.stdout.write(output);
-    else for (const line of output.split("\n").filter((l) => l.startsWith("✓"))) console.log(`  ${line.replace(/: .*$/, "")}`);
+    else
+      for (const line of output.split("\n").filter((l) => l.startsWith("✓")))
+        console.log(`  ${line.replace(/: .*$/, "")}`);
   }
 } finally {
   proxy?.close();
   server.kill("SIGTERM");
   rmSync(state, { recursive: true, force: true });
 }
-console.log(code === 0
-  ? "MCP conformance: no failures outside scripts/mcp-conformance-baseline.yml"
-  : `MCP conformance: FAILED (exit ${code})`);
+console.log(
+  code === 0
+    ? "MCP conformance: no failures outside scripts/mcp-conformance-baseline.yml"
+    : `MCP conformance: FAILED (exit ${code})`,
+);
 process.exit(code);

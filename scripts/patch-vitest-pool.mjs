@@ -72,13 +72,18 @@ const FIXES = [
 export function patchVitestPool() {
   const version = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8")).version;
   if (version !== VERSION)
-    throw new Error(`scripts/patch-vitest-pool.mjs fixes @cloudflare/vitest-pool-workers ${VERSION}, not ${version}: check whether ${version} still needs each fix, then update or delete the script`);
+    throw new Error(
+      `scripts/patch-vitest-pool.mjs fixes @cloudflare/vitest-pool-workers ${VERSION}, not ${version}: check whether ${version} still needs each fix, then update or delete the script`,
+    );
   let applied = 0;
   for (const { file, from, to } of FIXES) {
     const path = join(pkg, file);
     const text = readFileSync(path, "utf8");
     if (text.includes(to)) continue;
-    if (text.split(from).length !== 2) throw new Error(`scripts/patch-vitest-pool.mjs: ${file} does not hold the expected code once; reinstall with npm ci`);
+    if (text.split(from).length !== 2)
+      throw new Error(
+        `scripts/patch-vitest-pool.mjs: ${file} does not hold the expected code once; reinstall with npm ci`,
+      );
     writeFileSync(path, text.replace(from, to));
     applied++;
   }
@@ -87,5 +92,7 @@ export function patchVitestPool() {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const applied = patchVitestPool();
-  console.log(`@cloudflare/vitest-pool-workers ${VERSION}: ${applied} fix(es) applied, ${FIXES.length - applied} already in place`);
+  console.log(
+    `@cloudflare/vitest-pool-workers ${VERSION}: ${applied} fix(es) applied, ${FIXES.length - applied} already in place`,
+  );
 }

@@ -42,11 +42,13 @@ export function plan(input, footprint) {
   const vectorIndexes = input.vectorIndexes ?? 1;
   const vectorDimensions = input.vectorDimensions ?? 384;
   const b = footprint.bytes;
-  if (vectorDimensions && !VECTOR_BYTES_PER_CLAIM[vectorDimensions]) throw new Error(`no measured vector size for ${vectorDimensions} dimensions`);
+  if (vectorDimensions && !VECTOR_BYTES_PER_CLAIM[vectorDimensions])
+    throw new Error(`no measured vector size for ${vectorDimensions} dimensions`);
   const vectorBytes = vectorDimensions ? VECTOR_BYTES_PER_CLAIM[vectorDimensions] : 0;
   // Every record write also writes one event and one audit entry (a batch writes fewer audit entries:
   // this errs high); every claim its vector.
-  const bytesPerRecord = (1 - claimShare) * b.observation + claimShare * (b.claim + vectorBytes) + b.event + b.audit_entry;
+  const bytesPerRecord =
+    (1 - claimShare) * b.observation + claimShare * (b.claim + vectorBytes) + b.event + b.audit_entry;
   const orgBytes = recordsPerOrg * bytesPerRecord;
   const orgGrowth = writesPerSecond * bytesPerRecord; // bytes per second
   const secondsUntil = (room, perSecond) => (room <= 0 ? 0 : perSecond > 0 ? room / perSecond : Infinity);
@@ -55,10 +57,16 @@ export function plan(input, footprint) {
   const registryRows = orgs * recordsPerOrg;
   const registryBytes = registryRows * b.registry_entry;
   const registryWrites = orgs * writesPerSecond;
-  const registryShardsNeeded = Math.max(1,
-    Math.ceil(registryBytes / LIMITS.objectBytes), Math.ceil(registryWrites / LIMITS.objectRequestsPerSecond));
+  const registryShardsNeeded = Math.max(
+    1,
+    Math.ceil(registryBytes / LIMITS.objectBytes),
+    Math.ceil(registryWrites / LIMITS.objectRequestsPerSecond),
+  );
   const shardBytes = registryBytes / LIMITS.registryShards;
-  const shardFullSeconds = secondsUntil(LIMITS.objectBytes - shardBytes, (registryWrites * b.registry_entry) / LIMITS.registryShards);
+  const shardFullSeconds = secondsUntil(
+    LIMITS.objectBytes - shardBytes,
+    (registryWrites * b.registry_entry) / LIMITS.registryShards,
+  );
 
   const d1Rows = orgs * (1 + keysPerOrg + 1); // organization, keys, one username
   const d1Bytes = d1Rows * D1_ROW_BYTES;
@@ -66,17 +74,28 @@ export function plan(input, footprint) {
 
   const orgWriteCeiling = Math.min(footprint.appends_per_second_one_org, LIMITS.objectRequestsPerSecond);
   const vectorIndexesNeeded = Math.max(
-    Math.ceil(orgs / LIMITS.vectorIndexNamespaces), Math.ceil((orgs * recordsPerOrg * claimShare) / LIMITS.vectorIndexVectors), 1);
+    Math.ceil(orgs / LIMITS.vectorIndexNamespaces),
+    Math.ceil((orgs * recordsPerOrg * claimShare) / LIMITS.vectorIndexVectors),
+    1,
+  );
 
   /** Each limit with the seconds until it is reached at these rates (0: already). */
   const limits = [
     { limit: "one organization's storage (10 GB per Durable Object)", seconds: orgFullSeconds },
-    { limit: `one organization's write rate (~${orgWriteCeiling}/s measured)`, seconds: writesPerSecond > orgWriteCeiling ? 0 : Infinity },
+    {
+      limit: `one organization's write rate (~${orgWriteCeiling}/s measured)`,
+      seconds: writesPerSecond > orgWriteCeiling ? 0 : Infinity,
+    },
     { limit: "a registry shard's storage (10 GB, 256 shards)", seconds: shardFullSeconds },
-    { limit: "a registry shard's request rate (~1000/s)", seconds: registryWrites / LIMITS.registryShards > LIMITS.objectRequestsPerSecond ? 0 : Infinity },
+    {
+      limit: "a registry shard's request rate (~1000/s)",
+      seconds: registryWrites / LIMITS.registryShards > LIMITS.objectRequestsPerSecond ? 0 : Infinity,
+    },
     { limit: "D1 storage (10 GB)", seconds: secondsUntil(LIMITS.d1Bytes - d1Bytes, 0) },
-    { limit: `Vectorize (${vectorIndexes} index(es): 50,000 namespaces, 10M vectors each)`,
-      seconds: vectorIndexesNeeded > vectorIndexes ? 0 : Infinity },
+    {
+      limit: `Vectorize (${vectorIndexes} index(es): 50,000 namespaces, 10M vectors each)`,
+      seconds: vectorIndexesNeeded > vectorIndexes ? 0 : Infinity,
+    },
   ];
   const first = limits.reduce((a, l) => (l.seconds < a.seconds ? l : a));
 
@@ -85,30 +104,62 @@ export function plan(input, footprint) {
   // namespace of one Vectorize index, so its claims alone must fit one index.
   const claimsPerSecond = writesPerSecond * claimShare;
   const orgCeilings = [
-    { ceiling: "Durable Object storage (10 GB)", records: LIMITS.objectBytes / bytesPerRecord, seconds: orgFullSeconds },
-    { ceiling: "Vectorize vectors per index (10M: its claims are one namespace of one index)",
+    {
+      ceiling: "Durable Object storage (10 GB)",
+      records: LIMITS.objectBytes / bytesPerRecord,
+      seconds: orgFullSeconds,
+    },
+    {
+      ceiling: "Vectorize vectors per index (10M: its claims are one namespace of one index)",
       records: vectorDimensions && claimShare > 0 ? LIMITS.vectorIndexVectors / claimShare : null,
-      seconds: vectorDimensions ? secondsUntil(LIMITS.vectorIndexVectors - recordsPerOrg * claimShare, claimsPerSecond) : Infinity },
-    { ceiling: `Durable Object write rate (~${orgWriteCeiling} records/s measured)`, records: null,
-      seconds: writesPerSecond > orgWriteCeiling ? 0 : Infinity },
-    { ceiling: `Vectorize namespaces per index (50,000 organizations; ${orgs.toLocaleString("en")} on ${vectorIndexes})`, records: null,
-      seconds: vectorDimensions && orgs > LIMITS.vectorIndexNamespaces * vectorIndexes ? 0 : Infinity },
+      seconds: vectorDimensions
+        ? secondsUntil(LIMITS.vectorIndexVectors - recordsPerOrg * claimShare, claimsPerSecond)
+        : Infinity,
+    },
+    {
+      ceiling: `Durable Object write rate (~${orgWriteCeiling} records/s measured)`,
+      records: null,
+      seconds: writesPerSecond > orgWriteCeiling ? 0 : Infinity,
+    },
+    {
+      ceiling: `Vectorize namespaces per index (50,000 organizations; ${orgs.toLocaleString("en")} on ${vectorIndexes})`,
+      records: null,
+      seconds: vectorDimensions && orgs > LIMITS.vectorIndexNamespaces * vectorIndexes ? 0 : Infinity,
+    },
   ];
   const bySize = orgCeilings.filter((c) => c.records !== null).sort((a, b) => a.records - b.records);
-  const orgFirst = [...orgCeilings].sort((a, b) => a.seconds - b.seconds || (a.records ?? Infinity) - (b.records ?? Infinity))[0];
+  const orgFirst = [...orgCeilings].sort(
+    (a, b) => a.seconds - b.seconds || (a.records ?? Infinity) - (b.records ?? Infinity),
+  )[0];
   return {
-    bytesPerRecord, orgBytes, orgFullSeconds, registryRows, registryBytes, registryWrites, registryShardsNeeded,
-    shardFullSeconds, d1Bytes, d1WritesPerSecond, vectorIndexesNeeded, limits, first: first.seconds === Infinity ? null : first,
+    bytesPerRecord,
+    orgBytes,
+    orgFullSeconds,
+    registryRows,
+    registryBytes,
+    registryWrites,
+    registryShardsNeeded,
+    shardFullSeconds,
+    d1Bytes,
+    d1WritesPerSecond,
+    vectorIndexesNeeded,
+    limits,
+    first: first.seconds === Infinity ? null : first,
     orgCeilings,
     /** The ceiling one organization reaches first: by time at these rates, else (none reached) by size. */
     orgFirst: orgFirst.seconds === Infinity ? (bySize[0] ?? null) : orgFirst,
   };
 }
 
-export const fmtBytes = (n) => (n >= GB ? `${(n / GB).toFixed(2)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.round(n / 1e3)} kB`);
+export const fmtBytes = (n) =>
+  n >= GB ? `${(n / GB).toFixed(2)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.round(n / 1e3)} kB`;
 export function fmtDuration(s) {
   if (s === Infinity) return "never at these rates";
   if (s <= 0) return "already";
   const days = s / 86_400;
-  return days >= 365 ? `${(days / 365).toFixed(1)} years` : days >= 1 ? `${days.toFixed(1)} days` : `${(s / 3600).toFixed(1)} hours`;
+  return days >= 365
+    ? `${(days / 365).toFixed(1)} years`
+    : days >= 1
+      ? `${days.toFixed(1)} days`
+      : `${(s / 3600).toFixed(1)} hours`;
 }

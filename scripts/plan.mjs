@@ -10,8 +10,17 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { LIMITS, fmtBytes, fmtDuration, plan } from "./plan-lib.mjs";
 
-const NAMES = ["orgs", "records-per-org", "writes-per-second", "claim-share", "keys-per-org", "sessions-per-org-per-day", "vector-indexes",
-  "vector-dimensions", "footprint"];
+const NAMES = [
+  "orgs",
+  "records-per-org",
+  "writes-per-second",
+  "claim-share",
+  "keys-per-org",
+  "sessions-per-org-per-day",
+  "vector-indexes",
+  "vector-dimensions",
+  "footprint",
+];
 const { values: args } = parseArgs({ options: Object.fromEntries(NAMES.map((n) => [n, { type: "string" }])) });
 const num = (name, fallback) => {
   const v = args[name] ?? fallback;
@@ -24,11 +33,19 @@ const num = (name, fallback) => {
 };
 const footprintPath = args.footprint ?? new URL("../docs/footprint.json", import.meta.url);
 const footprint = JSON.parse(readFileSync(footprintPath, "utf8"));
-const p = plan({
-  orgs: num("orgs"), recordsPerOrg: num("records-per-org"), writesPerSecond: num("writes-per-second"),
-  claimShare: num("claim-share", 0.5), keysPerOrg: num("keys-per-org", 5), sessionsPerOrgPerDay: num("sessions-per-org-per-day", 20),
-  vectorIndexes: num("vector-indexes", 1), vectorDimensions: num("vector-dimensions", 384),
-}, footprint);
+const p = plan(
+  {
+    orgs: num("orgs"),
+    recordsPerOrg: num("records-per-org"),
+    writesPerSecond: num("writes-per-second"),
+    claimShare: num("claim-share", 0.5),
+    keysPerOrg: num("keys-per-org", 5),
+    sessionsPerOrgPerDay: num("sessions-per-org-per-day", 20),
+    vectorIndexes: num("vector-indexes", 1),
+    vectorDimensions: num("vector-dimensions", 384),
+  },
+  footprint,
+);
 
 console.log(`Figures: ${footprint.measured_at} (${footprint.machine})
 Per record (with its event and audit entry, and a claim's vector): ${Math.round(p.bytesPerRecord)} B
@@ -41,14 +58,23 @@ Registry shards needed:          ${p.registryShardsNeeded} (deployed: ${LIMITS.r
 Vectorize indexes needed:        ${p.vectorIndexesNeeded}
 
 Limits, soonest first:`);
-for (const l of [...p.limits].sort((a, b) => a.seconds - b.seconds)) console.log(`  ${fmtDuration(l.seconds).padEnd(22)} ${l.limit}`);
-console.log(p.first ? `\nHit first: ${p.first.limit} (${fmtDuration(p.first.seconds)}).` : "\nNo limit is reached at these rates.");
+for (const l of [...p.limits].sort((a, b) => a.seconds - b.seconds))
+  console.log(`  ${fmtDuration(l.seconds).padEnd(22)} ${l.limit}`);
+console.log(
+  p.first
+    ? `\nHit first: ${p.first.limit} (${fmtDuration(p.first.seconds)}).`
+    : "\nNo limit is reached at these rates.",
+);
 
 const records = num("records-per-org");
 const size = (n) => (n === null ? "(not a size)" : `${Math.round(n).toLocaleString("en")} records`);
 console.log(`\nOne organization's ceilings (this plan's hold ${records.toLocaleString("en")} records each):`);
 for (const c of p.orgCeilings)
-  console.log(`  ${size(c.records).padEnd(22)} ${fmtDuration(c.seconds).padEnd(22)} ${c.ceiling}${c.records !== null && records >= c.records ? "  <- past it" : ""}`);
-console.log(p.orgFirst
-  ? `First for an organization of ${records.toLocaleString("en")} records: ${p.orgFirst.ceiling}${p.orgFirst.records !== null ? ` at ${size(p.orgFirst.records)}` : ""}${p.orgFirst.seconds < Infinity ? ` (${fmtDuration(p.orgFirst.seconds)})` : ""}.`
-  : "An organization reaches none of them.");
+  console.log(
+    `  ${size(c.records).padEnd(22)} ${fmtDuration(c.seconds).padEnd(22)} ${c.ceiling}${c.records !== null && records >= c.records ? "  <- past it" : ""}`,
+  );
+console.log(
+  p.orgFirst
+    ? `First for an organization of ${records.toLocaleString("en")} records: ${p.orgFirst.ceiling}${p.orgFirst.records !== null ? ` at ${size(p.orgFirst.records)}` : ""}${p.orgFirst.seconds < Infinity ? ` (${fmtDuration(p.orgFirst.seconds)})` : ""}.`
+    : "An organization reaches none of them.",
+);

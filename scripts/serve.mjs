@@ -23,11 +23,13 @@ const inspect = args.includes("--inspect");
 const quiet = args.includes("--quiet");
 const configAt = args.indexOf("--config");
 const config = configAt >= 0 ? resolve(root, args[configAt + 1]) : join(root, "wrangler.toml");
-const plainVars = Object.fromEntries(args.flatMap((a, i) => {
-  if (a !== "--var") return [];
-  const [name, ...value] = args[i + 1].split("=");
-  return [[name, { type: "plain_text", value: value.join("=") }]];
-}));
+const plainVars = Object.fromEntries(
+  args.flatMap((a, i) => {
+    if (a !== "--var") return [];
+    const [name, ...value] = args[i + 1].split("=");
+    return [[name, { type: "plain_text", value: value.join("=") }]];
+  }),
+);
 
 // wrangler.toml serves the operator console from console/dist: build it when a fresh clone has none.
 execFileSync(process.execPath, [join(root, "scripts", "build-console.mjs"), "--if-missing"], { stdio: "inherit" });
@@ -40,9 +42,20 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
  * Network failures (offline laptop, no DNS) are not bugs of ours: one line, no stack trace. The local
  * server itself needs no network; wrangler may still try to reach out for optional extras.
  */
-const NETWORK_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const NETWORK_CODES = new Set([
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 const isNetworkError = (err) =>
-  NETWORK_CODES.has(err?.code) || NETWORK_CODES.has(err?.cause?.code) || /fetch failed|getaddrinfo/i.test(String(err?.message));
+  NETWORK_CODES.has(err?.code) ||
+  NETWORK_CODES.has(err?.cause?.code) ||
+  /fetch failed|getaddrinfo/i.test(String(err?.message));
 const oneLine = (err) => `${err?.message ?? err}${err?.cause?.code ? ` (${err.cause.code})` : ""}`;
 process.on("unhandledRejection", (err) => {
   if (isNetworkError(err)) return console.warn(`serve: network unavailable, continuing offline: ${oneLine(err)}`);
@@ -63,7 +76,9 @@ try {
       // Marks the embedded local server: loopback browser origins may call /mcp (docs/security.md, "Hardening").
       [LOCAL_MODE_BINDING]: { type: "plain_text", value: "true" },
       // The webhook retry schedule, from this process's environment (npm start passes its own).
-      ...(process.env.WEBHOOK_RETRY_SCHEDULE ? { WEBHOOK_RETRY_SCHEDULE: { type: "plain_text", value: process.env.WEBHOOK_RETRY_SCHEDULE } } : {}),
+      ...(process.env.WEBHOOK_RETRY_SCHEDULE
+        ? { WEBHOOK_RETRY_SCHEDULE: { type: "plain_text", value: process.env.WEBHOOK_RETRY_SCHEDULE } }
+        : {}),
       ...plainVars,
     },
     dev: {
@@ -78,8 +93,11 @@ try {
   });
   await worker.ready;
 } catch (err) {
-  console.error(isNetworkError(err) ? `serve: the local server could not start, a network request failed: ${oneLine(err)}`
-    : `serve: the local server could not start: ${oneLine(err)}`);
+  console.error(
+    isNetworkError(err)
+      ? `serve: the local server could not start, a network request failed: ${oneLine(err)}`
+      : `serve: the local server could not start: ${oneLine(err)}`,
+  );
   process.exit(1);
 }
 if (inspect) console.log(`inspector (debugging only): ${await worker.inspectorUrl}`);

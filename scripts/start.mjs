@@ -24,7 +24,7 @@ if (retrySchedule && !/^0*[1-9]\d*(ms|s|m|h|d)(\s*,\s*0*[1-9]\d*(ms|s|m|h|d))*$/
 // A busy port is said plainly, before anything is installed or the state folder is touched.
 const portProblem = await new Promise((resolve) => {
   const probe = createServer();
-  probe.once("error", (err) => resolve(err.code === "EADDRINUSE" ? "in use" : err.code ?? String(err)));
+  probe.once("error", (err) => resolve(err.code === "EADDRINUSE" ? "in use" : (err.code ?? String(err))));
   probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(null)));
 });
 if (portProblem) {
@@ -34,7 +34,16 @@ Stop that process, or start on another port: PORT=8788 npm start. Nothing was ch
 }
 
 execFileSync(process.execPath, [new URL("./ensure-deps.mjs", import.meta.url).pathname], { stdio: "inherit" });
-const { applyLocalMigrations, bootstrapVia, operatorToken, serverFile, servingBanner, startDev, stateDir, waitHealthy } = await import("./local.mjs");
+const {
+  applyLocalMigrations,
+  bootstrapVia,
+  operatorToken,
+  serverFile,
+  servingBanner,
+  startDev,
+  stateDir,
+  waitHealthy,
+} = await import("./local.mjs");
 
 try {
   applyLocalMigrations();

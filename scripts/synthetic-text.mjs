@@ -25,12 +25,22 @@ export function zipfText(vocab, stopwords) {
   })();
   const word = (rand) => {
     const u = rand();
-    let lo = 0, hi = cdf.length - 1;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (cdf[mid] < u) lo = mid + 1; else hi = mid; }
+    let lo = 0,
+      hi = cdf.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
     return vocab[lo];
   };
   /** A word that is not a stopword: what an agent's query is made of. */
-  const informativeWord = (rand) => { for (;;) { const w = word(rand); if (!stopwords.has(w)) return w; } };
+  const informativeWord = (rand) => {
+    for (;;) {
+      const w = word(rand);
+      if (!stopwords.has(w)) return w;
+    }
+  };
   return {
     word,
     informativeWord,

@@ -10,14 +10,23 @@ import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "./domai
 import { loadCaller } from "./domains/identity/store";
 import { pepperOf } from "./domains/identity/passwords";
 import { orgDeps } from "./deps";
-import type { BootstrapResult, DispatchInput, DispatchResult, EdgeEnv, LoginInput, LoginResult, OrgObject, Readiness } from "./env";
+import type {
+  BootstrapResult,
+  DispatchInput,
+  DispatchResult,
+  EdgeEnv,
+  LoginInput,
+  LoginResult,
+  OrgObject,
+  Readiness,
+} from "./env";
 import { clock } from "./http/clock";
 import { ApiError, translateStorageError } from "./http/errors";
 import { BACKGROUND_JOBS } from "./jobs";
 import { AfterCommit } from "./org/after-commit";
 import { AlarmArming } from "./org/alarm";
 import { executeRoute, type Session } from "./org/execute";
-import { markJobDue, runDueJobs } from "./org/jobs";
+import { jobDueAt, markJobDue, nextAlarm, runDueJobs } from "./org/jobs";
 import { maintenanceIntervalMs } from "./org/maintenance";
 import { getMeta } from "./org/meta";
 import { appliedMigrations, migrate, migrationMismatch } from "./org/migrate";
@@ -51,6 +60,12 @@ export class OrgStore extends DurableObject<EdgeEnv> implements OrgObject {
         this.migrationError = String(err);
         console.error("org migration failed", err);
       }
+      if (this.migrationError) return;
+      // A migration may leave background work due (index rows queued again) and cannot arm the alarm,
+      // and a quiet organization writes nothing that would: armed here, that work runs without a write.
+      const next = nextAlarm(BACKGROUND_JOBS.map((j) => ({ dueAt: jobDueAt(this.db, j.name) })));
+      if (next != null) this.alarmArming.armBy(next);
+      await this.alarmArming.settled().catch((err) => console.error("arming the alarm for due work failed", err));
     });
   }
 
@@ -64,8 +79,11 @@ export class OrgStore extends DurableObject<EdgeEnv> implements OrgObject {
       if (route.method !== "GET" && !route.readOnly) await this.writeTurn.wait();
       const session = this.authenticate(input);
       const reply = await executeRoute(session.request, route, {
-        params: input.params, query: input.query, bodyText: route.rawBody ? undefined : input.bodyText,
-        rawBody: input.bodyText, idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
+        params: input.params,
+        query: input.query,
+        bodyText: route.rawBody ? undefined : input.bodyText,
+        rawBody: input.bodyText,
+        idempotencyKey: normalizeIdempotencyKey(input.idempotencyKey),
       });
       await this.alarmArming.settled();
       const { indexWrites = [], ...answer } = reply;
@@ -78,18 +96,30 @@ export class OrgStore extends DurableObject<EdgeEnv> implements OrgObject {
   }
 
   /** The key row, re-read on every request (revocation is immediate), and what the request's writes tell this object. */
-  private authenticate(input: DispatchInput): { request: Session; committed: { created: string[]; toRegister: string[] } } {
+  private authenticate(input: DispatchInput): {
+    request: Session;
+    committed: { created: string[]; toRegister: string[] };
+  } {
     const caller = loadCaller(this.db, input.keyHash);
     if (!caller) throw new ApiError("UNAUTHENTICATED", "The credential is not valid.");
     // A write that created record ids registers those not reserved ahead of use before it answers.
     const committed = { created: [] as string[], toRegister: [] as string[] };
     const request: Session = {
-      orgId: input.orgId, db: this.db, storage: this.ctx.storage, caller, requestId: input.requestId,
-      headers: input.headers, env: this.env, deps: this.deps,
+      orgId: input.orgId,
+      db: this.db,
+      storage: this.ctx.storage,
+      caller,
+      requestId: input.requestId,
+      headers: input.headers,
+      env: this.env,
+      deps: this.deps,
       jobDue: (job, dueAtMs, armAtMs) => this.jobDue(job, dueAtMs, armAtMs),
       eventsWritten: () => this.eventsWritten(),
       indexRowsQueued: () => this.indexRowsQueued(),
-      recordsCreated: (ids, unregistered) => { committed.created.push(...ids); committed.toRegister.push(...unregistered); },
+      recordsCreated: (ids, unregistered) => {
+        committed.created.push(...ids);
+        committed.toRegister.push(...unregistered);
+      },
     };
     return { request, committed };
   }
@@ -103,11 +133,18 @@ export class OrgStore extends DurableObject<EdgeEnv> implements OrgObject {
   async login(input: LoginInput): Promise<LoginResult> {
     try {
       if (this.migrationError) throw new ApiError("UNAVAILABLE", "Storage is unavailable.");
-      return await passwordLogin({ db: this.db, storage: this.ctx.storage, env: this.env, requestId: input.requestId }, input.username, input.password);
+      return await passwordLogin(
+        { db: this.db, storage: this.ctx.storage, env: this.env, requestId: input.requestId },
+        input.username,
+        input.password,
+      );
     } catch (err) {
       if (!(err instanceof ApiError)) console.error("login failed", err);
       const e = translateStorageError(err);
-      return { ok: false, error: { code: "UNAVAILABLE", message: e.code === "UNAVAILABLE" ? e.message : "Storage is unavailable." } };
+      return {
+        ok: false,
+        error: { code: "UNAVAILABLE", message: e.code === "UNAVAILABLE" ? e.message : "Storage is unavailable." },
+      };
     }
   }
 
@@ -141,14 +178,21 @@ export class OrgStore extends DurableObject<EdgeEnv> implements OrgObject {
 
   /** Rows for the vector index were queued: the index drain runs in the background when the timer and vectors are on. */
   private indexRowsQueued(): void {
-    if (drainsInBackground(this.deps.models, maintenanceIntervalMs(this.env))) this.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
+    if (drainsInBackground(this.deps.models, maintenanceIntervalMs(this.env)))
+      this.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
   }
 
   /** Runs the background jobs that are due (src/jobs.ts), then re-arms for the earliest due time left. */
   override async alarm(): Promise<void> {
-    await this.alarmArming.fired(() => runDueJobs(BACKGROUND_JOBS, {
-      db: this.db, storage: this.ctx.storage, indexDb: this.env.INDEX_DB, orgId: getMeta(this.db, "org_id"),
-      maintenanceIntervalMs: maintenanceIntervalMs(this.env), deps: this.deps,
-    }));
+    await this.alarmArming.fired(() =>
+      runDueJobs(BACKGROUND_JOBS, {
+        db: this.db,
+        storage: this.ctx.storage,
+        indexDb: this.env.INDEX_DB,
+        orgId: getMeta(this.db, "org_id"),
+        maintenanceIntervalMs: maintenanceIntervalMs(this.env),
+        deps: this.deps,
+      }),
+    );
   }
 }

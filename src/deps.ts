@@ -28,8 +28,24 @@ declare module "./org/request" {
 /** Guards every purge consults: an active legal hold covering the observation blocks it (409). */
 export const PURGE_GUARDS: readonly PurgeGuard[] = [legalHoldPurgeGuard];
 
-export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "WEBHOOK_RETRY_SCHEDULE" | "ID_REGISTRY" | "EMBEDDING_PROVIDER" | "VECTOR_INDEX" | "EXTRACTION_PROVIDER" | "AI" | "VECTORIZE" |
-  "EMBEDDING_URL" | "EMBEDDING_MODEL" | "EMBEDDING_DIMENSIONS" | "EMBEDDING_API_KEY" | "EMBEDDING_SIMILARITY_FLOOR">): OrgDeps => ({
+export const orgDeps = (
+  env: Pick<
+    EdgeEnv,
+    | "WEBHOOK_SENDER"
+    | "WEBHOOK_RETRY_SCHEDULE"
+    | "ID_REGISTRY"
+    | "EMBEDDING_PROVIDER"
+    | "VECTOR_INDEX"
+    | "EXTRACTION_PROVIDER"
+    | "AI"
+    | "VECTORIZE"
+    | "EMBEDDING_URL"
+    | "EMBEDDING_MODEL"
+    | "EMBEDDING_DIMENSIONS"
+    | "EMBEDDING_API_KEY"
+    | "EMBEDDING_SIMILARITY_FLOOR"
+  >,
+): OrgDeps => ({
   sendWebhook: env.WEBHOOK_SENDER === "offline" ? offlineSender : fetchSender,
   webhookRetrySchedule: retryScheduleOf(env),
   webhookDeliveries: new DeliveriesInFlight(),
@@ -37,5 +53,6 @@ export const orgDeps = (env: Pick<EdgeEnv, "WEBHOOK_SENDER" | "WEBHOOK_RETRY_SCH
   registry: durableRegistry(env.ID_REGISTRY),
   models: modelDeps(env),
   accountUsername: (db, principalId) => accountOfPrincipal(db, principalId)?.username ?? null,
-  retireCredential: (db, { keyId, kind }) => (kind === "dashboard_session" ? revokeSessionById(db, keyId) : revokeKey(db, keyId)),
+  retireCredential: (db, { keyId, kind }) =>
+    kind === "dashboard_session" ? revokeSessionById(db, keyId) : revokeKey(db, keyId),
 });

@@ -14,4 +14,3 @@ export const BACKGROUND_JOBS: readonly BackgroundJob[] = [
   searchSnapshotsJob,
   indexDrainJob,
 ];
-

@@ -20,8 +20,14 @@ const timingSafeEqual = (a: string, b: string) => {
 export function isOperatorRequest(request: Request, url: URL, env: EdgeEnv): boolean {
   const token = env.OPERATOR_TOKEN;
   const given = request.headers.get("x-svc-operator-token");
-  return !!token && token.length >= 32 && request.method === "POST" && url.pathname === OPERATOR_PATH &&
-    !!given && timingSafeEqual(hashKey(given), hashKey(token));
+  return (
+    !!token &&
+    token.length >= 32 &&
+    request.method === "POST" &&
+    url.pathname === OPERATOR_PATH &&
+    !!given &&
+    timingSafeEqual(hashKey(given), hashKey(token))
+  );
 }
 
 /**
@@ -38,7 +44,12 @@ export async function bootstrapOrganization(env: EdgeEnv) {
     const stub = env.ORG.get(env.ORG.idFromName(orgId));
     const result = await stub.bootstrap(orgId, username);
     await addCredential(env.INDEX_DB, result.key_hash, orgId, "api_key", now);
-    return { org_id: orgId, api_key: result.api_key, owner_username: username, temporary_password: result.temporary_password };
+    return {
+      org_id: orgId,
+      api_key: result.api_key,
+      owner_username: username,
+      temporary_password: result.temporary_password,
+    };
   } catch (err) {
     await env.INDEX_DB.batch([
       env.INDEX_DB.prepare("DELETE FROM credentials WHERE org_id = ?").bind(orgId),
@@ -55,16 +66,21 @@ export async function bootstrapOrganization(env: EdgeEnv) {
  */
 async function registerOrganization(db: D1Database, orgId: string, now: string): Promise<string> {
   for (let attempt = 0; ; attempt++) {
-    const taken = attempt > 0 || (await db.prepare("SELECT 1 AS n FROM dashboard_usernames WHERE username = 'owner'").first()) != null;
+    const taken =
+      attempt > 0 ||
+      (await db.prepare("SELECT 1 AS n FROM dashboard_usernames WHERE username = 'owner'").first()) != null;
     const username = taken ? `owner-${randomHex(4)}` : "owner";
     try {
       await db.batch([
         db.prepare("INSERT INTO organizations (org_id, created_at) VALUES (?, ?)").bind(orgId, now),
-        db.prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)").bind(username, orgId, now),
+        db
+          .prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)")
+          .bind(username, orgId, now),
       ]);
       return username;
     } catch (err) {
-      if (attempt >= 2 || !/UNIQUE constraint failed: dashboard_usernames/.test(String((err as Error).message))) throw err;
+      if (attempt >= 2 || !/UNIQUE constraint failed: dashboard_usernames/.test(String((err as Error).message)))
+        throw err;
     }
   }
 }

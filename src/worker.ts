@@ -31,7 +31,14 @@ function consoleRedirect(requestId: string, url: URL): Response {
 }
 
 /** Headers a route may read inside the Durable Object; everything else stays at the edge. */
-const FORWARDED_HEADERS = ["accept", "cf-connecting-ip", "content-type", "mcp-protocol-version", "origin", "x-svc-peer-signature"] as const;
+const FORWARDED_HEADERS = [
+  "accept",
+  "cf-connecting-ip",
+  "content-type",
+  "mcp-protocol-version",
+  "origin",
+  "x-svc-peer-signature",
+] as const;
 function forwardedHeaders(request: Request, url: URL): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of FORWARDED_HEADERS) {
@@ -59,14 +66,19 @@ export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = de
     const m = await match(request, url);
     if (m.kind === "unknown") return errorResponse(requestId, new ApiError("NOT_FOUND", "Unknown endpoint."));
     if (m.kind === "method_not_allowed")
-      return errorResponse(requestId, new ApiError("METHOD_NOT_ALLOWED", `Allowed methods: ${m.allowed.join(", ")}.`),
-        { allow: m.allowed.join(", ") });
+      return errorResponse(requestId, new ApiError("METHOD_NOT_ALLOWED", `Allowed methods: ${m.allowed.join(", ")}.`), {
+        allow: m.allowed.join(", "),
+      });
     const route = m.route;
 
     const bodyText = await readBodyText(request);
     if (route.auth === "public")
-      return await route.edge(env, requestId, { bodyText, authorization: request.headers.get("authorization"),
-        clientAddress: request.headers.get("cf-connecting-ip"), wait: deps.wait });
+      return await route.edge(env, requestId, {
+        bodyText,
+        authorization: request.headers.get("authorization"),
+        clientAddress: request.headers.get("cf-connecting-ip"),
+        wait: deps.wait,
+      });
 
     const token = bearerToken(request.headers.get("authorization"));
     if (!token) throw new ApiError("UNAUTHENTICATED", "A Bearer svc_sk_ credential is required.");
@@ -83,8 +95,14 @@ export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = de
     const stub = env.ORG.get(env.ORG.idFromName(orgId));
     // The RPC stub's mapped type cannot express `unknown` payloads; the shape is DispatchResult.
     const result = (await stub.dispatch({
-      orgId, routeId: routeId(route), params: m.params, query: queryObject(url), bodyText,
-      idempotencyKey: request.headers.get("idempotency-key"), keyHash, requestId,
+      orgId,
+      routeId: routeId(route),
+      params: m.params,
+      query: queryObject(url),
+      bodyText,
+      idempotencyKey: request.headers.get("idempotency-key"),
+      keyHash,
+      requestId,
       headers: forwardedHeaders(request, url),
     })) as unknown as DispatchResult;
     if (!result.ok) return errorResponse(requestId, result.error);
@@ -101,7 +119,11 @@ export async function handle(request: Request, env: EdgeEnv, deps: EdgeDeps = de
       for (const [name, value] of Object.entries(result.exact.headers)) headers.set(name, value);
       return new Response(result.exact.text, { status: result.status, headers });
     }
-    if (result.stream) return new Response(result.stream, { status: result.status, headers: baseHeaders(requestId, "application/x-ndjson") });
+    if (result.stream)
+      return new Response(result.stream, {
+        status: result.status,
+        headers: baseHeaders(requestId, "application/x-ndjson"),
+      });
     if (result.ndjson) {
       const headers = baseHeaders(requestId, "application/x-ndjson");
       return new Response(result.ndjson.map((l) => l + "\n").join(""), { status: result.status, headers });

@@ -8,7 +8,19 @@ import { insertClaim } from "../src/domains/memory/records";
 import { newId } from "../src/http/ids";
 import { clock } from "../src/http/clock";
 import type { Db } from "../src/sql/db";
-import { appendOk, call, type CallResult, consolidateOk, countingDb, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import {
+  appendOk,
+  call,
+  type CallResult,
+  consolidateOk,
+  countingDb,
+  expectError,
+  inOrg,
+  mintKey,
+  newOrg,
+  obs,
+  supports,
+} from "./helpers";
 
 const DAY = 86_400_000;
 const view = (key: string, body: Record<string, unknown>) => call("POST", "/v1/memory-views/compile", { key, body });
@@ -40,11 +52,19 @@ function wellFormed(v: AtlasView, maxNodes = 100) {
   expect(v.truncated).toBe(v.withheld.nodes !== "0" || v.withheld.edges !== "0");
 }
 
-async function member(ownerKey: string, role: "owner" | "admin" | "member" | "reader", workspace_id?: string, principal_id?: string) {
+async function member(
+  ownerKey: string,
+  role: "owner" | "admin" | "member" | "reader",
+  workspace_id?: string,
+  principal_id?: string,
+) {
   const k = principal_id ? null : await mintKey(ownerKey, { scopes: ["*"] });
   const pid = principal_id ?? k!.principal_id;
   if (workspace_id || role !== "member") {
-    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: pid, role, ...(workspace_id ? { workspace_id } : {}) } });
+    const m = await call("POST", "/v1/memberships", {
+      key: ownerKey,
+      body: { principal_id: pid, role, ...(workspace_id ? { workspace_id } : {}) },
+    });
     expect(m.status, m.text).toBe(201);
   }
   return k!;
@@ -56,19 +76,22 @@ const workspace = async (key: string, name: string) => {
   return w.json.data.workspace_id as string;
 };
 const project = async (key: string, reference: string, workspace_id?: string) => {
-  const p = await call("POST", "/v1/projects/resolve", { key, body: { reference, create: true, ...(workspace_id ? { workspace_id } : {}) } });
+  const p = await call("POST", "/v1/projects/resolve", {
+    key,
+    body: { reference, create: true, ...(workspace_id ? { workspace_id } : {}) },
+  });
   expect(p.status, p.text).toBe(201);
   return p.json.data.project_id as string;
 };
 
-
 /** Rows SQLite reads for the key's view of `lens` at max_nodes 25, with the view (which must not change). */
-const rowsReadByLens = (orgId: string, key: string, lens: string) => inOrg(orgId, async (o) => {
-  const caller = loadCaller(o.db, await hashKey(key))!;
-  const counting = countingDb(o.db);
-  const view = compileView(counting.db, caller, atlasBody.parse({ lens, max_nodes: 25 }));
-  return { rowsRead: counting.rowsRead(), view };
-});
+const rowsReadByLens = (orgId: string, key: string, lens: string) =>
+  inOrg(orgId, async (o) => {
+    const caller = loadCaller(o.db, await hashKey(key))!;
+    const counting = countingDb(o.db);
+    const view = compileView(counting.db, caller, atlasBody.parse({ lens, max_nodes: 25 }));
+    return { rowsRead: counting.rowsRead(), view };
+  });
 
 describe("Memory Atlas lenses", () => {
   it("evidence_trace: sources point at the claim, the claim at complete readable runs and current active releases", async () => {
@@ -76,9 +99,19 @@ describe("Memory Atlas lenses", () => {
     const a = await appendOk(org.api_key, obs("trace", "amaranth supporting evidence"));
     const b = await appendOk(org.api_key, obs("trace", "amaranth contradicting evidence"));
     const q = await appendOk(org.api_key, obs("trace", "amaranth qualifying evidence"));
-    const [c] = await consolidateOk(org.api_key, "trace", [{ kind: "fact", statement: "amaranth claim",
-      sources: [{ observation_id: a, relation: "supports" }, { observation_id: b, relation: "contradicts" }, { observation_id: q, relation: "qualifies" }] }]);
-    const ctx = (await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "amaranth" } })).json.data.context_id;
+    const [c] = await consolidateOk(org.api_key, "trace", [
+      {
+        kind: "fact",
+        statement: "amaranth claim",
+        sources: [
+          { observation_id: a, relation: "supports" },
+          { observation_id: b, relation: "contradicts" },
+          { observation_id: q, relation: "qualifies" },
+        ],
+      },
+    ]);
+    const ctx = (await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "amaranth" } })).json.data
+      .context_id;
     const v = await viewOk(org.api_key, { lens: "evidence_trace", focus_id: c });
     wellFormed(v);
     expect(v.focus).toBe(c);
@@ -94,14 +127,25 @@ describe("Memory Atlas lenses", () => {
     const writer = await mintKey(org.api_key, { scopes: ["*"] });
     const reader = await mintKey(org.api_key, { scopes: ["*"] });
     const open = await appendOk(writer.key, obs("partial", "bergamot open"));
-    const [openClaim] = await consolidateOk(writer.key, "partial", [{ kind: "fact", statement: "bergamot open claim", sources: supports(open) }]);
+    const [openClaim] = await consolidateOk(writer.key, "partial", [
+      { kind: "fact", statement: "bergamot open claim", sources: supports(open) },
+    ]);
     const secret = await appendOk(writer.key, obs("partial", "bergamot secret", { visibility: "private" }));
-    const [secretClaim] = await consolidateOk(writer.key, "partial", [{ kind: "fact", statement: "bergamot secret claim", sources: supports(secret) }]);
-    const grant = await call("POST", "/v1/grants", { key: org.api_key, body: { principal_id: reader.principal_id, permissions: ["read"], subject: "partial" } });
+    const [secretClaim] = await consolidateOk(writer.key, "partial", [
+      { kind: "fact", statement: "bergamot secret claim", sources: supports(secret) },
+    ]);
+    const grant = await call("POST", "/v1/grants", {
+      key: org.api_key,
+      body: { principal_id: reader.principal_id, permissions: ["read"], subject: "partial" },
+    });
     expect(grant.status, grant.text).toBe(201);
     const run = await call("POST", "/v1/context/compile", { key: reader.key, body: { query: "bergamot" } });
-    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id).sort()).toEqual([openClaim, secretClaim].sort());
-    expect(ids(await viewOk(reader.key, { lens: "evidence_trace", focus_id: openClaim }))).toContain(run.json.data.context_id);
+    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id).sort()).toEqual(
+      [openClaim, secretClaim].sort(),
+    );
+    expect(ids(await viewOk(reader.key, { lens: "evidence_trace", focus_id: openClaim }))).toContain(
+      run.json.data.context_id,
+    );
     expect((await call("DELETE", `/v1/grants/${grant.json.data.grant_id}`, { key: org.api_key })).status).toBe(200);
     const after = await viewOk(reader.key, { lens: "evidence_trace", focus_id: openClaim });
     expect(ids(after)).not.toContain(run.json.data.context_id);
@@ -116,11 +160,25 @@ describe("Memory Atlas lenses", () => {
       { kind: "fact", statement: "hood one", sources: supports(shared) },
       { kind: "fact", statement: "hood two", sources: supports(shared) },
     ]);
-    const [elsewhere] = await consolidateOk(org.api_key, "elsewhere", [{ kind: "fact", statement: "elsewhere", sources: supports(shared) }]);
-    const [disputer] = await consolidateOk(org.api_key, "hood", [{ kind: "fact", statement: "hood disputer",
-      sources: [{ observation_id: await appendOk(org.api_key, obs("hood", "d")), relation: "supports" }, { claim_id: one, relation: "contradicts" }] }]);
-    const [newer] = await consolidateOk(org.api_key, "hood", [{ kind: "fact", statement: "hood newer", sources: supports(await appendOk(org.api_key, obs("hood", "n"))) }]);
-    expect((await call("POST", `/v1/claims/${two}/supersede`, { key: org.api_key, body: { superseded_by: newer } })).status).toBe(200);
+    const [elsewhere] = await consolidateOk(org.api_key, "elsewhere", [
+      { kind: "fact", statement: "elsewhere", sources: supports(shared) },
+    ]);
+    const [disputer] = await consolidateOk(org.api_key, "hood", [
+      {
+        kind: "fact",
+        statement: "hood disputer",
+        sources: [
+          { observation_id: await appendOk(org.api_key, obs("hood", "d")), relation: "supports" },
+          { claim_id: one, relation: "contradicts" },
+        ],
+      },
+    ]);
+    const [newer] = await consolidateOk(org.api_key, "hood", [
+      { kind: "fact", statement: "hood newer", sources: supports(await appendOk(org.api_key, obs("hood", "n"))) },
+    ]);
+    expect(
+      (await call("POST", `/v1/claims/${two}/supersede`, { key: org.api_key, body: { superseded_by: newer } })).status,
+    ).toBe(200);
     const v = await viewOk(org.api_key, { lens: "neighborhood", subject_id: "hood" });
     wellFormed(v);
     expect(v.focus).toBe("subject:hood");
@@ -128,7 +186,14 @@ describe("Memory Atlas lenses", () => {
     expect(has(v, [one, two].sort()[0], [one, two].sort()[1], "related")).toBe(true);
     expect(ids(v)).toContain("subject:elsewhere");
     expect(ids(v)).not.toContain(elsewhere);
-    expect(has(v, ["hood", "elsewhere"].sort().map((s) => `subject:${s}`)[0], ["hood", "elsewhere"].sort().map((s) => `subject:${s}`)[1], "related")).toBe(true);
+    expect(
+      has(
+        v,
+        ["hood", "elsewhere"].sort().map((s) => `subject:${s}`)[0],
+        ["hood", "elsewhere"].sort().map((s) => `subject:${s}`)[1],
+        "related",
+      ),
+    ).toBe(true);
     expect(has(v, disputer, one, "contradicts")).toBe(true);
     expect(has(v, newer, two, "supersedes")).toBe(true);
     expectError(await view(org.api_key, { lens: "neighborhood", subject_id: "nobody-at-all" }), 404, "NOT_FOUND");
@@ -136,15 +201,35 @@ describe("Memory Atlas lenses", () => {
 
   it("conflict_freshness: disputed claims, what contradicts them, and claims near valid_to", async () => {
     const org = await newOrg();
-    const [target] = await consolidateOk(org.api_key, "cf", [{ kind: "fact", statement: "cf target", sources: supports(await appendOk(org.api_key, obs("cf", "t"))) }]);
+    const [target] = await consolidateOk(org.api_key, "cf", [
+      { kind: "fact", statement: "cf target", sources: supports(await appendOk(org.api_key, obs("cf", "t"))) },
+    ]);
     const against = await appendOk(org.api_key, obs("cf", "against"));
-    const [disputer] = await consolidateOk(org.api_key, "cf", [{ kind: "fact", statement: "cf disputer",
-      sources: [{ observation_id: against, relation: "contradicts" }, { claim_id: target, relation: "contradicts" }] }]);
+    const [disputer] = await consolidateOk(org.api_key, "cf", [
+      {
+        kind: "fact",
+        statement: "cf disputer",
+        sources: [
+          { observation_id: against, relation: "contradicts" },
+          { claim_id: target, relation: "contradicts" },
+        ],
+      },
+    ]);
     const soon = new Date(Date.now() + 2 * 86_400_000).toISOString();
     const late = new Date(Date.now() + 30 * 86_400_000).toISOString();
     const [expiring, lasting] = await consolidateOk(org.api_key, "cf", [
-      { kind: "fact", statement: "cf expiring", valid_to: soon, sources: supports(await appendOk(org.api_key, obs("cf", "e"))) },
-      { kind: "fact", statement: "cf lasting", valid_to: late, sources: supports(await appendOk(org.api_key, obs("cf", "l"))) },
+      {
+        kind: "fact",
+        statement: "cf expiring",
+        valid_to: soon,
+        sources: supports(await appendOk(org.api_key, obs("cf", "e"))),
+      },
+      {
+        kind: "fact",
+        statement: "cf lasting",
+        valid_to: late,
+        sources: supports(await appendOk(org.api_key, obs("cf", "l"))),
+      },
     ]);
     const v = await viewOk(org.api_key, { lens: "conflict_freshness" });
     wellFormed(v);
@@ -163,11 +248,22 @@ describe("Memory Atlas lenses", () => {
     const p = await project(org.api_key, "graph-project", w);
     const inside = await appendOk(org.api_key, obs("wg", "inside", { project_id: p }));
     const [c1, c2] = await consolidateOk(org.api_key, "wg", [
-      { kind: "fact", statement: "wg one", sources: supports(inside) }, { kind: "fact", statement: "wg two", sources: supports(inside) }]);
-    const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "wg", project_id: p, claims: [{ kind: "fact", statement: "wg scoped", sources: supports(inside) }] } });
+      { kind: "fact", statement: "wg one", sources: supports(inside) },
+      { kind: "fact", statement: "wg two", sources: supports(inside) },
+    ]);
+    const r = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: {
+        subject_id: "wg",
+        project_id: p,
+        claims: [{ kind: "fact", statement: "wg scoped", sources: supports(inside) }],
+      },
+    });
     expect(r.status, r.text).toBe(201);
     const scoped = r.json.data.claims[0].claim_id;
-    const [outside] = await consolidateOk(org.api_key, "wg-out", [{ kind: "fact", statement: "wg outside", sources: supports(await appendOk(org.api_key, obs("wg-out", "o"))) }]);
+    const [outside] = await consolidateOk(org.api_key, "wg-out", [
+      { kind: "fact", statement: "wg outside", sources: supports(await appendOk(org.api_key, obs("wg-out", "o"))) },
+    ]);
     const ws = await viewOk(org.api_key, { lens: "workspace_graph", workspace_id: w });
     wellFormed(ws);
     expect(ids(ws).sort()).toEqual([scoped, "subject:wg"].sort());
@@ -177,26 +273,39 @@ describe("Memory Atlas lenses", () => {
     expect(has(all, [c1, c2].sort()[0], [c1, c2].sort()[1], "related")).toBe(true);
     // bounds: 40 more claims on one subject, max_nodes 25
     const many = await appendOk(org.api_key, obs("wg-many", "m"));
-    await consolidateOk(org.api_key, "wg-many", Array.from({ length: 40 }, (_, i) => ({ kind: "fact", statement: `many ${i}`, sources: supports(many) })));
+    await consolidateOk(
+      org.api_key,
+      "wg-many",
+      Array.from({ length: 40 }, (_, i) => ({ kind: "fact", statement: `many ${i}`, sources: supports(many) })),
+    );
     const bounded = await viewOk(org.api_key, { lens: "workspace_graph", max_nodes: 25 });
     wellFormed(bounded, 25);
     expect(bounded.nodes).toHaveLength(25);
     expect(bounded.truncated).toBe(true);
     expect(bounded.withheld.nodes).toBe("10-99"); // 44 claims + 3 subjects authorized, 25 shown
     expect(bounded.withheld.edges).not.toBe("0");
-    expectError(await view(org.api_key, { lens: "workspace_graph", workspace_id: `wsp_${"0".repeat(32)}` }), 400, "UNRESOLVED_REFERENCE");
+    expectError(
+      await view(org.api_key, { lens: "workspace_graph", workspace_id: `wsp_${"0".repeat(32)}` }),
+      400,
+      "UNRESOLVED_REFERENCE",
+    );
   });
 
   it("review_queue: pending approvals, disputed claims; scope_preview: readable projects and subjects", async () => {
     const org = await newOrg();
     const p = await project(org.api_key, "preview");
     await appendOk(org.api_key, obs("rq", "x", { project_id: p }));
-    const [c] = await consolidateOk(org.api_key, "rq", [{ kind: "fact", statement: "rq claim", sources: supports(await appendOk(org.api_key, obs("rq", "y"))) }]);
+    const [c] = await consolidateOk(org.api_key, "rq", [
+      { kind: "fact", statement: "rq claim", sources: supports(await appendOk(org.api_key, obs("rq", "y"))) },
+    ]);
     const a = await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: c } });
     expect(a.status, a.text).toBe(201);
     const rq = await viewOk(org.api_key, { lens: "review_queue" });
     wellFormed(rq);
-    expect(rq.nodes.find((n) => n.id === a.json.data.approval_id)).toMatchObject({ type: "approval", status: "pending" });
+    expect(rq.nodes.find((n) => n.id === a.json.data.approval_id)).toMatchObject({
+      type: "approval",
+      status: "pending",
+    });
     expect(has(rq, c, a.json.data.approval_id, "submitted-as")).toBe(true);
     const sp = await viewOk(org.api_key, { lens: "scope_preview" });
     wellFormed(sp);
@@ -204,18 +313,40 @@ describe("Memory Atlas lenses", () => {
     expect(ids(sp)).toContain("subject:rq");
     const kr = await viewOk(org.api_key, { lens: "knowledge_release" });
     wellFormed(kr);
-    expectError(await view(org.api_key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` }), 400, "UNRESOLVED_REFERENCE");
+    expectError(
+      await view(org.api_key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` }),
+      400,
+      "UNRESOLVED_REFERENCE",
+    );
   });
 
   it("governance nodes only for keys that could list them: approvals need approvals:read, releases and channels releases:read", async () => {
     const org = await newOrg();
     const gw = await mintKey(org.api_key, { scopes: ["channel:compile"] });
-    const [c] = await consolidateOk(org.api_key, "gov-atlas", [{ kind: "fact", statement: "gov atlas claim", sources: supports(await appendOk(org.api_key, obs("gov-atlas", "e", { trust: "verified" }))) }]);
-    const approval = (await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: c } })).json.data.approval_id as string;
-    const ch = await call("POST", "/v1/channels", { key: org.api_key, body: { name: "gov-atlas-channel", audiences: ["public"], min_trust: "low", gateway_principal_id: gw.principal_id } });
+    const [c] = await consolidateOk(org.api_key, "gov-atlas", [
+      {
+        kind: "fact",
+        statement: "gov atlas claim",
+        sources: supports(await appendOk(org.api_key, obs("gov-atlas", "e", { trust: "verified" }))),
+      },
+    ]);
+    const approval = (await call("POST", "/v1/claim-approvals", { key: org.api_key, body: { claim_id: c } })).json.data
+      .approval_id as string;
+    const ch = await call("POST", "/v1/channels", {
+      key: org.api_key,
+      body: {
+        name: "gov-atlas-channel",
+        audiences: ["public"],
+        min_trust: "low",
+        gateway_principal_id: gw.principal_id,
+      },
+    });
     expect(ch.status, ch.text).toBe(201);
     const channel = ch.json.data.channel_id as string;
-    const rel = await call("POST", "/v1/knowledge-releases", { key: org.api_key, body: { claim_id: c, channel_id: channel } });
+    const rel = await call("POST", "/v1/knowledge-releases", {
+      key: org.api_key,
+      body: { claim_id: c, channel_id: channel },
+    });
     expect(rel.status, rel.text).toBe(201);
     const release = rel.json.data.release_id as string;
 
@@ -229,14 +360,17 @@ describe("Memory Atlas lenses", () => {
     for (const lens of ["review_queue", "knowledge_release"]) {
       const v = await viewOk(viewsOnly.key, { lens });
       wellFormed(v);
-      for (const hidden of [approval, release, channel, "gov-atlas-channel"]) expect(JSON.stringify(v), lens).not.toContain(hidden);
+      for (const hidden of [approval, release, channel, "gov-atlas-channel"])
+        expect(JSON.stringify(v), lens).not.toContain(hidden);
       expect(v.withheld).toEqual({ nodes: "0", edges: "0" });
     }
     // A channel id it cannot list is as unknown as a random one.
     const unknown = await view(viewsOnly.key, { lens: "knowledge_release", channel_id: `chn_${"0".repeat(32)}` });
     const known = await view(viewsOnly.key, { lens: "knowledge_release", channel_id: channel });
     expectError(known, 400, "UNRESOLVED_REFERENCE");
-    expect(known.json.error.message.replace(channel, "ID")).toBe(unknown.json.error.message.replace(`chn_${"0".repeat(32)}`, "ID"));
+    expect(known.json.error.message.replace(channel, "ID")).toBe(
+      unknown.json.error.message.replace(`chn_${"0".repeat(32)}`, "ID"),
+    );
 
     const approver = await mintKey(org.api_key, { scopes: ["views:compile", "approvals:read"] });
     const v = await viewOk(approver.key, { lens: "review_queue" });
@@ -254,12 +388,27 @@ describe("Memory Atlas lenses", () => {
     const [seen, hiddenProposal] = [`prop_${"1".repeat(32)}`, `prop_${"2".repeat(32)}`];
     await inOrg(org.org_id, (o) => {
       const at = new Date().toISOString();
-      o.db.run("INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal proposed claim', 'pending', 'test', ?)", seen, open, at);
-      o.db.run("INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal hidden proposal', 'pending', 'test', ?)", hiddenProposal, secret, at);
+      o.db.run(
+        "INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal proposed claim', 'pending', 'test', ?)",
+        seen,
+        open,
+        at,
+      );
+      o.db.run(
+        "INSERT INTO enrichment_proposals VALUES (?, ?, 'prop', 'fact', 'narwhal hidden proposal', 'pending', 'test', ?)",
+        hiddenProposal,
+        secret,
+        at,
+      );
     });
     const v = await viewOk(org.api_key, { lens: "review_queue" });
     wellFormed(v);
-    expect(v.nodes.find((n) => n.id === seen)).toMatchObject({ type: "proposal", label: "narwhal proposed claim", status: "pending", kind: "fact" });
+    expect(v.nodes.find((n) => n.id === seen)).toMatchObject({
+      type: "proposal",
+      label: "narwhal proposed claim",
+      status: "pending",
+      kind: "fact",
+    });
     expect(has(v, open, seen, "proposed-as")).toBe(true);
     expect(JSON.stringify(v)).not.toContain(hiddenProposal);
     expect(JSON.stringify(v)).not.toContain("narwhal hidden");
@@ -272,7 +421,11 @@ describe("Memory Atlas lenses", () => {
     const writer = await mintKey(org.api_key, { scopes: ["*"] });
     const reader = await mintKey(org.api_key, { scopes: ["*"] });
     const open = await appendOk(writer.key, obs("cost", "open evidence"));
-    await consolidateOk(writer.key, "cost", Array.from({ length: 30 }, (_, i) => ({ kind: "fact", statement: `open ${i}`, sources: supports(open) })));
+    await consolidateOk(
+      writer.key,
+      "cost",
+      Array.from({ length: 30 }, (_, i) => ({ kind: "fact", statement: `open ${i}`, sources: supports(open) })),
+    );
     const measure = () => rowsReadByLens(org.org_id, reader.key, "workspace_graph");
     const before = await measure();
     // 2,000 newer claims the reader cannot see: another principal's private ones.
@@ -281,9 +434,28 @@ describe("Memory Atlas lenses", () => {
     await inOrg(org.org_id, (o) => {
       const at = clock.nowIso();
       for (let i = 0; i < 2000; i++)
-        insertClaim(o.db, { claim_id: newId("claim_"), subject_id: "cost-hidden", project_id: null, kind: "fact", statement: `secret ${i}`,
-          status: "active", visibility: "private", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
-          disputes: "[]", author_id: writer.principal_id, created_at: at, updated_at: at }, supports(secret));
+        insertClaim(
+          o.db,
+          {
+            claim_id: newId("claim_"),
+            subject_id: "cost-hidden",
+            project_id: null,
+            kind: "fact",
+            statement: `secret ${i}`,
+            status: "active",
+            visibility: "private",
+            trust: "medium",
+            version: 1,
+            valid_from: at,
+            valid_to: null,
+            superseded_by: null,
+            disputes: "[]",
+            author_id: writer.principal_id,
+            created_at: at,
+            updated_at: at,
+          },
+          supports(secret),
+        );
     });
     const after = await measure();
     expect(after.view).toEqual(before.view);
@@ -298,25 +470,57 @@ describe("Memory Atlas lenses", () => {
     // directly: 130 appends and consolidations would only slow the test.
     const observe = (o: { db: Db }, subject: string, visibility: string) => {
       const id = newId("obs_");
-      o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref, trust,
+      o.db.run(
+        `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref, trust,
           visibility, author_id, created_at, purged_at) VALUES (?, ?, NULL, 'note', 'filler', 'h', 'test', 'r', 'medium', ?, ?, ?, NULL)`,
-      id, subject, visibility, writer.principal_id, clock.nowIso());
+        id,
+        subject,
+        visibility,
+        writer.principal_id,
+        clock.nowIso(),
+      );
       return id;
     };
     const claim = (o: { db: Db }, subject_id: string, visibility: string, source: string) => {
       const at = clock.nowIso();
-      insertClaim(o.db, { claim_id: newId("claim_"), subject_id, project_id: null, kind: "fact", statement: `about ${subject_id}`, status: "active",
-        visibility, trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null, disputes: "[]", author_id: writer.principal_id,
-        created_at: at, updated_at: at }, supports(source));
+      insertClaim(
+        o.db,
+        {
+          claim_id: newId("claim_"),
+          subject_id,
+          project_id: null,
+          kind: "fact",
+          statement: `about ${subject_id}`,
+          status: "active",
+          visibility,
+          trust: "medium",
+          version: 1,
+          valid_from: at,
+          valid_to: null,
+          superseded_by: null,
+          disputes: "[]",
+          author_id: writer.principal_id,
+          created_at: at,
+          updated_at: at,
+        },
+        supports(source),
+      );
     };
     await inOrg(org.org_id, (o) => {
-      for (let i = 0; i < 130; i++) claim(o, `scope-${String(i).padStart(3, "0")}`, "team", observe(o, `scope-${String(i).padStart(3, "0")}`, "team"));
+      for (let i = 0; i < 130; i++)
+        claim(
+          o,
+          `scope-${String(i).padStart(3, "0")}`,
+          "team",
+          observe(o, `scope-${String(i).padStart(3, "0")}`, "team"),
+        );
     });
     const measure = () => rowsReadByLens(org.org_id, reader.key, "scope_preview");
     const before = await measure();
     // 2,000 records in subjects sorting after the page, readable or not: claims and observations.
     await inOrg(org.org_id, (o) => {
-      for (let i = 0; i < 1000; i++) claim(o, `zz-scope-${i}`, i % 2 ? "private" : "team", observe(o, `zz-scope-${i}`, i % 2 ? "team" : "private"));
+      for (let i = 0; i < 1000; i++)
+        claim(o, `zz-scope-${i}`, i % 2 ? "private" : "team", observe(o, `zz-scope-${i}`, i % 2 ? "team" : "private"));
     });
     const after = await measure();
     expect(after.view).toEqual(before.view);
@@ -326,7 +530,9 @@ describe("Memory Atlas lenses", () => {
   it("legal holds: active holds on the view's records, as hold nodes for hold administrators only", async () => {
     const org = await newOrg();
     const a = await appendOk(org.api_key, obs("held", "ocelot held evidence"));
-    const [c] = await consolidateOk(org.api_key, "held", [{ kind: "fact", statement: "ocelot held claim", sources: supports(a) }]);
+    const [c] = await consolidateOk(org.api_key, "held", [
+      { kind: "fact", statement: "ocelot held claim", sources: supports(a) },
+    ]);
     const hold = async (target_type: string, target_id: string, reason: string) => {
       const r = await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type, target_id, reason } });
       expect(r.status, r.text).toBe(201);
@@ -339,17 +545,27 @@ describe("Memory Atlas lenses", () => {
 
     const v = await viewOk(org.api_key, { lens: "evidence_trace", focus_id: c });
     wellFormed(v);
-    expect(v.nodes.find((n) => n.id === onClaim)).toEqual({ id: onClaim, type: "hold", label: "litigation 42: preserve the ocelot claim", status: "active" });
+    expect(v.nodes.find((n) => n.id === onClaim)).toEqual({
+      id: onClaim,
+      type: "hold",
+      label: "litigation 42: preserve the ocelot claim",
+      status: "active",
+    });
     expect(v.nodes.find((n) => n.id === onSource)).toMatchObject({ type: "hold", label: "regulator request 7" });
     expect(has(v, onClaim, c, "holds") && has(v, onSource, a, "holds")).toBe(true);
     expect(ids(v)).not.toContain(released);
     // Every lens that draws the held records draws their holds.
-    expect(has(await viewOk(org.api_key, { lens: "neighborhood", subject_id: "held" }), onClaim, c, "holds")).toBe(true);
+    expect(has(await viewOk(org.api_key, { lens: "neighborhood", subject_id: "held" }), onClaim, c, "holds")).toBe(
+      true,
+    );
     expect(has(await viewOk(org.api_key, { lens: "workspace_graph" }), onClaim, c, "holds")).toBe(true);
 
     // Not for a member, nor for an owner's key without retention:write: no node, edge or count.
     const memberKey = await mintKey(org.api_key, { scopes: ["*"] });
-    const narrowOwnerKey = await mintKey(org.api_key, { scopes: ["views:compile"], principal_id: (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id });
+    const narrowOwnerKey = await mintKey(org.api_key, {
+      scopes: ["views:compile"],
+      principal_id: (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id,
+    });
     for (const key of [memberKey.key, narrowOwnerKey.key]) {
       const seen = await viewOk(key, { lens: "evidence_trace", focus_id: c });
       expect(seen.nodes.map((n) => n.type)).not.toContain("hold");
@@ -395,17 +611,34 @@ describe("Memory Atlas leaks nothing", () => {
     // Readable material: a subject with evidence, claims sharing sources, a dispute, a run, an approval.
     const seen = await appendOk(writer.key, obs("leak", "visible evidence"));
     const [x, y] = await consolidateOk(writer.key, "leak", [
-      { kind: "fact", statement: "visible x", sources: supports(seen) }, { kind: "fact", statement: "visible y", sources: supports(seen) }]);
-    await consolidateOk(writer.key, "leak", [{ kind: "fact", statement: "visible disputer",
-      sources: [{ observation_id: await appendOk(writer.key, obs("leak", "v2")), relation: "supports" }, { claim_id: x, relation: "contradicts" }] }]);
+      { kind: "fact", statement: "visible x", sources: supports(seen) },
+      { kind: "fact", statement: "visible y", sources: supports(seen) },
+    ]);
+    await consolidateOk(writer.key, "leak", [
+      {
+        kind: "fact",
+        statement: "visible disputer",
+        sources: [
+          { observation_id: await appendOk(writer.key, obs("leak", "v2")), relation: "supports" },
+          { claim_id: x, relation: "contradicts" },
+        ],
+      },
+    ]);
     await call("POST", "/v1/context/compile", { key: reader.key, body: { query: "visible" } });
     expect((await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: y } })).status).toBe(201);
 
     const lenses: Record<string, unknown>[] = [
-      { lens: "evidence_trace", focus_id: x }, { lens: "evidence_trace", focus_id: y }, { lens: "neighborhood", subject_id: "leak" },
-      { lens: "conflict_freshness" }, { lens: "workspace_graph" }, { lens: "review_queue" }, { lens: "scope_preview" }, { lens: "knowledge_release" },
+      { lens: "evidence_trace", focus_id: x },
+      { lens: "evidence_trace", focus_id: y },
+      { lens: "neighborhood", subject_id: "leak" },
+      { lens: "conflict_freshness" },
+      { lens: "workspace_graph" },
+      { lens: "review_queue" },
+      { lens: "scope_preview" },
+      { lens: "knowledge_release" },
     ];
-    const snapshot = async () => Promise.all(lenses.map(async (b) => (await view(reader.key, { ...b, max_nodes: 25 })).json.data));
+    const snapshot = async () =>
+      Promise.all(lenses.map(async (b) => (await view(reader.key, { ...b, max_nodes: 25 })).json.data));
     const before = await snapshot();
 
     // Hidden material, one row per way a record can be hidden from the reader.
@@ -414,21 +647,61 @@ describe("Memory Atlas leaks nothing", () => {
     const hidden: { why: string; ids: string[]; labels: string[] }[] = [];
     {
       const o = await appendOk(writer.key, obs("leak", "zirconium private evidence", { visibility: "private" }));
-      const [c] = await consolidateOk(writer.key, "leak", [{ kind: "fact", statement: "zirconium private claim", visibility: "private",
-        sources: [{ observation_id: o, relation: "supports" }, { observation_id: seen, relation: "supports" }] }]);
-      const [d] = await consolidateOk(writer.key, "leak", [{ kind: "fact", statement: "zirconium private disputer", visibility: "private",
-        sources: [{ observation_id: o, relation: "supports" }, { claim_id: x, relation: "contradicts" }] }]);
+      const [c] = await consolidateOk(writer.key, "leak", [
+        {
+          kind: "fact",
+          statement: "zirconium private claim",
+          visibility: "private",
+          sources: [
+            { observation_id: o, relation: "supports" },
+            { observation_id: seen, relation: "supports" },
+          ],
+        },
+      ]);
+      const [d] = await consolidateOk(writer.key, "leak", [
+        {
+          kind: "fact",
+          statement: "zirconium private disputer",
+          visibility: "private",
+          sources: [
+            { observation_id: o, relation: "supports" },
+            { claim_id: x, relation: "contradicts" },
+          ],
+        },
+      ]);
       const a = await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: c } });
       expect(a.status, a.text).toBe(201);
-      hidden.push({ why: "private records of another principal (sharing a readable source, disputing a readable claim, pending approval)",
-        ids: [o, c, d, a.json.data.approval_id], labels: ["zirconium"] });
+      hidden.push({
+        why: "private records of another principal (sharing a readable source, disputing a readable claim, pending approval)",
+        ids: [o, c, d, a.json.data.approval_id],
+        labels: ["zirconium"],
+      });
     }
     {
       const o = await appendOk(org.api_key, obs("leak-ws", "yttrium workspace evidence", { project_id: hiddenP }));
-      const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "leak", project_id: hiddenP,
-        claims: [{ kind: "fact", statement: "yttrium workspace claim", sources: [{ observation_id: o, relation: "supports" }, { observation_id: seen, relation: "supports" }] }] } });
+      const r = await call("POST", "/v1/consolidations", {
+        key: org.api_key,
+        body: {
+          subject_id: "leak",
+          project_id: hiddenP,
+          claims: [
+            {
+              kind: "fact",
+              statement: "yttrium workspace claim",
+              sources: [
+                { observation_id: o, relation: "supports" },
+                { observation_id: seen, relation: "supports" },
+              ],
+            },
+          ],
+        },
+      });
       expect(r.status, r.text).toBe(201);
-      hidden.push({ why: "team records of a workspace the reader is not in", ids: [o, r.json.data.claims[0].claim_id, hiddenP, "subject:leak-ws"], labels: ["yttrium", "hidden-ws-project"] });
+      hidden.push({
+        why: "team records of a workspace the reader is not in",
+        ids: [o, r.json.data.claims[0].claim_id, hiddenP, "subject:leak-ws"],
+        labels: ["yttrium", "hidden-ws-project"],
+      });
     }
     {
       const run = await call("POST", "/v1/context/compile", { key: writer.key, body: { query: "visible" } });
@@ -439,15 +712,45 @@ describe("Memory Atlas leaks nothing", () => {
       // evidence, a claim sharing a readable source and awaiting approval, a claim disputing a readable
       // claim, and a subject known only through them.
       const o = await appendOk(writer.key, obs("leak-retained", "wolfram retained evidence", { kind: "event" }));
-      const [c] = await consolidateOk(writer.key, "leak", [{ kind: "decision", statement: "wolfram retained claim",
-        sources: [{ observation_id: o, relation: "supports" }, { observation_id: seen, relation: "supports" }] }]);
-      const [d] = await consolidateOk(writer.key, "leak", [{ kind: "decision", statement: "wolfram retained disputer",
-        sources: [{ observation_id: o, relation: "supports" }, { claim_id: x, relation: "contradicts" }] }]);
+      const [c] = await consolidateOk(writer.key, "leak", [
+        {
+          kind: "decision",
+          statement: "wolfram retained claim",
+          sources: [
+            { observation_id: o, relation: "supports" },
+            { observation_id: seen, relation: "supports" },
+          ],
+        },
+      ]);
+      const [d] = await consolidateOk(writer.key, "leak", [
+        {
+          kind: "decision",
+          statement: "wolfram retained disputer",
+          sources: [
+            { observation_id: o, relation: "supports" },
+            { claim_id: x, relation: "contradicts" },
+          ],
+        },
+      ]);
       const a = await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: c } });
       expect(a.status, a.text).toBe(201);
-      expect(JSON.stringify(await viewOk(reader.key, { lens: "neighborhood", subject_id: "leak" }))).toContain("wolfram");
-      const policy = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "atlas-leak", status: "active",
-        rules: { rules: [{ record_type: "observation", max_age_days: 30, kinds: ["event"] }, { record_type: "claim", max_age_days: 30, kinds: ["decision"] }] } } });
+      expect(JSON.stringify(await viewOk(reader.key, { lens: "neighborhood", subject_id: "leak" }))).toContain(
+        "wolfram",
+      );
+      const policy = await call("POST", "/v1/policies", {
+        key: org.api_key,
+        body: {
+          type: "retention",
+          name: "atlas-leak",
+          status: "active",
+          rules: {
+            rules: [
+              { record_type: "observation", max_age_days: 30, kinds: ["event"] },
+              { record_type: "claim", max_age_days: 30, kinds: ["decision"] },
+            ],
+          },
+        },
+      });
       expect(policy.status, policy.text).toBe(201);
       clock.advance(40 * DAY);
       try {
@@ -456,23 +759,37 @@ describe("Memory Atlas leaks nothing", () => {
       } finally {
         clock.advance(-40 * DAY);
       }
-      hidden.push({ why: "records excluded by retention", ids: [o, c, d, a.json.data.approval_id, "subject:leak-retained"], labels: ["wolfram"] });
+      hidden.push({
+        why: "records excluded by retention",
+        ids: [o, c, d, a.json.data.approval_id, "subject:leak-retained"],
+        labels: ["wolfram"],
+      });
     }
     {
       const o = await appendOk(other.api_key, obs("leak", "xenon foreign evidence"));
-      const [c] = await consolidateOk(other.api_key, "leak", [{ kind: "fact", statement: "xenon foreign claim", sources: supports(o) }]);
+      const [c] = await consolidateOk(other.api_key, "leak", [
+        { kind: "fact", statement: "xenon foreign claim", sources: supports(o) },
+      ]);
       hidden.push({ why: "another organization", ids: [o, c], labels: ["xenon"] });
     }
     {
-      const h = await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type: "claim", target_id: x, reason: "vanadium legal matter" } });
+      const h = await call("POST", "/v1/legal-holds", {
+        key: org.api_key,
+        body: { target_type: "claim", target_id: x, reason: "vanadium legal matter" },
+      });
       expect(h.status, h.text).toBe(201);
-      hidden.push({ why: "a legal hold on a readable claim (shown to hold administrators only)", ids: [h.json.data.hold_id], labels: ["vanadium"] });
+      hidden.push({
+        why: "a legal hold on a readable claim (shown to hold administrators only)",
+        ids: [h.json.data.hold_id],
+        labels: ["vanadium"],
+      });
     }
 
     const after = await snapshot();
     for (const [i, b] of lenses.entries()) {
       const text = JSON.stringify(after[i]);
-      for (const h of hidden) for (const s of [...h.ids, ...h.labels]) expect(text, `${b.lens}: ${h.why}: ${s}`).not.toContain(s);
+      for (const h of hidden)
+        for (const s of [...h.ids, ...h.labels]) expect(text, `${b.lens}: ${h.why}: ${s}`).not.toContain(s);
       expect(after[i], `${b.lens} changed by hidden records`).toEqual(before[i]);
       expect(after[i].withheld).toEqual(before[i].withheld);
     }
@@ -480,7 +797,9 @@ describe("Memory Atlas leaks nothing", () => {
     const writerView = JSON.stringify(await viewOk(writer.key, { lens: "neighborhood", subject_id: "leak" }));
     expect(writerView).toContain("zirconium");
     expect(writerView).not.toContain("yttrium");
-    expect(JSON.stringify(await viewOk(org.api_key, { lens: "neighborhood", subject_id: "leak" }))).toContain("yttrium");
+    expect(JSON.stringify(await viewOk(org.api_key, { lens: "neighborhood", subject_id: "leak" }))).toContain(
+      "yttrium",
+    );
     // A hidden focus answers exactly like a missing one.
     const answer = (r: CallResult) => `${r.status} ${r.text.replaceAll(r.json.meta.request_id, "req_")}`;
     const missing = answer(await view(reader.key, { lens: "evidence_trace", focus_id: `claim_${"0".repeat(32)}` }));
@@ -488,9 +807,15 @@ describe("Memory Atlas leaks nothing", () => {
       const claim = h.ids.find((id) => id.startsWith("claim_"))!;
       expect(answer(await view(reader.key, { lens: "evidence_trace", focus_id: claim }))).toBe(missing);
     }
-    expect(answer(await view(other.api_key, { lens: "evidence_trace", focus_id: x }))).toBe(answer(await view(other.api_key, { lens: "evidence_trace", focus_id: `claim_${"0".repeat(32)}` })));
+    expect(answer(await view(other.api_key, { lens: "evidence_trace", focus_id: x }))).toBe(
+      answer(await view(other.api_key, { lens: "evidence_trace", focus_id: `claim_${"0".repeat(32)}` })),
+    );
     expectError(await view(reader.key, { lens: "neighborhood", subject_id: "leak-ws" }), 404, "NOT_FOUND");
-    expectError(await view(reader.key, { lens: "workspace_graph", workspace_id: hiddenW }), 400, "UNRESOLVED_REFERENCE");
+    expectError(
+      await view(reader.key, { lens: "workspace_graph", workspace_id: hiddenW }),
+      400,
+      "UNRESOLVED_REFERENCE",
+    );
   }, 60_000);
 });
 
@@ -501,14 +826,36 @@ describe("Memory Atlas lenses step past rows they cannot draw", () => {
     const reader = await mintKey(org.api_key, { scopes: ["*"] });
     // Readable: a target disputed by contradicting evidence and by a disputer claim; a complete run.
     const against = await appendOk(writer.key, obs("step", "walnut against"));
-    const [target] = await consolidateOk(writer.key, "step", [{ kind: "fact", statement: "walnut target",
-      sources: [{ observation_id: await appendOk(writer.key, obs("step", "walnut for")), relation: "supports" }, { observation_id: against, relation: "contradicts" }] }]);
-    const [disputer] = await consolidateOk(writer.key, "step", [{ kind: "fact", statement: "walnut disputer",
-      sources: [{ observation_id: await appendOk(writer.key, obs("step", "walnut doubt")), relation: "supports" }, { claim_id: target, relation: "contradicts" }] }]);
+    const [target] = await consolidateOk(writer.key, "step", [
+      {
+        kind: "fact",
+        statement: "walnut target",
+        sources: [
+          { observation_id: await appendOk(writer.key, obs("step", "walnut for")), relation: "supports" },
+          { observation_id: against, relation: "contradicts" },
+        ],
+      },
+    ]);
+    const [disputer] = await consolidateOk(writer.key, "step", [
+      {
+        kind: "fact",
+        statement: "walnut disputer",
+        sources: [
+          { observation_id: await appendOk(writer.key, obs("step", "walnut doubt")), relation: "supports" },
+          { claim_id: target, relation: "contradicts" },
+        ],
+      },
+    ]);
     const run = await call("POST", "/v1/context/compile", { key: reader.key, body: { query: "walnut target" } });
     expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id)).toContain(target);
     const complete = run.json.data.context_id as string;
-    const [reviewed] = await consolidateOk(writer.key, "step", [{ kind: "fact", statement: "walnut reviewed", sources: supports(await appendOk(writer.key, obs("step", "walnut seen"))) }]);
+    const [reviewed] = await consolidateOk(writer.key, "step", [
+      {
+        kind: "fact",
+        statement: "walnut reviewed",
+        sources: supports(await appendOk(writer.key, obs("step", "walnut seen"))),
+      },
+    ]);
     const approval = await call("POST", "/v1/claim-approvals", { key: writer.key, body: { claim_id: reviewed } });
     expect(approval.status, approval.text).toBe(201);
 
@@ -524,34 +871,88 @@ describe("Memory Atlas lenses step past rows they cannot draw", () => {
       const at = clock.nowIso();
       const observation = (visibility: string) => {
         const id = newId("obs_");
-        o.db.run(`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref,
+        o.db.run(
+          `INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type, source_ref,
             trust, visibility, author_id, created_at, purged_at) VALUES (?, 'step', NULL, 'note', 'filler', 'h', 'test', 'r', 'medium', ?, ?, ?, NULL)`,
-        id, visibility, writer.principal_id, at);
+          id,
+          visibility,
+          writer.principal_id,
+          at,
+        );
         return id;
       };
-      const claim = (statement: string, visibility: string, status: string, disputes: string[], sources: { observation_id: string; relation: string }[],
-        claim_id = newId("claim_"), subject_id = "step") => {
-        insertClaim(o.db, { claim_id, subject_id, project_id: null, kind: "fact", statement, status, visibility, trust: "medium", version: 1,
-          valid_from: at, valid_to: null, superseded_by: null, disputes: JSON.stringify(disputes), author_id: writer.principal_id, created_at: at, updated_at: at }, sources);
+      const claim = (
+        statement: string,
+        visibility: string,
+        status: string,
+        disputes: string[],
+        sources: { observation_id: string; relation: string }[],
+        claim_id = newId("claim_"),
+        subject_id = "step",
+      ) => {
+        insertClaim(
+          o.db,
+          {
+            claim_id,
+            subject_id,
+            project_id: null,
+            kind: "fact",
+            statement,
+            status,
+            visibility,
+            trust: "medium",
+            version: 1,
+            valid_from: at,
+            valid_to: null,
+            superseded_by: null,
+            disputes: JSON.stringify(disputes),
+            author_id: writer.principal_id,
+            created_at: at,
+            updated_at: at,
+          },
+          sources,
+        );
         return claim_id;
       };
       const secretObs = observation("private");
       for (let i = 0; i < N; i++) {
         const p = claim(`zinc secret ${i}`, "private", "disputed", [], supports(secretObs), undefined, `aa-zinc-${i}`);
         const approvalId = newId("apr_");
-        o.db.run(`INSERT INTO claim_approvals (approval_id, claim_id, claim_version, status, evidence, submitted_by, created_at)
-          VALUES (?, ?, 1, 'pending', '{}', ?, ?)`, approvalId, p, writer.principal_id, new Date(Date.parse(at) + 1000 + i).toISOString());
+        o.db.run(
+          `INSERT INTO claim_approvals (approval_id, claim_id, claim_version, status, evidence, submitted_by, created_at)
+          VALUES (?, ?, 1, 'pending', '{}', ?, ?)`,
+          approvalId,
+          p,
+          writer.principal_id,
+          new Date(Date.parse(at) + 1000 + i).toISOString(),
+        );
         hidden.push(p, approvalId);
         claim(`team disputer of a secret ${i}`, "team", "active", [p], supports(observation("team")));
         const runId = newId("ctx_");
-        o.db.run("INSERT INTO context_runs (context_id, actor_id, query, token_budget, tokens_used, created_at) VALUES (?, ?, 'walnut', 100, 10, ?)",
-          runId, reader.principal_id, new Date(Date.parse(at) + 1000 + i).toISOString());
-        o.db.run("INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, 0, ?, 1, 5), (?, 1, ?, 1, 5)", runId, target, runId, p);
+        o.db.run(
+          "INSERT INTO context_runs (context_id, actor_id, query, token_budget, tokens_used, created_at) VALUES (?, ?, 'walnut', 100, 10, ?)",
+          runId,
+          reader.principal_id,
+          new Date(Date.parse(at) + 1000 + i).toISOString(),
+        );
+        o.db.run(
+          "INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, 0, ?, 1, 5), (?, 1, ?, 1, 5)",
+          runId,
+          target,
+          runId,
+          p,
+        );
         partialRuns.push(runId);
       }
       // A readable disputed claim whose id sorts first (evidence is read in claim id order), with many readable supports.
-      claim("aardvark disputed", "team", "disputed", [], Array.from({ length: N }, () => ({ observation_id: observation("team"), relation: "supports" })),
-        `claim_${"0".repeat(32)}`);
+      claim(
+        "aardvark disputed",
+        "team",
+        "disputed",
+        [],
+        Array.from({ length: N }, () => ({ observation_id: observation("team"), relation: "supports" })),
+        `claim_${"0".repeat(32)}`,
+      );
     });
 
     const conflicts = await viewOk(reader.key, { lens: "conflict_freshness", max_nodes: 25 });
@@ -588,29 +989,106 @@ describe("workspaces scope records", () => {
     const orgAdmin = await member(org.api_key, "admin");
 
     const p = await project(author.key, "scoped-project", w);
-    expect((await call("POST", "/v1/projects/resolve", { key: outsider.key, body: { reference: "x-project", create: true, workspace_id: w } })).status).toBe(400);
-    expectError(await call("POST", "/v1/projects/resolve", { key: wsReader.key, body: { reference: "y-project", create: true, workspace_id: w } }), 403, "FORBIDDEN");
-    expectError(await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "z-project", create: true, workspace_id: `wsp_${"0".repeat(32)}` } }), 400, "UNRESOLVED_REFERENCE");
+    expect(
+      (
+        await call("POST", "/v1/projects/resolve", {
+          key: outsider.key,
+          body: { reference: "x-project", create: true, workspace_id: w },
+        })
+      ).status,
+    ).toBe(400);
+    expectError(
+      await call("POST", "/v1/projects/resolve", {
+        key: wsReader.key,
+        body: { reference: "y-project", create: true, workspace_id: w },
+      }),
+      403,
+      "FORBIDDEN",
+    );
+    expectError(
+      await call("POST", "/v1/projects/resolve", {
+        key: org.api_key,
+        body: { reference: "z-project", create: true, workspace_id: `wsp_${"0".repeat(32)}` },
+      }),
+      400,
+      "UNRESOLVED_REFERENCE",
+    );
     const teamObs = await appendOk(author.key, obs("scoped-subject", "quokka team evidence", { project_id: p }));
-    const privObs = await appendOk(author.key, obs("scoped-subject", "quokka private evidence", { project_id: p, visibility: "private" }));
+    const privObs = await appendOk(
+      author.key,
+      obs("scoped-subject", "quokka private evidence", { project_id: p, visibility: "private" }),
+    );
     const post = async (claims: Record<string, unknown>[]) => {
-      const r = await call("POST", "/v1/consolidations", { key: author.key, body: { subject_id: "scoped-subject", project_id: p, claims } });
+      const r = await call("POST", "/v1/consolidations", {
+        key: author.key,
+        body: { subject_id: "scoped-subject", project_id: p, claims },
+      });
       expect(r.status, r.text).toBe(201);
       return r.json.data.claims[0].claim_id as string;
     };
     const teamClaim = await post([{ kind: "fact", statement: "quokka team claim", sources: supports(teamObs) }]);
-    const privClaim = await post([{ kind: "fact", statement: "quokka private claim", visibility: "private", sources: supports(privObs) }]);
+    const privClaim = await post([
+      { kind: "fact", statement: "quokka private claim", visibility: "private", sources: supports(privObs) },
+    ]);
 
     // Read paths: each answers whether the caller read the team claim / the private claim.
     const paths: [string, (key: string) => Promise<[boolean, boolean]>][] = [
-      ["memories", async (key) => { const t = (await call("GET", "/v1/memories?q=quokka", { key })).text; return [t.includes(teamClaim), t.includes(privClaim)]; }],
-      ["compile", async (key) => { const t = (await call("POST", "/v1/context/compile", { key, body: { query: "quokka" } })).text; return [t.includes(teamClaim), t.includes(privClaim)]; }],
-      ["evidence", async (key) => [(await call("GET", `/v1/claims/${teamClaim}/evidence`, { key })).status === 200, (await call("GET", `/v1/claims/${privClaim}/evidence`, { key })).status === 200]],
-      ["export", async (key) => { const t = (await call("GET", "/v1/export", { key })).text; return [t.includes(teamClaim) && t.includes(teamObs), t.includes(privClaim) || t.includes(privObs)]; }],
-      ["subjects", async (key) => { const t = (await call("GET", "/v1/subjects", { key })).text; return [t.includes("scoped-subject"), false]; }],
-      ["atlas workspace_graph", async (key) => { const t = (await view(key, { lens: "workspace_graph" })).text; return [t.includes(teamClaim), t.includes(privClaim)]; }],
-      ["atlas evidence_trace", async (key) => [(await view(key, { lens: "evidence_trace", focus_id: teamClaim })).status === 200, (await view(key, { lens: "evidence_trace", focus_id: privClaim })).status === 200]],
-      ["atlas neighborhood", async (key) => { const r = await view(key, { lens: "neighborhood", subject_id: "scoped-subject" }); return [r.text.includes(teamClaim), r.text.includes(privClaim)]; }],
+      [
+        "memories",
+        async (key) => {
+          const t = (await call("GET", "/v1/memories?q=quokka", { key })).text;
+          return [t.includes(teamClaim), t.includes(privClaim)];
+        },
+      ],
+      [
+        "compile",
+        async (key) => {
+          const t = (await call("POST", "/v1/context/compile", { key, body: { query: "quokka" } })).text;
+          return [t.includes(teamClaim), t.includes(privClaim)];
+        },
+      ],
+      [
+        "evidence",
+        async (key) => [
+          (await call("GET", `/v1/claims/${teamClaim}/evidence`, { key })).status === 200,
+          (await call("GET", `/v1/claims/${privClaim}/evidence`, { key })).status === 200,
+        ],
+      ],
+      [
+        "export",
+        async (key) => {
+          const t = (await call("GET", "/v1/export", { key })).text;
+          return [t.includes(teamClaim) && t.includes(teamObs), t.includes(privClaim) || t.includes(privObs)];
+        },
+      ],
+      [
+        "subjects",
+        async (key) => {
+          const t = (await call("GET", "/v1/subjects", { key })).text;
+          return [t.includes("scoped-subject"), false];
+        },
+      ],
+      [
+        "atlas workspace_graph",
+        async (key) => {
+          const t = (await view(key, { lens: "workspace_graph" })).text;
+          return [t.includes(teamClaim), t.includes(privClaim)];
+        },
+      ],
+      [
+        "atlas evidence_trace",
+        async (key) => [
+          (await view(key, { lens: "evidence_trace", focus_id: teamClaim })).status === 200,
+          (await view(key, { lens: "evidence_trace", focus_id: privClaim })).status === 200,
+        ],
+      ],
+      [
+        "atlas neighborhood",
+        async (key) => {
+          const r = await view(key, { lens: "neighborhood", subject_id: "scoped-subject" });
+          return [r.text.includes(teamClaim), r.text.includes(privClaim)];
+        },
+      ],
     ];
     const who: [string, string, [boolean, boolean]][] = [
       ["author", author.key, [true, true]],
@@ -628,26 +1106,43 @@ describe("workspaces scope records", () => {
 
     // Writes into the workspace's project: member and above, organization owners/admins; not readers
     // (403) or outsiders (who cannot see the project: 400, as for a missing one).
-    const write = (key: string) => call("POST", "/v1/observations", { key, body: obs("scoped-subject", "w", { project_id: p }) });
+    const write = (key: string) =>
+      call("POST", "/v1/observations", { key, body: obs("scoped-subject", "w", { project_id: p }) });
     expect((await write(author.key)).status).toBe(201);
     expect((await write(wsAdmin.key)).status).toBe(201);
     expect((await write(orgAdmin.key)).status).toBe(201);
     expectError(await write(wsReader.key), 403, "FORBIDDEN");
     expectError(await write(outsider.key), 400, "UNRESOLVED_REFERENCE");
-    expect((await call("POST", "/v1/observations", { key: outsider.key, body: obs("scoped-subject", "outside any project") })).status).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/observations", {
+          key: outsider.key,
+          body: obs("scoped-subject", "outside any project"),
+        })
+      ).status,
+    ).toBe(201);
 
     // Removing the membership applies on the next request.
-    const mine = (await call("GET", `/v1/memberships?workspace_id=${w}`, { key: org.api_key })).json.data.memberships
-      .find((m: { principal_id: string }) => m.principal_id === wsReader.principal_id);
+    const mine = (
+      await call("GET", `/v1/memberships?workspace_id=${w}`, { key: org.api_key })
+    ).json.data.memberships.find((m: { principal_id: string }) => m.principal_id === wsReader.principal_id);
     expect((await call("DELETE", `/v1/memberships/${mine.membership_id}`, { key: org.api_key })).status).toBe(200);
     expect((await call("GET", "/v1/memories?q=quokka", { key: wsReader.key })).text).not.toContain(teamClaim);
     expectError(await view(wsReader.key, { lens: "evidence_trace", focus_id: teamClaim }), 404, "NOT_FOUND");
 
     // Records carry their project's workspace; a project's workspace is fixed at creation.
-    const again = await call("POST", "/v1/projects/resolve", { key: author.key, body: { reference: "scoped-project", create: true, workspace_id: w } });
+    const again = await call("POST", "/v1/projects/resolve", {
+      key: author.key,
+      body: { reference: "scoped-project", create: true, workspace_id: w },
+    });
     expect(again.json.data).toMatchObject({ project_id: p, created: false, workspace_id: w });
-    const stored = await inOrg(org.org_id, (o) => o.db.all<{ workspace_id: string | null }>(
-      "SELECT workspace_id FROM claims WHERE claim_id IN (?, ?)", teamClaim, privClaim));
+    const stored = await inOrg(org.org_id, (o) =>
+      o.db.all<{ workspace_id: string | null }>(
+        "SELECT workspace_id FROM claims WHERE claim_id IN (?, ?)",
+        teamClaim,
+        privClaim,
+      ),
+    );
     expect(stored.map((r) => r.workspace_id)).toEqual([w, w]);
   }, 90_000);
 });

@@ -19,10 +19,17 @@ async function auditExport(key: string, qs = "") {
 
 /** Adds n audit rows straight through the write helper's insertAudit (setup for paging tests). */
 const addEntries = (orgId: string, n: number, action = "test.filler") =>
-  inOrg(orgId, (o) => (o as unknown as { ctx: DurableObjectState }).ctx.storage.transactionSync(() => {
-    for (let i = 0; i < n; i++)
-      insertAudit(o.db, { actorId: "prn_test", keyId: null, requestId: null }, { action, resourceType: "test", detail: { i } }, clock.nowIso());
-  }));
+  inOrg(orgId, (o) =>
+    (o as unknown as { ctx: DurableObjectState }).ctx.storage.transactionSync(() => {
+      for (let i = 0; i < n; i++)
+        insertAudit(
+          o.db,
+          { actorId: "prn_test", keyId: null, requestId: null },
+          { action, resourceType: "test", detail: { i } },
+          clock.nowIso(),
+        );
+    }),
+  );
 
 describe("GET /v1/audit", () => {
   it("lists metadata-only entries newest first, never content", async () => {
@@ -32,7 +39,11 @@ describe("GET /v1/audit", () => {
     expect(r.status, r.text).toBe(200);
     expect(r.text).not.toContain("zebra");
     const entries = r.json.data.entries;
-    expect(entries.map((e: { action: string }) => e.action)).toEqual(["observation.appended", "key.created", "organization.bootstrapped"]);
+    expect(entries.map((e: { action: string }) => e.action)).toEqual([
+      "observation.appended",
+      "key.created",
+      "organization.bootstrapped",
+    ]);
     for (const e of entries) auditEntry.parse(e);
     const appended = entries[0];
     expect(appended).toMatchObject({ resource_type: "observation", resource_id: id, metadata: {} });
@@ -55,11 +66,21 @@ describe("GET /v1/audit", () => {
     expect(rest.json.data.entries).toHaveLength(12);
     expect(rest.json.data.has_more).toBe(false);
     // The two pages are the whole trail, newest to oldest: the export's commit order reversed.
-    const exported = (await call("GET", "/v1/audit/export", { key: org.api_key })).text.trim().split("\n").slice(1).map((l) => JSON.parse(l).id);
-    expect([...first.json.data.entries, ...rest.json.data.entries].map((e: { id: string }) => e.id)).toEqual([...exported].reverse());
+    const exported = (await call("GET", "/v1/audit/export", { key: org.api_key })).text
+      .trim()
+      .split("\n")
+      .slice(1)
+      .map((l) => JSON.parse(l).id);
+    expect([...first.json.data.entries, ...rest.json.data.entries].map((e: { id: string }) => e.id)).toEqual(
+      [...exported].reverse(),
+    );
     // Nothing older: the cursor stays where it was.
     const last = rest.json.data.cursor;
-    expect((await call("GET", `/v1/audit?after=${last}`, { key: org.api_key })).json.data).toEqual({ entries: [], has_more: false, cursor: last });
+    expect((await call("GET", `/v1/audit?after=${last}`, { key: org.api_key })).json.data).toEqual({
+      entries: [],
+      has_more: false,
+      cursor: last,
+    });
     const keys = await call("GET", "/v1/audit?action=key.created", { key: org.api_key });
     expect(keys.json.data.entries.map((e: { action: string }) => e.action)).toEqual(["key.created"]);
     expectError(await call("GET", `/v1/audit?after=aud_${"0".repeat(32)}`, { key: org.api_key }), 404, "NOT_FOUND");
@@ -92,13 +113,19 @@ describe("GET /v1/audit/export", () => {
     const { r, header, entries } = await auditExport(org.api_key);
     expect(r.headers.get("content-type")).toContain("application/x-ndjson");
     expect(header).toMatchObject({
-      type: "svc.audit.header", format_version: 1, filters: { after: null, limit: 1000 }, entries: entries.length,
-      has_more: false, next_after: null, chain: { algorithm: "sha256", genesis_prev_hash: "0".repeat(64), start_prev_hash: "0".repeat(64) },
+      type: "svc.audit.header",
+      format_version: 1,
+      filters: { after: null, limit: 1000 },
+      entries: entries.length,
+      has_more: false,
+      next_after: null,
+      chain: { algorithm: "sha256", genesis_prev_hash: "0".repeat(64), start_prev_hash: "0".repeat(64) },
     });
     expect(entries[0].prev_hash).toBe("0".repeat(64));
     expect(verifyChain(entries, header.chain.start_prev_hash)).toMatchObject({ ok: true, checked: entries.length });
     // Every entry's hash is the formula of docs/api-guide.md ("Audit"), computed here independently of the product code.
-    for (const e of entries) expect(e.entry_hash).toBe(await readmeAuditHash(e.prev_hash, { ...e, metadataJson: JSON.stringify(e.metadata) }));
+    for (const e of entries)
+      expect(e.entry_hash).toBe(await readmeAuditHash(e.prev_hash, { ...e, metadataJson: JSON.stringify(e.metadata) }));
   });
 
   it("pages with after; each page verifies from the header's start_prev_hash; limit 1 to 5000", async () => {
@@ -115,7 +142,11 @@ describe("GET /v1/audit/export", () => {
     expect(verifyChain(p2.entries).ok).toBe(false); // a page is not the start of the log
     for (const qs of ["limit=0", "limit=5001"])
       expectError(await call("GET", `/v1/audit/export?${qs}`, { key: org.api_key }), 400, "VALIDATION_ERROR");
-    expectError(await call("GET", `/v1/audit/export?after=aud_${"f".repeat(32)}`, { key: org.api_key }), 404, "NOT_FOUND");
+    expectError(
+      await call("GET", `/v1/audit/export?after=aud_${"f".repeat(32)}`, { key: org.api_key }),
+      404,
+      "NOT_FOUND",
+    );
   });
 
   it("detects a modified entry, and a modified entry whose own hash was recomputed", async () => {
@@ -126,14 +157,18 @@ describe("GET /v1/audit/export", () => {
     expect(verifyChain(before.entries).ok).toBe(true);
     const target = before.entries[2];
 
-    await inOrg(org.org_id, (o) => o.db.run("UPDATE audit_log SET detail = ? WHERE audit_id = ?", JSON.stringify({ forged: true }), target.id));
+    await inOrg(org.org_id, (o) =>
+      o.db.run("UPDATE audit_log SET detail = ? WHERE audit_id = ?", JSON.stringify({ forged: true }), target.id),
+    );
     const edited = await auditExport(org.api_key);
     expect(edited.entries[2].metadata).toEqual({ forged: true });
     expect(verifyChain(edited.entries)).toEqual({ ok: false, index: 2, id: target.id, reason: "entry_hash" });
 
     // Re-hashing the forged entry moves the break to the next entry's prev_hash.
     const rehashed = entryHash(target.prev_hash, edited.entries[2]);
-    await inOrg(org.org_id, (o) => o.db.run("UPDATE audit_log SET entry_hash = ? WHERE audit_id = ?", rehashed, target.id));
+    await inOrg(org.org_id, (o) =>
+      o.db.run("UPDATE audit_log SET entry_hash = ? WHERE audit_id = ?", rehashed, target.id),
+    );
     const forged = await auditExport(org.api_key);
     expect(verifyChain(forged.entries)).toEqual({ ok: false, index: 3, id: before.entries[3].id, reason: "prev_hash" });
 
@@ -153,8 +188,13 @@ describe("GET /v1/audit/export", () => {
     const byAction = Object.fromEntries(entries.map((e) => [e.action, e]));
     expect(byAction["export.read"].metadata).toEqual({ type: null, limit: 500, records: 1, has_more: false });
     expect(byAction["import.applied"]).toMatchObject({
-      resource_type: "organization", resource_id: org.org_id,
-      metadata: { imported: { projects: 0, observations: 0, claims: 0 }, skipped: { projects: 0, observations: 1, claims: 0 }, principals_created: 0 },
+      resource_type: "organization",
+      resource_id: org.org_id,
+      metadata: {
+        imported: { projects: 0, observations: 0, claims: 0 },
+        skipped: { projects: 0, observations: 1, claims: 0 },
+        principals_created: 0,
+      },
     });
     expect(JSON.stringify(entries)).not.toContain("private words");
   });

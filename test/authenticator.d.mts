@@ -2,11 +2,19 @@
 export type Attestation = "none" | "packed";
 
 export interface RegistrationResponse {
-  id: string; rawId: string; type: "public-key"; clientExtensionResults: Record<string, never>; authenticatorAttachment: "platform";
+  id: string;
+  rawId: string;
+  type: "public-key";
+  clientExtensionResults: Record<string, never>;
+  authenticatorAttachment: "platform";
   response: { clientDataJSON: string; attestationObject: string; transports: string[] };
 }
 export interface AuthenticationResponse {
-  id: string; rawId: string; type: "public-key"; clientExtensionResults: Record<string, never>; authenticatorAttachment: "platform";
+  id: string;
+  rawId: string;
+  type: "public-key";
+  clientExtensionResults: Record<string, never>;
+  authenticatorAttachment: "platform";
   response: { clientDataJSON: string; authenticatorData: string; signature: string };
 }
 

@@ -23,8 +23,10 @@ const sha256 = async (b) => new Uint8Array(await crypto.subtle.digest("SHA-256",
 
 // Minimal CBOR: integers, byte and text strings, maps.
 const head = (major, n) =>
-  n < 24 ? Uint8Array.of((major << 5) | n)
-    : n < 256 ? Uint8Array.of((major << 5) | 24, n)
+  n < 24
+    ? Uint8Array.of((major << 5) | n)
+    : n < 256
+      ? Uint8Array.of((major << 5) | 24, n)
       : Uint8Array.of((major << 5) | 25, n >> 8, n & 255);
 function cbor(v) {
   if (typeof v === "number") return v >= 0 ? head(0, v) : head(1, -1 - v);
@@ -65,12 +67,17 @@ export class SoftAuthenticator {
   async authData(attested) {
     const flags = 0x01 | 0x04 | (attested ? 0x40 : 0); // user present, user verified, attested credential data
     const c = ++this.counter;
-    return concat(await sha256(te.encode(this.rpId)),
-      Uint8Array.of(flags, (c >>> 24) & 255, (c >> 16) & 255, (c >> 8) & 255, c & 255), attested ?? new Uint8Array());
+    return concat(
+      await sha256(te.encode(this.rpId)),
+      Uint8Array.of(flags, (c >>> 24) & 255, (c >> 16) & 255, (c >> 8) & 255, c & 255),
+      attested ?? new Uint8Array(),
+    );
   }
 
   async sign(data) {
-    return rawToDer(new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, this.keys.privateKey, data)));
+    return rawToDer(
+      new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, this.keys.privateKey, data)),
+    );
   }
 
   clientData(type, challenge) {
@@ -81,17 +88,43 @@ export class SoftAuthenticator {
   async create(options, fmt = "none") {
     this.keys = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]);
     const jwk = await crypto.subtle.exportKey("jwk", this.keys.publicKey);
-    const cose = cbor(new Map([[1, 2], [3, -7], [-1, 1], [-2, fromB64u(jwk.x)], [-3, fromB64u(jwk.y)]]));
+    const cose = cbor(
+      new Map([
+        [1, 2],
+        [3, -7],
+        [-1, 1],
+        [-2, fromB64u(jwk.x)],
+        [-3, fromB64u(jwk.y)],
+      ]),
+    );
     const attested = concat(new Uint8Array(16), Uint8Array.of(0, this.credId.length), this.credId, cose);
     const authData = await this.authData(attested);
     const clientDataJSON = this.clientData("webauthn.create", options.challenge);
-    const attStmt = fmt === "packed"
-      ? new Map([["alg", -7], ["sig", await this.sign(concat(authData, await sha256(clientDataJSON)))]])
-      : new Map();
-    const attestationObject = cbor(new Map([["fmt", fmt], ["attStmt", attStmt], ["authData", authData]]));
+    const attStmt =
+      fmt === "packed"
+        ? new Map([
+            ["alg", -7],
+            ["sig", await this.sign(concat(authData, await sha256(clientDataJSON)))],
+          ])
+        : new Map();
+    const attestationObject = cbor(
+      new Map([
+        ["fmt", fmt],
+        ["attStmt", attStmt],
+        ["authData", authData],
+      ]),
+    );
     return {
-      id: b64u(this.credId), rawId: b64u(this.credId), type: "public-key", clientExtensionResults: {}, authenticatorAttachment: "platform",
-      response: { clientDataJSON: b64u(clientDataJSON), attestationObject: b64u(attestationObject), transports: ["internal"] },
+      id: b64u(this.credId),
+      rawId: b64u(this.credId),
+      type: "public-key",
+      clientExtensionResults: {},
+      authenticatorAttachment: "platform",
+      response: {
+        clientDataJSON: b64u(clientDataJSON),
+        attestationObject: b64u(attestationObject),
+        transports: ["internal"],
+      },
     };
   }
 
@@ -101,7 +134,11 @@ export class SoftAuthenticator {
     const clientDataJSON = this.clientData("webauthn.get", options.challenge);
     const signature = await this.sign(concat(authData, await sha256(clientDataJSON)));
     return {
-      id: b64u(this.credId), rawId: b64u(this.credId), type: "public-key", clientExtensionResults: {}, authenticatorAttachment: "platform",
+      id: b64u(this.credId),
+      rawId: b64u(this.credId),
+      type: "public-key",
+      clientExtensionResults: {},
+      authenticatorAttachment: "platform",
       response: { clientDataJSON: b64u(clientDataJSON), authenticatorData: b64u(authData), signature: b64u(signature) },
     };
   }

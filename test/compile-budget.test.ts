@@ -45,7 +45,11 @@ describe("compile's token budget (property, seeded)", () => {
     for (let n = 0; n < CASES; n++) {
       const budget = 1 + Math.floor(random() ** 2 * (MAX_BUDGET - 1));
       const maxItems = random() < 0.2 ? 1 + Math.floor(random() * 20) : 200;
-      const body = { ...(n % 2 ? { query: "ferry" } : { subject_id: "budget" }), token_budget: budget, max_items: maxItems };
+      const body = {
+        ...(n % 2 ? { query: "ferry" } : { subject_id: "budget" }),
+        token_budget: budget,
+        max_items: maxItems,
+      };
       const r = await call("POST", "/v1/context/compile", { key, body });
       expect(r.status, r.text).toBe(201);
       const items = r.json.data.items as { claim_id: string; statement: string; tokens: number }[];

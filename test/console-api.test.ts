@@ -14,15 +14,24 @@ describe("GET /v1/principal names the organization and the operator account", ()
 
     const member = await fullAccount(org.api_key, "member");
     const session = await call("GET", "/v1/principal", { key: member.token });
-    expect(session.json.data).toMatchObject({ org_id: org.org_id, username: member.username, role: "member", principal_id: member.principalId });
+    expect(session.json.data).toMatchObject({
+      org_id: org.org_id,
+      username: member.username,
+      role: "member",
+      principal_id: member.principalId,
+    });
 
     const agent = await mintKey(org.api_key, { scopes: ["events:read"] });
-    expect((await call("GET", "/v1/principal", { key: agent.key })).json.data).toMatchObject({ org_id: org.org_id, username: null });
+    expect((await call("GET", "/v1/principal", { key: agent.key })).json.data).toMatchObject({
+      org_id: org.org_id,
+      username: null,
+    });
   });
 });
 
 describe("GET /v1/events?order=newest", () => {
-  const q = (query: Record<string, string | number>) => new URLSearchParams(Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)]))).toString();
+  const q = (query: Record<string, string | number>) =>
+    new URLSearchParams(Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)]))).toString();
   const kinds = (r: any) => r.json.data.events.map((e: any) => e.resource_id);
 
   it("lists the caller's readable events newest first; after continues with older ones; kind filters", async () => {
@@ -34,7 +43,9 @@ describe("GET /v1/events?order=newest", () => {
     const hidden = await appendOk(writer.key, obs("s", "private note", { visibility: "private" }));
     await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "Notes exist.", sources: supports(ids[0]) }]);
 
-    const all = await call("GET", `/v1/events?${q({ order: "newest", kind: "observation.appended" })}`, { key: org.api_key });
+    const all = await call("GET", `/v1/events?${q({ order: "newest", kind: "observation.appended" })}`, {
+      key: org.api_key,
+    });
     expect(all.status, all.text).toBe(200);
     expect(kinds(all)).toEqual([ids[2], ids[1], ids[0]]);
     expect(kinds(all)).not.toContain(hidden);
@@ -44,7 +55,9 @@ describe("GET /v1/events?order=newest", () => {
     expect(newest.map((e: any) => e.kind)).toEqual(["claim.materialized", "observation.appended"]);
     expect(newest[1].resource_id).toBe(ids[2]);
     expect(first.json.data.cursor).toBe(newest[1].id);
-    const next = await call("GET", `/v1/events?${q({ order: "newest", limit: 2, after: first.json.data.cursor })}`, { key: org.api_key });
+    const next = await call("GET", `/v1/events?${q({ order: "newest", limit: 2, after: first.json.data.cursor })}`, {
+      key: org.api_key,
+    });
     expect(kinds(next)).toEqual([ids[1], ids[0]]);
 
     // The default stays commit order.
@@ -60,7 +73,12 @@ describe("GET /v1/events?order=newest", () => {
     expectError(bad, 400, "VALIDATION_ERROR");
     expect(bad.json.error.message).toMatch(/order/);
     expect(bad.json.error.message).toMatch(/commit.*newest/);
-    const [privateEvent] = (await call("GET", `/v1/events?${q({ order: "newest" })}`, { key: writer.key })).json.data.events;
-    expectError(await call("GET", `/v1/events?${q({ order: "newest", after: privateEvent.id })}`, { key: org.api_key }), 404, "NOT_FOUND");
+    const [privateEvent] = (await call("GET", `/v1/events?${q({ order: "newest" })}`, { key: writer.key })).json.data
+      .events;
+    expectError(
+      await call("GET", `/v1/events?${q({ order: "newest", after: privateEvent.id })}`, { key: org.api_key }),
+      404,
+      "NOT_FOUND",
+    );
   });
 });

@@ -4,7 +4,12 @@ import { clock } from "../src/http/clock";
 import { call, expectError, inOrg, mintKey, newOrg, orgStub } from "./helpers";
 
 const cp = (extra: Record<string, unknown> = {}) => ({
-  subject_id: "task-1", agent_id: "planner", kind: "task_state", state: JSON.stringify({ step: 1 }), ttl_seconds: 3600, ...extra,
+  subject_id: "task-1",
+  agent_id: "planner",
+  kind: "task_state",
+  state: JSON.stringify({ step: 1 }),
+  ttl_seconds: 3600,
+  ...extra,
 });
 
 describe("checkpoints", () => {
@@ -12,7 +17,13 @@ describe("checkpoints", () => {
     const org = await newOrg();
     const a = await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp() });
     expect(a.status).toBe(201);
-    expect(a.json.data).toMatchObject({ updated: false, subject_id: "task-1", agent_id: "planner", kind: "task_state", ttl_seconds: 3600 });
+    expect(a.json.data).toMatchObject({
+      updated: false,
+      subject_id: "task-1",
+      agent_id: "planner",
+      kind: "task_state",
+      ttl_seconds: 3600,
+    });
     expect(a.json.data.checkpoint_id).toMatch(/^chk_[0-9a-f]{32}$/);
     const b = await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp({ state: "two" }) });
     expect(b.status).toBe(200);
@@ -20,7 +31,9 @@ describe("checkpoints", () => {
     const other = await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp({ agent_id: "coder" }) });
     expect(other.status).toBe(201);
     expect(other.json.data.checkpoint_id).not.toBe(a.json.data.checkpoint_id);
-    const g = await call("GET", "/v1/checkpoints?subject_id=task-1&kind=task_state&agent_id=planner", { key: org.api_key });
+    const g = await call("GET", "/v1/checkpoints?subject_id=task-1&kind=task_state&agent_id=planner", {
+      key: org.api_key,
+    });
     expect(g.json.data).toMatchObject({ checkpoint_id: a.json.data.checkpoint_id, state: "two" });
     const byId = await call("GET", `/v1/checkpoints/${a.json.data.checkpoint_id}`, { key: org.api_key });
     expect(byId.json.data.state).toBe("two");
@@ -28,11 +41,34 @@ describe("checkpoints", () => {
 
   it("validates ttl, state length, kind and the required query", async () => {
     const org = await newOrg();
-    const bad = [cp({ ttl_seconds: 59 }), cp({ ttl_seconds: 2_592_001 }), cp({ ttl_seconds: 60.5 }), cp({ state: "x".repeat(64_001) }),
-      cp({ kind: "diary" }), cp({ agent_id: undefined }), cp({ subject_id: "" }), cp({ state: { a: 1 } })];
-    for (const body of bad) expectError(await call("POST", "/v1/checkpoints", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
-    expect((await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp({ ttl_seconds: 60, state: "x".repeat(64_000) }) })).status).toBe(201);
-    expect((await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp({ kind: "cursor", ttl_seconds: 2_592_000 }) })).status).toBe(201);
+    const bad = [
+      cp({ ttl_seconds: 59 }),
+      cp({ ttl_seconds: 2_592_001 }),
+      cp({ ttl_seconds: 60.5 }),
+      cp({ state: "x".repeat(64_001) }),
+      cp({ kind: "diary" }),
+      cp({ agent_id: undefined }),
+      cp({ subject_id: "" }),
+      cp({ state: { a: 1 } }),
+    ];
+    for (const body of bad)
+      expectError(await call("POST", "/v1/checkpoints", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
+    expect(
+      (
+        await call("POST", "/v1/checkpoints", {
+          key: org.api_key,
+          body: cp({ ttl_seconds: 60, state: "x".repeat(64_000) }),
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/checkpoints", {
+          key: org.api_key,
+          body: cp({ kind: "cursor", ttl_seconds: 2_592_000 }),
+        })
+      ).status,
+    ).toBe(201);
     for (const q of ["kind=task_state", "subject_id=task-1", "subject_id=task-1&kind=diary"])
       expectError(await call("GET", `/v1/checkpoints?${q}`, { key: org.api_key }), 400, "VALIDATION_ERROR");
   });
@@ -41,8 +77,16 @@ describe("checkpoints", () => {
     const org = await newOrg();
     const a = await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp({ ttl_seconds: 60 }) });
     clock.advance(61_000);
-    expectError(await call("GET", "/v1/checkpoints?subject_id=task-1&kind=task_state", { key: org.api_key }), 404, "NOT_FOUND");
-    expectError(await call("GET", `/v1/checkpoints/${a.json.data.checkpoint_id}`, { key: org.api_key }), 404, "NOT_FOUND");
+    expectError(
+      await call("GET", "/v1/checkpoints?subject_id=task-1&kind=task_state", { key: org.api_key }),
+      404,
+      "NOT_FOUND",
+    );
+    expectError(
+      await call("GET", `/v1/checkpoints/${a.json.data.checkpoint_id}`, { key: org.api_key }),
+      404,
+      "NOT_FOUND",
+    );
     // A write after expiry starts a new checkpoint.
     const b = await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp() });
     expect(b.status).toBe(201);
@@ -59,8 +103,16 @@ describe("checkpoints", () => {
       expectError(await call("GET", `/v1/checkpoints/${id}`, { key }), 404, "NOT_FOUND");
       expectError(await call("DELETE", `/v1/checkpoints/${id}`, { key }), 404, "NOT_FOUND");
     }
-    expectError(await call("GET", "/v1/checkpoints?subject_id=task-1&kind=cursor", { key: peer.key }), 404, "NOT_FOUND");
-    expectError(await call("POST", "/v1/checkpoints", { key: peer.key, body: cp({ kind: "cursor" }) }), 409, "CONFLICT");
+    expectError(
+      await call("GET", "/v1/checkpoints?subject_id=task-1&kind=cursor", { key: peer.key }),
+      404,
+      "NOT_FOUND",
+    );
+    expectError(
+      await call("POST", "/v1/checkpoints", { key: peer.key, body: cp({ kind: "cursor" }) }),
+      409,
+      "CONFLICT",
+    );
     expect((await call("DELETE", `/v1/checkpoints/${id}`, { key: org.api_key })).status).toBe(200);
     expectError(await call("GET", `/v1/checkpoints/${id}`, { key: org.api_key }), 404, "NOT_FOUND");
     const n = await inOrg(org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM checkpoints")!.n);
@@ -72,8 +124,11 @@ describe("checkpoints", () => {
     const ro = await mintKey(org.api_key, { scopes: ["checkpoints:read"] });
     expectError(await call("POST", "/v1/checkpoints", { key: ro.key, body: cp() }), 403, "FORBIDDEN");
     await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp() });
-    const counts = await inOrg(org.org_id, (o) => o.db.first<{ e: number; a: number }>(
-      "SELECT (SELECT count(*) FROM events) AS e, (SELECT count(*) FROM audit_log WHERE action = 'checkpoint.created') AS a")!);
+    const counts = await inOrg(org.org_id, (o) =>
+      o.db.first<{ e: number; a: number }>(
+        "SELECT (SELECT count(*) FROM events) AS e, (SELECT count(*) FROM audit_log WHERE action = 'checkpoint.created') AS a",
+      )!,
+    );
     expect(counts).toEqual({ e: 0, a: 1 });
   });
 });
@@ -100,7 +155,11 @@ describe("leases", () => {
     const b = await call("POST", "/v1/leases", { key: other.key, body: res });
     expect(b.status).toBe(201);
     const ev = await call("GET", "/v1/events?kind=lease.acquired", { key: org.api_key });
-    expect(ev.json.data.events.map((e: any) => e.resource_id)).toEqual([a.json.data.lease_id, a.json.data.lease_id, b.json.data.lease_id]);
+    expect(ev.json.data.events.map((e: any) => e.resource_id)).toEqual([
+      a.json.data.lease_id,
+      a.json.data.lease_id,
+      b.json.data.lease_id,
+    ]);
   });
 
   it("lets another principal take a lease once it expired", async () => {
@@ -123,7 +182,12 @@ describe("leases", () => {
 
   it("validates the body", async () => {
     const org = await newOrg();
-    for (const body of [{ ...res, ttl_seconds: 9 }, { ...res, ttl_seconds: 86_401 }, { ...res, resource_id: "" }, { resource_type: "x", ttl_seconds: 60 }])
+    for (const body of [
+      { ...res, ttl_seconds: 9 },
+      { ...res, ttl_seconds: 86_401 },
+      { ...res, resource_id: "" },
+      { resource_type: "x", ttl_seconds: 60 },
+    ])
       expectError(await call("POST", "/v1/leases", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
   });
 
@@ -147,7 +211,11 @@ describe("leases", () => {
 
   it("lists unreleased, unexpired leases with an opaque cursor", async () => {
     const org = await newOrg();
-    for (let i = 0; i < 3; i++) await call("POST", "/v1/leases", { key: org.api_key, body: { ...res, resource_id: `r${i}`, ttl_seconds: 100 + i * 100 } });
+    for (let i = 0; i < 3; i++)
+      await call("POST", "/v1/leases", {
+        key: org.api_key,
+        body: { ...res, resource_id: `r${i}`, ttl_seconds: 100 + i * 100 },
+      });
     const released = await call("POST", "/v1/leases", { key: org.api_key, body: { ...res, resource_id: "gone" } });
     await call("DELETE", `/v1/leases/${released.json.data.lease_id}`, { key: org.api_key });
     const p1 = await call("GET", "/v1/leases?limit=2", { key: org.api_key });
@@ -165,7 +233,10 @@ describe("expiry alarm", () => {
     const org = await newOrg();
     await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp({ ttl_seconds: 60 }) });
     await call("POST", "/v1/checkpoints", { key: org.api_key, body: cp({ agent_id: "late", ttl_seconds: 600 }) });
-    await call("POST", "/v1/leases", { key: org.api_key, body: { resource_type: "r", resource_id: "1", ttl_seconds: 30 } });
+    await call("POST", "/v1/leases", {
+      key: org.api_key,
+      body: { resource_type: "r", resource_id: "1", ttl_seconds: 30 },
+    });
     const stub = orgStub(org.org_id);
     const armed = await inOrg(org.org_id, async (o) => (o as any).ctx.storage.getAlarm());
     expect(armed).not.toBeNull();
@@ -194,19 +265,44 @@ describe("handoffs", () => {
     const org = await newOrg();
     const bob = await mintKey(org.api_key, { scopes: ["*"] });
     const carol = await mintKey(org.api_key, { scopes: ["*"] });
-    const h = await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: bob.principal_id, note: "take the deploy" } });
+    const h = await call("POST", "/v1/handoffs", {
+      key: org.api_key,
+      body: { to_principal_id: bob.principal_id, note: "take the deploy" },
+    });
     expect(h.status).toBe(201);
-    expect(h.json.data).toMatchObject({ status: "pending", to_principal_id: bob.principal_id, note: "take the deploy" });
+    expect(h.json.data).toMatchObject({
+      status: "pending",
+      to_principal_id: bob.principal_id,
+      note: "take the deploy",
+    });
     const id = h.json.data.handoff_id;
     expect(id).toMatch(/^hnd_[0-9a-f]{32}$/);
-    expect((await call("GET", "/v1/handoffs", { key: bob.key })).json.data.handoffs.map((x: any) => x.handoff_id)).toEqual([id]);
+    expect(
+      (await call("GET", "/v1/handoffs", { key: bob.key })).json.data.handoffs.map((x: any) => x.handoff_id),
+    ).toEqual([id]);
     expect((await call("GET", "/v1/handoffs", { key: carol.key })).json.data.handoffs).toEqual([]);
-    expectError(await call("POST", `/v1/handoffs/${id}/resolve`, { key: org.api_key, body: { status: "accepted" } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", `/v1/handoffs/${id}/resolve`, { key: carol.key, body: { status: "accepted" } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", `/v1/handoffs/${id}/resolve`, { key: bob.key, body: { status: "maybe" } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", `/v1/handoffs/${id}/resolve`, { key: org.api_key, body: { status: "accepted" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", `/v1/handoffs/${id}/resolve`, { key: carol.key, body: { status: "accepted" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", `/v1/handoffs/${id}/resolve`, { key: bob.key, body: { status: "maybe" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
     const ok = await call("POST", `/v1/handoffs/${id}/resolve`, { key: bob.key, body: { status: "accepted" } });
     expect(ok.json.data).toMatchObject({ status: "accepted" });
-    expectError(await call("POST", `/v1/handoffs/${id}/resolve`, { key: bob.key, body: { status: "rejected" } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", `/v1/handoffs/${id}/resolve`, { key: bob.key, body: { status: "rejected" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
     expect((await call("GET", "/v1/handoffs", { key: bob.key })).json.data.handoffs).toEqual([]);
     const created = await call("GET", "/v1/events?kind=handoff.created", { key: org.api_key });
     const accepted = await call("GET", "/v1/events?kind=handoff.accepted", { key: org.api_key });
@@ -214,8 +310,13 @@ describe("handoffs", () => {
     expect(accepted.json.data.events.map((e: any) => e.resource_id)).toEqual([id]);
     expect(created.text).not.toContain("take the deploy");
     const h2 = await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: bob.principal_id } });
-    await call("POST", `/v1/handoffs/${h2.json.data.handoff_id}/resolve`, { key: bob.key, body: { status: "rejected" } });
-    expect((await call("GET", "/v1/events?kind=handoff.rejected", { key: org.api_key })).json.data.events).toHaveLength(1);
+    await call("POST", `/v1/handoffs/${h2.json.data.handoff_id}/resolve`, {
+      key: bob.key,
+      body: { status: "rejected" },
+    });
+    expect((await call("GET", "/v1/events?kind=handoff.rejected", { key: org.api_key })).json.data.events).toHaveLength(
+      1,
+    );
   });
 
   it("validates recipient, context and checkpoint references", async () => {
@@ -224,24 +325,70 @@ describe("handoffs", () => {
     const bob = await mintKey(org.api_key, { scopes: ["*"] });
     const me = (await call("GET", "/v1/principal", { key: org.api_key })).json.data.principal_id;
     const foreignPrincipal = (await call("GET", "/v1/principal", { key: other.api_key })).json.data.principal_id;
-    expectError(await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: me } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: me } }),
+      400,
+      "VALIDATION_ERROR",
+    );
     expectError(await call("POST", "/v1/handoffs", { key: org.api_key, body: {} }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: foreignPrincipal } }), 400, "UNRESOLVED_REFERENCE");
+    expectError(
+      await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: foreignPrincipal } }),
+      400,
+      "UNRESOLVED_REFERENCE",
+    );
     const bobRun = await call("POST", "/v1/context/compile", { key: bob.key, body: {} });
-    expectError(await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: bob.principal_id, context_id: bobRun.json.data.context_id } }), 400, "UNRESOLVED_REFERENCE");
-    expectError(await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: bob.principal_id, checkpoint_id: "chk_" + "0".repeat(32) } }), 400, "UNRESOLVED_REFERENCE");
-    expectError(await call("POST", `/v1/handoffs/hnd_${"0".repeat(32)}/resolve`, { key: bob.key, body: { status: "accepted" } }), 404, "NOT_FOUND");
+    expectError(
+      await call("POST", "/v1/handoffs", {
+        key: org.api_key,
+        body: { to_principal_id: bob.principal_id, context_id: bobRun.json.data.context_id },
+      }),
+      400,
+      "UNRESOLVED_REFERENCE",
+    );
+    expectError(
+      await call("POST", "/v1/handoffs", {
+        key: org.api_key,
+        body: { to_principal_id: bob.principal_id, checkpoint_id: "chk_" + "0".repeat(32) },
+      }),
+      400,
+      "UNRESOLVED_REFERENCE",
+    );
+    expectError(
+      await call("POST", `/v1/handoffs/hnd_${"0".repeat(32)}/resolve`, { key: bob.key, body: { status: "accepted" } }),
+      404,
+      "NOT_FOUND",
+    );
   });
 
   it("delegates its context run and checkpoint to the recipient while pending or accepted", async () => {
     const org = await newOrg();
     const bob = await mintKey(org.api_key, { scopes: ["*"] });
-    const o = await call("POST", "/v1/observations", { key: org.api_key, body: { subject_id: "s", kind: "note", content: "x", source: { type: "t" } } });
-    const priv = await call("POST", "/v1/observations", { key: org.api_key, body: { subject_id: "s", kind: "note", content: "y", source: { type: "t" }, visibility: "private" } });
-    const c = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "s", claims: [
-      { kind: "fact", statement: "lynx shared fact", sources: [{ observation_id: o.json.data.observation_id, relation: "supports" }] },
-      { kind: "fact", statement: "lynx private fact", sources: [{ observation_id: priv.json.data.observation_id, relation: "supports" }] },
-    ] } });
+    const o = await call("POST", "/v1/observations", {
+      key: org.api_key,
+      body: { subject_id: "s", kind: "note", content: "x", source: { type: "t" } },
+    });
+    const priv = await call("POST", "/v1/observations", {
+      key: org.api_key,
+      body: { subject_id: "s", kind: "note", content: "y", source: { type: "t" }, visibility: "private" },
+    });
+    const c = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: {
+        subject_id: "s",
+        claims: [
+          {
+            kind: "fact",
+            statement: "lynx shared fact",
+            sources: [{ observation_id: o.json.data.observation_id, relation: "supports" }],
+          },
+          {
+            kind: "fact",
+            statement: "lynx private fact",
+            sources: [{ observation_id: priv.json.data.observation_id, relation: "supports" }],
+          },
+        ],
+      },
+    });
     const [shared, secret] = c.json.data.claims.map((x: any) => x.claim_id);
     const run = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "lynx" } });
     const ctx = run.json.data.context_id;
@@ -250,14 +397,20 @@ describe("handoffs", () => {
     const chkId = chk.json.data.checkpoint_id;
     expectError(await call("GET", `/v1/context/${ctx}`, { key: bob.key }), 404, "NOT_FOUND");
     expectError(await call("GET", `/v1/checkpoints/${chkId}`, { key: bob.key }), 404, "NOT_FOUND");
-    const h = await call("POST", "/v1/handoffs", { key: org.api_key, body: { to_principal_id: bob.principal_id, context_id: ctx, checkpoint_id: chkId } });
+    const h = await call("POST", "/v1/handoffs", {
+      key: org.api_key,
+      body: { to_principal_id: bob.principal_id, context_id: ctx, checkpoint_id: chkId },
+    });
     expect(h.status).toBe(201);
     const read = await call("GET", `/v1/context/${ctx}`, { key: bob.key });
     expect(read.status).toBe(200);
     expect(read.json.data.items.map((i: any) => i.claim_id)).toEqual([shared]);
     expect(read.text).not.toContain(secret);
     expect((await call("GET", `/v1/checkpoints/${chkId}`, { key: bob.key })).json.data.state).toBe(cp().state);
-    await call("POST", `/v1/handoffs/${h.json.data.handoff_id}/resolve`, { key: bob.key, body: { status: "rejected" } });
+    await call("POST", `/v1/handoffs/${h.json.data.handoff_id}/resolve`, {
+      key: bob.key,
+      body: { status: "rejected" },
+    });
     expectError(await call("GET", `/v1/context/${ctx}`, { key: bob.key }), 404, "NOT_FOUND");
     expectError(await call("GET", `/v1/checkpoints/${chkId}`, { key: bob.key }), 404, "NOT_FOUND");
   });

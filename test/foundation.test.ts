@@ -18,7 +18,12 @@ async function streamTo(path: string, key: string, text: string, declaredLength?
   });
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   if (declaredLength !== undefined) headers["content-length"] = declaredLength;
-  const request = new Request("http://svc.test" + path, { method: "POST", headers, body, duplex: "half" } as RequestInit);
+  const request = new Request("http://svc.test" + path, {
+    method: "POST",
+    headers,
+    body,
+    duplex: "half",
+  } as RequestInit);
   const sentLength = request.headers.get("content-length");
   const res = await SELF.fetch(request);
   const resText = await res.text();
@@ -58,15 +63,25 @@ describe("pipeline", () => {
   });
 
   it("lists exactly the spec's absent routes as unknown", async () => {
-    for (const [m, p] of [["POST", "/v1/observations:batch"], ["GET", "/v1/channel-releases"], ["POST", "/v1/channel-context"],
-      ["GET", "/v1/webhook-subscriptions"], ["GET", "/v1/webhook-deliveries"], ["GET", "/v1/audit/events"]]) {
+    for (const [m, p] of [
+      ["POST", "/v1/observations:batch"],
+      ["GET", "/v1/channel-releases"],
+      ["POST", "/v1/channel-context"],
+      ["GET", "/v1/webhook-subscriptions"],
+      ["GET", "/v1/webhook-deliveries"],
+      ["GET", "/v1/audit/events"],
+    ]) {
       expectError(await call(m, p), 404, "NOT_FOUND");
     }
   });
 
   it("rejects a declared content-length over 1,048,576 with 413 before reading", async () => {
     const { api_key } = await newOrg();
-    const r = await call("POST", "/v1/keys", { key: api_key, raw: "{}", headers: { "content-length": "2000000", "content-type": "application/json" } });
+    const r = await call("POST", "/v1/keys", {
+      key: api_key,
+      raw: "{}",
+      headers: { "content-length": "2000000", "content-type": "application/json" },
+    });
     expectError(r, 413, "PAYLOAD_TOO_LARGE");
   });
 
@@ -111,12 +126,35 @@ describe("pipeline", () => {
 
   it("derives routing from the one route table: every table route exists and needs a credential unless public", async () => {
     // An id segment matches only its record's id form (DESIGN's id table), so each gets a well-formed one.
-    const prefix: Record<string, string> = { observations: "obs_", claims: "claim_", context: "ctx_", checkpoints: "chk_", keys: "key_",
-      grants: "grt_", memberships: "mbr_", leases: "lse_", handoffs: "hnd_", webhooks: "whk_", deliveries: "dlv_", events: "evt_", projects: "prj_",
-      passkeys: "pk_", policies: "pol_", "claim-approvals": "apr_", channels: "chn_", "knowledge-releases": "rel_", "legal-holds": "hold_",
-      "identity-mappings": "map_", peers: "peer_", workspaces: "wsp_" };
+    const prefix: Record<string, string> = {
+      observations: "obs_",
+      claims: "claim_",
+      context: "ctx_",
+      checkpoints: "chk_",
+      keys: "key_",
+      grants: "grt_",
+      memberships: "mbr_",
+      leases: "lse_",
+      handoffs: "hnd_",
+      webhooks: "whk_",
+      deliveries: "dlv_",
+      events: "evt_",
+      projects: "prj_",
+      passkeys: "pk_",
+      policies: "pol_",
+      "claim-approvals": "apr_",
+      channels: "chn_",
+      "knowledge-releases": "rel_",
+      "legal-holds": "hold_",
+      "identity-mappings": "map_",
+      peers: "peer_",
+      workspaces: "wsp_",
+    };
     for (const r of ROUTES) {
-      const res = await call(r.method, r.path.replace(/([^/]+)\/:[a-z_]+/g, (_, c: string) => `${c}/${prefix[c] ? prefix[c] + "0".repeat(32) : "x"}`));
+      const res = await call(
+        r.method,
+        r.path.replace(/([^/]+)\/:[a-z_]+/g, (_, c: string) => `${c}/${prefix[c] ? prefix[c] + "0".repeat(32) : "x"}`),
+      );
       // Public: health answers, the login route refuses the missing body (never 401, 404 or 405).
       if (r.auth === "public") expect(res.status, `${r.method} ${r.path}`).toBe(r.method === "GET" ? 200 : 400);
       else expectError(res, 401, "UNAUTHENTICATED");
@@ -158,9 +196,17 @@ describe("authentication", () => {
 describe("keys", () => {
   it("returns the raw key once, stores only its hash, and never lists it", async () => {
     const org = await newOrg();
-    const m = await call("POST", "/v1/keys", { key: org.api_key, body: { label: "agent-1", scopes: ["observations:write"] } });
+    const m = await call("POST", "/v1/keys", {
+      key: org.api_key,
+      body: { label: "agent-1", scopes: ["observations:write"] },
+    });
     expect(m.status).toBe(201);
-    expect(m.json.data).toMatchObject({ label: "agent-1", scopes: ["observations:write"], max_trust: "high", status: "active" });
+    expect(m.json.data).toMatchObject({
+      label: "agent-1",
+      scopes: ["observations:write"],
+      max_trust: "high",
+      status: "active",
+    });
     expect(m.json.data.key).toMatch(/^svc_sk_[0-9a-f]{64}$/);
     const list = await call("GET", "/v1/keys", { key: org.api_key });
     expect(list.status).toBe(200);
@@ -168,7 +214,8 @@ describe("keys", () => {
     expect(list.json.data.keys.some((k: any) => k.key_id === m.json.data.key_id)).toBe(true);
     for (const k of list.json.data.keys) expect(Object.keys(k)).not.toContain("key_hash");
     const stored = await inOrg(org.org_id, (o) =>
-      o.db.first<{ key_hash: string }>("SELECT key_hash FROM api_keys WHERE key_id = ?", m.json.data.key_id));
+      o.db.first<{ key_hash: string }>("SELECT key_hash FROM api_keys WHERE key_id = ?", m.json.data.key_id),
+    );
     expect(stored!.key_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(stored!.key_hash).not.toContain(m.json.data.key.slice(7));
   });
@@ -184,10 +231,28 @@ describe("keys", () => {
   it("refuses to mint scopes or a trust ceiling the minting key does not hold", async () => {
     const org = await newOrg();
     const minter = await mintKey(org.api_key, { scopes: ["keys:manage", "observations:write"], max_trust: "medium" });
-    expectError(await call("POST", "/v1/keys", { key: minter.key, body: { label: "x", scopes: ["claims:write"] } }), 403, "FORBIDDEN");
-    expectError(await call("POST", "/v1/keys", { key: minter.key, body: { label: "x", scopes: "*" } }), 403, "FORBIDDEN");
-    expectError(await call("POST", "/v1/keys", { key: minter.key, body: { label: "x", scopes: ["keys:manage"], max_trust: "high" } }), 403, "FORBIDDEN");
-    const narrower = await call("POST", "/v1/keys", { key: minter.key, body: { label: "x", scopes: ["observations:write"] } });
+    expectError(
+      await call("POST", "/v1/keys", { key: minter.key, body: { label: "x", scopes: ["claims:write"] } }),
+      403,
+      "FORBIDDEN",
+    );
+    expectError(
+      await call("POST", "/v1/keys", { key: minter.key, body: { label: "x", scopes: "*" } }),
+      403,
+      "FORBIDDEN",
+    );
+    expectError(
+      await call("POST", "/v1/keys", {
+        key: minter.key,
+        body: { label: "x", scopes: ["keys:manage"], max_trust: "high" },
+      }),
+      403,
+      "FORBIDDEN",
+    );
+    const narrower = await call("POST", "/v1/keys", {
+      key: minter.key,
+      body: { label: "x", scopes: ["observations:write"] },
+    });
     expect(narrower.status).toBe(201);
     // The default ceiling is high, capped at the minter's own ceiling.
     expect(narrower.json.data.max_trust).toBe("medium");
@@ -221,7 +286,10 @@ describe("keys", () => {
     expect(p.json.data.role).toBe("member");
     const second = await mintKey(org.api_key, { scopes: ["observations:write"], principal_id: k.principal_id });
     expect(second.principal_id).toBe(k.principal_id);
-    const unknown = await call("POST", "/v1/keys", { key: org.api_key, body: { label: "x", scopes: ["*"], principal_id: "prn_" + "1".repeat(32) } });
+    const unknown = await call("POST", "/v1/keys", {
+      key: org.api_key,
+      body: { label: "x", scopes: ["*"], principal_id: "prn_" + "1".repeat(32) },
+    });
     expectError(unknown, 400, "UNRESOLVED_REFERENCE");
   });
 
@@ -229,7 +297,10 @@ describe("keys", () => {
     const org = await newOrg();
     const member = await mintKey(org.api_key, { scopes: ["keys:manage"] });
     const owner = await call("GET", "/v1/principal", { key: org.api_key });
-    const forOwner = await call("POST", "/v1/keys", { key: member.key, body: { label: "x", scopes: ["keys:manage"], principal_id: owner.json.data.principal_id } });
+    const forOwner = await call("POST", "/v1/keys", {
+      key: member.key,
+      body: { label: "x", scopes: ["keys:manage"], principal_id: owner.json.data.principal_id },
+    });
     expectError(forOwner, 400, "UNRESOLVED_REFERENCE");
     const list = await call("GET", "/v1/keys", { key: member.key });
     expect(list.json.data.keys.every((k: any) => k.principal_id === member.principal_id)).toBe(true);
@@ -256,7 +327,9 @@ describe("keys", () => {
     const k = await mintKey(org.api_key, { scopes: ["observations:write"] });
     await call("DELETE", `/v1/keys/${k.key_id}`, { key: org.api_key });
     const rows = await inOrg(org.org_id, (o) => ({
-      audit: o.db.all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ?", k.key_id).map((r) => r.action),
+      audit: o.db
+        .all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ?", k.key_id)
+        .map((r) => r.action),
       events: o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n,
     }));
     expect(rows.audit).toEqual(["key.created", "key.revoked"]);
@@ -284,7 +357,12 @@ describe("readiness", () => {
     expect(r.json.data.ready).toBe(true);
     expect(r.json.data.schema.applied).toBe(r.json.data.schema.expected);
     // The test Worker runs wrangler.toml's MAINTENANCE_INTERVAL_SECONDS = "15": the alarm drives delivery.
-    expect(r.json.data.capabilities).toEqual({ background_repair: "enabled", maintenance_interval_seconds: 15, vectors: true, model: false });
+    expect(r.json.data.capabilities).toEqual({
+      background_repair: "enabled",
+      maintenance_interval_seconds: 15,
+      vectors: true,
+      model: false,
+    });
     expect(r.json.data.checks).toEqual({ index_db: "ok", org_store: "ok" });
   });
 
@@ -300,7 +378,9 @@ describe("readiness", () => {
       expect(r.json.meta.revision).toBe(REVISION);
     } finally {
       for (const [i, name] of D1_MIGRATIONS.entries())
-        await env.INDEX_DB.prepare("INSERT INTO d1_migrations (id, name) VALUES (?, ?)").bind(i + 1, name).run();
+        await env.INDEX_DB.prepare("INSERT INTO d1_migrations (id, name) VALUES (?, ?)")
+          .bind(i + 1, name)
+          .run();
     }
   });
 
@@ -313,11 +393,19 @@ describe("Db", () => {
   it("reads rows as the runtime's toArray does: same keys in the same order, the later of two same-named columns, every value type", async () => {
     const org = await newOrg();
     const out = await inOrg(org.org_id, (store) => {
-      const q = "SELECT 1 AS a, 'x' AS b, NULL AS c, 2.5 AS d, X'0102' AS e, 'first' AS dup, 'second' AS dup, 'ü🎉' AS f UNION ALL SELECT 2, 'y', 3, -1, X'', 'p', 'q', ''";
+      const q =
+        "SELECT 1 AS a, 'x' AS b, NULL AS c, 2.5 AS d, X'0102' AS e, 'first' AS dup, 'second' AS dup, 'ü🎉' AS f UNION ALL SELECT 2, 'y', 3, -1, X'', 'p', 'q', ''";
       const expected = store.db.sql.exec(q).toArray();
       const rows = store.db.all<Record<string, unknown>>(q);
-      return { expected, rows, first: store.db.first(q), none: store.db.first("SELECT 1 AS a WHERE 0"), empty: store.db.all("SELECT 1 AS a WHERE 0"),
-        keys: rows.map((r) => Object.keys(r)), expectedKeys: expected.map((r) => Object.keys(r)) };
+      return {
+        expected,
+        rows,
+        first: store.db.first(q),
+        none: store.db.first("SELECT 1 AS a WHERE 0"),
+        empty: store.db.all("SELECT 1 AS a WHERE 0"),
+        keys: rows.map((r) => Object.keys(r)),
+        expectedKeys: expected.map((r) => Object.keys(r)),
+      };
     });
     expect(out.rows).toEqual(out.expected);
     expect(out.keys).toEqual(out.expectedKeys);

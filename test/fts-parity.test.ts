@@ -42,13 +42,21 @@ let scratch = 0;
 /** SQLite's terms for each text, in order: a scratch twin of claims_fts read back through fts5vocab. */
 function sqliteTerms(db: Db, texts: string[]): string[] {
   const t = `parity_${++scratch}`;
-  db.run(`CREATE VIRTUAL TABLE ${t} USING fts5(statement, content='', contentless_delete=1, tokenize='porter unicode61')`);
+  db.run(
+    `CREATE VIRTUAL TABLE ${t} USING fts5(statement, content='', contentless_delete=1, tokenize='porter unicode61')`,
+  );
   db.run(`CREATE VIRTUAL TABLE ${t}_v USING fts5vocab(${t}, 'instance')`);
   // Bound one by one: a lone surrogate must reach SQLite as a claim's statement does.
-  if (texts.some((s) => /[\ud800-\udfff]/.test(s))) texts.forEach((s, i) => db.run(`INSERT INTO ${t} (rowid, statement) VALUES (?, ?)`, i + 1, s));
+  if (texts.some((s) => /[\ud800-\udfff]/.test(s)))
+    texts.forEach((s, i) => db.run(`INSERT INTO ${t} (rowid, statement) VALUES (?, ?)`, i + 1, s));
   else db.run(`INSERT INTO ${t} (rowid, statement) SELECT key + 1, value FROM json_each(?)`, JSON.stringify(texts));
-  const byDoc = new Map(db.all<{ doc: number; terms: string }>(
-    `SELECT doc, group_concat(term, ' ' ORDER BY offset) AS terms FROM ${t}_v GROUP BY doc`).map((r) => [r.doc, r.terms]));
+  const byDoc = new Map(
+    db
+      .all<{ doc: number; terms: string }>(
+        `SELECT doc, group_concat(term, ' ' ORDER BY offset) AS terms FROM ${t}_v GROUP BY doc`,
+      )
+      .map((r) => [r.doc, r.terms]),
+  );
   return texts.map((_, i) => byDoc.get(i + 1) ?? "");
 }
 const jsTerms = (text: string) => stemsOf(text).map(storedTerm).join(" ");
@@ -76,12 +84,14 @@ describe("ftsTokens + porter tokenize as claims_fts does", () => {
     const points: number[] = [];
     for (let c = 0x80; c < 0x30000; c++) if (c < 0xd800 || c > 0xdfff) points.push(c);
     for (let c = 0x30000; c <= 0x10ffff; c += 251) points.push(c);
-    for (const edge of TOKEN_RANGES) for (const c of [edge - 1, edge, edge + 1]) if (c >= 0x30000 && c <= 0x10ffff) points.push(c);
+    for (const edge of TOKEN_RANGES)
+      for (const c of [edge - 1, edge, edge + 1]) if (c >= 0x30000 && c <= 0x10ffff) points.push(c);
     points.push(0x10ffff);
     await inOrg(`fts-parity-${crypto.randomUUID()}`, (o) => {
       const texts = points.map((c) => `${String.fromCodePoint(c)} Q${String.fromCodePoint(c)}Q`);
       const wrong: string[] = [];
-      for (let i = 0; i < texts.length && wrong.length < 25; i += 20_000) wrong.push(...disagreements(o.db, texts.slice(i, i + 20_000)));
+      for (let i = 0; i < texts.length && wrong.length < 25; i += 20_000)
+        wrong.push(...disagreements(o.db, texts.slice(i, i + 20_000)));
       expect(wrong).toEqual([]);
     });
   }, 120_000);
@@ -89,7 +99,9 @@ describe("ftsTokens + porter tokenize as claims_fts does", () => {
   it("a query word finds the text it came from, and ranking sees it there (phraseStems = the indexed form)", async () => {
     await inOrg(`fts-parity-${crypto.randomUUID()}`, (o) => {
       const t = "parity_query";
-      o.db.run(`CREATE VIRTUAL TABLE ${t} USING fts5(statement, content='', contentless_delete=1, tokenize='porter unicode61')`);
+      o.db.run(
+        `CREATE VIRTUAL TABLE ${t} USING fts5(statement, content='', contentless_delete=1, tokenize='porter unicode61')`,
+      );
       TRICKY.forEach((s, i) => o.db.run(`INSERT INTO ${t} (rowid, statement) VALUES (?, ?)`, i + 1, s));
       const wrong: string[] = [];
       // Text with symbols (emoji, skin-tone modifiers) is the exception: a query reads them as spaces.
@@ -98,11 +110,15 @@ describe("ftsTokens + porter tokenize as claims_fts does", () => {
         if (symbol.test(s)) return;
         for (const word of queryTerms(s)) {
           const phrase = phraseStems(word);
-          const rows = o.db.all<{ rowid: number }>(`SELECT rowid FROM ${t} WHERE ${t} MATCH ?`, `"${word}"`).map((r) => r.rowid);
+          const rows = o.db
+            .all<{ rowid: number }>(`SELECT rowid FROM ${t} WHERE ${t} MATCH ?`, `"${word}"`)
+            .map((r) => r.rowid);
           const indexed = sqliteTerms(o.db, [word])[0];
           if (phrase.length && !rows.includes(i + 1)) wrong.push(`${word}: FTS5 does not find row ${i + 1}`);
-          if (phrase.length && !phraseCount(stemsOf(s), phrase)) wrong.push(`${word}: ranking does not see it in its text`);
-          if (phrase.map(storedTerm).join(" ") !== indexed) wrong.push(`${word}: phrase [${phrase.map(storedTerm)}] indexed [${indexed}]`);
+          if (phrase.length && !phraseCount(stemsOf(s), phrase))
+            wrong.push(`${word}: ranking does not see it in its text`);
+          if (phrase.map(storedTerm).join(" ") !== indexed)
+            wrong.push(`${word}: phrase [${phrase.map(storedTerm)}] indexed [${indexed}]`);
         }
       });
       expect(wrong).toEqual([]);
@@ -113,7 +129,9 @@ describe("ftsTokens + porter tokenize as claims_fts does", () => {
       expect(queryTerms("foo_bar Foo_Bar FOO")).toEqual(["foo_bar", "foo"]);
       expect(phraseStems("foo_bar")).toEqual(["foo", "bar"]);
       o.db.run(`INSERT INTO ${t} (rowid, statement) VALUES (1001, 'bar foo'), (1002, 'the foo bar')`);
-      expect(o.db.all(`SELECT rowid FROM ${t} WHERE ${t} MATCH '"foo_bar"' AND rowid > 1000`)).toEqual([{ rowid: 1002 }]);
+      expect(o.db.all(`SELECT rowid FROM ${t} WHERE ${t} MATCH '"foo_bar"' AND rowid > 1000`)).toEqual([
+        { rowid: 1002 },
+      ]);
     });
   });
 });

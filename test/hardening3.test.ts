@@ -22,14 +22,21 @@ const ZERO_EVENT = "evt_" + "0".repeat(32);
 const body = (r: { json: any }) => ({ ...r.json, meta: null });
 const decode = (cursor: string) => JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/")));
 
-async function member(ownerKey: string, role: "admin" | "member" | "reader", workspace?: { id: string; role: "owner" | "admin" | "member" | "reader" }) {
+async function member(
+  ownerKey: string,
+  role: "admin" | "member" | "reader",
+  workspace?: { id: string; role: "owner" | "admin" | "member" | "reader" },
+) {
   const k = await mintKey(ownerKey, { scopes: ["*"] });
   if (role !== "member") {
     const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } });
     expect(m.status, m.text).toBe(201);
   }
   if (workspace) {
-    const m = await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role: workspace.role, workspace_id: workspace.id } });
+    const m = await call("POST", "/v1/memberships", {
+      key: ownerKey,
+      body: { principal_id: k.principal_id, role: workspace.role, workspace_id: workspace.id },
+    });
     expect(m.status, m.text).toBe(201);
   }
   return k;
@@ -38,7 +45,9 @@ async function member(ownerKey: string, role: "admin" | "member" | "reader", wor
 /** An organization with a workspace project holding team records, and who is who around it. */
 async function workspaceOrg() {
   const org = await newOrg();
-  await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, sendWebhook: recordingSender }; });
+  await inOrg(org.org_id, (o) => {
+    o.deps = { ...o.deps, sendWebhook: recordingSender };
+  });
   const w = await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "scoped" } });
   expect(w.status, w.text).toBe(201);
   const ws = w.json.data.workspace_id as string;
@@ -48,20 +57,40 @@ async function workspaceOrg() {
   const orgAdmin = await member(org.api_key, "admin");
   const hooks: Record<string, string> = {};
   for (const [name, k] of Object.entries({ author, wsReader, outsider, orgAdmin })) {
-    const h = await call("POST", "/v1/webhooks", { key: k.key, body: { url: `https://hooks.example.com/${name}`, secret, events: ["*"] } });
+    const h = await call("POST", "/v1/webhooks", {
+      key: k.key,
+      body: { url: `https://hooks.example.com/${name}`, secret, events: ["*"] },
+    });
     expect(h.status, h.text).toBe(201);
     hooks[name] = h.json.data.webhook_id;
   }
-  const p = await call("POST", "/v1/projects/resolve", { key: author.key, body: { reference: "scoped-project", create: true, workspace_id: ws } });
+  const p = await call("POST", "/v1/projects/resolve", {
+    key: author.key,
+    body: { reference: "scoped-project", create: true, workspace_id: ws },
+  });
   expect(p.status, p.text).toBe(201);
   const project = p.json.data.project_id as string;
   const wsObs = await appendOk(author.key, obs("scoped-subject", "workspace evidence", { project_id: project }));
-  const wsClaim = (await call("POST", "/v1/consolidations", { key: author.key, body: { subject_id: "scoped-subject", project_id: project,
-    claims: [{ kind: "fact", statement: "workspace claim", sources: supports(wsObs) }] } })).json.data.claims[0].claim_id as string;
+  const wsClaim = (
+    await call("POST", "/v1/consolidations", {
+      key: author.key,
+      body: {
+        subject_id: "scoped-subject",
+        project_id: project,
+        claims: [{ kind: "fact", statement: "workspace claim", sources: supports(wsObs) }],
+      },
+    })
+  ).json.data.claims[0].claim_id as string;
   expect((await call("POST", `/v1/claims/${wsClaim}/revoke`, { key: author.key, body: {} })).status).toBe(200);
   const orgObs = await appendOk(author.key, obs("open-subject", "organization-wide evidence"));
-  const [orgClaim] = await consolidateOk(author.key, "open-subject", [{ kind: "fact", statement: "organization-wide claim", sources: supports(orgObs) }]);
-  const events = (await call("GET", "/v1/events?limit=200", { key: author.key })).json.data.events as { id: string; kind: string; resource_id: string }[];
+  const [orgClaim] = await consolidateOk(author.key, "open-subject", [
+    { kind: "fact", statement: "organization-wide claim", sources: supports(orgObs) },
+  ]);
+  const events = (await call("GET", "/v1/events?limit=200", { key: author.key })).json.data.events as {
+    id: string;
+    kind: string;
+    resource_id: string;
+  }[];
   const wsEvents = events.filter((e) => e.resource_id === wsObs || e.resource_id === wsClaim);
   const orgEvents = events.filter((e) => e.resource_id === orgObs || e.resource_id === orgClaim);
   expect(wsEvents.map((e) => e.kind)).toEqual(["observation.appended", "claim.materialized", "claim.revoked"]);
@@ -84,7 +113,9 @@ describe("events about a workspace's records are read like its team records", ()
     const drained = await call("POST", "/v1/webhooks/deliver", { key: t.org.api_key, body: { limit: 200 } });
     expect(drained.status, drained.text).toBe(200);
     for (const [name, key, reads] of who) {
-      const listed = (await call("GET", "/v1/events?limit=200", { key })).json.data.events.map((e: { id: string }) => e.id);
+      const listed = (await call("GET", "/v1/events?limit=200", { key })).json.data.events.map(
+        (e: { id: string }) => e.id,
+      );
       expect(listed, name).toEqual(expect.arrayContaining(orgIds));
       for (const id of wsIds) {
         expect(listed.includes(id), `${name} lists ${id}`).toBe(reads);
@@ -106,9 +137,15 @@ describe("events about a workspace's records are read like its team records", ()
       for (const id of t.wsRecords) expect(text.includes(id), `${name} sees ${id}`).toBe(reads);
     }
     // Webhooks deliver as their creator reads.
-    for (const [name, reads] of [["author", true], ["wsReader", true], ["orgAdmin", true], ["outsider", false]] as const) {
-      const deliveries = (await call("GET", `/v1/webhooks/${t.hooks[name]}/deliveries?limit=200`, { key: t.org.api_key })).json.data.deliveries
-        .map((d: { event_id: string }) => d.event_id);
+    for (const [name, reads] of [
+      ["author", true],
+      ["wsReader", true],
+      ["orgAdmin", true],
+      ["outsider", false],
+    ] as const) {
+      const deliveries = (
+        await call("GET", `/v1/webhooks/${t.hooks[name]}/deliveries?limit=200`, { key: t.org.api_key })
+      ).json.data.deliveries.map((d: { event_id: string }) => d.event_id);
       expect(deliveries, name).toEqual(expect.arrayContaining(orgIds));
       for (const id of wsIds) expect(deliveries.includes(id), `${name}'s hook got ${id}`).toBe(reads);
     }
@@ -120,7 +157,9 @@ describe("events about a workspace's records are read like its team records", ()
     let cursor: string | null = null;
     const seen: string[] = [];
     for (;;) {
-      const page: any = await call("GET", `/v1/events?limit=1${cursor ? `&after=${cursor}` : ""}`, { key: t.outsider.key });
+      const page: any = await call("GET", `/v1/events?limit=1${cursor ? `&after=${cursor}` : ""}`, {
+        key: t.outsider.key,
+      });
       expect(page.status, page.text).toBe(200);
       if (!page.json.data.events.length) {
         expect(page.json.data.cursor).toBe(cursor);
@@ -134,7 +173,8 @@ describe("events about a workspace's records are read like its team records", ()
     for (const id of wsIds) expect(seen).not.toContain(id);
 
     // Leaving the workspace ends reading its events on the next request.
-    const ms = (await call("GET", `/v1/memberships?workspace_id=${t.ws}`, { key: t.org.api_key })).json.data.memberships;
+    const ms = (await call("GET", `/v1/memberships?workspace_id=${t.ws}`, { key: t.org.api_key })).json.data
+      .memberships;
     const m = ms.find((x: { principal_id: string }) => x.principal_id === t.wsReader.principal_id);
     expect((await call("DELETE", `/v1/memberships/${m.membership_id}`, { key: t.org.api_key })).status).toBe(200);
     expectError(await call("GET", `/v1/events/${wsIds[0]}`, { key: t.wsReader.key }), 404, "NOT_FOUND");
@@ -142,8 +182,11 @@ describe("events about a workspace's records are read like its team records", ()
 
   it("stores each memory event with its record's workspace; the migration backfills older events from the record", async () => {
     const t = await workspaceOrg();
-    const rows = await inOrg(t.org.org_id, (o) => o.db.all<{ event_id: string; workspace_id: string | null }>(
-      "SELECT event_id, workspace_id FROM events WHERE resource_type IN ('observation', 'claim') ORDER BY seq"));
+    const rows = await inOrg(t.org.org_id, (o) =>
+      o.db.all<{ event_id: string; workspace_id: string | null }>(
+        "SELECT event_id, workspace_id FROM events WHERE resource_type IN ('observation', 'claim') ORDER BY seq",
+      ),
+    );
     const byId = new Map(rows.map((r) => [r.event_id, r.workspace_id]));
     for (const e of t.wsEvents) expect(byId.get(e.id), e.kind).toBe(t.ws);
     for (const e of t.orgEvents) expect(byId.get(e.id), e.kind).toBeNull();
@@ -151,12 +194,31 @@ describe("events about a workspace's records are read like its team records", ()
 
   it("claim.superseded names a workspace replacement only to readers of that workspace's events", async () => {
     const t = await workspaceOrg();
-    const project = (await call("POST", "/v1/projects/resolve", { key: t.author.key, body: { reference: "scoped-project" } })).json.data.project_id;
+    const project = (
+      await call("POST", "/v1/projects/resolve", { key: t.author.key, body: { reference: "scoped-project" } })
+    ).json.data.project_id;
     const o = await appendOk(t.author.key, obs("swap", "evidence", { project_id: project }));
-    const replacement = (await call("POST", "/v1/consolidations", { key: t.author.key, body: { subject_id: "swap", project_id: project,
-      claims: [{ kind: "fact", statement: "in the workspace", sources: supports(o) }] } })).json.data.claims[0].claim_id as string;
-    const [open] = await consolidateOk(t.author.key, "swap", [{ kind: "fact", statement: "organization-wide", sources: supports(await appendOk(t.author.key, obs("swap", "open"))) }]);
-    expect((await call("POST", `/v1/claims/${open}/supersede`, { key: t.author.key, body: { superseded_by: replacement } })).status).toBe(200);
+    const replacement = (
+      await call("POST", "/v1/consolidations", {
+        key: t.author.key,
+        body: {
+          subject_id: "swap",
+          project_id: project,
+          claims: [{ kind: "fact", statement: "in the workspace", sources: supports(o) }],
+        },
+      })
+    ).json.data.claims[0].claim_id as string;
+    const [open] = await consolidateOk(t.author.key, "swap", [
+      {
+        kind: "fact",
+        statement: "organization-wide",
+        sources: supports(await appendOk(t.author.key, obs("swap", "open"))),
+      },
+    ]);
+    expect(
+      (await call("POST", `/v1/claims/${open}/supersede`, { key: t.author.key, body: { superseded_by: replacement } }))
+        .status,
+    ).toBe(200);
     const ev = (await call("GET", "/v1/events?kind=claim.superseded", { key: t.outsider.key })).json.data.events;
     expect(ev.map((e: { resource_id: string }) => e.resource_id)).toEqual([open]);
     expect(ev[0].payload).not.toHaveProperty("superseded_by");
@@ -166,8 +228,11 @@ describe("events about a workspace's records are read like its team records", ()
   it("federation pull serves only organization-wide team events: a peer is in no workspace", async () => {
     const t = await workspaceOrg();
     const { teamEventsAfter } = await import("../src/domains/events/routes");
-    const served = await inOrg(t.org.org_id, (o) => teamEventsAfter(o.db, 0, ["observation.appended", "claim.materialized", "claim.revoked"], 200)
-      .map((e) => e.event_id));
+    const served = await inOrg(t.org.org_id, (o) =>
+      teamEventsAfter(o.db, 0, ["observation.appended", "claim.materialized", "claim.revoked"], 200).map(
+        (e) => e.event_id,
+      ),
+    );
     expect(served).toEqual(expect.arrayContaining(t.orgEvents.map((e) => e.id)));
     for (const e of t.wsEvents) expect(served).not.toContain(e.id);
   });
@@ -176,11 +241,16 @@ describe("events about a workspace's records are read like its team records", ()
 describe("a webhook's delivery list shows only deliveries of events the caller may read", () => {
   it("filters before the page limit; the cursor continues among them", async () => {
     const org = await newOrg();
-    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, sendWebhook: recordingSender }; });
+    await inOrg(org.org_id, (o) => {
+      o.deps = { ...o.deps, sendWebhook: recordingSender };
+    });
     const alice = await mintKey(org.api_key, { scopes: ["*"] });
     // "bob" is the owner: it manages every hook (alice's too) but cannot read alice's private event.
     const bob = { key: org.api_key };
-    const hook = await call("POST", "/v1/webhooks", { key: alice.key, body: { url: "https://hooks.example.com/a", secret, events: ["*"] } });
+    const hook = await call("POST", "/v1/webhooks", {
+      key: alice.key,
+      body: { url: "https://hooks.example.com/a", secret, events: ["*"] },
+    });
     expect(hook.status, hook.text).toBe(201);
     const id = hook.json.data.webhook_id as string;
     await appendOk(alice.key, obs("s", "team one"));
@@ -208,7 +278,9 @@ describe("a webhook's delivery list shows only deliveries of events the caller m
     const missing = await list(bob.key, `?after=${btoa(JSON.stringify(["dlv_" + "0".repeat(32)])).replace(/=+$/, "")}`);
     expectError(hidden, 404, "NOT_FOUND");
     expect(body(hidden)).toEqual(body(missing));
-    expect((await list(alice.key, `?after=${aliceCursor}`)).json.data.deliveries.map((d: { id: string }) => d.id)).toEqual(all.slice(1).map((d) => d.id));
+    expect(
+      (await list(alice.key, `?after=${aliceCursor}`)).json.data.deliveries.map((d: { id: string }) => d.id),
+    ).toEqual(all.slice(1).map((d) => d.id));
   });
 });
 
@@ -234,9 +306,19 @@ describe("list cursors name the caller's own last row, never a position among ev
     expect(p2.json.data).toMatchObject({ has_more: false, next_cursor: null });
     expect(p2.json.data.handoffs.map((x: { handoff_id: string }) => x.handoff_id)).toEqual([forBob[2]]);
     // A resolved handoff still marks its place.
-    expect((await call("POST", `/v1/handoffs/${forBob[1]}/resolve`, { key: bob.key, body: { status: "accepted" } })).status).toBe(200);
-    expect((await page(`?after=${p1.json.data.next_cursor}`)).json.data.handoffs.map((x: { handoff_id: string }) => x.handoff_id)).toEqual([forBob[2]]);
-    const cursorOf = (id: string) => btoa(JSON.stringify([id])).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    expect(
+      (await call("POST", `/v1/handoffs/${forBob[1]}/resolve`, { key: bob.key, body: { status: "accepted" } })).status,
+    ).toBe(200);
+    expect(
+      (await page(`?after=${p1.json.data.next_cursor}`)).json.data.handoffs.map(
+        (x: { handoff_id: string }) => x.handoff_id,
+      ),
+    ).toEqual([forBob[2]]);
+    const cursorOf = (id: string) =>
+      btoa(JSON.stringify([id]))
+        .replace(/\+/g, "-")
+        .replace(/\//g, "_")
+        .replace(/=+$/, "");
     const carols = await page(`?after=${cursorOf(forCarol[0])}`);
     const missing = await page(`?after=${cursorOf("hnd_" + "0".repeat(32))}`);
     expectError(carols, 404, "NOT_FOUND");
@@ -248,7 +330,10 @@ describe("list cursors name the caller's own last row, never a position among ev
     const org = await newOrg();
     const ids: string[] = [];
     for (const r of ["a", "b", "c"]) {
-      const l = await call("POST", "/v1/leases", { key: org.api_key, body: { resource_type: "file", resource_id: r, ttl_seconds: 60 } });
+      const l = await call("POST", "/v1/leases", {
+        key: org.api_key,
+        body: { resource_type: "file", resource_id: r, ttl_seconds: 60 },
+      });
       expect(l.status, l.text).toBe(201);
       ids.push(l.json.data.lease_id);
     }
@@ -266,18 +351,37 @@ describe("feedback on a handed-off run reaches only the items the caller may ret
     const bob = await mintKey(org.api_key, { scopes: ["*"] });
     const teamObs = await appendOk(alice.key, obs("fb", "heron team note"));
     const privObs = await appendOk(alice.key, obs("fb", "heron private note", { visibility: "private" }));
-    const [teamClaim] = await consolidateOk(alice.key, "fb", [{ kind: "fact", statement: "heron team claim", sources: supports(teamObs) }]);
-    const [privClaim] = await consolidateOk(alice.key, "fb", [{ kind: "fact", statement: "heron private claim", visibility: "private", sources: supports(privObs) }]);
-    const run = await call("POST", "/v1/context/compile", { key: alice.key, body: { query: "heron", token_budget: 1000 } });
+    const [teamClaim] = await consolidateOk(alice.key, "fb", [
+      { kind: "fact", statement: "heron team claim", sources: supports(teamObs) },
+    ]);
+    const [privClaim] = await consolidateOk(alice.key, "fb", [
+      { kind: "fact", statement: "heron private claim", visibility: "private", sources: supports(privObs) },
+    ]);
+    const run = await call("POST", "/v1/context/compile", {
+      key: alice.key,
+      body: { query: "heron", token_budget: 1000 },
+    });
     expect(run.status, run.text).toBe(201);
     const ctx = run.json.data.context_id as string;
-    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id).sort()).toEqual([teamClaim, privClaim].sort());
-    const h = await call("POST", "/v1/handoffs", { key: alice.key, body: { to_principal_id: bob.principal_id, context_id: ctx } });
+    expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id).sort()).toEqual(
+      [teamClaim, privClaim].sort(),
+    );
+    const h = await call("POST", "/v1/handoffs", {
+      key: alice.key,
+      body: { to_principal_id: bob.principal_id, context_id: ctx },
+    });
     expect(h.status, h.text).toBe(201);
-    const scores = () => inOrg(org.org_id, (o) => Object.fromEntries(o.db.all<{ claim_id: string; score: number }>(
-      "SELECT claim_id, score FROM claim_feedback_score").map((r) => [r.claim_id, r.score])));
+    const scores = () =>
+      inOrg(org.org_id, (o) =>
+        Object.fromEntries(
+          o.db
+            .all<{ claim_id: string; score: number }>("SELECT claim_id, score FROM claim_feedback_score")
+            .map((r) => [r.claim_id, r.score]),
+        ),
+      );
 
-    const feedback = (b: Record<string, unknown>) => call("POST", `/v1/context/${ctx}/feedback`, { key: bob.key, body: b });
+    const feedback = (b: Record<string, unknown>) =>
+      call("POST", `/v1/context/${ctx}/feedback`, { key: bob.key, body: b });
     expect((await feedback({ outcome: "useful" })).status).toBe(201);
     expect(await scores()).toEqual({ [teamClaim]: 0.5 });
 
@@ -288,7 +392,9 @@ describe("feedback on a handed-off run reaches only the items the caller may ret
     expect((await feedback({ outcome: "useful", claim_id: teamClaim })).status).toBe(201);
     expect(await scores()).toEqual({ [teamClaim]: 1.5 });
     // The run's own compiler still reaches both.
-    expect((await call("POST", `/v1/context/${ctx}/feedback`, { key: alice.key, body: { outcome: "used" } })).status).toBe(201);
+    expect(
+      (await call("POST", `/v1/context/${ctx}/feedback`, { key: alice.key, body: { outcome: "used" } })).status,
+    ).toBe(201);
     expect(await scores()).toEqual({ [teamClaim]: 1.75, [privClaim]: 0.25 });
   });
 });
@@ -296,13 +402,24 @@ describe("feedback on a handed-off run reaches only the items the caller may ret
 describe("MCP tools translate storage failures exactly like HTTP routes", () => {
   it("a unique-constraint failure is CONFLICT through both", async () => {
     const org = await newOrg();
-    await inOrg(org.org_id, (o) => o.db.run("CREATE UNIQUE INDEX forced_unique ON observations(subject_id) WHERE subject_id = 'forced'"));
-    expect((await call("POST", "/v1/observations", { key: org.api_key, body: obs("forced", "first") })).status).toBe(201);
+    await inOrg(org.org_id, (o) =>
+      o.db.run("CREATE UNIQUE INDEX forced_unique ON observations(subject_id) WHERE subject_id = 'forced'"),
+    );
+    expect((await call("POST", "/v1/observations", { key: org.api_key, body: obs("forced", "first") })).status).toBe(
+      201,
+    );
     const http = await call("POST", "/v1/observations", { key: org.api_key, body: obs("forced", "second") });
     expectError(http, 409, "CONFLICT");
-    const r = await call("POST", "/mcp", { key: org.api_key, raw: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call",
-      params: { name: "svc_remember", arguments: { subject_id: "forced", content: "third" } } }),
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" } });
+    const r = await call("POST", "/mcp", {
+      key: org.api_key,
+      raw: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "svc_remember", arguments: { subject_id: "forced", content: "third" } },
+      }),
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json.result.isError).toBe(true);
     expect(r.json.result.content[0].text).toBe(`CONFLICT: ${http.json.error.message}`);
@@ -314,7 +431,11 @@ describe("a reused Idempotency-Key says nothing about whose it was", () => {
     const org = await newOrg();
     const bob = await mintKey(org.api_key, { scopes: ["*"] });
     const post = (key: string, content: string) =>
-      call("POST", "/v1/observations", { key, body: obs("idem", content), headers: { "idempotency-key": "shared-key" } });
+      call("POST", "/v1/observations", {
+        key,
+        body: obs("idem", content),
+        headers: { "idempotency-key": "shared-key" },
+      });
     expect((await post(org.api_key, "one")).status).toBe(201);
     const other = await post(bob.key, "one");
     const changed = await post(org.api_key, "two");

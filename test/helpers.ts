@@ -54,11 +54,20 @@ const matchRoute = buildMatcher(ROUTES);
  * against the error envelope. A route without a declared response fails here, so the published
  * shapes cannot drift from real answers.
  */
-export async function checkAnswer(method: string, path: string, status: number, contentType: string, text: string, json: any) {
+export async function checkAnswer(
+  method: string,
+  path: string,
+  status: number,
+  contentType: string,
+  text: string,
+  json: any,
+) {
   const url = new URL(`http://svc.test${path}`);
   const m = await matchRoute(new Request(url, { method }), url);
   const route = m.kind === "route" ? m.route : null;
-  const fail = (why: string) => { throw new Error(`${method} ${path} answered ${status}: ${why}`); };
+  const fail = (why: string) => {
+    throw new Error(`${method} ${path} answered ${status}: ${why}`);
+  };
   if (status >= 400) {
     // /mcp answers transport failures as bare JSON-RPC errors; everything else is the error envelope.
     if (route?.bareResponse && json?.jsonrpc === "2.0") return;
@@ -84,10 +93,14 @@ export async function checkAnswer(method: string, path: string, status: number, 
     if (text !== "") fail("the route declares an empty body");
     return;
   }
-  if (!route.bareResponse && (json?.data === undefined || typeof json?.meta?.request_id !== "string")) fail("not a `{ data, meta }` envelope");
+  if (!route.bareResponse && (json?.data === undefined || typeof json?.meta?.request_id !== "string"))
+    fail("not a `{ data, meta }` envelope");
   if (!route.bareResponse) {
     const meta = successMetaOf(route).safeParse(json.meta);
-    if (!meta.success) fail(`meta does not match the route's (request_id, replayed on an idempotent route, responseMeta): ${issues(meta.error)}`);
+    if (!meta.success)
+      fail(
+        `meta does not match the route's (request_id, replayed on an idempotent route, responseMeta): ${issues(meta.error)}`,
+      );
   }
   const checked = schema.safeParse(route.bareResponse ? json : json.data);
   if (!checked.success) fail(`the answer does not match the route's response schema: ${issues(checked.error)}`);
@@ -112,7 +125,11 @@ export async function mintKey(ownerKey: string, body: Record<string, unknown>) {
 }
 
 export const obs = (subject: string, content: string, extra: Record<string, unknown> = {}) => ({
-  subject_id: subject, kind: "note", content, source: { type: "test", ref: "r1" }, ...extra,
+  subject_id: subject,
+  kind: "note",
+  content,
+  source: { type: "test", ref: "r1" },
+  ...extra,
 });
 
 /** A fresh organization and two principals in it with every scope: the usual setup of a two-reader test. */
@@ -133,7 +150,11 @@ export async function appendOk(key: string, body: Record<string, unknown>): Prom
   return r.json.data.observation_id;
 }
 
-export async function consolidateOk(key: string, subject: string, claims: Record<string, unknown>[]): Promise<string[]> {
+export async function consolidateOk(
+  key: string,
+  subject: string,
+  claims: Record<string, unknown>[],
+): Promise<string[]> {
   const r = await call("POST", "/v1/consolidations", { key, body: { subject_id: subject, claims } });
   expect(r.status, r.text).toBe(201);
   return r.json.data.claims.map((c: { claim_id: string }) => c.claim_id);
@@ -169,11 +190,33 @@ export const inOrg = <R>(orgId: string, fn: (o: OrgStore, state: DurableObjectSt
  * resource_id, request_id, JSON.stringify(metadata), created_at])). The array holds only strings and
  * nulls, so its canonical JSON is plain JSON.stringify.
  */
-export async function readmeAuditHash(prevHash: string, e: {
-  id: string; action: string; actor_id: string; key_id: string | null; resource_type: string;
-  resource_id: string | null; request_id: string | null; metadataJson: string; created_at: string;
-}): Promise<string> {
-  const text = prevHash + JSON.stringify([e.id, e.action, e.actor_id, e.key_id, e.resource_type, e.resource_id, e.request_id, e.metadataJson, e.created_at]);
+export async function readmeAuditHash(
+  prevHash: string,
+  e: {
+    id: string;
+    action: string;
+    actor_id: string;
+    key_id: string | null;
+    resource_type: string;
+    resource_id: string | null;
+    request_id: string | null;
+    metadataJson: string;
+    created_at: string;
+  },
+): Promise<string> {
+  const text =
+    prevHash +
+    JSON.stringify([
+      e.id,
+      e.action,
+      e.actor_id,
+      e.key_id,
+      e.resource_type,
+      e.resource_id,
+      e.request_id,
+      e.metadataJson,
+      e.created_at,
+    ]);
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -187,12 +230,19 @@ export const bareRequest = { bodyText: null, authorization: null, clientAddress:
  */
 export function countingDb(db: Db): { db: Db; rowsRead: () => number } {
   let rowsRead = 0;
-  const counting = new Db(new Proxy(db.sql, { get: (t, k) => k === "exec"
-    ? (...a: Parameters<SqlStorage["exec"]>) => {
-      const cur = t.exec(...a); const rows = [...cur.raw()]; rowsRead += cur.rowsRead;
-      return { columnNames: cur.columnNames, raw: () => rows.values() };
-    }
-    : Reflect.get(t, k, t) }));
+  const counting = new Db(
+    new Proxy(db.sql, {
+      get: (t, k) =>
+        k === "exec"
+          ? (...a: Parameters<SqlStorage["exec"]>) => {
+              const cur = t.exec(...a);
+              const rows = [...cur.raw()];
+              rowsRead += cur.rowsRead;
+              return { columnNames: cur.columnNames, raw: () => rows.values() };
+            }
+          : Reflect.get(t, k, t),
+    }),
+  );
   return { db: counting, rowsRead: () => rowsRead };
 }
 
@@ -201,7 +251,8 @@ export { prng } from "../scripts/synthetic-text.mjs";
 
 let nameSeq = 0;
 /** A dashboard username no other test uses (usernames are unique across the deployment). */
-export const uniqueName = (prefix = "u") => `${prefix}${Date.now().toString(36)}${(nameSeq++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+export const uniqueName = (prefix = "u") =>
+  `${prefix}${Date.now().toString(36)}${(nameSeq++).toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 
 export const login = (username: string, password: string, headers: Record<string, string> = {}) =>
   call("POST", "/v1/dashboard-sessions", { body: { username, password }, headers });
@@ -211,8 +262,13 @@ export async function newAccount(key: string, role = "member") {
   const username = uniqueName();
   const r = await call("POST", "/v1/operator-accounts", { key, body: { username, role } });
   expect(r.status, r.text).toBe(201);
-  return { username, password: r.json.data.temporary_password as string, principalId: r.json.data.principal_id as string,
-    accountId: r.json.data.account_id as string, data: r.json.data };
+  return {
+    username,
+    password: r.json.data.temporary_password as string,
+    principalId: r.json.data.principal_id as string,
+    accountId: r.json.data.account_id as string,
+    data: r.json.data,
+  };
 }
 
 /** An account past its temporary password, with a full session (`token`). */
@@ -221,8 +277,10 @@ export async function fullAccount(key: string, role = "member") {
   const first = await login(acct.username, acct.password);
   expect(first.status, first.text).toBe(201);
   const password = `pw-${uniqueName()}-long`;
-  const changed = await call("PATCH", "/v1/operator-accounts/current/password",
-    { key: first.json.data.session_token, body: { current_password: acct.password, new_password: password } });
+  const changed = await call("PATCH", "/v1/operator-accounts/current/password", {
+    key: first.json.data.session_token,
+    body: { current_password: acct.password, new_password: password },
+  });
   expect(changed.status, changed.text).toBe(200);
   const full = await login(acct.username, password);
   expect(full.json.data.stage, full.text).toBe("full");

@@ -10,13 +10,29 @@ declare global {
   }
 }
 
-const SOURCES = import.meta.glob("../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+const SOURCES = import.meta.glob("../src/**/*.ts", { query: "?raw", import: "default", eager: true }) as Record<
+  string,
+  string
+>;
 
 /** Folders that stand below the domains: none of their files may import from src/domains. */
-const BELOW_DOMAINS = ["access", "auth", "generated", "http", "index-db", "org", "registry", "sql", "text", "vector", "env.ts"];
+const BELOW_DOMAINS = [
+  "access",
+  "auth",
+  "generated",
+  "http",
+  "index-db",
+  "org",
+  "registry",
+  "sql",
+  "text",
+  "vector",
+  "env.ts",
+];
 
 /** Every relative module a source names: import and export ... from, side-effect imports, import("…") types. */
-const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^;]*?\sfrom\s*["']([^"']+)["']|(?:^|[\s;])import\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
+const SPECIFIER =
+  /(?:^|[\s;])(?:import|export)\s[^;]*?\sfrom\s*["']([^"']+)["']|(?:^|[\s;])import\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g;
 
 /** The file a relative specifier names, as a path under src/ (extension-less specifiers are .ts modules). */
 function resolve(from: string, specifier: string, files: ReadonlySet<string>): string {
@@ -42,8 +58,13 @@ function importGraph(sources: Record<string, string>): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const [file, text] of Object.entries(sources)) {
     // Generated tables hold no imports worth reading (and megabytes of data).
-    const specifiers = file.startsWith("generated/") ? [] : [...text.matchAll(SPECIFIER)].map((m) => m[1] ?? m[2] ?? m[3]);
-    graph.set(file, specifiers.filter((s) => s.startsWith(".")).map((s) => resolve(file, s, files)));
+    const specifiers = file.startsWith("generated/")
+      ? []
+      : [...text.matchAll(SPECIFIER)].map((m) => m[1] ?? m[2] ?? m[3]);
+    graph.set(
+      file,
+      specifiers.filter((s) => s.startsWith(".")).map((s) => resolve(file, s, files)),
+    );
   }
   return graph;
 }
@@ -52,7 +73,10 @@ function importGraph(sources: Record<string, string>): Map<string, string[]> {
  * Every cycle between parts (strongly connected parts, each sorted), with the file imports that close it.
  * A part is a folder of the house by default; with `(file) => file` every file is its own part.
  */
-function partCycles(graph: Map<string, string[]>, part: (file: string) => string = partOf): { parts: string[]; imports: string[] }[] {
+function partCycles(
+  graph: Map<string, string[]>,
+  part: (file: string) => string = partOf,
+): { parts: string[]; imports: string[] }[] {
   const edges = new Map<string, Map<string, string[]>>();
   for (const [file, targets] of graph)
     for (const target of targets) {
@@ -91,8 +115,11 @@ function partCycles(graph: Map<string, string[]>, part: (file: string) => string
 
 /** Imports of src/domains from a part that stands below the domains. */
 const domainImportsBelow = (graph: Map<string, string[]>): string[] =>
-  [...graph].flatMap(([file, targets]) => BELOW_DOMAINS.includes(partOf(file))
-    ? targets.filter((t) => t.startsWith("domains/")).map((t) => `${file} -> ${t}`) : []);
+  [...graph].flatMap(([file, targets]) =>
+    BELOW_DOMAINS.includes(partOf(file))
+      ? targets.filter((t) => t.startsWith("domains/")).map((t) => `${file} -> ${t}`)
+      : [],
+  );
 
 const SRC = Object.fromEntries(Object.entries(SOURCES).map(([path, text]) => [path.replace("../src/", ""), text]));
 
@@ -118,21 +145,34 @@ describe("the import structure of src/", () => {
 
   it("finds a cycle closed by a type import, or through a root file, and a domain import from below", () => {
     const sources = {
-      "org/write.ts": 'import { clock } from "../http/clock";\nimport type { Sender } from "../domains/webhooks/delivery";',
+      "org/write.ts":
+        'import { clock } from "../http/clock";\nimport type { Sender } from "../domains/webhooks/delivery";',
       "http/clock.ts": "export const clock = 1;",
-      "domains/webhooks/delivery.ts": 'import { commitWrite } from "../../org/write";\nexport type Sender = () => void;',
+      "domains/webhooks/delivery.ts":
+        'import { commitWrite } from "../../org/write";\nexport type Sender = () => void;',
       "domains/memory/routes.ts": 'import { type Reply } from "../../org/request";',
       "org/request.ts": 'export interface Reply { status: import("../routes").Status }',
       "routes.ts": 'export * from "./domains/memory/routes";\nexport type Status = number;',
     };
     const fake = importGraph(sources);
     expect(partCycles(fake)).toEqual([
-      { parts: ["domains/memory", "domains/webhooks", "org", "routes.ts"], imports: expect.arrayContaining([
-        "org/write.ts -> domains/webhooks/delivery.ts", "domains/webhooks/delivery.ts -> org/write.ts",
-        "org/request.ts -> routes.ts", "routes.ts -> domains/memory/routes.ts", "domains/memory/routes.ts -> org/request.ts"]) },
+      {
+        parts: ["domains/memory", "domains/webhooks", "org", "routes.ts"],
+        imports: expect.arrayContaining([
+          "org/write.ts -> domains/webhooks/delivery.ts",
+          "domains/webhooks/delivery.ts -> org/write.ts",
+          "org/request.ts -> routes.ts",
+          "routes.ts -> domains/memory/routes.ts",
+          "domains/memory/routes.ts -> org/request.ts",
+        ]),
+      },
     ]);
     expect(domainImportsBelow(fake)).toEqual(["org/write.ts -> domains/webhooks/delivery.ts"]);
-    expect(partCycles(importGraph({ ...sources, "org/a.ts": 'import "./b";', "org/b.ts": 'import type { A } from "./a";' }), (f) => f))
-      .toContainEqual({ parts: ["org/a.ts", "org/b.ts"], imports: ["org/a.ts -> org/b.ts", "org/b.ts -> org/a.ts"] });
+    expect(
+      partCycles(
+        importGraph({ ...sources, "org/a.ts": 'import "./b";', "org/b.ts": 'import type { A } from "./a";' }),
+        (f) => f,
+      ),
+    ).toContainEqual({ parts: ["org/a.ts", "org/b.ts"], imports: ["org/a.ts -> org/b.ts", "org/b.ts -> org/a.ts"] });
   });
 });

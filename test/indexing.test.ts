@@ -16,7 +16,18 @@ import { sha256Hex } from "../src/auth/credentials";
 import { readModelConfig } from "../src/vector/config";
 import { vectorRuntime } from "../src/vector/runtime";
 import { FakeAi, FakeVectorize } from "./fakes/vector";
-import { appendOk, call, consolidateOk, countingDb, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
+import {
+  appendOk,
+  call,
+  consolidateOk,
+  countingDb,
+  expectError,
+  inOrg,
+  mintKey,
+  newOrg,
+  obs,
+  supports,
+} from "./helpers";
 
 const NOW = () => new Date().toISOString();
 
@@ -48,8 +59,15 @@ function production(db: import("../src/sql/db").Db, orgId: string, opts: { extra
   const ai = new FakeAi();
   const vectorize = new FakeVectorize();
   const env = { AI: ai, VECTORIZE: vectorize };
-  const config = readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize",
-    EXTRACTION_PROVIDER: opts.extraction ? "workers-ai" : "none", ...env }, NOW());
+  const config = readModelConfig(
+    {
+      EMBEDDING_PROVIDER: "workers-ai",
+      VECTOR_INDEX: "vectorize",
+      EXTRACTION_PROVIDER: opts.extraction ? "workers-ai" : "none",
+      ...env,
+    },
+    NOW(),
+  );
   return { ai, vectorize, rt: vectorRuntime(config, env, db, orgId) };
 }
 
@@ -65,27 +83,47 @@ describe("index drain and verify on the embedded default", () => {
     const { vectorHits } = await import("../src/domains/memory/vector-candidates");
     const org = await newOrg();
     await inOrg(org.org_id, async (o) => {
-      const unit = new Float32Array(100); unit[0] = 1;
+      const unit = new Float32Array(100);
+      unit[0] = 1;
       const fake = {
-        config: readModelConfig({}, NOW()), extractor: null,
+        config: readModelConfig({}, NOW()),
+        extractor: null,
         embedder: { provider: "local" as const, model: "fake", dimensions: 100, embed: async () => [unit] },
-        index: { provider: "local" as const, upsert: async () => {}, remove: async () => {}, present: async () => new Set<string>(),
+        index: {
+          provider: "local" as const,
+          upsert: async () => {},
+          remove: async () => {},
+          present: async () => new Set<string>(),
           appliedUpTo: async () => null,
-          query: async () => [{ id: "claim_a", score: 0.5 }, { id: "claim_b", score: 0 }, { id: "claim_c", score: -0.2 }] },
+          query: async () => [
+            { id: "claim_a", score: 0.5 },
+            { id: "claim_b", score: 0 },
+            { id: "claim_c", score: -0.2 },
+          ],
+        },
       };
       const caller = loadCaller(o.db, sha256Hex(org.api_key))!;
       expect(fake.config.vectors.status).toBe("enabled");
-      expect([...(await vectorHits(fake, o.db, caller, { query: "anything" }))!.similarities]).toEqual([["claim_a", 0.5]]);
+      expect([...(await vectorHits(fake, o.db, caller, { query: "anything" }))!.similarities]).toEqual([
+        ["claim_a", 0.5],
+      ]);
     });
   });
 
   it("a query the embedder knows no word of finds no vector hits: nothing arbitrary joins the pack", async () => {
     const org = await newOrg();
-    for (const text of ["the marmalade recipe uses seville oranges", "the ferry leaves at noon", "a walnut cake for sunday"])
+    for (const text of [
+      "the marmalade recipe uses seville oranges",
+      "the ferry leaves at noon",
+      "a walnut cake for sunday",
+    ])
       await claimOk(org.api_key, "kitchen", text);
     await indexAll(org.api_key);
     // Known words: a vector hit takes part.
-    const known = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "recipe with oranges" } });
+    const known = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { query: "recipe with oranges" },
+    });
     expect(known.json.meta.degraded.vectors).toBe(false);
     // No word the embedder (or the index) knows: a zero query vector is near nothing, so no claim comes
     // back as the "nearest" (the smallest ids, every cosine 0), and the pack holds nothing.
@@ -99,14 +137,24 @@ describe("index drain and verify on the embedded default", () => {
     holdBackgroundDrain();
     const org = await newOrg();
     const id = await claimOk(org.api_key, "kitchen", "the marmalade recipe uses seville oranges");
-    const before = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "marmalade oranges" } });
+    const before = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { query: "marmalade oranges" },
+    });
     expect(before.json.meta.degraded).toEqual({ vectors: true, model: true });
     const { indexed, last } = await indexAll(org.api_key);
     expect(indexed).toBe(1);
     expect(last).toMatchObject({ remaining: 0, model: "local-glove-sif-10k-int8", dimensions: 100 });
     expect(typeof last.at).toBe("string");
     const v = await call("POST", "/v1/index/verify", { key: org.api_key, body: {} });
-    expect(v.json.data).toEqual({ checked: 1, present: 1, missing: 0, pending: 0, repairs_queued: 0, next_after: null });
+    expect(v.json.data).toEqual({
+      checked: 1,
+      present: 1,
+      missing: 0,
+      pending: 0,
+      repairs_queued: 0,
+      next_after: null,
+    });
     const run = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "marmalade oranges" } });
     expect(run.json.meta.degraded).toEqual({ vectors: false, model: true });
     expect(run.json.data.items.map((i: { claim_id: string }) => i.claim_id)).toContain(id);
@@ -125,7 +173,8 @@ describe("index drain and verify on the embedded default", () => {
       const rt = vectorRuntime(readModelConfig({}, NOW()), {}, o.db, "org");
       const hits = (await vectorHits(rt, o.db, caller, { query: "dog pet" }))!;
       const similarity = hits.similarities.get(id)!;
-      const ranked = (floor: number) => rankClaims(o.db, caller, { query: "dog pet" }, undefined, { ...hits, floor }).map((r) => r.claim.claim_id);
+      const ranked = (floor: number) =>
+        rankClaims(o.db, caller, { query: "dog pet" }, undefined, { ...hits, floor }).map((r) => r.claim.claim_id);
       expect(ranked(similarity)).toContain(id);
       expect(ranked(similarity + 1e-6)).not.toContain(id);
     });
@@ -136,9 +185,14 @@ describe("index drain and verify on the embedded default", () => {
     const org = await newOrg();
     for (let i = 0; i < 3; i++) await claimOk(org.api_key, "s", `statement number ${i}`);
     await indexAll(org.api_key);
-    await inOrg(org.org_id, (o) => o.db.run("DELETE FROM local_vectors WHERE record_id = (SELECT min(record_id) FROM local_vectors)"));
+    await inOrg(org.org_id, (o) =>
+      o.db.run("DELETE FROM local_vectors WHERE record_id = (SELECT min(record_id) FROM local_vectors)"),
+    );
     const p1 = await call("POST", "/v1/index/verify", { key: org.api_key, body: { limit: 2 } });
-    const p2 = await call("POST", "/v1/index/verify", { key: org.api_key, body: { limit: 2, after: p1.json.data.next_after } });
+    const p2 = await call("POST", "/v1/index/verify", {
+      key: org.api_key,
+      body: { limit: 2, after: p1.json.data.next_after },
+    });
     expect(p1.json.data.checked + p2.json.data.checked).toBe(3);
     expect(p1.json.data.missing + p2.json.data.missing).toBe(1);
     expect(p1.json.data.repairs_queued + p2.json.data.repairs_queued).toBe(1);
@@ -148,15 +202,27 @@ describe("index drain and verify on the embedded default", () => {
     expect(again.json.data).toMatchObject({ checked: 3, present: 2, missing: 0, pending: 1, repairs_queued: 0 });
     const d = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
     expect(d.json.data).toMatchObject({ drained: 1, indexed: 1, remaining: 0 });
-    expectError(await call("POST", "/v1/index/verify", { key: org.api_key, body: { after: "not-a-cursor" } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", "/v1/index/verify", { key: org.api_key, body: { after: "not-a-cursor" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
   });
 
   it("validates limits, and is for owners and admins holding index:write", async () => {
     const org = await newOrg();
     for (const body of [{ limit: 0 }, { limit: 101 }, { limit: 1.5 }, { extra: true }])
       expectError(await call("POST", "/v1/index/drain", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", "/v1/index/verify", { key: org.api_key, body: { limit: 101 } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", "/v1/enrichment/drain", { key: org.api_key, body: { limit: 51 } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", "/v1/index/verify", { key: org.api_key, body: { limit: 101 } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", "/v1/enrichment/drain", { key: org.api_key, body: { limit: 51 } }),
+      400,
+      "VALIDATION_ERROR",
+    );
     const member = await mintKey(org.api_key, { scopes: ["*"] });
     expectError(await call("POST", "/v1/index/drain", { key: member.key, body: {} }), 403, "FORBIDDEN");
     const narrow = await mintKey(org.api_key, { scopes: ["enrichment:write"] });
@@ -167,7 +233,9 @@ describe("index drain and verify on the embedded default", () => {
     const org = await newOrg();
     const alice = await mintKey(org.api_key, { scopes: ["*"] });
     const bob = await mintKey(org.api_key, { scopes: ["*"] });
-    const secret = await claimOk(alice.key, "diary", "alice hides the spare key under the blue flowerpot", { visibility: "private" });
+    const secret = await claimOk(alice.key, "diary", "alice hides the spare key under the blue flowerpot", {
+      visibility: "private",
+    });
     await indexAll(org.api_key);
     // The index holds it and the query vector is its own: only authorization can keep it out.
     await inOrg(org.org_id, async (o) => {
@@ -185,7 +253,10 @@ describe("index drain and verify on the embedded default", () => {
       // Not even the degraded flag tells bob that the index matched something he cannot read.
       expect(r.json.meta.degraded.vectors).toBe(true);
     }
-    const own = await call("POST", "/v1/context/compile", { key: alice.key, body: { query: "spare key blue flowerpot" } });
+    const own = await call("POST", "/v1/context/compile", {
+      key: alice.key,
+      body: { query: "spare key blue flowerpot" },
+    });
     expect(own.json.meta.degraded.vectors).toBe(false);
   });
 });
@@ -196,9 +267,14 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
   // written in between and the clock has not gone back (records.ts CandidatesReadAhead).
   const QUERY = { query: "dog pet" };
   /** The hits with a floor every one of them reaches (these tests are about authorization, not the floor). */
-  const hitsOf = async (o: any, caller: NonNullable<ReturnType<typeof loadCaller>>, f: Record<string, unknown> = QUERY) =>
-    ({ ...(await vectorHits(rt(o), o.db, caller, f))!, floor: -1 });
-  async function withHit(fn: (o: any, caller: NonNullable<ReturnType<typeof loadCaller>>, id: string) => Promise<void>) {
+  const hitsOf = async (
+    o: any,
+    caller: NonNullable<ReturnType<typeof loadCaller>>,
+    f: Record<string, unknown> = QUERY,
+  ) => ({ ...(await vectorHits(rt(o), o.db, caller, f))!, floor: -1 });
+  async function withHit(
+    fn: (o: any, caller: NonNullable<ReturnType<typeof loadCaller>>, id: string) => Promise<void>,
+  ) {
     const org = await newOrg();
     const id = await claimOk(org.api_key, "s", "she adopted a puppy from the animal shelter");
     await claimOk(org.api_key, "s", "quarterly invoices are due on friday");
@@ -217,7 +293,9 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
       const carried = countingDb(o.db);
       const fromAccept = o.ctx.storage.transactionSync(() => rankClaims(carried.db, caller, QUERY, undefined, hits));
       const again = countingDb(o.db);
-      const reread = o.ctx.storage.transactionSync(() => rankClaims(again.db, caller, QUERY, undefined, { similarities: hits.similarities, floor: -1 }));
+      const reread = o.ctx.storage.transactionSync(() =>
+        rankClaims(again.db, caller, QUERY, undefined, { similarities: hits.similarities, floor: -1 }),
+      );
       expect(ids(fromAccept)).toContain(id);
       expect(fromAccept).toEqual(reread);
       expect(carried.rowsRead()).toBeLessThan(again.rowsRead());
@@ -229,18 +307,24 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
       const hits = await hitsOf(o, caller);
       expect(hits.similarities.has(id)).toBe(true);
       o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { status: "revoked" }));
-      expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(id);
+      expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(
+        id,
+      );
     });
   });
 
   it("a hit whose validity ends between the vector query and the transaction is kept out (no write, only time)", async () => {
     await withHit(async (o, caller, id) => {
-      o.ctx.storage.transactionSync(() => changeClaim(o.db, id, { valid_to: new Date(clock.nowMs() + 60_000).toISOString() }));
+      o.ctx.storage.transactionSync(() =>
+        changeClaim(o.db, id, { valid_to: new Date(clock.nowMs() + 60_000).toISOString() }),
+      );
       const hits = await hitsOf(o, caller);
       expect(hits.similarities.has(id)).toBe(true);
       clock.advance(120_000);
       try {
-        expect(ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits)))).not.toContain(id);
+        expect(
+          ids(o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, QUERY, undefined, hits))),
+        ).not.toContain(id);
       } finally {
         clock.reset();
       }
@@ -252,7 +336,9 @@ describe("vector hits are re-authorized inside compile's transaction", () => {
       // The accept ran for every kind (the hit is a fact); the ranking asks only preferences.
       const hits = await hitsOf(o, caller);
       expect(hits.similarities.has(id)).toBe(true);
-      const ranked = o.ctx.storage.transactionSync(() => rankClaims(o.db, caller, { ...QUERY, kinds: ["preference"] }, undefined, hits));
+      const ranked = o.ctx.storage.transactionSync(() =>
+        rankClaims(o.db, caller, { ...QUERY, kinds: ["preference"] }, undefined, hits),
+      );
       expect(ids(ranked)).not.toContain(id);
     });
   });
@@ -300,19 +386,34 @@ describe("the production backends (typed fakes of Ai and Vectorize)", () => {
       const pending = await runVerify(o.db, rt, 100, undefined, NOW());
       expect(pending).toMatchObject({ checked: 1, present: 0, pending: 1, missing: 0, repairs_queued: 0 });
       vectorize.apply();
-      expect(await runVerify(o.db, rt, 100, undefined, NOW())).toMatchObject({ checked: 1, present: 1, pending: 0, missing: 0 });
+      expect(await runVerify(o.db, rt, 100, undefined, NOW())).toMatchObject({
+        checked: 1,
+        present: 1,
+        pending: 0,
+        missing: 0,
+      });
       // Lost for real (deleted behind our back, applied after the drain): missing, one repair.
       vectorize.now = () => Date.now() + 60_000;
       await vectorize.deleteByIds([a]);
       vectorize.apply();
-      expect(await runVerify(o.db, rt, 100, undefined, NOW())).toMatchObject({ present: 0, pending: 0, missing: 1, repairs_queued: 1 });
+      expect(await runVerify(o.db, rt, 100, undefined, NOW())).toMatchObject({
+        present: 0,
+        pending: 0,
+        missing: 1,
+        repairs_queued: 1,
+      });
     });
   });
 
   it("without a vector capability, drain and verify are 400", async () => {
     const org = await newOrg();
     await inOrg(org.org_id, async (o) => {
-      const rt = vectorRuntime(readModelConfig({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" }, NOW()), {}, o.db, org.org_id);
+      const rt = vectorRuntime(
+        readModelConfig({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" }, NOW()),
+        {},
+        o.db,
+        org.org_id,
+      );
       for (const run of [() => runDrain(o.db, rt, 10, NOW()), () => runVerify(o.db, rt, 10, undefined, NOW())]) {
         const err = await run().catch((e) => e);
         expect(err).toBeInstanceOf(ApiError);
@@ -348,7 +449,9 @@ describe("enrichment", () => {
       const rest = (await runEnrichment(o.db, rt, 10))!;
       expect(rest.observations).toBe(1);
       applyEnrichment(o.db, rest, NOW());
-      expect(o.db.first<{ n: number }>("SELECT count(*) AS n FROM enrichment_proposals WHERE status = 'pending'")!.n).toBe(2);
+      expect(
+        o.db.first<{ n: number }>("SELECT count(*) AS n FROM enrichment_proposals WHERE status = 'pending'")!.n,
+      ).toBe(2);
       expect(o.db.first<{ n: number }>("SELECT count(*) AS n FROM claims")!.n).toBe(claimsBefore);
       // A plan computed before another drain advanced the ledger stores nothing.
       expect(applyEnrichment(o.db, plan, NOW())).toBeNull();
@@ -364,11 +467,17 @@ describe("enrichment follows purges", () => {
     ai.generation = '[{"kind":"fact","statement":"Maria PIN is 4711"}]';
     await inOrg(org.org_id, (x) => {
       const bindings = { AI: ai, VECTORIZE: new FakeVectorize() };
-      x.deps = { ...x.deps, models: { config: readModelConfig({ EXTRACTION_PROVIDER: "workers-ai", ...bindings }, NOW()), bindings } };
+      x.deps = {
+        ...x.deps,
+        models: { config: readModelConfig({ EXTRACTION_PROVIDER: "workers-ai", ...bindings }, NOW()), bindings },
+      };
     });
-    expect((await call("POST", "/v1/enrichment/drain", { key: org.api_key, body: {} })).json.data).toMatchObject({ proposed: 1 });
+    expect((await call("POST", "/v1/enrichment/drain", { key: org.api_key, body: {} })).json.data).toMatchObject({
+      proposed: 1,
+    });
     expect((await call("DELETE", `/v1/observations/${early}`, { key: org.api_key })).status).toBe(200);
-    const proposals = () => inOrg(org.org_id, (x) => x.db.all<{ statement: string }>("SELECT statement FROM enrichment_proposals"));
+    const proposals = () =>
+      inOrg(org.org_id, (x) => x.db.all<{ statement: string }>("SELECT statement FROM enrichment_proposals"));
     expect(await proposals()).toEqual([]);
     const view = await call("POST", "/v1/memory-views/compile", { key: org.api_key, body: { lens: "review_queue" } });
     expect(view.text).not.toContain("4711");
@@ -392,15 +501,26 @@ describe("the queue follows every write", () => {
     holdBackgroundDrain();
     const org = await newOrg();
     const k = org.api_key;
-    const [c1, c2, c3] = [await claimOk(k, "s", "one about apples"), await claimOk(k, "s", "two about pears"), await claimOk(k, "s", "three about plums")];
+    const [c1, c2, c3] = [
+      await claimOk(k, "s", "one about apples"),
+      await claimOk(k, "s", "two about pears"),
+      await claimOk(k, "s", "three about plums"),
+    ];
     const o = await appendOk(k, obs("s", "to be purged"));
     const drain = async () => (await call("POST", "/v1/index/drain", { key: k, body: { limit: 100 } })).json.data;
     expect(await drain()).toMatchObject({ indexed: 3, removed: 0, remaining: 0 });
-    const held = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string }>("SELECT record_id FROM local_vectors ORDER BY record_id").map((r) => r.record_id));
+    const held = () =>
+      inOrg(org.org_id, (x) =>
+        x.db
+          .all<{ record_id: string }>("SELECT record_id FROM local_vectors ORDER BY record_id")
+          .map((r) => r.record_id),
+      );
     expect(await held()).toEqual([c1, c2, c3].sort());
     const c4 = await claimOk(k, "s", "four about quinces");
     expect((await call("POST", `/v1/claims/${c1}/revoke`, { key: k, body: {} })).status).toBe(200);
-    expect((await call("POST", `/v1/claims/${c2}/supersede`, { key: k, body: { superseded_by: c4 } })).status).toBe(200);
+    expect((await call("POST", `/v1/claims/${c2}/supersede`, { key: k, body: { superseded_by: c4 } })).status).toBe(
+      200,
+    );
     expect((await call("POST", `/v1/claims/${c3}/expire`, { key: k, body: {} })).status).toBe(200);
     expect((await call("DELETE", `/v1/observations/${o}`, { key: k })).status).toBe(200);
     // The test Worker's timer (15 s interval) may drain part of the queue first: same drain, so only
@@ -408,7 +528,11 @@ describe("the queue follows every write", () => {
     const d = await drain();
     expect(d).toMatchObject({ remaining: 0 });
     expect(await held()).toEqual([c4]);
-    expect(await inOrg(org.org_id, (x) => x.db.all<{ record_id: string }>("SELECT record_id FROM indexed_records").map((r) => r.record_id))).toEqual([c4]);
+    expect(
+      await inOrg(org.org_id, (x) =>
+        x.db.all<{ record_id: string }>("SELECT record_id FROM indexed_records").map((r) => r.record_id),
+      ),
+    ).toEqual([c4]);
     const v = await call("POST", "/v1/index/verify", { key: k, body: {} });
     expect(v.json.data).toMatchObject({ checked: 1, present: 1, missing: 0 });
     const r = await call("POST", "/v1/context/compile", { key: k, body: { query: "apples pears plums" } });
@@ -446,7 +570,13 @@ describe("the queue follows every write", () => {
     const vectorize = new FakeVectorize();
     await inOrg(org.org_id, async (o) => {
       const bindings = { AI: ai, VECTORIZE: vectorize };
-      o.deps = { ...o.deps, models: { config: readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", ...bindings }, NOW()), bindings } };
+      o.deps = {
+        ...o.deps,
+        models: {
+          config: readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", ...bindings }, NOW()),
+          bindings,
+        },
+      };
     });
     const queued = () => inOrg(org.org_id, (o) => indexQueueSize(o.db));
     ai.failing = true;
@@ -463,11 +593,22 @@ describe("the queue follows every write", () => {
     expect(degraded.json.meta.degraded.vectors).toBe(true);
     vectorize.failing = false;
     const ok = await call("POST", "/v1/index/drain", { key: org.api_key, body: {} });
-    expect(ok.json.data).toMatchObject({ drained: 2, indexed: 1, skipped: 1, remaining: 0, model: "@cf/baai/bge-small-en-v1.5", dimensions: 384 });
+    expect(ok.json.data).toMatchObject({
+      drained: 2,
+      indexed: 1,
+      skipped: 1,
+      remaining: 0,
+      model: "@cf/baai/bge-small-en-v1.5",
+      dimensions: 384,
+    });
     vectorize.apply();
     const hybrid = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "figs" } });
     expect(hybrid.json.meta.degraded.vectors).toBe(false);
-    expect(vectorize.queries.every((q) => q.namespace === org.org_id && q.topK === 100 && q.returnValues === false && q.returnMetadata === "none")).toBe(true);
+    expect(
+      vectorize.queries.every(
+        (q) => q.namespace === org.org_id && q.topK === 100 && q.returnValues === false && q.returnMetadata === "none",
+      ),
+    ).toBe(true);
   });
 
   it("the background job drains the queue when the timer runs and vectors are configured", async () => {
@@ -475,8 +616,13 @@ describe("the queue follows every write", () => {
     const id = await claimOk(org.api_key, "s", "a statement about dates");
     await inOrg(org.org_id, async (o) => {
       expect(jobDueAt(o.db, indexDrainJob.name)).not.toBeNull();
-      const ctx = { db: o.db, storage: (o as unknown as { ctx: DurableObjectState }).ctx.storage, indexDb: undefined as never,
-        orgId: org.org_id, deps: o.deps };
+      const ctx = {
+        db: o.db,
+        storage: (o as unknown as { ctx: DurableObjectState }).ctx.storage,
+        indexDb: undefined as never,
+        orgId: org.org_id,
+        deps: o.deps,
+      };
       // No timer (interval 0): the job leaves the queue for POST /v1/index/drain.
       expect(await indexDrainJob.run({ ...ctx, maintenanceIntervalMs: 0 })).toBeNull();
       expect(indexQueueSize(o.db)).toBe(2);

@@ -25,8 +25,12 @@ describe("nextAlarm", () => {
 });
 
 const jobCtx = (o: OrgStore) => ({
-  db: o.db, storage: (o as unknown as { ctx: DurableObjectState }).ctx.storage, indexDb: undefined as never,
-  orgId: undefined, maintenanceIntervalMs: 0, deps: o.deps,
+  db: o.db,
+  storage: (o as unknown as { ctx: DurableObjectState }).ctx.storage,
+  indexDb: undefined as never,
+  orgId: undefined,
+  maintenanceIntervalMs: 0,
+  deps: o.deps,
 });
 
 describe("runDueJobs", () => {
@@ -35,10 +39,18 @@ describe("runDueJobs", () => {
     await inOrg(org.org_id, async (o) => {
       const ran: string[] = [];
       const t0 = clock.nowMs();
-      const job = (name: string, run: () => number | null): BackgroundJob =>
-        ({ name, run: () => { ran.push(name); return run(); }, retryMs: () => 5_000 });
+      const job = (name: string, run: () => number | null): BackgroundJob => ({
+        name,
+        run: () => {
+          ran.push(name);
+          return run();
+        },
+        retryMs: () => 5_000,
+      });
       const jobs = [
-        job("t_broken", () => { throw new Error("down"); }),
+        job("t_broken", () => {
+          throw new Error("down");
+        }),
         job("t_later", () => null),
         job("t_again", () => t0 + 100),
         job("t_done", () => null),
@@ -65,7 +77,8 @@ describe("runDueJobs", () => {
       const t0 = clock.nowMs();
       markJobDue(o.db, "t_busy", t0);
       const job: BackgroundJob = {
-        name: "t_busy", retryMs: () => 1,
+        name: "t_busy",
+        retryMs: () => 1,
         run: async () => {
           // A write lands while the job awaits (requests interleave at awaits): new work for this job.
           await Promise.resolve();
@@ -86,9 +99,14 @@ describe("runDueJobs", () => {
         markJobDue(o.db, "t_marked", t0);
         let marked = 0;
         const job: BackgroundJob = {
-          name: "t_marked", retryMs: () => 60_000,
+          name: "t_marked",
+          retryMs: () => 60_000,
           // The job read its work, then a write commits more and marks the job due while it awaits.
-          run: async () => { await Promise.resolve(); markJobDue(o.db, "t_marked", (marked = markAt())); return null; },
+          run: async () => {
+            await Promise.resolve();
+            markJobDue(o.db, "t_marked", (marked = markAt()));
+            return null;
+          },
         };
         const next = await runDueJobs([job], jobCtx(o));
         return { next, marked, due: jobDueAt(o.db, "t_marked") };
@@ -119,7 +137,10 @@ describe("runDueJobs", () => {
 
   it("an alarm fired before a job is due leaves that job alone: a lease acquired now is swept only after it expires", async () => {
     const org = await newOrg();
-    const r = await call("POST", "/v1/leases", { key: org.api_key, body: { resource_type: "r", resource_id: "1", ttl_seconds: 30 } });
+    const r = await call("POST", "/v1/leases", {
+      key: org.api_key,
+      body: { resource_type: "r", resource_id: "1", ttl_seconds: 30 },
+    });
     expect(r.status, r.text).toBe(201);
     const due = await inOrg(org.org_id, (o) => jobDueAt(o.db, "expiry_sweep"));
     expect(due).toBe(Date.parse(r.json.data.expires_at));
@@ -135,13 +156,22 @@ describe("purge guards are a dependency of the org object", () => {
     const heldObs = await appendOk(held.api_key, obs("s", "keep me"));
     const freeObs = await appendOk(free.api_key, obs("s", "let me go"));
     await inOrg(held.org_id, (o) => {
-      o.deps = { ...o.deps, purgeGuards: [(_db, id) => (id === heldObs ? "The observation is under legal hold." : null)] };
+      o.deps = {
+        ...o.deps,
+        purgeGuards: [(_db, id) => (id === heldObs ? "The observation is under legal hold." : null)],
+      };
     });
     const refused = await call("DELETE", `/v1/observations/${heldObs}`, { key: held.api_key });
     expectError(refused, 409, "CONFLICT");
     expect(refused.json.error.message).toBe("The observation is under legal hold.");
-    expect(await inOrg(held.org_id, (o) => o.db.first<{ content: string | null }>(
-      "SELECT content FROM observations WHERE observation_id = ?", heldObs)!.content)).toBe("keep me");
+    expect(
+      await inOrg(
+        held.org_id,
+        (o) =>
+          o.db.first<{ content: string | null }>("SELECT content FROM observations WHERE observation_id = ?", heldObs)!
+            .content,
+      ),
+    ).toBe("keep me");
     expect((await call("DELETE", `/v1/observations/${freeObs}`, { key: free.api_key })).status).toBe(200);
   });
 });
@@ -158,9 +188,18 @@ describe("readiness reports who drives background work", () => {
   };
 
   it("background_repair is disabled when MAINTENANCE_INTERVAL_SECONDS is 0, enabled otherwise", async () => {
-    expect(await readyz({ MAINTENANCE_INTERVAL_SECONDS: "0" })).toMatchObject({ background_repair: "disabled", maintenance_interval_seconds: 0 });
-    expect(await readyz({ MAINTENANCE_INTERVAL_SECONDS: "30" })).toMatchObject({ background_repair: "enabled", maintenance_interval_seconds: 30 });
+    expect(await readyz({ MAINTENANCE_INTERVAL_SECONDS: "0" })).toMatchObject({
+      background_repair: "disabled",
+      maintenance_interval_seconds: 0,
+    });
+    expect(await readyz({ MAINTENANCE_INTERVAL_SECONDS: "30" })).toMatchObject({
+      background_repair: "enabled",
+      maintenance_interval_seconds: 30,
+    });
     // The shared environment still has its own interval.
-    expect((await call("GET", "/readyz")).json.data.capabilities).toMatchObject({ background_repair: "enabled", maintenance_interval_seconds: 15 });
+    expect((await call("GET", "/readyz")).json.data.capabilities).toMatchObject({
+      background_repair: "enabled",
+      maintenance_interval_seconds: 15,
+    });
   });
 });

@@ -12,7 +12,9 @@ const DEEP = 20_000;
 
 function expectTooDeep(r: Awaited<ReturnType<typeof call>>, what = "Request body") {
   expectError(r, 400, "VALIDATION_ERROR");
-  expect(r.json.error.message).toBe(`${what}: nested too deeply (at most ${MAX_JSON_DEPTH} levels of arrays and objects).`);
+  expect(r.json.error.message).toBe(
+    `${what}: nested too deeply (at most ${MAX_JSON_DEPTH} levels of arrays and objects).`,
+  );
 }
 
 const json = { "content-type": "application/json" };
@@ -35,26 +37,55 @@ describe("JSON nesting depth", () => {
     for (let i = 0; i < DEEP; i++) value = [value];
     const r = validate(z.unknown(), value);
     expect(r.success).toBe(false);
-    if (!r.success) expect(r.message).toBe(`Invalid field "${Array(DEEP + 1).fill(0).join(".")}": must be well-formed Unicode (it holds a lone UTF-16 surrogate).`);
+    if (!r.success)
+      expect(r.message).toBe(
+        `Invalid field "${Array(DEEP + 1)
+          .fill(0)
+          .join(".")}": must be well-formed Unicode (it holds a lone UTF-16 surrogate).`,
+      );
     // Keys are still checked, in document order, before the values beneath them.
     const keyed = validate(z.unknown(), { a: "ok", b: { "\uDC00": "x", c: "\uD800" } });
-    expect(keyed.success || keyed.message).toBe('Invalid field "b.\uFFFD": must be well-formed Unicode (it holds a lone UTF-16 surrogate).');
+    expect(keyed.success || keyed.message).toBe(
+      'Invalid field "b.\uFFFD": must be well-formed Unicode (it holds a lone UTF-16 surrogate).',
+    );
   });
 
   it("refuses 20,000 levels on the public login route, /mcp, an authenticated route and push", async () => {
     const org = await newOrg();
-    expectTooDeep(await call("POST", "/v1/dashboard-sessions", { raw: `{"username":${nested(DEEP)},"password":"x"}`, headers: json }));
-    expectTooDeep(await call("POST", "/mcp", { key: org.api_key, headers: mcpHeaders,
-      raw: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":${nested(DEEP)}}}` }));
-    expectTooDeep(await call("POST", "/v1/observations", { key: org.api_key, headers: json,
-      raw: `{"subject_id":"s","kind":"note","content":${nested(DEEP)},"source":{"type":"t"}}` }));
-    expectTooDeep(await call("POST", "/v1/federation/push", { key: org.api_key, headers: json, raw: `{"peer_id":${nested(DEEP)}}` }));
+    expectTooDeep(
+      await call("POST", "/v1/dashboard-sessions", {
+        raw: `{"username":${nested(DEEP)},"password":"x"}`,
+        headers: json,
+      }),
+    );
+    expectTooDeep(
+      await call("POST", "/mcp", {
+        key: org.api_key,
+        headers: mcpHeaders,
+        raw: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":${nested(DEEP)}}}`,
+      }),
+    );
+    expectTooDeep(
+      await call("POST", "/v1/observations", {
+        key: org.api_key,
+        headers: json,
+        raw: `{"subject_id":"s","kind":"note","content":${nested(DEEP)},"source":{"type":"t"}}`,
+      }),
+    );
+    expectTooDeep(
+      await call("POST", "/v1/federation/push", {
+        key: org.api_key,
+        headers: json,
+        raw: `{"peer_id":${nested(DEEP)}}`,
+      }),
+    );
   });
 
   it("draws the line between 64 and 65 levels, wherever the body is parsed", async () => {
     const org = await newOrg();
     // 64 levels (the body object is the first): parsed, then refused by the schema for what it says.
-    const at = (depth: number) => `{"subject_id":"s","kind":"note","content":"c","source":{"type":"t"},"extra":${nested(depth - 1)}}`;
+    const at = (depth: number) =>
+      `{"subject_id":"s","kind":"note","content":"c","source":{"type":"t"},"extra":${nested(depth - 1)}}`;
     const fits = await call("POST", "/v1/observations", { key: org.api_key, raw: at(64), headers: json });
     expectError(fits, 400, "VALIDATION_ERROR");
     expect(fits.json.error.message).toBe('Unknown field "extra".');
@@ -70,7 +101,11 @@ describe("JSON nesting depth", () => {
     expect(pong.json).toMatchObject({ jsonrpc: "2.0", id: 1 });
     expectTooDeep(await call("POST", "/mcp", { key: org.api_key, raw: ping(65), headers: mcpHeaders }));
     // The public login route.
-    const login = (depth: number) => call("POST", "/v1/dashboard-sessions", { raw: `{"username":"u","password":"p","x":${nested(depth - 1)}}`, headers: json });
+    const login = (depth: number) =>
+      call("POST", "/v1/dashboard-sessions", {
+        raw: `{"username":"u","password":"p","x":${nested(depth - 1)}}`,
+        headers: json,
+      });
     const wrong = await login(64);
     expectError(wrong, 400, "VALIDATION_ERROR");
     expect(wrong.json.error.message).toBe('Unknown field "x".');
@@ -81,7 +116,11 @@ describe("JSON nesting depth", () => {
     const org = await newOrg();
     const header = JSON.stringify({ type: "svc.export.header", format_version: 1 });
     const importLines = (...lines: string[]) =>
-      call("POST", "/v1/import", { key: org.api_key, raw: lines.join("\n"), headers: { "content-type": "application/x-ndjson" } });
+      call("POST", "/v1/import", {
+        key: org.api_key,
+        raw: lines.join("\n"),
+        headers: { "content-type": "application/x-ndjson" },
+      });
     expectTooDeep(await importLines(header, `{"type":"project","x":${nested(DEEP)}}`), "Line 2");
     expectTooDeep(await importLines(header, `{"type":"project","x":${nested(64)}}`), "Line 2");
     const fits = await importLines(header, `{"type":"project","x":${nested(63)}}`);

@@ -17,14 +17,35 @@ async function orgOf(statements: [string, string][]) {
     return statements.map(([statement, visibility], n) => {
       const at = new Date(start + n * 60_000).toISOString();
       const claim_id = `clm_${n.toString(16).padStart(32, "0")}`;
-      insertClaim(store.db, { claim_id, subject_id: "s", project_id: null, kind: "fact", statement, status: "active", visibility,
-        trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null, disputes: "[]", author_id: author,
-        created_at: at, updated_at: at }, []);
+      insertClaim(
+        store.db,
+        {
+          claim_id,
+          subject_id: "s",
+          project_id: null,
+          kind: "fact",
+          statement,
+          status: "active",
+          visibility,
+          trust: "medium",
+          version: 1,
+          valid_from: at,
+          valid_to: null,
+          superseded_by: null,
+          disputes: "[]",
+          author_id: author,
+          created_at: at,
+          updated_at: at,
+        },
+        [],
+      );
       return claim_id;
     });
   });
-  const rank = (query: string) => inOrg(org.org_id, (store) =>
-    rankClaims(store.db, loadCaller(store.db, hashKey(org.api_key))!, { query }).map((r) => r.claim.claim_id));
+  const rank = (query: string) =>
+    inOrg(org.org_id, (store) =>
+      rankClaims(store.db, loadCaller(store.db, hashKey(org.api_key))!, { query }).map((r) => r.claim.claim_id),
+    );
   return { ids, rank };
 }
 
@@ -34,7 +55,8 @@ describe("compile's AND read spends the read budget on rows the per-word reads r
     // reads. The AND read reads the 100 (left 200); beta's share (100) re-reads the same 100, alpha's
     // (100) its newest 100 matches, the same 100 again: 300 reads, 100 distinct claims, and the 150
     // alpha-only claims are never read (docs/api-guide.md: "in a small organization that is every match").
-    const alphaOnly = 150, both = 100;
+    const alphaOnly = 150,
+      both = 100;
     const o = await orgOf([
       ...Array.from({ length: alphaOnly }, (_, i): [string, string] => [`alpha only ${i}`, "team"]),
       ...Array.from({ length: both }, (_, i): [string, string] => [`alpha beta ${i}`, "team"]),

@@ -7,11 +7,18 @@ import { memoriesQuery } from "../src/domains/memory/schema";
 import { call, expectError, inOrg, mintKey, newOrg } from "./helpers";
 
 const rpc = (key: string, body: unknown, headers: Record<string, string> = {}) =>
-  call("POST", "/mcp", { key, raw: typeof body === "string" ? body : JSON.stringify(body),
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers } });
+  call("POST", "/mcp", {
+    key,
+    raw: typeof body === "string" ? body : JSON.stringify(body),
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+  });
 
 const tool = async (key: string, name: string, args: unknown, version = "2025-06-18") => {
-  const r = await rpc(key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }, { "mcp-protocol-version": version });
+  const r = await rpc(
+    key,
+    { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } },
+    { "mcp-protocol-version": version },
+  );
   expect(r.status, r.text).toBe(200);
   return r.json.result as { content: { type: string; text: string }[]; structuredContent?: any; isError: boolean };
 };
@@ -20,28 +27,50 @@ describe("MCP transport", () => {
   it("negotiates each supported version and answers unsupported ones with the latest", async () => {
     const org = await newOrg();
     for (const v of ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]) {
-      const r = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: v, capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+      const r = await rpc(org.api_key, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: v, capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      });
       expect(r.status).toBe(200);
-      expect(r.json).toMatchObject({ jsonrpc: "2.0", id: 1, result: { protocolVersion: v, capabilities: { tools: {} }, serverInfo: { name: "svc-memory" } } });
+      expect(r.json).toMatchObject({
+        jsonrpc: "2.0",
+        id: 1,
+        result: { protocolVersion: v, capabilities: { tools: {} }, serverInfo: { name: "svc-memory" } },
+      });
       expect(r.headers.get("cache-control")).toBe("no-store");
       expect(r.headers.get("x-request-id")).toMatch(/^req_/);
       expect(r.headers.get("content-type")).toMatch(/^application\/json/);
       expect(r.json).not.toHaveProperty("meta");
     }
-    const old = await rpc(org.api_key, { jsonrpc: "2.0", id: 2, method: "initialize", params: { protocolVersion: "2023-01-01", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    const old = await rpc(org.api_key, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "initialize",
+      params: { protocolVersion: "2023-01-01", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
     expect(old.json.result.protocolVersion).toBe("2025-11-25");
   });
 
   it("validates the MCP-Protocol-Version header after initialization", async () => {
     const org = await newOrg();
-    const bad = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "ping" }, { "mcp-protocol-version": "1999-01-01" });
+    const bad = await rpc(
+      org.api_key,
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      { "mcp-protocol-version": "1999-01-01" },
+    );
     expect(bad.status).toBe(400);
     expect(bad.json.error.code).toBe(-32600);
     const none = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/list" });
     expect(none.status).toBe(200);
     // Absent header means 2025-03-26: no outputSchema yet.
     expect(none.json.result.tools[0]).not.toHaveProperty("outputSchema");
-    const newer = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-06-18" });
+    const newer = await rpc(
+      org.api_key,
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { "mcp-protocol-version": "2025-06-18" },
+    );
     expect(newer.json.result.tools[0]).toHaveProperty("outputSchema");
   });
 
@@ -50,14 +79,21 @@ describe("MCP transport", () => {
     const n = await rpc(org.api_key, { jsonrpc: "2.0", method: "notifications/initialized" });
     expect(n.status).toBe(202);
     expect(n.text).toBe("");
-    expect((await rpc(org.api_key, { jsonrpc: "2.0", id: "p", method: "ping" })).json).toEqual({ jsonrpc: "2.0", id: "p", result: {} });
+    expect((await rpc(org.api_key, { jsonrpc: "2.0", id: "p", method: "ping" })).json).toEqual({
+      jsonrpc: "2.0",
+      id: "p",
+      result: {},
+    });
     const batch = await rpc(org.api_key, [
       { jsonrpc: "2.0", id: 1, method: "ping" },
       { jsonrpc: "2.0", method: "notifications/initialized" },
       { jsonrpc: "2.0", id: 2, method: "no/such" },
     ]);
     expect(batch.status).toBe(200);
-    expect(batch.json).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }, { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found: no/such" } }]);
+    expect(batch.json).toEqual([
+      { jsonrpc: "2.0", id: 1, result: {} },
+      { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found: no/such" } },
+    ]);
     const onlyNotes = await rpc(org.api_key, [{ jsonrpc: "2.0", method: "notifications/initialized" }]);
     expect(onlyNotes.status).toBe(202);
   });
@@ -70,14 +106,24 @@ describe("MCP transport", () => {
     expect((await rpc(org.api_key, { id: 1, method: "ping" })).json.error.code).toBe(-32600);
     expect((await rpc(org.api_key, [])).json.error.code).toBe(-32600);
     expect((await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "no/such" })).json.error.code).toBe(-32601);
-    expect((await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "svc_nothing" } })).json.error.code).toBe(-32602);
-    expect((await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { arguments: {} } })).json.error.code).toBe(-32602);
+    expect(
+      (await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "svc_nothing" } })).json
+        .error.code,
+    ).toBe(-32602);
+    expect(
+      (await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { arguments: {} } })).json.error
+        .code,
+    ).toBe(-32602);
   });
 
   it("checks Accept and Content-Type as Streamable HTTP specifies; GET is 405", async () => {
     const org = await newOrg();
-    expect((await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "ping" }, { accept: "text/html" })).status).toBe(406);
-    expect((await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "ping" }, { "content-type": "text/plain" })).status).toBe(415);
+    expect((await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "ping" }, { accept: "text/html" })).status).toBe(
+      406,
+    );
+    expect(
+      (await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "ping" }, { "content-type": "text/plain" })).status,
+    ).toBe(415);
     expectError(await call("GET", "/mcp", { key: org.api_key }), 405, "METHOD_NOT_ALLOWED");
   });
 
@@ -92,10 +138,23 @@ describe("MCP transport", () => {
 describe("MCP tools", () => {
   it("lists exactly the nine tools with object input schemas and no administrative tools", async () => {
     const org = await newOrg();
-    const r = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-11-25" });
+    const r = await rpc(
+      org.api_key,
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { "mcp-protocol-version": "2025-11-25" },
+    );
     const names = r.json.result.tools.map((t: any) => t.name).sort();
-    expect(names).toEqual(["svc_checkpoint_load", "svc_checkpoint_save", "svc_consolidate", "svc_evidence", "svc_feedback",
-      "svc_handoff", "svc_recall", "svc_remember", "svc_search"]);
+    expect(names).toEqual([
+      "svc_checkpoint_load",
+      "svc_checkpoint_save",
+      "svc_consolidate",
+      "svc_evidence",
+      "svc_feedback",
+      "svc_handoff",
+      "svc_recall",
+      "svc_remember",
+      "svc_search",
+    ]);
     for (const t of r.json.result.tools) {
       expect(t.inputSchema.type).toBe("object");
       expect(t.outputSchema.type).toBe("object");
@@ -105,13 +164,20 @@ describe("MCP tools", () => {
 
   it("publishes svc_search's input as GET /v1/memories' query fields, with the route's limits", async () => {
     const org = await newOrg();
-    const r = await rpc(org.api_key, { jsonrpc: "2.0", id: 1, method: "tools/list" }, { "mcp-protocol-version": "2025-11-25" });
+    const r = await rpc(
+      org.api_key,
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { "mcp-protocol-version": "2025-11-25" },
+    );
     const published = r.json.result.tools.find((t: any) => t.name === "svc_search").inputSchema;
-    const route = z.toJSONSchema(memoriesQuery, { io: "input", unrepresentable: "any" }) as { properties: Record<string, any> };
+    const route = z.toJSONSchema(memoriesQuery, { io: "input", unrepresentable: "any" }) as {
+      properties: Record<string, any>;
+    };
     // One name per concept across tools: the route's `q` is the tool's `query`, as in svc_recall.
     const asTool = (field: string) => (field === "q" ? "query" : field);
     expect(Object.keys(published.properties).sort()).toEqual(Object.keys(route.properties).map(asTool).sort());
-    for (const [field, schema] of Object.entries(route.properties)) expect(published.properties[asTool(field)], field).toEqual(schema);
+    for (const [field, schema] of Object.entries(route.properties))
+      expect(published.properties[asTool(field)], field).toEqual(schema);
     expect(published.additionalProperties).toBe(false);
     // The route's bounds hold through the tool too.
     const tooMany = await tool(org.api_key, "svc_search", { limit: 101 });
@@ -121,20 +187,37 @@ describe("MCP tools", () => {
 
   it("svc_remember appends an observation without an event, but audited", async () => {
     const org = await newOrg();
-    const res = await tool(org.api_key, "svc_remember", { subject_id: "mcp-s", kind: "note", content: "remember this", source: { type: "mcp" } });
+    const res = await tool(org.api_key, "svc_remember", {
+      subject_id: "mcp-s",
+      kind: "note",
+      content: "remember this",
+      source: { type: "mcp" },
+    });
     expect(res.isError).toBe(false);
     expect(res.structuredContent.observation_id).toMatch(/^obs_/);
     expect(JSON.parse(res.content[0].text)).toEqual(res.structuredContent);
-    const counts = await inOrg(org.org_id, (o) => o.db.first<{ obs: number; ev: number; aud: number }>(
-      `SELECT (SELECT count(*) FROM observations) AS obs, (SELECT count(*) FROM events) AS ev,
-              (SELECT count(*) FROM audit_log WHERE action = 'observation.appended') AS aud`));
+    const counts = await inOrg(org.org_id, (o) =>
+      o.db.first<{ obs: number; ev: number; aud: number }>(
+        `SELECT (SELECT count(*) FROM observations) AS obs, (SELECT count(*) FROM events) AS ev,
+              (SELECT count(*) FROM audit_log WHERE action = 'observation.appended') AS aud`,
+      ),
+    );
     expect(counts).toEqual({ obs: 1, ev: 0, aud: 1 });
   });
 
   it("svc_remember answers like POST /v1/observations, project_id included", async () => {
     const org = await newOrg();
-    const prj = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "mcp-proj", create: true } });
-    const body = { subject_id: "mcp-s", project_id: prj.json.data.project_id, kind: "note", content: "scoped", source: { type: "mcp" } };
+    const prj = await call("POST", "/v1/projects/resolve", {
+      key: org.api_key,
+      body: { reference: "mcp-proj", create: true },
+    });
+    const body = {
+      subject_id: "mcp-s",
+      project_id: prj.json.data.project_id,
+      kind: "note",
+      content: "scoped",
+      source: { type: "mcp" },
+    };
     const res = await tool(org.api_key, "svc_remember", body);
     expect(res.isError).toBe(false);
     expect(res.structuredContent.project_id).toBe(prj.json.data.project_id);
@@ -144,14 +227,24 @@ describe("MCP tools", () => {
 
   it("omits structuredContent before 2025-06-18", async () => {
     const org = await newOrg();
-    const res = await tool(org.api_key, "svc_remember", { subject_id: "s", kind: "note", content: "x", source: { type: "mcp" } }, "2025-03-26");
+    const res = await tool(
+      org.api_key,
+      "svc_remember",
+      { subject_id: "s", kind: "note", content: "x", source: { type: "mcp" } },
+      "2025-03-26",
+    );
     expect(res).not.toHaveProperty("structuredContent");
     expect(JSON.parse(res.content[0].text).observation_id).toMatch(/^obs_/);
   });
 
   it("reports validation, not-found and forbidden failures as isError tool results", async () => {
     const org = await newOrg();
-    const bad = await tool(org.api_key, "svc_remember", { subject_id: "s", kind: "diary", content: "x", source: { type: "mcp" } });
+    const bad = await tool(org.api_key, "svc_remember", {
+      subject_id: "s",
+      kind: "diary",
+      content: "x",
+      source: { type: "mcp" },
+    });
     expect(bad.isError).toBe(true);
     expect(bad.content[0].text).toContain("VALIDATION_ERROR");
     expect(bad.content[0].text).toContain("kind");
@@ -159,11 +252,22 @@ describe("MCP tools", () => {
     expect(missing).toMatchObject({ isError: true });
     expect(missing.content[0].text).toContain("NOT_FOUND");
     const narrow = await mintKey(org.api_key, { scopes: ["mcp:call", "views:compile"] });
-    const denied = await tool(narrow.key, "svc_remember", { subject_id: "s", kind: "note", content: "x", source: { type: "mcp" } });
+    const denied = await tool(narrow.key, "svc_remember", {
+      subject_id: "s",
+      kind: "note",
+      content: "x",
+      source: { type: "mcp" },
+    });
     expect(denied.isError).toBe(true);
     expect(denied.content[0].text).toContain('Missing required scope "observations:write"');
     const low = await mintKey(org.api_key, { scopes: ["mcp:call", "observations:write"], max_trust: "low" });
-    const tooTrusted = await tool(low.key, "svc_remember", { subject_id: "s", kind: "note", content: "x", source: { type: "mcp" }, trust: "high" });
+    const tooTrusted = await tool(low.key, "svc_remember", {
+      subject_id: "s",
+      kind: "note",
+      content: "x",
+      source: { type: "mcp" },
+      trust: "high",
+    });
     expect(tooTrusted.content[0].text).toContain("FORBIDDEN");
     const load = await tool(org.api_key, "svc_checkpoint_load", { subject_id: "s" });
     expect(load.isError).toBe(true);
@@ -172,8 +276,22 @@ describe("MCP tools", () => {
   it("never reaches another organization's records", async () => {
     const a = await newOrg();
     const b = await newOrg();
-    const rem = await tool(a.api_key, "svc_remember", { subject_id: "s", kind: "note", content: "a only", source: { type: "mcp" } });
-    const con = await tool(a.api_key, "svc_consolidate", { subject_id: "s", claims: [{ kind: "fact", statement: "a only", sources: [{ observation_id: rem.structuredContent.observation_id, relation: "supports" }] }] });
+    const rem = await tool(a.api_key, "svc_remember", {
+      subject_id: "s",
+      kind: "note",
+      content: "a only",
+      source: { type: "mcp" },
+    });
+    const con = await tool(a.api_key, "svc_consolidate", {
+      subject_id: "s",
+      claims: [
+        {
+          kind: "fact",
+          statement: "a only",
+          sources: [{ observation_id: rem.structuredContent.observation_id, relation: "supports" }],
+        },
+      ],
+    });
     const claimId = con.structuredContent.claims[0].claim_id;
     const foreign = await tool(b.api_key, "svc_evidence", { claim_id: claimId });
     const missing = await tool(b.api_key, "svc_evidence", { claim_id: `claim_${"0".repeat(32)}` });
@@ -199,18 +317,47 @@ describe("MCP tools", () => {
       expect(r.isError, JSON.stringify(r)).toBe(false);
       return r.structuredContent as any;
     };
-    const o = await callTool("svc_remember", { subject_id: "deploy", kind: "note", content: "deploys are on tuesday", source: { type: "sdk" } });
-    const c = await callTool("svc_consolidate", { subject_id: "deploy", claims: [{ kind: "fact", statement: "deploys happen on tuesday", sources: [{ observation_id: o.observation_id, relation: "supports" }] }] });
+    const o = await callTool("svc_remember", {
+      subject_id: "deploy",
+      kind: "note",
+      content: "deploys are on tuesday",
+      source: { type: "sdk" },
+    });
+    const c = await callTool("svc_consolidate", {
+      subject_id: "deploy",
+      claims: [
+        {
+          kind: "fact",
+          statement: "deploys happen on tuesday",
+          sources: [{ observation_id: o.observation_id, relation: "supports" }],
+        },
+      ],
+    });
     const claimId = c.claims[0].claim_id;
     const recall = await callTool("svc_recall", { query: "when are deploys", token_budget: 500 });
     expect(recall.items.map((i: any) => i.claim_id)).toContain(claimId);
     expect((await callTool("svc_search", { query: "tuesday" })).items.map((i: any) => i.claim_id)).toEqual([claimId]);
     expect((await callTool("svc_evidence", { claim_id: claimId })).supporting[0].observation_id).toBe(o.observation_id);
-    expect((await callTool("svc_feedback", { context_id: recall.context_id, outcome: "useful", claim_id: claimId })).feedback_id).toMatch(/^fb_/);
-    const saved = await callTool("svc_checkpoint_save", { subject_id: "deploy", agent_id: "sdk", kind: "task_state", state: "step 3", ttl_seconds: 600 });
+    expect(
+      (await callTool("svc_feedback", { context_id: recall.context_id, outcome: "useful", claim_id: claimId }))
+        .feedback_id,
+    ).toMatch(/^fb_/);
+    const saved = await callTool("svc_checkpoint_save", {
+      subject_id: "deploy",
+      agent_id: "sdk",
+      kind: "task_state",
+      state: "step 3",
+      ttl_seconds: 600,
+    });
     expect((await callTool("svc_checkpoint_load", { subject_id: "deploy", kind: "task_state" })).state).toBe("step 3");
-    expect((await callTool("svc_checkpoint_load", { checkpoint_id: saved.checkpoint_id })).checkpoint_id).toBe(saved.checkpoint_id);
-    const h = await callTool("svc_handoff", { to_principal_id: bob.principal_id, context_id: recall.context_id, checkpoint_id: saved.checkpoint_id });
+    expect((await callTool("svc_checkpoint_load", { checkpoint_id: saved.checkpoint_id })).checkpoint_id).toBe(
+      saved.checkpoint_id,
+    );
+    const h = await callTool("svc_handoff", {
+      to_principal_id: bob.principal_id,
+      context_id: recall.context_id,
+      checkpoint_id: saved.checkpoint_id,
+    });
     expect(h.status).toBe("pending");
     expect((await call("GET", "/v1/handoffs", { key: bob.key })).json.data.handoffs[0].handoff_id).toBe(h.handoff_id);
     await client.close();
@@ -266,11 +413,20 @@ describe("MCP tools an LLM can use", () => {
     }
     const hints = Object.fromEntries(tools.map((t) => [t.name, t.annotations]));
     for (const name of ["svc_recall", "svc_search", "svc_evidence", "svc_checkpoint_load"])
-      expect(hints[name], name).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+      expect(hints[name], name).toMatchObject({
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      });
     for (const name of ["svc_remember", "svc_consolidate", "svc_feedback", "svc_handoff"])
       expect(hints[name], name).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false });
     // A checkpoint save overwrites the previous one: destructive, and repeating it changes nothing more.
-    expect(hints.svc_checkpoint_save).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: true });
+    expect(hints.svc_checkpoint_save).toMatchObject({
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: true,
+    });
     // One name per concept: the words to look for are `query` in both tools that take them.
     const inputs = Object.fromEntries(tools.map((t) => [t.name, Object.keys(t.inputSchema.properties ?? {})]));
     expect(inputs.svc_search).toContain("query");
@@ -281,11 +437,25 @@ describe("MCP tools an LLM can use", () => {
   it("remembers with defaults, and recalls structured items plus a text block for a prompt", async () => {
     const org = await newOrg();
     const client = await sdkClient(org.api_key);
-    const remembered = await client.callTool({ name: "svc_remember", arguments: { subject_id: "dx", content: "the staging database is called lemur" } });
+    const remembered = await client.callTool({
+      name: "svc_remember",
+      arguments: { subject_id: "dx", content: "the staging database is called lemur" },
+    });
     expect(remembered.isError, JSON.stringify(remembered)).toBe(false);
     const obsId = (remembered.structuredContent as any).observation_id;
-    const made = await client.callTool({ name: "svc_consolidate", arguments: { subject_id: "dx",
-      claims: [{ kind: "fact", statement: "The staging database is called lemur", sources: [{ observation_id: obsId, relation: "supports" }] }] } });
+    const made = await client.callTool({
+      name: "svc_consolidate",
+      arguments: {
+        subject_id: "dx",
+        claims: [
+          {
+            kind: "fact",
+            statement: "The staging database is called lemur",
+            sources: [{ observation_id: obsId, relation: "supports" }],
+          },
+        ],
+      },
+    });
     const claimId = (made.structuredContent as any).claims[0].claim_id;
     const evidence = await call("GET", `/v1/claims/${claimId}/evidence`, { key: org.api_key });
     expect(JSON.stringify(evidence.json.data.supporting)).toContain(obsId);
@@ -312,7 +482,14 @@ describe("MCP tools an LLM can use", () => {
     expect(text).not.toMatch(/body/i);
     const empty = await tool(org.api_key, "svc_evidence", {});
     expect(empty.content[0].text).toBe('VALIDATION_ERROR: Invalid field "claim_id": is required.');
-    const tooLong = await tool(org.api_key, "svc_checkpoint_save", { subject_id: "s", agent_id: "a", kind: "cursor", state: "x", ttl_seconds: 5, extra: 1 });
+    const tooLong = await tool(org.api_key, "svc_checkpoint_save", {
+      subject_id: "s",
+      agent_id: "a",
+      kind: "cursor",
+      state: "x",
+      ttl_seconds: 5,
+      extra: 1,
+    });
     expect(tooLong.content[0].text).not.toMatch(/body/i);
     const q = await tool(org.api_key, "svc_search", { q: "old name" });
     expect(q.isError).toBe(true);

@@ -8,19 +8,33 @@ import type { Caller } from "../src/org/request";
 import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
 import { LOW_WATER, RESERVE_BATCH } from "../src/org/reserved-ids";
 
-
 describe("projects", () => {
   it("creates with create:true (201), resolves the same reference to the same id (200), 404s unknown", async () => {
     const org = await newOrg();
-    const a = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "repo:x", create: true } });
+    const a = await call("POST", "/v1/projects/resolve", {
+      key: org.api_key,
+      body: { reference: "repo:x", create: true },
+    });
     expect(a.status).toBe(201);
     expect(a.json.data.project_id).toMatch(/^prj_[0-9a-f]{32}$/);
     const b = await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "repo:x" } });
     expect(b.status).toBe(200);
     expect(b.json.data).toMatchObject({ project_id: a.json.data.project_id, created: false });
-    expectError(await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "repo:none" } }), 404, "NOT_FOUND");
-    expectError(await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "" } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "r", create: "yes" } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "repo:none" } }),
+      404,
+      "NOT_FOUND",
+    );
+    expectError(
+      await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", "/v1/projects/resolve", { key: org.api_key, body: { reference: "r", create: "yes" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
   });
 
   it("needs projects:create to create, and projects:resolve to resolve", async () => {
@@ -30,14 +44,25 @@ describe("projects", () => {
     expectError(r, 403, "FORBIDDEN");
     expect(r.json.error.message).toContain('"projects:create"');
     const none = await mintKey(org.api_key, { scopes: ["observations:write"] });
-    expectError(await call("POST", "/v1/projects/resolve", { key: none.key, body: { reference: "repo:y" } }), 403, "FORBIDDEN");
+    expectError(
+      await call("POST", "/v1/projects/resolve", { key: none.key, body: { reference: "repo:y" } }),
+      403,
+      "FORBIDDEN",
+    );
   });
 
   it("keeps project references per organization", async () => {
     const a = await newOrg();
     const b = await newOrg();
-    const pa = await call("POST", "/v1/projects/resolve", { key: a.api_key, body: { reference: "shared", create: true } });
-    expectError(await call("POST", "/v1/projects/resolve", { key: b.api_key, body: { reference: "shared" } }), 404, "NOT_FOUND");
+    const pa = await call("POST", "/v1/projects/resolve", {
+      key: a.api_key,
+      body: { reference: "shared", create: true },
+    });
+    expectError(
+      await call("POST", "/v1/projects/resolve", { key: b.api_key, body: { reference: "shared" } }),
+      404,
+      "NOT_FOUND",
+    );
     const r = await append(b.api_key, obs("s", "x", { project_id: pa.json.data.project_id }));
     expectError(r, 400, "UNRESOLVED_REFERENCE");
   });
@@ -50,7 +75,13 @@ describe("observations", () => {
     expect(r.status).toBe(201);
     // sha256("hello")
     expect(r.json.data.content_hash).toBe("sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
-    expect(r.json.data).toMatchObject({ trust: "medium", visibility: "team", kind: "note", subject_id: "s1", project_id: null });
+    expect(r.json.data).toMatchObject({
+      trust: "medium",
+      visibility: "team",
+      kind: "note",
+      subject_id: "s1",
+      project_id: null,
+    });
   });
 
   it("validates every field", async () => {
@@ -104,7 +135,10 @@ describe("observations", () => {
       expect(b.status).toBe(200);
       expect(b.json.meta.replayed).toBe(true);
       expect(b.json.data).toEqual(a.json.data);
-      const count = await inOrg(org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM observations")!.n);
+      const count = await inOrg(
+        org.org_id,
+        (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM observations")!.n,
+      );
       expect(count).toBe(1);
     });
 
@@ -118,14 +152,23 @@ describe("observations", () => {
       const org = await newOrg();
       const o = await appendOk(org.api_key, obs("s", "x"));
       await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "tuesday deploys", sources: supports(o) }]);
-      const compile = async () => (await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday" } })).json.data.context_id;
+      const compile = async () =>
+        (await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday" } })).json.data
+          .context_id;
       const [first, second] = [await compile(), await compile()];
-      const feedback = (ctx: string) => call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "used" }, headers: { "idempotency-key": "k-fb" } });
+      const feedback = (ctx: string) =>
+        call("POST", `/v1/context/${ctx}/feedback`, {
+          key: org.api_key,
+          body: { outcome: "used" },
+          headers: { "idempotency-key": "k-fb" },
+        });
       expect((await feedback(first)).status).toBe(201);
       // The body is valid for both runs, so the request reaches the idempotency check: a replay of the
       // first run's answer would be wrong, the second run is a different request.
       expectError(await feedback(second), 409, "CONFLICT");
-      const stored = await inOrg(org.org_id, (db) => db.db.all<{ context_id: string }>("SELECT context_id FROM feedback"));
+      const stored = await inOrg(org.org_id, (db) =>
+        db.db.all<{ context_id: string }>("SELECT context_id FROM feedback"),
+      );
       expect(stored).toEqual([{ context_id: first }]);
       expect((await feedback(first)).json.meta.replayed).toBe(true);
     });
@@ -154,7 +197,9 @@ describe("observations", () => {
     it("tombstones content everywhere but keeps id, hash and audit provenance", async () => {
       const org = await newOrg();
       const id = await appendOk(org.api_key, obs("s", "forget this zanzibar"));
-      const [claim] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "a fact", sources: supports(id) }]);
+      const [claim] = await consolidateOk(org.api_key, "s", [
+        { kind: "fact", statement: "a fact", sources: supports(id) },
+      ]);
       const d = await call("DELETE", `/v1/observations/${id}`, { key: org.api_key });
       expect(d.status).toBe(200);
       expect(d.json.data).toMatchObject({ observation_id: id, content: null, purged: true, already_purged: false });
@@ -165,7 +210,9 @@ describe("observations", () => {
       const exp = await call("GET", "/v1/export?type=observations", { key: org.api_key });
       expect(exp.text).not.toContain("zanzibar");
       expect(exp.text).toContain(id);
-      const audit = await inOrg(org.org_id, (o) => o.db.all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ?", id));
+      const audit = await inOrg(org.org_id, (o) =>
+        o.db.all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ?", id),
+      );
       expect(audit.map((a) => a.action)).toEqual(["observation.appended", "observation.purged"]);
       const again = await call("DELETE", `/v1/observations/${id}`, { key: org.api_key });
       expect(again.json.data.already_purged).toBe(true);
@@ -175,7 +222,10 @@ describe("observations", () => {
       const org = await newOrg();
       const id = await appendOk(org.api_key, obs("s", "x"));
       await call("DELETE", `/v1/observations/${id}`, { key: org.api_key });
-      const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "s", claims: [{ kind: "fact", statement: "y", sources: supports(id) }] } });
+      const r = await call("POST", "/v1/consolidations", {
+        key: org.api_key,
+        body: { subject_id: "s", claims: [{ kind: "fact", statement: "y", sources: supports(id) }] },
+      });
       expectError(r, 400, "UNRESOLVED_REFERENCE");
     });
 
@@ -204,16 +254,49 @@ describe("consolidation and claims", () => {
     const org = await newOrg();
     const o1 = await appendOk(org.api_key, obs("alice", "alice likes tea", { trust: "high" }));
     const o2 = await appendOk(org.api_key, obs("alice", "alice said tea", { trust: "low" }));
-    const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "alice", claims: [
-      { kind: "preference", statement: "Alice likes tea", sources: [{ observation_id: o1, relation: "supports" }, { observation_id: o2, relation: "supports" }] },
-      { kind: "fact", statement: "Alice drinks", sources: [{ observation_id: o1, relation: "supports" }, { observation_id: o2, relation: "qualifies" }] },
-    ] } });
+    const r = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: {
+        subject_id: "alice",
+        claims: [
+          {
+            kind: "preference",
+            statement: "Alice likes tea",
+            sources: [
+              { observation_id: o1, relation: "supports" },
+              { observation_id: o2, relation: "supports" },
+            ],
+          },
+          {
+            kind: "fact",
+            statement: "Alice drinks",
+            sources: [
+              { observation_id: o1, relation: "supports" },
+              { observation_id: o2, relation: "qualifies" },
+            ],
+          },
+        ],
+      },
+    });
     expect(r.status).toBe(201);
     expect(r.json.data.model_used).toBe(false);
     expect(r.json.meta.model).toBe("disabled");
     const [c1, c2] = r.json.data.claims;
-    expect(c1).toMatchObject({ subject_id: "alice", kind: "preference", status: "active", visibility: "team", trust: "low", version: 1, valid_to: null, superseded_by: null, project_id: null });
-    expect(c1.sources).toEqual([{ observation_id: o1, relation: "supports" }, { observation_id: o2, relation: "supports" }]);
+    expect(c1).toMatchObject({
+      subject_id: "alice",
+      kind: "preference",
+      status: "active",
+      visibility: "team",
+      trust: "low",
+      version: 1,
+      valid_to: null,
+      superseded_by: null,
+      project_id: null,
+    });
+    expect(c1.sources).toEqual([
+      { observation_id: o1, relation: "supports" },
+      { observation_id: o2, relation: "supports" },
+    ]);
     // Trust is the lowest of the supporting sources only.
     expect(c2.trust).toBe("high");
     const ev = await call("GET", "/v1/events?kind=claim.materialized", { key: org.api_key });
@@ -237,8 +320,16 @@ describe("consolidation and claims", () => {
       { subject_id: "s", claims: [{ ...claim, valid_to: "2000-01-01T00:00:00.000Z" }] },
       { subject_id: "s", claims: [{ ...claim, sources: [{ claim_id: "claim_x", relation: "supports" }] }] },
     ];
-    for (const body of bad) expectError(await call("POST", "/v1/consolidations", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
-    expect((await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "s", claims: Array.from({ length: 50 }, () => claim) } })).status).toBe(201);
+    for (const body of bad)
+      expectError(await call("POST", "/v1/consolidations", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
+    expect(
+      (
+        await call("POST", "/v1/consolidations", {
+          key: org.api_key,
+          body: { subject_id: "s", claims: Array.from({ length: 50 }, () => claim) },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it("rejects sources that are missing, foreign or private to someone else, identically, and writes nothing", async () => {
@@ -249,13 +340,19 @@ describe("consolidation and claims", () => {
     const foreign = await appendOk(other.api_key, obs("s", "b only"));
     const msgs: string[] = [];
     for (const id of [priv, foreign, "obs_" + "0".repeat(32)]) {
-      const r = await call("POST", "/v1/consolidations", { key: agent.key, body: { subject_id: "s", claims: [{ kind: "fact", statement: "x", sources: supports(id) }] } });
+      const r = await call("POST", "/v1/consolidations", {
+        key: agent.key,
+        body: { subject_id: "s", claims: [{ kind: "fact", statement: "x", sources: supports(id) }] },
+      });
       expectError(r, 400, "UNRESOLVED_REFERENCE");
       msgs.push(r.json.error.message.replace(id, "ID"));
     }
     expect(new Set(msgs).size).toBe(1);
-    const counts = await inOrg(org.org_id, (o) => o.db.first<{ c: number; e: number }>(
-      "SELECT (SELECT count(*) FROM claims) AS c, (SELECT count(*) FROM events WHERE kind = 'claim.materialized') AS e"));
+    const counts = await inOrg(org.org_id, (o) =>
+      o.db.first<{ c: number; e: number }>(
+        "SELECT (SELECT count(*) FROM claims) AS c, (SELECT count(*) FROM events WHERE kind = 'claim.materialized') AS e",
+      ),
+    );
     expect(counts).toEqual({ c: 0, e: 0 });
   });
 
@@ -271,28 +368,65 @@ describe("consolidation and claims", () => {
     const org = await newOrg();
     const o1 = await appendOk(org.api_key, obs("svc", "deploys on tuesday"));
     const o2 = await appendOk(org.api_key, obs("svc", "deploys on friday"));
-    const [first] = await consolidateOk(org.api_key, "svc", [{ kind: "fact", statement: "deploys tuesday", sources: supports(o1) }]);
-    const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "svc", claims: [
-      { kind: "fact", statement: "deploys friday", sources: [{ observation_id: o2, relation: "supports" }, { claim_id: first, relation: "contradicts" }] },
-    ] } });
+    const [first] = await consolidateOk(org.api_key, "svc", [
+      { kind: "fact", statement: "deploys tuesday", sources: supports(o1) },
+    ]);
+    const r = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: {
+        subject_id: "svc",
+        claims: [
+          {
+            kind: "fact",
+            statement: "deploys friday",
+            sources: [
+              { observation_id: o2, relation: "supports" },
+              { claim_id: first, relation: "contradicts" },
+            ],
+          },
+        ],
+      },
+    });
     expect(r.status).toBe(201);
     expect(r.json.data.claims[0]).toMatchObject({ status: "disputed", disputes: [first] });
     const ev = await call("GET", `/v1/claims/${first}/evidence`, { key: org.api_key });
     expect(ev.json.data.claim).toMatchObject({ status: "disputed", version: 2 });
-    const direct = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "svc", claims: [
-      { kind: "fact", statement: "not tuesday", sources: [{ observation_id: o1, relation: "contradicts" }] },
-    ] } });
+    const direct = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: {
+        subject_id: "svc",
+        claims: [
+          { kind: "fact", statement: "not tuesday", sources: [{ observation_id: o1, relation: "contradicts" }] },
+        ],
+      },
+    });
     expect(direct.json.data.claims[0].status).toBe("disputed");
-    const otherSubject = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "elsewhere", claims: [
-      { kind: "fact", statement: "x", sources: [{ observation_id: o2, relation: "supports" }, { claim_id: first, relation: "contradicts" }] },
-    ] } });
+    const otherSubject = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: {
+        subject_id: "elsewhere",
+        claims: [
+          {
+            kind: "fact",
+            statement: "x",
+            sources: [
+              { observation_id: o2, relation: "supports" },
+              { claim_id: first, relation: "contradicts" },
+            ],
+          },
+        ],
+      },
+    });
     expectError(otherSubject, 400, "VALIDATION_ERROR");
   });
 
   it("defaults a claim drawn from private evidence to private", async () => {
     const org = await newOrg();
     const o = await appendOk(org.api_key, obs("s", "x", { visibility: "private" }));
-    const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "s", claims: [{ kind: "fact", statement: "x", sources: supports(o) }] } });
+    const r = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: { subject_id: "s", claims: [{ kind: "fact", statement: "x", sources: supports(o) }] },
+    });
     expect(r.json.data.claims[0].visibility).toBe("private");
   });
 
@@ -300,8 +434,16 @@ describe("consolidation and claims", () => {
     const org = await newOrg();
     const o = await appendOk(org.api_key, obs("s", "x"));
     const body = { subject_id: "s", claims: [{ kind: "fact", statement: "x", sources: supports(o) }] };
-    const a = await call("POST", "/v1/consolidations", { key: org.api_key, body, headers: { "idempotency-key": "c1" } });
-    const b = await call("POST", "/v1/consolidations", { key: org.api_key, body, headers: { "idempotency-key": "c1" } });
+    const a = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body,
+      headers: { "idempotency-key": "c1" },
+    });
+    const b = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body,
+      headers: { "idempotency-key": "c1" },
+    });
     expect(a.status).toBe(201);
     expect(b.status).toBe(200);
     expect(b.json.meta).toMatchObject({ replayed: true, model: "disabled" });
@@ -324,13 +466,32 @@ describe("claim lifecycle", () => {
 
   it("supersedes an active claim by an active claim, once", async () => {
     const { org, a, b } = await twoClaims();
-    const r = await call("POST", `/v1/claims/${a}/supersede`, { key: org.api_key, body: { superseded_by: b, reason: "upgrade" } });
+    const r = await call("POST", `/v1/claims/${a}/supersede`, {
+      key: org.api_key,
+      body: { superseded_by: b, reason: "upgrade" },
+    });
     expect(r.status).toBe(200);
     expect(r.json.data).toMatchObject({ status: "superseded", superseded_by: b, version: 2 });
-    expectError(await call("POST", `/v1/claims/${a}/supersede`, { key: org.api_key, body: { superseded_by: b } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: { superseded_by: a } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: { superseded_by: b } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: {} }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", `/v1/claims/${a}/supersede`, { key: org.api_key, body: { superseded_by: b } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: { superseded_by: a } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: { superseded_by: b } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: {} }),
+      400,
+      "VALIDATION_ERROR",
+    );
     const ev = await call("GET", "/v1/events?kind=claim.superseded", { key: org.api_key });
     expect(ev.json.data.events).toHaveLength(1);
     expect(ev.json.data.events[0]).toMatchObject({ resource_id: a, payload: { superseded_by: b } });
@@ -348,7 +509,11 @@ describe("claim lifecycle", () => {
     expect(r2.json.data.already_revoked).toBe(true);
     const ev = await call("GET", "/v1/events?kind=claim.revoked", { key: org.api_key });
     expect(ev.json.data.events).toHaveLength(1);
-    expectError(await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: { superseded_by: a } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", `/v1/claims/${b}/supersede`, { key: org.api_key, body: { superseded_by: a } }),
+      400,
+      "VALIDATION_ERROR",
+    );
   });
 
   it("expires by setting valid_to now, keeps status, reports already_expired on repeat", async () => {
@@ -371,9 +536,20 @@ describe("claim lifecycle", () => {
   it("treats a claim whose valid_to passed as expired", async () => {
     const org = await newOrg();
     const o = await appendOk(org.api_key, obs("s", "x"));
-    const r = await call("POST", "/v1/consolidations", { key: org.api_key, body: { subject_id: "s", claims: [
-      { kind: "fact", statement: "temporary fact", sources: supports(o), valid_to: new Date(Date.now() + 60_000).toISOString() },
-    ] } });
+    const r = await call("POST", "/v1/consolidations", {
+      key: org.api_key,
+      body: {
+        subject_id: "s",
+        claims: [
+          {
+            kind: "fact",
+            statement: "temporary fact",
+            sources: supports(o),
+            valid_to: new Date(Date.now() + 60_000).toISOString(),
+          },
+        ],
+      },
+    });
     const id = r.json.data.claims[0].claim_id;
     expect((await call("GET", "/v1/memories", { key: org.api_key })).text).toContain(id);
     clock.advance(120_000);
@@ -386,16 +562,25 @@ describe("claim lifecycle", () => {
     const other = await newOrg();
     const agent = await mintKey(org.api_key, { scopes: ["claims:write", "evidence:read"] });
     const o = await appendOk(org.api_key, obs("s", "p", { visibility: "private" }));
-    const [priv] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "private claim", sources: supports(o) }]);
+    const [priv] = await consolidateOk(org.api_key, "s", [
+      { kind: "fact", statement: "private claim", sources: supports(o) },
+    ]);
     const missing = await call("POST", `/v1/claims/claim_${"0".repeat(32)}/revoke`, { key: agent.key, body: {} });
-    for (const [key, id] of [[other.api_key, a], [agent.key, priv]]) {
+    for (const [key, id] of [
+      [other.api_key, a],
+      [agent.key, priv],
+    ]) {
       for (const action of ["revoke", "expire"]) {
         const r = await call("POST", `/v1/claims/${id}/${action}`, { key, body: {} });
         expectError(r, 404, "NOT_FOUND");
         expect(r.json.error).toEqual(missing.json.error);
       }
       expectError(await call("GET", `/v1/claims/${id}/evidence`, { key }), 404, "NOT_FOUND");
-      expectError(await call("POST", `/v1/claims/${id}/supersede`, { key, body: { superseded_by: id } }), 404, "NOT_FOUND");
+      expectError(
+        await call("POST", `/v1/claims/${id}/supersede`, { key, body: { superseded_by: id } }),
+        404,
+        "NOT_FOUND",
+      );
     }
   });
 });
@@ -408,9 +593,18 @@ describe("evidence", () => {
     const sup = await appendOk(writer.key, obs("s", "supporting text"));
     const con = await appendOk(writer.key, obs("s", "contradicting text"));
     const qual = await appendOk(writer.key, obs("s", "qualifying secret", { visibility: "private" }));
-    const [claim] = await consolidateOk(writer.key, "s", [{ kind: "fact", visibility: "team", statement: "x", sources: [
-      { observation_id: sup, relation: "supports" }, { observation_id: con, relation: "contradicts" }, { observation_id: qual, relation: "qualifies" },
-    ] }]);
+    const [claim] = await consolidateOk(writer.key, "s", [
+      {
+        kind: "fact",
+        visibility: "team",
+        statement: "x",
+        sources: [
+          { observation_id: sup, relation: "supports" },
+          { observation_id: con, relation: "contradicts" },
+          { observation_id: qual, relation: "qualifies" },
+        ],
+      },
+    ]);
     const mine = await call("GET", `/v1/claims/${claim}/evidence`, { key: writer.key });
     expect(mine.json.data.hidden_source_count).toBe(0);
     expect(mine.json.data.qualifying[0]).toMatchObject({ observation_id: qual, content: "qualifying secret" });
@@ -422,7 +616,9 @@ describe("evidence", () => {
     expect(theirs.json.data.hidden_source_count).toBe(1);
     expect(theirs.text).not.toContain(qual);
     expect(theirs.text).not.toContain("qualifying secret");
-    const list = await call("GET", "/v1/memories", { key: (await mintKey(org.api_key, { scopes: ["views:compile"] })).key });
+    const list = await call("GET", "/v1/memories", {
+      key: (await mintKey(org.api_key, { scopes: ["views:compile"] })).key,
+    });
     expect(list.text).toContain(claim);
     expect(list.text).not.toContain(qual);
   });
@@ -457,7 +653,11 @@ describe("memories list", () => {
   it("pages with an opaque cursor, with and without a query, and validates limit", async () => {
     const org = await newOrg();
     const o = await appendOk(org.api_key, obs("s", "x"));
-    const ids = await consolidateOk(org.api_key, "s", Array.from({ length: 7 }, (_, i) => ({ kind: "fact", statement: `walrus fact ${i}`, sources: supports(o) })));
+    const ids = await consolidateOk(
+      org.api_key,
+      "s",
+      Array.from({ length: 7 }, (_, i) => ({ kind: "fact", statement: `walrus fact ${i}`, sources: supports(o) })),
+    );
     for (const base of ["/v1/memories?limit=3", "/v1/memories?q=walrus&limit=3"]) {
       const seen: string[] = [];
       let url = base;
@@ -470,7 +670,15 @@ describe("memories list", () => {
       }
       expect(seen.sort()).toEqual([...ids].sort());
     }
-    for (const bad of ["limit=0", "limit=101", "limit=abc", "status=gone", "kind=opinion", "visibility=public", "after=%%%"])
+    for (const bad of [
+      "limit=0",
+      "limit=101",
+      "limit=abc",
+      "status=gone",
+      "kind=opinion",
+      "visibility=public",
+      "after=%%%",
+    ])
       expectError(await call("GET", `/v1/memories?${bad}`, { key: org.api_key }), 400, "VALIDATION_ERROR");
   });
 
@@ -479,9 +687,15 @@ describe("memories list", () => {
     const a = await mintKey(org.api_key, { scopes: ["*"] });
     const b = await mintKey(org.api_key, { scopes: ["*"] });
     const o = await appendOk(a.key, obs("s", "x", { visibility: "private" }));
-    await consolidateOk(a.key, "s", Array.from({ length: 5 }, (_, i) => ({ kind: "fact", statement: `okapi secret ${i}`, sources: supports(o) })));
+    await consolidateOk(
+      a.key,
+      "s",
+      Array.from({ length: 5 }, (_, i) => ({ kind: "fact", statement: `okapi secret ${i}`, sources: supports(o) })),
+    );
     const ot = await appendOk(b.key, obs("s", "y"));
-    const [visible] = await consolidateOk(b.key, "s", [{ kind: "fact", statement: "okapi public", sources: supports(ot) }]);
+    const [visible] = await consolidateOk(b.key, "s", [
+      { kind: "fact", statement: "okapi public", sources: supports(ot) },
+    ]);
     const r = await call("GET", "/v1/memories?q=okapi&limit=1", { key: b.key });
     expect(r.json.data.items.map((c: any) => c.claim_id)).toEqual([visible]);
     expect(r.json.data.has_more).toBe(false);
@@ -494,27 +708,51 @@ describe("memories list", () => {
     const plans = await inOrg(org.org_id, (o) => {
       const ran: [string, unknown[]][] = [];
       // A statement as text and values, whether written with the sql tag or positionally.
-      const note = ([query, ...args]: Parameters<Db["all"]>) => ran.push(query instanceof Sql ? [query.text, [...query.values]] : [query, args]);
+      const note = ([query, ...args]: Parameters<Db["all"]>) =>
+        ran.push(query instanceof Sql ? [query.text, [...query.values]] : [query, args]);
       const db = new (class extends Db {
-        override all<T>(...query: Parameters<Db["all"]>): T[] { note(query); return super.all<T>(...query); }
-        override first<T>(...query: Parameters<Db["first"]>): T | null { note(query); return super.first<T>(...query); }
+        override all<T>(...query: Parameters<Db["all"]>): T[] {
+          note(query);
+          return super.all<T>(...query);
+        }
+        override first<T>(...query: Parameters<Db["first"]>): T | null {
+          note(query);
+          return super.first<T>(...query);
+        }
       })(o.db.sql);
-      const caller: Caller = { principalId: "prn_x", keyId: "key_x", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [], workspaces: {} };
+      const caller: Caller = {
+        principalId: "prn_x",
+        keyId: "key_x",
+        scopes: ["*"],
+        maxTrust: "verified",
+        role: "owner",
+        grants: [],
+        workspaces: {},
+      };
       const explain = (run: () => unknown) => {
         ran.length = 0;
         run();
         expect(ran.length).toBeGreaterThan(0);
-        return ran.map(([sql, args]) =>
-          o.db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...args).map((r) => r.detail).join(" | ")).join(" || ");
+        return ran
+          .map(([sql, args]) =>
+            o.db
+              .all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, ...args)
+              .map((r) => r.detail)
+              .join(" | "),
+          )
+          .join(" || ");
       };
-      const handler = (routes: readonly any[], path: string) => routes.find((r) => r.method === "GET" && r.path === path).handler;
+      const handler = (routes: readonly any[], path: string) =>
+        routes.find((r) => r.method === "GET" && r.path === path).handler;
       const memories = handler(claimRoutes, "/v1/memories");
       return {
         bySubject: explain(() => memories({ db, caller, query: { subject_id: "s", limit: 25 } })),
         search: explain(() => memories({ db, caller, query: { q: "x", limit: 25 } })),
         evidence: explain(() => evidenceOf(db, caller, "c")),
         claim: explain(() => getClaim(db, "c")),
-        events: explain(() => handler(eventRoutes, "/v1/events")({ db, caller, query: { kind: "claim.revoked", limit: 50 } })),
+        events: explain(() =>
+          handler(eventRoutes, "/v1/events")({ db, caller, query: { kind: "claim.revoked", limit: 50 } }),
+        ),
       };
     });
     expect(plans.bySubject).toContain("USING INDEX claims_by_subject");
@@ -542,7 +780,10 @@ describe("context compile, read and feedback", () => {
 
   it("ranks matching claims into the budget, records the run, reports degraded", async () => {
     const { org, ids } = await seeded();
-    const r = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday deploy", token_budget: 1000 } });
+    const r = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { query: "tuesday deploy", token_budget: 1000 },
+    });
     expect(r.status).toBe(201);
     expect(r.json.meta.degraded).toEqual({ vectors: true, model: true });
     const d = r.json.data;
@@ -550,10 +791,14 @@ describe("context compile, read and feedback", () => {
     expect(d.items.map((i: any) => i.claim_id)).toContain(ids[0]);
     expect(d.items.map((i: any) => i.claim_id)).toContain(ids[2]);
     expect(d.items.map((i: any) => i.claim_id)).not.toContain(ids[1]);
-    for (const i of d.items) expect(Object.keys(i).sort()).toEqual(["claim_id", "kind", "score", "statement", "status", "tokens", "trust"]);
+    for (const i of d.items)
+      expect(Object.keys(i).sort()).toEqual(["claim_id", "kind", "score", "statement", "status", "tokens", "trust"]);
     expect(d.tokens_used).toBe(d.items.reduce((n: number, i: any) => n + i.tokens, 0));
     expect(d.token_budget).toBe(1000);
-    const again = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday deploy", token_budget: 1000 } });
+    const again = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { query: "tuesday deploy", token_budget: 1000 },
+    });
     expect(again.json.data.items).toEqual(d.items);
     const read = await call("GET", `/v1/context/${d.context_id}`, { key: org.api_key });
     expect(read.status).toBe(200);
@@ -562,23 +807,41 @@ describe("context compile, read and feedback", () => {
 
   it("never exceeds the token budget or max_items, and validates the request", async () => {
     const { org } = await seeded();
-    const tiny = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday", token_budget: 10 } });
+    const tiny = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { query: "tuesday", token_budget: 10 },
+    });
     expect(tiny.json.data.tokens_used).toBeLessThanOrEqual(10);
-    const one = await call("POST", "/v1/context/compile", { key: org.api_key, body: { subject_id: "deploy", max_items: 1 } });
+    const one = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { subject_id: "deploy", max_items: 1 },
+    });
     expect(one.json.data.items).toHaveLength(1);
-    for (const body of [{ token_budget: 0 }, { token_budget: 32_001 }, { max_items: 201 }, { kinds: ["opinion"] }, { query: 5 }, { token_budget: 1.5 }])
+    for (const body of [
+      { token_budget: 0 },
+      { token_budget: 32_001 },
+      { max_items: 201 },
+      { kinds: ["opinion"] },
+      { query: 5 },
+      { token_budget: 1.5 },
+    ])
       expectError(await call("POST", "/v1/context/compile", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
   });
 
   it("leaves superseded, revoked and expired claims out of the pack", async () => {
     const { org, ids } = await seeded();
     const o = await appendOk(org.api_key, obs("s", "y"));
-    const [replacement] = await consolidateOk(org.api_key, "deploy", [{ kind: "fact", statement: "deploys moved to wednesday", sources: supports(o) }]);
+    const [replacement] = await consolidateOk(org.api_key, "deploy", [
+      { kind: "fact", statement: "deploys moved to wednesday", sources: supports(o) },
+    ]);
     await call("POST", `/v1/claims/${ids[0]}/supersede`, { key: org.api_key, body: { superseded_by: replacement } });
     await call("POST", `/v1/claims/${ids[1]}/revoke`, { key: org.api_key, body: {} });
     await call("POST", `/v1/claims/${ids[2]}/expire`, { key: org.api_key, body: {} });
     clock.advance(10);
-    const r = await call("POST", "/v1/context/compile", { key: org.api_key, body: { subject_id: "deploy", token_budget: 5000 } });
+    const r = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { subject_id: "deploy", token_budget: 5000 },
+    });
     expect(r.json.data.items.map((i: any) => i.claim_id)).toEqual([replacement]);
   });
 
@@ -586,10 +849,15 @@ describe("context compile, read and feedback", () => {
     const { org, ids } = await seeded();
     const other = await mintKey(org.api_key, { scopes: ["*"] });
     const po = await appendOk(org.api_key, obs("s", "p", { visibility: "private" }));
-    const [priv] = await consolidateOk(org.api_key, "deploy", [{ kind: "fact", statement: "tuesday secret", sources: supports(po) }]);
+    const [priv] = await consolidateOk(org.api_key, "deploy", [
+      { kind: "fact", statement: "tuesday secret", sources: supports(po) },
+    ]);
     const r = await call("POST", "/v1/context/compile", { key: other.key, body: { query: "tuesday" } });
     expect(r.json.data.items.map((i: any) => i.claim_id)).not.toContain(priv);
-    const k = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday", kinds: ["instruction"] } });
+    const k = await call("POST", "/v1/context/compile", {
+      key: org.api_key,
+      body: { query: "tuesday", kinds: ["instruction"] },
+    });
     expect(k.json.data.items.map((i: any) => i.claim_id)).toEqual([ids[2]]);
   });
 
@@ -604,8 +872,22 @@ describe("context compile, read and feedback", () => {
     const top = first.json.data.items[0].claim_id;
     const bottom = top === a ? b : a;
     const ctx = first.json.data.context_id;
-    expect((await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "harmful", claim_id: top } })).status).toBe(201);
-    expect((await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "useful", claim_id: bottom } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", `/v1/context/${ctx}/feedback`, {
+          key: org.api_key,
+          body: { outcome: "harmful", claim_id: top },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await call("POST", `/v1/context/${ctx}/feedback`, {
+          key: org.api_key,
+          body: { outcome: "useful", claim_id: bottom },
+        })
+      ).status,
+    ).toBe(201);
     const second = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "heron" } });
     expect(second.json.data.items[0].claim_id).toBe(bottom);
   });
@@ -614,16 +896,45 @@ describe("context compile, read and feedback", () => {
     const { org, ids } = await seeded();
     const run = await call("POST", "/v1/context/compile", { key: org.api_key, body: { query: "tuesday" } });
     const ctx = run.json.data.context_id;
-    const fb = await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "used", client_mutation_id: "m1" } });
+    const fb = await call("POST", `/v1/context/${ctx}/feedback`, {
+      key: org.api_key,
+      body: { outcome: "used", client_mutation_id: "m1" },
+    });
     expect(fb.status).toBe(201);
     expect(fb.json.data).toMatchObject({ context_id: ctx, claim_id: null, outcome: "used" });
     expect(fb.json.data.feedback_id).toMatch(/^fb_[0-9a-f]{32}$/);
-    expectError(await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "used", client_mutation_id: "m1" } }), 409, "CONFLICT");
-    expectError(await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "great" } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "used", claim_id: ids[1] } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", `/v1/context/${ctx}/feedback`, {
+        key: org.api_key,
+        body: { outcome: "used", client_mutation_id: "m1" },
+      }),
+      409,
+      "CONFLICT",
+    );
+    expectError(
+      await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "great" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", `/v1/context/${ctx}/feedback`, {
+        key: org.api_key,
+        body: { outcome: "used", claim_id: ids[1] },
+      }),
+      400,
+      "VALIDATION_ERROR",
+    );
     expectError(await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key }), 400, "VALIDATION_ERROR");
-    const replay1 = await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "useful" }, headers: { "idempotency-key": "f1" } });
-    const replay2 = await call("POST", `/v1/context/${ctx}/feedback`, { key: org.api_key, body: { outcome: "useful" }, headers: { "idempotency-key": "f1" } });
+    const replay1 = await call("POST", `/v1/context/${ctx}/feedback`, {
+      key: org.api_key,
+      body: { outcome: "useful" },
+      headers: { "idempotency-key": "f1" },
+    });
+    const replay2 = await call("POST", `/v1/context/${ctx}/feedback`, {
+      key: org.api_key,
+      body: { outcome: "useful" },
+      headers: { "idempotency-key": "f1" },
+    });
     expect(replay2.status).toBe(200);
     expect(replay2.json.data.feedback_id).toBe(replay1.json.data.feedback_id);
   });
@@ -639,7 +950,11 @@ describe("context compile, read and feedback", () => {
       const r = await call("GET", `/v1/context/${ctx}`, { key });
       expectError(r, 404, "NOT_FOUND");
       expect(r.json.error).toEqual(missing.json.error);
-      expectError(await call("POST", `/v1/context/${ctx}/feedback`, { key, body: { outcome: "used" } }), 404, "NOT_FOUND");
+      expectError(
+        await call("POST", `/v1/context/${ctx}/feedback`, { key, body: { outcome: "used" } }),
+        404,
+        "NOT_FOUND",
+      );
     }
   });
 });
@@ -674,12 +989,20 @@ describe("events", () => {
 describe("memories search query words", () => {
   it("a memories search with an emoji skin-tone modifier or a newer emoji still finds the plain words", async () => {
     const org = await newOrg();
-    const [claim] = await consolidateOk(org.api_key, "emoji", [{ kind: "fact", statement: "Great work on the billing robot",
-      sources: supports(await appendOk(org.api_key, obs("emoji", "great work on the billing robot"))) }]);
+    const [claim] = await consolidateOk(org.api_key, "emoji", [
+      {
+        kind: "fact",
+        statement: "Great work on the billing robot",
+        sources: supports(await appendOk(org.api_key, obs("emoji", "great work on the billing robot"))),
+      },
+    ]);
     for (const q of ["great work", "great work 👍🏽", "billing robot🤖"]) {
       const r = await call("GET", `/v1/memories?q=${encodeURIComponent(q)}`, { key: org.api_key });
       expect(r.status, r.text).toBe(200);
-      expect(r.json.data.items.map((c: { claim_id: string }) => c.claim_id), q).toEqual([claim]);
+      expect(
+        r.json.data.items.map((c: { claim_id: string }) => c.claim_id),
+        q,
+      ).toEqual([claim]);
     }
   });
 });
@@ -693,7 +1016,12 @@ describe("record ownership outbox", () => {
     const [c] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "x", sources: supports(o) }]);
     const ids = [p.json.data.project_id, o, c];
     expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    expect(
+      await inOrg(
+        org.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n,
+      ),
+    ).toBe(0);
     // All three live in the organization's own registry shard (one warm shard per organization's writes).
     const { registryShardOf } = await import("../src/registry/shards");
     expect(ids.map(registryShardOf)).toEqual(ids.map(() => registryShardOf(org.org_id)));
@@ -702,9 +1030,16 @@ describe("record ownership outbox", () => {
   it("concurrent writes all register their ids before answering", async () => {
     const { registryOwners } = await import("./helpers");
     const org = await newOrg();
-    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))));
+    const ids = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => appendOk(org.api_key, obs("s", `concurrent ${i}`))),
+    );
     expect(await registryOwners(ids)).toEqual(Object.fromEntries(ids.map((id) => [id, org.org_id])));
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    expect(
+      await inOrg(
+        org.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n,
+      ),
+    ).toBe(0);
   });
 
   it("answers no request while a registration is under way, so a read cannot show an unregistered id", async () => {
@@ -712,22 +1047,35 @@ describe("record ownership outbox", () => {
     const org = await newOrg();
     // The real registry behind a gate this test opens.
     let called!: () => void;
-    const registering = new Promise<void>((r) => { called = r; });
+    const registering = new Promise<void>((r) => {
+      called = r;
+    });
     let open!: () => void;
-    const gate = new Promise<void>((r) => { open = r; });
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
     await inOrg(org.org_id, (x) => {
       const real = x.deps.registry;
-      x.deps = { ...x.deps, registry: { ...real, register: async (orgId, ids, at) => {
-        called();
-        await gate;
-        return real.register(orgId, ids, at);
-      } } };
+      x.deps = {
+        ...x.deps,
+        registry: {
+          ...real,
+          register: async (orgId, ids, at) => {
+            called();
+            await gate;
+            return real.register(orgId, ids, at);
+          },
+        },
+      };
     });
     // The organization's first append: the reserve is empty, so its id is registered after the commit.
     const append = appendOk(org.api_key, obs("s", "held"));
     await registering;
     let answered = false;
-    const events = call("GET", "/v1/events", { key: org.api_key }).then((r) => { answered = true; return r; });
+    const events = call("GET", "/v1/events", { key: org.api_key }).then((r) => {
+      answered = true;
+      return r;
+    });
     await Promise.race([events, new Promise((r) => setTimeout(r, 200))]);
     expect(answered).toBe(false);
     open();
@@ -741,8 +1089,10 @@ describe("record ownership outbox", () => {
     const org = await newOrg();
     await appendOk(org.api_key, obs("s", "first write: the reserve is empty, so it tops it up"));
     await inOrg(org.org_id, (x) => (x as unknown as { toppingUp: Promise<void> | null }).toppingUp);
-    const stock = () => inOrg(org.org_id, (x) => x.db.all<{ record_id: string; prefix: string }>(
-      "SELECT record_id, prefix FROM reserved_record_ids"));
+    const stock = () =>
+      inOrg(org.org_id, (x) =>
+        x.db.all<{ record_id: string; prefix: string }>("SELECT record_id, prefix FROM reserved_record_ids"),
+      );
     // Only the prefix the write used is stocked.
     const rows = await stock();
     expect(new Set(rows.map((r) => r.prefix))).toEqual(new Set(["obs_"]));
@@ -750,14 +1100,26 @@ describe("record ownership outbox", () => {
     expect(reserved.length).toBeGreaterThan(0);
     expect(Object.values(await registryOwners(reserved))).toEqual(reserved.map(() => org.org_id));
     // With the registry down, the write still answers with an id the registry already gives to this organization.
-    await inOrg(org.org_id, (x) => { x.deps = { ...x.deps, registry: failingRegistry }; });
+    await inOrg(org.org_id, (x) => {
+      x.deps = { ...x.deps, registry: failingRegistry };
+    });
     const o = await appendOk(org.api_key, obs("s", "second write"));
     expect(reserved).toContain(o);
     expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    expect(
+      await inOrg(
+        org.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n,
+      ),
+    ).toBe(0);
     // The taken id left the reserve with the write's commit.
     expect((await stock()).map((r) => r.record_id)).not.toContain(o);
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE record_id = ?", o)!.n)).toBe(0);
+    expect(
+      await inOrg(
+        org.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE record_id = ?", o)!.n,
+      ),
+    ).toBe(0);
   });
 
   it("tops the reserve up again once writes have spent it below the low-water mark, counting it in SQL only then", async () => {
@@ -765,15 +1127,21 @@ describe("record ownership outbox", () => {
     await appendOk(org.api_key, obs("s", "first write stocks the reserve"));
     const settled = () => inOrg(org.org_id, (x) => (x as unknown as { toppingUp: Promise<void> | null }).toppingUp);
     await settled();
-    const stock = () => inOrg(org.org_id, (x) => x.db.first<{ n: number }>(
-      "SELECT count(*) AS n FROM reserved_record_ids WHERE prefix = 'obs_'")!.n);
+    const stock = () =>
+      inOrg(
+        org.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM reserved_record_ids WHERE prefix = 'obs_'")!.n,
+      );
     const full = await stock();
     expect(full).toBe(RESERVE_BATCH);
     // Count the reserve's SQL counts from here on.
     const counts = await inOrg(org.org_id, (x) => {
       const seen = { n: 0 };
       const all = x.db.all.bind(x.db);
-      x.db.all = ((q: string, ...a: unknown[]) => { if (/GROUP BY prefix/.test(q)) seen.n++; return all(q, ...a); }) as typeof x.db.all;
+      x.db.all = ((q: string, ...a: unknown[]) => {
+        if (/GROUP BY prefix/.test(q)) seen.n++;
+        return all(q, ...a);
+      }) as typeof x.db.all;
       (x as unknown as { seen: typeof seen }).seen = seen;
       return seen.n;
     });
@@ -800,11 +1168,22 @@ describe("record ownership outbox", () => {
     });
     const o = await appendOk(org.api_key, obs("s", "x"));
     expect(await registryOwners([o])).toEqual({});
-    expect(await inOrg(org.org_id, (x) => x.db.all<{ payload: string }>("SELECT payload FROM outbox WHERE topic = 'record_owner'").map((r) => r.payload))).toEqual([o]);
-    await inOrg(org.org_id, (x) => { x.deps = working; });
+    expect(
+      await inOrg(org.org_id, (x) =>
+        x.db.all<{ payload: string }>("SELECT payload FROM outbox WHERE topic = 'record_owner'").map((r) => r.payload),
+      ),
+    ).toEqual([o]);
+    await inOrg(org.org_id, (x) => {
+      x.deps = working;
+    });
     expect(await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub)).toBe(true);
     expect(await registryOwners([o])).toEqual({ [o]: org.org_id });
-    expect(await inOrg(org.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    expect(
+      await inOrg(
+        org.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n,
+      ),
+    ).toBe(0);
   });
 });
 

@@ -8,9 +8,12 @@ import { FakeAi } from "./fakes/vector";
 import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const AT = "2026-01-01T00:00:00.000Z";
-const hasVector = (v: unknown): boolean => Array.isArray(v)
-  ? (v.length > 8 && v.every((x) => typeof x === "number")) || v.some(hasVector)
-  : v !== null && typeof v === "object" ? Object.values(v).some(hasVector) : false;
+const hasVector = (v: unknown): boolean =>
+  Array.isArray(v)
+    ? (v.length > 8 && v.every((x) => typeof x === "number")) || v.some(hasVector)
+    : v !== null && typeof v === "object"
+      ? Object.values(v).some(hasVector)
+      : false;
 
 describe("configuration snapshot", () => {
   it("defaults to the embedded backends with extraction disabled", () => {
@@ -27,12 +30,25 @@ describe("configuration snapshot", () => {
     expect(local.embedding.provider).toBe("local");
     expect(local.vector_index.provider).toBe("local");
     // Variables say workers-ai/vectorize but the bindings are missing: reported partial, not swapped for local.
-    const missing = readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", EXTRACTION_PROVIDER: "workers-ai" }, AT);
-    expect(missing.embedding).toMatchObject({ provider: "workers-ai", status: "partial", key_state: "absent", model: "@cf/baai/bge-small-en-v1.5", dimensions: 384, pooling: "cls" });
+    const missing = readModelConfig(
+      { EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", EXTRACTION_PROVIDER: "workers-ai" },
+      AT,
+    );
+    expect(missing.embedding).toMatchObject({
+      provider: "workers-ai",
+      status: "partial",
+      key_state: "absent",
+      model: "@cf/baai/bge-small-en-v1.5",
+      dimensions: 384,
+      pooling: "cls",
+    });
     expect(missing.vector_index).toMatchObject({ provider: "vectorize", status: "partial" });
     expect(missing.extraction).toMatchObject({ provider: "workers-ai", status: "partial" });
     expect(missing.vectors.status).toBe("partial");
-    const prod = readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", AI: {}, VECTORIZE: {} }, AT);
+    const prod = readModelConfig(
+      { EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "vectorize", AI: {}, VECTORIZE: {} },
+      AT,
+    );
     expect(prod.vectors.status).toBe("enabled");
     expect(prod.embedding.key_state).toBe("present");
   });
@@ -45,7 +61,9 @@ describe("configuration snapshot", () => {
     expect(odd.embedding).toMatchObject({ provider: "none", status: "partial" });
     expect(odd.embedding.problems[0]).toContain("openai");
     // The local embedder cannot fill the 384-dimension production index.
-    expect(readModelConfig({ EMBEDDING_PROVIDER: "local", VECTOR_INDEX: "vectorize", VECTORIZE: {} }, AT).vectors.status).toBe("partial");
+    expect(
+      readModelConfig({ EMBEDDING_PROVIDER: "local", VECTOR_INDEX: "vectorize", VECTORIZE: {} }, AT).vectors.status,
+    ).toBe("partial");
   });
 
   it("is read once per isolate and immutable", () => {
@@ -75,8 +93,12 @@ describe("configuration snapshot", () => {
 
   it("reports drift when records were indexed with another model", async () => {
     const org = await newOrg();
-    await inOrg(org.org_id, (o) => o.db.run(
-      "INSERT INTO indexed_records (record_id, model, dimensions, indexed_at) VALUES ('claim_x', 'old-model', 384, ?)", AT));
+    await inOrg(org.org_id, (o) =>
+      o.db.run(
+        "INSERT INTO indexed_records (record_id, model, dimensions, indexed_at) VALUES ('claim_x', 'old-model', 384, ?)",
+        AT,
+      ),
+    );
     const r = await call("GET", "/v1/models/config", { key: org.api_key });
     expect(r.json.data.drift).toEqual({ status: "drifted", indexed: 1, indexed_with_other_model: 1 });
   });
@@ -94,7 +116,8 @@ describe("drift for members", () => {
     };
     const secret = await claimOf(alice.key, "alice private note", "private");
     expect((await call("POST", "/v1/index/drain", { key: org.api_key, body: {} })).status).toBe(200);
-    const reindexWithOldModel = (id: string) => inOrg(org.org_id, (o) => o.db.run("UPDATE indexed_records SET model = 'older-model' WHERE record_id = ?", id));
+    const reindexWithOldModel = (id: string) =>
+      inOrg(org.org_id, (o) => o.db.run("UPDATE indexed_records SET model = 'older-model' WHERE record_id = ?", id));
     await reindexWithOldModel(secret);
     expect(await drift(bob.key)).toEqual({ status: "none" });
     expect(await drift(alice.key)).toEqual({ status: "drifted" });
@@ -109,7 +132,9 @@ describe("the timer rule (SPEC: interval above zero, and vectors configured or a
   it("defaults to 15 s only when a vector capability is configured", () => {
     expect(maintenanceIntervalMs({})).toBe(15_000);
     expect(maintenanceIntervalMs({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none" })).toBe(0);
-    expect(maintenanceIntervalMs({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none", MAINTENANCE_INTERVAL_SECONDS: "30" })).toBe(30_000);
+    expect(
+      maintenanceIntervalMs({ EMBEDDING_PROVIDER: "none", VECTOR_INDEX: "none", MAINTENANCE_INTERVAL_SECONDS: "30" }),
+    ).toBe(30_000);
     expect(maintenanceIntervalMs({ MAINTENANCE_INTERVAL_SECONDS: "0" })).toBe(0);
   });
 });
@@ -117,14 +142,22 @@ describe("the timer rule (SPEC: interval above zero, and vectors configured or a
 describe("probe", () => {
   it("runs one embedding, answers metadata only and audits without the text", async () => {
     const org = await newOrg();
-    const r = await call("POST", "/v1/models/probe", { key: org.api_key, body: { kind: "embedding", text: "secret probe words" } });
+    const r = await call("POST", "/v1/models/probe", {
+      key: org.api_key,
+      body: { kind: "embedding", text: "secret probe words" },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json.data).toMatchObject({ kind: "embedding", ok: true, provider: "local", dimensions: 100 });
     expect(typeof r.json.data.latency_ms).toBe("number");
     expect(hasVector(r.json)).toBe(false);
     const audit = await call("GET", "/v1/audit?action=models.probed", { key: org.api_key });
     expect(audit.json.data.entries.length).toBe(1);
-    expect(audit.json.data.entries[0].metadata).toMatchObject({ kind: "embedding", ok: true, provider: "local", text_chars: 18 });
+    expect(audit.json.data.entries[0].metadata).toMatchObject({
+      kind: "embedding",
+      ok: true,
+      provider: "local",
+      text_chars: 18,
+    });
     expect(audit.text).not.toContain("secret probe words");
   });
 
@@ -132,7 +165,12 @@ describe("probe", () => {
     const org = await newOrg();
     const r = await call("POST", "/v1/models/probe", { key: org.api_key, body: { kind: "extraction", text: "x" } });
     expect(r.status, r.text).toBe(200);
-    expect(r.json.data).toMatchObject({ kind: "extraction", ok: false, provider: "none", error_code: "not_configured" });
+    expect(r.json.data).toMatchObject({
+      kind: "extraction",
+      ok: false,
+      provider: "none",
+      error_code: "not_configured",
+    });
   });
 
   it("validates kind and text, and needs models:probe", async () => {
@@ -141,21 +179,45 @@ describe("probe", () => {
     const bad = await call("POST", "/v1/models/probe", { key: k, body: { kind: "vision", text: "x" } });
     expectError(bad, 400, "VALIDATION_ERROR");
     expect(bad.json.error.message).toContain('"embedding", "extraction"');
-    expectError(await call("POST", "/v1/models/probe", { key: k, body: { kind: "embedding", text: "x".repeat(2001) } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", "/v1/models/probe", { key: k, body: { kind: "embedding", text: "" } }), 400, "VALIDATION_ERROR");
-    expectError(await call("POST", "/v1/models/probe", { key: k, body: { kind: "embedding", text: "x", extra: 1 } }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("POST", "/v1/models/probe", { key: k, body: { kind: "embedding", text: "x".repeat(2001) } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", "/v1/models/probe", { key: k, body: { kind: "embedding", text: "" } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await call("POST", "/v1/models/probe", { key: k, body: { kind: "embedding", text: "x", extra: 1 } }),
+      400,
+      "VALIDATION_ERROR",
+    );
     const narrow = await mintKey(k, { scopes: ["models:read"] });
-    expectError(await call("POST", "/v1/models/probe", { key: narrow.key, body: { kind: "embedding", text: "x" } }), 403, "FORBIDDEN");
+    expectError(
+      await call("POST", "/v1/models/probe", { key: narrow.key, body: { kind: "embedding", text: "x" } }),
+      403,
+      "FORBIDDEN",
+    );
   });
 
   it("with Workers AI: ok with 384 dimensions, unavailable when the model throws, never the raw response", async () => {
     const org = await newOrg();
     await inOrg(org.org_id, async (o) => {
       const ai = new FakeAi();
-      const config = readModelConfig({ EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "local", EXTRACTION_PROVIDER: "workers-ai", AI: ai }, AT);
+      const config = readModelConfig(
+        { EMBEDDING_PROVIDER: "workers-ai", VECTOR_INDEX: "local", EXTRACTION_PROVIDER: "workers-ai", AI: ai },
+        AT,
+      );
       const rt = vectorRuntime(config, { AI: ai }, o.db, org.org_id);
       const good = await probe(rt, "embedding", "hello");
-      expect(good).toMatchObject({ ok: true, provider: "workers-ai", model: "@cf/baai/bge-small-en-v1.5", dimensions: 384 });
+      expect(good).toMatchObject({
+        ok: true,
+        provider: "workers-ai",
+        model: "@cf/baai/bge-small-en-v1.5",
+        dimensions: 384,
+      });
       const extraction = await probe(rt, "extraction", "hello");
       expect(Object.keys(extraction).sort()).toEqual(["kind", "latency_ms", "model", "ok", "provider"]);
       ai.failing = true;

@@ -3,11 +3,27 @@ import { describe, expect, it } from "vitest";
 import { claimLine, exportHeader, observationLine, projectLine } from "../src/domains/portability/schema";
 import { contentHash } from "../src/domains/memory/store";
 import { durableRegistry } from "../src/registry/client";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, orgStub, registryOwners, supports } from "./helpers";
+import {
+  appendOk,
+  call,
+  consolidateOk,
+  expectError,
+  inOrg,
+  mintKey,
+  newOrg,
+  obs,
+  orgStub,
+  registryOwners,
+  supports,
+} from "./helpers";
 
 type Org = Awaited<ReturnType<typeof newOrg>>;
 
-const parseLines = (text: string) => text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+const parseLines = (text: string) =>
+  text
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 async function exportPage(key: string, qs = "limit=2000") {
   const r = await call("GET", `/v1/export?${qs}`, { key });
@@ -54,21 +70,42 @@ async function populate(org: Org) {
   const o4 = await appendOk(key, obs("alice", "forget this zanzibar", { project_id: p2, trust: "low" }));
   const [liked, coffee, privateClaim, busy] = await consolidateOk(key, "alice", [
     { kind: "preference", statement: "Alice likes tea", sources: supports(o1) },
-    { kind: "fact", statement: "Alice drinks coffee", sources: [{ observation_id: o2, relation: "supports" }, { observation_id: o4, relation: "qualifies" }] },
+    {
+      kind: "fact",
+      statement: "Alice drinks coffee",
+      sources: [
+        { observation_id: o2, relation: "supports" },
+        { observation_id: o4, relation: "qualifies" },
+      ],
+    },
     { kind: "decision", statement: "Alice uses vim", sources: supports(o3) },
     { kind: "summary", statement: "Alice is busy", sources: supports(o1) },
   ]);
-  const [avoids] = await consolidateOk(key, "alice", [{ kind: "fact", statement: "Alice avoids coffee", sources: supports(o2) }]);
-  expect((await call("POST", `/v1/claims/${coffee}/supersede`, { key, body: { superseded_by: avoids } })).status).toBe(200);
+  const [avoids] = await consolidateOk(key, "alice", [
+    { kind: "fact", statement: "Alice avoids coffee", sources: supports(o2) },
+  ]);
+  expect((await call("POST", `/v1/claims/${coffee}/supersede`, { key, body: { superseded_by: avoids } })).status).toBe(
+    200,
+  );
   expect((await call("POST", `/v1/claims/${privateClaim}/revoke`, { key })).status).toBe(200);
   expect((await call("POST", `/v1/claims/${busy}/expire`, { key })).status).toBe(200);
   // Disputes `liked` (active -> disputed) and is itself born disputed.
-  const [dislikes] = await consolidateOk(key, "alice", [{
-    kind: "fact", statement: "Alice dislikes tea",
-    sources: [{ observation_id: o2, relation: "contradicts" }, { claim_id: liked, relation: "contradicts" }],
-  }]);
+  const [dislikes] = await consolidateOk(key, "alice", [
+    {
+      kind: "fact",
+      statement: "Alice dislikes tea",
+      sources: [
+        { observation_id: o2, relation: "contradicts" },
+        { claim_id: liked, relation: "contradicts" },
+      ],
+    },
+  ]);
   expect((await call("DELETE", `/v1/observations/${o4}`, { key })).status).toBe(200);
-  return { projects: [p1, p2], observations: [o1, o2, o3, o4], claims: { liked, coffee, privateClaim, busy, avoids, dislikes } };
+  return {
+    projects: [p1, p2],
+    observations: [o1, o2, o3, o4],
+    claims: { liked, coffee, privateClaim, busy, avoids, dislikes },
+  };
 }
 
 /** Forget the exported ids of org in the ownership registry, as if the import target were another deployment. */
@@ -77,9 +114,13 @@ async function forgetOwnership(orgId: string, exportText: string) {
   await durableRegistry(env.ID_REGISTRY).release(orgId, recordIdsOf(exportText));
 }
 
-const recordIdsOf = (exportText: string): string[] => parseLines(exportText).slice(1)
-  .map((l: { project_id?: string; observation_id?: string; claim_id?: string; type: string }) =>
-    (l.type === "project" ? l.project_id : l.type === "observation" ? l.observation_id : l.claim_id)!);
+const recordIdsOf = (exportText: string): string[] =>
+  parseLines(exportText)
+    .slice(1)
+    .map(
+      (l: { project_id?: string; observation_id?: string; claim_id?: string; type: string }) =>
+        (l.type === "project" ? l.project_id : l.type === "observation" ? l.observation_id : l.claim_id)!,
+    );
 
 describe("export", () => {
   it("streams a header and one readable record per line in import order; tombstones without content", async () => {
@@ -91,24 +132,46 @@ describe("export", () => {
     expect(r.headers.get("content-type")).toContain("application/x-ndjson");
     expect(r.headers.get("cache-control")).toBe("no-store");
     expect(header).toMatchObject({
-      type: "svc.export.header", format_version: 1, import_order: ["projects", "observations", "claims"],
-      filters: { type: null, limit: 2000, after: null }, records: 12, has_more: false, next_after: null,
+      type: "svc.export.header",
+      format_version: 1,
+      import_order: ["projects", "observations", "claims"],
+      filters: { type: null, limit: 2000, after: null },
+      records: 12,
+      has_more: false,
+      next_after: null,
     });
     const recs = lines.map((l) => JSON.parse(l));
-    expect(recs.map((x) => x.type)).toEqual([...Array(2).fill("project"), ...Array(4).fill("observation"), ...Array(6).fill("claim")]);
+    expect(recs.map((x) => x.type)).toEqual([
+      ...Array(2).fill("project"),
+      ...Array(4).fill("observation"),
+      ...Array(6).fill("claim"),
+    ]);
     // Every line matches its published schema.
-    for (const x of recs) ({ project: projectLine, observation: observationLine, claim: claimLine } as const)[x.type as "claim"].parse(x);
+    for (const x of recs)
+      (({ project: projectLine, observation: observationLine, claim: claimLine }) as const)[x.type as "claim"].parse(x);
     expect(r.text).not.toContain(foreignPrivate);
     expect(r.text).not.toContain("zanzibar");
     const tomb = recs.find((x) => x.observation_id === ids.observations[3]);
-    expect(tomb).toMatchObject({ content: null, purged: true, content_hash: contentHash("forget this zanzibar"), source: { type: "test", ref: "r1" } });
+    expect(tomb).toMatchObject({
+      content: null,
+      purged: true,
+      content_hash: contentHash("forget this zanzibar"),
+      source: { type: "test", ref: "r1" },
+    });
     expect(tomb.purged_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     expect(Date.parse(tomb.purged_at)).toBeGreaterThanOrEqual(Date.parse(tomb.created_at));
-    const statuses = recs.filter((x) => x.type === "claim").map((x) => x.status).sort();
+    const statuses = recs
+      .filter((x) => x.type === "claim")
+      .map((x) => x.status)
+      .sort();
     expect(statuses).toEqual(["active", "active", "disputed", "disputed", "revoked", "superseded"]);
     expect(recs.find((x) => x.claim_id === ids.claims.busy).valid_to).toEqual(expect.any(String));
     expect(recs.find((x) => x.claim_id === ids.claims.dislikes).disputes).toEqual([ids.claims.liked]);
-    const audit = await inOrg(org.org_id, (o) => o.db.first<{ detail: string }>("SELECT detail FROM audit_log WHERE action = 'export.read' ORDER BY seq DESC LIMIT 1"));
+    const audit = await inOrg(org.org_id, (o) =>
+      o.db.first<{ detail: string }>(
+        "SELECT detail FROM audit_log WHERE action = 'export.read' ORDER BY seq DESC LIMIT 1",
+      ),
+    );
     expect(JSON.parse(audit!.detail)).toEqual({ type: null, limit: 2000, records: 12, has_more: false });
   });
 
@@ -130,7 +193,11 @@ describe("export", () => {
     const claimPage = await exportPage(org.api_key, "type=claims&limit=1");
     expect(claimPage.header.filters.type).toBe("claims");
     // A claims cursor is not valid for another type filter.
-    expectError(await call("GET", `/v1/export?type=projects&after=${claimPage.header.next_after}`, { key: org.api_key }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("GET", `/v1/export?type=projects&after=${claimPage.header.next_after}`, { key: org.api_key }),
+      400,
+      "VALIDATION_ERROR",
+    );
     expectError(await call("GET", "/v1/export?after=bogus", { key: org.api_key }), 400, "VALIDATION_ERROR");
   });
 
@@ -174,11 +241,19 @@ describe("import", () => {
     const r = await importNdjson(b.api_key, exported.text);
     expect(r.status, r.text).toBe(201);
     expect(r.json.data).toEqual({
-      imported: { projects: 2, observations: 4, claims: 6 }, skipped: { projects: 0, observations: 0, claims: 0 },
-      principals_created: 1, workspaces_created: 0,
+      imported: { projects: 2, observations: 4, claims: 6 },
+      skipped: { projects: 0, observations: 0, claims: 0 },
+      principals_created: 1,
+      workspaces_created: 0,
     });
-    expect(await inOrg(b.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n)).toBe(eventsBefore);
-    const audit = await inOrg(b.org_id, (o) => o.db.all<{ action: string; detail: string }>("SELECT action, detail FROM audit_log WHERE action = 'import.applied'"));
+    expect(await inOrg(b.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n)).toBe(
+      eventsBefore,
+    );
+    const audit = await inOrg(b.org_id, (o) =>
+      o.db.all<{ action: string; detail: string }>(
+        "SELECT action, detail FROM audit_log WHERE action = 'import.applied'",
+      ),
+    );
     expect(audit).toHaveLength(1);
     expect(JSON.parse(audit[0].detail)).toEqual(r.json.data);
 
@@ -196,18 +271,25 @@ describe("import", () => {
 
     // Claims are searchable (their FTS rows were written), with their statuses as exported.
     const search = await call("GET", "/v1/memories?q=tea", { key: b.api_key });
-    expect(search.json.data.items.map((c: { claim_id: string }) => c.claim_id).sort()).toEqual([ids.claims.liked, ids.claims.dislikes].sort());
+    expect(search.json.data.items.map((c: { claim_id: string }) => c.claim_id).sort()).toEqual(
+      [ids.claims.liked, ids.claims.dislikes].sort(),
+    );
 
     // B's owner cannot read A's owner's private records, so re-importing them answers as foreign ids
     // (never compared or skipped); the principal that reads them all re-imports idempotently, before
     // and after B's ids reach the ownership index.
     const hidden = await importNdjson(b.api_key, exported.text);
     expectError(hidden, 409, "CONFLICT");
-    expect(hidden.json.error.message).toBe(`2 imported id(s) already belong to another organization: ${ids.observations[2]}, ${ids.claims.privateClaim}.`);
+    expect(hidden.json.error.message).toBe(
+      `2 imported id(s) already belong to another organization: ${ids.observations[2]}, ${ids.claims.privateClaim}.`,
+    );
     const author = await mintKey(b.api_key, { principal_id: aOwner, scopes: ["*"], max_trust: "verified" });
     const again = await importNdjson(author.key, exported.text);
     expect(again.status, again.text).toBe(200);
-    expect(again.json.data).toMatchObject({ imported: { projects: 0, observations: 0, claims: 0 }, skipped: { projects: 2, observations: 4, claims: 6 } });
+    expect(again.json.data).toMatchObject({
+      imported: { projects: 0, observations: 0, claims: 0 },
+      skipped: { projects: 2, observations: 4, claims: 6 },
+    });
     await runDurableObjectAlarm(orgStub(b.org_id) as unknown as DurableObjectStub);
     const owners = await registryOwners(recordIdsOf(exported.text));
     expect(Object.values(owners)).toEqual(Array(12).fill(b.org_id));
@@ -239,15 +321,30 @@ describe("import", () => {
     const [c] = await consolidateOk(org.api_key, "s", [{ kind: "fact", statement: "a fact", sources: supports(o) }]);
     const lines = parseLines((await call("GET", "/v1/export", { key: org.api_key })).text).slice(1);
     const claim = lines.find((x) => x.claim_id === c);
-    const newProject = { type: "project", project_id: "prj_" + "a".repeat(32), reference: "new", created_by: claim.author_id, created_at: claim.created_at };
-    const r = await importNdjson(org.api_key, [newProject, { ...claim, statement: "another fact" }].map((x) => JSON.stringify(x)).join("\n"));
+    const newProject = {
+      type: "project",
+      project_id: "prj_" + "a".repeat(32),
+      reference: "new",
+      created_by: claim.author_id,
+      created_at: claim.created_at,
+    };
+    const r = await importNdjson(
+      org.api_key,
+      [newProject, { ...claim, statement: "another fact" }].map((x) => JSON.stringify(x)).join("\n"),
+    );
     expectError(r, 409, "CONFLICT");
     expect(r.json.error.message).toContain("Line 2");
     expect(r.json.error.message).not.toContain("another fact");
-    expect(await inOrg(org.org_id, (x) => x.db.first("SELECT 1 FROM projects WHERE project_id = ?", newProject.project_id))).toBeNull();
+    expect(
+      await inOrg(org.org_id, (x) => x.db.first("SELECT 1 FROM projects WHERE project_id = ?", newProject.project_id)),
+    ).toBeNull();
     // A new project id whose reference another project already uses.
     await resolveProject(org.api_key, "taken");
-    expectError(await importNdjson(org.api_key, JSON.stringify({ ...newProject, reference: "taken" })), 409, "CONFLICT");
+    expectError(
+      await importNdjson(org.api_key, JSON.stringify({ ...newProject, reference: "taken" })),
+      409,
+      "CONFLICT",
+    );
   });
 
   it("answers UNRESOLVED_REFERENCE naming the type and up to three ids", async () => {
@@ -256,10 +353,24 @@ describe("import", () => {
     const at = new Date().toISOString();
     const missing = ["1", "2", "3", "4"].map((d) => "obs_" + d.repeat(32));
     const claim = {
-      type: "claim", claim_id: "claim_" + "c".repeat(32), subject_id: "s", project_id: null, kind: "fact", statement: "x",
-      status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
-      disputes: [], sources: missing.map((observation_id) => ({ observation_id, relation: "supports" })),
-      created_at: at, updated_at: at, author_id: who,
+      type: "claim",
+      claim_id: "claim_" + "c".repeat(32),
+      subject_id: "s",
+      project_id: null,
+      kind: "fact",
+      statement: "x",
+      status: "active",
+      visibility: "team",
+      trust: "medium",
+      version: 1,
+      valid_from: at,
+      valid_to: null,
+      superseded_by: null,
+      disputes: [],
+      sources: missing.map((observation_id) => ({ observation_id, relation: "supports" })),
+      created_at: at,
+      updated_at: at,
+      author_id: who,
     };
     const r = await importNdjson(org.api_key, JSON.stringify(claim));
     expectError(r, 400, "UNRESOLVED_REFERENCE");
@@ -268,22 +379,42 @@ describe("import", () => {
     expect(r.json.error.message).not.toContain(missing[3]);
 
     const observation = {
-      type: "observation", observation_id: "obs_" + "e".repeat(32), subject_id: "s", project_id: "prj_" + "f".repeat(32),
-      kind: "note", content: "x", content_hash: contentHash("x"), source: { type: "test" }, trust: "medium",
-      visibility: "team", author_id: who, created_at: at, purged: false, purged_at: null,
+      type: "observation",
+      observation_id: "obs_" + "e".repeat(32),
+      subject_id: "s",
+      project_id: "prj_" + "f".repeat(32),
+      kind: "note",
+      content: "x",
+      content_hash: contentHash("x"),
+      source: { type: "test" },
+      trust: "medium",
+      visibility: "team",
+      author_id: who,
+      created_at: at,
+      purged: false,
+      purged_at: null,
     };
     const p = await importNdjson(org.api_key, JSON.stringify(observation));
     expectError(p, 400, "UNRESOLVED_REFERENCE");
     expect(p.json.error.message).toContain("project");
     // Within one request the order of lines does not matter: references resolve against the whole batch.
-    const project = { type: "project", project_id: observation.project_id, reference: "r", created_by: who, created_at: at };
+    const project = {
+      type: "project",
+      project_id: observation.project_id,
+      reference: "r",
+      created_by: who,
+      created_at: at,
+    };
     const ok = await importNdjson(org.api_key, [observation, project].map((x) => JSON.stringify(x)).join("\n"));
     expect(ok.status, ok.text).toBe(201);
     expect(ok.json.data.principals_created).toBe(0);
     // Another principal's private observation is as unresolved as a missing one.
     const writer = await mintKey(org.api_key, { scopes: ["observations:write"] });
     const hidden = await appendOk(writer.key, obs("s", "hidden", { visibility: "private" }));
-    const hiddenRef = await importNdjson(org.api_key, JSON.stringify({ ...claim, sources: [{ observation_id: hidden, relation: "supports" }] }));
+    const hiddenRef = await importNdjson(
+      org.api_key,
+      JSON.stringify({ ...claim, sources: [{ observation_id: hidden, relation: "supports" }] }),
+    );
     expectError(hiddenRef, 400, "UNRESOLVED_REFERENCE");
   });
 
@@ -294,20 +425,47 @@ describe("import", () => {
     const at = new Date().toISOString();
     const hex = () => crypto.randomUUID().replace(/-/g, "");
     const observation = {
-      type: "observation", observation_id: "obs_" + hex(), subject_id: "s", project_id: null, kind: "note",
-      content: "evidence", content_hash: contentHash("evidence"), source: { type: "test" },
-      trust: "medium", visibility: "team", author_id: who, created_at: at, purged: false, purged_at: null,
+      type: "observation",
+      observation_id: "obs_" + hex(),
+      subject_id: "s",
+      project_id: null,
+      kind: "note",
+      content: "evidence",
+      content_hash: contentHash("evidence"),
+      source: { type: "test" },
+      trust: "medium",
+      visibility: "team",
+      author_id: who,
+      created_at: at,
+      purged: false,
+      purged_at: null,
     };
     const claim = {
-      type: "claim", claim_id: "claim_" + hex(), subject_id: "s", project_id: null, kind: "fact", statement: "x",
-      status: "superseded", visibility: "team", trust: "medium", version: 2, valid_from: at, valid_to: null, superseded_by: null,
-      disputes: [], sources: [{ observation_id: observation.observation_id, relation: "supports" }],
-      created_at: at, updated_at: at, author_id: who,
+      type: "claim",
+      claim_id: "claim_" + hex(),
+      subject_id: "s",
+      project_id: null,
+      kind: "fact",
+      statement: "x",
+      status: "superseded",
+      visibility: "team",
+      trust: "medium",
+      version: 2,
+      valid_from: at,
+      valid_to: null,
+      superseded_by: null,
+      disputes: [],
+      sources: [{ observation_id: observation.observation_id, relation: "supports" }],
+      created_at: at,
+      updated_at: at,
+      author_id: who,
     };
     const r = await importNdjson(org.api_key, [observation, claim].map((l) => JSON.stringify(l)).join("\n"));
     expect(r.status, r.text).toBe(201);
-    const wrong = await importNdjson(org.api_key, JSON.stringify({ ...claim, claim_id: "claim_" + hex(), status: "active",
-      superseded_by: claim.claim_id }));
+    const wrong = await importNdjson(
+      org.api_key,
+      JSON.stringify({ ...claim, claim_id: "claim_" + hex(), status: "active", superseded_by: claim.claim_id }),
+    );
     expectError(wrong, 400, "VALIDATION_ERROR");
     expect(wrong.json.error.message).toContain("superseded_by");
   });
@@ -317,12 +475,26 @@ describe("import", () => {
     const who = await principalOf(org.api_key);
     const at = new Date().toISOString();
     const good = {
-      type: "observation", observation_id: "obs_" + "a".repeat(32), subject_id: "s", project_id: null, kind: "note",
-      content: "original words", content_hash: contentHash("original words"), source: { type: "test", ref: "r" },
-      trust: "medium", visibility: "team", author_id: who, created_at: at, purged: false, purged_at: null,
+      type: "observation",
+      observation_id: "obs_" + "a".repeat(32),
+      subject_id: "s",
+      project_id: null,
+      kind: "note",
+      content: "original words",
+      content_hash: contentHash("original words"),
+      source: { type: "test", ref: "r" },
+      trust: "medium",
+      visibility: "team",
+      author_id: who,
+      created_at: at,
+      purged: false,
+      purged_at: null,
     };
     const header = JSON.stringify({ type: "svc.export.header", format_version: 1 });
-    const tampered = await importNdjson(org.api_key, [header, JSON.stringify({ ...good, content: "tampered words" })].join("\n"));
+    const tampered = await importNdjson(
+      org.api_key,
+      [header, JSON.stringify({ ...good, content: "tampered words" })].join("\n"),
+    );
     expectError(tampered, 400, "VALIDATION_ERROR");
     expect(tampered.json.error.message).toContain("Line 2");
     expect(tampered.json.error.message).toContain("content_hash");
@@ -336,7 +508,10 @@ describe("import", () => {
       [JSON.stringify({ ...good, content: null }), "content"],
       [JSON.stringify({ ...good, observation_id: "obs_1" }), "observation_id"],
       [[good, good].map((x) => JSON.stringify(x)).join("\n"), "duplicate"],
-      [JSON.stringify({ type: "svc.export.header", format_version: 2 }) + "\n" + JSON.stringify(good), "format_version"],
+      [
+        JSON.stringify({ type: "svc.export.header", format_version: 2 }) + "\n" + JSON.stringify(good),
+        "format_version",
+      ],
       ["", "no record lines"],
       [header, "no record lines"],
     ];
@@ -358,16 +533,48 @@ describe("import", () => {
     const now = new Date().toISOString();
     const future = "2099-01-01T00:00:00.000Z";
     const hex = (d: string) => d.repeat(32);
-    const project = { type: "project", project_id: "prj_" + hex("1"), reference: "future", created_by: who, created_at: now };
+    const project = {
+      type: "project",
+      project_id: "prj_" + hex("1"),
+      reference: "future",
+      created_by: who,
+      created_at: now,
+    };
     const observation = {
-      type: "observation", observation_id: "obs_" + hex("2"), subject_id: "s", project_id: null, kind: "note", content: "x",
-      content_hash: contentHash("x"), source: { type: "test" }, trust: "medium", visibility: "team", author_id: who, created_at: now,
-      purged: false, purged_at: null,
+      type: "observation",
+      observation_id: "obs_" + hex("2"),
+      subject_id: "s",
+      project_id: null,
+      kind: "note",
+      content: "x",
+      content_hash: contentHash("x"),
+      source: { type: "test" },
+      trust: "medium",
+      visibility: "team",
+      author_id: who,
+      created_at: now,
+      purged: false,
+      purged_at: null,
     };
     const claim = {
-      type: "claim", claim_id: "claim_" + hex("3"), subject_id: "s", project_id: null, kind: "fact", statement: "x", status: "active",
-      visibility: "team", trust: "medium", version: 1, valid_from: now, valid_to: null, superseded_by: null, disputes: [],
-      sources: [{ observation_id: observation.observation_id, relation: "supports" }], created_at: now, updated_at: now, author_id: who,
+      type: "claim",
+      claim_id: "claim_" + hex("3"),
+      subject_id: "s",
+      project_id: null,
+      kind: "fact",
+      statement: "x",
+      status: "active",
+      visibility: "team",
+      trust: "medium",
+      version: 1,
+      valid_from: now,
+      valid_to: null,
+      superseded_by: null,
+      disputes: [],
+      sources: [{ observation_id: observation.observation_id, relation: "supports" }],
+      created_at: now,
+      updated_at: now,
+      author_id: who,
     };
     const tomb = { ...observation, content: null, purged: true, purged_at: now };
     const header = JSON.stringify({ type: "svc.export.header", format_version: 1 });
@@ -383,7 +590,9 @@ describe("import", () => {
     for (const [body, line, field] of cases) {
       const r = await importNdjson(org.api_key, body);
       expectError(r, 400, "VALIDATION_ERROR");
-      expect(r.json.error.message).toBe(`${line}: Invalid field "${field}": must not be more than 5 minutes in the future.`);
+      expect(r.json.error.message).toBe(
+        `${line}: Invalid field "${field}": must not be more than 5 minutes in the future.`,
+      );
     }
     // Nothing was written by the refused imports.
     expect((await call("GET", "/v1/export", { key: org.api_key })).text.trim().split("\n")).toHaveLength(1);
@@ -391,7 +600,10 @@ describe("import", () => {
     const at = (ms: number) => new Date(Date.now() + ms).toISOString();
     const late = await importNdjson(org.api_key, lines({ ...observation, created_at: at(6 * 60_000) }));
     expectError(late, 400, "VALIDATION_ERROR");
-    const skewed = await importNdjson(org.api_key, lines({ ...observation, created_at: at(4 * 60_000) }, { ...claim, valid_to: future }));
+    const skewed = await importNdjson(
+      org.api_key,
+      lines({ ...observation, created_at: at(4 * 60_000) }, { ...claim, valid_to: future }),
+    );
     expect(skewed.status, skewed.text).toBe(201);
     const restored = await call("GET", `/v1/claims/${claim.claim_id}/evidence`, { key: org.api_key });
     expect(restored.json.data.claim.valid_to).toBe(future);
@@ -401,9 +613,16 @@ describe("import", () => {
     const org = await newOrg();
     const who = await principalOf(org.api_key);
     const at = new Date().toISOString();
-    const projects = (n: number) => Array.from({ length: n }, (_, i) => JSON.stringify({
-      type: "project", project_id: "prj_" + i.toString(16).padStart(32, "0"), reference: `ref-${i}`, created_by: who, created_at: at,
-    }));
+    const projects = (n: number) =>
+      Array.from({ length: n }, (_, i) =>
+        JSON.stringify({
+          type: "project",
+          project_id: "prj_" + i.toString(16).padStart(32, "0"),
+          reference: `ref-${i}`,
+          created_by: who,
+          created_at: at,
+        }),
+      );
     const header = JSON.stringify({ type: "svc.export.header", format_version: 1 });
     const tooMany = await importNdjson(org.api_key, projects(2001).join("\n"));
     expectError(tooMany, 400, "VALIDATION_ERROR");
@@ -419,9 +638,20 @@ describe("import", () => {
     const who = await principalOf(org.api_key);
     const at = new Date().toISOString();
     const line = JSON.stringify({
-      type: "observation", observation_id: "obs_" + "d".repeat(32), subject_id: "s", project_id: null, kind: "note",
-      content: "x", content_hash: contentHash("x"), source: { type: "test" }, trust: "verified", visibility: "team",
-      author_id: who, created_at: at, purged: false, purged_at: null,
+      type: "observation",
+      observation_id: "obs_" + "d".repeat(32),
+      subject_id: "s",
+      project_id: null,
+      kind: "note",
+      content: "x",
+      content_hash: contentHash("x"),
+      source: { type: "test" },
+      trust: "verified",
+      visibility: "team",
+      author_id: who,
+      created_at: at,
+      purged: false,
+      purged_at: null,
     });
     const noScope = await mintKey(org.api_key, { scopes: ["export:read"] });
     const r = await importNdjson(noScope.key, line);
@@ -441,9 +671,21 @@ describe("a project's workspace across export and import", () => {
     const ws = await call("POST", "/v1/workspaces", { key: a.api_key, body: { name: "legal-team" } });
     expect(ws.status, ws.text).toBe(201);
     const w = ws.json.data.workspace_id as string;
-    const p = (await call("POST", "/v1/projects/resolve", { key: a.api_key, body: { reference: "repo:legal", create: true, workspace_id: w } })).json.data.project_id;
+    const p = (
+      await call("POST", "/v1/projects/resolve", {
+        key: a.api_key,
+        body: { reference: "repo:legal", create: true, workspace_id: w },
+      })
+    ).json.data.project_id;
     const o = await appendOk(a.api_key, obs("s", "pangolin scoped evidence", { project_id: p }));
-    const made = await call("POST", "/v1/consolidations", { key: a.api_key, body: { subject_id: "s", project_id: p, claims: [{ kind: "fact", statement: "pangolin scoped claim", sources: supports(o) }] } });
+    const made = await call("POST", "/v1/consolidations", {
+      key: a.api_key,
+      body: {
+        subject_id: "s",
+        project_id: p,
+        claims: [{ kind: "fact", statement: "pangolin scoped claim", sources: supports(o) }],
+      },
+    });
     expect(made.status, made.text).toBe(201);
     const claimId = made.json.data.claims[0].claim_id as string;
     const exported = await call("GET", "/v1/export?limit=2000", { key: a.api_key });
@@ -461,7 +703,9 @@ describe("a project's workspace across export and import", () => {
     expect(r.status, r.text).toBe(201);
     expect(r.json.data).toMatchObject({ imported: { projects: 1, observations: 1, claims: 1 }, workspaces_created: 1 });
     const listed = (await call("GET", "/v1/workspaces", { key: b.api_key })).json.data.workspaces;
-    expect(listed.map((x: { workspace_id: string; name: string }) => [x.workspace_id, x.name])).toEqual([[w, "legal-team"]]);
+    expect(listed.map((x: { workspace_id: string; name: string }) => [x.workspace_id, x.name])).toEqual([
+      [w, "legal-team"],
+    ]);
     const resolved = await call("POST", "/v1/projects/resolve", { key: b.api_key, body: { reference: "repo:legal" } });
     expect(resolved.json.data).toMatchObject({ project_id: p, workspace_id: w });
     // The records are the workspace's again: an organization member outside it reads none of them.
@@ -469,14 +713,18 @@ describe("a project's workspace across export and import", () => {
     expect((await call("GET", "/v1/memories?q=pangolin", { key: member.key })).text).not.toContain(claimId);
     expectError(await call("GET", `/v1/claims/${claimId}/evidence`, { key: member.key }), 404, "NOT_FOUND");
     // Its lines export again exactly as they came in.
-    expect(parseLines((await call("GET", "/v1/export?limit=2000", { key: b.api_key })).text).slice(1))
-      .toEqual(parseLines(exported.text).slice(1));
+    expect(parseLines((await call("GET", "/v1/export?limit=2000", { key: b.api_key })).text).slice(1)).toEqual(
+      parseLines(exported.text).slice(1),
+    );
 
     // Re-import: identical, so skipped, even after the workspace was renamed; nothing created.
     await inOrg(b.org_id, (x) => x.db.run("UPDATE workspaces SET name = 'renamed' WHERE workspace_id = ?", w));
     const again = await importNdjson(b.api_key, exported.text);
     expect(again.status, again.text).toBe(200);
-    expect(again.json.data).toMatchObject({ skipped: { projects: 1, observations: 1, claims: 1 }, workspaces_created: 0 });
+    expect(again.json.data).toMatchObject({
+      skipped: { projects: 1, observations: 1, claims: 1 },
+      workspaces_created: 0,
+    });
     // A different workspace for an existing project is a different record.
     const moved = { ...projectLine, workspace_id: null, workspace_name: null };
     expectError(await importNdjson(b.api_key, JSON.stringify(moved)), 409, "CONFLICT");
@@ -485,19 +733,55 @@ describe("a project's workspace across export and import", () => {
     // workspace reader gets 403; a member outside the workspace cannot see the project at all, so it is
     // unresolved, like a missing one.
     const at = new Date().toISOString();
-    const intruder = { type: "observation", observation_id: "obs_" + "9".repeat(32), subject_id: "s", project_id: p, kind: "note",
-      content: "x", content_hash: contentHash("x"), source: { type: "test" }, trust: "medium", visibility: "team",
-      author_id: member.principal_id, created_at: at, purged: false, purged_at: null };
+    const intruder = {
+      type: "observation",
+      observation_id: "obs_" + "9".repeat(32),
+      subject_id: "s",
+      project_id: p,
+      kind: "note",
+      content: "x",
+      content_hash: contentHash("x"),
+      source: { type: "test" },
+      trust: "medium",
+      visibility: "team",
+      author_id: member.principal_id,
+      created_at: at,
+      purged: false,
+      purged_at: null,
+    };
     expectError(await importNdjson(member.key, JSON.stringify(intruder)), 400, "UNRESOLVED_REFERENCE");
     const wreader = await mintKey(b.api_key, { scopes: ["*"] });
-    expect((await call("POST", "/v1/memberships", { key: b.api_key, body: { principal_id: wreader.principal_id, role: "reader", workspace_id: w } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/memberships", {
+          key: b.api_key,
+          body: { principal_id: wreader.principal_id, role: "reader", workspace_id: w },
+        })
+      ).status,
+    ).toBe(201);
     expectError(await importNdjson(wreader.key, JSON.stringify(intruder)), 403, "FORBIDDEN");
     expect((await importNdjson(b.api_key, JSON.stringify(intruder))).status).toBe(201);
     // A project line without the workspace fields (older files) has none.
-    const plain = { type: "project", project_id: "prj_" + "7".repeat(32), reference: "repo:plain", created_by: member.principal_id, created_at: at };
+    const plain = {
+      type: "project",
+      project_id: "prj_" + "7".repeat(32),
+      reference: "repo:plain",
+      created_by: member.principal_id,
+      created_at: at,
+    };
     expect((await importNdjson(member.key, JSON.stringify(plain))).status).toBe(201);
-    expect((await call("POST", "/v1/projects/resolve", { key: b.api_key, body: { reference: "repo:plain" } })).json.data.workspace_id).toBeNull();
-    expectError(await importNdjson(b.api_key, JSON.stringify({ ...plain, project_id: "prj_" + "6".repeat(32), reference: "r6", workspace_name: "x" })), 400, "VALIDATION_ERROR");
+    expect(
+      (await call("POST", "/v1/projects/resolve", { key: b.api_key, body: { reference: "repo:plain" } })).json.data
+        .workspace_id,
+    ).toBeNull();
+    expectError(
+      await importNdjson(
+        b.api_key,
+        JSON.stringify({ ...plain, project_id: "prj_" + "6".repeat(32), reference: "r6", workspace_name: "x" }),
+      ),
+      400,
+      "VALIDATION_ERROR",
+    );
   });
 });
 
@@ -506,13 +790,29 @@ describe("export visibility of projects", () => {
     const org = await newOrg();
     const alice = await mintKey(org.api_key, { scopes: ["*"] });
     const bob = await mintKey(org.api_key, { scopes: ["*"] });
-    const secret = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:secret-name", create: true } })).json.data.project_id;
-    const open = (await call("POST", "/v1/projects/resolve", { key: alice.key, body: { reference: "repo:open-name", create: true } })).json.data.project_id;
+    const secret = (
+      await call("POST", "/v1/projects/resolve", {
+        key: alice.key,
+        body: { reference: "repo:secret-name", create: true },
+      })
+    ).json.data.project_id;
+    const open = (
+      await call("POST", "/v1/projects/resolve", {
+        key: alice.key,
+        body: { reference: "repo:open-name", create: true },
+      })
+    ).json.data.project_id;
     await appendOk(alice.key, obs("s", "x", { project_id: secret, visibility: "private" }));
     await appendOk(alice.key, obs("s", "y", { project_id: open }));
-    const mine = (await call("POST", "/v1/projects/resolve", { key: bob.key, body: { reference: "repo:bobs-empty", create: true } })).json.data.project_id;
+    const mine = (
+      await call("POST", "/v1/projects/resolve", { key: bob.key, body: { reference: "repo:bobs-empty", create: true } })
+    ).json.data.project_id;
     const exp = await call("GET", "/v1/export?type=projects", { key: bob.key });
-    const ids = exp.text.split("\n").filter(Boolean).slice(1).map((l) => JSON.parse(l).project_id);
+    const ids = exp.text
+      .split("\n")
+      .filter(Boolean)
+      .slice(1)
+      .map((l) => JSON.parse(l).project_id);
     expect(ids.sort()).toEqual([open, mine].sort());
     expect(exp.text).not.toContain("secret-name");
     const all = await call("GET", "/v1/export?type=projects", { key: alice.key });
@@ -527,13 +827,31 @@ describe("an import that fails gives back only the ids it alone claimed", () => 
     // As if x's registration had not reached the registry yet when the import claimed it.
     await runDurableObjectAlarm(orgStub(org.org_id) as unknown as DurableObjectStub);
     await durableRegistry(env.ID_REGISTRY).release(org.org_id, [x]);
-    const line = (await call("GET", "/v1/export?type=observations", { key: org.api_key })).text.trim().split("\n")
-      .map((l) => JSON.parse(l)).find((l) => l.observation_id === x);
+    const line = (await call("GET", "/v1/export?type=observations", { key: org.api_key })).text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .find((l) => l.observation_id === x);
     const at = new Date().toISOString();
     const failing = {
-      type: "claim", claim_id: "claim_" + "d".repeat(32), subject_id: "s", project_id: null, kind: "fact", statement: "cites nothing",
-      status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null, disputes: [],
-      sources: [{ observation_id: "obs_" + "9".repeat(32), relation: "supports" }], created_at: at, updated_at: at, author_id: line.author_id,
+      type: "claim",
+      claim_id: "claim_" + "d".repeat(32),
+      subject_id: "s",
+      project_id: null,
+      kind: "fact",
+      statement: "cites nothing",
+      status: "active",
+      visibility: "team",
+      trust: "medium",
+      version: 1,
+      valid_from: at,
+      valid_to: null,
+      superseded_by: null,
+      disputes: [],
+      sources: [{ observation_id: "obs_" + "9".repeat(32), relation: "supports" }],
+      created_at: at,
+      updated_at: at,
+      author_id: line.author_id,
     };
     const r = await importNdjson(org.api_key, [line, failing].map((l) => JSON.stringify(l)).join("\n"));
     expectError(r, 400, "UNRESOLVED_REFERENCE");

@@ -9,7 +9,18 @@ import { LEXICAL_CANDIDATES, LEXICAL_READS, rankTexts } from "../src/domains/mem
 import { insertClaim } from "../src/domains/memory/records";
 import { SNAPSHOT_TTL_MS } from "../src/domains/memory/search";
 import { Sql } from "../src/sql/db";
-import { appendOk, call, consolidateOk, expectError, inOrg, mintKey, newOrg, obs, orgWithTwoPrincipals, supports } from "./helpers";
+import {
+  appendOk,
+  call,
+  consolidateOk,
+  expectError,
+  inOrg,
+  mintKey,
+  newOrg,
+  obs,
+  orgWithTwoPrincipals,
+  supports,
+} from "./helpers";
 
 /** The caller's own writes: team claims, and private ones (one word, "quokka", held by no team claim). */
 const OWN_TEAM = [
@@ -60,25 +71,54 @@ async function organization(others: false | "private" | "workspace" | "retention
   // "workspace": the other principal's claims are team claims of a workspace the caller is not in.
   let project: string | undefined;
   if (others === "workspace") {
-    const ws = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "closed" } })).json.data.workspace_id;
-    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: other.principal_id, role: "member", workspace_id: ws } })).status).toBe(201);
-    project = (await call("POST", "/v1/projects/resolve", { key: other.key, body: { reference: "closed", create: true, workspace_id: ws } })).json.data.project_id;
+    const ws = (await call("POST", "/v1/workspaces", { key: org.api_key, body: { name: "closed" } })).json.data
+      .workspace_id;
+    expect(
+      (
+        await call("POST", "/v1/memberships", {
+          key: org.api_key,
+          body: { principal_id: other.principal_id, role: "member", workspace_id: ws },
+        })
+      ).status,
+    ).toBe(201);
+    project = (
+      await call("POST", "/v1/projects/resolve", {
+        key: other.key,
+        body: { reference: "closed", create: true, workspace_id: ws },
+      })
+    ).json.data.project_id;
     expect(project).toMatch(/^prj_/);
   }
   // "retention": the caller's own private preference claims (private: outside the shared statistics),
   // excluded by a retention policy on preferences once they are old.
   const writer = others === "retention" ? me : other;
-  const theirs = others === "private" ? await appendOk(other.key, obs("s", "their evidence", { visibility: "private" }))
-    : others === "workspace" ? await appendOk(other.key, obs("s", "their evidence", { project_id: project }))
-    : others === "retention" ? await appendOk(me.key, obs("s", "old evidence", { visibility: "private" }))
-    : others === "excluded" ? await appendOk(other.key, obs("s", "their evidence")) : null;
+  const theirs =
+    others === "private"
+      ? await appendOk(other.key, obs("s", "their evidence", { visibility: "private" }))
+      : others === "workspace"
+        ? await appendOk(other.key, obs("s", "their evidence", { project_id: project }))
+        : others === "retention"
+          ? await appendOk(me.key, obs("s", "old evidence", { visibility: "private" }))
+          : others === "excluded"
+            ? await appendOk(other.key, obs("s", "their evidence"))
+            : null;
   const kind = others === "retention" ? "preference" : others === "excluded" ? "summary" : "fact";
   let n = 0;
   const interleave = async () => {
     if (!theirs) return;
-    const r = await call("POST", "/v1/consolidations", { key: writer.key, body: { subject_id: "s", ...(project ? { project_id: project } : {}),
-      claims: Array.from({ length: 12 }, () => ({ kind, statement: OTHERS(n++), sources: supports(theirs),
-        ...(others === "retention" ? { visibility: "private" } : {}) })) } });
+    const r = await call("POST", "/v1/consolidations", {
+      key: writer.key,
+      body: {
+        subject_id: "s",
+        ...(project ? { project_id: project } : {}),
+        claims: Array.from({ length: 12 }, () => ({
+          kind,
+          statement: OTHERS(n++),
+          sources: supports(theirs),
+          ...(others === "retention" ? { visibility: "private" } : {}),
+        })),
+      },
+    });
     expect(r.status, r.text).toBe(201);
   };
   await interleave();
@@ -87,22 +127,41 @@ async function organization(others: false | "private" | "workspace" | "retention
     await interleave();
   }
   for (const statement of OWN_PRIVATE) {
-    await consolidateOk(me.key, "s", [{ kind: "fact", statement, sources: supports(minePrivate), visibility: "private" }]);
+    await consolidateOk(me.key, "s", [
+      { kind: "fact", statement, sources: supports(minePrivate), visibility: "private" },
+    ]);
     await interleave();
   }
   if (others === "retention") {
-    const p = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "old preferences", status: "active",
-      rules: { rules: [{ record_type: "claim", max_age_days: 365, kinds: ["preference"] }] } } });
+    const p = await call("POST", "/v1/policies", {
+      key: org.api_key,
+      body: {
+        type: "retention",
+        name: "old preferences",
+        status: "active",
+        rules: { rules: [{ record_type: "claim", max_age_days: 365, kinds: ["preference"] }] },
+      },
+    });
     expect(p.status, p.text).toBe(201);
     clock.advance(400 * 86_400_000);
     const r = await call("POST", "/v1/retention/apply", { key: org.api_key, body: { limit: 500 } });
-    expect(r.json.data, r.text).toMatchObject({ excluded: 12 * (OWN_TEAM.length + OWN_PRIVATE.length + 1), done: true });
+    expect(r.json.data, r.text).toMatchObject({
+      excluded: 12 * (OWN_TEAM.length + OWN_PRIVATE.length + 1),
+      done: true,
+    });
   }
   if (others === "excluded") {
     // Retention excludes the other principal's team claims (kind summary): nobody may retrieve them now.
     clock.advance(400 * 86_400_000);
-    const p = await call("POST", "/v1/policies", { key: org.api_key, body: { type: "retention", name: "old summaries", status: "active",
-      rules: { rules: [{ record_type: "claim", max_age_days: 365, kinds: ["summary"] }] } } });
+    const p = await call("POST", "/v1/policies", {
+      key: org.api_key,
+      body: {
+        type: "retention",
+        name: "old summaries",
+        status: "active",
+        rules: { rules: [{ record_type: "claim", max_age_days: 365, kinds: ["summary"] }] },
+      },
+    });
     expect(p.status, p.text).toBe(201);
     const r = await call("POST", "/v1/retention/apply", { key: org.api_key, body: { limit: 500 } });
     expect(r.status, r.text).toBe(200);
@@ -193,15 +252,22 @@ describe("ranking sees only what the caller may read", () => {
 
   it("takes retention-excluded claims out of the shared statistics and puts restored ones back", async () => {
     const { org } = await organization("excluded");
-    const stats = () => inOrg(org.org_id, (o) => ({
-      corpus: o.db.first<{ claims: number }>("SELECT claims FROM claim_corpus")?.claims,
-      secret: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'secret'")?.claims ?? 0,
-      billing: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'bill'")?.claims,
-    }));
+    const stats = () =>
+      inOrg(org.org_id, (o) => ({
+        corpus: o.db.first<{ claims: number }>("SELECT claims FROM claim_corpus")?.claims,
+        secret: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'secret'")?.claims ?? 0,
+        billing: o.db.first<{ claims: number }>("SELECT claims FROM claim_terms WHERE term = 'bill'")?.claims,
+      }));
     expect(await stats()).toEqual({ corpus: OWN_TEAM.length, secret: 0, billing: 3 });
     // A legal hold on one excluded claim brings it back into retrieval, and into the statistics.
-    const held = await inOrg(org.org_id, (o) => o.db.first<{ claim_id: string }>("SELECT claim_id FROM claims WHERE kind = 'summary' LIMIT 1")!.claim_id);
-    const h = await call("POST", "/v1/legal-holds", { key: org.api_key, body: { target_type: "claim", target_id: held, reason: "litigation" } });
+    const held = await inOrg(
+      org.org_id,
+      (o) => o.db.first<{ claim_id: string }>("SELECT claim_id FROM claims WHERE kind = 'summary' LIMIT 1")!.claim_id,
+    );
+    const h = await call("POST", "/v1/legal-holds", {
+      key: org.api_key,
+      body: { target_type: "claim", target_id: held, reason: "litigation" },
+    });
     expect(h.status, h.text).toBe(201);
     expect(await stats()).toEqual({ corpus: OWN_TEAM.length + 1, secret: 1, billing: 4 });
   });
@@ -226,8 +292,15 @@ describe("memories search paging", () => {
   async function seeded() {
     const org = await newOrg();
     const o = await appendOk(org.api_key, obs("s", "x"));
-    const ids = await consolidateOk(org.api_key, "s",
-      Array.from({ length: 7 }, (_, i) => ({ kind: "fact", statement: `walrus ${"tusk ".repeat(i)}fact ${i}`, sources: supports(o) })));
+    const ids = await consolidateOk(
+      org.api_key,
+      "s",
+      Array.from({ length: 7 }, (_, i) => ({
+        kind: "fact",
+        statement: `walrus ${"tusk ".repeat(i)}fact ${i}`,
+        sources: supports(o),
+      })),
+    );
     return { org, o, ids };
   }
 
@@ -237,7 +310,11 @@ describe("memories search paging", () => {
     expect(first.json.data.has_more).toBe(true);
     const seen: string[] = first.json.data.items.map((c: { claim_id: string }) => c.claim_id);
     // New claims that rank above everything, and a change of the statistics every score depends on.
-    await consolidateOk(org.api_key, "s", Array.from({ length: 6 }, () => ({ kind: "fact", statement: "walrus walrus walrus", sources: supports(o) })));
+    await consolidateOk(
+      org.api_key,
+      "s",
+      Array.from({ length: 6 }, () => ({ kind: "fact", statement: "walrus walrus walrus", sources: supports(o) })),
+    );
     clock.advance(10 * 60_000);
     let cursor = first.json.data.next_cursor;
     while (cursor) {
@@ -274,7 +351,11 @@ describe("memories search paging", () => {
     // Opaque: it carries no claim id, score or position of another record.
     expect(cursor).not.toMatch(/claim_/);
     expect(atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))).not.toMatch(/claim_|walrus/);
-    const forged = await call("GET", "/v1/memories?q=walrus&limit=3&after=eyJzIjoiMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAiLCJvIjowfQ", { key: org.api_key });
+    const forged = await call(
+      "GET",
+      "/v1/memories?q=walrus&limit=3&after=eyJzIjoiMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAiLCJvIjowfQ",
+      { key: org.api_key },
+    );
     expectError(forged, 400, "VALIDATION_ERROR");
     const stolen = await call("GET", `/v1/memories?q=walrus&limit=3&after=${cursor}`, { key: other.key });
     expectError(stolen, 400, "VALIDATION_ERROR");
@@ -293,8 +374,8 @@ describe("memories search paging", () => {
   it("sweeps expired snapshots in the alarm's search snapshot job", async () => {
     const { org } = await seeded();
     await call("GET", "/v1/memories?q=walrus&limit=3", { key: org.api_key });
-    const count = () => inOrg(org.org_id, (o) =>
-      o.db.first<{ n: number }>("SELECT count(*) AS n FROM search_snapshots")!.n);
+    const count = () =>
+      inOrg(org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM search_snapshots")!.n);
     expect(await count()).toBe(1);
     clock.advance(SNAPSHOT_TTL_MS + 1);
     await inOrg(org.org_id, (o) => o.alarm());
@@ -304,38 +385,70 @@ describe("memories search paging", () => {
 
 describe("rankTexts (channel compile's use of compile's scoring)", () => {
   const at = "2026-01-01T00:00:00.000Z";
-  const text = (seq: number, statement: string, subject_id = "s1") =>
-    ({ seq, statement, subject_id, project_id: null, trust: "verified", status: "active", created_at: at, feedback: null });
+  const text = (seq: number, statement: string, subject_id = "s1") => ({
+    seq,
+    statement,
+    subject_id,
+    project_id: null,
+    trust: "verified",
+    status: "active",
+    created_at: at,
+    feedback: null,
+  });
 
   it("scores from the served texts alone: context counts served neighbours, not gaps left by other records", () => {
-    const served = (laterSeq: number) => rankTexts([
-      text(1, "the ferry leaves the harbour at noon"),
-      text(laterSeq, "ferry tickets cost five euros"),
-      text(laterSeq + 1, "the bus stops at the square", "s2"),
-    ], { query: "ferry noon" }, Date.parse(at));
+    const served = (laterSeq: number) =>
+      rankTexts(
+        [
+          text(1, "the ferry leaves the harbour at noon"),
+          text(laterSeq, "ferry tickets cost five euros"),
+          text(laterSeq + 1, "the bus stops at the square", "s2"),
+        ],
+        { query: "ferry noon" },
+        Date.parse(at),
+      );
     const adjacent = served(2);
     // Releases of other channels (or records the gateway cannot see) written in between change nothing.
     const apart = served(40);
-    expect(apart.map((r) => [r.candidate.statement, r.score])).toEqual(adjacent.map((r) => [r.candidate.statement, r.score]));
+    expect(apart.map((r) => [r.candidate.statement, r.score])).toEqual(
+      adjacent.map((r) => [r.candidate.statement, r.score]),
+    );
     // The second ferry text holds a query word next to the best match, so it carries context (which
     // it would not about another subject): the neighbours above are really counted.
-    const otherSubject = rankTexts([text(1, "the ferry leaves the harbour at noon"), text(40, "ferry tickets cost five euros", "s3"),
-      text(41, "the bus stops at the square", "s2")],
-      { query: "ferry noon" }, Date.parse(at));
-    expect(apart.find((r) => r.candidate.seq === 40)!.score).toBeGreaterThan(otherSubject.find((r) => r.candidate.seq === 40)!.score);
+    const otherSubject = rankTexts(
+      [
+        text(1, "the ferry leaves the harbour at noon"),
+        text(40, "ferry tickets cost five euros", "s3"),
+        text(41, "the bus stops at the square", "s2"),
+      ],
+      { query: "ferry noon" },
+      Date.parse(at),
+    );
+    expect(apart.find((r) => r.candidate.seq === 40)!.score).toBeGreaterThan(
+      otherSubject.find((r) => r.candidate.seq === 40)!.score,
+    );
     expect(adjacent.map((r) => r.candidate.statement)).not.toContain("the bus stops at the square");
   });
 
   it("reads each text's own time: context only within the window, and the newer of two equal texts first", () => {
     const written = (seq: number, statement: string, created_at: string) => ({ ...text(seq, statement), created_at });
     const now = Date.parse("2026-03-01T00:00:00.000Z");
-    const second = (minutesLater: number) => rankTexts([written(1, "the ferry leaves the harbour at noon", at),
-      written(2, "ferry tickets cost five euros", new Date(Date.parse(at) + minutesLater * 60_000).toISOString())],
-      { query: "ferry noon" }, now).find((r) => r.candidate.seq === 2)!.score;
+    const second = (minutesLater: number) =>
+      rankTexts(
+        [
+          written(1, "the ferry leaves the harbour at noon", at),
+          written(2, "ferry tickets cost five euros", new Date(Date.parse(at) + minutesLater * 60_000).toISOString()),
+        ],
+        { query: "ferry noon" },
+        now,
+      ).find((r) => r.candidate.seq === 2)!.score;
     // Written half an hour after the best match it is its context; two hours after, it is not.
     expect(second(30) - second(120)).toBeGreaterThan(0.01);
-    const equal = rankTexts([written(1, "the ferry leaves at noon", "2026-02-28T00:00:00.000Z"), written(2, "the ferry leaves at noon", at)],
-      { query: "ferry noon" }, now);
+    const equal = rankTexts(
+      [written(1, "the ferry leaves at noon", "2026-02-28T00:00:00.000Z"), written(2, "the ferry leaves at noon", at)],
+      { query: "ferry noon" },
+      now,
+    );
     // Equal texts: the newer (seq 1) wins on recency, though a tie would put the later seq first.
     expect(equal.map((r) => r.candidate.seq)).toEqual([1, 2]);
   });
@@ -349,16 +462,38 @@ describe("compile's bounded lexical reads", () => {
    */
   async function commonWords(each: number) {
     const org = await newOrg();
-    const statements = ["alpha beta: the old answer", ...Array.from({ length: each }, (_, i) => [`alpha note ${i}`, `beta note ${i}`]).flat(),
-      ...Array.from({ length: 2 * each + 2 }, (_, i) => `gamma filler ${i}`)];
+    const statements = [
+      "alpha beta: the old answer",
+      ...Array.from({ length: each }, (_, i) => [`alpha note ${i}`, `beta note ${i}`]).flat(),
+      ...Array.from({ length: 2 * each + 2 }, (_, i) => `gamma filler ${i}`),
+    ];
     await inOrg(org.org_id, (store) => {
       const author = loadCaller(store.db, hashKey(org.api_key))!.principalId;
       const start = Date.parse("2026-01-01T00:00:00.000Z");
       statements.forEach((statement, i) => {
         const at = new Date(start + i * 60_000).toISOString();
-        insertClaim(store.db, { claim_id: `clm_${i.toString(16).padStart(32, "0")}`, subject_id: "s", project_id: null, kind: "fact", statement,
-          status: "active", visibility: "team", trust: "medium", version: 1, valid_from: at, valid_to: null, superseded_by: null,
-          disputes: "[]", author_id: author, created_at: at, updated_at: at }, []);
+        insertClaim(
+          store.db,
+          {
+            claim_id: `clm_${i.toString(16).padStart(32, "0")}`,
+            subject_id: "s",
+            project_id: null,
+            kind: "fact",
+            statement,
+            status: "active",
+            visibility: "team",
+            trust: "medium",
+            version: 1,
+            valid_from: at,
+            valid_to: null,
+            superseded_by: null,
+            disputes: "[]",
+            author_id: author,
+            created_at: at,
+            updated_at: at,
+          },
+          [],
+        );
       });
     });
     return org;
@@ -371,15 +506,17 @@ describe("compile's bounded lexical reads", () => {
     const out = await inOrg(org.org_id, (store) => {
       const caller = loadCaller(store.db, hashKey(org.api_key))!;
       let lexicalRows = 0;
-      const db = new Proxy(store.db, { get(t, p) {
-        const v = Reflect.get(t, p);
-        if (p !== "all") return typeof v === "function" ? v.bind(t) : v;
-        return (q: string | Sql, ...args: unknown[]) => {
-          const rows = v.call(t, q, ...args);
-          if ((q instanceof Sql ? q.text : q).includes("claims_fts MATCH")) lexicalRows += rows.length;
-          return rows;
-        };
-      } });
+      const db = new Proxy(store.db, {
+        get(t, p) {
+          const v = Reflect.get(t, p);
+          if (p !== "all") return typeof v === "function" ? v.bind(t) : v;
+          return (q: string | Sql, ...args: unknown[]) => {
+            const rows = v.call(t, q, ...args);
+            if ((q instanceof Sql ? q.text : q).includes("claims_fts MATCH")) lexicalRows += rows.length;
+            return rows;
+          };
+        },
+      });
       const ranked = rankClaims(db, caller, { query: "alpha beta" });
       return { ranked: ranked.map((r) => r.claim.claim_id), lexicalRows };
     });
@@ -392,7 +529,10 @@ describe("compile's bounded lexical reads", () => {
   it("reads every match while the words have fewer matches than the reads", async () => {
     const org = await commonWords(20);
     const ranked = await inOrg(org.org_id, (store) =>
-      rankClaims(store.db, loadCaller(store.db, hashKey(org.api_key))!, { query: "alpha beta" }).map((r) => r.claim.claim_id));
+      rankClaims(store.db, loadCaller(store.db, hashKey(org.api_key))!, { query: "alpha beta" }).map(
+        (r) => r.claim.claim_id,
+      ),
+    );
     // The first 1 + 2 × 20 claims hold a query word: all read and ranked, the one holding both first.
     const id = (i: number) => `clm_${i.toString(16).padStart(32, "0")}`;
     expect([...ranked].sort()).toEqual(Array.from({ length: 41 }, (_, i) => id(i)).sort());

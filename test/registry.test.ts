@@ -7,7 +7,17 @@ import { groupByShard, recordIdFor, registryShardOf } from "../src/registry/shar
 import { isId } from "../src/http/ids";
 import { RegistrationBatcher } from "../src/org/outbox";
 import {
-  appendOk, call, consolidateOk, expectError, failingRegistry, inOrg, newOrg, obs, orgStub, registryOwners, supports,
+  appendOk,
+  call,
+  consolidateOk,
+  expectError,
+  failingRegistry,
+  inOrg,
+  newOrg,
+  obs,
+  orgStub,
+  registryOwners,
+  supports,
 } from "./helpers";
 
 const importNdjson = (key: string, body: string) =>
@@ -15,15 +25,23 @@ const importNdjson = (key: string, body: string) =>
 
 async function exportedOrg() {
   const a = await newOrg();
-  const p = (await call("POST", "/v1/projects/resolve", { key: a.api_key, body: { reference: "repo:x", create: true } })).json.data.project_id;
+  const p = (
+    await call("POST", "/v1/projects/resolve", { key: a.api_key, body: { reference: "repo:x", create: true } })
+  ).json.data.project_id;
   const o = await appendOk(a.api_key, obs("s", "evidence", { project_id: p }));
   const [c] = await consolidateOk(a.api_key, "s", [{ kind: "fact", statement: "a fact", sources: supports(o) }]);
   const text = (await call("GET", "/v1/export", { key: a.api_key })).text;
   return { a, text, ids: [p, o, c] };
 }
 
-const recordCount = (orgId: string) => inOrg(orgId, (x) => x.db.first<{ n: number }>(
-  "SELECT (SELECT count(*) FROM projects) + (SELECT count(*) FROM observations) + (SELECT count(*) FROM claims) AS n")!.n);
+const recordCount = (orgId: string) =>
+  inOrg(
+    orgId,
+    (x) =>
+      x.db.first<{ n: number }>(
+        "SELECT (SELECT count(*) FROM projects) + (SELECT count(*) FROM observations) + (SELECT count(*) FROM claims) AS n",
+      )!.n,
+  );
 
 describe("shard routing", () => {
   it("is the first two hex characters of the id's hex part, fixed forever", () => {
@@ -33,8 +51,16 @@ describe("shard routing", () => {
     // Not an id form: still a stable shard in range.
     expect(registryShardOf("weird")).toBe(registryShardOf("weird"));
     expect(registryShardOf("weird")).toMatch(/^ids:[0-9a-f]{2}$/);
-    const grouped = groupByShard(["obs_00" + "a".repeat(30), "obs_00" + "b".repeat(30), "obs_01" + "a".repeat(30), "obs_00" + "a".repeat(30)]);
-    expect([...grouped]).toEqual([["ids:00", ["obs_00" + "a".repeat(30), "obs_00" + "b".repeat(30)]], ["ids:01", ["obs_01" + "a".repeat(30)]]]);
+    const grouped = groupByShard([
+      "obs_00" + "a".repeat(30),
+      "obs_00" + "b".repeat(30),
+      "obs_01" + "a".repeat(30),
+      "obs_00" + "a".repeat(30),
+    ]);
+    expect([...grouped]).toEqual([
+      ["ids:00", ["obs_00" + "a".repeat(30), "obs_00" + "b".repeat(30)]],
+      ["ids:01", ["obs_01" + "a".repeat(30)]],
+    ]);
   });
 });
 
@@ -54,23 +80,37 @@ describe("registration batching", () => {
   it("sends what arrives during a batch together in the next, and settles each caller with its own batch", async () => {
     const flushed: string[][] = [];
     let release!: () => void;
-    const batcher = new RegistrationBatcher(async (ids) => {
-      flushed.push(ids);
-      if (flushed.length === 1) await new Promise<void>((r) => { release = r; });
-    }, (err) => { throw err; });
+    const batcher = new RegistrationBatcher(
+      async (ids) => {
+        flushed.push(ids);
+        if (flushed.length === 1)
+          await new Promise<void>((r) => {
+            release = r;
+          });
+      },
+      (err) => {
+        throw err;
+      },
+    );
     const settled: string[] = [];
     const first = batcher.register(["a"]).then(() => settled.push("a"));
     const sameTick = batcher.register(["b"]).then(() => settled.push("b"));
     await new Promise((r) => setTimeout(r, 0));
     expect(flushed).toEqual([["a", "b"]]);
-    const later = [batcher.register(["c"]).then(() => settled.push("c")), batcher.register(["d", "e"]).then(() => settled.push("d"))];
+    const later = [
+      batcher.register(["c"]).then(() => settled.push("c")),
+      batcher.register(["d", "e"]).then(() => settled.push("d")),
+    ];
     await new Promise((r) => setTimeout(r, 0));
     // c and d wait for the batch in flight; nobody has been answered yet.
     expect(flushed).toEqual([["a", "b"]]);
     expect(settled).toEqual([]);
     release();
     await Promise.all([first, sameTick, ...later]);
-    expect(flushed).toEqual([["a", "b"], ["c", "d", "e"]]);
+    expect(flushed).toEqual([
+      ["a", "b"],
+      ["c", "d", "e"],
+    ]);
     expect(settled).toEqual(["a", "b", "c", "d"]);
     await batcher.settled();
   });
@@ -79,15 +119,23 @@ describe("registration batching", () => {
     const flushed: string[][] = [];
     const errors: unknown[] = [];
     let fail!: (err: Error) => void;
-    const batcher = new RegistrationBatcher(async (ids) => {
-      flushed.push(ids);
-      if (flushed.length === 1) await new Promise<void>((_, reject) => { fail = reject; });
-    }, (err) => errors.push(err));
+    const batcher = new RegistrationBatcher(
+      async (ids) => {
+        flushed.push(ids);
+        if (flushed.length === 1)
+          await new Promise<void>((_, reject) => {
+            fail = reject;
+          });
+      },
+      (err) => errors.push(err),
+    );
     const first = batcher.register(["a"]);
     await new Promise((r) => setTimeout(r, 0));
     const second = batcher.register(["b"]);
     let allSettled = false;
-    const all = batcher.settled().then(() => { allSettled = true; });
+    const all = batcher.settled().then(() => {
+      allSettled = true;
+    });
     fail(new Error("registry down"));
     await first;
     await second;
@@ -114,7 +162,12 @@ describe("ownership across organizations through import", () => {
   it("refuses them after the outbox drained too, and lets the owner re-import its own export", async () => {
     const { a, text, ids } = await exportedOrg();
     await runDurableObjectAlarm(orgStub(a.org_id) as unknown as DurableObjectStub);
-    expect(await inOrg(a.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    expect(
+      await inOrg(
+        a.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n,
+      ),
+    ).toBe(0);
     const b = await newOrg();
     expectError(await importNdjson(b.api_key, text), 409, "CONFLICT");
     expect(await recordCount(b.org_id)).toBe(0);
@@ -138,7 +191,11 @@ describe("ownership across organizations through import", () => {
     await durableRegistry(env.ID_REGISTRY).release(a.org_id, ids);
     const b = await newOrg();
     // The claim line references an observation the file does not carry and B does not hold: 400 after the claim.
-    const lines = text.split("\n").filter(Boolean).slice(1).filter((l) => JSON.parse(l).type !== "observation");
+    const lines = text
+      .split("\n")
+      .filter(Boolean)
+      .slice(1)
+      .filter((l) => JSON.parse(l).type !== "observation");
     const r = await importNdjson(b.api_key, lines.join("\n"));
     expectError(r, 400, "UNRESOLVED_REFERENCE");
     expect(await registryOwners(ids)).toEqual({});
@@ -151,13 +208,25 @@ describe("registry unavailable", () => {
     const { a, text, ids } = await exportedOrg();
     await durableRegistry(env.ID_REGISTRY).release(a.org_id, ids);
     const b = await newOrg();
-    const auditBefore = await inOrg(b.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM audit_log")!.n);
-    await inOrg(b.org_id, (x) => { x.deps = { ...x.deps, registry: failingRegistry }; });
+    const auditBefore = await inOrg(
+      b.org_id,
+      (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM audit_log")!.n,
+    );
+    await inOrg(b.org_id, (x) => {
+      x.deps = { ...x.deps, registry: failingRegistry };
+    });
     const r = await importNdjson(b.api_key, text);
     expectError(r, 503, "UNAVAILABLE");
     expect(await recordCount(b.org_id)).toBe(0);
-    expect(await inOrg(b.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM audit_log")!.n)).toBe(auditBefore);
-    expect(await inOrg(b.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n)).toBe(0);
+    expect(await inOrg(b.org_id, (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM audit_log")!.n)).toBe(
+      auditBefore,
+    );
+    expect(
+      await inOrg(
+        b.org_id,
+        (x) => x.db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = 'record_owner'")!.n,
+      ),
+    ).toBe(0);
     expect(await registryOwners(ids)).toEqual({});
   });
 });

@@ -13,7 +13,10 @@ function recordingIndex(sessionRows: "real" | "empty") {
       log.push(`session:${constraint}`);
       const session = env.INDEX_DB.withSession(constraint as D1SessionConstraint);
       // "empty": a replica that has not caught up with a new credential yet.
-      if (sessionRows === "empty") return { prepare: (q: string) => env.INDEX_DB.prepare(q.replace("WHERE key_hash = ?", "WHERE key_hash = ? AND 0")) } as unknown as D1DatabaseSession;
+      if (sessionRows === "empty")
+        return {
+          prepare: (q: string) => env.INDEX_DB.prepare(q.replace("WHERE key_hash = ?", "WHERE key_hash = ? AND 0")),
+        } as unknown as D1DatabaseSession;
       return session;
     },
     prepare(query: string) {
@@ -35,7 +38,10 @@ describe("credential lookup on the nearest replica", () => {
     expect(await orgForCredential(db, h)).toBe(org.org_id);
     expect(log).toEqual(["session:first-unconstrained"]);
     // Served by the real D1 session API too (not only by the recording wrapper).
-    const row = await env.INDEX_DB.withSession("first-unconstrained").prepare("SELECT org_id FROM credentials WHERE key_hash = ?").bind(h).first();
+    const row = await env.INDEX_DB.withSession("first-unconstrained")
+      .prepare("SELECT org_id FROM credentials WHERE key_hash = ?")
+      .bind(h)
+      .first();
     expect(row).toEqual({ org_id: org.org_id });
   });
 

@@ -2,7 +2,15 @@
 // over their stored terms as strings (storedBm25, equal to bm25 over the split terms), and the rest of
 // a search's order is kept as claim seqs; later pages still re-check every item for the caller now.
 import { describe, expect, it } from "vitest";
-import { bm25, phraseStems, storedBm25, storedStems, stemsOf, storedTerm, type TermStats } from "../src/domains/memory/fts";
+import {
+  bm25,
+  phraseStems,
+  storedBm25,
+  storedStems,
+  stemsOf,
+  storedTerm,
+  type TermStats,
+} from "../src/domains/memory/fts";
 import { searchMemories } from "../src/domains/memory/search";
 import { clock } from "../src/http/clock";
 import { encodeCursor } from "../src/http/cursor";
@@ -11,7 +19,17 @@ import { migrate } from "../src/org/migrate";
 import { ORG_MIGRATIONS } from "../src/org/migrations";
 import type { OrgStore } from "../src/OrgStore";
 import type { Caller } from "../src/org/request";
-import { appendOk, call, consolidateOk, expectError, inOrg, obs, orgWithTwoPrincipals, prng, supports } from "./helpers";
+import {
+  appendOk,
+  call,
+  consolidateOk,
+  expectError,
+  inOrg,
+  obs,
+  orgWithTwoPrincipals,
+  prng,
+  supports,
+} from "./helpers";
 
 describe("storedBm25", () => {
   it("scores a stored term string exactly as bm25 over its split terms, for ASCII and other text, phrases and repeats", () => {
@@ -19,7 +37,18 @@ describe("storedBm25", () => {
     const words = ["walrus", "tusks", "running", "runner", "ice", "floe", "a", "naïve", "Ελλάδα", "café", "x1", "wal"];
     const pick = () => words[Math.floor(rand() * words.length)];
     const stats: TermStats = { rows: 40, tokens: 400, held: (stem) => (stem.length * 7) % 11 };
-    const queries = ["walrus", "walrus tusks", "run", "ice-floe", "naïve café", "Ελλάδα", "wal walrus", "floe floe", "a", "x1 ice floe"];
+    const queries = [
+      "walrus",
+      "walrus tusks",
+      "run",
+      "ice-floe",
+      "naïve café",
+      "Ελλάδα",
+      "wal walrus",
+      "floe floe",
+      "a",
+      "x1 ice floe",
+    ];
     let compared = 0;
     for (let n = 0; n < 300; n++) {
       const text = Array.from({ length: Math.floor(rand() * 12) }, pick).join(rand() < 0.2 ? "-" : " ");
@@ -35,7 +64,9 @@ describe("storedBm25", () => {
     // Not trivially zero: the texts hold the query words, as one word and as phrases of adjacent terms.
     const terms = (text: string) => stemsOf(text).map(storedTerm).join(" ");
     const phrase = [phraseStems("ice-floe")];
-    expect(storedBm25(phrase, stats)(terms("ice floe ice floe floe"))).toBeGreaterThan(storedBm25(phrase, stats)(terms("ice floe floe floe floe")));
+    expect(storedBm25(phrase, stats)(terms("ice floe ice floe floe"))).toBeGreaterThan(
+      storedBm25(phrase, stats)(terms("ice floe floe floe floe")),
+    );
     expect(storedBm25(phrase, stats)(terms("ice floe floe floe floe"))).toBeGreaterThan(0);
     expect(storedBm25(phrase, stats)(terms("floe ice"))).toBe(0);
     expect(storedBm25([phraseStems("wal")], stats)(terms("walrus"))).toBe(0);
@@ -50,11 +81,28 @@ describe("search snapshots of claim seqs", () => {
     const team = await appendOk(alice.key, obs("open", "walrus notes"));
     const secret = await appendOk(alice.key, obs("alpha", "walrus secret", { visibility: "private" }));
     // Different term counts, so the order is not write order.
-    const teamIds = await consolidateOk(alice.key, "open",
-      Array.from({ length: 4 }, (_, i) => ({ kind: "fact", statement: `walrus ${"tusk ".repeat(i)}team ${i}`, sources: supports(team) })));
-    const privateIds = await consolidateOk(alice.key, "alpha",
-      Array.from({ length: 3 }, (_, i) => ({ kind: "fact", statement: `walrus walrus ${"floe ".repeat(i)}private ${i}`, sources: supports(secret) })));
-    const g = await call("POST", "/v1/grants", { key: org.api_key, body: { principal_id: bob.principal_id, permissions: ["read"], subject: "alpha" } });
+    const teamIds = await consolidateOk(
+      alice.key,
+      "open",
+      Array.from({ length: 4 }, (_, i) => ({
+        kind: "fact",
+        statement: `walrus ${"tusk ".repeat(i)}team ${i}`,
+        sources: supports(team),
+      })),
+    );
+    const privateIds = await consolidateOk(
+      alice.key,
+      "alpha",
+      Array.from({ length: 3 }, (_, i) => ({
+        kind: "fact",
+        statement: `walrus walrus ${"floe ".repeat(i)}private ${i}`,
+        sources: supports(secret),
+      })),
+    );
+    const g = await call("POST", "/v1/grants", {
+      key: org.api_key,
+      body: { principal_id: bob.principal_id, permissions: ["read"], subject: "alpha" },
+    });
     expect(g.status, g.text).toBe(201);
     return { org, alice, bob, teamIds, privateIds, grantId: g.json.data.grant_id as string };
   }
@@ -80,8 +128,12 @@ describe("search snapshots of claim seqs", () => {
     expect(first.json.data.has_more).toBe(true);
     // The snapshot holds the other five as claim seqs, best first.
     const stored = await inOrg(w.org.org_id, (o) => ({
-      rows: o.db.all<{ claim_seqs: string; principal_id: string }>("SELECT claim_seqs, principal_id FROM search_snapshots"),
-      seqOf: new Map(o.db.all<{ seq: number; claim_id: string }>("SELECT seq, claim_id FROM claims").map((c) => [c.claim_id, c.seq])),
+      rows: o.db.all<{ claim_seqs: string; principal_id: string }>(
+        "SELECT claim_seqs, principal_id FROM search_snapshots",
+      ),
+      seqOf: new Map(
+        o.db.all<{ seq: number; claim_id: string }>("SELECT seq, claim_id FROM claims").map((c) => [c.claim_id, c.seq]),
+      ),
     }));
     expect(stored.rows).toHaveLength(1);
     expect(stored.rows[0].principal_id).toBe(w.bob.principal_id);
@@ -97,30 +149,56 @@ describe("search snapshots of claim seqs", () => {
   it("refuses another principal's cursor over a snapshot of seqs, even one who may read every claim in it", async () => {
     const w = await world();
     const first = await call("GET", "/v1/memories?q=walrus&limit=2", { key: w.bob.key });
-    const forged = await call("GET", `/v1/memories?q=walrus&limit=2&after=${encodeCursor({ s: "0".repeat(32), o: 0 })}`, { key: w.alice.key });
+    const forged = await call(
+      "GET",
+      `/v1/memories?q=walrus&limit=2&after=${encodeCursor({ s: "0".repeat(32), o: 0 })}`,
+      { key: w.alice.key },
+    );
     expectError(forged, 400, "VALIDATION_ERROR");
-    const stolen = await call("GET", `/v1/memories?q=walrus&limit=2&after=${first.json.data.next_cursor}`, { key: w.alice.key });
+    const stolen = await call("GET", `/v1/memories?q=walrus&limit=2&after=${first.json.data.next_cursor}`, {
+      key: w.alice.key,
+    });
     expectError(stolen, 400, "VALIDATION_ERROR");
     expect(stolen.json.error.message).toBe(forged.json.error.message);
     // Still good for bob.
-    expect((await call("GET", `/v1/memories?q=walrus&limit=2&after=${first.json.data.next_cursor}`, { key: w.bob.key })).status).toBe(200);
+    expect(
+      (await call("GET", `/v1/memories?q=walrus&limit=2&after=${first.json.data.next_cursor}`, { key: w.bob.key }))
+        .status,
+    ).toBe(200);
   });
 });
 
 describe("0025_search_snapshots_by_seq", () => {
   it("drops snapshots of claim ids, so their cursors get the expired-cursor 400, not a 500", async () => {
     const upTo = (name: string) => ORG_MIGRATIONS.slice(0, ORG_MIGRATIONS.findIndex((m) => m.name === name) + 1);
-    const before = (name: string) => ORG_MIGRATIONS.slice(0, ORG_MIGRATIONS.findIndex((m) => m.name === name));
+    const before = (name: string) =>
+      ORG_MIGRATIONS.slice(
+        0,
+        ORG_MIGRATIONS.findIndex((m) => m.name === name),
+      );
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o: OrgStore) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
       migrate(o.db, storage, before("0025_search_snapshots_by_seq"));
       const queryKey = JSON.stringify([["walrus"], null, null, null, null, null]);
-      o.db.run("INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_ids, expires_at) VALUES (?, 'prn_a', ?, ?, ?)",
-        "a".repeat(32), queryKey, JSON.stringify(["clm_" + "1".repeat(32)]), new Date(clock.nowMs() + 600_000).toISOString());
+      o.db.run(
+        "INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_ids, expires_at) VALUES (?, 'prn_a', ?, ?, ?)",
+        "a".repeat(32),
+        queryKey,
+        JSON.stringify(["clm_" + "1".repeat(32)]),
+        new Date(clock.nowMs() + 600_000).toISOString(),
+      );
       migrate(o.db, storage, upTo("0025_search_snapshots_by_seq"));
       expect(o.db.all("SELECT * FROM search_snapshots")).toEqual([]);
-      const caller: Caller = { principalId: "prn_a", keyId: "key_a", scopes: ["*"], maxTrust: "verified", role: "owner", grants: [], workspaces: {} };
+      const caller: Caller = {
+        principalId: "prn_a",
+        keyId: "key_a",
+        scopes: ["*"],
+        maxTrust: "verified",
+        role: "owner",
+        grants: [],
+        workspaces: {},
+      };
       const answer = (s: string) => {
         try {
           searchMemories(o.db, caller, {}, "walrus", 3, encodeCursor({ s, o: 0 }), () => {});

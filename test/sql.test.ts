@@ -8,18 +8,26 @@ const inEmptyOrg = <R>(fn: Parameters<typeof inOrg<R>>[1]) => inOrg(`sql-test-${
 
 describe("the sql tag", () => {
   it("binds each value at its placeholder, booleans and undefined as the positional form does", async () => {
-    const row = await inEmptyOrg((o) => o.db.first<Record<string, unknown>>(
-      sql`SELECT ${2} - ${1} AS diff, ${"a'b"} AS quoted, ${true} AS yes, ${undefined} AS absent`));
+    const row = await inEmptyOrg((o) =>
+      o.db.first<Record<string, unknown>>(
+        sql`SELECT ${2} - ${1} AS diff, ${"a'b"} AS quoted, ${true} AS yes, ${undefined} AS absent`,
+      ),
+    );
     expect(row).toEqual({ diff: 1, quoted: "a'b", yes: 1, absent: null });
   });
 
   it("binds a list of any length as one parameter", async () => {
     const ids = Array.from({ length: 250 }, (_, i) => `id_${i}`);
-    expect(sql`x IN ${list(ids)}`).toEqual({ text: "x IN (SELECT value FROM json_each(?))", values: [JSON.stringify(ids)] });
+    expect(sql`x IN ${list(ids)}`).toEqual({
+      text: "x IN (SELECT value FROM json_each(?))",
+      values: [JSON.stringify(ids)],
+    });
     const n = await inEmptyOrg((o) => {
       // The platform refuses more than 100 bound parameters; the list needs one.
       expect(() => o.db.first(`SELECT 1 WHERE 'id_7' IN (${ids.map(() => "?").join(", ")})`, ...ids)).toThrow();
-      return o.db.first<{ n: number }>(sql`SELECT count(*) AS n FROM json_each(${JSON.stringify(ids)}) WHERE value IN ${list(ids.slice(0, 150))}`)!.n;
+      return o.db.first<{ n: number }>(
+        sql`SELECT count(*) AS n FROM json_each(${JSON.stringify(ids)}) WHERE value IN ${list(ids.slice(0, 150))}`,
+      )!.n;
     });
     expect(n).toBe(150);
   });

@@ -17,7 +17,11 @@ const DIMS = 100;
 const rand = prng(11);
 const vec = () => normalize(Float32Array.from({ length: DIMS }, () => rand() * 2 - 1));
 const items = (from: number, n: number): VectorItem[] =>
-  Array.from({ length: n }, (_, i) => ({ id: `claim_${String(from + i).padStart(4, "0")}`, values: vec(), metadata: {} }));
+  Array.from({ length: n }, (_, i) => ({
+    id: `claim_${String(from + i).padStart(4, "0")}`,
+    values: vec(),
+    metadata: {},
+  }));
 
 describe("local index bound", () => {
   it("the default bound: 32 MiB, about 140,000 vectors of 100 dimensions and 65,536 of 384", async () => {
@@ -34,10 +38,22 @@ describe("local index bound", () => {
     const org = await newOrg();
     await inOrg(org.org_id, async (o) => {
       const index = new LocalVectorIndex(o.db);
-      const counts = () => Object.fromEntries(o.db.all<{ dimensions: number; vectors: number }>(
-        "SELECT dimensions, vectors FROM local_vector_counts WHERE vectors > 0").map((r) => [r.dimensions, r.vectors]));
-      const actual = () => Object.fromEntries(o.db.all<{ dimensions: number; n: number }>(
-        "SELECT dimensions, count(*) AS n FROM local_vectors GROUP BY dimensions").map((r) => [r.dimensions, r.n]));
+      const counts = () =>
+        Object.fromEntries(
+          o.db
+            .all<{ dimensions: number; vectors: number }>(
+              "SELECT dimensions, vectors FROM local_vector_counts WHERE vectors > 0",
+            )
+            .map((r) => [r.dimensions, r.vectors]),
+        );
+      const actual = () =>
+        Object.fromEntries(
+          o.db
+            .all<{ dimensions: number; n: number }>(
+              "SELECT dimensions, count(*) AS n FROM local_vectors GROUP BY dimensions",
+            )
+            .map((r) => [r.dimensions, r.n]),
+        );
       await index.upsert(items(0, 7));
       await index.upsert(items(3, 2)); // replacements
       expect(counts()).toEqual({ 100: 7 });
@@ -106,7 +122,10 @@ describe("local index bound", () => {
       const index = new LocalVectorIndex(o.db, { cacheBytes: 2 * bytesPerVector(DIMS) });
       const rt = { config: readModelConfig({}, new Date().toISOString()), extractor: null, embedder, index };
       await index.upsert(items(0, 2));
-      expect(await vectorHits(rt, o.db, caller, { query: "anything" })).toEqual({ similarities: new Map(), ahead: expect.anything() });
+      expect(await vectorHits(rt, o.db, caller, { query: "anything" })).toEqual({
+        similarities: new Map(),
+        ahead: expect.anything(),
+      });
       await index.upsert(items(2, 1));
       expect(await vectorHits(rt, o.db, caller, { query: "anything" })).toBeNull();
     });
@@ -122,25 +141,49 @@ describe("the stem memo (the other cache ranking keeps in memory)", () => {
     expect(stemMemo.misses - misses).toBeLessThanOrEqual(1);
     expect(stemMemo.bound).toBe(50_000);
     const clears = stemMemo.clears;
-    for (let i = 0; i <= stemMemo.bound; i += 500) stemsOf(Array.from({ length: 500 }, (_, j) => word(i + j)).join(" "));
+    for (let i = 0; i <= stemMemo.bound; i += 500)
+      stemsOf(Array.from({ length: 500 }, (_, j) => word(i + j)).join(" "));
     expect(stemMemo.clears).toBeGreaterThan(clears);
   });
 });
 
 describe("migration 0036_vector_counts_and_metadata", () => {
-  it("counts the vectors already held, and queues every indexed record once more (for its metadata)", async () => {
+  it("counts the vectors already held, and queues every indexed record once more (for its metadata), due now", async () => {
     await inOrg(`migration-test-${crypto.randomUUID()}`, async (o) => {
       const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
       await storage.deleteAll();
       const at = ORG_MIGRATIONS.findIndex((m) => m.name === "0036_vector_counts_and_metadata");
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, at));
-      for (const [id, dims] of [["claim_a", 100], ["claim_b", 100], ["claim_c", 384]] as const) {
-        o.db.run("INSERT INTO local_vectors (record_id, dimensions, inv_norm, data) VALUES (?, ?, 1, ?)", id, dims, new Int8Array(dims).buffer);
-        o.db.run("INSERT INTO indexed_records (record_id, model, dimensions, indexed_at) VALUES (?, 'm', ?, ?)", id, dims, `2026-01-0${dims === 384 ? 1 : 2}T00:00:00.000Z`);
+      for (const [id, dims] of [
+        ["claim_a", 100],
+        ["claim_b", 100],
+        ["claim_c", 384],
+      ] as const) {
+        o.db.run(
+          "INSERT INTO local_vectors (record_id, dimensions, inv_norm, data) VALUES (?, ?, 1, ?)",
+          id,
+          dims,
+          new Int8Array(dims).buffer,
+        );
+        o.db.run(
+          "INSERT INTO indexed_records (record_id, model, dimensions, indexed_at) VALUES (?, 'm', ?, ?)",
+          id,
+          dims,
+          `2026-01-0${dims === 384 ? 1 : 2}T00:00:00.000Z`,
+        );
       }
       migrate(o.db, storage, ORG_MIGRATIONS.slice(0, at + 1));
-      expect(o.db.all("SELECT dimensions, vectors FROM local_vector_counts ORDER BY dimensions")).toEqual([{ dimensions: 100, vectors: 2 }, { dimensions: 384, vectors: 1 }]);
-      expect(o.db.all<{ payload: string }>("SELECT payload FROM outbox WHERE topic = 'index' ORDER BY seq").map((r) => r.payload)).toEqual(["claim_c", "claim_a", "claim_b"]);
+      expect(o.db.all("SELECT dimensions, vectors FROM local_vector_counts ORDER BY dimensions")).toEqual([
+        { dimensions: 100, vectors: 2 },
+        { dimensions: 384, vectors: 1 },
+      ]);
+      expect(
+        o.db
+          .all<{ payload: string }>("SELECT payload FROM outbox WHERE topic = 'index' ORDER BY seq")
+          .map((r) => r.payload),
+      ).toEqual(["claim_c", "claim_a", "claim_b"]);
+      // Due now, so the next alarm drains them without waiting for a write.
+      expect(o.db.first("SELECT value FROM org_meta WHERE name = 'job_due:index_drain'")).toEqual({ value: "0" });
     });
   });
 });

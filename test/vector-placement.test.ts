@@ -25,12 +25,12 @@ describe("vectorIndexFor", () => {
     const three = ["memory-a", "memory-b", "memory-c"];
     const counts: Record<string, number> = {};
     for (const o of orgs) counts[vectorIndexFor(o, three)] = (counts[vectorIndexFor(o, three)] ?? 0) + 1;
-    for (const name of three) expect(counts[name]).toBeGreaterThan(orgs.length / 3 * 0.85);
+    for (const name of three) expect(counts[name]).toBeGreaterThan((orgs.length / 3) * 0.85);
     const four = [...three, "memory-d"];
     const moved = orgs.filter((o) => vectorIndexFor(o, three) !== vectorIndexFor(o, four));
     // Every organization that moved went to the new index, and about a quarter moved.
     expect(moved.every((o) => vectorIndexFor(o, four) === "memory-d")).toBe(true);
-    expect(moved.length).toBeGreaterThan(orgs.length / 4 * 0.8);
-    expect(moved.length).toBeLessThan(orgs.length / 4 * 1.2);
+    expect(moved.length).toBeGreaterThan((orgs.length / 4) * 0.8);
+    expect(moved.length).toBeLessThan((orgs.length / 4) * 1.2);
   });
 });

@@ -5,9 +5,15 @@
 import { describe, expect, it } from "vitest";
 import { dot, LocalVectorIndex, quantize, queryScale } from "../src/vector/local-index";
 import { VectorRows } from "../src/vector/scan-kernel";
-import { ACCEPT_ALL, type AcceptIds, normalize, type VectorAsk, type VectorHit, type VectorItem } from "../src/vector/types";
+import {
+  ACCEPT_ALL,
+  type AcceptIds,
+  normalize,
+  type VectorAsk,
+  type VectorHit,
+  type VectorItem,
+} from "../src/vector/types";
 import { inOrg, newOrg, prng } from "./helpers";
-
 
 /** An ask by `accept` alone (the local index narrows by the read rule; ways are Vectorize's). */
 const asking = (accept: AcceptIds): VectorAsk => ({ ways: [{}], accept });
@@ -18,8 +24,14 @@ function vectors(rand: () => number, n: number, dims: number): VectorItem[] {
   const out: VectorItem[] = [];
   for (let i = 0; i < n; i++) {
     const id = `clm_${Math.floor(rand() * 1e9).toString(36)}_${i}`;
-    if (i > 0 && rand() < 0.05) { out.push({ id, values: Float32Array.from(out[Math.floor(rand() * out.length)].values), metadata: {} }); continue; }
-    if (rand() < 0.01) { out.push({ id, values: new Float32Array(dims), metadata: {} }); continue; }
+    if (i > 0 && rand() < 0.05) {
+      out.push({ id, values: Float32Array.from(out[Math.floor(rand() * out.length)].values), metadata: {} });
+      continue;
+    }
+    if (rand() < 0.01) {
+      out.push({ id, values: new Float32Array(dims), metadata: {} });
+      continue;
+    }
     const c = centres[Math.floor(rand() * centres.length)];
     const spread = rand() < 0.5 ? 0.05 : 1;
     out.push({ id, values: normalize(Float32Array.from(c, (x) => x + spread * (rand() * 2 - 1))), metadata: {} });
@@ -38,11 +50,16 @@ function plainScan(stored: Map<string, Float32Array>, q: Float32Array, k: number
   return all.filter((h) => ok.has(h.id)).slice(0, Math.min(100, k));
 }
 
-const refusing = (keepOneIn: number): AcceptIds => (ids) => new Set(ids.filter((id) => {
-  let h = 0;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619);
-  return (h >>> 0) % keepOneIn === 0;
-}));
+const refusing =
+  (keepOneIn: number): AcceptIds =>
+  (ids) =>
+    new Set(
+      ids.filter((id) => {
+        let h = 0;
+        for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 16777619);
+        return (h >>> 0) % keepOneIn === 0;
+      }),
+    );
 
 describe("local index scan kernel", () => {
   it("runs in workerd and gives the plain integer dot products", async () => {
@@ -54,14 +71,21 @@ describe("local index scan kernel", () => {
       const n = 50;
       for (let i = 0; i < n * stride; i++) rows.data[i] = i % stride < dims ? Math.round(rand() * 254 - 127) : 0;
       const scale = queryScale(stride);
-      const extreme = new Int16Array(stride), random = new Int16Array(stride);
+      const extreme = new Int16Array(stride),
+        random = new Int16Array(stride);
       for (let i = 0; i < dims; i++) {
         extreme[i] = i % 7 === 0 ? scale : -scale; // the extreme sums
         random[i] = Math.round(rand() * 2 * scale - scale);
       }
       for (let s = 0; s < n; s++) rows.norms[s] = rand();
-      const plain = (q: Int16Array) => Array.from({ length: n }, (_, s) => { let a = 0; for (let i = 0; i < dims; i++) a += rows.data[s * stride + i] * q[i]; return a; });
-      const H = plain(extreme), R = plain(random);
+      const plain = (q: Int16Array) =>
+        Array.from({ length: n }, (_, s) => {
+          let a = 0;
+          for (let i = 0; i < dims; i++) a += rows.data[s * stride + i] * q[i];
+          return a;
+        });
+      const H = plain(extreme),
+        R = plain(random);
       const norms = rows.norms.slice(0, n);
       rows.grow(500); // rows and norms survive the memory's growth
       expect(rows.norms.slice(0, n)).toEqual(norms);
@@ -89,13 +113,18 @@ describe("local index scan kernel", () => {
           const some = [...stored.keys()].filter(() => rand() < 0.02);
           await index.remove(some.slice(0, some.length >> 1));
           for (const id of some.slice(0, some.length >> 1)) stored.delete(id);
-          const again = some.slice(some.length >> 1).map((id) => ({ id, values: vectors(rand, 1, dims)[0].values, metadata: {} }));
+          const again = some
+            .slice(some.length >> 1)
+            .map((id) => ({ id, values: vectors(rand, 1, dims)[0].values, metadata: {} }));
           await index.upsert(again);
           for (const v of again) stored.set(v.id, v.values);
 
           // The same rows (loaded fresh: `index` is their writer) with the query rounded to 1 or 7
           // levels a side: a wide band to re-score, still the same answer.
-          const coarse = [new LocalVectorIndex(o.db, { maxQueryScale: 1 }), new LocalVectorIndex(o.db, { maxQueryScale: 7 })];
+          const coarse = [
+            new LocalVectorIndex(o.db, { maxQueryScale: 1 }),
+            new LocalVectorIndex(o.db, { maxQueryScale: 7 }),
+          ];
           const stores = [...stored.values()];
           const queries = [
             stores[Math.floor(rand() * stores.length)], // an exact match, and its duplicates tie
@@ -104,7 +133,14 @@ describe("local index scan kernel", () => {
             normalize(Float32Array.from({ length: dims }, (_, i) => (i === 3 ? 1 : 1e-9 * rand()))), // one large component
           ];
           for (const q of queries) {
-            for (const [k, accept] of [[100, ACCEPT_ALL], [10, ACCEPT_ALL], [1, ACCEPT_ALL], [100, refusing(10)], [100, refusing(500)], [5, () => new Set<string>()]] as const) {
+            for (const [k, accept] of [
+              [100, ACCEPT_ALL],
+              [10, ACCEPT_ALL],
+              [1, ACCEPT_ALL],
+              [100, refusing(10)],
+              [100, refusing(500)],
+              [5, () => new Set<string>()],
+            ] as const) {
               const fast = await index.query(q, k, asking(accept));
               expect(fast).toEqual(index.queryReference(q, k, accept));
               expect(fast).toEqual(plainScan(stored, q, k, accept));
@@ -114,8 +150,12 @@ describe("local index scan kernel", () => {
         }
         // A fresh index loads the same rows from SQLite and answers the same.
         const q = normalize(Float32Array.from({ length: dims }, () => rand() * 2 - 1));
-        expect(await new LocalVectorIndex(o.db).query(q, 100, asking(refusing(3)))).toEqual(await index.query(q, 100, asking(refusing(3))));
-        expect(await new LocalVectorIndex(o.db, { kernel: false }).query(q, 100, asking(refusing(3)))).toEqual(plainScan(stored, q, 100, refusing(3)));
+        expect(await new LocalVectorIndex(o.db).query(q, 100, asking(refusing(3)))).toEqual(
+          await index.query(q, 100, asking(refusing(3))),
+        );
+        expect(await new LocalVectorIndex(o.db, { kernel: false }).query(q, 100, asking(refusing(3)))).toEqual(
+          plainScan(stored, q, 100, refusing(3)),
+        );
       });
     });
   }
@@ -126,18 +166,32 @@ describe("local index scan kernel", () => {
       const dims = 64;
       const index = new LocalVectorIndex(o.db);
       const items: VectorItem[] = [];
-      const e = (i: number, x = 127) => { const v = new Float32Array(dims); v[0] = 127; if (i) v[i] = x; return v; };
+      const e = (i: number, x = 127) => {
+        const v = new Float32Array(dims);
+        v[0] = 127;
+        if (i) v[i] = x;
+        return v;
+      };
       for (let i = 0; i < 390; i++) items.push({ id: `a_${String(i).padStart(4, "0")}`, values: e(0), metadata: {} });
       // Equal norms; score = (127 q0 + q_i) / |v|: distinct real scores, several per float32 value, the
       // smaller id holding the lower real score, right at the 400th place.
-      for (let i = 1; i <= 40; i++) items.push({ id: `g_${String(i).padStart(4, "0")}`, values: e(i, 1), metadata: {} });
-      for (let i = 0; i < 80; i++) { const v = new Float32Array(dims); v[63] = 127; items.push({ id: `z_${i}`, values: v, metadata: {} }); }
+      for (let i = 1; i <= 40; i++)
+        items.push({ id: `g_${String(i).padStart(4, "0")}`, values: e(i, 1), metadata: {} });
+      for (let i = 0; i < 80; i++) {
+        const v = new Float32Array(dims);
+        v[63] = 127;
+        items.push({ id: `z_${i}`, values: v, metadata: {} });
+      }
       await index.upsert(items);
       const q = new Float32Array(dims);
       q[0] = 1;
       for (let i = 1; i <= 40; i++) q[i] = i * 6.35e-7;
       const notA: AcceptIds = (ids) => new Set(ids.filter((id) => !id.startsWith("a_")));
-      for (const [k, accept] of [[100, notA], [100, ACCEPT_ALL], [10, notA]] as const) {
+      for (const [k, accept] of [
+        [100, notA],
+        [100, ACCEPT_ALL],
+        [10, notA],
+      ] as const) {
         const ref = index.queryReference(q, k, accept);
         expect(new Set(ref.map((h) => h.score)).size).toBeLessThan(ref.length); // ties exist
         expect(await index.query(q, k, asking(accept))).toEqual(ref);
@@ -151,13 +205,24 @@ describe("local index scan kernel", () => {
       const rand = prng(5);
       const index = new LocalVectorIndex(o.db);
       const stored = new Map<string, Float32Array>();
-      const add = Array.from({ length: 7000 }, (_, i) => ({ id: `c_${i}`, values: normalize(Float32Array.from({ length: 100 }, () => rand() * 2 - 1)), metadata: {} }));
+      const add = Array.from({ length: 7000 }, (_, i) => ({
+        id: `c_${i}`,
+        values: normalize(Float32Array.from({ length: 100 }, () => rand() * 2 - 1)),
+        metadata: {},
+      }));
       for (const v of add) stored.set(v.id, v.values);
       await index.upsert(add);
       const q = normalize(Float32Array.from({ length: 100 }, () => rand() * 2 - 1));
-      for (const accept of [() => new Set<string>(), refusing(2000), (ids: string[]) => new Set(ids.filter((id) => id === "c_17"))] as AcceptIds[]) {
+      for (const accept of [
+        () => new Set<string>(),
+        refusing(2000),
+        (ids: string[]) => new Set(ids.filter((id) => id === "c_17")),
+      ] as AcceptIds[]) {
         const seen: number[] = [];
-        const counting: AcceptIds = (ids) => { seen.push(...ids.map((id) => Number(id.slice(2)))); return accept(ids); };
+        const counting: AcceptIds = (ids) => {
+          seen.push(...ids.map((id) => Number(id.slice(2))));
+          return accept(ids);
+        };
         const fast = await index.query(q, 100, asking(counting));
         expect(fast).toEqual(plainScan(stored, q, 100, accept));
         // Every slot offered at most once, so the walk never goes back over what it offered.

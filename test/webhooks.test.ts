@@ -3,8 +3,18 @@ import { verify } from "@octokit/webhooks-methods";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Webhook } from "standardwebhooks";
 import {
-  claimDeliveries, DeliveriesInFlight, DRAIN_WAIT_MS, fetchSender, MAX_ATTEMPTS, parseRetrySchedule, RECLAIM_AFTER_MS, retryScheduleOf, type Sender,
-  SEND_CONCURRENCY, SPEC_RETRY_SCHEDULE_MS, webhookDeliveryJob,
+  claimDeliveries,
+  DeliveriesInFlight,
+  DRAIN_WAIT_MS,
+  fetchSender,
+  MAX_ATTEMPTS,
+  parseRetrySchedule,
+  RECLAIM_AFTER_MS,
+  retryScheduleOf,
+  type Sender,
+  SEND_CONCURRENCY,
+  SPEC_RETRY_SCHEDULE_MS,
+  webhookDeliveryJob,
 } from "../src/domains/webhooks/delivery";
 import { webhookUrlProblem } from "../src/domains/webhooks/url-guard";
 import type { EventRow } from "../src/org/events";
@@ -38,7 +48,10 @@ const recordingSender = (): Sender => {
 };
 
 /** Give one organization's Durable Object another outbound sender (its dependency, not a module global). */
-const useSender = (orgId: string, send: Sender) => inOrg(orgId, (o) => { o.deps = { ...o.deps, sendWebhook: send }; });
+const useSender = (orgId: string, send: Sender) =>
+  inOrg(orgId, (o) => {
+    o.deps = { ...o.deps, sendWebhook: send };
+  });
 
 /** Every organization in this file delivers to the recording sender. */
 const newOrg = async () => {
@@ -57,15 +70,25 @@ afterEach(() => {
 });
 
 const register = async (key: string, body: Record<string, unknown> = {}) => {
-  const r = await call("POST", "/v1/webhooks", { key, body: { url: "https://hooks.example.com/in", secret, events: ["*"], ...body } });
+  const r = await call("POST", "/v1/webhooks", {
+    key,
+    body: { url: "https://hooks.example.com/in", secret, events: ["*"], ...body },
+  });
   expect(r.status, r.text).toBe(201);
   return r.json.data as { webhook_id: string };
 };
 const drain = (key: string, body: Record<string, unknown> = {}) => call("POST", "/v1/webhooks/deliver", { key, body });
 
 interface Delivery {
-  id: string; event_id: string; status: string; attempts: number;
-  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; failure_reason: string | null; created_at: string;
+  id: string;
+  event_id: string;
+  status: string;
+  attempts: number;
+  last_attempt_at: string | null;
+  next_retry_at: string | null;
+  response_status: number | null;
+  failure_reason: string | null;
+  created_at: string;
 }
 const deliveries = async (key: string, webhookId: string): Promise<Delivery[]> =>
   (await call("GET", `/v1/webhooks/${webhookId}/deliveries?limit=200`, { key })).json.data.deliveries;
@@ -81,17 +104,47 @@ const ownerOf = async (key: string) => (await call("GET", "/v1/principal", { key
  * Events committed straight into the log, `actorId`'s, without making the delivery job due (a route's
  * commit would, and the alarm would claim them before the test does what it means to).
  */
-const insertEvents = (orgId: string, actorId: string, n: number, extra: Partial<EventInput> = {}) => inOrg(orgId, (o) =>
-  storageOf(o).transactionSync(() => Array.from({ length: n }, (_, i) => insertEvent(o.db, actorId, {
-    kind: "observation.appended", resourceType: "observation", resourceId: `obs_${String(i).padStart(32, "0")}`, payload: { subject_id: "s", n: i }, ...extra,
-  }, clock.nowIso()))));
+const insertEvents = (orgId: string, actorId: string, n: number, extra: Partial<EventInput> = {}) =>
+  inOrg(orgId, (o) =>
+    storageOf(o).transactionSync(() =>
+      Array.from({ length: n }, (_, i) =>
+        insertEvent(
+          o.db,
+          actorId,
+          {
+            kind: "observation.appended",
+            resourceType: "observation",
+            resourceId: `obs_${String(i).padStart(32, "0")}`,
+            payload: { subject_id: "s", n: i },
+            ...extra,
+          },
+          clock.nowIso(),
+        ),
+      ),
+    ),
+  );
 /** The crash: an event committed and its delivery claimed ('sending'), then the instance dies before it sends. */
-const claimThenCrash = (orgId: string, actorId: string, extra: Partial<EventInput> = {}) => inOrg(orgId, (o) => {
-  const storage = storageOf(o);
-  const eventId = storage.transactionSync(() => insertEvent(o.db, actorId, {
-    kind: "observation.appended", resourceType: "observation", resourceId: `obs_${"1".repeat(32)}`, payload: { subject_id: "s" }, ...extra }, clock.nowIso()));
-  return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId)).map((j) => j.deliveryId);
-});
+const claimThenCrash = (orgId: string, actorId: string, extra: Partial<EventInput> = {}) =>
+  inOrg(orgId, (o) => {
+    const storage = storageOf(o);
+    const eventId = storage.transactionSync(() =>
+      insertEvent(
+        o.db,
+        actorId,
+        {
+          kind: "observation.appended",
+          resourceType: "observation",
+          resourceId: `obs_${"1".repeat(32)}`,
+          payload: { subject_id: "s" },
+          ...extra,
+        },
+        clock.nowIso(),
+      ),
+    );
+    return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId)).map(
+      (j) => j.deliveryId,
+    );
+  });
 
 describe("webhook registration", () => {
   it.each([
@@ -128,14 +181,25 @@ describe("webhook registration", () => {
     expect(r.json.error.message).toContain('"url"');
   });
 
-  it.each(["https://hooks.example.com/x", "http://localhost:8080/hook", "http://127.0.0.1:9/h", "https://8.8.8.8/h", "https://[2606:4700::1111]/h"])(
-    "accepts %s", (url) => expect(webhookUrlProblem(url)).toBeNull());
+  it.each([
+    "https://hooks.example.com/x",
+    "http://localhost:8080/hook",
+    "http://127.0.0.1:9/h",
+    "https://8.8.8.8/h",
+    "https://[2606:4700::1111]/h",
+  ])("accepts %s", (url) => expect(webhookUrlProblem(url)).toBeNull());
 
   it("validates secret and events, never echoes the secret, returns the signing object", async () => {
     const org = await newOrg();
     const base = { url: "https://hooks.example.com/x", secret, events: ["claim.revoked"] };
-    for (const body of [{ ...base, secret: "short" }, { ...base, events: [] }, { ...base, events: ["no.such"] },
-      { ...base, events: Array.from({ length: 51 }, () => "claim.revoked") }, { ...base, url: undefined }, { ...base, extra: 1 }])
+    for (const body of [
+      { ...base, secret: "short" },
+      { ...base, events: [] },
+      { ...base, events: ["no.such"] },
+      { ...base, events: Array.from({ length: 51 }, () => "claim.revoked") },
+      { ...base, url: undefined },
+      { ...base, extra: 1 },
+    ])
       expectError(await call("POST", "/v1/webhooks", { key: org.api_key, body }), 400, "VALIDATION_ERROR");
     const r = await call("POST", "/v1/webhooks", { key: org.api_key, body: base });
     expect(r.status).toBe(201);
@@ -156,9 +220,22 @@ describe("webhook registration", () => {
     const org = await newOrg();
     const other = await newOrg();
     const ro = await mintKey(org.api_key, { scopes: ["webhooks:read"] });
-    expectError(await call("POST", "/v1/webhooks", { key: ro.key, body: { url: "https://a.example.com/", secret, events: ["*"] } }), 403, "FORBIDDEN");
+    expectError(
+      await call("POST", "/v1/webhooks", {
+        key: ro.key,
+        body: { url: "https://a.example.com/", secret, events: ["*"] },
+      }),
+      403,
+      "FORBIDDEN",
+    );
     const hook = await register(org.api_key);
-    for (const [m, p] of [["DELETE", ""], ["POST", "/pause"], ["POST", "/resume"], ["GET", "/deliveries"], ["POST", `/deliveries/dlv_${"0".repeat(32)}/retry`]]) {
+    for (const [m, p] of [
+      ["DELETE", ""],
+      ["POST", "/pause"],
+      ["POST", "/resume"],
+      ["GET", "/deliveries"],
+      ["POST", `/deliveries/dlv_${"0".repeat(32)}/retry`],
+    ]) {
       const foreign = await call(m, `/v1/webhooks/${hook.webhook_id}${p}`, { key: other.api_key });
       const missing = await call(m, `/v1/webhooks/whk_${"0".repeat(32)}${p}`, { key: other.api_key });
       expectError(foreign, 404, "NOT_FOUND");
@@ -172,10 +249,14 @@ describe("who manages a webhook", () => {
   /** A key holding every scope for a new principal with `role` (minted principals start as members). */
   const principalWithRole = async (ownerKey: string, role: "admin" | "member" | "reader") => {
     const k = await mintKey(ownerKey, { scopes: ["*"] });
-    if (role !== "member") expect((await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } })).status).toBe(201);
+    if (role !== "member")
+      expect(
+        (await call("POST", "/v1/memberships", { key: ownerKey, body: { principal_id: k.principal_id, role } })).status,
+      ).toBe(201);
     return k;
   };
-  const listed = async (key: string) => (await call("GET", "/v1/webhooks", { key })).json.data.webhooks.map((w: any) => w.webhook_id);
+  const listed = async (key: string) =>
+    (await call("GET", "/v1/webhooks", { key })).json.data.webhooks.map((w: any) => w.webhook_id);
 
   it("lists a member's and a reader's own hooks only; owners and admins see every hook", async () => {
     const org = await newOrg();
@@ -185,7 +266,14 @@ describe("who manages a webhook", () => {
     const owners = await register(org.api_key, { url: "https://hooks.example.com/in?token=owner-token" });
     const members = await register(member.key);
     const later = await register(demoted.key);
-    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: demoted.principal_id, role: "reader" } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/memberships", {
+          key: org.api_key,
+          body: { principal_id: demoted.principal_id, role: "reader" },
+        })
+      ).status,
+    ).toBe(201);
     const reader = await principalWithRole(org.api_key, "reader");
     const all = [owners.webhook_id, members.webhook_id, later.webhook_id];
     expect(await listed(org.api_key)).toEqual(all);
@@ -204,7 +292,13 @@ describe("who manages a webhook", () => {
     const other = await principalWithRole(org.api_key, "member");
     const owners = await register(org.api_key);
     const members = await register(member.key);
-    const actions: [string, string][] = [["GET", "/deliveries"], ["POST", `/deliveries/dlv_${"0".repeat(32)}/retry`], ["POST", "/pause"], ["POST", "/resume"], ["DELETE", ""]];
+    const actions: [string, string][] = [
+      ["GET", "/deliveries"],
+      ["POST", `/deliveries/dlv_${"0".repeat(32)}/retry`],
+      ["POST", "/pause"],
+      ["POST", "/resume"],
+      ["DELETE", ""],
+    ];
     for (const [method, suffix] of actions) {
       const missing = await call(method, `/v1/webhooks/whk_${"0".repeat(32)}${suffix}`, { key: other.key });
       expectError(missing, 404, "NOT_FOUND");
@@ -216,12 +310,20 @@ describe("who manages a webhook", () => {
       expect([asMember.status, asMember.json.error]).toEqual([404, missing.json.error]);
     }
     expect(await listed(org.api_key)).toHaveLength(2); // nothing was paused or deleted by the refused calls
-    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks.map((w: any) => w.status)).toEqual(["active", "active"]);
+    expect(
+      (await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks.map((w: any) => w.status),
+    ).toEqual(["active", "active"]);
     // The creator manages its own; an admin and the owner manage anyone's.
-    expect((await call("POST", `/v1/webhooks/${members.webhook_id}/pause`, { key: member.key })).json.data.status).toBe("paused");
-    expect((await call("POST", `/v1/webhooks/${members.webhook_id}/resume`, { key: admin.key })).json.data.status).toBe("active");
+    expect((await call("POST", `/v1/webhooks/${members.webhook_id}/pause`, { key: member.key })).json.data.status).toBe(
+      "paused",
+    );
+    expect((await call("POST", `/v1/webhooks/${members.webhook_id}/resume`, { key: admin.key })).json.data.status).toBe(
+      "active",
+    );
     expect((await call("GET", `/v1/webhooks/${members.webhook_id}/deliveries`, { key: org.api_key })).status).toBe(200);
-    expect((await call("POST", `/v1/webhooks/${owners.webhook_id}/pause`, { key: admin.key })).json.data.status).toBe("paused");
+    expect((await call("POST", `/v1/webhooks/${owners.webhook_id}/pause`, { key: admin.key })).json.data.status).toBe(
+      "paused",
+    );
     expect((await call("DELETE", `/v1/webhooks/${members.webhook_id}`, { key: org.api_key })).status).toBe(200);
     expect((await call("DELETE", `/v1/webhooks/${owners.webhook_id}`, { key: org.api_key })).status).toBe(200);
   });
@@ -239,7 +341,10 @@ describe("delivery", () => {
     const events = (await call("GET", "/v1/events", { key: org.api_key })).json.data.events;
     expect(events.map((e: any) => e.resource_id)).toEqual([id]);
     expect(decodeCursor(d1.json.data.cursor, (_v): _v is unknown => true)).toEqual([events[0].id]);
-    expect((await drain(org.api_key, { after: d1.json.data.cursor })).json.data).toMatchObject({ events_drained: 0, cursor: d1.json.data.cursor });
+    expect((await drain(org.api_key, { after: d1.json.data.cursor })).json.data).toMatchObject({
+      events_drained: 0,
+      cursor: d1.json.data.cursor,
+    });
     expect(sent).toHaveLength(1);
     const s = sent[0];
     // What a receiver needs to act without parsing the body: the event, its resource and its time.
@@ -256,9 +361,24 @@ describe("delivery", () => {
     expect(sent).toHaveLength(1);
     const list = await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries`, { key: org.api_key });
     expect(list.json.data.deliveries).toHaveLength(1);
-    expect(list.json.data.deliveries[0]).toMatchObject({ id: s.headers["x-svc-delivery"], status: "delivered", attempts: 1, response_status: 200, next_retry_at: null });
-    expect(Object.keys(list.json.data.deliveries[0]).sort()).toEqual(
-      ["attempts", "created_at", "event_id", "failure_reason", "id", "last_attempt_at", "next_retry_at", "response_status", "status"]);
+    expect(list.json.data.deliveries[0]).toMatchObject({
+      id: s.headers["x-svc-delivery"],
+      status: "delivered",
+      attempts: 1,
+      response_status: 200,
+      next_retry_at: null,
+    });
+    expect(Object.keys(list.json.data.deliveries[0]).sort()).toEqual([
+      "attempts",
+      "created_at",
+      "event_id",
+      "failure_reason",
+      "id",
+      "last_attempt_at",
+      "next_retry_at",
+      "response_status",
+      "status",
+    ]);
     expect(id).toMatch(/^obs_/);
   });
 
@@ -271,7 +391,8 @@ describe("delivery", () => {
     await appendOk(other.key, obs("s", "private to other", { visibility: "private" }));
     await drain(org.api_key);
     expect(sent).toHaveLength(1);
-    const claimsHook = (await call("GET", `/v1/webhooks/${claims.webhook_id}/deliveries`, { key: org.api_key })).json.data.deliveries;
+    const claimsHook = (await call("GET", `/v1/webhooks/${claims.webhook_id}/deliveries`, { key: org.api_key })).json
+      .data.deliveries;
     expect(claimsHook).toHaveLength(0);
     expect(JSON.parse(sent[0].body).visibility).toBe("team");
   });
@@ -294,9 +415,15 @@ describe("delivery", () => {
     const fromStart = await drain(member.key, { limit: 200 });
     expect(fromStart.json.data).toEqual({ events_drained: 1, cursor, pending_deliveries: 0 });
     // The other principal sees its own three, and the team one, pending at its own hook.
-    expect((await drain(other.key, { limit: 200 })).json.data).toMatchObject({ events_drained: 4, pending_deliveries: 4 });
+    expect((await drain(other.key, { limit: 200 })).json.data).toMatchObject({
+      events_drained: 4,
+      pending_deliveries: 4,
+    });
     // The owner manages both hooks but reads only the team event: one pending delivery.
-    expect((await drain(org.api_key, { limit: 200 })).json.data).toMatchObject({ events_drained: 1, pending_deliveries: 1 });
+    expect((await drain(org.api_key, { limit: 200 })).json.data).toMatchObject({
+      events_drained: 1,
+      pending_deliveries: 1,
+    });
   });
 
   it("sends exactly once when drains run concurrently", async () => {
@@ -340,15 +467,19 @@ describe("delivery", () => {
     expect(await status()).toMatchObject({ status: "disabled", failure_count: 10 });
     const rows = await deliveries(org.api_key, hook.webhook_id);
     expect(rows.map((d) => [d.status, d.next_retry_at])).toEqual(Array.from({ length: 12 }, () => ["failed", null]));
-    expect(rows.map((d) => [d.attempts, d.failure_reason]).sort()).toEqual(
-      [...Array(2).fill([4, "hook_disabled"]), ...Array(10).fill([5, "attempts_exhausted"])]);
+    expect(rows.map((d) => [d.attempts, d.failure_reason]).sort()).toEqual([
+      ...Array(2).fill([4, "hook_disabled"]),
+      ...Array(10).fill([5, "attempts_exhausted"]),
+    ]);
     const p = await call("POST", `/v1/webhooks/${hook.webhook_id}/pause`, { key: org.api_key });
     expectError(p, 403, "FORBIDDEN");
     expect(p.json.error.message).toBe("Cannot pause a disabled webhook.");
     const r = await call("POST", `/v1/webhooks/${hook.webhook_id}/resume`, { key: org.api_key });
     expectError(r, 403, "FORBIDDEN");
     expect(r.json.error.message).toBe("Cannot resume a disabled webhook. Re-register it.");
-    const again = await call("POST", `/v1/webhooks/${hook.webhook_id}/deliveries/${rows[0].id}/retry`, { key: org.api_key });
+    const again = await call("POST", `/v1/webhooks/${hook.webhook_id}/deliveries/${rows[0].id}/retry`, {
+      key: org.api_key,
+    });
     expectError(again, 403, "FORBIDDEN");
     expect(again.json.error.message).toBe("Cannot redeliver to a disabled webhook. Re-register it.");
   });
@@ -363,11 +494,17 @@ describe("delivery", () => {
       clock.advance(SPEC_RETRY_SCHEDULE_MS[n - 1]);
       await runAlarm(org.org_id);
     }
-    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 3 });
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({
+      status: "active",
+      failure_count: 3,
+    });
     respond = () => 200;
     await appendOk(org.api_key, obs("s", "delivered"));
     await drain(org.api_key);
-    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 0 });
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({
+      status: "active",
+      failure_count: 0,
+    });
   });
 
   it("pauses delivery while events accrue; resume resets failure_count and delivers them", async () => {
@@ -413,7 +550,11 @@ describe("delivery", () => {
     expect(d.json.data).toMatchObject({ deleted: true, deliveries_removed: 1 });
     const left = await inOrg(org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM deliveries")!.n);
     expect(left).toBe(0);
-    expectError(await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries`, { key: org.api_key }), 404, "NOT_FOUND");
+    expectError(
+      await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries`, { key: org.api_key }),
+      404,
+      "NOT_FOUND",
+    );
   });
 
   it("pages deliveries newest first", async () => {
@@ -422,10 +563,18 @@ describe("delivery", () => {
     for (let i = 0; i < 3; i++) await appendOk(org.api_key, obs("s", `n${i}`));
     await drain(org.api_key);
     const p1 = await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries?limit=2`, { key: org.api_key });
-    const p2 = await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries?limit=2&after=${p1.json.data.next_cursor}`, { key: org.api_key });
+    const p2 = await call(
+      "GET",
+      `/v1/webhooks/${hook.webhook_id}/deliveries?limit=2&after=${p1.json.data.next_cursor}`,
+      { key: org.api_key },
+    );
     const ids = [...p1.json.data.deliveries, ...p2.json.data.deliveries].map((d: any) => d.id);
     expect(ids).toEqual(sent.map((s) => s.headers["x-svc-delivery"]).reverse());
-    expectError(await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries?limit=201`, { key: org.api_key }), 400, "VALIDATION_ERROR");
+    expectError(
+      await call("GET", `/v1/webhooks/${hook.webhook_id}/deliveries?limit=201`, { key: org.api_key }),
+      400,
+      "VALIDATION_ERROR",
+    );
   });
 
   it("emits no events and audits every administrative change", async () => {
@@ -435,13 +584,22 @@ describe("delivery", () => {
     await call("POST", `/v1/webhooks/${hook.webhook_id}/resume`, { key: org.api_key });
     await call("DELETE", `/v1/webhooks/${hook.webhook_id}`, { key: org.api_key });
     const rows = await inOrg(org.org_id, (o) => ({
-      audit: o.db.all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ? ORDER BY seq", hook.webhook_id).map((r) => r.action),
+      audit: o.db
+        .all<{ action: string }>("SELECT action FROM audit_log WHERE resource_id = ? ORDER BY seq", hook.webhook_id)
+        .map((r) => r.action),
       events: o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n,
     }));
-    expect(rows).toEqual({ audit: ["webhook.created", "webhook.paused", "webhook.resumed", "webhook.deleted"], events: 0 });
+    expect(rows).toEqual({
+      audit: ["webhook.created", "webhook.paused", "webhook.resumed", "webhook.deleted"],
+      events: 0,
+    });
     await drain(org.api_key, { limit: 7 });
-    const drained = await inOrg(org.org_id, (o) => o.db.all<{ detail: string }>("SELECT detail FROM audit_log WHERE action = 'webhook.drained'"));
-    expect(drained.map((d) => JSON.parse(d.detail))).toEqual([{ after: null, limit: 7, events_drained: 0, cursor: null, pending_deliveries: 0 }]);
+    const drained = await inOrg(org.org_id, (o) =>
+      o.db.all<{ detail: string }>("SELECT detail FROM audit_log WHERE action = 'webhook.drained'"),
+    );
+    expect(drained.map((d) => JSON.parse(d.detail))).toEqual([
+      { after: null, limit: 7, events_drained: 0, cursor: null, pending_deliveries: 0 },
+    ]);
   });
 });
 
@@ -461,14 +619,19 @@ describe("the real sender", () => {
     expect(calls[0].redirect).toBe("manual");
     // A timeout signal bounds every delivery attempt.
     expect(calls[0].signal).toBeInstanceOf(AbortSignal);
-    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ status: "pending", attempts: 1, response_status: 302 }]);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([
+      { status: "pending", attempts: 1, response_status: 302 },
+    ]);
   });
 });
 
 describe("background delivery", () => {
   it("is reported enabled with the configured interval", async () => {
     const ready = await call("GET", "/readyz");
-    expect(ready.json.data.capabilities).toMatchObject({ background_repair: "enabled", maintenance_interval_seconds: 15 });
+    expect(ready.json.data.capabilities).toMatchObject({
+      background_repair: "enabled",
+      maintenance_interval_seconds: 15,
+    });
   });
 
   it("makes the first attempt promptly: a commit with events makes the job due now, and the alarm fires by itself", async () => {
@@ -495,8 +658,11 @@ describe("background delivery", () => {
     await vi.waitFor(() => expect(sent).toHaveLength(3));
     await runAlarm(org.org_id);
     await drain(org.api_key);
-    expect(sent.map((s) => [new URL(s.url).host, JSON.parse(s.body).subject_id]).sort()).toEqual(
-      [["first.example.com", "s"], ["first.example.com", "s"], ["second.example.com", "s"]]);
+    expect(sent.map((s) => [new URL(s.url).host, JSON.parse(s.body).subject_id]).sort()).toEqual([
+      ["first.example.com", "s"],
+      ["first.example.com", "s"],
+      ["second.example.com", "s"],
+    ]);
     expect(new Set(sent.map((s) => s.headers["x-svc-event-id"] + s.url)).size).toBe(3);
   });
 });
@@ -548,26 +714,42 @@ describe("retries, driven by the organization's alarm", () => {
       expect(sent, `after the wait that follows attempt ${n}`).toHaveLength(n + 1);
     }
     const [row] = await deliveries(org.api_key, hook.webhook_id);
-    expect(row).toMatchObject({ status: "failed", attempts: 5, next_retry_at: null, response_status: 500, failure_reason: "attempts_exhausted" });
+    expect(row).toMatchObject({
+      status: "failed",
+      attempts: 5,
+      next_retry_at: null,
+      response_status: 500,
+      failure_reason: "attempts_exhausted",
+    });
     expect(await deliveryDueAt(org.org_id)).toBeNull();
     clock.advance(SPEC_RETRY_SCHEDULE_MS[4] * 2);
     await runAlarm(org.org_id);
     await drain(org.api_key);
     expect(sent).toHaveLength(5);
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"]))).toEqual(new Set([row.id]));
-    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 1 });
+    expect((await call("GET", "/v1/webhooks", { key: org.api_key })).json.data.webhooks[0]).toMatchObject({
+      status: "active",
+      failure_count: 1,
+    });
     expect((await drain(org.api_key)).json.data.pending_deliveries).toBe(0);
   });
 
   it("retries by itself on a short schedule (WEBHOOK_RETRY_SCHEDULE), with no clock moved and no drain", async () => {
     const org = await newOrg();
-    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookRetrySchedule: parseRetrySchedule("100ms,100ms,100ms,100ms")! }; });
+    await inOrg(org.org_id, (o) => {
+      o.deps = { ...o.deps, webhookRetrySchedule: parseRetrySchedule("100ms,100ms,100ms,100ms")! };
+    });
     const hook = await register(org.api_key);
     respond = (n) => (n <= 2 ? 503 : 204);
     await appendOk(org.api_key, obs("s", "x"));
-    await vi.waitFor(async () => expect((await deliveries(org.api_key, hook.webhook_id))[0]).toMatchObject({ status: "delivered", attempts: 3 }),
-      { timeout: 5_000, interval: 50 });
-    const gaps = sent.slice(1).map((s, i) => Number(s.headers["webhook-timestamp"]) - Number(sent[i].headers["webhook-timestamp"]));
+    await vi.waitFor(
+      async () =>
+        expect((await deliveries(org.api_key, hook.webhook_id))[0]).toMatchObject({ status: "delivered", attempts: 3 }),
+      { timeout: 5_000, interval: 50 },
+    );
+    const gaps = sent
+      .slice(1)
+      .map((s, i) => Number(s.headers["webhook-timestamp"]) - Number(sent[i].headers["webhook-timestamp"]));
     expect(gaps.every((g) => g >= 0 && g <= 2)).toBe(true);
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(1);
   });
@@ -580,7 +762,13 @@ describe("retries, driven by the organization's alarm", () => {
       return n <= 8 ? 500 : 200;
     };
     for (let i = 0; i < 8; i++) await appendOk(org.api_key, obs("s", `n${i}`));
-    await Promise.all([runAlarm(org.org_id), drain(org.api_key), drain(org.api_key), runAlarm(org.org_id), drain(org.api_key)]);
+    await Promise.all([
+      runAlarm(org.org_id),
+      drain(org.api_key),
+      drain(org.api_key),
+      runAlarm(org.org_id),
+      drain(org.api_key),
+    ]);
     expect(sent).toHaveLength(8);
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(8);
     // Every retry is due: the alarm and two drains all claim due retries at once.
@@ -589,9 +777,12 @@ describe("retries, driven by the organization's alarm", () => {
     await Promise.all([runAlarm(org.org_id), drain(org.api_key), drain(org.api_key)]);
     await runAlarm(org.org_id);
     const perDelivery = new Map<string, number>();
-    for (const s of sent) perDelivery.set(s.headers["x-svc-delivery"], (perDelivery.get(s.headers["x-svc-delivery"]) ?? 0) + 1);
+    for (const s of sent)
+      perDelivery.set(s.headers["x-svc-delivery"], (perDelivery.get(s.headers["x-svc-delivery"]) ?? 0) + 1);
     expect([...perDelivery.values()]).toEqual(Array.from({ length: 8 }, () => 2));
-    expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => [d.status, d.attempts])).toEqual(Array.from({ length: 8 }, () => ["delivered", 2]));
+    expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => [d.status, d.attempts])).toEqual(
+      Array.from({ length: 8 }, () => ["delivered", 2]),
+    );
   });
 
   it("a paused hook accrues new events and due retries, and resumes where it stopped", async () => {
@@ -618,7 +809,11 @@ describe("retries, driven by the organization's alarm", () => {
     await runAlarm(org.org_id);
     expect(sent.map((s) => JSON.parse(s.body).subject_id)).toHaveLength(4);
     const rows = await deliveries(org.api_key, hook.webhook_id);
-    expect(rows.map((d) => [d.status, d.attempts])).toEqual([["delivered", 1], ["delivered", 1], ["delivered", 2]]);
+    expect(rows.map((d) => [d.status, d.attempts])).toEqual([
+      ["delivered", 1],
+      ["delivered", 1],
+      ["delivered", 2],
+    ]);
   });
 });
 
@@ -628,7 +823,9 @@ describe("a hook paused while its deliveries are being sent", () => {
     const hook = await register(org.api_key);
     const path = `/v1/webhooks/${hook.webhook_id}`;
     // The drain answers without waiting for its sends.
-    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ wait: async () => {} }) }; });
+    await inOrg(org.org_id, (o) => {
+      o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ wait: async () => {} }) };
+    });
     const hanging: ((status: number) => void)[] = [];
     respond = (n) => (n <= SEND_CONCURRENCY ? new Promise<number>((r) => hanging.push(r)) : 200);
     await insertEvents(org.org_id, await ownerOf(org.api_key), 8);
@@ -637,8 +834,13 @@ describe("a hook paused while its deliveries are being sent", () => {
     await vi.waitFor(() => expect(sent).toHaveLength(6));
     await call("POST", `${path}/pause`, { key: org.api_key });
     await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
-    await vi.waitFor(async () => expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status).sort())
-      .toEqual([...Array(6).fill("delivered"), "pending", "pending"]));
+    await vi.waitFor(async () =>
+      expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status).sort()).toEqual([
+        ...Array(6).fill("delivered"),
+        "pending",
+        "pending",
+      ]),
+    );
     expect(sent).toHaveLength(6);
     const waiting = (await deliveries(org.api_key, hook.webhook_id)).filter((d) => d.status === "pending");
     expect(waiting.map((d) => d.attempts)).toEqual([0, 0]);
@@ -667,7 +869,14 @@ describe("a claim its hook may no longer send", () => {
     clock.advance(RECLAIM_AFTER_MS);
     await drain(org.api_key); // reclaims the claim; the check at the send finds the event unreadable
     expect(sent).toHaveLength(0);
-    const failed = { id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, response_status: null, failure_reason: "event_unreadable" };
+    const failed = {
+      id: claimed[0],
+      status: "failed",
+      attempts: 0,
+      next_retry_at: null,
+      response_status: null,
+      failure_reason: "event_unreadable",
+    };
     expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([failed]);
     // The read comes back: the row still holds the (webhook, event) pair, so no drain or alarm sends it
     // again under another delivery id (its first sender may have sent it before it died).
@@ -683,7 +892,10 @@ describe("a claim its hook may no longer send", () => {
     expect(sent).toHaveLength(0);
     expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([failed]);
     // An unsent delivery is no failure of the receiver: it costs the hook nothing.
-    expect((await call("GET", "/v1/webhooks", { key: member.key })).json.data.webhooks[0]).toMatchObject({ status: "active", failure_count: 0 });
+    expect((await call("GET", "/v1/webhooks", { key: member.key })).json.data.webhooks[0]).toMatchObject({
+      status: "active",
+      failure_count: 0,
+    });
   });
 
   it("ends failed, unsent, when its hook was disabled between claim and send", async () => {
@@ -693,13 +905,18 @@ describe("a claim its hook may no longer send", () => {
     const claimed = await claimThenCrash(org.org_id, await ownerOf(org.api_key));
     // Removing the member from the organization disables its hooks.
     const memberships = (await call("GET", "/v1/memberships?limit=200", { key: org.api_key })).json.data.memberships;
-    const membership = memberships.find((m: any) => m.principal_id === member.principal_id && m.workspace_id === null).membership_id;
-    expect((await call("DELETE", `/v1/memberships/${membership}`, { key: org.api_key })).json.data.webhooks_disabled).toBe(1);
+    const membership = memberships.find(
+      (m: any) => m.principal_id === member.principal_id && m.workspace_id === null,
+    ).membership_id;
+    expect(
+      (await call("DELETE", `/v1/memberships/${membership}`, { key: org.api_key })).json.data.webhooks_disabled,
+    ).toBe(1);
     clock.advance(RECLAIM_AFTER_MS);
     await drain(org.api_key);
     expect(sent).toHaveLength(0);
-    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject(
-      [{ id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, failure_reason: "hook_disabled" }]);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([
+      { id: claimed[0], status: "failed", attempts: 0, next_retry_at: null, failure_reason: "hook_disabled" },
+    ]);
   });
 });
 
@@ -715,12 +932,15 @@ describe("no hook holds up the others", () => {
   it("an alarm pass sends another hook's deliveries beside a receiver that never answers, claims for each hook what it may send at once, and ends at its budget", async () => {
     const org = await newOrg();
     const budget = gatedWaits();
-    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: budget.wait }) }; });
+    await inOrg(org.org_id, (o) => {
+      o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: budget.wait }) };
+    });
     const stuck = await register(org.api_key, { url: "https://stuck.example.com/in" });
     const healthy = await register(org.api_key, { url: "https://healthy.example.com/in" });
     const hanging: ((status: number) => void)[] = [];
     let stuckAnswers = false;
-    respond = (n) => (!stuckAnswers && sent[n - 1].url.includes("stuck") ? new Promise<number>((r) => hanging.push(r)) : 200);
+    respond = (n) =>
+      !stuckAnswers && sent[n - 1].url.includes("stuck") ? new Promise<number>((r) => hanging.push(r)) : 200;
     // Ten events, and the delivery job due: one alarm pass takes them.
     await insertEvents(org.org_id, await ownerOf(org.api_key), 10);
     await inOrg(org.org_id, async (o) => {
@@ -728,9 +948,14 @@ describe("no hook holds up the others", () => {
       await storageOf(o).setAlarm(clock.nowMs() + HOUR);
     });
     let passEnded = false;
-    const pass = runAlarm(org.org_id).then((ran) => { passEnded = true; return ran; });
+    const pass = runAlarm(org.org_id).then((ran) => {
+      passEnded = true;
+      return ran;
+    });
     // All ten of the healthy hook go out in this pass, while the stuck receiver holds its sends.
-    await vi.waitFor(async () => expect(await statuses(org.api_key, healthy.webhook_id)).toEqual(Array(10).fill("delivered")));
+    await vi.waitFor(async () =>
+      expect(await statuses(org.api_key, healthy.webhook_id)).toEqual(Array(10).fill("delivered")),
+    );
     expect(passEnded).toBe(false);
     // The stuck hook was claimed only what it may send at once: six sends in flight; its other four
     // events wait unclaimed at its position.
@@ -749,7 +974,9 @@ describe("no hook holds up the others", () => {
     // The receiver answers at last; the next pass sends the stuck hook's four others.
     stuckAnswers = true;
     await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
-    await vi.waitFor(async () => expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("delivered")));
+    await vi.waitFor(async () =>
+      expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("delivered")),
+    );
     clock.advance(HOUR);
     await runAlarm(org.org_id);
     expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(10).fill("delivered"));
@@ -760,7 +987,9 @@ describe("no hook holds up the others", () => {
   it("a drain waits only for the hooks its caller manages, and for those at most its bound", async () => {
     const org = await newOrg();
     const bound = gatedWaits();
-    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: bound.wait }) }; });
+    await inOrg(org.org_id, (o) => {
+      o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight({ passBudgetMs: HOUR, wait: bound.wait }) };
+    });
     const member = await mintKey(org.api_key, { scopes: ["*"] });
     const stuck = await register(org.api_key, { url: "https://stuck.example.com/in" });
     const own = await register(member.key, { url: "https://member.example.com/in" });
@@ -774,7 +1003,10 @@ describe("no hook holds up the others", () => {
     await vi.waitFor(() => expect(sent.filter((s) => s.url.includes("stuck"))).toHaveLength(2));
     // The owner manages both: its drain waits for the stuck hook too, until its bound runs out.
     let answered = false;
-    const owners = drain(org.api_key).then((r) => { answered = true; return r; });
+    const owners = drain(org.api_key).then((r) => {
+      answered = true;
+      return r;
+    });
     // (An alarm pass may have waited too, for its own budget: only the drains' waits are counted.)
     const drainWaits = () => bound.waits.filter((w) => w.ms === DRAIN_WAIT_MS);
     await vi.waitFor(() => expect(drainWaits()).toHaveLength(2));
@@ -799,13 +1031,19 @@ describe("reclaiming a delivery whose sender died", () => {
     const early = await drain(org.api_key);
     expect(sent).toHaveLength(0);
     expect(early.json.data.pending_deliveries).toBe(1);
-    expect((await deliveries(org.api_key, hook.webhook_id))[0]).toMatchObject({ id: claimed[0], status: "sending", attempts: 0 });
+    expect((await deliveries(org.api_key, hook.webhook_id))[0]).toMatchObject({
+      id: claimed[0],
+      status: "sending",
+      attempts: 0,
+    });
 
     clock.advance(1_000);
     const reclaimed = await drain(org.api_key);
     expect(sent.map((s) => s.headers["x-svc-delivery"])).toEqual(claimed);
     expect(reclaimed.json.data.pending_deliveries).toBe(0);
-    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ id: claimed[0], status: "delivered", attempts: 1, response_status: 200 }]);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([
+      { id: claimed[0], status: "delivered", attempts: 1, response_status: 200 },
+    ]);
 
     // Delivered is final: later drains, however late, never send it again.
     clock.advance(RECLAIM_AFTER_MS * 2);
@@ -839,7 +1077,9 @@ describe("reclaiming a delivery whose sender died", () => {
     await drain(org.api_key, { after: last }); // reclaims only claims no pass of this object holds
     expect(sent).toHaveLength(1);
     // The object restarts: what it held is forgotten, and the claim is sent again under the same delivery id.
-    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight() }; });
+    await inOrg(org.org_id, (o) => {
+      o.deps = { ...o.deps, webhookDeliveries: new DeliveriesInFlight() };
+    });
     await drain(org.api_key, { after: last });
     const id = sent[0].headers["x-svc-delivery"];
     expect(sent.map((s) => s.headers["x-svc-delivery"])).toEqual([id, id]);
@@ -870,15 +1110,29 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     respond = () => 200;
     const r = await redeliver(org.api_key, hook.webhook_id, row.id);
     expect(r.status, r.text).toBe(200);
-    expect(r.json.data).toMatchObject({ id: row.id, event_id: row.event_id, status: "pending", attempts: 5, response_status: 500, failure_reason: null });
+    expect(r.json.data).toMatchObject({
+      id: row.id,
+      event_id: row.event_id,
+      status: "pending",
+      attempts: 5,
+      response_status: 500,
+      failure_reason: null,
+    });
     expect(Math.abs(Date.parse(r.json.data.next_retry_at) - clock.nowMs())).toBeLessThan(1_000);
     expect(await deliveryDueAt(org.org_id)).toBeLessThanOrEqual(clock.nowMs());
     await runAlarm(org.org_id);
-    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ id: row.id, status: "delivered", attempts: 6, response_status: 200 }]);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([
+      { id: row.id, status: "delivered", attempts: 6, response_status: 200 },
+    ]);
     expect(sent.map((s) => s.headers["x-svc-delivery"])).toEqual(Array.from({ length: 6 }, () => row.id));
-    const audit = await inOrg(org.org_id, (o) => o.db.all<{ action: string; resource_id: string; detail: string }>(
-      "SELECT action, resource_id, detail FROM audit_log WHERE action = 'webhook.redelivered'"));
-    expect(audit.map((a) => [a.resource_id, JSON.parse(a.detail)])).toEqual([[hook.webhook_id, { delivery_id: row.id, event_id: row.event_id }]]);
+    const audit = await inOrg(org.org_id, (o) =>
+      o.db.all<{ action: string; resource_id: string; detail: string }>(
+        "SELECT action, resource_id, detail FROM audit_log WHERE action = 'webhook.redelivered'",
+      ),
+    );
+    expect(audit.map((a) => [a.resource_id, JSON.parse(a.detail)])).toEqual([
+      [hook.webhook_id, { delivery_id: row.id, event_id: row.event_id }],
+    ]);
     expect(await inOrg(org.org_id, (o) => o.db.first<{ n: number }>("SELECT count(*) AS n FROM events")!.n)).toBe(1); // no event
   });
 
@@ -887,7 +1141,9 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     const { hook, row } = await failedDelivery(org.org_id, org.api_key);
     expect((await redeliver(org.api_key, hook.webhook_id, row.id)).status).toBe(200);
     await runAlarm(org.org_id);
-    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([{ id: row.id, status: "failed", attempts: 6, next_retry_at: null, failure_reason: "attempts_exhausted" }]);
+    expect(await deliveries(org.api_key, hook.webhook_id)).toMatchObject([
+      { id: row.id, status: "failed", attempts: 6, next_retry_at: null, failure_reason: "attempts_exhausted" },
+    ]);
   });
 
   it("refuses every other state with 400 naming it", async () => {
@@ -901,9 +1157,21 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     await drain(org.api_key);
     const claimed = await inOrg(org.org_id, (o) => {
       const storage = storageOf(o);
-      const eventId = storage.transactionSync(() => insertEvent(o.db, "prn_x", {
-        kind: "observation.appended", resourceType: "observation", resourceId: `obs_${"2".repeat(32)}`, payload: {} }, clock.nowIso()));
-      return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId))[0].deliveryId;
+      const eventId = storage.transactionSync(() =>
+        insertEvent(
+          o.db,
+          "prn_x",
+          {
+            kind: "observation.appended",
+            resourceType: "observation",
+            resourceId: `obs_${"2".repeat(32)}`,
+            payload: {},
+          },
+          clock.nowIso(),
+        ),
+      );
+      return claimDeliveries(o.db, storage, o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId))[0]
+        .deliveryId;
     });
     const rows = await deliveries(org.api_key, hook.webhook_id);
     expect(rows.map((d) => d.status)).toEqual(["sending", "delivered", "pending"]);
@@ -913,7 +1181,11 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
       expectError(r, 400, "VALIDATION_ERROR");
       expect(r.json.error.message).toBe(`Only a failed delivery can be redelivered; this one is ${d.status}.`);
     }
-    expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status)).toEqual(["sending", "delivered", "pending"]);
+    expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status)).toEqual([
+      "sending",
+      "delivered",
+      "pending",
+    ]);
   });
 
   it("answers an unknown, foreign, other hook's or unreadable delivery, and a hook the caller does not manage, like a missing one", async () => {
@@ -933,13 +1205,18 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     expectError(missing, 404, "NOT_FOUND");
     const missingHook = await redeliver(bob.key, `whk_${"0".repeat(32)}`, row.id);
     expectError(missingHook, 404, "NOT_FOUND");
-    const same = (r: Awaited<ReturnType<typeof call>>, like: Awaited<ReturnType<typeof call>>) => expect([r.status, r.json.error]).toEqual([404, like.json.error]);
+    const same = (r: Awaited<ReturnType<typeof call>>, like: Awaited<ReturnType<typeof call>>) =>
+      expect([r.status, r.json.error]).toEqual([404, like.json.error]);
     same(await redeliver(alice.key, second.webhook_id, row.id), missing); // a delivery of another hook
     same(await redeliver(org.api_key, hook.webhook_id, privateRow.id), missing); // an event the caller may not read
     same(await redeliver(bob.key, hook.webhook_id, row.id), missingHook); // another member's hook
     same(await redeliver(other.api_key, hook.webhook_id, row.id), missingHook); // another organization
     // A malformed delivery id is no route at all.
-    expectError(await call("POST", `/v1/webhooks/${hook.webhook_id}/deliveries/not-an-id/retry`, { key: alice.key }), 404, "NOT_FOUND");
+    expectError(
+      await call("POST", `/v1/webhooks/${hook.webhook_id}/deliveries/not-an-id/retry`, { key: alice.key }),
+      404,
+      "NOT_FOUND",
+    );
     expect((await deliveries(alice.key, hook.webhook_id)).find((d) => d.id === row.id)!.status).toBe("failed");
   });
 
@@ -947,13 +1224,30 @@ describe("redelivery: POST /v1/webhooks/:id/deliveries/:delivery_id/retry", () =
     const org = await newOrg();
     const member = await mintKey(org.api_key, { scopes: ["*"] });
     const admin = await mintKey(org.api_key, { scopes: ["*"] });
-    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: admin.principal_id, role: "admin" } })).status).toBe(201);
-    const readOnly = await mintKey(org.api_key, { scopes: ["webhooks:read", "events:read"], principal_id: member.principal_id });
+    expect(
+      (
+        await call("POST", "/v1/memberships", {
+          key: org.api_key,
+          body: { principal_id: admin.principal_id, role: "admin" },
+        })
+      ).status,
+    ).toBe(201);
+    const readOnly = await mintKey(org.api_key, {
+      scopes: ["webhooks:read", "events:read"],
+      principal_id: member.principal_id,
+    });
     const { hook, row } = await failedDelivery(org.org_id, member.key);
     const denied = await redeliver(readOnly.key, hook.webhook_id, row.id);
     expectError(denied, 403, "FORBIDDEN");
     expect(denied.json.error.message).toContain('"webhooks:write"');
-    expect((await call("POST", "/v1/memberships", { key: org.api_key, body: { principal_id: member.principal_id, role: "reader" } })).status).toBe(201);
+    expect(
+      (
+        await call("POST", "/v1/memberships", {
+          key: org.api_key,
+          body: { principal_id: member.principal_id, role: "reader" },
+        })
+      ).status,
+    ).toBe(201);
     expectError(await redeliver(member.key, hook.webhook_id, row.id), 403, "FORBIDDEN"); // its creator, now a reader
     expect((await redeliver(admin.key, hook.webhook_id, row.id)).json.data.status).toBe("pending");
     await runAlarm(org.org_id);
@@ -982,7 +1276,9 @@ describe("Standard Webhooks 1.0 signatures", () => {
     clock.advance(SPEC_RETRY_SCHEDULE_MS[0]);
     await runAlarm(org.org_id);
     const [, retry] = sent;
-    expect(Number(retry.headers["webhook-timestamp"]) - Number(first.headers["webhook-timestamp"])).toBeGreaterThanOrEqual(60);
+    expect(
+      Number(retry.headers["webhook-timestamp"]) - Number(first.headers["webhook-timestamp"]),
+    ).toBeGreaterThanOrEqual(60);
     expect(retry.headers["webhook-id"]).toBe(first.headers["webhook-id"]);
     expect(retry.headers["webhook-timestamp"]).not.toBe(first.headers["webhook-timestamp"]);
     expect(retry.headers["webhook-signature"]).not.toBe(first.headers["webhook-signature"]);
@@ -995,7 +1291,9 @@ describe("the retry schedule", () => {
   it("parses WEBHOOK_RETRY_SCHEDULE; SPEC's schedule when unset or malformed", () => {
     expect(retryScheduleOf({})).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 43_200_000]);
     expect(retryScheduleOf({ WEBHOOK_RETRY_SCHEDULE: "2s,2s,2s,2s,2s" })).toEqual([2_000, 2_000, 2_000, 2_000, 2_000]);
-    expect(retryScheduleOf({ WEBHOOK_RETRY_SCHEDULE: " 500ms, 1m ,2h,1d " })).toEqual([500, 60_000, 7_200_000, 86_400_000]);
+    expect(retryScheduleOf({ WEBHOOK_RETRY_SCHEDULE: " 500ms, 1m ,2h,1d " })).toEqual([
+      500, 60_000, 7_200_000, 86_400_000,
+    ]);
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
     for (const bad of ["2", "2x", "0s", "-1s", "1.5s", "2s,,2s", "soon"]) {
       expect(parseRetrySchedule(bad), bad).toBeNull();
@@ -1006,7 +1304,9 @@ describe("the retry schedule", () => {
 
   it("spaces attempts by the object's schedule; a schedule shorter than the attempts repeats its last step", async () => {
     const org = await newOrg();
-    await inOrg(org.org_id, (o) => { o.deps = { ...o.deps, webhookRetrySchedule: [2_000, 3_000] }; });
+    await inOrg(org.org_id, (o) => {
+      o.deps = { ...o.deps, webhookRetrySchedule: [2_000, 3_000] };
+    });
     const hook = await register(org.api_key);
     respond = () => 500;
     await appendOk(org.api_key, obs("s", "x"));

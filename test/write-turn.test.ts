@@ -28,12 +28,21 @@ describe("WriteTurn", () => {
 
 describe("writes in one turn", () => {
   const appendInput = (orgId: string, key: string, body: unknown): DispatchInput => ({
-    orgId, routeId: "POST /v1/observations", params: {}, query: {}, bodyText: JSON.stringify(body), idempotencyKey: null,
-    keyHash: hashKey(key), requestId: "req_turn", headers: { "content-type": "application/json" },
+    orgId,
+    routeId: "POST /v1/observations",
+    params: {},
+    query: {},
+    bodyText: JSON.stringify(body),
+    idempotencyKey: null,
+    keyHash: hashKey(key),
+    requestId: "req_turn",
+    headers: { "content-type": "application/json" },
   });
-  const counts = (db: { first: <T>(q: string) => T | null }) => db.first<{ obs: number; events: number; audit: number; outbox: number }>(
-    `SELECT (SELECT count(*) FROM observations) AS obs, (SELECT count(*) FROM events) AS events,
-            (SELECT count(*) FROM audit_log) AS audit, (SELECT count(*) FROM outbox) AS outbox`)!;
+  const counts = (db: { first: <T>(q: string) => T | null }) =>
+    db.first<{ obs: number; events: number; audit: number; outbox: number }>(
+      `SELECT (SELECT count(*) FROM observations) AS obs, (SELECT count(*) FROM events) AS events,
+            (SELECT count(*) FROM audit_log) AS audit, (SELECT count(*) FROM outbox) AS outbox`,
+    )!;
 
   it("wait for the turn, are all written before any answers, and a write that fails midway rolls back alone", async () => {
     const org = await newOrg();
@@ -42,16 +51,32 @@ describe("writes in one turn", () => {
       o.db.run(`CREATE TRIGGER turn_test_fail BEFORE INSERT ON events WHEN NEW.payload LIKE '%"subject_id":"fail-me"%'
                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
       const before = counts(o.db);
-      const writes = ["ok-1", "fail-me", "ok-2"].map((subject) => o.dispatch(appendInput(org.org_id, org.api_key, obs(subject, `content of ${subject}`))));
+      const writes = ["ok-1", "fail-me", "ok-2"].map((subject) =>
+        o.dispatch(appendInput(org.org_id, org.api_key, obs(subject, `content of ${subject}`))),
+      );
       const atCall = counts(o.db);
       let atFirstAnswer: ReturnType<typeof counts> | null = null;
-      const answers = await Promise.all(writes.map((w, i) => (i === 0 ? w.then((r) => { atFirstAnswer = counts(o.db); return r; }) : w)));
+      const answers = await Promise.all(
+        writes.map((w, i) =>
+          i === 0
+            ? w.then((r) => {
+                atFirstAnswer = counts(o.db);
+                return r;
+              })
+            : w,
+        ),
+      );
       o.db.run("DROP TRIGGER turn_test_fail");
       return { before, atCall, atFirstAnswer: atFirstAnswer!, after: counts(o.db), answers };
     });
     expect(result.atCall).toEqual(result.before); // nothing ran before the turn
     expect(result.answers.map((a) => a.ok)).toEqual([true, false, true]);
-    const two = { obs: result.before.obs + 2, events: result.before.events + 2, audit: result.before.audit + 2, outbox: result.before.outbox + 2 };
+    const two = {
+      obs: result.before.obs + 2,
+      events: result.before.events + 2,
+      audit: result.before.audit + 2,
+      outbox: result.before.outbox + 2,
+    };
     expect(result.atFirstAnswer).toEqual(two); // the turn's writes are in before the first answer
     expect(result.after).toEqual(two); // the failed write left nothing
     const entries = (await call("GET", "/v1/audit", { key: org.api_key })).json.data.entries.reverse();

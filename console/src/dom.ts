@@ -2,10 +2,15 @@
 type Child = Node | string | number | null | undefined | false | Child[];
 type Props = Record<string, unknown> & { on?: Record<string, (e: any) => void> };
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props | null = null, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props | null = null,
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(props ?? {})) {
-    if (key === "on") for (const [ev, fn] of Object.entries(value as Record<string, (e: Event) => void>)) el.addEventListener(ev, fn);
+    if (key === "on")
+      for (const [ev, fn] of Object.entries(value as Record<string, (e: Event) => void>)) el.addEventListener(ev, fn);
     else if (value === false || value === null || value === undefined) continue;
     else if (key === "dataset") Object.assign(el.dataset, value);
     else if (value === true) el.setAttribute(key, "");
@@ -29,8 +34,22 @@ export function field(label: string, name: string, attrs: Record<string, unknown
   return h("label", null, label, h("input", { name, id: `f-${name}-${++fieldSeq}`, ...attrs }));
 }
 
-export function select(label: string, name: string, options: readonly string[], attrs: Record<string, unknown> = {}): HTMLLabelElement {
-  return h("label", null, label, h("select", { name, ...attrs }, options.map((o) => h("option", { value: o }, o || "(any)"))));
+export function select(
+  label: string,
+  name: string,
+  options: readonly string[],
+  attrs: Record<string, unknown> = {},
+): HTMLLabelElement {
+  return h(
+    "label",
+    null,
+    label,
+    h(
+      "select",
+      { name, ...attrs },
+      options.map((o) => h("option", { value: o }, o || "(any)")),
+    ),
+  );
 }
 
 export function errorBox(message: string): HTMLElement {
@@ -55,7 +74,9 @@ export function clearStaleAnnouncement(): void {
 /** A long text cut to `max` characters with the full value in its title (tables must fit a 1,280 px window). */
 export function clip(text: string | null | undefined, max = 80): HTMLElement | string {
   if (!text) return "";
-  return text.length > max ? h("span", { title: text, class: /\S{25}/.test(text) ? "long" : null }, text.slice(0, max - 1) + "…") : text;
+  return text.length > max
+    ? h("span", { title: text, class: /\S{25}/.test(text) ? "long" : null }, text.slice(0, max - 1) + "…")
+    : text;
 }
 
 /**
@@ -66,19 +87,42 @@ export const cell = (c: Child): HTMLTableCellElement =>
   h("td", typeof c === "string" && /\S{25}/.test(c) ? { class: "long" } : null, c);
 
 export function table(headers: string[], rows: Child[][], caption?: string): HTMLTableElement {
-  return h("table", null, caption ? h("caption", { class: "muted" }, caption) : null,
-    h("thead", null, h("tr", null, headers.map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", null, rows.map((r) => h("tr", null, r.map(cell)))));
+  return h(
+    "table",
+    null,
+    caption ? h("caption", { class: "muted" }, caption) : null,
+    h(
+      "thead",
+      null,
+      h(
+        "tr",
+        null,
+        headers.map((t) => h("th", { scope: "col" }, t)),
+      ),
+    ),
+    h(
+      "tbody",
+      null,
+      rows.map((r) => h("tr", null, r.map(cell))),
+    ),
+  );
 }
 
 /** A native modal <dialog> asking to confirm; resolves true only on the confirm button. Keyboard: Esc cancels. */
 export function confirmDialog(title: string, detail: string, confirmLabel: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const dialog = h("dialog", { "aria-labelledby": "confirm-title" },
-      h("h2", { id: "confirm-title" }, title), h("p", null, detail),
-      h("form", { method: "dialog", class: "inline" },
+    const dialog = h(
+      "dialog",
+      { "aria-labelledby": "confirm-title" },
+      h("h2", { id: "confirm-title" }, title),
+      h("p", null, detail),
+      h(
+        "form",
+        { method: "dialog", class: "inline" },
         h("button", { value: "cancel", class: "secondary", autofocus: true }, "Cancel"),
-        h("button", { value: "confirm", class: "danger" }, confirmLabel)));
+        h("button", { value: "confirm", class: "danger" }, confirmLabel),
+      ),
+    );
     dialog.addEventListener("close", () => {
       resolve(dialog.returnValue === "confirm");
       dialog.remove();

@@ -27,17 +27,38 @@ async function counted(label: string, href: string, note: string, read: () => Pr
 const atMost = (listed: number, more: boolean) => (more ? `${listed}+` : String(listed));
 
 function countCards(counts: Count[]): HTMLElement {
-  return h("section", { class: "counts", "aria-label": "Counts" }, counts.map((c) =>
-    h("a", { class: "count", href: c.href, "data-count": c.label },
-      h("span", { class: "value" }, c.value ?? "—"), h("span", { class: "label" }, c.label), h("small", { class: "muted" }, c.note))));
+  return h(
+    "section",
+    { class: "counts", "aria-label": "Counts" },
+    counts.map((c) =>
+      h(
+        "a",
+        { class: "count", href: c.href, "data-count": c.label },
+        h("span", { class: "value" }, c.value ?? "—"),
+        h("span", { class: "label" }, c.label),
+        h("small", { class: "muted" }, c.note),
+      ),
+    ),
+  );
 }
 
 function who(me: Me): HTMLElement {
   const row = (term: string, ...value: (Node | string)[]) => [h("dt", null, term), h("dd", null, ...value)];
-  return h("dl", { class: "who", id: "who" },
-    row("Organization", h("code", { id: "org-id" }, me.org_id), h("small", { class: "muted" }, " (an organization has an id, no name)")),
-    row("Account", h("strong", { id: "account" }, me.username ?? "(no operator account)"), h("small", { class: "muted", title: me.principal_id }, ` principal ${me.principal_id}`)),
-    row("Role", h("span", { id: "role" }, me.role), h("small", { class: "muted" }, ` · trust ceiling ${me.max_trust}`)));
+  return h(
+    "dl",
+    { class: "who", id: "who" },
+    row(
+      "Organization",
+      h("code", { id: "org-id" }, me.org_id),
+      h("small", { class: "muted" }, " (an organization has an id, no name)"),
+    ),
+    row(
+      "Account",
+      h("strong", { id: "account" }, me.username ?? "(no operator account)"),
+      h("small", { class: "muted", title: me.principal_id }, ` principal ${me.principal_id}`),
+    ),
+    row("Role", h("span", { id: "role" }, me.role), h("small", { class: "muted" }, ` · trust ceiling ${me.max_trust}`)),
+  );
 }
 
 export async function homePage(main: HTMLElement): Promise<void> {
@@ -66,30 +87,90 @@ export async function homePage(main: HTMLElement): Promise<void> {
         return atMost(page.approvals.length, page.has_more);
       }),
     ]),
-    api("GET", "/v1/events", { query: { order: "newest", kind: "observation.appended", limit: 5 } }).catch((e: Error) => e),
+    api("GET", "/v1/events", { query: { order: "newest", kind: "observation.appended", limit: 5 } }).catch(
+      (e: Error) => e,
+    ),
     api("GET", "/v1/events", { query: { order: "newest", limit: 10 } }).catch((e: Error) => e),
   ]);
-  const memoryCount: Count = memories instanceof Error
-    ? { label: "Current memories", href: "#/memories", value: null, note: memories.message }
-    : { label: "Current memories", href: "#/memories", value: atMost(memories.items.length, memories.has_more), note: "active and disputed claims you can read" };
+  const memoryCount: Count =
+    memories instanceof Error
+      ? { label: "Current memories", href: "#/memories", value: null, note: memories.message }
+      : {
+          label: "Current memories",
+          href: "#/memories",
+          value: atMost(memories.items.length, memories.has_more),
+          note: "active and disputed claims you can read",
+        };
 
-  main.append(h("h1", null, "Home"), who(me),
+  main.append(
+    h("h1", null, "Home"),
+    who(me),
     countCards([memoryCount, ...counts]),
-    h("div", { class: "columns" },
-      h("section", { "aria-labelledby": "recent-memories" }, h("h2", { id: "recent-memories" }, "Newest memories"),
-        memories instanceof Error ? errorBox(memories.message)
-          : memories.items.length ? table(["Statement", "Kind", "Status", "Subject"], memories.items.slice(0, 5).map((c: any) => [
-            h("a", { href: `#/claim/${encodeURIComponent(c.claim_id)}`, title: c.statement }, clip(c.statement, 90)), c.kind, c.status, clip(c.subject_id, 40)]))
-            : h("p", { class: "muted" }, "No memories yet.")),
-      h("section", { "aria-labelledby": "recent-observations" }, h("h2", { id: "recent-observations" }, "Newest observations"),
-        h("p", { class: "muted" }, "Observations have no list route: these are the newest observation.appended events you can read."),
-        observations instanceof Error ? errorBox(observations.message)
-          : observations.events.length ? table(["Time", "Subject", "Kind", "By"], observations.events.map((e: any) => [
-            e.created_at, clip(e.payload?.subject_id ?? "", 40), e.payload?.kind ?? "", principalName(directory, e.actor_id)]))
-            : h("p", { class: "muted" }, "No observations yet."))),
-    h("section", { "aria-labelledby": "recent-activity" }, h("h2", { id: "recent-activity" }, "Recent activity"),
-      activity instanceof Error ? errorBox(activity.message)
-        : activity.events.length ? table(EVENT_HEADERS, activity.events.map((e: any) => eventCells(directory, e)), "The latest events you can read, newest first (at most 10)")
+    h(
+      "div",
+      { class: "columns" },
+      h(
+        "section",
+        { "aria-labelledby": "recent-memories" },
+        h("h2", { id: "recent-memories" }, "Newest memories"),
+        memories instanceof Error
+          ? errorBox(memories.message)
+          : memories.items.length
+            ? table(
+                ["Statement", "Kind", "Status", "Subject"],
+                memories.items
+                  .slice(0, 5)
+                  .map((c: any) => [
+                    h(
+                      "a",
+                      { href: `#/claim/${encodeURIComponent(c.claim_id)}`, title: c.statement },
+                      clip(c.statement, 90),
+                    ),
+                    c.kind,
+                    c.status,
+                    clip(c.subject_id, 40),
+                  ]),
+              )
+            : h("p", { class: "muted" }, "No memories yet."),
+      ),
+      h(
+        "section",
+        { "aria-labelledby": "recent-observations" },
+        h("h2", { id: "recent-observations" }, "Newest observations"),
+        h(
+          "p",
+          { class: "muted" },
+          "Observations have no list route: these are the newest observation.appended events you can read.",
+        ),
+        observations instanceof Error
+          ? errorBox(observations.message)
+          : observations.events.length
+            ? table(
+                ["Time", "Subject", "Kind", "By"],
+                observations.events.map((e: any) => [
+                  e.created_at,
+                  clip(e.payload?.subject_id ?? "", 40),
+                  e.payload?.kind ?? "",
+                  principalName(directory, e.actor_id),
+                ]),
+              )
+            : h("p", { class: "muted" }, "No observations yet."),
+      ),
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "recent-activity" },
+      h("h2", { id: "recent-activity" }, "Recent activity"),
+      activity instanceof Error
+        ? errorBox(activity.message)
+        : activity.events.length
+          ? table(
+              EVENT_HEADERS,
+              activity.events.map((e: any) => eventCells(directory, e)),
+              "The latest events you can read, newest first (at most 10)",
+            )
           : h("p", { class: "muted" }, "No events yet."),
-      h("p", null, h("a", { href: "#/events" }, "Open the event feed"))));
+      h("p", null, h("a", { href: "#/events" }, "Open the event feed")),
+    ),
+  );
 }

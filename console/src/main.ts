@@ -1,6 +1,15 @@
 // The operator console: a hash-routed single page over the public API (no server rendering).
 import { session } from "./api";
-import { type Stage, currentStage, loginPage, logout, passwordPage, secondFactorPage, securityPage, stageRoute } from "./auth";
+import {
+  type Stage,
+  currentStage,
+  loginPage,
+  logout,
+  passwordPage,
+  secondFactorPage,
+  securityPage,
+  stageRoute,
+} from "./auth";
 import { atlasPage } from "./atlas";
 import { clearStaleAnnouncement, errorBox, h } from "./dom";
 import { approvalsPage, policiesPage, releasesPage } from "./governance";
@@ -9,9 +18,17 @@ import { forgetDirectory } from "./names";
 import { accountsPage, claimPage, eventsPage, keysPage, memoriesPage, webhooksPage } from "./pages";
 
 const PAGES: [string, string][] = [
-  ["#/home", "Home"], ["#/memories", "Memories"], ["#/atlas", "Atlas"], ["#/approvals", "Approvals"], ["#/releases", "Releases"],
-  ["#/policies", "Policies"], ["#/events", "Events"], ["#/webhooks", "Webhooks"],
-  ["#/keys", "Keys"], ["#/accounts", "Accounts"], ["#/security", "Passkeys"],
+  ["#/home", "Home"],
+  ["#/memories", "Memories"],
+  ["#/atlas", "Atlas"],
+  ["#/approvals", "Approvals"],
+  ["#/releases", "Releases"],
+  ["#/policies", "Policies"],
+  ["#/events", "Events"],
+  ["#/webhooks", "Webhooks"],
+  ["#/keys", "Keys"],
+  ["#/accounts", "Accounts"],
+  ["#/security", "Passkeys"],
 ];
 const go = (hash: string) => {
   if (location.hash === hash) void render();
@@ -20,10 +37,18 @@ const go = (hash: string) => {
 
 function nav(stage: Stage, path: string): void {
   const el = document.getElementById("nav")!;
-  el.replaceChildren(...(stage === "full"
-    ? [...PAGES.map(([href, label]) => h("a", { href, "aria-current": path === href.slice(1) ? "page" : false }, label)),
-      h("button", { type: "button", on: { click: () => logout(go) } }, "Log out")]
-    : session.token() ? [h("button", { type: "button", on: { click: () => logout(go) } }, "Log out")] : []));
+  el.replaceChildren(
+    ...(stage === "full"
+      ? [
+          ...PAGES.map(([href, label]) =>
+            h("a", { href, "aria-current": path === href.slice(1) ? "page" : false }, label),
+          ),
+          h("button", { type: "button", on: { click: () => logout(go) } }, "Log out"),
+        ]
+      : session.token()
+        ? [h("button", { type: "button", on: { click: () => logout(go) } }, "Log out")]
+        : []),
+  );
 }
 
 let renderSeq = 0;

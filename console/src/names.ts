@@ -48,6 +48,9 @@ export function principalName(directory: Directory, id: string | null | undefine
   const name = directory.get(id);
   if (!name) return h("span", { class: "id", title: id }, id);
   const cut = name.length > 40;
-  return h("span", { class: /\S{25}/.test(name) ? "named long" : "named", title: id, "data-id": id, "aria-label": cut ? name : null },
-    cut ? name.slice(0, 39) + "…" : name);
+  return h(
+    "span",
+    { class: /\S{25}/.test(name) ? "named long" : "named", title: id, "data-id": id, "aria-label": cut ? name : null },
+    cut ? name.slice(0, 39) + "…" : name,
+  );
 }

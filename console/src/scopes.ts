@@ -59,8 +59,15 @@ export const SCOPE_HELP: Record<Scope, string> = {
 };
 
 const READ_ONLY_AGENT: Scope[] = [
-  "projects:resolve", "projects:read", "subjects:read", "context:compile", "views:compile", "evidence:read",
-  "checkpoints:read", "handoffs:read", "mcp:call",
+  "projects:resolve",
+  "projects:read",
+  "subjects:read",
+  "context:compile",
+  "views:compile",
+  "evidence:read",
+  "checkpoints:read",
+  "handoffs:read",
+  "mcp:call",
 ];
 
 /** A preset fills the scope checkboxes; `all` ticks "All scopes (*)". */
@@ -71,13 +78,37 @@ export interface Preset {
 }
 
 export const PRESETS: Preset[] = [
-  { label: "Read-only agent", summary: "reads memory (context, memories, evidence, projects, subjects, checkpoints, handoffs) and calls MCP; writes nothing but its context runs",
-    scopes: READ_ONLY_AGENT },
-  { label: "Writing agent", summary: "the read-only agent, and appends observations, writes claims, feedback, checkpoints, handoffs and leases, creates projects",
-    scopes: [...READ_ONLY_AGENT, "projects:create", "observations:write", "claims:write", "feedback:write", "checkpoints:write",
-      "handoffs:write", "leases:read", "leases:write"] },
-  { label: "Webhook consumer", summary: "registers and manages webhooks, reads their deliveries and the event feed",
-    scopes: ["webhooks:read", "webhooks:write", "events:read"] },
-  { label: "Admin", summary: "every scope (*), including scopes added later; routes for owners or admins still need that role, which a new key's agent principal (a member) does not have",
-    scopes: "all" },
+  {
+    label: "Read-only agent",
+    summary:
+      "reads memory (context, memories, evidence, projects, subjects, checkpoints, handoffs) and calls MCP; writes nothing but its context runs",
+    scopes: READ_ONLY_AGENT,
+  },
+  {
+    label: "Writing agent",
+    summary:
+      "the read-only agent, and appends observations, writes claims, feedback, checkpoints, handoffs and leases, creates projects",
+    scopes: [
+      ...READ_ONLY_AGENT,
+      "projects:create",
+      "observations:write",
+      "claims:write",
+      "feedback:write",
+      "checkpoints:write",
+      "handoffs:write",
+      "leases:read",
+      "leases:write",
+    ],
+  },
+  {
+    label: "Webhook consumer",
+    summary: "registers and manages webhooks, reads their deliveries and the event feed",
+    scopes: ["webhooks:read", "webhooks:write", "events:read"],
+  },
+  {
+    label: "Admin",
+    summary:
+      "every scope (*), including scopes added later; routes for owners or admins still need that role, which a new key's agent principal (a member) does not have",
+    scopes: "all",
+  },
 ];

@@ -26,12 +26,23 @@ after(() => {
 });
 
 test("the page and its one bundle are served under /console/ with the strict Content-Security-Policy", async () => {
-  for (const [path, type] of [["/console/", "text/html"], ["/console/app.js", "javascript"], ["/console/console.css", "text/css"]]) {
+  for (const [path, type] of [
+    ["/console/", "text/html"],
+    ["/console/app.js", "javascript"],
+    ["/console/console.css", "text/css"],
+  ]) {
     const r = await fetch(base + path);
     assert.equal(r.status, 200, path);
     assert.match(r.headers.get("content-type"), new RegExp(type), path);
     const csp = r.headers.get("content-security-policy") ?? "";
-    for (const rule of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"])
+    for (const rule of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "connect-src 'self'",
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+    ])
       assert.ok(csp.includes(rule), `${path}: ${rule} in "${csp}"`);
     assert.ok(!csp.includes("unsafe"), path);
     assert.equal(r.headers.get("x-content-type-options"), "nosniff", path);

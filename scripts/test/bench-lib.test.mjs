@@ -4,15 +4,31 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { prng, queryWords, root, sleep, statement, STOPWORDS, threadCpuMs, threadStates, VOCAB, zipfWord } from "../bench-lib.mjs";
+import {
+  prng,
+  queryWords,
+  root,
+  sleep,
+  statement,
+  STOPWORDS,
+  threadCpuMs,
+  threadStates,
+  VOCAB,
+  zipfWord,
+} from "../bench-lib.mjs";
 
 test("the vocabulary is the embedding table's words, in its order", () => {
-  const header = /(\d+) words in frequency order/.exec(readFileSync(join(root, "src/generated/glove-table.ts"), "utf8"));
+  const header = /(\d+) words in frequency order/.exec(
+    readFileSync(join(root, "src/generated/glove-table.ts"), "utf8"),
+  );
   assert.ok(header, "the table's header names its word count");
   assert.equal(VOCAB.length, Number(header[1]));
   assert.equal(new Set(VOCAB).size, VOCAB.length);
   assert.deepEqual(VOCAB.slice(0, 5), ["the", "of", "to", "and", "in"]);
-  assert.ok(VOCAB.every((w) => /^[a-z0-9]+$/.test(w)), "every word is one token as fts.ts makes them");
+  assert.ok(
+    VOCAB.every((w) => /^[a-z0-9]+$/.test(w)),
+    "every word is one token as fts.ts makes them",
+  );
 });
 
 test("the stopwords are fts.ts's", () => {
@@ -22,7 +38,10 @@ test("the stopwords are fts.ts's", () => {
 });
 
 test("statements and queries are deterministic for a seed and made of table words", () => {
-  const draw = (seed) => { const r = prng(seed); return [...Array.from({ length: 50 }, () => statement(r)), ...Array.from({ length: 50 }, () => queryWords(r))]; };
+  const draw = (seed) => {
+    const r = prng(seed);
+    return [...Array.from({ length: 50 }, () => statement(r)), ...Array.from({ length: 50 }, () => queryWords(r))];
+  };
   assert.deepEqual(draw(42), draw(42));
   assert.notDeepEqual(draw(42), draw(43));
   const known = new Set(VOCAB);
@@ -33,7 +52,10 @@ test("statements and queries are deterministic for a seed and made of table word
     assert.ok(s.every((w) => known.has(w)));
     const q = queryWords(r).split(" ");
     assert.equal(q.length, 4);
-    assert.ok(q.every((w) => known.has(w) && !STOPWORDS.has(w)), q.join(" "));
+    assert.ok(
+      q.every((w) => known.has(w) && !STOPWORDS.has(w)),
+      q.join(" "),
+    );
   }
 });
 
@@ -41,7 +63,10 @@ test("words follow Zipf(1.07) over the frequency rank", () => {
   const r = prng(1);
   const counts = new Map();
   const n = 200_000;
-  for (let i = 0; i < n; i++) { const w = zipfWord(r); counts.set(w, (counts.get(w) ?? 0) + 1); }
+  for (let i = 0; i < n; i++) {
+    const w = zipfWord(r);
+    counts.set(w, (counts.get(w) ?? 0) + 1);
+  }
   const h = VOCAB.reduce((a, _, k) => a + 1 / Math.pow(k + 1, 1.07), 0);
   // The most frequent words come out about as often as Zipf says (within 5%), rank 1 ~ 10^1.07 times rank 10.
   for (const rank of [1, 2, 10]) {
@@ -80,7 +105,12 @@ test("a thread's CPU and scheduler state: spinning vs sleeping", async () => {
     assert.ok(idle.S > 95 && idle.R < 5, `sleeping: ${JSON.stringify(idle)}`);
     assert.ok(threadCpuMs(spinning.pid) - cpu0.spinning > 20, "the spinning thread ran");
     assert.ok(threadCpuMs(sleeping.pid) - cpu0.sleeping < 20, "the sleeping thread did not");
-    await assert.rejects(threadStates(sleeping.pid, async () => { throw new Error("run failed"); }), /run failed/);
+    await assert.rejects(
+      threadStates(sleeping.pid, async () => {
+        throw new Error("run failed");
+      }),
+      /run failed/,
+    );
   } finally {
     spinning.kill();
     sleeping.kill();

@@ -13,9 +13,14 @@ const json = (path) => JSON.parse(readFileSync(path, "utf8"));
 
 test("clients/typescript/src/openapi.d.ts is generated from the current docs/openapi.json", () => {
   const fresh = join(mkdtempSync(join(tmpdir(), "svc-types-")), "openapi.d.ts");
-  execFileSync(join(root, "node_modules/.bin/openapi-typescript"), ["docs/openapi.json", "-o", fresh], { cwd: root, stdio: "ignore" });
-  assert.ok(readFileSync(fresh, "utf8") === readFileSync(join(client, "src/openapi.d.ts"), "utf8"),
-    "clients/typescript/src/openapi.d.ts is stale: npm run generate -w clients/typescript");
+  execFileSync(join(root, "node_modules/.bin/openapi-typescript"), ["docs/openapi.json", "-o", fresh], {
+    cwd: root,
+    stdio: "ignore",
+  });
+  assert.ok(
+    readFileSync(fresh, "utf8") === readFileSync(join(client, "src/openapi.d.ts"), "utf8"),
+    "clients/typescript/src/openapi.d.ts is stale: npm run generate -w clients/typescript",
+  );
 });
 
 test("the client pins openapi-fetch and the generator the root project uses", () => {
@@ -32,7 +37,9 @@ test("the client pins openapi-fetch and the generator the root project uses", ()
 test("createClient sends the key as a bearer credential, to the local server unless told otherwise", () => {
   // The client is TypeScript: tsx (pinned) runs a probe that records the requests instead of sending them.
   const probe = join(mkdtempSync(join(tmpdir(), "svc-client-")), "probe.mts");
-  writeFileSync(probe, `
+  writeFileSync(
+    probe,
+    `
     import { createClient } from ${JSON.stringify(join(client, "src/index.ts"))};
     const seen: string[] = [];
     const fetch = async (req: Request) => {
@@ -43,7 +50,8 @@ test("createClient sends the key as a bearer credential, to the local server unl
     await createClient({ apiKey: "svc_sk_remote", baseUrl: "https://memory.example.org", fetch })
       .POST("/v1/context/{id}/feedback", { params: { path: { id: "ctx_1" } }, body: { outcome: "useful" } });
     console.log(JSON.stringify(seen));
-  `);
+  `,
+  );
   const out = execFileSync(join(root, "node_modules/.bin/tsx"), [probe], { cwd: root, encoding: "utf8" });
   assert.deepEqual(JSON.parse(out), [
     "GET http://localhost:8787/healthz Bearer svc_sk_local",

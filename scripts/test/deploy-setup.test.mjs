@@ -4,7 +4,14 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { envArgs, METADATA_INDEXES, parseDatabaseId, parseDeployedHost, plan, renderProductionConfig } from "../deploy-setup.mjs";
+import {
+  envArgs,
+  METADATA_INDEXES,
+  parseDatabaseId,
+  parseDeployedHost,
+  plan,
+  renderProductionConfig,
+} from "../deploy-setup.mjs";
 import { gzippedSize } from "../bundle-size.mjs";
 
 const id = "8f7e2c1a-3b4d-4e5f-9a8b-7c6d5e4f3a2b";
@@ -12,7 +19,10 @@ const base = `name = "svc-memory"\n[[d1_databases]]\nbinding = "INDEX_DB"\ndatab
 
 test("the database id is read from d1 info JSON and from d1 create's TOML snippet", () => {
   assert.equal(parseDatabaseId(JSON.stringify({ uuid: id, name: "svc-index" })), id);
-  assert.equal(parseDatabaseId(`[[d1_databases]]\nbinding = "DB"\ndatabase_name = "svc-index"\ndatabase_id = "${id}"`), id);
+  assert.equal(
+    parseDatabaseId(`[[d1_databases]]\nbinding = "DB"\ndatabase_name = "svc-index"\ndatabase_id = "${id}"`),
+    id,
+  );
   assert.equal(parseDatabaseId("✘ [ERROR] A database with that name already exists"), null);
 });
 
@@ -30,8 +40,12 @@ test("secrets are set through stdin, never on the command line, and the deploy t
   const toml = `${base}[env.production]\n`;
   const steps = plan({ database: "svc-index", vectorIndex: "vx", toml });
   const secretSteps = steps.filter((s) => s.secret);
-  assert.deepEqual(secretSteps.map((s) => s.secret), ["OPERATOR_TOKEN", "PASSWORD_PEPPER"]);
-  for (const s of steps) assert.ok(!(s.wrangler ?? []).some((a) => /^[0-9a-f]{64}$/.test(a)), `${s.name} carries no secret value`);
+  assert.deepEqual(
+    secretSteps.map((s) => s.secret),
+    ["OPERATOR_TOKEN", "PASSWORD_PEPPER"],
+  );
+  for (const s of steps)
+    assert.ok(!(s.wrangler ?? []).some((a) => /^[0-9a-f]{64}$/.test(a)), `${s.name} carries no secret value`);
   assert.deepEqual(steps.at(-1).wrangler, ["deploy", "-c", "wrangler.production.toml", "--env", "production"]);
   assert.deepEqual(envArgs(base), []);
   const vec = steps.find((s) => s.wrangler?.[0] === "vectorize");
@@ -42,17 +56,26 @@ test("the Vectorize metadata indexes are created right after the index, before a
   const steps = plan({ database: "svc-index", vectorIndex: "vx", toml: `${base}[env.production]\n` });
   const at = steps.findIndex((s) => s.wrangler?.[0] === "vectorize" && s.wrangler[1] === "create");
   const meta = steps.filter((s) => s.wrangler?.[1] === "create-metadata-index");
-  assert.deepEqual(meta.map((s) => s.wrangler), [
-    ["vectorize", "create-metadata-index", "vx", "--property-name", "visibility", "--type", "string"],
-    ["vectorize", "create-metadata-index", "vx", "--property-name", "workspace_id", "--type", "string"],
-    ["vectorize", "create-metadata-index", "vx", "--property-name", "author_id", "--type", "string"],
-    ["vectorize", "create-metadata-index", "vx", "--property-name", "project_id", "--type", "string"],
-    ["vectorize", "create-metadata-index", "vx", "--property-name", "subject_id", "--type", "string"],
-    ["vectorize", "create-metadata-index", "vx", "--property-name", "kind", "--type", "string"],
-  ]);
-  assert.deepEqual(meta.map((s) => steps.indexOf(s)), meta.map((_, i) => at + 1 + i));
+  assert.deepEqual(
+    meta.map((s) => s.wrangler),
+    [
+      ["vectorize", "create-metadata-index", "vx", "--property-name", "visibility", "--type", "string"],
+      ["vectorize", "create-metadata-index", "vx", "--property-name", "workspace_id", "--type", "string"],
+      ["vectorize", "create-metadata-index", "vx", "--property-name", "author_id", "--type", "string"],
+      ["vectorize", "create-metadata-index", "vx", "--property-name", "project_id", "--type", "string"],
+      ["vectorize", "create-metadata-index", "vx", "--property-name", "subject_id", "--type", "string"],
+      ["vectorize", "create-metadata-index", "vx", "--property-name", "kind", "--type", "string"],
+    ],
+  );
+  assert.deepEqual(
+    meta.map((s) => steps.indexOf(s)),
+    meta.map((_, i) => at + 1 + i),
+  );
   assert.ok(meta.length === METADATA_INDEXES.length && meta.length <= 10, "Vectorize allows 10 metadata indexes");
-  assert.ok(meta.every((s) => s.tolerate.test("A metadata index for that property already exists")), "a re-run keeps them");
+  assert.ok(
+    meta.every((s) => s.tolerate.test("A metadata index for that property already exists")),
+    "a re-run keeps them",
+  );
   assert.ok(steps.findIndex((s) => s.wrangler?.[0] === "deploy") > at + meta.length);
 });
 
@@ -60,11 +83,22 @@ test("the deployed host becomes the passkey relying party, in the production var
   const prod = `${base}[env.production]\n[env.production.vars]\nSVC_RUNTIME = "workers"\n[[env.production.d1_databases]]\ndatabase_id = "00000000-0000-0000-0000-000000000000"\n`;
   const out = renderProductionConfig(prod, { databaseId: id, host: "memory.example.com" });
   const vars = out.slice(out.indexOf("[env.production.vars]"));
-  assert.match(vars, /^\[env\.production\.vars\]\nWEBAUTHN_RP_ID = "memory\.example\.com"\nWEBAUTHN_ORIGINS = "https:\/\/memory\.example\.com"\n/);
+  assert.match(
+    vars,
+    /^\[env\.production\.vars\]\nWEBAUTHN_RP_ID = "memory\.example\.com"\nWEBAUTHN_ORIGINS = "https:\/\/memory\.example\.com"\n/,
+  );
   assert.ok(!renderProductionConfig(prod, { databaseId: id }).includes("WEBAUTHN"));
-  assert.match(renderProductionConfig(base, { databaseId: id, host: "a.example" }), /\n\[vars\]\nWEBAUTHN_RP_ID = "a\.example"\n/);
-  assert.throws(() => renderProductionConfig(prod, { databaseId: id, host: "evil\"\n[x]" }), /not a host name/);
-  assert.equal(parseDeployedHost("Deployed svc-memory triggers (1.2 sec)\n  https://svc-memory.acme.workers.dev\nCurrent Version ID: x"), "svc-memory.acme.workers.dev");
+  assert.match(
+    renderProductionConfig(base, { databaseId: id, host: "a.example" }),
+    /\n\[vars\]\nWEBAUTHN_RP_ID = "a\.example"\n/,
+  );
+  assert.throws(() => renderProductionConfig(prod, { databaseId: id, host: 'evil"\n[x]' }), /not a host name/);
+  assert.equal(
+    parseDeployedHost(
+      "Deployed svc-memory triggers (1.2 sec)\n  https://svc-memory.acme.workers.dev\nCurrent Version ID: x",
+    ),
+    "svc-memory.acme.workers.dev",
+  );
   assert.equal(parseDeployedHost("no url here"), null);
 });
 

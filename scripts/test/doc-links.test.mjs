@@ -11,15 +11,14 @@ const root = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Markdown text without fenced code blocks and inline code spans (their brackets are not links). */
 export function prose(markdown) {
-  return markdown
-    .replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, "")
-    .replace(/`[^`\n]*`/g, "``");
+  return markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, "").replace(/`[^`\n]*`/g, "``");
 }
 
 /** The targets of inline links and images: [text](target) and ![alt](target "title"). */
 export function linkTargets(markdown) {
   const out = [];
-  for (const m of prose(markdown).matchAll(/!?\[(?:[^\][]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) out.push(m[1]);
+  for (const m of prose(markdown).matchAll(/!?\[(?:[^\][]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
+    out.push(m[1]);
   return out;
 }
 
@@ -53,22 +52,39 @@ export function brokenLinks(file) {
     const [pathPart, anchor] = target.split("#", 2);
     const path = decodeURIComponent(pathPart.split("?")[0]);
     const resolved = path ? join(dirname(file), path) : file;
-    if (!existsSync(resolved)) { problems.push(`${target}: no such file`); continue; }
+    if (!existsSync(resolved)) {
+      problems.push(`${target}: no such file`);
+      continue;
+    }
     if (anchor === undefined) continue;
-    if (statSync(resolved).isDirectory() || !resolved.endsWith(".md")) { problems.push(`${target}: an anchor into something that is not a Markdown file`); continue; }
-    if (!headingIds(readFileSync(resolved, "utf8")).has(decodeURIComponent(anchor))) problems.push(`${target}: no heading "#${anchor}" in ${relative(root, resolved)}`);
+    if (statSync(resolved).isDirectory() || !resolved.endsWith(".md")) {
+      problems.push(`${target}: an anchor into something that is not a Markdown file`);
+      continue;
+    }
+    if (!headingIds(readFileSync(resolved, "utf8")).has(decodeURIComponent(anchor)))
+      problems.push(`${target}: no heading "#${anchor}" in ${relative(root, resolved)}`);
   }
   return problems;
 }
 
 test("link targets, code left out, and GitHub heading ids", () => {
-  assert.deepEqual(linkTargets("See [a](docs/a.md#x), ![s](docs/s.png \"t\") and `[no](b.md)`.\n```\n[no](c.md)\n```\n"), ["docs/a.md#x", "docs/s.png"]);
-  const ids = headingIds("# API guide\n## `GET /v1/export`: NDJSON\n## Memory loop\n## Memory loop\n### Roles, scopes & the trust ceiling\n");
-  assert.deepEqual([...ids], ["api-guide", "get-v1export-ndjson", "memory-loop", "memory-loop-1", "roles-scopes--the-trust-ceiling"]);
+  assert.deepEqual(
+    linkTargets('See [a](docs/a.md#x), ![s](docs/s.png "t") and `[no](b.md)`.\n```\n[no](c.md)\n```\n'),
+    ["docs/a.md#x", "docs/s.png"],
+  );
+  const ids = headingIds(
+    "# API guide\n## `GET /v1/export`: NDJSON\n## Memory loop\n## Memory loop\n### Roles, scopes & the trust ceiling\n",
+  );
+  assert.deepEqual(
+    [...ids],
+    ["api-guide", "get-v1export-ndjson", "memory-loop", "memory-loop-1", "roles-scopes--the-trust-ceiling"],
+  );
 });
 
 test("every relative link in README.md and docs/*.md resolves, anchors included", () => {
-  const docs = readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => join(root, "docs", f));
+  const docs = readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => join(root, "docs", f));
   const report = [];
   for (const file of [join(root, "README.md"), ...docs]) {
     for (const problem of brokenLinks(file)) report.push(`${relative(root, file)}: ${problem}`);

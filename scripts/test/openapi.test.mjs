@@ -15,8 +15,11 @@ test("docs/openapi.json validates as OpenAPI 3.1", async () => {
   for (const [path, item] of Object.entries(doc.paths))
     for (const [method, op] of Object.entries(item)) {
       const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-      for (const n of names) assert.ok(op.parameters.some((p) => p.in === "path" && p.name === n), `${method} ${path}: ${n}`);
+      for (const n of names)
+        assert.ok(
+          op.parameters.some((p) => p.in === "path" && p.name === n),
+          `${method} ${path}: ${n}`,
+        );
       assert.ok(Array.isArray(op.security), `${method} ${path}`);
     }
 });
-

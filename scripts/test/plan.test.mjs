@@ -31,7 +31,10 @@ test("storage per organization, time to 10 GB, registry and D1", () => {
 });
 
 test("the organization's storage is hit first when one organization grows fast", () => {
-  const p = plan({ orgs: 10, recordsPerOrg: 5_000_000, writesPerSecond: 100, vectorIndexes: 3, vectorDimensions: 0 }, footprint);
+  const p = plan(
+    { orgs: 10, recordsPerOrg: 5_000_000, writesPerSecond: 100, vectorIndexes: 3, vectorDimensions: 0 },
+    footprint,
+  );
   assert.equal(p.orgBytes, 5 * GB);
   assert.equal(p.orgFullSeconds, 50_000); // 5 GB left at 100 kB/s
   assert.match(p.first.limit, /one organization's storage/);
@@ -47,7 +50,8 @@ test("a write rate above what one organization takes is hit at once; nothing is 
 });
 
 test("a claim's vector adds its mirror row and index row: 663 B at 384 dimensions, 369 at 100", () => {
-  const at = (vectorDimensions) => plan({ orgs: 1, recordsPerOrg: 1000, writesPerSecond: 0, vectorDimensions }, footprint).bytesPerRecord;
+  const at = (vectorDimensions) =>
+    plan({ orgs: 1, recordsPerOrg: 1000, writesPerSecond: 0, vectorDimensions }, footprint).bytesPerRecord;
   assert.deepEqual(VECTOR_BYTES_PER_CLAIM, { 384: 663, 100: 369 });
   assert.equal(at(0), 1000);
   assert.equal(at(384), 1000 + 0.5 * 663);
@@ -61,7 +65,7 @@ test("one organization's ceilings: the size each is reached at, and the first fo
   const p = plan({ orgs: 100, recordsPerOrg: 1_000_000, writesPerSecond: 10 }, footprint);
   const [storage, vectors, rate, namespaces] = p.orgCeilings;
   assert.match(storage.ceiling, /Durable Object storage/);
-  assert.equal(storage.records, 10 * GB / 1331.5);
+  assert.equal(storage.records, (10 * GB) / 1331.5);
   assert.equal(storage.seconds, p.orgFullSeconds);
   assert.match(vectors.ceiling, /Vectorize vectors per index/);
   assert.equal(vectors.records, 20_000_000);
@@ -72,20 +76,29 @@ test("one organization's ceilings: the size each is reached at, and the first fo
   assert.equal(p.orgFirst, storage);
 
   // Claims only, small rows, nothing written: the Vectorize index is the first wall by size (10M < 11.6M).
-  const lean = { bytes: { observation: 100, claim: 100, event: 50, audit_entry: 50, registry_entry: 100 }, appends_per_second_one_org: 500 };
+  const lean = {
+    bytes: { observation: 100, claim: 100, event: 50, audit_entry: 50, registry_entry: 100 },
+    appends_per_second_one_org: 500,
+  };
   const q = plan({ orgs: 1, recordsPerOrg: 12_000_000, writesPerSecond: 0, claimShare: 1 }, lean);
   assert.match(q.orgFirst.ceiling, /Vectorize vectors per index/);
   assert.equal(q.orgFirst.records, 10_000_000);
   assert.equal(q.orgCeilings[1].seconds, 0); // a tenant of 12M claims is past it already
-  assert.equal(q.orgCeilings[0].records, 10 * GB / (100 + 663 + 100));
+  assert.equal(q.orgCeilings[0].records, (10 * GB) / (100 + 663 + 100));
 
   // A rate the object does not take comes first, whatever the size; so do too many organizations for the indexes.
   assert.match(plan({ orgs: 1, recordsPerOrg: 10, writesPerSecond: 600 }, footprint).orgFirst.ceiling, /write rate/);
   const crowded = plan({ orgs: 60_000, recordsPerOrg: 10, writesPerSecond: 0 }, footprint);
   assert.match(crowded.orgFirst.ceiling, /namespaces per index/);
-  assert.equal(plan({ orgs: 60_000, recordsPerOrg: 10, writesPerSecond: 0, vectorIndexes: 2 }, footprint).orgFirst.ceiling, crowded.orgCeilings[0].ceiling);
+  assert.equal(
+    plan({ orgs: 60_000, recordsPerOrg: 10, writesPerSecond: 0, vectorIndexes: 2 }, footprint).orgFirst.ceiling,
+    crowded.orgCeilings[0].ceiling,
+  );
   // Without vectors, Vectorize is no ceiling.
-  const none = plan({ orgs: 60_000, recordsPerOrg: 30_000_000, writesPerSecond: 0, vectorDimensions: 0, claimShare: 1 }, lean);
+  const none = plan(
+    { orgs: 60_000, recordsPerOrg: 30_000_000, writesPerSecond: 0, vectorDimensions: 0, claimShare: 1 },
+    lean,
+  );
   assert.equal(none.orgCeilings[1].records, null);
   assert.match(none.orgFirst.ceiling, /Durable Object storage/);
 });

@@ -10,8 +10,10 @@ test("quickstart.sh names the base URL it could not reach", async () => {
   const { port } = probe.address();
   await new Promise((r) => probe.close(r)); // a port that was free a moment ago: nothing listens there
   const base = `http://127.0.0.1:${port}`;
-  const r = spawnSync("bash", [new URL("../../examples/quickstart.sh", import.meta.url).pathname],
-    { env: { ...process.env, KEY: "svc_sk_unused", BASE: base }, encoding: "utf8" });
+  const r = spawnSync("bash", [new URL("../../examples/quickstart.sh", import.meta.url).pathname], {
+    env: { ...process.env, KEY: "svc_sk_unused", BASE: base },
+    encoding: "utf8",
+  });
   assert.equal(r.status, 1);
   assert.match(r.stderr, new RegExp(`POST /v1/observations: could not reach ${base.replace(/[.]/g, "\\.")}`));
   assert.match(r.stderr, /npm start/);

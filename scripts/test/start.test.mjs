@@ -15,8 +15,10 @@ test("npm start refuses a busy port before touching the state folder", async () 
     const r = await new Promise((resolve) => {
       // Async spawn: the listening socket above must keep accepting while the script probes it.
       import("node:child_process").then(({ spawn }) => {
-        const child = spawn(process.execPath, [new URL("../start.mjs", import.meta.url).pathname],
-          { env: { ...process.env, PORT: String(port), SVC_STATE_DIR: state }, stdio: ["ignore", "pipe", "pipe"] });
+        const child = spawn(process.execPath, [new URL("../start.mjs", import.meta.url).pathname], {
+          env: { ...process.env, PORT: String(port), SVC_STATE_DIR: state },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
         let err = "";
         child.stderr.on("data", (d) => (err += d));
         child.on("exit", (code) => resolve({ status: code, stderr: err }));
@@ -35,8 +37,10 @@ test("npm start refuses a malformed WEBHOOK_RETRY_SCHEDULE before touching the s
   const state = join(mkdtempSync(join(tmpdir(), "svc-start-")), "state");
   const { spawnSync } = await import("node:child_process");
   for (const schedule of ["2", "0s,1m", "1.5s", "2s,,2s", "soon"]) {
-    const r = spawnSync(process.execPath, [new URL("../start.mjs", import.meta.url).pathname],
-      { env: { ...process.env, PORT: "0", SVC_STATE_DIR: state, WEBHOOK_RETRY_SCHEDULE: schedule }, encoding: "utf8" });
+    const r = spawnSync(process.execPath, [new URL("../start.mjs", import.meta.url).pathname], {
+      env: { ...process.env, PORT: "0", SVC_STATE_DIR: state, WEBHOOK_RETRY_SCHEDULE: schedule },
+      encoding: "utf8",
+    });
     assert.equal(r.status, 1, schedule);
     assert.match(r.stderr, /WEBHOOK_RETRY_SCHEDULE=".*" is not a comma list of durations such as 2s,2s,2s,2s,2s/);
     assert.equal(existsSync(state), false);

@@ -25,8 +25,11 @@ export function requireMintable(caller: Caller, scopes: readonly string[], maxTr
   if (!holdsAll(caller.scopes, scopes)) throw forbidden("A key cannot mint scopes it does not hold.");
   // Such a key pulls and pushes as a federation peer (a "*" key does so only for owners and admins).
   if (scopes.includes("federation:write") && !isAdmin(caller))
-    throw forbidden('Only an owner or admin may mint a key that names "federation:write": it acts as a federation peer.');
-  if (!trustAtMost(maxTrust, caller.maxTrust)) throw forbidden(`This credential may not mint a "${maxTrust}" trust ceiling.`);
+    throw forbidden(
+      'Only an owner or admin may mint a key that names "federation:write": it acts as a federation peer.',
+    );
+  if (!trustAtMost(maxTrust, caller.maxTrust))
+    throw forbidden(`This credential may not mint a "${maxTrust}" trust ceiling.`);
 }
 
 /**
@@ -53,9 +56,12 @@ export function requireAccountAuthority(caller: Caller, role: Role): void {
   const ceiling = sessionCeiling(role);
   const missing: string[] = [];
   if (!holdsAll(caller.scopes, SESSION_SCOPES)) missing.push('scopes "*"');
-  if (!trustAtMost(ceiling, caller.maxTrust)) missing.push(`a "${ceiling}" trust ceiling (it holds "${caller.maxTrust}")`);
+  if (!trustAtMost(ceiling, caller.maxTrust))
+    missing.push(`a "${ceiling}" trust ceiling (it holds "${caller.maxTrust}")`);
   if (roleRank(role) > roleRank(caller.role)) missing.push(`the ${role} role (it holds ${caller.role})`);
   if (missing.length)
-    throw forbidden(`A dashboard account with the ${role} role holds scopes "*" and a "${ceiling}" trust ceiling; ` +
-      `this credential lacks ${missing.join(" and ")}.`);
+    throw forbidden(
+      `A dashboard account with the ${role} role holds scopes "*" and a "${ceiling}" trust ceiling; ` +
+        `this credential lacks ${missing.join(" and ")}.`,
+    );
 }

@@ -48,7 +48,14 @@ function actorOf(facts: DutyFacts, principalId: string): string | null {
 }
 
 /** Why `me` may not act on work of `other` (described as `who`), or null when they are different actors. */
-function sameActor(facts: DutyFacts, me: string, myActor: string | null, other: string, who: string, act: string): string | null {
+function sameActor(
+  facts: DutyFacts,
+  me: string,
+  myActor: string | null,
+  other: string,
+  who: string,
+  act: string,
+): string | null {
   if (other === me) return `Separation of duty: ${who} may not ${act}.`;
   const theirs = actorOf(facts, other);
   if (myActor === null || theirs === null)
@@ -64,8 +71,10 @@ export function dutyRefusal(facts: DutyFacts, caller: Caller, a: DutyAct): strin
   if (a.act === "decide_approval") {
     if (!facts.activeRules("approval")?.separation_of_duty) return null;
     const mine = actorOf(facts, me);
-    return sameActor(facts, me, mine, a.submitted_by, "the submitter of an approval", "decide it")
-      ?? sameActor(facts, me, mine, a.claim_author, "the author of a claim", "decide its approval");
+    return (
+      sameActor(facts, me, mine, a.submitted_by, "the submitter of an approval", "decide it") ??
+      sameActor(facts, me, mine, a.claim_author, "the author of a claim", "decide its approval")
+    );
   }
   if (!facts.activeRules("release")?.separation_of_duty) return null;
   return sameActor(facts, me, actorOf(facts, me), a.created_by, "the creator of a release", "approve it");

@@ -37,20 +37,33 @@ export const workspaceRole = (caller: Pick<Caller, "workspaces">, workspaceId: s
 
 /** The caller's active grants: one indexed query per request, so revocation applies on the next one. */
 export function loadGrants(db: Db, principalId: string): HeldGrant[] {
-  return db.all<{ grant_id: string; target_type: GrantTarget["type"]; target_id: string | null; can_read: number; can_write: number; can_approve: number; can_admin: number }>(
-    "SELECT grant_id, target_type, target_id, can_read, can_write, can_approve, can_admin FROM grants WHERE grantee_id = ? AND revoked_at IS NULL",
-    principalId,
-  ).map((g) => ({
-    grantId: g.grant_id, type: g.target_type, id: g.target_id,
-    permissions: PERMISSIONS.filter((p) => (g as unknown as Record<string, number>)[`can_${p}`] === 1),
-  }));
+  return db
+    .all<{
+      grant_id: string;
+      target_type: GrantTarget["type"];
+      target_id: string | null;
+      can_read: number;
+      can_write: number;
+      can_approve: number;
+      can_admin: number;
+    }>(
+      "SELECT grant_id, target_type, target_id, can_read, can_write, can_approve, can_admin FROM grants WHERE grantee_id = ? AND revoked_at IS NULL",
+      principalId,
+    )
+    .map((g) => ({
+      grantId: g.grant_id,
+      type: g.target_type,
+      id: g.target_id,
+      permissions: PERMISSIONS.filter((p) => (g as unknown as Record<string, number>)[`can_${p}`] === 1),
+    }));
 }
 
 /** A principal's live workspace memberships, workspace id -> role (loadCaller reads the same in its one statement). */
 export function principalWorkspaces(db: Db, principalId: string): Record<string, Caller["role"]> {
   const row = db.first<{ w: string }>(
     "SELECT json_group_object(workspace_id, role) AS w FROM memberships WHERE principal_id = ? AND workspace_id IS NOT NULL AND removed_at IS NULL",
-    principalId);
+    principalId,
+  );
   return JSON.parse(row?.w ?? "{}");
 }
 
@@ -100,8 +113,11 @@ export function holds(caller: Caller, permission: Permission, target: GrantTarge
 }
 
 /** The caller's active grants that hold `permission` and cover the record or target. */
-export const grantsCovering = (caller: Pick<Caller, "grants">, permission: Permission, r: { subject_id?: string | null; project_id?: string | null }) =>
-  caller.grants.filter((g) => g.permissions.includes(permission) && covers(g, r));
+export const grantsCovering = (
+  caller: Pick<Caller, "grants">,
+  permission: Permission,
+  r: { subject_id?: string | null; project_id?: string | null },
+) => caller.grants.filter((g) => g.permissions.includes(permission) && covers(g, r));
 
 /**
  * May the caller read the record without any grant: it wrote it, or the record's visibility and
@@ -135,9 +151,12 @@ export function canWrite(caller: Caller, target: WriteTarget): boolean {
 /** canWrite as a check for the routes a reader may use under a write grant (see grantWritable). */
 export function requireWrite(caller: Caller, target: WriteTarget): void {
   if (!canWrite(caller, target)) {
-    throw new ApiError("FORBIDDEN", target.workspace_id
-      ? "Writing to this workspace's records takes workspace role member or above, or a write grant."
-      : "The reader role cannot write here without a write grant.");
+    throw new ApiError(
+      "FORBIDDEN",
+      target.workspace_id
+        ? "Writing to this workspace's records takes workspace role member or above, or a write grant."
+        : "The reader role cannot write here without a write grant.",
+    );
   }
 }
 
@@ -149,8 +168,12 @@ export function requireWrite(caller: Caller, target: WriteTarget): void {
  * scoped by workspace as canRead describes; pass workspaces: false for a table without one.
  * Returns the clause and its bind values, in order.
  */
-export function readableWhere(caller: Caller, alias: string, ownerColumn = "author_id",
-  opts: { targets?: boolean; workspaces?: boolean } = {}): [string, ...unknown[]] {
+export function readableWhere(
+  caller: Caller,
+  alias: string,
+  ownerColumn = "author_id",
+  opts: { targets?: boolean; workspaces?: boolean } = {},
+): [string, ...unknown[]] {
   const ways = readableWays(caller, alias, ownerColumn, opts);
   return [`(${ways.map(([clause]) => clause).join(" OR ")})`, ...ways.flatMap(([, ...args]) => args)];
 }
@@ -172,15 +195,22 @@ export type ReadableWay = WayCondition[];
  * decomposition of canRead that readableWays renders as SQL and the vector index renders as metadata
  * filters (src/vector/metadata.ts, for compile: src/domains/memory/vector-candidates.ts). Options as readableWays'.
  */
-export function readableWayConditions(caller: Caller, opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {}): ReadableWay[] {
+export function readableWayConditions(
+  caller: Caller,
+  opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {},
+): ReadableWay[] {
   const each = opts.singleValues === true;
   /** `column` is one of `values`: one way, or one per value. */
-  const oneOf = (column: "workspace_id" | "project_id" | "subject_id", values: string[], within: WayCondition[] = []): ReadableWay[] => each
-    ? values.map((value) => [...within, { column, value }])
-    : [[...within, { column, in: values }]];
+  const oneOf = (
+    column: "workspace_id" | "project_id" | "subject_id",
+    values: string[],
+    within: WayCondition[] = [],
+  ): ReadableWay[] =>
+    each ? values.map((value) => [...within, { column, value }]) : [[...within, { column, in: values }]];
   const team: WayCondition = { column: "visibility", value: "team" };
   const reads = caller.grants.filter((g) => g.permissions.includes("read"));
-  if (reads.some((g) => g.type === "organization")) return each ? VISIBILITIES.map((value) => [{ column: "visibility", value }]) : [[]];
+  if (reads.some((g) => g.type === "organization"))
+    return each ? VISIBILITIES.map((value) => [{ column: "visibility", value }]) : [[]];
   const ways: ReadableWay[] = [];
   if (opts.workspaces === false || isAdmin(caller)) ways.push([team]);
   else {
@@ -189,9 +219,17 @@ export function readableWayConditions(caller: Caller, opts: { targets?: boolean;
     if (member.length) ways.push(...oneOf("workspace_id", member, [team]));
   }
   if (opts.workspaces !== false && opts.targets !== false) {
-    const privateReader = Object.entries(caller.workspaces).filter(([, role]) => WORKSPACE_PRIVATE_READERS.includes(role)).map(([id]) => id);
+    const privateReader = Object.entries(caller.workspaces)
+      .filter(([, role]) => WORKSPACE_PRIVATE_READERS.includes(role))
+      .map(([id]) => id);
     if (privateReader.length) {
-      if (each) for (const id of privateReader) for (const value of VISIBILITIES) ways.push([{ column: "visibility", value }, { column: "workspace_id", value: id }]);
+      if (each)
+        for (const id of privateReader)
+          for (const value of VISIBILITIES)
+            ways.push([
+              { column: "visibility", value },
+              { column: "workspace_id", value: id },
+            ]);
       else ways.push(...oneOf("workspace_id", privateReader));
     }
   }
@@ -216,8 +254,12 @@ export function readableWayConditions(caller: Caller, opts: { targets?: boolean;
  * becomes one way per value; a way that takes every visibility becomes one per visibility (VISIBILITIES
  * are all a record can hold: every writer validates against them). Ways that come out twice are kept once.
  */
-export function readableWays(caller: Caller, alias: string, ownerColumn = "author_id",
-  opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {}): [string, ...unknown[]][] {
+export function readableWays(
+  caller: Caller,
+  alias: string,
+  ownerColumn = "author_id",
+  opts: { targets?: boolean; workspaces?: boolean; singleValues?: boolean } = {},
+): [string, ...unknown[]][] {
   const condition = (c: WayCondition): [string, ...unknown[]] => {
     const column = `${alias}.${c.column === "owner" ? ownerColumn : c.column}`;
     if ("in" in c) return [`${column} IN (SELECT value FROM json_each(?))`, JSON.stringify(c.in)];

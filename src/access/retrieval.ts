@@ -45,11 +45,17 @@ export interface Retrieval {
 }
 
 /** A memory record as the authorization module sees it. */
-export const guarded = (r: RecordAccess) =>
-  ({ visibility: r.visibility, owner: r.author_id, subject_id: r.subject_id, project_id: r.project_id, workspace_id: r.workspace_id });
+export const guarded = (r: RecordAccess) => ({
+  visibility: r.visibility,
+  owner: r.author_id,
+  subject_id: r.subject_id,
+  project_id: r.project_id,
+  workspace_id: r.workspace_id,
+});
 
 /** Valid now: valid_to unset or later than now. */
-export const isCurrent = (c: { valid_to: string | null }, nowIso = clock.nowIso()) => c.valid_to == null || c.valid_to > nowIso;
+export const isCurrent = (c: { valid_to: string | null }, nowIso = clock.nowIso()) =>
+  c.valid_to == null || c.valid_to > nowIso;
 
 /** Current: active or disputed, and valid now. */
 export const isCurrentClaim = (c: { status: string; valid_to: string | null }, nowIso = clock.nowIso()) =>
@@ -73,10 +79,18 @@ export function retrievable(caller: Caller, alias: string, opts: Retrieval = {})
  * is exactly retrievable. A read that must cost what it returns, not what the caller cannot see, runs
  * one indexed walk per way and merges them (the Atlas's claim walks, compile's neighbour walks).
  */
-export function retrievableWays(caller: Caller, alias: string, opts: Retrieval = {},
-  shape: { singleValues?: boolean } = {}): [string, ...unknown[]][] {
+export function retrievableWays(
+  caller: Caller,
+  alias: string,
+  opts: Retrieval = {},
+  shape: { singleValues?: boolean } = {},
+): [string, ...unknown[]][] {
   const [rest, ...restArgs] = recordRetrievable(alias, opts);
-  return readableWays(caller, alias, "author_id", shape).map(([way, ...args]) => [`${way} AND ${rest}`, ...args, ...restArgs]);
+  return readableWays(caller, alias, "author_id", shape).map(([way, ...args]) => [
+    `${way} AND ${rest}`,
+    ...args,
+    ...restArgs,
+  ]);
 }
 
 /**
@@ -111,12 +125,20 @@ export function canRetrieve(caller: Caller, r: RecordAccess, opts: Retrieval = {
  * SQL: the project aliased `alias` is one the caller may see: it holds a record the caller may
  * retrieve (the GET /v1/projects rule), or (orCreator, the export rule) the caller created it.
  */
-export function projectVisibleWhere(caller: Caller, alias: string, opts: { orCreator: boolean }): [string, ...unknown[]] {
+export function projectVisibleWhere(
+  caller: Caller,
+  alias: string,
+  opts: { orCreator: boolean },
+): [string, ...unknown[]] {
   const [ro, ...roArgs] = retrievable(caller, "o");
   const [rc, ...rcArgs] = retrievable(caller, "c");
-  return [`(${opts.orCreator ? `${alias}.created_by = ? OR ` : ""}EXISTS (SELECT 1 FROM observations o WHERE o.project_id = ${alias}.project_id AND ${ro})
+  return [
+    `(${opts.orCreator ? `${alias}.created_by = ? OR ` : ""}EXISTS (SELECT 1 FROM observations o WHERE o.project_id = ${alias}.project_id AND ${ro})
       OR EXISTS (SELECT 1 FROM claims c WHERE c.project_id = ${alias}.project_id AND ${rc}))`,
-  ...(opts.orCreator ? [caller.principalId] : []), ...roArgs, ...rcArgs];
+    ...(opts.orCreator ? [caller.principalId] : []),
+    ...roArgs,
+    ...rcArgs,
+  ];
 }
 
 /**
@@ -125,9 +147,20 @@ export function projectVisibleWhere(caller: Caller, alias: string, opts: { orCre
  * organization's owners/admins, its creator, a grant naming it or the organization, or whoever can
  * retrieve one of its records (projectVisibleWhere). For anyone else it answers like a missing one.
  */
-export function projectNameable(db: Db, caller: Caller, p: { project_id: string; created_by: string; workspace_id?: string | null }): boolean {
-  if (!p.workspace_id || isAdmin(caller) || workspaceRole(caller, p.workspace_id) !== undefined || p.created_by === caller.principalId) return true;
-  if (caller.grants.some((g) => g.type === "organization" || (g.type === "project" && g.id === p.project_id))) return true;
+export function projectNameable(
+  db: Db,
+  caller: Caller,
+  p: { project_id: string; created_by: string; workspace_id?: string | null },
+): boolean {
+  if (
+    !p.workspace_id ||
+    isAdmin(caller) ||
+    workspaceRole(caller, p.workspace_id) !== undefined ||
+    p.created_by === caller.principalId
+  )
+    return true;
+  if (caller.grants.some((g) => g.type === "organization" || (g.type === "project" && g.id === p.project_id)))
+    return true;
   const [visible, ...args] = projectVisibleWhere(caller, "p", { orCreator: false });
   return db.first(`SELECT 1 FROM projects p WHERE p.project_id = ? AND ${visible}`, p.project_id, ...args) != null;
 }
@@ -143,15 +176,18 @@ export type NotShared = "retention_excluded" | "not_team" | "workspace_scoped";
  * not excluded by retention. A peer is in no workspace, a channel's audience is outside every one, and
  * ranking statistics must not move with a record some reader cannot retrieve: all ask this.
  */
-export function notShared(r: { visibility: string; workspace_id: string | null; retention_excluded_at?: string | null },
-  within: string | null = null): NotShared | null {
+export function notShared(
+  r: { visibility: string; workspace_id: string | null; retention_excluded_at?: string | null },
+  within: string | null = null,
+): NotShared | null {
   if (r.retention_excluded_at != null) return "retention_excluded";
   if (r.visibility !== "team") return "not_team";
   if (r.workspace_id != null && r.workspace_id !== within) return "workspace_scoped";
   return null;
 }
 
-export const isShared = (r: Parameters<typeof notShared>[0], within: string | null = null) => notShared(r, within) === null;
+export const isShared = (r: Parameters<typeof notShared>[0], within: string | null = null) =>
+  notShared(r, within) === null;
 
 /**
  * SQL form of isShared (organization-wide) over a table aliased `alias`. Events carry visibility and
@@ -170,11 +206,18 @@ export const LIVE_HANDOFF_STATUSES = ["pending", "accepted"] as const;
  * handoffs column that carries it; its writer column `writer`): it wrote it, or a live handoff from
  * its writer to the caller carries it. A rejected handoff delegates nothing.
  */
-export function heldOrDelegated(caller: Caller, alias: string, cols: { id: "context_id" | "checkpoint_id"; writer: string }): [string, ...unknown[]] {
+export function heldOrDelegated(
+  caller: Caller,
+  alias: string,
+  cols: { id: "context_id" | "checkpoint_id"; writer: string },
+): [string, ...unknown[]] {
   const live = LIVE_HANDOFF_STATUSES.map((s) => `'${s}'`).join(", ");
-  return [`(${alias}.${cols.writer} = ? OR EXISTS (SELECT 1 FROM handoffs h WHERE h.${cols.id} = ${alias}.${cols.id}
+  return [
+    `(${alias}.${cols.writer} = ? OR EXISTS (SELECT 1 FROM handoffs h WHERE h.${cols.id} = ${alias}.${cols.id}
       AND h.from_principal_id = ${alias}.${cols.writer} AND h.to_principal_id = ? AND h.status IN (${live})))`,
-  caller.principalId, caller.principalId];
+    caller.principalId,
+    caller.principalId,
+  ];
 }
 
 // ---- governance rows seen through their claim -----------------------------------------------------

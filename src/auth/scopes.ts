@@ -10,7 +10,10 @@ export const ALL_SCOPES = "*";
 export const scopeSchema = z.enum(SCOPES);
 export const scopesSchema = z.union([
   z.literal(ALL_SCOPES),
-  z.array(z.union([scopeSchema, z.literal(ALL_SCOPES)])).min(1).max(SCOPES.length + 1),
+  z
+    .array(z.union([scopeSchema, z.literal(ALL_SCOPES)]))
+    .min(1)
+    .max(SCOPES.length + 1),
 ]);
 
 /** Stored form: ["*"] or a de-duplicated, sorted list. */

@@ -22,15 +22,20 @@ export const credentialStage = (caller: StagedCaller): CredentialStage => caller
  * second factor, passkeys and recovery codes — answers like any `/current` route when the key's
  * principal has no account (404), and 403 when it has one.
  */
-export function checkStage(caller: StagedCaller, route: { stages?: readonly CredentialStage[]; ownAccount?: boolean }, hasAccount: () => boolean): void {
+export function checkStage(
+  caller: StagedCaller,
+  route: { stages?: readonly CredentialStage[]; ownAccount?: boolean },
+  hasAccount: () => boolean,
+): void {
   const allowed = route.stages ?? DEFAULT_STAGES;
   const stage = credentialStage(caller);
   if (allowed.includes(stage)) return;
   if (stage === "api_key" && route.ownAccount && !hasAccount()) throw notFound("Operator account");
   if (stage === "password_change")
-    throw forbidden("Replace the temporary password first (PATCH /v1/operator-accounts/current/password); then log in again.");
-  if (stage === "staged")
-    throw forbidden("Complete the second factor first: a passkey assertion or a recovery code.");
+    throw forbidden(
+      "Replace the temporary password first (PATCH /v1/operator-accounts/current/password); then log in again.",
+    );
+  if (stage === "staged") throw forbidden("Complete the second factor first: a passkey assertion or a recovery code.");
   if (allowed.includes("staged") && !allowed.includes("full"))
     throw forbidden("This route requires a staged dashboard session (after the password, before the second factor).");
   if (stage === "full") throw forbidden("This route takes an API key; a dashboard session cannot call it.");

@@ -8,7 +8,8 @@ function inlined(value: unknown, defs: Record<string, unknown>): unknown {
   if (Array.isArray(value)) return value.map((v) => inlined(v, defs));
   if (!value || typeof value !== "object") return value;
   const { $ref, $defs: _defs, ...rest } = value as Record<string, unknown>;
-  const named = typeof $ref === "string" && $ref.startsWith("#/$defs/") ? inlined(defs[$ref.slice(8)], defs) as object : {};
+  const named =
+    typeof $ref === "string" && $ref.startsWith("#/$defs/") ? (inlined(defs[$ref.slice(8)], defs) as object) : {};
   const own = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, inlined(v, defs)]));
   return { ...("$schema" in own ? { $schema: own.$schema } : {}), ...named, ...own };
 }
@@ -21,8 +22,11 @@ const schemaBlock = (title: string, schema: z.ZodType) => {
 
 /** The success statuses a route declares: "201, 200", "200 NDJSON", "202 empty". */
 const successOf = (r: RouteDef) =>
-  r.auth === "key" && r.ndjson ? "200 NDJSON"
-    : Object.entries(r.response ?? {}).map(([status, schema]) => (schema === null ? `${status} empty` : status)).join(", ");
+  r.auth === "key" && r.ndjson
+    ? "200 NDJSON"
+    : Object.entries(r.response ?? {})
+        .map(([status, schema]) => (schema === null ? `${status} empty` : status))
+        .join(", ");
 
 export function renderApiDoc(routes: readonly RouteDef[]): string {
   const out = [
@@ -35,8 +39,12 @@ export function renderApiDoc(routes: readonly RouteDef[]): string {
     "| --- | --- | --- | --- | --- | --- | --- |",
   ];
   for (const r of routes) {
-    const scope = r.auth === "public" ? "public" : r.explicitScope ? `${r.scope} (named by the key; \`*\` only for owner, admin)`
-      : (r.scope ?? "any valid credential");
+    const scope =
+      r.auth === "public"
+        ? "public"
+        : r.explicitScope
+          ? `${r.scope} (named by the key; \`*\` only for owner, admin)`
+          : (r.scope ?? "any valid credential");
     const roles = r.auth === "key" && r.roles ? r.roles.join(", ") : "";
     // Routes limited to some dashboard session stages name them (api_key, password_change, staged, full).
     const auth = r.auth === "public" ? "none" : r.stages ? `Bearer (${r.stages.join(", ")})` : "Bearer";
@@ -50,7 +58,8 @@ export function renderApiDoc(routes: readonly RouteDef[]): string {
     if (r.query) out.push(schemaBlock("Query", r.query));
     if (r.body) out.push(schemaBlock(r.bodyOptional ? "Body (optional)" : "Body", r.body));
     if (r.rawBodySchema) out.push(schemaBlock("Body (raw bytes, validated by the route)", r.rawBodySchema));
-    for (const [type, schema] of Object.entries(r.ndjsonLines ?? {})) out.push(schemaBlock(`NDJSON line \`${type}\``, schema));
+    for (const [type, schema] of Object.entries(r.ndjsonLines ?? {}))
+      out.push(schemaBlock(`NDJSON line \`${type}\``, schema));
   }
   return out.join("\n");
 }

@@ -25,14 +25,20 @@ class SchemaSet {
   private readonly named = { input: new Map<string, Json>(), output: new Map<string, Json>() };
 
   convert(schema: z.ZodType, io: "input" | "output"): Json {
-    const { $schema: _ignored, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Json & { $defs?: Record<string, Json> };
+    const {
+      $schema: _ignored,
+      $defs,
+      ...rest
+    } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as Json & { $defs?: Record<string, Json> };
     const prefix = io === "output" ? COMPONENT : INPUT_PENDING;
     for (const [id, def] of Object.entries($defs ?? {})) {
       // zod names unnamed schemas it must reference (cycles) __schemaN: none may reach the document.
-      if (id.startsWith("__schema")) throw new Error(`a recursive schema needs a name (.meta({ id })): ${JSON.stringify(def).slice(0, 200)}`);
+      if (id.startsWith("__schema"))
+        throw new Error(`a recursive schema needs a name (.meta({ id })): ${JSON.stringify(def).slice(0, 200)}`);
       const seen = this.named[io].get(id);
       const json = relink(def, prefix) as Json;
-      if (seen && JSON.stringify(seen) !== JSON.stringify(json)) throw new Error(`two different schemas are named ${id}`);
+      if (seen && JSON.stringify(seen) !== JSON.stringify(json))
+        throw new Error(`two different schemas are named ${id}`);
       this.named[io].set(id, json);
     }
     return relink(rest, prefix) as Json;
@@ -42,12 +48,20 @@ class SchemaSet {
   finish(): { schemas: Record<string, Json>; inputName: (id: string) => string } {
     const inputName = (id: string) => {
       const output = this.named.output.get(id);
-      return !output || JSON.stringify(output) === JSON.stringify(relink(this.named.input.get(id), COMPONENT, inputName)) ? id : `${id}Input`;
+      return !output ||
+        JSON.stringify(output) === JSON.stringify(relink(this.named.input.get(id), COMPONENT, inputName))
+        ? id
+        : `${id}Input`;
     };
     const schemas: Record<string, Json> = {};
     for (const [id, def] of this.named.output) schemas[id] = def;
-    for (const [id, def] of this.named.input) if (inputName(id) !== id || !schemas[id]) schemas[inputName(id)] = relink(def, COMPONENT, inputName) as Json;
-    const sorted = Object.fromEntries(Object.keys(schemas).sort().map((k) => [k, schemas[k]]));
+    for (const [id, def] of this.named.input)
+      if (inputName(id) !== id || !schemas[id]) schemas[inputName(id)] = relink(def, COMPONENT, inputName) as Json;
+    const sorted = Object.fromEntries(
+      Object.keys(schemas)
+        .sort()
+        .map((k) => [k, schemas[k]]),
+    );
     return { schemas: sorted, inputName };
   }
 }
@@ -56,32 +70,60 @@ class SchemaSet {
 function relink(value: unknown, prefix: string, rename: (id: string) => string = (id) => id): unknown {
   if (Array.isArray(value)) return value.map((v) => relink(v, prefix, rename));
   if (!value || typeof value !== "object") return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => {
-    if (k === "$ref" && typeof v === "string") {
-      const m = /^#\/(?:\$defs|input-pending)\/(.+)$/.exec(v);
-      if (m) return [k, prefix + rename(m[1])];
-    }
-    return [k, relink(v, prefix, rename)];
-  }));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => {
+      if (k === "$ref" && typeof v === "string") {
+        const m = /^#\/(?:\$defs|input-pending)\/(.+)$/.exec(v);
+        if (m) return [k, prefix + rename(m[1])];
+      }
+      return [k, relink(v, prefix, rename)];
+    }),
+  );
 }
 
 const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, "{$1}");
 
 /** Request examples for the memory loop, the first hour of every user (the README's quickstart). */
 const EXAMPLES: Record<string, unknown> = {
-  "POST /v1/observations": { subject_id: "user-42", kind: "message", content: "I prefer tea in the morning.", source: { type: "chat", ref: "msg-981" } },
-  "POST /v1/consolidations": { subject_id: "user-42", claims: [{ kind: "preference", statement: "Prefers tea in the morning",
-    sources: [{ observation_id: "obs_00000000000000000000000000000000", relation: "supports" }] }] },
-  "POST /v1/context/compile": { query: "what does user-42 drink in the morning", subject_id: "user-42", token_budget: 500 },
+  "POST /v1/observations": {
+    subject_id: "user-42",
+    kind: "message",
+    content: "I prefer tea in the morning.",
+    source: { type: "chat", ref: "msg-981" },
+  },
+  "POST /v1/consolidations": {
+    subject_id: "user-42",
+    claims: [
+      {
+        kind: "preference",
+        statement: "Prefers tea in the morning",
+        sources: [{ observation_id: "obs_00000000000000000000000000000000", relation: "supports" }],
+      },
+    ],
+  },
+  "POST /v1/context/compile": {
+    query: "what does user-42 drink in the morning",
+    subject_id: "user-42",
+    token_budget: 500,
+  },
   "POST /v1/context/{id}/feedback": { outcome: "useful" },
-  "POST /v1/handoffs": { to_principal_id: "prn_00000000000000000000000000000000", context_id: "ctx_00000000000000000000000000000000", note: "Continue the onboarding" },
+  "POST /v1/handoffs": {
+    to_principal_id: "prn_00000000000000000000000000000000",
+    context_id: "ctx_00000000000000000000000000000000",
+    note: "Continue the onboarding",
+  },
   "POST /v1/projects/resolve": { reference: "onboarding", create: true },
 };
 
 const errorEnvelope = (schemas: SchemaSet) => ({
   ...schemas.convert(errorEnvelopeSchema, "output"),
-  example: { error: { code: "VALIDATION_ERROR", message: 'Invalid field "kind": must be one of: "message", "tool_result", "document", "event", "note".' },
-    meta: { request_id: "req_00000000000000000000000000000000" } },
+  example: {
+    error: {
+      code: "VALIDATION_ERROR",
+      message: 'Invalid field "kind": must be one of: "message", "tool_result", "document", "event", "note".',
+    },
+    meta: { request_id: "req_00000000000000000000000000000000" },
+  },
 });
 
 const envelope = (data: unknown, r: RouteDef, schemas: SchemaSet) => ({
@@ -91,7 +133,12 @@ const envelope = (data: unknown, r: RouteDef, schemas: SchemaSet) => ({
 });
 
 function operation(r: RouteDef, schemas: SchemaSet, examples: ResponseExamples) {
-  const params = [...r.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+  const params = [...r.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({
+    name: m[1],
+    in: "path",
+    required: true,
+    schema: { type: "string" },
+  }));
   const op: Record<string, unknown> = {
     operationId: r.operationId,
     summary: r.summary,
@@ -101,29 +148,54 @@ function operation(r: RouteDef, schemas: SchemaSet, examples: ResponseExamples) 
   };
   if (r.auth === "public") {
     op.parameters = params;
-    op.responses = { ...successResponses(r, schemas, examples), "4XX": { $ref: "#/components/responses/Error" }, "5XX": { $ref: "#/components/responses/Error" } };
+    op.responses = {
+      ...successResponses(r, schemas, examples),
+      "4XX": { $ref: "#/components/responses/Error" },
+      "5XX": { $ref: "#/components/responses/Error" },
+    };
     return op;
   }
   if (r.query) {
     const q = schemas.convert(r.query, "input") as { properties?: Record<string, any>; required?: string[] };
     for (const [name, schema] of Object.entries(q.properties ?? {})) {
       const { description, ...rest } = schema;
-      params.push({ name, in: "query", required: (q.required ?? []).includes(name), schema: rest, ...(description ? { description } : {}) } as any);
+      params.push({
+        name,
+        in: "query",
+        required: (q.required ?? []).includes(name),
+        schema: rest,
+        ...(description ? { description } : {}),
+      } as any);
     }
   }
   op.parameters = params;
   if (r.idempotent) (op.parameters as unknown[]).push({ $ref: "#/components/parameters/IdempotencyKey" });
   const example = EXAMPLES[`${r.method} ${openApiPath(r.path)}`];
   if (r.body)
-    op.requestBody = { required: !r.bodyOptional, content: { "application/json": { schema: schemas.convert(r.body, "input"), ...(example ? { example } : {}) } } };
+    op.requestBody = {
+      required: !r.bodyOptional,
+      content: { "application/json": { schema: schemas.convert(r.body, "input"), ...(example ? { example } : {}) } },
+    };
   else if (r.rawBody)
     // A rawBodySchema route (federation pull and push) reads a JSON object whose exact bytes it verifies.
-    op.requestBody = { required: true, content: { "application/json": { schema: r.rawBodySchema ? schemas.convert(r.rawBodySchema, "input") : {} } } };
+    op.requestBody = {
+      required: true,
+      content: { "application/json": { schema: r.rawBodySchema ? schemas.convert(r.rawBodySchema, "input") : {} } },
+    };
   const error = r.bareResponse
-    ? { description: "A JSON-RPC error body (Origin, Accept, Content-Type, parse and protocol-version failures), or the error envelope (credential and scope failures).",
-      content: { "application/json": { schema: { oneOf: [{ $ref: "#/components/schemas/Error" }, { type: "object" }] } } } }
+    ? {
+        description:
+          "A JSON-RPC error body (Origin, Accept, Content-Type, parse and protocol-version failures), or the error envelope (credential and scope failures).",
+        content: {
+          "application/json": { schema: { oneOf: [{ $ref: "#/components/schemas/Error" }, { type: "object" }] } },
+        },
+      }
     : { $ref: "#/components/responses/Error" };
-  op.responses = { ...successResponses(r, schemas, examples), "4XX": error, "5XX": { $ref: "#/components/responses/Error" } };
+  op.responses = {
+    ...successResponses(r, schemas, examples),
+    "4XX": error,
+    "5XX": { $ref: "#/components/responses/Error" },
+  };
   return op;
 }
 
@@ -136,17 +208,36 @@ function successResponses(r: RouteDef, schemas: SchemaSet, examples: ResponseExa
     return example === undefined ? {} : { example };
   };
   if (r.auth === "key" && r.ndjson) {
-    const lines = Object.entries(r.ndjsonLines ?? {}).map(([type, schema]) => ({ title: type, ...schemas.convert(schema, "output") }));
-    return { 200: { description: "OK: NDJSON, one JSON object per line; each line matches one schema of `x-ndjson-lines` (a header line first).",
-      content: { "application/x-ndjson": { schema: { type: "string" }, ...exampleOf(200), "x-ndjson-lines": { oneOf: lines } } } } };
+    const lines = Object.entries(r.ndjsonLines ?? {}).map(([type, schema]) => ({
+      title: type,
+      ...schemas.convert(schema, "output"),
+    }));
+    return {
+      200: {
+        description:
+          "OK: NDJSON, one JSON object per line; each line matches one schema of `x-ndjson-lines` (a header line first).",
+        content: {
+          "application/x-ndjson": { schema: { type: "string" }, ...exampleOf(200), "x-ndjson-lines": { oneOf: lines } },
+        },
+      },
+    };
   }
   const out: Record<string, unknown> = {};
   for (const [status, schema] of Object.entries(r.response ?? {})) {
-    if (schema === null || schema === undefined) { out[status] = { description: `${STATUS_TEXT[status]}: an empty body.` }; continue; }
+    if (schema === null || schema === undefined) {
+      out[status] = { description: `${STATUS_TEXT[status]}: an empty body.` };
+      continue;
+    }
     const body = schemas.convert(schema, "output");
     out[status] = r.bareResponse
-      ? { description: `${STATUS_TEXT[status]}: a JSON-RPC 2.0 response (an array of them for a batch).`, content: { "application/json": { schema: body, ...exampleOf(status) } } }
-      : { description: `${STATUS_TEXT[status]}: the \`{ data, meta }\` envelope.`, content: { "application/json": { schema: envelope(body, r, schemas), ...exampleOf(status) } } };
+      ? {
+          description: `${STATUS_TEXT[status]}: a JSON-RPC 2.0 response (an array of them for a batch).`,
+          content: { "application/json": { schema: body, ...exampleOf(status) } },
+        }
+      : {
+          description: `${STATUS_TEXT[status]}: the \`{ data, meta }\` envelope.`,
+          content: { "application/json": { schema: envelope(body, r, schemas), ...exampleOf(status) } },
+        };
   }
   return out;
 }
@@ -154,7 +245,8 @@ function successResponses(r: RouteDef, schemas: SchemaSet, examples: ResponseExa
 export function renderOpenApi(routes: readonly RouteDef[], version: string, examples: ResponseExamples) {
   const schemas = new SchemaSet();
   const operations: Record<string, Record<string, unknown>> = {};
-  for (const r of routes) (operations[openApiPath(r.path)] ??= {})[r.method.toLowerCase()] = operation(r, schemas, examples);
+  for (const r of routes)
+    (operations[openApiPath(r.path)] ??= {})[r.method.toLowerCase()] = operation(r, schemas, examples);
   const error = errorEnvelope(schemas);
   const named = schemas.finish();
   const paths = relink(operations, COMPONENT, named.inputName) as typeof operations;
@@ -163,29 +255,47 @@ export function renderOpenApi(routes: readonly RouteDef[], version: string, exam
     info: {
       title: "svc-memory",
       version,
-      description: "Agent memory service: append evidence, consolidate claims, compile them into a token budget with provenance. " +
+      description:
+        "Agent memory service: append evidence, consolidate claims, compile them into a token budget with provenance. " +
         "Generated from the route table (src/routes.ts); docs/API.md is the same table in prose. Every answer is an envelope: " +
         "`{ data, meta: { request_id } }` or `{ error: { code, message }, meta }`.",
     },
     servers: [
       { url: "http://localhost:8787", description: "Local: `npm start` (PORT overrides 8787)." },
-      { url: "https://{host}", description: "A deployment (`npm run deploy:setup`, README \"Deploy\").",
-        variables: { host: { default: "svc-memory.your-account.workers.dev", description: "The deployment's host name." } } },
+      {
+        url: "https://{host}",
+        description: 'A deployment (`npm run deploy:setup`, README "Deploy").',
+        variables: {
+          host: { default: "svc-memory.your-account.workers.dev", description: "The deployment's host name." },
+        },
+      },
     ],
     security: [{ bearer: [] }],
     tags: Object.entries(API_TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", description: "An API key (`svc_sk_…`) or a dashboard session token." },
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description: "An API key (`svc_sk_…`) or a dashboard session token.",
+        },
       },
       parameters: {
-        IdempotencyKey: { name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 200 },
-          description: "Retry safely: a repeat with the same key and body answers the first result." },
+        IdempotencyKey: {
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          schema: { type: "string", maxLength: 200 },
+          description: "Retry safely: a repeat with the same key and body answers the first result.",
+        },
       },
       schemas: { Error: error, ...named.schemas },
       responses: {
-        Error: { description: "An error envelope.", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+        Error: {
+          description: "An error envelope.",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+        },
       },
     },
   };

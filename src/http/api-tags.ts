@@ -1,7 +1,8 @@
 // The groups of docs/openapi.json: every route names one (its `tag`), in the order the document lists them.
 export const API_TAGS = {
   Health: "Liveness and readiness, public.",
-  Memory: "The memory loop: projects, observations, consolidation into claims, the claim lifecycle, search, context compilation and feedback.",
+  Memory:
+    "The memory loop: projects, observations, consolidation into claims, the claim lifecycle, search, context compilation and feedback.",
   Coordination: "Checkpoints, leases and handoffs between agents.",
   Operator: "The calling credential, API keys and the principal directory.",
   Events: "The metadata-only domain event log.",

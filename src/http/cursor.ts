@@ -32,20 +32,28 @@ export const isSeqCursor = (v: unknown): v is [number] => Array.isArray(v) && v.
  * nothing about how many rows others have (a rowid would).
  */
 export const idInCursor = (cursor: string, prefix: string): string =>
-  decodeCursor(cursor, (v): v is [string] => Array.isArray(v) && v.length === 1 && typeof v[0] === "string" && v[0].startsWith(prefix))[0];
+  decodeCursor(
+    cursor,
+    (v): v is [string] => Array.isArray(v) && v.length === 1 && typeof v[0] === "string" && v[0].startsWith(prefix),
+  )[0];
 
 /**
  * Where to continue after an id cursor: `positionOf` looks the named record up among those the caller
  * may see; when it finds none, `missing` answers (the invalid-cursor 400 unless the route says otherwise).
  */
-export const positionAfter = (cursor: string, prefix: string, positionOf: (id: string) => number | null | undefined,
-  missing: () => never = invalidCursor): number => positionOf(idInCursor(cursor, prefix)) ?? missing();
+export const positionAfter = (
+  cursor: string,
+  prefix: string,
+  positionOf: (id: string) => number | null | undefined,
+  missing: () => never = invalidCursor,
+): number => positionOf(idInCursor(cursor, prefix)) ?? missing();
 
 export const isPairCursor = (v: unknown): v is [string, string] =>
   Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === "string");
 
 /** An optional (sort value, id) cursor, e.g. (created_at, id); absent means from the start. */
-export const afterPair = (after: string | undefined): [string, string] => (after ? decodeCursor(after, isPairCursor) : ["", ""]);
+export const afterPair = (after: string | undefined): [string, string] =>
+  after ? decodeCursor(after, isPairCursor) : ["", ""];
 
 /**
  * One page of a list queried with LIMIT n + 1: the first n rows, whether more exist, and the cursor

@@ -12,15 +12,25 @@ export function baseHeaders(requestId: string, contentType = JSON_TYPE): Headers
 export const envelopeText = (requestId: string, data: unknown, meta: Record<string, unknown> = {}): string =>
   JSON.stringify({ data, meta: { ...meta, request_id: requestId } });
 
-export function dataResponse(requestId: string, status: number, data: unknown, meta: Record<string, unknown> = {}): Response {
+export function dataResponse(
+  requestId: string,
+  status: number,
+  data: unknown,
+  meta: Record<string, unknown> = {},
+): Response {
   // Every success answer comes through here: a plain object saves building a Headers object the
   // Response would copy anyway.
   return new Response(envelopeText(requestId, data, meta), {
-    status, headers: { "content-type": JSON_TYPE, "cache-control": "no-store", "x-request-id": requestId },
+    status,
+    headers: { "content-type": JSON_TYPE, "cache-control": "no-store", "x-request-id": requestId },
   });
 }
 
-export function errorResponse(requestId: string, error: ErrorBody | ApiError, extraHeaders?: Record<string, string>): Response {
+export function errorResponse(
+  requestId: string,
+  error: ErrorBody | ApiError,
+  extraHeaders?: Record<string, string>,
+): Response {
   const body = error instanceof ApiError ? error.toBody() : error;
   const status = ERROR_STATUS[body.code] ?? 500;
   const message = body.code === "INTERNAL" ? INTERNAL_MESSAGE : body.message;

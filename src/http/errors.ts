@@ -52,13 +52,17 @@ export const conflict = (message: string) => new ApiError("CONFLICT", message);
  * foreign-organization and invisible records get this same answer. Names at most three ids.
  */
 export const unresolved = (type = "record", ids: readonly string[] = []) =>
-  new ApiError("UNRESOLVED_REFERENCE", (ids.length
-    ? `Unresolved ${type} reference: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`
-    : `A referenced ${type} does not exist.`) + (HOW_TO_CREATE[type] ? ` ${HOW_TO_CREATE[type]}` : ""));
+  new ApiError(
+    "UNRESOLVED_REFERENCE",
+    (ids.length
+      ? `Unresolved ${type} reference: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`
+      : `A referenced ${type} does not exist.`) + (HOW_TO_CREATE[type] ? ` ${HOW_TO_CREATE[type]}` : ""),
+  );
 
 /** The next step for a reference to something the caller may simply not have created yet. */
 const HOW_TO_CREATE: Record<string, string> = {
-  project: 'Create a project with POST /v1/projects/resolve and {"reference": "<your name>", "create": true}; use the project_id it returns.',
+  project:
+    'Create a project with POST /v1/projects/resolve and {"reference": "<your name>", "create": true}; use the project_id it returns.',
 };
 
 /**

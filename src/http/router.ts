@@ -23,14 +23,29 @@ const idOf = (prefix: string) => (value: string) => isId(prefix, value);
  * any other segment fails at startup (and in every test), so each new collection declares its form here.
  */
 export const ID_FORMS: Readonly<Record<string, (value: string) => boolean>> = {
-  observations: idOf(ID_PREFIX.observation), claims: idOf(ID_PREFIX.claim), context: idOf(ID_PREFIX.context),
-  checkpoints: idOf(ID_PREFIX.checkpoint), keys: idOf(ID_PREFIX.key), grants: idOf(ID_PREFIX.grant),
-  memberships: idOf(ID_PREFIX.membership), leases: idOf(ID_PREFIX.lease), handoffs: idOf(ID_PREFIX.handoff),
-  webhooks: idOf(ID_PREFIX.webhook), deliveries: idOf(ID_PREFIX.delivery), events: idOf(ID_PREFIX.event), workspaces: idOf(ID_PREFIX.workspace),
-  "dashboard-sessions": idOf(ID_PREFIX.session), passkeys: idOf(ID_PREFIX.passkey), policies: idOf(ID_PREFIX.policy),
-  "claim-approvals": idOf(ID_PREFIX.approval), channels: idOf(ID_PREFIX.channel), "knowledge-releases": idOf(ID_PREFIX.release),
+  observations: idOf(ID_PREFIX.observation),
+  claims: idOf(ID_PREFIX.claim),
+  context: idOf(ID_PREFIX.context),
+  checkpoints: idOf(ID_PREFIX.checkpoint),
+  keys: idOf(ID_PREFIX.key),
+  grants: idOf(ID_PREFIX.grant),
+  memberships: idOf(ID_PREFIX.membership),
+  leases: idOf(ID_PREFIX.lease),
+  handoffs: idOf(ID_PREFIX.handoff),
+  webhooks: idOf(ID_PREFIX.webhook),
+  deliveries: idOf(ID_PREFIX.delivery),
+  events: idOf(ID_PREFIX.event),
+  workspaces: idOf(ID_PREFIX.workspace),
+  "dashboard-sessions": idOf(ID_PREFIX.session),
+  passkeys: idOf(ID_PREFIX.passkey),
+  policies: idOf(ID_PREFIX.policy),
+  "claim-approvals": idOf(ID_PREFIX.approval),
+  channels: idOf(ID_PREFIX.channel),
+  "knowledge-releases": idOf(ID_PREFIX.release),
   "legal-holds": idOf(ID_PREFIX.hold),
-  "identity-mappings": idOf(ID_PREFIX.mapping), peers: idOf(ID_PREFIX.peer), "operator-accounts": idOf(ID_PREFIX.account),
+  "identity-mappings": idOf(ID_PREFIX.mapping),
+  peers: idOf(ID_PREFIX.peer),
+  "operator-accounts": idOf(ID_PREFIX.account),
   // "~" names unscoped memory (records with no project).
   projects: (v) => v === "~" || isId(ID_PREFIX.project, v),
   // Subject ids are caller-chosen strings.
@@ -43,7 +58,10 @@ function paramForms(path: string): [string, (value: string) => boolean][] {
   return segments.flatMap((seg, i) => {
     if (!seg.startsWith(":")) return [];
     const form = ID_FORMS[segments[i - 1] ?? ""];
-    if (!form) throw new Error(`Route ${path}: declare the id form of "${segments[i - 1]}/${seg}" in ID_FORMS (src/http/router.ts).`);
+    if (!form)
+      throw new Error(
+        `Route ${path}: declare the id form of "${segments[i - 1]}/${seg}" in ID_FORMS (src/http/router.ts).`,
+      );
     return [[seg.slice(1), form] as [string, (value: string) => boolean]];
   });
 }
@@ -54,8 +72,14 @@ export function buildMatcher<R extends Routed>(routes: readonly R[]) {
   const forms = new Map([...byPath.keys()].map((p) => [p, paramForms(p)]));
   const router = IttyRouter();
   // Literal segments win over parameters: /v1/webhooks/deliver before /v1/webhooks/:id.
-  const specificity = (path: string) => path.split("/").map((seg) => (seg.startsWith(":") ? "1" : "0")).join("");
-  const paths = [...byPath.keys()].sort((a, b) => (specificity(a) < specificity(b) ? -1 : specificity(a) > specificity(b) ? 1 : 0));
+  const specificity = (path: string) =>
+    path
+      .split("/")
+      .map((seg) => (seg.startsWith(":") ? "1" : "0"))
+      .join("");
+  const paths = [...byPath.keys()].sort((a, b) =>
+    specificity(a) < specificity(b) ? -1 : specificity(a) > specificity(b) ? 1 : 0,
+  );
   for (const path of paths)
     router.all(path, (req) => {
       const params = { ...(req.params as Record<string, string>) };
@@ -68,9 +92,10 @@ export function buildMatcher<R extends Routed>(routes: readonly R[]) {
 
   return async function match(request: Request, url: URL): Promise<Match<R>> {
     const exact = literal.get(url.pathname);
-    const hit = exact !== undefined
-      ? { path: exact, params: {} }
-      : ((await router.fetch(request)) as { path: string; params: Record<string, string> } | undefined);
+    const hit =
+      exact !== undefined
+        ? { path: exact, params: {} }
+        : ((await router.fetch(request)) as { path: string; params: Record<string, string> } | undefined);
     if (!hit) return { kind: "unknown" };
     const candidates = byPath.get(hit.path)!;
     const route = candidates.find((r) => r.method === request.method);

@@ -71,15 +71,23 @@ export function illFormedPath(value: unknown): (string | number)[] | null {
  * Every validation runs through here (bodies, queries, MCP tool arguments, import lines): first the
  * Unicode rule for all text, then the schema. Answers the data or a message naming the field.
  */
-export function validate<S extends z.ZodType>(schema: S, value: unknown, root: Root = "body"):
-  { success: true; data: z.infer<S> } | { success: false; message: string } {
+export function validate<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  root: Root = "body",
+): { success: true; data: z.infer<S> } | { success: false; message: string } {
   const bad = illFormedPath(value);
   if (bad) {
     const field = bad.length ? bad.join(".").replace(new RegExp(LONE_SURROGATE, "gu"), "\uFFFD") : root;
-    return { success: false, message: `Invalid field "${field}": must be well-formed Unicode (it holds a lone UTF-16 surrogate).` };
+    return {
+      success: false,
+      message: `Invalid field "${field}": must be well-formed Unicode (it holds a lone UTF-16 surrogate).`,
+    };
   }
   const result = schema.safeParse(value);
-  return result.success ? { success: true, data: result.data } : { success: false, message: describeZodError(result.error, root) };
+  return result.success
+    ? { success: true, data: result.data }
+    : { success: false, message: describeZodError(result.error, root) };
 }
 
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, root: Root = "body"): z.infer<S> {
@@ -102,7 +110,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // a backslash escapes the next character, a quote included
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character, a quote included
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -119,7 +128,10 @@ export function nestsDeeperThan(text: string, max: number): boolean {
  */
 export function parseJson(text: string, what = "Request body"): { ok: true; value: unknown } | { ok: false } {
   if (nestsDeeperThan(text, MAX_JSON_DEPTH))
-    throw new ApiError("VALIDATION_ERROR", `${what}: nested too deeply (at most ${MAX_JSON_DEPTH} levels of arrays and objects).`);
+    throw new ApiError(
+      "VALIDATION_ERROR",
+      `${what}: nested too deeply (at most ${MAX_JSON_DEPTH} levels of arrays and objects).`,
+    );
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch {
@@ -146,8 +158,16 @@ export function parseQuery(schema: z.ZodType | undefined, value: Record<string, 
   const shape = schema && "shape" in schema ? (schema.shape as Record<string, unknown>) : {};
   const unknown = Object.keys(value).filter((k) => !Object.hasOwn(shape, k));
   if (unknown.length)
-    throw new ApiError("VALIDATION_ERROR", unknown.slice(0, MAX_REPORTED_ISSUES).map((k) => `Unknown query parameter "${k}".`).join(" ") +
-      (Object.keys(shape).length ? ` Allowed: ${Object.keys(shape).join(", ")}.` : " This route takes no query parameters."));
+    throw new ApiError(
+      "VALIDATION_ERROR",
+      unknown
+        .slice(0, MAX_REPORTED_ISSUES)
+        .map((k) => `Unknown query parameter "${k}".`)
+        .join(" ") +
+        (Object.keys(shape).length
+          ? ` Allowed: ${Object.keys(shape).join(", ")}.`
+          : " This route takes no query parameters."),
+    );
   return schema ? parseWith(schema, value, "query") : undefined;
 }
 
@@ -159,7 +179,8 @@ export function queryObject(url: URL): Record<string, string> {
 }
 
 /** Common field schemas. */
-export const nonEmpty = (max: number) => z.string().trim().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
+export const nonEmpty = (max: number) =>
+  z.string().trim().min(1, "must not be empty").max(max, `must be at most ${max} characters`);
 
 /** The one wording for a bounded integer, whether the value is of the wrong type, fractional or out of range. */
 const integerFrom = (min: number, max: number) => `must be an integer from ${min} to ${max}`;

@@ -3,7 +3,14 @@
 // with the number of records (record ownership lives in src/registry).
 
 /** The D1 migration files under schema/d1, in order (a test checks this list against the folder). */
-export const D1_MIGRATIONS = ["0001_index.sql", "0002_record_owners.sql", "0003_login_failures.sql", "0004_drop_record_owners.sql", "0005_login_slots.sql", "0006_login_queue_per_client.sql"] as const;
+export const D1_MIGRATIONS = [
+  "0001_index.sql",
+  "0002_record_owners.sql",
+  "0003_login_failures.sql",
+  "0004_drop_record_owners.sql",
+  "0005_login_slots.sql",
+  "0006_login_queue_per_client.sql",
+] as const;
 
 /**
  * Routing cache: key hash -> org id, per Worker isolate. Safe because the mapping never changes for a
@@ -24,11 +31,15 @@ const CREDENTIAL_ORG = "SELECT org_id FROM credentials WHERE key_hash = ?";
  * A miss is asked again of the primary, so a key created a moment ago never fails on a lagging replica.
  * Writes (addCredential, removeCredential) use the primary.
  */
-export async function orgForCredential(db: Pick<D1Database, "prepare" | "withSession">, keyHash: string): Promise<string | null> {
+export async function orgForCredential(
+  db: Pick<D1Database, "prepare" | "withSession">,
+  keyHash: string,
+): Promise<string | null> {
   const hit = routeCache.get(keyHash);
   if (hit && hit.until > Date.now()) return hit.orgId;
-  const row = await db.withSession("first-unconstrained").prepare(CREDENTIAL_ORG).bind(keyHash).first<{ org_id: string }>()
-    ?? await db.prepare(CREDENTIAL_ORG).bind(keyHash).first<{ org_id: string }>();
+  const row =
+    (await db.withSession("first-unconstrained").prepare(CREDENTIAL_ORG).bind(keyHash).first<{ org_id: string }>()) ??
+    (await db.prepare(CREDENTIAL_ORG).bind(keyHash).first<{ org_id: string }>());
   if (!row) return null;
   if (routeCache.size >= ROUTE_CACHE_MAX) routeCache.delete(routeCache.keys().next().value!);
   routeCache.set(keyHash, { orgId: row.org_id, until: Date.now() + ROUTE_CACHE_TTL_MS });
@@ -36,19 +47,29 @@ export async function orgForCredential(db: Pick<D1Database, "prepare" | "withSes
 }
 
 export const addCredential = (db: D1Database, keyHash: string, orgId: string, kind: string, at: string) =>
-  db.prepare("INSERT OR IGNORE INTO credentials (key_hash, org_id, kind, created_at) VALUES (?, ?, ?, ?)")
-    .bind(keyHash, orgId, kind, at).run();
+  db
+    .prepare("INSERT OR IGNORE INTO credentials (key_hash, org_id, kind, created_at) VALUES (?, ?, ?, ?)")
+    .bind(keyHash, orgId, kind, at)
+    .run();
 
 export const removeCredential = (db: D1Database, keyHash: string) =>
   db.prepare("DELETE FROM credentials WHERE key_hash = ?").bind(keyHash).run();
 
 /** The organization holding a dashboard username (usernames are unique across the deployment). */
 export const orgOfUsername = async (db: D1Database, username: string) =>
-  (await db.prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?").bind(username).first<{ org_id: string }>())?.org_id ?? null;
+  (
+    await db
+      .prepare("SELECT org_id FROM dashboard_usernames WHERE username = ?")
+      .bind(username)
+      .first<{ org_id: string }>()
+  )?.org_id ?? null;
 
 /** Claims a username for an organization; a taken one fails with a UNIQUE constraint error. */
 export const claimUsername = (db: D1Database, username: string, orgId: string, at: string) =>
-  db.prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)").bind(username, orgId, at).run();
+  db
+    .prepare("INSERT INTO dashboard_usernames (username, org_id, created_at) VALUES (?, ?, ?)")
+    .bind(username, orgId, at)
+    .run();
 
 export async function appliedMigrationCount(db: D1Database): Promise<number> {
   const row = await db.prepare("SELECT count(*) AS n FROM d1_migrations").first<{ n: number }>();

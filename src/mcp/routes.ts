@@ -14,7 +14,13 @@ export const LATEST_PROTOCOL = PROTOCOL_VERSIONS[0];
 /** The MCP spec: a request without the header is treated as this version. */
 export const DEFAULT_NEGOTIATED = "2025-03-26";
 
-export const RPC = { PARSE: -32700, INVALID_REQUEST: -32600, METHOD_NOT_FOUND: -32601, INVALID_PARAMS: -32602, INTERNAL: -32603 } as const;
+export const RPC = {
+  PARSE: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL: -32603,
+} as const;
 
 type Id = string | number | null;
 const rpcError = (id: Id, code: number, message: string) => ({ jsonrpc: "2.0" as const, id, error: { code, message } });
@@ -39,7 +45,10 @@ async function callTool(session: Session, version: string, params: Record<string
     const data = contextText === undefined ? raw : { ...raw, context_text: contextText };
     return {
       result: {
-        content: [{ type: "text", text: JSON.stringify(data) }, ...(contextText === undefined ? [] : [{ type: "text", text: contextText }])],
+        content: [
+          { type: "text", text: JSON.stringify(data) },
+          ...(contextText === undefined ? [] : [{ type: "text", text: contextText }]),
+        ],
         ...(supportsStructuredOutput(version) ? { structuredContent: data } : {}),
         isError: false,
       },
@@ -54,26 +63,31 @@ async function callTool(session: Session, version: string, params: Record<string
 
 /** One JSON-RPC message; undefined for notifications and responses (nothing to answer). */
 async function handleMessage(session: Session, version: string, msg: unknown): Promise<object | undefined> {
-  if (!isObject(msg) || msg.jsonrpc !== "2.0") return rpcError(isObject(msg) && isId(msg.id) ? msg.id : null, RPC.INVALID_REQUEST, "Invalid Request");
+  if (!isObject(msg) || msg.jsonrpc !== "2.0")
+    return rpcError(isObject(msg) && isId(msg.id) ? msg.id : null, RPC.INVALID_REQUEST, "Invalid Request");
   if (typeof msg.method !== "string") {
     // A client's response to a server request: we never send requests, so nothing to do.
     if (("result" in msg || "error" in msg) && isId(msg.id)) return undefined;
     return rpcError(isId(msg.id) ? msg.id : null, RPC.INVALID_REQUEST, "Invalid Request");
   }
   if (!("id" in msg)) return undefined; // notification
-  if (!isId(msg.id) || msg.id === null) return rpcError(null, RPC.INVALID_REQUEST, "Invalid Request: id must be a string or number");
+  if (!isId(msg.id) || msg.id === null)
+    return rpcError(null, RPC.INVALID_REQUEST, "Invalid Request: id must be a string or number");
   const id = msg.id;
   const params = msg.params === undefined ? {} : msg.params;
   if (!isObject(params)) return rpcError(id, RPC.INVALID_PARAMS, "params must be an object");
   switch (msg.method) {
     case "initialize": {
       const asked = params.protocolVersion;
-      const protocolVersion = (PROTOCOL_VERSIONS as readonly unknown[]).includes(asked) ? (asked as string) : LATEST_PROTOCOL;
+      const protocolVersion = (PROTOCOL_VERSIONS as readonly unknown[]).includes(asked)
+        ? (asked as string)
+        : LATEST_PROTOCOL;
       return rpcResult(id, {
         protocolVersion,
         capabilities: { tools: { listChanged: false } },
         serverInfo: { name: "svc-memory", title: "Agent memory service", version: REVISION },
-        instructions: "Remember evidence with svc_remember, derive claims with svc_consolidate, and recall ranked context with svc_recall.",
+        instructions:
+          "Remember evidence with svc_remember, derive claims with svc_consolidate, and recall ranked context with svc_recall.",
       });
     }
     case "ping":
@@ -82,7 +96,8 @@ async function handleMessage(session: Session, version: string, msg: unknown): P
       return rpcResult(id, { tools: toolList(version) });
     case "tools/call": {
       if (typeof params.name !== "string") return rpcError(id, RPC.INVALID_PARAMS, "params.name must be a tool name");
-      if (params.arguments !== undefined && !isObject(params.arguments)) return rpcError(id, RPC.INVALID_PARAMS, "params.arguments must be an object");
+      if (params.arguments !== undefined && !isObject(params.arguments))
+        return rpcError(id, RPC.INVALID_PARAMS, "params.arguments must be an object");
       const out = await callTool(session, version, params);
       return "error" in out ? rpcError(id, out.error.code, out.error.message) : rpcResult(id, out.result);
     }
@@ -105,7 +120,10 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * scripts/serve.mjs). Never "the same as Host": a rebound DNS name makes the attacker's page and
  * this service share a host. The bearer key remains the real gate.
  */
-export function originAllowed(origin: string | undefined, env: { MCP_ALLOWED_ORIGINS?: string; SVC_LOCAL_MODE?: string }): boolean {
+export function originAllowed(
+  origin: string | undefined,
+  env: { MCP_ALLOWED_ORIGINS?: string; SVC_LOCAL_MODE?: string },
+): boolean {
   if (origin === undefined) return true;
   let url: URL;
   try {
@@ -113,16 +131,29 @@ export function originAllowed(origin: string | undefined, env: { MCP_ALLOWED_ORI
   } catch {
     return false;
   }
-  if (env.SVC_LOCAL_MODE === "true" && LOOPBACK_HOSTS.has(url.hostname) && (url.protocol === "http:" || url.protocol === "https:")) return true;
-  const configured = (env.MCP_ALLOWED_ORIGINS ?? "").split(",").map((o) => o.trim()).filter(Boolean);
+  if (
+    env.SVC_LOCAL_MODE === "true" &&
+    LOOPBACK_HOSTS.has(url.hostname) &&
+    (url.protocol === "http:" || url.protocol === "https:")
+  )
+    return true;
+  const configured = (env.MCP_ALLOWED_ORIGINS ?? "")
+    .split(",")
+    .map((o) => o.trim())
+    .filter(Boolean);
   return configured.includes(url.origin);
 }
 
 export async function handleMcp(rc: RequestCtx): Promise<Reply> {
-  if (!originAllowed(rc.headers.origin, rc.env)) return bare(403, rpcError(null, RPC.INVALID_REQUEST, "Forbidden: Origin not allowed"));
-  if (!acceptsJson(rc.headers.accept)) return bare(406, rpcError(null, RPC.INVALID_REQUEST, "Not Acceptable: the client must accept application/json"));
+  if (!originAllowed(rc.headers.origin, rc.env))
+    return bare(403, rpcError(null, RPC.INVALID_REQUEST, "Forbidden: Origin not allowed"));
+  if (!acceptsJson(rc.headers.accept))
+    return bare(406, rpcError(null, RPC.INVALID_REQUEST, "Not Acceptable: the client must accept application/json"));
   if (!/^application\/json\s*(;|$)/i.test(rc.headers["content-type"] ?? ""))
-    return bare(415, rpcError(null, RPC.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"));
+    return bare(
+      415,
+      rpcError(null, RPC.INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
+    );
   const parsed = parseJson(rc.rawBody ?? "");
   if (!parsed.ok) return bare(400, rpcError(null, RPC.PARSE, "Parse error"));
   const payload = parsed.value;
@@ -145,11 +176,18 @@ export async function handleMcp(rc: RequestCtx): Promise<Reply> {
 
 export const mcpRoutes = [
   orgRoute({
-    method: "POST", path: "/mcp", scope: "mcp:call", rawBody: true, readOnly: true,
-    response: { 200: mcpResponse, 202: null }, bareResponse: true,
+    method: "POST",
+    path: "/mcp",
+    scope: "mcp:call",
+    rawBody: true,
+    readOnly: true,
+    response: { 200: mcpResponse, 202: null },
+    bareResponse: true,
     summary: "MCP (JSON-RPC 2.0 over Streamable HTTP): initialize, ping, tools/list, tools/call; nine memory tools.",
-    operationId: "callMcp", tag: "MCP",
-    description: "The agent tool endpoint: JSON-RPC 2.0 over Streamable HTTP with initialize, ping, tools/list and tools/call " +
+    operationId: "callMcp",
+    tag: "MCP",
+    description:
+      "The agent tool endpoint: JSON-RPC 2.0 over Streamable HTTP with initialize, ping, tools/list and tools/call " +
       "over nine memory tools. A notification answers 202 with no body; a batch answers an array.",
     handler: handleMcp,
   }),

@@ -16,7 +16,9 @@ export const REGISTRY_WAIT_MS = 5_000;
 /** `work`, or a rejection once REGISTRY_WAIT_MS passed (a hung registry call must not hold every later one). */
 function withinRegistryWait(work: Promise<void>): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | null = null;
-  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error("registry call timed out")), REGISTRY_WAIT_MS); });
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("registry call timed out")), REGISTRY_WAIT_MS);
+  });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
@@ -37,7 +39,11 @@ export class AfterCommit {
   /**
    * @param deps read at each use: a test may give the object other dependencies while it lives.
    */
-  constructor(private readonly db: Db, private readonly indexDb: D1Database, private readonly deps: () => OrgDeps) {}
+  constructor(
+    private readonly db: Db,
+    private readonly indexDb: D1Database,
+    private readonly deps: () => OrgDeps,
+  ) {}
 
   /**
    * New ids reach the ownership registry before the reply that reveals them, so no other organization
@@ -47,7 +53,8 @@ export class AfterCommit {
    */
   private readonly registrations = new RegistrationBatcher(
     (ids) => withinRegistryWait(registerQueuedOwners(this.db, this.deps().registry, getMeta(this.db, "org_id")!, ids)),
-    (err) => console.error("ownership registration failed; the outbox retries", err));
+    (err) => console.error("ownership registration failed; the outbox retries", err),
+  );
 
   /** The reserve top-up in progress, if any: at most one at a time. */
   private toppingUp: Promise<void> | null = null;
@@ -76,7 +83,10 @@ export class AfterCommit {
     if (!orgId) return;
     this.toppingUp = withinRegistryWait(topUpReserves(this.db, this.deps().registry, orgId, low, clock.nowIso()))
       .catch((err) => console.error("record id reserve top-up failed; writes register after commit", err))
-      .finally(() => { this.reserve.forget(low); this.toppingUp = null; });
+      .finally(() => {
+        this.reserve.forget(low);
+        this.toppingUp = null;
+      });
   }
 
   /** D1 follows the DO: applied only after the DO transaction committed. */

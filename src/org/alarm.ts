@@ -16,9 +16,11 @@ export class AlarmArming {
     // second on) must not overwrite an earlier one (webhook delivery, due now) whose setAlarm is still
     // on its way. Storage calls run in order, so the earliest time requested is the one that stays.
     this.armedAt = atMs;
-    this.pending.push(this.storage.getAlarm().then(async (current) => {
-      if (current == null || current > atMs) await this.storage.setAlarm(atMs);
-    }));
+    this.pending.push(
+      this.storage.getAlarm().then(async (current) => {
+        if (current == null || current > atMs) await this.storage.setAlarm(atMs);
+      }),
+    );
   }
 
   /** Waits for the changes requested so far. */

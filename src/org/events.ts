@@ -26,7 +26,8 @@ export interface EventRow {
  * an organization-wide grant widens them); a workspace record's team events go to the workspace's
  * members and organization owners/admins, like its team records.
  */
-export const readableEventsWhere = (caller: Caller, alias = "e") => readableWhere(caller, alias, "actor_id", { targets: false });
+export const readableEventsWhere = (caller: Caller, alias = "e") =>
+  readableWhere(caller, alias, "actor_id", { targets: false });
 const readableByCaller = (caller: Caller) => readableEventsWhere(caller);
 
 /** One event the caller may read, or null (an unreadable event is as unknown as a random id). */
@@ -37,21 +38,36 @@ export function readableEvent(db: Db, caller: Caller, eventId: string): EventRow
 
 /** The events in (afterSeq, upToSeq] the caller may read, in commit order, optionally of one kind. */
 export function readableEventsAfter(
-  db: Db, caller: Caller, afterSeq: number, opts: { kind?: string; upToSeq?: number; limit: number },
+  db: Db,
+  caller: Caller,
+  afterSeq: number,
+  opts: { kind?: string; upToSeq?: number; limit: number },
 ): EventRow[] {
   const [visible, ...who] = readableByCaller(caller);
   return db.all<EventRow>(
     `SELECT * FROM events e WHERE e.seq > ? ${opts.upToSeq !== undefined ? "AND e.seq <= ?" : ""}
        ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq LIMIT ?`,
-    afterSeq, ...(opts.upToSeq !== undefined ? [opts.upToSeq] : []), ...(opts.kind ? [opts.kind] : []), ...who, opts.limit);
+    afterSeq,
+    ...(opts.upToSeq !== undefined ? [opts.upToSeq] : []),
+    ...(opts.kind ? [opts.kind] : []),
+    ...who,
+    opts.limit,
+  );
 }
 
 /** The events before `beforeSeq` (from the newest when null) the caller may read, newest first, optionally of one kind. */
 export function readableEventsBefore(
-  db: Db, caller: Caller, beforeSeq: number | null, opts: { kind?: string; limit: number },
+  db: Db,
+  caller: Caller,
+  beforeSeq: number | null,
+  opts: { kind?: string; limit: number },
 ): EventRow[] {
   const [visible, ...who] = readableByCaller(caller);
   return db.all<EventRow>(
     `SELECT * FROM events e WHERE e.seq < ? ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq DESC LIMIT ?`,
-    beforeSeq ?? Number.MAX_SAFE_INTEGER, ...(opts.kind ? [opts.kind] : []), ...who, opts.limit);
+    beforeSeq ?? Number.MAX_SAFE_INTEGER,
+    ...(opts.kind ? [opts.kind] : []),
+    ...who,
+    opts.limit,
+  );
 }

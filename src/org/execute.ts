@@ -11,7 +11,10 @@ import { parseJsonBody, parseQuery, parseWith } from "../http/validate";
 import type { Reply, RequestCtx } from "./request";
 
 /** Everything about a request that does not depend on which route runs. */
-export type Session = Omit<RequestCtx, "routeId" | "params" | "query" | "body" | "rawBody" | "idempotencyKey" | "idempotent">;
+export type Session = Omit<
+  RequestCtx,
+  "routeId" | "params" | "query" | "body" | "rawBody" | "idempotencyKey" | "idempotent"
+>;
 
 export interface RouteCall {
   params?: Record<string, string>;
@@ -28,12 +31,22 @@ export interface RouteCall {
 export async function executeRoute(session: Session, route: OrgRoute, call: RouteCall): Promise<Reply> {
   const { caller } = session;
   checkStage(caller, route, () => session.deps.accountUsername(session.db, caller.principalId) !== null);
-  if (route.scope && !hasScope(caller.scopes, route.scope)) throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
+  if (route.scope && !hasScope(caller.scopes, route.scope))
+    throw new ApiError("FORBIDDEN", missingScopeMessage(route.scope));
   if (route.explicitScope && route.scope && !caller.scopes.includes(route.scope) && !isAdmin(caller))
-    throw new ApiError("FORBIDDEN", `This route needs a key that names "${route.scope}" itself; a "*" key serves here only for the owner or admin role.`);
+    throw new ApiError(
+      "FORBIDDEN",
+      `This route needs a key that names "${route.scope}" itself; a "*" key serves here only for the owner or admin role.`,
+    );
   if (route.roles && !route.roles.includes(caller.role))
     throw new ApiError("FORBIDDEN", `This route requires the ${route.roles.join(" or ")} role.`);
-  if (!roleWrites(caller.role) && route.method !== "GET" && !route.readOnly && !route.grantWritable && !route.ownAccount)
+  if (
+    !roleWrites(caller.role) &&
+    route.method !== "GET" &&
+    !route.readOnly &&
+    !route.grantWritable &&
+    !route.ownAccount
+  )
     throw new ApiError("FORBIDDEN", "The reader role cannot write.");
   let body: unknown;
   if (route.body) {

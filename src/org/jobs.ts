@@ -41,8 +41,16 @@ const markedKey = (name: string) => `job_marked:${name}`;
 /** Make a job due no later than `atMs` (call inside the write's transaction). Returns the job's due time. */
 export function markJobDue(db: Db, name: string, atMs: number): number {
   // One read of the job's three values: this runs inside most writes.
-  const values = new Map(db.all<{ name: string; value: string }>(
-    "SELECT name, value FROM org_meta WHERE name IN (?, ?, ?)", dueKey(name), leaseKey(name), markedKey(name)).map((r) => [r.name, r.value]));
+  const values = new Map(
+    db
+      .all<{ name: string; value: string }>(
+        "SELECT name, value FROM org_meta WHERE name IN (?, ?, ?)",
+        dueKey(name),
+        leaseKey(name),
+        markedKey(name),
+      )
+      .map((r) => [r.name, r.value]),
+  );
   const due = values.get(dueKey(name));
   const current = due === undefined ? null : Number(due);
   if (current != null && current <= atMs) {
@@ -61,7 +69,8 @@ export function markJobDue(db: Db, name: string, atMs: number): number {
 /** The earliest due time among the jobs, or null when none has work pending. Pure. */
 export function nextAlarm(jobs: readonly { dueAt: number | null }[]): number | null {
   let next: number | null = null;
-  for (const { dueAt } of jobs) if (dueAt != null && Number.isFinite(dueAt) && (next == null || dueAt < next)) next = dueAt;
+  for (const { dueAt } of jobs)
+    if (dueAt != null && Number.isFinite(dueAt) && (next == null || dueAt < next)) next = dueAt;
   return next;
 }
 
@@ -92,8 +101,10 @@ export async function runDueJobs(jobs: readonly BackgroundJob[], ctx: JobContext
     const absorbed = getMeta(ctx.db, markedKey(job.name));
     deleteMeta(ctx.db, leaseKey(job.name));
     deleteMeta(ctx.db, markedKey(job.name));
-    const madeDueMeanwhile = nextAlarm([{ dueAt: now != null && now !== lease ? now : null },
-      { dueAt: absorbed === undefined ? null : Number(absorbed) }]);
+    const madeDueMeanwhile = nextAlarm([
+      { dueAt: now != null && now !== lease ? now : null },
+      { dueAt: absorbed === undefined ? null : Number(absorbed) },
+    ]);
     const keep = nextAlarm([{ dueAt: next }, { dueAt: madeDueMeanwhile }]);
     if (keep == null) deleteMeta(ctx.db, dueKey(job.name));
     else setMeta(ctx.db, dueKey(job.name), String(keep));

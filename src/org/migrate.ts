@@ -17,7 +17,8 @@ export function migrationMismatch(applied: readonly AppliedMigration[], list: re
     const { name, version } = applied[i];
     const at = known.get(name);
     if (at === undefined) return `applied migration ${name} is not in the migration list`;
-    if (at !== i || version !== i + 1) return `migration ${name} was applied out of order (as number ${version}, listed as ${at + 1})`;
+    if (at !== i || version !== i + 1)
+      return `migration ${name} was applied out of order (as number ${version}, listed as ${at + 1})`;
   }
   return null;
 }
@@ -30,7 +31,9 @@ export const appliedMigrations = (db: Db): AppliedMigration[] =>
  * applied ones are the list's prefix (throws otherwise). Returns the applied count.
  */
 export function migrate(db: Db, storage: DurableObjectStorage, list: readonly Migration[] = ORG_MIGRATIONS): number {
-  db.run("CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)");
+  db.run(
+    "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+  );
   const applied = appliedMigrations(db);
   const mismatch = migrationMismatch(applied, list);
   if (mismatch) throw new Error(mismatch);
@@ -38,7 +41,12 @@ export function migrate(db: Db, storage: DurableObjectStorage, list: readonly Mi
     const m = list[version];
     storage.transactionSync(() => {
       db.sql.exec(m.sql);
-      db.run("INSERT INTO _migrations (version, name, applied_at) VALUES (?, ?, ?)", version + 1, m.name, new Date().toISOString());
+      db.run(
+        "INSERT INTO _migrations (version, name, applied_at) VALUES (?, ?, ?)",
+        version + 1,
+        m.name,
+        new Date().toISOString(),
+      );
     });
   }
   return list.length;

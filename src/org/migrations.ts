@@ -992,14 +992,16 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
   },
   {
     // Event time: when what an observation records happened (given on append, default its created_at),
-    // and a claim's, the latest of its sources' (set at consolidation). Rows written before have no
-    // other time to go by: they take their created_at. Every writer sets it from here on.
+    // and a claim's, the latest of its sources' (set at consolidation). Observations written before take
+    // their created_at, claims the latest of their sources' (their created_at without one). Every writer
+    // sets it from here on.
     name: "0034_event_time",
     sql: `
       ALTER TABLE observations ADD COLUMN occurred_at TEXT;
       UPDATE observations SET occurred_at = created_at;
       ALTER TABLE claims ADD COLUMN occurred_at TEXT;
-      UPDATE claims SET occurred_at = created_at;
+      UPDATE claims SET occurred_at = coalesce((SELECT max(o.occurred_at) FROM claim_sources s
+        JOIN observations o ON o.observation_id = s.observation_id WHERE s.claim_id = claims.claim_id), created_at);
       -- Ranking reads a candidate's event time from its claim_ranking row: the copy and its triggers take it.
       ALTER TABLE claim_ranking ADD COLUMN occurred_at TEXT;
       UPDATE claim_ranking SET occurred_at = (SELECT c.occurred_at FROM claims c WHERE c.seq = claim_ranking.seq);
@@ -1075,6 +1077,8 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
         UPDATE local_vector_counts SET vectors = vectors + 1 WHERE dimensions = NEW.dimensions;
       END;
       INSERT INTO outbox (topic, payload, created_at) SELECT 'index', record_id, indexed_at FROM indexed_records ORDER BY indexed_at;
+      -- Made due now: the next alarm or write drains them (a quiet organization would otherwise wait for a write).
+      INSERT OR REPLACE INTO org_meta (name, value) SELECT 'job_due:index_drain', '0' WHERE EXISTS (SELECT 1 FROM indexed_records);
     `,
   },
 ];

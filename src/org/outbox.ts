@@ -17,8 +17,10 @@ export interface Touched {
 }
 
 /** Several writers' reports as one. */
-export const touchedAll = (...list: Touched[]): Touched =>
-  ({ created: list.flatMap((t) => t.created), changed: list.flatMap((t) => t.changed) });
+export const touchedAll = (...list: Touched[]): Touched => ({
+  created: list.flatMap((t) => t.created),
+  changed: list.flatMap((t) => t.changed),
+});
 
 /**
  * Outbox topics and the touched ids each carries, one outbox row per (topic, id). A new consumer (the
@@ -38,7 +40,10 @@ export const OUTBOX_TOPICS: Record<string, (t: Touched) => string[]> = {
  * ownership registry.
  */
 export function queueTouched(
-  db: Db, touched: Touched, at: string, takenFromReserve: ReadonlySet<string>,
+  db: Db,
+  touched: Touched,
+  at: string,
+  takenFromReserve: ReadonlySet<string>,
 ): { rows: number; indexRows: number; ownerIds: string[] } {
   let rows = 0;
   let indexRows = 0;
@@ -61,9 +66,16 @@ export function queueTouched(
  * sent (a rolled-back write left none, and the alarm may already have carried them), so no write's rows
  * are sent twice by the writes themselves.
  */
-export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, orgId: string, ids: string[]): Promise<void> {
+export async function registerQueuedOwners(
+  db: Db,
+  registry: OwnershipRegistry,
+  orgId: string,
+  ids: string[],
+): Promise<void> {
   const rows = db.all<{ seq: number; payload: string }>(
-    "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' AND payload IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+    "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' AND payload IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids),
+  );
   await carryOwnerRows(db, registry, orgId, rows);
 }
 
@@ -71,13 +83,26 @@ export async function registerQueuedOwners(db: Db, registry: OwnershipRegistry, 
  * Register queued record_owner rows with the registry (one RPC per shard), then delete them. Rows are
  * deleted only after the registry accepted them, so a failure leaves them for the next try.
  */
-async function carryOwnerRows(db: Db, registry: OwnershipRegistry, orgId: string, rows: { seq: number; payload: string }[]): Promise<void> {
+async function carryOwnerRows(
+  db: Db,
+  registry: OwnershipRegistry,
+  orgId: string,
+  rows: { seq: number; payload: string }[],
+): Promise<void> {
   if (!rows.length) return;
-  const { conflicts } = await registry.register(orgId, rows.map((r) => r.payload), clock.nowIso());
+  const { conflicts } = await registry.register(
+    orgId,
+    rows.map((r) => r.payload),
+    clock.nowIso(),
+  );
   // Only possible when a write's registration failed and another organization imported the id in
   // that window (docs/security.md, "Decisions and what is deliberately left"): the registry keeps the first owner; say so loudly.
-  if (conflicts.length) console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
-  db.run("DELETE FROM outbox WHERE topic = 'record_owner' AND seq IN (SELECT value FROM json_each(?))", JSON.stringify(rows.map((r) => r.seq)));
+  if (conflicts.length)
+    console.error("record ids already owned by another organization", orgId, conflicts.slice(0, 10));
+  db.run(
+    "DELETE FROM outbox WHERE topic = 'record_owner' AND seq IN (SELECT value FROM json_each(?))",
+    JSON.stringify(rows.map((r) => r.seq)),
+  );
 }
 
 /**
@@ -92,7 +117,10 @@ export class RegistrationBatcher {
   private nextBatch: Promise<void> | null = null;
   private inFlight: Promise<void> = Promise.resolve();
 
-  constructor(private readonly flush: (ids: string[]) => Promise<void>, private readonly onError: (err: unknown) => void) {}
+  constructor(
+    private readonly flush: (ids: string[]) => Promise<void>,
+    private readonly onError: (err: unknown) => void,
+  ) {}
 
   register(ids: string[]): Promise<void> {
     this.waiting.push(...ids);
@@ -118,7 +146,9 @@ export class RegistrationBatcher {
  */
 export async function drainRecordOwners(db: Db, registry: OwnershipRegistry, orgId: string): Promise<boolean> {
   const rows = db.all<{ seq: number; payload: string }>(
-    "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' ORDER BY seq LIMIT ?", OUTBOX_BATCH + 1);
+    "SELECT seq, payload FROM outbox WHERE topic = 'record_owner' ORDER BY seq LIMIT ?",
+    OUTBOX_BATCH + 1,
+  );
   await carryOwnerRows(db, registry, orgId, rows.slice(0, OUTBOX_BATCH));
   return rows.length > OUTBOX_BATCH;
 }

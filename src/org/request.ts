@@ -49,7 +49,10 @@ export interface RequestCtx<B = unknown, Q = unknown> {
 export type PurgeGuard = (db: Db, observationId: string) => string | null;
 
 /** One outbound webhook call: answers the receiver's HTTP status (src/domains/webhooks/delivery.ts). */
-export type WebhookSender = (url: string, init: { method: "POST"; headers: Record<string, string>; body: string }) => Promise<number>;
+export type WebhookSender = (
+  url: string,
+  init: { method: "POST"; headers: Record<string, string>; body: string },
+) => Promise<number>;
 
 /**
  * Dependencies of the org Durable Object, passed in rather than patched into modules: src/deps.ts builds

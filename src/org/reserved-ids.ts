@@ -20,10 +20,13 @@ export const LOW_WATER = 16;
  * statement, which of its created ids were registered already. Null when the reserve is dry.
  */
 export function takeReservedId(db: Db, prefix: RecordPrefix, taken: Set<string>): string | null {
-  const id = db.first<{ record_id: string }>(
-    `DELETE FROM reserved_record_ids
+  const id =
+    db.first<{ record_id: string }>(
+      `DELETE FROM reserved_record_ids
       WHERE record_id = (SELECT record_id FROM reserved_record_ids WHERE prefix = ? LIMIT 1)
-      RETURNING record_id`, prefix)?.record_id ?? null;
+      RETURNING record_id`,
+      prefix,
+    )?.record_id ?? null;
   if (id) taken.add(id);
   return id;
 }
@@ -39,8 +42,11 @@ export function unregisteredOf(created: string[], taken: ReadonlySet<string>): s
 
 /** Reserved ids per prefix (every row is untaken: a take deletes it), counted in SQL. */
 function reserveStock(db: Db): Map<string, number> {
-  return new Map(db.all<{ prefix: string; n: number }>(
-    "SELECT prefix, count(*) AS n FROM reserved_record_ids GROUP BY prefix").map((r) => [r.prefix, r.n]));
+  return new Map(
+    db
+      .all<{ prefix: string; n: number }>("SELECT prefix, count(*) AS n FROM reserved_record_ids GROUP BY prefix")
+      .map((r) => [r.prefix, r.n]),
+  );
 }
 
 const usedPrefixes = (created: string[]) => RESERVED_PREFIXES.filter((p) => created.some((id) => id.startsWith(p)));
@@ -81,13 +87,26 @@ export class ReserveGauge {
  * already holds for another organization (120 random bits: not expected) are never stocked. Throws when
  * the registry is unreachable, having stocked nothing.
  */
-export async function topUpReserves(db: Db, registry: OwnershipRegistry, orgId: string, prefixes: RecordPrefix[], at: string): Promise<void> {
-  const fresh = prefixes.flatMap((prefix) => Array.from({ length: RESERVE_BATCH }, () => ({ prefix, id: recordIdFor(orgId, prefix) })));
+export async function topUpReserves(
+  db: Db,
+  registry: OwnershipRegistry,
+  orgId: string,
+  prefixes: RecordPrefix[],
+  at: string,
+): Promise<void> {
+  const fresh = prefixes.flatMap((prefix) =>
+    Array.from({ length: RESERVE_BATCH }, () => ({ prefix, id: recordIdFor(orgId, prefix) })),
+  );
   if (!fresh.length) return;
-  const { conflicts } = await registry.register(orgId, fresh.map((f) => f.id), at);
+  const { conflicts } = await registry.register(
+    orgId,
+    fresh.map((f) => f.id),
+    at,
+  );
   const foreign = new Set(conflicts);
   db.run(
     `INSERT OR IGNORE INTO reserved_record_ids (record_id, prefix)
        SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)`,
-    JSON.stringify(fresh.filter((f) => !foreign.has(f.id)).map((f) => [f.id, f.prefix])));
+    JSON.stringify(fresh.filter((f) => !foreign.has(f.id)).map((f) => [f.id, f.prefix])),
+  );
 }

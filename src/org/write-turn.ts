@@ -13,10 +13,12 @@ export class WriteTurn {
 
   /** Settles at the start of the next turn, for this caller and every other that asked before it began. */
   wait(): Promise<void> {
-    this.next ??= new Promise<void>((resolve) => this.defer(() => {
-      this.next = null;
-      resolve();
-    }));
+    this.next ??= new Promise<void>((resolve) =>
+      this.defer(() => {
+        this.next = null;
+        resolve();
+      }),
+    );
     return this.next;
   }
 }

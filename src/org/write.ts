@@ -12,9 +12,17 @@ import type { Reply, RequestCtx } from "./request";
 
 /** The eleven event kinds of SPEC "Events"; nothing else is ever emitted. */
 export const EVENT_KINDS = [
-  "observation.appended", "claim.materialized", "claim.superseded", "claim.revoked", "claim.expired",
-  "lease.acquired", "handoff.created", "handoff.accepted", "handoff.rejected",
-  "release.published", "release.revoked",
+  "observation.appended",
+  "claim.materialized",
+  "claim.superseded",
+  "claim.revoked",
+  "claim.expired",
+  "lease.acquired",
+  "handoff.created",
+  "handoff.accepted",
+  "handoff.rejected",
+  "release.published",
+  "release.revoked",
 ] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
@@ -96,16 +104,34 @@ export function insertEvent(db: Db, actorId: string, e: EventInput, at: string):
   db.run(
     `INSERT INTO events (event_id, kind, actor_id, resource_type, resource_id, payload, visibility, workspace_id, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    eventId, e.kind, actorId, e.resourceType, e.resourceId, JSON.stringify(e.payload), e.visibility ?? "team", e.workspaceId ?? null, at,
+    eventId,
+    e.kind,
+    actorId,
+    e.resourceType,
+    e.resourceId,
+    JSON.stringify(e.payload),
+    e.visibility ?? "team",
+    e.workspaceId ?? null,
+    at,
   );
   return eventId;
 }
 
 /** The audit chain: each entry's hash covers the previous entry's hash and its own fields. */
 export const AUDIT_GENESIS_HASH = "0".repeat(64);
-export type AuditHashFields = [id: string, action: string, actorId: string, keyId: string | null, resourceType: string,
-  resourceId: string | null, requestId: string | null, detailJson: string, createdAt: string];
-export const auditEntryHash = (prevHash: string, fields: AuditHashFields): string => sha256Hex(prevHash + canonical(fields));
+export type AuditHashFields = [
+  id: string,
+  action: string,
+  actorId: string,
+  keyId: string | null,
+  resourceType: string,
+  resourceId: string | null,
+  requestId: string | null,
+  detailJson: string,
+  createdAt: string,
+];
+export const auditEntryHash = (prevHash: string, fields: AuditHashFields): string =>
+  sha256Hex(prevHash + canonical(fields));
 
 /** Append entries to the audit chain (call inside the write's transaction): the head is read once. */
 export function insertAudit(
@@ -114,15 +140,29 @@ export function insertAudit(
   entries: AuditInput | AuditInput[],
   at: string,
 ): void {
-  let prevHash = db.first<{ entry_hash: string }>("SELECT entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1")?.entry_hash ?? AUDIT_GENESIS_HASH;
+  let prevHash =
+    db.first<{ entry_hash: string }>("SELECT entry_hash FROM audit_log ORDER BY seq DESC LIMIT 1")?.entry_hash ??
+    AUDIT_GENESIS_HASH;
   for (const a of Array.isArray(entries) ? entries : [entries]) {
     const detail = JSON.stringify(a.detail ?? {});
-    const entry: AuditHashFields = [newId(ID_PREFIX.audit), a.action, who.actorId, who.keyId, a.resourceType, a.resourceId ?? null, who.requestId, detail, at];
+    const entry: AuditHashFields = [
+      newId(ID_PREFIX.audit),
+      a.action,
+      who.actorId,
+      who.keyId,
+      a.resourceType,
+      a.resourceId ?? null,
+      who.requestId,
+      detail,
+      at,
+    ];
     const entryHash = auditEntryHash(prevHash, entry);
     db.run(
       `INSERT INTO audit_log (audit_id, action, actor_id, key_id, resource_type, resource_id, request_id, detail, created_at, prev_hash, entry_hash)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ...entry, prevHash, entryHash,
+      ...entry,
+      prevHash,
+      entryHash,
     );
     prevHash = entryHash;
   }
@@ -138,11 +178,15 @@ export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) =>
   const idemKey = rc.idempotent ? rc.idempotencyKey : null;
   // The request identity includes the caller: another principal reusing the key is a different
   // request (409), never a replay of someone else's response.
-  const requestHash = idemKey ? sha256Hex(canonical([rc.caller.principalId, rc.routeId, rc.params, rc.body ?? null])) : null;
+  const requestHash = idemKey
+    ? sha256Hex(canonical([rc.caller.principalId, rc.routeId, rc.params, rc.body ?? null]))
+    : null;
   const result = rc.storage.transactionSync((): Reply | RefusedWrite => {
     if (idemKey) {
       const prior = rc.db.first<{ request_hash: string; response: string }>(
-        "SELECT request_hash, response FROM idempotency WHERE idem_key = ?", idemKey);
+        "SELECT request_hash, response FROM idempotency WHERE idem_key = ?",
+        idemKey,
+      );
       if (prior) {
         if (prior.request_hash !== requestHash)
           // One message for another body and for another principal's use: it must not reveal the latter.
@@ -171,7 +215,11 @@ export function commitWrite(rc: RequestCtx, work: (db: Db, write: WriteScope) =>
     if (idemKey)
       rc.db.run(
         "INSERT INTO idempotency (idem_key, request_hash, status, response, created_at) VALUES (?, ?, ?, ?, ?)",
-        idemKey, requestHash, out.status, JSON.stringify({ data: out.data, meta: out.meta ?? {} }), at,
+        idemKey,
+        requestHash,
+        out.status,
+        JSON.stringify({ data: out.data, meta: out.meta ?? {} }),
+        at,
       );
     return { status: out.status, data: out.data, meta };
   });

@@ -25,14 +25,22 @@ export class IdRegistry extends DurableObject {
   }
 
   private ownersOf(ids: string[]): Map<string, string> {
-    const rows = this.sql.exec<{ record_id: string; org_id: string }>(
-      "SELECT record_id, org_id FROM owners WHERE record_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids)).toArray();
+    const rows = this.sql
+      .exec<{ record_id: string; org_id: string }>(
+        "SELECT record_id, org_id FROM owners WHERE record_id IN (SELECT value FROM json_each(?))",
+        JSON.stringify(ids),
+      )
+      .toArray();
     return new Map(rows.map((r) => [r.record_id, r.org_id]));
   }
 
   private insert(orgId: string, ids: string[], at: string): void {
-    this.sql.exec("INSERT OR IGNORE INTO owners (record_id, org_id, created_at) SELECT value, ?, ? FROM json_each(?)",
-      orgId, at, JSON.stringify(ids));
+    this.sql.exec(
+      "INSERT OR IGNORE INTO owners (record_id, org_id, created_at) SELECT value, ?, ? FROM json_each(?)",
+      orgId,
+      at,
+      JSON.stringify(ids),
+    );
   }
 
   /** Import: all-or-nothing for this shard. Refuses when any id is another organization's; else records the new ones. */
@@ -51,14 +59,22 @@ export class IdRegistry extends DurableObject {
   register(orgId: string, ids: string[], at: string): { conflicts: string[] } {
     return this.ctx.storage.transactionSync(() => {
       const owners = this.ownersOf(ids);
-      this.insert(orgId, ids.filter((id) => !owners.has(id)), at);
+      this.insert(
+        orgId,
+        ids.filter((id) => !owners.has(id)),
+        at,
+      );
       return { conflicts: ids.filter((id) => owners.has(id) && owners.get(id) !== orgId) };
     });
   }
 
   /** Undo this organization's own claims (a refused or failed import); another owner's rows are never touched. */
   release(orgId: string, ids: string[]): void {
-    this.sql.exec("DELETE FROM owners WHERE org_id = ? AND record_id IN (SELECT value FROM json_each(?))", orgId, JSON.stringify(ids));
+    this.sql.exec(
+      "DELETE FROM owners WHERE org_id = ? AND record_id IN (SELECT value FROM json_each(?))",
+      orgId,
+      JSON.stringify(ids),
+    );
   }
 
   /** The owner of each id this shard knows (tests and operators). */

@@ -21,7 +21,9 @@ export function durableRegistry(ns: DurableObjectNamespace<IdRegistry>): Ownersh
     Promise.all([...groupByShard(ids)].map(([name, list]) => call(shard(name), list)));
   return {
     async claim(orgId, ids, at) {
-      const settled = await Promise.allSettled([...groupByShard(ids)].map(([name, list]) => shard(name).claim(orgId, list, at)));
+      const settled = await Promise.allSettled(
+        [...groupByShard(ids)].map(([name, list]) => shard(name).claim(orgId, list, at)),
+      );
       const answered = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
       const added = answered.flatMap((r) => r.added);
       const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");

@@ -30,7 +30,10 @@ function objects(cursor: SqlStorageCursor<Record<string, SqlStorageValue>>): Rec
 
 /** A piece of SQL with its values, in the order of its placeholders. Built by `sql`; embeddable in another. */
 export class Sql {
-  constructor(readonly text: string, readonly values: readonly unknown[]) {}
+  constructor(
+    readonly text: string,
+    readonly values: readonly unknown[],
+  ) {}
 }
 
 /** A list of values bound as one JSON parameter (see `list`). */
@@ -62,7 +65,8 @@ export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
 }
 
 /** A clause in the `[text, ...args]` form the read rules return (src/access), as an embeddable fragment. */
-export const fromClause = ([text, ...args]: readonly [string, ...unknown[]] | readonly unknown[]): Sql => new Sql(String(text), args);
+export const fromClause = ([text, ...args]: readonly [string, ...unknown[]] | readonly unknown[]): Sql =>
+  new Sql(String(text), args);
 
 /** A statement as `sql` builds it, or as text with positional arguments. */
 type Statement = [query: Sql] | [query: string, ...args: unknown[]];

@@ -41,14 +41,58 @@ function endsCvc(w: string, n: number): boolean {
 type Rule = readonly [suffix: string, replacement: string];
 // Steps 2-4: the first rule whose suffix ends the word decides (its condition may still fail).
 const STEP2: Rule[] = [
-  ["ational", "ate"], ["tional", "tion"], ["enci", "ence"], ["anci", "ance"], ["izer", "ize"], ["logi", "log"],
-  ["bli", "ble"], ["alli", "al"], ["entli", "ent"], ["eli", "e"], ["ousli", "ous"], ["ization", "ize"],
-  ["ation", "ate"], ["ator", "ate"], ["alism", "al"], ["iveness", "ive"], ["fulness", "ful"], ["ousness", "ous"],
-  ["aliti", "al"], ["iviti", "ive"], ["biliti", "ble"],
+  ["ational", "ate"],
+  ["tional", "tion"],
+  ["enci", "ence"],
+  ["anci", "ance"],
+  ["izer", "ize"],
+  ["logi", "log"],
+  ["bli", "ble"],
+  ["alli", "al"],
+  ["entli", "ent"],
+  ["eli", "e"],
+  ["ousli", "ous"],
+  ["ization", "ize"],
+  ["ation", "ate"],
+  ["ator", "ate"],
+  ["alism", "al"],
+  ["iveness", "ive"],
+  ["fulness", "ful"],
+  ["ousness", "ous"],
+  ["aliti", "al"],
+  ["iviti", "ive"],
+  ["biliti", "ble"],
 ];
-const STEP3: Rule[] = [["ical", "ic"], ["ness", ""], ["icate", "ic"], ["iciti", "ic"], ["ful", ""], ["ative", ""], ["alize", "al"]];
-const STEP4 = ["al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou", "ism",
-  "ate", "iti", "ous", "ive", "ize"];
+const STEP3: Rule[] = [
+  ["ical", "ic"],
+  ["ness", ""],
+  ["icate", "ic"],
+  ["iciti", "ic"],
+  ["ful", ""],
+  ["ative", ""],
+  ["alize", "al"],
+];
+const STEP4 = [
+  "al",
+  "ance",
+  "ence",
+  "er",
+  "ic",
+  "able",
+  "ible",
+  "ant",
+  "ement",
+  "ment",
+  "ent",
+  "ion",
+  "ou",
+  "ism",
+  "ate",
+  "iti",
+  "ous",
+  "ive",
+  "ize",
+];
 
 /** The rule of `rules` for w (matched within the group of its second-to-last letter, as SQLite does). */
 function firstRule<T extends string | Rule>(w: string, rules: readonly T[]): T | undefined {

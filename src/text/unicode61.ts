@@ -43,7 +43,8 @@ function fold(cp: number): number {
   if (!folds) {
     folds = new Map();
     for (let i = 0; i < FOLD_RUNS.length; i += 4)
-      for (let k = 0; k < FOLD_RUNS[i + 1]; k++) folds.set(FOLD_RUNS[i] + k * FOLD_RUNS[i + 3], FOLD_RUNS[i] + k * FOLD_RUNS[i + 3] + FOLD_RUNS[i + 2]);
+      for (let k = 0; k < FOLD_RUNS[i + 1]; k++)
+        folds.set(FOLD_RUNS[i] + k * FOLD_RUNS[i + 3], FOLD_RUNS[i] + k * FOLD_RUNS[i + 3] + FOLD_RUNS[i + 2]);
   }
   return folds.get(cp) ?? cp;
 }
@@ -73,14 +74,26 @@ function scan(text: string, underscore: boolean): string[] {
   for (const ch of text) {
     let cp = ch.codePointAt(0)!;
     if (cp < 0x80) {
-      if (cp >= 0x41 && cp <= 0x5a) { token += String.fromCharCode(cp + 32); continue; }
-      if ((cp >= 0x61 && cp <= 0x7a) || (cp >= 0x30 && cp <= 0x39) || (underscore && cp === 0x5f)) { token += ch; continue; }
+      if (cp >= 0x41 && cp <= 0x5a) {
+        token += String.fromCharCode(cp + 32);
+        continue;
+      }
+      if ((cp >= 0x61 && cp <= 0x7a) || (cp >= 0x30 && cp <= 0x39) || (underscore && cp === 0x5f)) {
+        token += ch;
+        continue;
+      }
     } else {
       if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd; // a lone surrogate reaches SQLite as U+FFFD
-      if (isTokenChar(cp)) { token += String.fromCodePoint(fold(cp)); continue; }
+      if (isTokenChar(cp)) {
+        token += String.fromCodePoint(fold(cp));
+        continue;
+      }
       if (token && DIACRITIC.has(cp)) continue;
     }
-    if (token) { out.push(token); token = ""; }
+    if (token) {
+      out.push(token);
+      token = "";
+    }
   }
   if (token) out.push(token);
   return out;

@@ -57,7 +57,8 @@ function loadTable(): Table {
   table = {
     vectors: new Int8Array(v.buffer, v.byteOffset, v.byteLength),
     scales: new Float32Array(s.buffer.slice(s.byteOffset, s.byteOffset + s.byteLength)),
-    rows, stems,
+    rows,
+    stems,
   };
   return table;
 }

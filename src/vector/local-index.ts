@@ -22,7 +22,16 @@
 // table's size is kept by triggers (local_vector_counts), so the bound is checked without a count.
 import { type Db, sql } from "../sql/db";
 import { VectorRows } from "./scan-kernel";
-import { type AcceptIds, guardBackend, IndexAboveBound, MAX_TOP_K, type VectorAsk, type VectorHit, type VectorIndex, type VectorItem } from "./types";
+import {
+  type AcceptIds,
+  guardBackend,
+  IndexAboveBound,
+  MAX_TOP_K,
+  type VectorAsk,
+  type VectorHit,
+  type VectorIndex,
+  type VectorItem,
+} from "./types";
 
 /** Ids per accept call when the first batch admitted fewer than k. */
 const ACCEPT_BATCH = 1000;
@@ -31,7 +40,11 @@ const ACCEPT_BATCH = 1000;
  * dot(int8 vector at `base`, query): four independent sums (measured about twice as fast as one).
  */
 export function dot(data: Int8Array, base: number, dims: number, values: Float32Array): number {
-  let a = 0, b = 0, e = 0, f = 0, i = 0;
+  let a = 0,
+    b = 0,
+    e = 0,
+    f = 0,
+    i = 0;
   for (; i + 3 < dims; i += 4) {
     a += data[base + i] * values[i];
     b += data[base + i + 1] * values[i + 1];
@@ -47,8 +60,13 @@ export function bestSlots(n: number, k: number, better: (a: number, b: number) =
   const best: number[] = [];
   for (let s = 0; s < n; s++) {
     if (best.length === k && !better(s, best[k - 1])) continue;
-    let lo = 0, hi = best.length;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (better(best[mid], s)) lo = mid + 1; else hi = mid; }
+    let lo = 0,
+      hi = best.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (better(best[mid], s)) lo = mid + 1;
+      else hi = mid;
+    }
     best.splice(lo, 0, s);
     if (best.length > k) best.pop();
   }
@@ -134,8 +152,18 @@ export interface LocalIndexOptions {
 export class LocalVectorIndex implements VectorIndex {
   readonly provider = "local" as const;
   private cache: Cache | null = null;
-  readonly stats: LocalIndexStats = { queries: 0, cacheHits: 0, loads: 0, aboveBound: 0, rowsScanned: 0, idsAccepted: 0 };
-  constructor(private readonly db: Db, private readonly options: LocalIndexOptions = {}) {}
+  readonly stats: LocalIndexStats = {
+    queries: 0,
+    cacheHits: 0,
+    loads: 0,
+    aboveBound: 0,
+    rowsScanned: 0,
+    idsAccepted: 0,
+  };
+  constructor(
+    private readonly db: Db,
+    private readonly options: LocalIndexOptions = {},
+  ) {}
 
   /** The most vectors of `dims` dimensions the in-memory copy holds. */
   bound(dims: number): number {
@@ -144,7 +172,10 @@ export class LocalVectorIndex implements VectorIndex {
 
   /** Vectors of `dims` dimensions in the table (kept by triggers: one row read, whatever the size). */
   vectors(dims: number): number {
-    return this.db.first<{ vectors: number }>(sql`SELECT vectors FROM local_vector_counts WHERE dimensions = ${dims}`)?.vectors ?? 0;
+    return (
+      this.db.first<{ vectors: number }>(sql`SELECT vectors FROM local_vector_counts WHERE dimensions = ${dims}`)
+        ?.vectors ?? 0
+    );
   }
 
   /** Whether a query of `dims` dimensions is answered (the table is within the bound; a bound of no vector answers none). */
@@ -169,7 +200,11 @@ export class LocalVectorIndex implements VectorIndex {
       this.db.run(
         `INSERT INTO local_vectors (record_id, dimensions, inv_norm, data) VALUES (?, ?, ?, ?)
          ON CONFLICT (record_id) DO UPDATE SET dimensions = excluded.dimensions, inv_norm = excluded.inv_norm, data = excluded.data`,
-        it.id, it.values.length, q.invNorm, q.data.buffer);
+        it.id,
+        it.values.length,
+        q.invNorm,
+        q.data.buffer,
+      );
       this.put(it.id, q.data, q.invNorm);
     }
   }
@@ -238,7 +273,8 @@ export class LocalVectorIndex implements VectorIndex {
       // all and a sort (the JS path's way) is cheaper: a caller who may read almost nothing walks there.
       for (let more = 16 * k; hits.length < k && first.length < n && 4 * more < n; more *= 4) {
         const next = this.bestSlotsFast(c, values, more, scores)!;
-        for (let i = first.length; i < next.length && hits.length < k; i += ACCEPT_BATCH) admit(next.slice(i, i + ACCEPT_BATCH));
+        for (let i = first.length; i < next.length && hits.length < k; i += ACCEPT_BATCH)
+          admit(next.slice(i, i + ACCEPT_BATCH));
         first = next;
       }
       if (hits.length >= k || first.length >= n) return hits;
@@ -274,8 +310,12 @@ export class LocalVectorIndex implements VectorIndex {
     const n = c.ids.length;
     if (!rows.scans || m === 0) return null;
     const dims = c.dims;
-    let max = 0, norm2 = 0;
-    for (let i = 0; i < dims; i++) { max = Math.max(max, Math.abs(values[i])); norm2 += values[i] * values[i]; }
+    let max = 0,
+      norm2 = 0;
+    for (let i = 0; i < dims; i++) {
+      max = Math.max(max, Math.abs(values[i]));
+      norm2 += values[i] * values[i];
+    }
     if (!(max > 0) || !Number.isFinite(max) || !Number.isFinite(norm2)) return null;
     const scale = Math.min(queryScale(rows.stride), this.options.maxQueryScale ?? Infinity);
     // values = query * unit + rest: the query rounded to int16, and what the rounding left.
@@ -303,7 +343,12 @@ export class LocalVectorIndex implements VectorIndex {
       if (size < m) {
         near.push(s);
         let i = size++;
-        while (i > 0) { const p = (i - 1) >> 1; if (heap[p] <= a) break; heap[i] = heap[p]; i = p; }
+        while (i > 0) {
+          const p = (i - 1) >> 1;
+          if (heap[p] <= a) break;
+          heap[i] = heap[p];
+          i = p;
+        }
         heap[i] = a;
       } else if (a >= heap[0] - twoEps) {
         near.push(s);
@@ -324,7 +369,10 @@ export class LocalVectorIndex implements VectorIndex {
     const cut = heap[0] - twoEps;
     const band: number[] = [];
     for (const s of near) {
-      if (approx[s] >= cut) { band.push(s); scores[s] = exactScore(c, s, values); }
+      if (approx[s] >= cut) {
+        band.push(s);
+        scores[s] = exactScore(c, s, values);
+      }
     }
     const ids = c.ids;
     band.sort((a, b) => scores[b] - scores[a] || (ids[a] < ids[b] ? -1 : ids[a] > ids[b] ? 1 : 0));
@@ -344,7 +392,9 @@ export class LocalVectorIndex implements VectorIndex {
 
   private presentNow(ids: string[]): Set<string> {
     const rows = this.db.all<{ record_id: string }>(
-      "SELECT record_id FROM local_vectors WHERE record_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+      "SELECT record_id FROM local_vectors WHERE record_id IN (SELECT value FROM json_each(?))",
+      JSON.stringify(ids),
+    );
     return new Set(rows.map((r) => r.record_id));
   }
 
@@ -370,10 +420,18 @@ export class LocalVectorIndex implements VectorIndex {
     }
     this.stats.loads++;
     const rows = this.db.all<{ record_id: string; inv_norm: number; data: ArrayBuffer }>(
-      "SELECT record_id, inv_norm, data FROM local_vectors WHERE dimensions = ? ORDER BY record_id", dims);
+      "SELECT record_id, inv_norm, data FROM local_vectors WHERE dimensions = ? ORDER BY record_id",
+      dims,
+    );
     // Room to grow by half again (at least 1,024), never past the bound.
     const cap = Math.max(1, Math.min(bound, Math.max(1024, Math.ceil(rows.length * 1.5))));
-    const c: Cache = { dims, ids: [], slot: new Map(), rows: new VectorRows(strideOf(dims), cap, this.options.kernel ?? true), scores: new Float32Array(0) };
+    const c: Cache = {
+      dims,
+      ids: [],
+      slot: new Map(),
+      rows: new VectorRows(strideOf(dims), cap, this.options.kernel ?? true),
+      scores: new Float32Array(0),
+    };
     for (const r of rows) {
       c.slot.set(r.record_id, c.ids.length);
       c.rows.data.set(new Int8Array(r.data), c.ids.length * c.rows.stride);
@@ -386,14 +444,20 @@ export class LocalVectorIndex implements VectorIndex {
   private put(id: string, data: Int8Array, invNorm: number): void {
     const c = this.cache;
     if (!c) return;
-    if (data.length !== c.dims) { this.drop(id); return; }
+    if (data.length !== c.dims) {
+      this.drop(id);
+      return;
+    }
     let s = c.slot.get(id);
     if (s === undefined) {
       s = c.ids.length;
       if (s + 1 > c.rows.capacity) {
         const bound = this.bound(c.dims);
         // Past the bound: the copy goes (queries answer IndexAboveBound until the table is back under it).
-        if (s + 1 > bound) { this.cache = null; return; }
+        if (s + 1 > bound) {
+          this.cache = null;
+          return;
+        }
         c.rows.grow(Math.min(bound, c.rows.capacity * 2));
       }
       c.ids.push(id);

@@ -61,7 +61,8 @@ export const claimMetadata = (c: ClaimForMetadata): VectorMetadata => ({
   kind: c.kind,
 });
 
-const stored = (c: ColumnCondition, value: string | null) => (c.column === "subject_id" && value !== null ? subjectKey(value) : value ?? NONE);
+const stored = (c: ColumnCondition, value: string | null) =>
+  c.column === "subject_id" && value !== null ? subjectKey(value) : (value ?? NONE);
 
 /** Compile's filters (GET /v1/memories' filters), applied to every way: a claim's kinds, subject and project. */
 export interface WayNarrowing {
@@ -80,7 +81,10 @@ function narrowed(way: readonly ColumnCondition[], n: WayNarrowing): ColumnCondi
     const wanted = n[column];
     if (wanted === undefined) continue;
     const at = out.findIndex((c) => c.column === column);
-    if (at < 0) { out.push({ column, value: wanted }); continue; }
+    if (at < 0) {
+      out.push({ column, value: wanted });
+      continue;
+    }
     const c = out[at];
     if (!("in" in c ? c.in.includes(wanted) : c.value === wanted)) return null;
     out[at] = { column, value: wanted };
@@ -109,11 +113,17 @@ const bytes = (f: VectorFilter) => new TextEncoder().encode(JSON.stringify(f)).l
  * The ways as filters, a long list split over several filters so that each stays under Vectorize's
  * size limit (their OR is the same set).
  */
-export function wayFilters(ways: readonly (readonly ColumnCondition[])[], narrowing: WayNarrowing = {}): VectorFilter[] {
+export function wayFilters(
+  ways: readonly (readonly ColumnCondition[])[],
+  narrowing: WayNarrowing = {},
+): VectorFilter[] {
   const out: VectorFilter[] = [];
   const split = (way: readonly ColumnCondition[]): void => {
     const filter = wayFilter(way, narrowing.kinds);
-    if (bytes(filter) <= MAX_FILTER_BYTES) { out.push(filter); return; }
+    if (bytes(filter) <= MAX_FILTER_BYTES) {
+      out.push(filter);
+      return;
+    }
     const at = way.findIndex((c) => "in" in c && c.in.length > 1);
     if (at < 0) throw new Error("a way's filter exceeds Vectorize's filter size and cannot be split");
     const list = (way[at] as { in: string[] }).in;

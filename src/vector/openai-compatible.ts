@@ -53,18 +53,29 @@ export class OpenAiCompatibleEmbedder implements Embedder {
 
   async embed(texts: string[]): Promise<Float32Array[]> {
     const out: Float32Array[] = [];
-    for (let i = 0; i < texts.length; i += OPENAI_COMPATIBLE_BATCH) out.push(...(await this.batch(texts.slice(i, i + OPENAI_COMPATIBLE_BATCH))));
+    for (let i = 0; i < texts.length; i += OPENAI_COMPATIBLE_BATCH)
+      out.push(...(await this.batch(texts.slice(i, i + OPENAI_COMPATIBLE_BATCH))));
     return out;
   }
 
   private async batch(input: string[]): Promise<Float32Array[]> {
     const { dimensions, apiKey } = this.options;
-    const body = JSON.stringify({ model: this.model, input, encoding_format: "float", ...(dimensions ? { dimensions } : {}) });
+    const body = JSON.stringify({
+      model: this.model,
+      input,
+      encoding_format: "float",
+      ...(dimensions ? { dimensions } : {}),
+    });
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (apiKey) headers.authorization = `Bearer ${apiKey}`;
     let res: Response;
     try {
-      res = await this.options.fetch(this.endpoint, { method: "POST", headers, body, signal: AbortSignal.timeout(OPENAI_COMPATIBLE_TIMEOUT_MS) });
+      res = await this.options.fetch(this.endpoint, {
+        method: "POST",
+        headers,
+        body,
+        signal: AbortSignal.timeout(OPENAI_COMPATIBLE_TIMEOUT_MS),
+      });
     } catch (err) {
       throw new VectorBackendError("embedding", err);
     }
@@ -81,12 +92,21 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     const data = (json as { data?: unknown })?.data;
     if (!Array.isArray(data) || data.length !== input.length) throw fail("unexpected embeddings response shape");
     // Entries carry their input's index; order by it (servers may answer out of order).
-    const rows = data.map((d, k) => ({ index: typeof d?.index === "number" ? d.index : k, embedding: d?.embedding as unknown }));
+    const rows = data.map((d, k) => ({
+      index: typeof d?.index === "number" ? d.index : k,
+      embedding: d?.embedding as unknown,
+    }));
     rows.sort((a, b) => a.index - b.index);
     const length = dimensions ?? (Array.isArray(rows[0]?.embedding) ? (rows[0].embedding as unknown[]).length : 0);
     const vectors = rows.map((r, k) => {
       const v = r.embedding;
-      if (r.index !== k || !Array.isArray(v) || v.length === 0 || v.length !== length || !v.every((x) => typeof x === "number" && Number.isFinite(x)))
+      if (
+        r.index !== k ||
+        !Array.isArray(v) ||
+        v.length === 0 ||
+        v.length !== length ||
+        !v.every((x) => typeof x === "number" && Number.isFinite(x))
+      )
         throw fail("unexpected embeddings response shape");
       return normalize(Float32Array.from(v as number[]));
     });

@@ -38,8 +38,13 @@ export function embedderFor(config: ModelConfig, env: VectorBindings): Embedder 
   if (config.embedding.provider === "local") return new LocalEmbedder();
   if (config.embedding.provider === "workers-ai") return new WorkersAiEmbedder(env.AI as EmbeddingAi);
   if (config.embedding.provider === "openai-compatible" && env.EMBEDDING_URL && config.embedding.model)
-    return new OpenAiCompatibleEmbedder({ url: env.EMBEDDING_URL, model: config.embedding.model, dimensions: config.embedding.dimensions,
-      apiKey: env.EMBEDDING_API_KEY || null, fetch: env.fetch ?? ((input, init) => fetch(input, init)) });
+    return new OpenAiCompatibleEmbedder({
+      url: env.EMBEDDING_URL,
+      model: config.embedding.model,
+      dimensions: config.embedding.dimensions,
+      apiKey: env.EMBEDDING_API_KEY || null,
+      fetch: env.fetch ?? ((input, init) => fetch(input, init)),
+    });
   return null;
 }
 
@@ -47,7 +52,8 @@ export function vectorRuntime(config: ModelConfig, env: VectorBindings, db: Db, 
   let index: VectorIndex | null = null;
   if (config.vector_index.status === "enabled") {
     if (config.vector_index.provider === "local") index = localIndexFor(db);
-    else if (config.vector_index.provider === "vectorize") index = new VectorizeIndexBackend(env.VECTORIZE as VectorizeBinding, orgId, localIndexFor(db));
+    else if (config.vector_index.provider === "vectorize")
+      index = new VectorizeIndexBackend(env.VECTORIZE as VectorizeBinding, orgId, localIndexFor(db));
   }
   const extractor = config.extraction.status === "enabled" ? new WorkersAiExtractor(env.AI as ExtractionAi) : null;
   return { config, embedder: embedderFor(config, env), index, extractor };
@@ -66,7 +72,12 @@ export interface ModelDeps {
 /** From the Worker's env: the isolate's snapshot, and the bindings (used only where the config says so). */
 export const modelDeps = (env: ModelEnv): ModelDeps => ({
   config: modelConfig(env, clock.nowIso),
-  bindings: { AI: env.AI, VECTORIZE: env.VECTORIZE, EMBEDDING_URL: env.EMBEDDING_URL, EMBEDDING_API_KEY: env.EMBEDDING_API_KEY },
+  bindings: {
+    AI: env.AI,
+    VECTORIZE: env.VECTORIZE,
+    EMBEDDING_URL: env.EMBEDDING_URL,
+    EMBEDDING_API_KEY: env.EMBEDDING_API_KEY,
+  },
 });
 
 /** The runtime for one organization's Durable Object. */

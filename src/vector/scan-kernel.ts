@@ -36,7 +36,11 @@ export class VectorRows {
   private readonly dataAt: number;
   private cap: number;
 
-  constructor(readonly stride: number, cap: number, useKernel = true) {
+  constructor(
+    readonly stride: number,
+    cap: number,
+    useKernel = true,
+  ) {
     this.kernel = useKernel ? instantiate() : null;
     this.queryBytes = Math.ceil((stride * 2) / 16) * 16;
     this.dataAt = this.queryBytes;

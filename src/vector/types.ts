@@ -47,9 +47,13 @@ export type VectorMetadata = Record<string, MetadataValue>;
  * One metadata condition in Vectorize's filter language: a bare value (equality), or one documented
  * operator: $eq / $ne (a value or null), $in / $nin (an array of values).
  */
-export type FilterCondition = MetadataValue | null
-  | { $eq: MetadataValue | null } | { $ne: MetadataValue | null }
-  | { $in: MetadataValue[] } | { $nin: MetadataValue[] };
+export type FilterCondition =
+  | MetadataValue
+  | null
+  | { $eq: MetadataValue | null }
+  | { $ne: MetadataValue | null }
+  | { $in: MetadataValue[] }
+  | { $nin: MetadataValue[] };
 
 /** A metadata filter: every condition must hold (Vectorize ANDs them; it has no OR). {}: no condition. */
 export type VectorFilter = Record<string, FilterCondition>;
@@ -102,7 +106,10 @@ export const MAX_TOP_K = 100;
 
 /** The model or the index could not be reached: callers answer 503 UNAVAILABLE and keep the queue. */
 export class VectorBackendError extends Error {
-  constructor(readonly backend: "embedding" | "index" | "extraction", cause: unknown) {
+  constructor(
+    readonly backend: "embedding" | "index" | "extraction",
+    cause: unknown,
+  ) {
     super(`${backend} backend unavailable`);
     this.cause = cause;
   }
@@ -113,7 +120,10 @@ export class VectorBackendError extends Error {
  * and compile ranks without vectors (meta.degraded.vectors) until the organization is back under it.
  */
 export class IndexAboveBound extends VectorBackendError {
-  constructor(readonly vectors: number, readonly bound: number) {
+  constructor(
+    readonly vectors: number,
+    readonly bound: number,
+  ) {
     super("index", new Error(`the local vector index holds ${vectors} vectors, above its bound of ${bound}`));
   }
 }

@@ -37,8 +37,17 @@ export type VectorizeBinding = Pick<Vectorize, "upsert" | "deleteByIds" | "query
 export const VECTORIZE_BATCH = 100;
 
 /** What a query of one way asks: ids and scores only, so topK may be 100 (20 with values or metadata). */
-export const wayQueryOptions = (namespace: string, filter: VectorizeQueryOptions["filter"], topK: number): VectorizeQueryOptions =>
-  ({ topK, namespace, returnValues: false, returnMetadata: "none", ...(filter && Object.keys(filter).length ? { filter } : {}) });
+export const wayQueryOptions = (
+  namespace: string,
+  filter: VectorizeQueryOptions["filter"],
+  topK: number,
+): VectorizeQueryOptions => ({
+  topK,
+  namespace,
+  returnValues: false,
+  returnMetadata: "none",
+  ...(filter && Object.keys(filter).length ? { filter } : {}),
+});
 
 /** What one query answered: how many ways were asked and how many distinct ids came back. */
 export interface VectorizeQueryStats {
@@ -52,11 +61,16 @@ export class VectorizeIndexBackend implements VectorIndex {
   readonly provider = "vectorize" as const;
   readonly stats: VectorizeQueryStats = { queries: 0, waysAsked: 0, idsReturned: 0, answeredByMirror: 0 };
   /** `mirror`: the organization's local index (production); null: Vectorize answers every query (tests of that path). */
-  constructor(private readonly index: VectorizeBinding, private readonly namespace: string, private readonly mirror: LocalVectorIndex | null) {}
+  constructor(
+    private readonly index: VectorizeBinding,
+    private readonly namespace: string,
+    private readonly mirror: LocalVectorIndex | null,
+  ) {}
 
   async upsert(items: VectorItem[]): Promise<void> {
     for (let i = 0; i < items.length; i += VECTORIZE_BATCH) {
-      const batch = items.slice(i, i + VECTORIZE_BATCH)
+      const batch = items
+        .slice(i, i + VECTORIZE_BATCH)
         .map((it) => ({ id: it.id, values: it.values, namespace: this.namespace, metadata: it.metadata }));
       await guardBackend("index", () => this.index.upsert(batch));
     }
@@ -75,18 +89,22 @@ export class VectorizeIndexBackend implements VectorIndex {
     const k = Math.min(MAX_TOP_K, Math.max(1, topK));
     this.stats.queries++;
     const mirror = this.mirror;
-    if (mirror && await guardBackend("index", async () => mirror.answers(values.length))) {
+    if (mirror && (await guardBackend("index", async () => mirror.answers(values.length)))) {
       this.stats.answeredByMirror++;
       return mirror.query(values, k, ask);
     }
-    const answers = await Promise.all(ask.ways.map((filter) =>
-      guardBackend("index", () => this.index.query(values, wayQueryOptions(this.namespace, filter, MAX_TOP_K)))));
+    const answers = await Promise.all(
+      ask.ways.map((filter) =>
+        guardBackend("index", () => this.index.query(values, wayQueryOptions(this.namespace, filter, MAX_TOP_K))),
+      ),
+    );
     this.stats.waysAsked += ask.ways.length;
     // The same vector has the same score in every way that returns it.
     const best = new Map<string, number>();
     for (const a of answers) for (const m of a.matches) if (!best.has(m.id)) best.set(m.id, m.score);
     this.stats.idsReturned += best.size;
-    const merged = [...best].map(([id, score]) => ({ id, score }))
+    const merged = [...best]
+      .map(([id, score]) => ({ id, score }))
       .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const ok = merged.length ? ask.accept(merged.map((h) => h.id)) : new Set<string>();
     return merged.filter((h) => ok.has(h.id)).slice(0, k);

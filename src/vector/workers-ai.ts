@@ -20,7 +20,8 @@ export class WorkersAiEmbedder implements Embedder {
     for (let i = 0; i < texts.length; i += AI_BATCH) {
       const batch = texts.slice(i, i + AI_BATCH);
       const res = await guardBackend("embedding", () =>
-        this.ai.run(WORKERS_AI_EMBEDDING.model, { text: batch, pooling: WORKERS_AI_EMBEDDING.pooling }));
+        this.ai.run(WORKERS_AI_EMBEDDING.model, { text: batch, pooling: WORKERS_AI_EMBEDDING.pooling }),
+      );
       const data = (res as { data?: number[][] }).data;
       if (!Array.isArray(data) || data.length !== batch.length || data.some((v) => v?.length !== this.dimensions))
         throw new VectorBackendError("embedding", new Error("unexpected embedding response shape"));

@@ -84,7 +84,9 @@ export function first64Bytes(s: string): string {
 const OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$lt", "$lte", "$gt", "$gte"]);
 const UPPER = new Set(["$lt", "$lte"]);
 const LOWER = new Set(["$gt", "$gte"]);
-const refuse = (why: string): never => { throw new Error(`VECTOR_QUERY_ERROR (fake Vectorize): ${why}`); };
+const refuse = (why: string): never => {
+  throw new Error(`VECTOR_QUERY_ERROR (fake Vectorize): ${why}`);
+};
 
 /** A metadata key as upserted: not empty, no `.` (it names nesting) or `"`, not starting with `$`. */
 function checkMetadataKey(key: string) {
@@ -101,7 +103,9 @@ const isScalar = (v: unknown): v is Scalar => typeof v === "string" || typeof v 
 /** The property a (possibly dotted) key names in a vector's metadata. */
 function propertyOf(metadata: Record<string, unknown> | undefined, key: string): unknown {
   let at: unknown = metadata;
-  for (const part of key.split(".")) at = at !== null && typeof at === "object" && !Array.isArray(at) ? (at as Record<string, unknown>)[part] : undefined;
+  for (const part of key.split("."))
+    at =
+      at !== null && typeof at === "object" && !Array.isArray(at) ? (at as Record<string, unknown>)[part] : undefined;
   return at;
 }
 
@@ -112,12 +116,14 @@ function checkCondition(condition: unknown) {
   const ops = Object.keys(condition as object);
   if (!ops.length) refuse("an operator object needs an operator");
   for (const op of ops) if (!OPERATORS.has(op)) refuse(`unknown operator ${op}`);
-  const upper = ops.filter((op) => UPPER.has(op)), lower = ops.filter((op) => LOWER.has(op));
+  const upper = ops.filter((op) => UPPER.has(op)),
+    lower = ops.filter((op) => LOWER.has(op));
   if (ops.length > 1 && !(ops.length === 2 && upper.length === 1 && lower.length === 1))
     refuse(`operators ${ops.join(", ")} cannot be combined (only an upper bound with a lower bound)`);
   for (const [op, arg] of Object.entries(condition as Record<string, unknown>)) {
     if (op === "$in" || op === "$nin") {
-      if (!Array.isArray(arg) || !arg.every((v) => v === null || isScalar(v))) refuse(`${op} takes an array of strings, numbers, booleans or null`);
+      if (!Array.isArray(arg) || !arg.every((v) => v === null || isScalar(v)))
+        refuse(`${op} takes an array of strings, numbers, booleans or null`);
     } else if (op === "$eq" || op === "$ne") {
       if (arg !== null && !isScalar(arg)) refuse(`${op} takes a string, number, boolean or null`);
     } else if (typeof arg !== "string" && typeof arg !== "number") refuse(`${op} takes a string or number`);
@@ -136,7 +142,8 @@ function satisfies(have: Scalar | null, condition: unknown): boolean {
     if (op === "$eq") return norm(arg) === have;
     if (op === "$ne") return norm(arg) !== have;
     if (have === null || typeof have !== typeof arg) return false;
-    const a = have as string | number, b = norm(arg) as string | number;
+    const a = have as string | number,
+      b = norm(arg) as string | number;
     return op === "$lt" ? a < b : op === "$lte" ? a <= b : op === "$gt" ? a > b : a >= b;
   });
 }
@@ -162,8 +169,12 @@ export class FakeVectorize implements VectorizeBinding {
   upserted: string[] = [];
 
   /** An index of `dimensions` (the production index: 384), with the service's metadata indexes unless `metadataIndexes` is false. */
-  constructor(readonly dimensions: number = WORKERS_AI_EMBEDDING.dimensions, opts: { metadataIndexes?: boolean } = {}) {
-    if (opts.metadataIndexes !== false) for (const m of METADATA_INDEXES) this.createMetadataIndex(m.property, m.type as IndexType);
+  constructor(
+    readonly dimensions: number = WORKERS_AI_EMBEDDING.dimensions,
+    opts: { metadataIndexes?: boolean } = {},
+  ) {
+    if (opts.metadataIndexes !== false)
+      for (const m of METADATA_INDEXES) this.createMetadataIndex(m.property, m.type as IndexType);
   }
 
   /** `wrangler vectorize create-metadata-index`: filters on the property see only vectors written after it. */
@@ -190,44 +201,66 @@ export class FakeVectorize implements VectorizeBinding {
     const copies: Stored[] = vectors.map((v) => {
       if (!v.id || bytes(v.id) > 64) refuse(`vector id "${v.id}" must be 1 to 64 bytes`);
       if (v.namespace !== undefined && bytes(v.namespace) > 64) refuse("a namespace is at most 64 bytes");
-      if (v.values.length !== this.dimensions) refuse(`${v.values.length} dimensions, the index has ${this.dimensions}`);
+      if (v.values.length !== this.dimensions)
+        refuse(`${v.values.length} dimensions, the index has ${this.dimensions}`);
       if (v.metadata && bytes(JSON.stringify(v.metadata)) > 10 * 1024) refuse("at most 10 KiB of metadata per vector");
       const checkKeys = (m: unknown): void => {
         if (m === null || typeof m !== "object" || Array.isArray(m)) return;
-        for (const [key, inner] of Object.entries(m)) { checkMetadataKey(key); checkKeys(inner); }
+        for (const [key, inner] of Object.entries(m)) {
+          checkMetadataKey(key);
+          checkKeys(inner);
+        }
       };
       checkKeys(v.metadata);
       const indexed = new Map<string, Scalar | null>();
       for (const [property, type] of this.metadataIndexes) {
         const value = propertyOf(v.metadata, property);
         // A value of another type than the index's is not indexed: the vector has none there.
-        indexed.set(property, typeof value === type ? (type === "string" ? first64Bytes(value as string) : value as Scalar) : null);
+        indexed.set(
+          property,
+          typeof value === type ? (type === "string" ? first64Bytes(value as string) : (value as Scalar)) : null,
+        );
       }
-      return { id: v.id, values: Array.from(v.values), namespace: v.namespace, metadata: v.metadata ? { ...v.metadata } : undefined, indexed };
+      return {
+        id: v.id,
+        values: Array.from(v.values),
+        namespace: v.namespace,
+        metadata: v.metadata ? { ...v.metadata } : undefined,
+        indexed,
+      };
     });
     const namespaces = new Set([...this.stored.values()].map((v) => v.namespace));
     for (const v of copies) namespaces.add(v.namespace);
     namespaces.delete(undefined);
     if (namespaces.size > MAX_NAMESPACES) refuse(`at most ${MAX_NAMESPACES} namespaces per index`);
     this.upserted.push(...copies.map((v) => v.id));
-    return this.mutate(() => { for (const v of copies) this.stored.set(v.id, v); });
+    return this.mutate(() => {
+      for (const v of copies) this.stored.set(v.id, v);
+    });
   }
 
   async deleteByIds(ids: string[]): Promise<VectorizeAsyncMutation> {
     this.check();
     const copy = [...ids];
-    return this.mutate(() => { for (const id of copy) this.stored.delete(id); });
+    return this.mutate(() => {
+      for (const id of copy) this.stored.delete(id);
+    });
   }
 
   /** Apply every queued mutation (Vectorize catching up). */
   apply(): void {
-    for (const m of this.queue) { m.op(); this.appliedAt = Math.max(this.appliedAt, m.at); }
+    for (const m of this.queue) {
+      m.op();
+      this.appliedAt = Math.max(this.appliedAt, m.at);
+    }
     this.queue = [];
   }
 
   /** Does the vector match the filter (every condition, on a property it has indexed)? */
   private matches(v: Stored, filter: VectorizeVectorMetadataFilter): boolean {
-    return Object.entries(filter).every(([property, condition]) => v.indexed.has(property) && satisfies(v.indexed.get(property)!, condition));
+    return Object.entries(filter).every(
+      ([property, condition]) => v.indexed.has(property) && satisfies(v.indexed.get(property)!, condition),
+    );
   }
 
   async query(vector: VectorFloatArray | number[], options: VectorizeQueryOptions = {}): Promise<VectorizeMatches> {
@@ -235,15 +268,22 @@ export class FakeVectorize implements VectorizeBinding {
     this.queries.push(options);
     const topK = options.topK ?? 5;
     const withValues = options.returnValues === true;
-    const metadataLevel = options.returnMetadata === true ? "all" : options.returnMetadata === false || options.returnMetadata === undefined ? "none" : options.returnMetadata;
+    const metadataLevel =
+      options.returnMetadata === true
+        ? "all"
+        : options.returnMetadata === false || options.returnMetadata === undefined
+          ? "none"
+          : options.returnMetadata;
     const max = withValues || metadataLevel !== "none" ? 20 : 100;
     if (!Number.isInteger(topK) || topK < 1 || topK > max)
       refuse(`topK ${topK}: 1 to ${max} ${max === 20 ? "with values or metadata" : "without values and metadata"}`);
-    if (vector.length !== this.dimensions) refuse(`query of ${vector.length} dimensions, the index has ${this.dimensions}`);
+    if (vector.length !== this.dimensions)
+      refuse(`query of ${vector.length} dimensions, the index has ${this.dimensions}`);
     if (options.namespace !== undefined && bytes(options.namespace) > 64) refuse("a namespace is at most 64 bytes");
     const filter = options.filter;
     if (filter !== undefined) {
-      if (filter === null || typeof filter !== "object" || Array.isArray(filter) || !Object.keys(filter).length) refuse("filter must be a non-empty object");
+      if (filter === null || typeof filter !== "object" || Array.isArray(filter) || !Object.keys(filter).length)
+        refuse("filter must be a non-empty object");
       if (bytes(JSON.stringify(filter)) >= 2048) refuse("filter must be under 2048 bytes of compact JSON");
       for (const [key, condition] of Object.entries(filter)) {
         checkFilterKey(key, "filter");
@@ -259,11 +299,19 @@ export class FakeVectorize implements VectorizeBinding {
       .sort((a, b) => b.score - a.score || (a.v.id < b.v.id ? -1 : 1))
       .slice(0, topK);
     const matches: VectorizeMatch[] = ranked.map(({ v, score }) => ({
-      id: v.id, score,
+      id: v.id,
+      score,
       ...(v.namespace !== undefined ? { namespace: v.namespace } : {}),
       ...(withValues ? { values: [...v.values] } : {}),
       ...(metadataLevel === "all" && v.metadata ? { metadata: { ...v.metadata } } : {}),
-      ...(metadataLevel === "indexed" ? { metadata: Object.fromEntries([...v.indexed].filter(([, x]) => x !== null)) as Record<string, VectorizeVectorMetadata> } : {}),
+      ...(metadataLevel === "indexed"
+        ? {
+            metadata: Object.fromEntries([...v.indexed].filter(([, x]) => x !== null)) as Record<
+              string,
+              VectorizeVectorMetadata
+            >,
+          }
+        : {}),
     }));
     return { matches, count: matches.length };
   }
@@ -278,13 +326,20 @@ export class FakeVectorize implements VectorizeBinding {
 
   async describe(): Promise<VectorizeIndexInfo> {
     this.check();
-    return { vectorCount: this.stored.size, dimensions: this.dimensions,
-      processedUpToDatetime: this.appliedAt, processedUpToMutation: this.seq };
+    return {
+      vectorCount: this.stored.size,
+      dimensions: this.dimensions,
+      processedUpToDatetime: this.appliedAt,
+      processedUpToMutation: this.seq,
+    };
   }
 
   /** Ids held, for assertions. */
   ids(namespace?: string): string[] {
-    return [...this.stored.values()].filter((v) => namespace === undefined || v.namespace === namespace).map((v) => v.id).sort();
+    return [...this.stored.values()]
+      .filter((v) => namespace === undefined || v.namespace === namespace)
+      .map((v) => v.id)
+      .sort();
   }
 
   /** A stored vector's metadata, for assertions. */
@@ -302,7 +357,11 @@ export class FakeVectorize implements VectorizeBinding {
 export class FakeEmbeddingServer {
   failing = false;
   mode: "ok" | "network" | "not-json" | "short" | "wrong-length" | "reversed" | "ignores-dimensions" = "ok";
-  requests: { url: string; headers: Record<string, string>; body: { model: string; input: string[]; dimensions?: number; encoding_format?: string } }[] = [];
+  requests: {
+    url: string;
+    headers: Record<string, string>;
+    body: { model: string; input: string[]; dimensions?: number; encoding_format?: string };
+  }[] = [];
   constructor(readonly dims = 64) {}
 
   fetch = async (url: string, init: RequestInit): Promise<Response> => {
@@ -314,9 +373,14 @@ export class FakeEmbeddingServer {
     if (!url.endsWith("/v1/embeddings") || init.method !== "POST") return new Response("not found", { status: 404 });
     if (this.mode === "not-json") return new Response("<html>proxy error</html>", { status: 200 });
     const dims = (this.mode === "ignores-dimensions" ? undefined : body.dimensions) ?? this.dims;
-    let data = (body.input as string[]).map((t, index) => ({ object: "embedding", index, embedding: fakeEmbedding(t, dims) }));
+    let data = (body.input as string[]).map((t, index) => ({
+      object: "embedding",
+      index,
+      embedding: fakeEmbedding(t, dims),
+    }));
     if (this.mode === "short") data = data.slice(1);
-    if (this.mode === "wrong-length") data = data.map((d, i) => ({ ...d, embedding: i === 1 ? d.embedding.slice(1) : d.embedding }));
+    if (this.mode === "wrong-length")
+      data = data.map((d, i) => ({ ...d, embedding: i === 1 ? d.embedding.slice(1) : d.embedding }));
     if (this.mode === "reversed") data = data.reverse();
     return Response.json({ object: "list", data, model: body.model, usage: { prompt_tokens: 1, total_tokens: 1 } });
   };

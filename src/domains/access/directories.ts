@@ -9,7 +9,13 @@ import type { Caller } from "../../org/request";
 import { ok } from "../../org/request";
 import { projectVisibleWhere, retrievable } from "../../access/retrieval";
 import { getProject } from "../memory/records";
-import { listQuery, projectListResponse, projectReferencesResponse, subjectListResponse, subjectReferencesResponse } from "./schema";
+import {
+  listQuery,
+  projectListResponse,
+  projectReferencesResponse,
+  subjectListResponse,
+  subjectReferencesResponse,
+} from "./schema";
 
 /** `~` selects explicit unscoped memory (records with no project). */
 export const UNSCOPED = "~";
@@ -20,7 +26,8 @@ export type RecordScope = { column: "project_id" | "subject_id"; value: string |
 export function recordReferences(db: Db, caller: Caller, scope: RecordScope, after: [string, string], limit: number) {
   const [ro, ...roArgs] = retrievable(caller, "o");
   const [rc, ...rcArgs] = retrievable(caller, "c");
-  const match = (alias: string) => (scope.value === null ? `${alias}.${scope.column} IS NULL` : `${alias}.${scope.column} = ?`);
+  const match = (alias: string) =>
+    scope.value === null ? `${alias}.${scope.column} IS NULL` : `${alias}.${scope.column} = ?`;
   const value = scope.value === null ? [] : [scope.value];
   return db.all<{ type: string; id: string; subject_id: string; project_id: string | null; created_at: string }>(
     `SELECT * FROM (
@@ -30,7 +37,13 @@ export function recordReferences(db: Db, caller: Caller, scope: RecordScope, aft
        SELECT 'claim' AS type, c.claim_id AS id, c.subject_id, c.project_id, c.created_at FROM claims c
         WHERE ${match("c")} AND ${rc})
      WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`,
-    ...value, ...roArgs, ...value, ...rcArgs, ...after, limit + 1);
+    ...value,
+    ...roArgs,
+    ...value,
+    ...rcArgs,
+    ...after,
+    limit + 1,
+  );
 }
 
 /** Projects holding a retrievable record, after a (created_at, project_id) cursor. */
@@ -40,7 +53,10 @@ export function retrievableProjects(db: Db, caller: Caller, after: [string, stri
     `SELECT p.project_id, p.reference, p.created_at FROM projects p
       WHERE (p.created_at, p.project_id) > (?, ?) AND ${visible}
       ORDER BY p.created_at, p.project_id LIMIT ?`,
-    ...after, ...args, limit + 1);
+    ...after,
+    ...args,
+    limit + 1,
+  );
 }
 
 /**
@@ -56,7 +72,14 @@ export function retrievableSubjects(db: Db, caller: Caller, after: string, limit
        SELECT * FROM (SELECT DISTINCT o.subject_id FROM observations o WHERE o.subject_id > ? AND ${ro} ORDER BY o.subject_id LIMIT ?)
        UNION SELECT * FROM (SELECT DISTINCT c.subject_id FROM claims c WHERE c.subject_id > ? AND ${rc} ORDER BY c.subject_id LIMIT ?))
      ORDER BY subject_id LIMIT ?`,
-    after, ...roArgs, limit + 1, after, ...rcArgs, limit + 1, limit + 1);
+    after,
+    ...roArgs,
+    limit + 1,
+    after,
+    ...rcArgs,
+    limit + 1,
+    limit + 1,
+  );
 }
 
 function hasReadable(db: Db, caller: Caller, scope: RecordScope): boolean {
@@ -65,10 +88,14 @@ function hasReadable(db: Db, caller: Caller, scope: RecordScope): boolean {
 
 export const directoryRoutes = [
   orgRoute({
-    method: "GET", path: "/v1/projects", scope: "projects:read", query: listQuery,
+    method: "GET",
+    path: "/v1/projects",
+    scope: "projects:read",
+    query: listQuery,
     response: { 200: projectListResponse },
     summary: "Projects backed by records the caller may read.",
-    operationId: "listProjects", tag: "Access",
+    operationId: "listProjects",
+    tag: "Access",
     description: "Lists the projects that back records the caller may read.",
     handler: ({ db, caller, query }) => {
       const rows = retrievableProjects(db, caller, afterPair(query.after), query.limit);
@@ -78,11 +105,16 @@ export const directoryRoutes = [
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/projects/:id/references", scope: "projects:read", query: listQuery,
+    method: "GET",
+    path: "/v1/projects/:id/references",
+    scope: "projects:read",
+    query: listQuery,
     response: { 200: projectReferencesResponse },
     summary: "Readable observation and claim ids of a project; `~` selects unscoped memory.",
-    operationId: "listProjectReferences", tag: "Access",
-    description: "Lists the observation and claim ids of a project the caller may read; the id `~` selects memory outside any " +
+    operationId: "listProjectReferences",
+    tag: "Access",
+    description:
+      "Lists the observation and claim ids of a project the caller may read; the id `~` selects memory outside any " +
       "project.",
     handler: ({ db, caller, params, query }) => {
       const projectId = params.id === UNSCOPED ? null : params.id;
@@ -90,23 +122,34 @@ export const directoryRoutes = [
       const scope: RecordScope = { column: "project_id", value: projectId };
       if ((projectId !== null && !project) || !hasReadable(db, caller, scope)) throw notFound("Project");
       const after = afterPair(query.after);
-      const p = pageOf(recordReferences(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
+      const p = pageOf(recordReferences(db, caller, scope, after, query.limit), query.limit, (r) => [
+        r.created_at,
+        r.id,
+      ]);
       return ok({
-        project_id: projectId, reference: project?.reference ?? null,
+        project_id: projectId,
+        reference: project?.reference ?? null,
         references: p.page.map(({ type, id, subject_id, created_at }) => ({ type, id, subject_id, created_at })),
-        has_more: p.has_more, next_cursor: p.next_cursor,
+        has_more: p.has_more,
+        next_cursor: p.next_cursor,
       });
     },
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/subjects", scope: "subjects:read", query: listQuery,
+    method: "GET",
+    path: "/v1/subjects",
+    scope: "subjects:read",
+    query: listQuery,
     response: { 200: subjectListResponse },
     summary: "Subjects of records the caller may read, in order.",
-    operationId: "listSubjects", tag: "Access",
+    operationId: "listSubjects",
+    tag: "Access",
     description: "Lists the subjects of records the caller may read, in order.",
     handler: ({ db, caller, query }) => {
-      const after = query.after ? decodeCursor(query.after, (v): v is [string] => Array.isArray(v) && typeof v[0] === "string")[0] : "";
+      const after = query.after
+        ? decodeCursor(query.after, (v): v is [string] => Array.isArray(v) && typeof v[0] === "string")[0]
+        : "";
       const rows = retrievableSubjects(db, caller, after, query.limit);
       const p = pageOf(rows, query.limit, (r) => [r.subject_id]);
       return ok({ subjects: p.page, has_more: p.has_more, next_cursor: p.next_cursor });
@@ -114,24 +157,36 @@ export const directoryRoutes = [
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/subjects/:id/references", scope: "subjects:read", query: listQuery,
+    method: "GET",
+    path: "/v1/subjects/:id/references",
+    scope: "subjects:read",
+    query: listQuery,
     response: { 200: subjectReferencesResponse },
     summary: "Readable observation and claim ids about a subject, and its namespaced references.",
-    operationId: "listSubjectReferences", tag: "Access",
-    description: "Lists the observation and claim ids about a subject that the caller may read, and its namespaced external " +
+    operationId: "listSubjectReferences",
+    tag: "Access",
+    description:
+      "Lists the observation and claim ids about a subject that the caller may read, and its namespaced external " +
       "references.",
     handler: ({ db, caller, params, query }) => {
       const scope: RecordScope = { column: "subject_id", value: params.id };
       if (!hasReadable(db, caller, scope)) throw notFound("Subject");
       const after = afterPair(query.after);
-      const p = pageOf(recordReferences(db, caller, scope, after, query.limit), query.limit, (r) => [r.created_at, r.id]);
+      const p = pageOf(recordReferences(db, caller, scope, after, query.limit), query.limit, (r) => [
+        r.created_at,
+        r.id,
+      ]);
       // Namespaced references: the subject itself and the projects (by reference) its readable records belong to.
-      const projects = [...new Set(p.page.flatMap((r) => (r.project_id ? [r.project_id] : [])))]
-        .flatMap((id) => { const pr = getProject(db, id); return pr ? [`project:${pr.reference}`] : []; });
+      const projects = [...new Set(p.page.flatMap((r) => (r.project_id ? [r.project_id] : [])))].flatMap((id) => {
+        const pr = getProject(db, id);
+        return pr ? [`project:${pr.reference}`] : [];
+      });
       return ok({
-        subject_id: params.id, namespaced: [`subject:${params.id}`, ...projects],
+        subject_id: params.id,
+        namespaced: [`subject:${params.id}`, ...projects],
         references: p.page.map(({ type, id, project_id, created_at }) => ({ type, id, project_id, created_at })),
-        has_more: p.has_more, next_cursor: p.next_cursor,
+        has_more: p.has_more,
+        next_cursor: p.next_cursor,
       });
     },
   }),

@@ -41,16 +41,23 @@ const permissionsOf = (g: GrantRow): Permission[] =>
   PERMISSIONS.filter((p) => (g as unknown as Record<string, number>)[`can_${p}`] === 1);
 
 export const grantView = (g: GrantRow) => ({
-  grant_id: g.grant_id, principal_id: g.grantee_id, target: { type: g.target_type, id: g.target_id },
-  permissions: permissionsOf(g), status: g.revoked_at ? "revoked" : "active", granted_by: g.granted_by,
-  delegated_from: g.delegated_from, created_at: g.created_at, revoked_at: g.revoked_at,
+  grant_id: g.grant_id,
+  principal_id: g.grantee_id,
+  target: { type: g.target_type, id: g.target_id },
+  permissions: permissionsOf(g),
+  status: g.revoked_at ? "revoked" : "active",
+  granted_by: g.granted_by,
+  delegated_from: g.delegated_from,
+  created_at: g.created_at,
+  revoked_at: g.revoked_at,
 });
 
 export const targetOf = (body: z.infer<typeof grantBody>): GrantTarget =>
-  "organization" in body ? { type: "organization", id: null }
-    : "project" in body ? { type: "project", id: body.project }
-    : { type: "subject", id: body.subject };
-
+  "organization" in body
+    ? { type: "organization", id: null }
+    : "project" in body
+      ? { type: "project", id: body.project }
+      : { type: "subject", id: body.subject };
 
 /**
  * Where a new grant's authority comes from: null when the caller's role holds every requested
@@ -58,7 +65,11 @@ export const targetOf = (body: z.infer<typeof grantBody>): GrantTarget =>
  * requested permission its role does not (so that revoking it revokes the new grant too). Permissions
  * held only across several grants are delegated one grant at a time.
  */
-function delegationSource(caller: Caller, permissions: Permission[], target: GrantTarget): { from: string | null } | { missing: Permission[] } {
+function delegationSource(
+  caller: Caller,
+  permissions: Permission[],
+  target: GrantTarget,
+): { from: string | null } | { missing: Permission[] } {
   const missing = permissions.filter((p) => !holds(caller, p, target));
   if (missing.length) return { missing };
   const fromGrant = permissions.filter((p) => !roleHolds(caller, p));
@@ -76,76 +87,141 @@ function visibleGrant(db: Db, caller: Caller, id: string): GrantRow | null {
 
 export const grantRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/grants", scope: "grants:write", body: grantBody,
+    method: "POST",
+    path: "/v1/grants",
+    scope: "grants:write",
+    body: grantBody,
     response: { 201: grantResponse },
     summary: "Delegate read, write, approve or admin over the organization, a project (null: unscoped) or a subject.",
-    operationId: "createGrant", tag: "Access",
-    description: "Delegates read, write, approve or admin authority over the organization, a project (null: unscoped memory) or " +
+    operationId: "createGrant",
+    tag: "Access",
+    description:
+      "Delegates read, write, approve or admin authority over the organization, a project (null: unscoped memory) or " +
       "a subject. The caller must hold every permission it delegates.",
     handler: (rc) => {
       const target = targetOf(rc.body);
       const permissions = [...new Set(rc.body.permissions)];
       const source = delegationSource(rc.caller, permissions, target);
       if ("missing" in source)
-        throw forbidden(`You may only delegate authority you hold, from one grant of yours; missing "${source.missing.join('", "')}" on this target.`);
+        throw forbidden(
+          `You may only delegate authority you hold, from one grant of yours; missing "${source.missing.join('", "')}" on this target.`,
+        );
       if (!getPrincipal(rc.db, rc.body.principal_id)) throw unresolved("principal", [rc.body.principal_id]);
-      if (target.type === "project" && target.id !== null && !getProject(rc.db, target.id)) throw unresolved("project", [target.id]);
+      if (target.type === "project" && target.id !== null && !getProject(rc.db, target.id))
+        throw unresolved("project", [target.id]);
       return commitWrite(rc, (db) => {
         const row: GrantRow = {
-          grant_id: newId(ID_PREFIX.grant), grantee_id: rc.body.principal_id, target_type: target.type, target_id: target.id,
-          can_read: +permissions.includes("read"), can_write: +permissions.includes("write"),
-          can_approve: +permissions.includes("approve"), can_admin: +permissions.includes("admin"),
-          granted_by: rc.caller.principalId, delegated_from: source.from, created_at: clock.nowIso(), revoked_at: null, revoked_by: null,
+          grant_id: newId(ID_PREFIX.grant),
+          grantee_id: rc.body.principal_id,
+          target_type: target.type,
+          target_id: target.id,
+          can_read: +permissions.includes("read"),
+          can_write: +permissions.includes("write"),
+          can_approve: +permissions.includes("approve"),
+          can_admin: +permissions.includes("admin"),
+          granted_by: rc.caller.principalId,
+          delegated_from: source.from,
+          created_at: clock.nowIso(),
+          revoked_at: null,
+          revoked_by: null,
         };
         db.run(
           `INSERT INTO grants (grant_id, grantee_id, target_type, target_id, can_read, can_write, can_approve, can_admin, granted_by, delegated_from, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          row.grant_id, row.grantee_id, row.target_type, row.target_id, row.can_read, row.can_write, row.can_approve, row.can_admin,
-          row.granted_by, row.delegated_from, row.created_at);
-        return { status: 201, data: grantView(row),
-          audit: { action: "grant.created", resourceType: "grant", resourceId: row.grant_id,
-            detail: { principal_id: row.grantee_id, target_type: row.target_type, permissions, delegated_from: row.delegated_from } } };
+          row.grant_id,
+          row.grantee_id,
+          row.target_type,
+          row.target_id,
+          row.can_read,
+          row.can_write,
+          row.can_approve,
+          row.can_admin,
+          row.granted_by,
+          row.delegated_from,
+          row.created_at,
+        );
+        return {
+          status: 201,
+          data: grantView(row),
+          audit: {
+            action: "grant.created",
+            resourceType: "grant",
+            resourceId: row.grant_id,
+            detail: {
+              principal_id: row.grantee_id,
+              target_type: row.target_type,
+              permissions,
+              delegated_from: row.delegated_from,
+            },
+          },
+        };
       });
     },
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/grants", scope: "grants:read", query: listQuery,
+    method: "GET",
+    path: "/v1/grants",
+    scope: "grants:read",
+    query: listQuery,
     response: { 200: grantListResponse },
     summary: "Active and revoked grants: all for owners and admins, otherwise those you hold or gave.",
-    operationId: "listGrants", tag: "Access",
-    description: "Lists active and revoked grants: all for owners and admins, otherwise those the caller holds or gave.",
+    operationId: "listGrants",
+    tag: "Access",
+    description:
+      "Lists active and revoked grants: all for owners and admins, otherwise those the caller holds or gave.",
     handler: ({ db, caller, query }) => {
       const [at, id] = afterPair(query.after);
       const mine = !isAdmin(caller);
       const rows = db.all<GrantRow>(
         `SELECT * FROM grants WHERE (created_at, grant_id) > (?, ?) ${mine ? "AND (grantee_id = ? OR granted_by = ?)" : ""}
           ORDER BY created_at, grant_id LIMIT ?`,
-        at, id, ...(mine ? [caller.principalId, caller.principalId] : []), query.limit + 1);
+        at,
+        id,
+        ...(mine ? [caller.principalId, caller.principalId] : []),
+        query.limit + 1,
+      );
       const { page, ...more } = pageOf(rows, query.limit, (g) => [g.created_at, g.grant_id]);
       return ok({ grants: page.map(grantView), ...more });
     },
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/grants/:id", scope: "grants:write",
+    method: "DELETE",
+    path: "/v1/grants/:id",
+    scope: "grants:write",
     response: { 200: grantRevokedResponse },
-    summary: "Revoke a grant and every grant delegated from it (owner, admin or its grantor); keys narrow on their next request.",
-    operationId: "revokeGrant", tag: "Access",
-    description: "Revokes a grant and every grant delegated from it (owner, admin or its grantor); keys relying on it narrow on " +
+    summary:
+      "Revoke a grant and every grant delegated from it (owner, admin or its grantor); keys narrow on their next request.",
+    operationId: "revokeGrant",
+    tag: "Access",
+    description:
+      "Revokes a grant and every grant delegated from it (owner, admin or its grantor); keys relying on it narrow on " +
       "their next request.",
     handler: (rc) => {
       const g = visibleGrant(rc.db, rc.caller, rc.params.id);
       if (!g) throw notFound("Grant");
-      if (!isAdmin(rc.caller) && g.granted_by !== rc.caller.principalId) throw forbidden("Only the grantor, an owner or an admin may revoke a grant.");
+      if (!isAdmin(rc.caller) && g.granted_by !== rc.caller.principalId)
+        throw forbidden("Only the grantor, an owner or an admin may revoke a grant.");
       return commitWrite(rc, (db) => {
         const already = g.revoked_at != null;
         // Also sweeps delegations of an already revoked grant that predate delegated_from cascades.
         const revoked = revokeGrantsCascade(db, [g.grant_id], rc.caller.principalId, clock.nowIso());
         const delegatedRevoked = revoked.filter((id) => id !== g.grant_id).length;
-        return { status: 200, data: { ...grantView(db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", g.grant_id)!),
-          already_revoked: already, delegated_revoked: delegatedRevoked },
-          audit: { action: "grant.revoked", resourceType: "grant", resourceId: g.grant_id, detail: { delegated_revoked: delegatedRevoked } } };
+        return {
+          status: 200,
+          data: {
+            ...grantView(db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", g.grant_id)!),
+            already_revoked: already,
+            delegated_revoked: delegatedRevoked,
+          },
+          audit: {
+            action: "grant.revoked",
+            resourceType: "grant",
+            resourceId: g.grant_id,
+            detail: { delegated_revoked: delegatedRevoked },
+          },
+        };
       });
     },
   }),

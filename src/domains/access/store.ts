@@ -24,24 +24,43 @@ export interface WorkspaceRow {
 
 /** Live owners of the organization (its memberships without a workspace). */
 export const liveOwners = (db: Db) =>
-  db.first<{ n: number }>(sql`SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL`)!.n;
+  db.first<{ n: number }>(
+    sql`SELECT count(*) AS n FROM memberships WHERE workspace_id IS NULL AND role = 'owner' AND removed_at IS NULL`,
+  )!.n;
 
 /** Names of the given workspaces, by id (export writes them beside a project's workspace_id). */
-export const workspaceNames = (db: Db, ids: string[]) => new Map(ids.length
-  ? db.all<{ workspace_id: string; name: string }>(sql`SELECT workspace_id, name FROM workspaces WHERE workspace_id IN ${list([...new Set(ids)])}`)
-    .map((w) => [w.workspace_id, w.name]) : []);
+export const workspaceNames = (db: Db, ids: string[]) =>
+  new Map(
+    ids.length
+      ? db
+          .all<{ workspace_id: string; name: string }>(
+            sql`SELECT workspace_id, name FROM workspaces WHERE workspace_id IN ${list([...new Set(ids)])}`,
+          )
+          .map((w) => [w.workspace_id, w.name])
+      : [],
+  );
 
-export const workspaceExists = (db: Db, workspaceId: string) => !!db.first(sql`SELECT 1 FROM workspaces WHERE workspace_id = ${workspaceId}`);
+export const workspaceExists = (db: Db, workspaceId: string) =>
+  !!db.first(sql`SELECT 1 FROM workspaces WHERE workspace_id = ${workspaceId}`);
 
 /**
  * A new workspace whose creator becomes its owner (POST /v1/workspaces, and import restoring a
  * project's workspace under its exported id). A taken name is 409.
  */
 export function insertWorkspace(db: Db, w: WorkspaceRow) {
-  if (db.first(sql`SELECT 1 FROM workspaces WHERE name = ${w.name}`)) throw conflict("A workspace with this name already exists.");
-  db.run(sql`INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES (${w.workspace_id}, ${w.name}, ${w.created_by}, ${w.created_at})`);
-  insertMembership(db, { membership_id: newId(ID_PREFIX.membership), principal_id: w.created_by, workspace_id: w.workspace_id,
-    role: "owner", created_by: w.created_by, created_at: w.created_at });
+  if (db.first(sql`SELECT 1 FROM workspaces WHERE name = ${w.name}`))
+    throw conflict("A workspace with this name already exists.");
+  db.run(
+    sql`INSERT INTO workspaces (workspace_id, name, created_by, created_at) VALUES (${w.workspace_id}, ${w.name}, ${w.created_by}, ${w.created_at})`,
+  );
+  insertMembership(db, {
+    membership_id: newId(ID_PREFIX.membership),
+    principal_id: w.created_by,
+    workspace_id: w.workspace_id,
+    role: "owner",
+    created_by: w.created_by,
+    created_at: w.created_at,
+  });
 }
 
 /** A page of workspaces after (created_at, workspace_id); `among` limits it to those ids (a member's own). */
@@ -66,15 +85,24 @@ export const endMembership = (db: Db, membershipId: string, by: string, at: stri
 
 /** Every live membership of the principal ends (it leaves the organization). */
 export const endMembershipsOf = (db: Db, principalId: string, by: string, at: string) =>
-  db.run(sql`UPDATE memberships SET removed_at = ${at}, removed_by = ${by} WHERE principal_id = ${principalId} AND removed_at IS NULL`);
+  db.run(
+    sql`UPDATE memberships SET removed_at = ${at}, removed_by = ${by} WHERE principal_id = ${principalId} AND removed_at IS NULL`,
+  );
 
 /**
  * A page of live memberships after (created_at, membership_id), optionally of one workspace; `visibleTo`
  * (a member that is not owner or admin) limits it to its own and those of its workspaces.
  */
-export const membershipsAfter = (db: Db, f: {
-  after: [string, string]; workspaceId?: string; visibleTo: { principalId: string; workspaces: string[] } | null; limit: number;
-}) => db.all<MembershipRow>(sql`SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (${f.after[0]}, ${f.after[1]})
+export const membershipsAfter = (
+  db: Db,
+  f: {
+    after: [string, string];
+    workspaceId?: string;
+    visibleTo: { principalId: string; workspaces: string[] } | null;
+    limit: number;
+  },
+) =>
+  db.all<MembershipRow>(sql`SELECT * FROM memberships WHERE removed_at IS NULL AND (created_at, membership_id) > (${f.after[0]}, ${f.after[1]})
     ${f.workspaceId !== undefined ? sql`AND workspace_id = ${f.workspaceId}` : sql``}
     ${f.visibleTo ? sql`AND (principal_id = ${f.visibleTo.principalId} OR workspace_id IN ${list(f.visibleTo.workspaces)})` : sql``}
     ORDER BY created_at, membership_id LIMIT ${f.limit}`);

@@ -4,10 +4,33 @@
 // authorized candidates of which one did not fit is counted as withheld; any other edge is dropped
 // silently (it would name something the caller cannot see).
 
-export const NODE_TYPES = ["claim", "observation", "subject", "project", "context", "release", "channel", "approval", "hold", "proposal"] as const;
+export const NODE_TYPES = [
+  "claim",
+  "observation",
+  "subject",
+  "project",
+  "context",
+  "release",
+  "channel",
+  "approval",
+  "hold",
+  "proposal",
+] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
-export const EDGE_TYPES = ["supports", "contradicts", "qualifies", "selected-in", "released-as", "about", "related", "supersedes",
-  "submitted-as", "published-in", "holds", "proposed-as"] as const;
+export const EDGE_TYPES = [
+  "supports",
+  "contradicts",
+  "qualifies",
+  "selected-in",
+  "released-as",
+  "about",
+  "related",
+  "supersedes",
+  "submitted-as",
+  "published-in",
+  "holds",
+  "proposed-as",
+] as const;
 export type EdgeType = (typeof EDGE_TYPES)[number];
 
 export interface AtlasNode {
@@ -19,7 +42,11 @@ export interface AtlasNode {
   kind?: string;
 }
 
-export interface AtlasEdge { source: string; target: string; type: EdgeType }
+export interface AtlasEdge {
+  source: string;
+  target: string;
+  type: EdgeType;
+}
 
 export type Bucket = "0" | "1-9" | "10-99" | "100+";
 
@@ -48,13 +75,24 @@ export class AtlasGraph {
   moreExisted = false;
 
   /** `sees` says which node types the caller may see at all; a node of another type is never a candidate. */
-  constructor(readonly maxNodes: number, readonly sees: (type: NodeType) => boolean = () => true) {}
+  constructor(
+    readonly maxNodes: number,
+    readonly sees: (type: NodeType) => boolean = () => true,
+  ) {}
 
-  has(id: string) { return this.nodes.has(id); }
+  has(id: string) {
+    return this.nodes.has(id);
+  }
   /** The ids of the nodes in the view, of the given types. */
-  idsOf(...types: NodeType[]) { return [...this.nodes.values()].filter((n) => types.includes(n.type)).map((n) => n.id); }
-  get size() { return this.nodes.size; }
-  get full() { return this.nodes.size >= this.maxNodes; }
+  idsOf(...types: NodeType[]) {
+    return [...this.nodes.values()].filter((n) => types.includes(n.type)).map((n) => n.id);
+  }
+  get size() {
+    return this.nodes.size;
+  }
+  get full() {
+    return this.nodes.size >= this.maxNodes;
+  }
 
   /** Offer an authorized node: kept while there is room, otherwise counted as withheld. */
   add(node: AtlasNode): boolean {
@@ -75,7 +113,10 @@ export class AtlasGraph {
     if (source === target) return;
     const key = `${source}\u0000${target}\u0000${type}`;
     if (this.nodes.has(source) && this.nodes.has(target)) this.edges.set(key, { source, target, type });
-    else if ((this.nodes.has(source) || this.candidates.has(source)) && (this.nodes.has(target) || this.candidates.has(target)))
+    else if (
+      (this.nodes.has(source) || this.candidates.has(source)) &&
+      (this.nodes.has(target) || this.candidates.has(target))
+    )
       this.withheldEdges.add(key);
   }
 

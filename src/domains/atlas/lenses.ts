@@ -17,20 +17,52 @@ import { type ClaimRow, type ObservationRow, getClaim } from "../memory/records"
 import { type AtlasNode, AtlasGraph, type EdgeType, type NodeType, fetchCap, labelOf, subjectNodeId } from "./graph";
 import type { AtlasBody, Lens } from "./schema";
 import {
-  activeHoldsOn, atlasClaims, channelById, channelsByIds, disputedClaims, disputingClaims, expiringClaims, openChannels, readableRunsSelecting,
-  retrievableClaims, retrievableEvidence, retrievableProposals, rowsWithRetrievableClaim, sharedSourcePairs, subjectRetrievable,
+  activeHoldsOn,
+  atlasClaims,
+  channelById,
+  channelsByIds,
+  disputedClaims,
+  disputingClaims,
+  expiringClaims,
+  openChannels,
+  readableRunsSelecting,
+  retrievableClaims,
+  retrievableEvidence,
+  retrievableProposals,
+  rowsWithRetrievableClaim,
+  sharedSourcePairs,
+  subjectRetrievable,
 } from "./store";
 
 /** How far ahead conflict_freshness looks for claims whose validity is about to end. */
 export const EXPIRY_HORIZON_DAYS = 7;
 
-const claimNode = (c: ClaimRow): AtlasNode =>
-  ({ id: c.claim_id, type: "claim", label: labelOf(c.statement, c.claim_id), status: c.status, trust: c.trust, kind: c.kind });
-const observationNode = (o: ObservationRow): AtlasNode =>
-  ({ id: o.observation_id, type: "observation", label: labelOf(o.content, o.purged_at ? "(purged)" : o.observation_id), trust: o.trust, kind: o.kind });
-const subjectNode = (subjectId: string): AtlasNode => ({ id: subjectNodeId(subjectId), type: "subject", label: subjectId });
-const releaseNode = (r: ReleaseRow, channelName: string | undefined): AtlasNode =>
-  ({ id: r.release_id, type: "release", label: channelName ? `release in ${channelName}` : "release", status: r.status });
+const claimNode = (c: ClaimRow): AtlasNode => ({
+  id: c.claim_id,
+  type: "claim",
+  label: labelOf(c.statement, c.claim_id),
+  status: c.status,
+  trust: c.trust,
+  kind: c.kind,
+});
+const observationNode = (o: ObservationRow): AtlasNode => ({
+  id: o.observation_id,
+  type: "observation",
+  label: labelOf(o.content, o.purged_at ? "(purged)" : o.observation_id),
+  trust: o.trust,
+  kind: o.kind,
+});
+const subjectNode = (subjectId: string): AtlasNode => ({
+  id: subjectNodeId(subjectId),
+  type: "subject",
+  label: subjectId,
+});
+const releaseNode = (r: ReleaseRow, channelName: string | undefined): AtlasNode => ({
+  id: r.release_id,
+  type: "release",
+  label: channelName ? `release in ${channelName}` : "release",
+  status: r.status,
+});
 
 const disputesOf = (c: ClaimRow): string[] => JSON.parse(c.disputes) as string[];
 
@@ -43,7 +75,11 @@ function claimToClaimEdges(g: AtlasGraph, claims: ClaimRow[]) {
 }
 
 /** `related` between claims sharing a readable source (one edge per pair), and between their subjects. */
-function relatedEdges(g: AtlasGraph, pairs: { from_id: string; to_id: string; to_subject: string }[], subjectOf: Map<string, string>) {
+function relatedEdges(
+  g: AtlasGraph,
+  pairs: { from_id: string; to_id: string; to_subject: string }[],
+  subjectOf: Map<string, string>,
+) {
   for (const p of pairs) {
     const [a, b] = p.from_id < p.to_id ? [p.from_id, p.to_id] : [p.to_id, p.from_id];
     g.edge(a, b, "related");
@@ -72,9 +108,19 @@ const evidenceTrace: LensFn = (db, caller, body, g) => {
     g.edge(claim.claim_id, r.context_id, "selected-in");
   }
   // Current active releases: active, and pinned to the claim's current version (stale ones are omitted).
-  const releases = !g.sees("release") ? [] : rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases",
-    "g.claim_id = ? AND g.status = 'active' AND g.claim_version = c.version", [claim.claim_id], cap);
-  const channels = new Map(channelsByIds(db, [...new Set(releases.map((r) => r.channel_id))]).map((c) => [c.channel_id, c.name]));
+  const releases = !g.sees("release")
+    ? []
+    : rowsWithRetrievableClaim<ReleaseRow>(
+        db,
+        caller,
+        "knowledge_releases",
+        "g.claim_id = ? AND g.status = 'active' AND g.claim_version = c.version",
+        [claim.claim_id],
+        cap,
+      );
+  const channels = new Map(
+    channelsByIds(db, [...new Set(releases.map((r) => r.channel_id))]).map((c) => [c.channel_id, c.name]),
+  );
   for (const r of releases) {
     g.add(releaseNode(r, channels.get(r.channel_id)));
     g.edge(claim.claim_id, r.release_id, "released-as");
@@ -93,7 +139,12 @@ const neighborhood: LensFn = (db, caller, body, g) => {
     g.edge(c.claim_id, subjectNodeId(subjectId), "about");
   }
   claimToClaimEdges(g, claims);
-  const pairs = sharedSourcePairs(db, caller, claims.map((c) => c.claim_id), cap * 4);
+  const pairs = sharedSourcePairs(
+    db,
+    caller,
+    claims.map((c) => c.claim_id),
+    cap * 4,
+  );
   // Subjects this subject's claims relate to (through a shared readable source).
   for (const p of pairs) if (p.to_subject !== subjectId) g.add(subjectNode(p.to_subject));
   relatedEdges(g, pairs, new Map(claims.map((c) => [c.claim_id, c.subject_id])));
@@ -121,17 +172,32 @@ const conflictFreshness: LensFn = (db, caller, _body, g) => {
 };
 
 const workspaceGraph: LensFn = (db, caller, body, g) => {
-  if (body.workspace_id !== undefined && !workspaceVisible(db, caller, body.workspace_id)) throw unresolved("workspace", [body.workspace_id]);
+  if (body.workspace_id !== undefined && !workspaceVisible(db, caller, body.workspace_id))
+    throw unresolved("workspace", [body.workspace_id]);
   const cap = fetchCap(g.maxNodes);
-  const claims = atlasClaims(db, caller, body.workspace_id !== undefined ? { workspace_id: body.workspace_id } : null, cap);
+  const claims = atlasClaims(
+    db,
+    caller,
+    body.workspace_id !== undefined ? { workspace_id: body.workspace_id } : null,
+    cap,
+  );
   for (const c of claims) {
     g.add(claimNode(c));
     g.add(subjectNode(c.subject_id));
     g.edge(c.claim_id, subjectNodeId(c.subject_id), "about");
   }
   claimToClaimEdges(g, claims);
-  relatedEdges(g, sharedSourcePairs(db, caller, claims.map((c) => c.claim_id), cap * 4, true),
-    new Map(claims.map((c) => [c.claim_id, c.subject_id])));
+  relatedEdges(
+    g,
+    sharedSourcePairs(
+      db,
+      caller,
+      claims.map((c) => c.claim_id),
+      cap * 4,
+      true,
+    ),
+    new Map(claims.map((c) => [c.claim_id, c.subject_id])),
+  );
   return body.workspace_id;
 };
 
@@ -139,26 +205,49 @@ const reviewQueue: LensFn = (db, caller, _body, g) => {
   const cap = fetchCap(g.maxNodes);
   // Not even the claims under review are drawn for a key that may not see the approvals or drafts:
   // an undisputed claim in this lens would say that one exists.
-  const approvals = g.sees("approval") ? rowsWithRetrievableClaim<ApprovalRow>(db, caller, "claim_approvals", "g.status = 'pending'", [], cap) : [];
-  const drafts = g.sees("release") ? rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases", "g.status = 'draft'", [], cap) : [];
+  const approvals = g.sees("approval")
+    ? rowsWithRetrievableClaim<ApprovalRow>(db, caller, "claim_approvals", "g.status = 'pending'", [], cap)
+    : [];
+  const drafts = g.sees("release")
+    ? rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases", "g.status = 'draft'", [], cap)
+    : [];
   const disputed = disputedClaims(db, caller, cap);
-  const claims = new Map(retrievableClaims(db, caller, [...new Set([...approvals, ...drafts].map((r) => r.claim_id))]).map((c) => [c.claim_id, c]));
+  const claims = new Map(
+    retrievableClaims(db, caller, [...new Set([...approvals, ...drafts].map((r) => r.claim_id))]).map((c) => [
+      c.claim_id,
+      c,
+    ]),
+  );
   for (const c of disputed) claims.set(c.claim_id, c);
-  const channels = new Map(channelsByIds(db, [...new Set(drafts.map((r) => r.channel_id))]).map((c) => [c.channel_id, c.name]));
+  const channels = new Map(
+    channelsByIds(db, [...new Set(drafts.map((r) => r.channel_id))]).map((c) => [c.channel_id, c.name]),
+  );
   for (const a of approvals) {
     g.add({ id: a.approval_id, type: "approval", label: `approval of version ${a.claim_version}`, status: a.status });
     const c = claims.get(a.claim_id);
-    if (c) { g.add(claimNode(c)); g.edge(c.claim_id, a.approval_id, "submitted-as"); }
+    if (c) {
+      g.add(claimNode(c));
+      g.edge(c.claim_id, a.approval_id, "submitted-as");
+    }
   }
   for (const r of drafts) {
     g.add(releaseNode(r, channels.get(r.channel_id)));
     const c = claims.get(r.claim_id);
-    if (c) { g.add(claimNode(c)); g.edge(c.claim_id, r.release_id, "released-as"); }
+    if (c) {
+      g.add(claimNode(c));
+      g.edge(c.claim_id, r.release_id, "released-as");
+    }
   }
   for (const c of disputed) g.add(claimNode(c));
   // Enrichment proposals, each from an observation the caller may retrieve (none until the ledger exists).
   for (const p of retrievableProposals(db, caller, cap)) {
-    g.add({ id: p.proposal_id, type: "proposal", label: labelOf(p.statement, p.proposal_id), status: p.proposal_status, kind: p.proposal_kind });
+    g.add({
+      id: p.proposal_id,
+      type: "proposal",
+      label: labelOf(p.statement, p.proposal_id),
+      status: p.proposal_status,
+      kind: p.proposal_kind,
+    });
     g.add(observationNode(p));
     g.edge(p.observation_id, p.proposal_id, "proposed-as");
   }
@@ -167,7 +256,8 @@ const reviewQueue: LensFn = (db, caller, _body, g) => {
 
 const scopePreview: LensFn = (db, caller, _body, g) => {
   const cap = fetchCap(g.maxNodes);
-  for (const p of retrievableProjects(db, caller, ["", ""], cap)) g.add({ id: p.project_id, type: "project", label: labelOf(p.reference, p.project_id) });
+  for (const p of retrievableProjects(db, caller, ["", ""], cap))
+    g.add({ id: p.project_id, type: "project", label: labelOf(p.reference, p.project_id) });
   for (const s of retrievableSubjects(db, caller, "", cap)) g.add(subjectNode(s.subject_id));
   return undefined;
 };
@@ -187,10 +277,17 @@ const knowledgeRelease: LensFn = (db, caller, body, g) => {
   } else channels = openChannels(db, cap);
   for (const c of channels) g.add({ id: c.channel_id, type: "channel", label: c.name, status: c.status });
   const names = new Map(channels.map((c) => [c.channel_id, c.name]));
-  const releases = rowsWithRetrievableClaim<ReleaseRow>(db, caller, "knowledge_releases",
+  const releases = rowsWithRetrievableClaim<ReleaseRow>(
+    db,
+    caller,
+    "knowledge_releases",
     "g.channel_id IN (SELECT value FROM json_each(?)) AND g.status = 'active' AND g.claim_version = c.version",
-    [JSON.stringify(channels.map((c) => c.channel_id))], cap);
-  const claims = new Map(retrievableClaims(db, caller, [...new Set(releases.map((r) => r.claim_id))]).map((c) => [c.claim_id, c]));
+    [JSON.stringify(channels.map((c) => c.channel_id))],
+    cap,
+  );
+  const claims = new Map(
+    retrievableClaims(db, caller, [...new Set(releases.map((r) => r.claim_id))]).map((c) => [c.claim_id, c]),
+  );
   for (const r of releases) {
     const c = claims.get(r.claim_id);
     if (!c) continue;

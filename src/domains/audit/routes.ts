@@ -6,7 +6,14 @@ import { notFound } from "../../http/errors";
 import { orgRoute } from "../../org/route";
 import type { Db } from "../../sql/db";
 import { ok } from "../../org/request";
-import { AUDIT_FORMAT_VERSION, auditEntryLine, auditHeader, auditListResponse, exportAuditQuery, listAuditQuery } from "./schema";
+import {
+  AUDIT_FORMAT_VERSION,
+  auditEntryLine,
+  auditHeader,
+  auditListResponse,
+  exportAuditQuery,
+  listAuditQuery,
+} from "./schema";
 import { type AuditEntry, GENESIS_PREV_HASH } from "./verify";
 
 interface AuditRow {
@@ -25,15 +32,26 @@ interface AuditRow {
 }
 
 const entryView = (a: AuditRow): AuditEntry => ({
-  id: a.audit_id, action: a.action, actor_id: a.actor_id, key_id: a.key_id, resource_type: a.resource_type,
-  resource_id: a.resource_id, request_id: a.request_id, metadata: JSON.parse(a.detail) as Record<string, unknown>,
-  created_at: a.created_at, prev_hash: a.prev_hash, entry_hash: a.entry_hash,
+  id: a.audit_id,
+  action: a.action,
+  actor_id: a.actor_id,
+  key_id: a.key_id,
+  resource_type: a.resource_type,
+  resource_id: a.resource_id,
+  request_id: a.request_id,
+  metadata: JSON.parse(a.detail) as Record<string, unknown>,
+  created_at: a.created_at,
+  prev_hash: a.prev_hash,
+  entry_hash: a.entry_hash,
 });
 
 /** The entry named by `after` (404 when unknown), or null from the start of the log. */
 function anchor(db: Db, after: string | undefined): { seq: number; entry_hash: string } | null {
   if (after === undefined) return null;
-  const row = db.first<{ seq: number; entry_hash: string }>("SELECT seq, entry_hash FROM audit_log WHERE audit_id = ?", after);
+  const row = db.first<{ seq: number; entry_hash: string }>(
+    "SELECT seq, entry_hash FROM audit_log WHERE audit_id = ?",
+    after,
+  );
   if (!row) throw notFound("Audit entry");
   return row;
 }
@@ -46,18 +64,27 @@ function page(db: Db, fromSeq: number | null, limit: number, order: "commit" | "
   const [cmp, dir, start] = order === "commit" ? [">", "ASC", 0] : ["<", "DESC", Number.MAX_SAFE_INTEGER];
   const rows = db.all<AuditRow>(
     `SELECT * FROM audit_log WHERE seq ${cmp} ? ${action ? "AND action = ?" : ""} ORDER BY seq ${dir} LIMIT ?`,
-    fromSeq ?? start, ...(action ? [action] : []), limit + 1);
+    fromSeq ?? start,
+    ...(action ? [action] : []),
+    limit + 1,
+  );
   return { entries: rows.slice(0, limit).map(entryView), hasMore: rows.length > limit };
 }
 
-
 export const auditRoutes = [
   orgRoute({
-    method: "GET", path: "/v1/audit", scope: "audit:read", roles: ADMIN_ROLES, query: listAuditQuery,
+    method: "GET",
+    path: "/v1/audit",
+    scope: "audit:read",
+    roles: ADMIN_ROLES,
+    query: listAuditQuery,
     response: { 200: auditListResponse },
-    summary: "Metadata-only audit entries, newest first, continuing after an audit id; filter by action (owner or admin).",
-    operationId: "listAuditEntries", tag: "Audit",
-    description: "Lists metadata-only audit entries, newest first, optionally of one `action`, continuing after an audit id; " +
+    summary:
+      "Metadata-only audit entries, newest first, continuing after an audit id; filter by action (owner or admin).",
+    operationId: "listAuditEntries",
+    tag: "Audit",
+    description:
+      "Lists metadata-only audit entries, newest first, optionally of one `action`, continuing after an audit id; " +
       "owner or admin.",
     handler: ({ db, query }) => {
       // Newest first, as one reads a trail; the export is the commit-order stream the hash chain verifies.
@@ -68,27 +95,41 @@ export const auditRoutes = [
     },
   }),
   orgRoute({
-    method: "GET", path: "/v1/audit/export", scope: "audit:export", roles: ADMIN_ROLES, query: exportAuditQuery, ndjson: true,
+    method: "GET",
+    path: "/v1/audit/export",
+    scope: "audit:export",
+    roles: ADMIN_ROLES,
+    query: exportAuditQuery,
+    ndjson: true,
     ndjsonLines: { "svc.audit.header": auditHeader, "svc.audit.entry": auditEntryLine },
-    summary: "NDJSON audit export behind a svc.audit.header line that explains how to verify the hash chain (owner or admin).",
-    operationId: "exportAudit", tag: "Audit",
-    description: "Exports audit entries as NDJSON behind a `svc.audit.header` line that explains how to verify their hash chain; " +
+    summary:
+      "NDJSON audit export behind a svc.audit.header line that explains how to verify the hash chain (owner or admin).",
+    operationId: "exportAudit",
+    tag: "Audit",
+    description:
+      "Exports audit entries as NDJSON behind a `svc.audit.header` line that explains how to verify their hash chain; " +
       "owner or admin.",
     handler: ({ db, query }) => {
       const from = anchor(db, query.after);
       const { entries, hasMore } = page(db, from?.seq ?? null, query.limit, "commit");
       const header = {
-        type: "svc.audit.header", format_version: AUDIT_FORMAT_VERSION,
+        type: "svc.audit.header",
+        format_version: AUDIT_FORMAT_VERSION,
         filters: { after: query.after ?? null, limit: query.limit },
-        entries: entries.length, has_more: hasMore, next_after: hasMore ? entries[entries.length - 1].id : null,
+        entries: entries.length,
+        has_more: hasMore,
+        next_after: hasMore ? entries[entries.length - 1].id : null,
         exported_at: clock.nowIso(),
         chain: {
           algorithm: "sha256",
-          entry_hash: "sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))",
-          canonical_json: "JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)",
+          entry_hash:
+            "sha256_hex(prev_hash + canonical_json([id, action, actor_id, key_id, resource_type, resource_id, request_id, JSON.stringify(metadata), created_at]))",
+          canonical_json:
+            "JSON.stringify with object keys sorted and no whitespace; metadata enters as the JSON string JSON.stringify(metadata)",
           genesis_prev_hash: GENESIS_PREV_HASH,
           start_prev_hash: from?.entry_hash ?? GENESIS_PREV_HASH,
-          verify: "Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry.",
+          verify:
+            "Walk the entry lines in order starting from start_prev_hash: each prev_hash must equal the previous entry_hash, and each entry_hash must equal the recomputed value. The first mismatch is the first modified, inserted or removed entry.",
         },
       };
       const lines = entries.map((e) => JSON.stringify({ type: "svc.audit.entry", ...e }));

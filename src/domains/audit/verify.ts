@@ -23,7 +23,17 @@ export interface AuditEntry {
 
 // metadata is stored as JSON.stringify(detail); parsing and re-stringifying that string reproduces it exactly.
 export const entryHash = (prevHash: string, e: AuditEntry): string =>
-  auditEntryHash(prevHash, [e.id, e.action, e.actor_id, e.key_id, e.resource_type, e.resource_id, e.request_id, JSON.stringify(e.metadata), e.created_at]);
+  auditEntryHash(prevHash, [
+    e.id,
+    e.action,
+    e.actor_id,
+    e.key_id,
+    e.resource_type,
+    e.resource_id,
+    e.request_id,
+    JSON.stringify(e.metadata),
+    e.created_at,
+  ]);
 
 export type ChainCheck =
   | { ok: true; checked: number; last_hash: string }

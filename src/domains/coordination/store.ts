@@ -21,7 +21,9 @@ export const getLease = (db: Db, id: string) => db.first<LeaseRow>(sql`SELECT * 
 
 /** The resource's unreleased lease, live or past its expiry (at most one: a partial unique index). */
 export const unreleasedLease = (db: Db, resourceType: string, resourceId: string) =>
-  db.first<LeaseRow>(sql`SELECT * FROM leases WHERE resource_type = ${resourceType} AND resource_id = ${resourceId} AND released_at IS NULL`);
+  db.first<LeaseRow>(
+    sql`SELECT * FROM leases WHERE resource_type = ${resourceType} AND resource_id = ${resourceId} AND released_at IS NULL`,
+  );
 
 export const insertLease = (db: Db, l: LeaseRow) =>
   db.run(sql`INSERT INTO leases (lease_id, resource_type, resource_id, holder_id, ttl_seconds, acquired_at, expires_at)
@@ -62,32 +64,47 @@ export interface CheckpointRow {
 }
 
 /** The caller may read it: the writer, or the recipient of a live handoff from the writer naming it. */
-const readable = (caller: Caller) => fromClause(heldOrDelegated(caller, "c", { id: "checkpoint_id", writer: "writer_id" }));
+const readable = (caller: Caller) =>
+  fromClause(heldOrDelegated(caller, "c", { id: "checkpoint_id", writer: "writer_id" }));
 
 /** One unexpired checkpoint the caller may read. */
 export const readableCheckpoint = (db: Db, caller: Caller, id: string, now = clock.nowIso()): CheckpointRow | null =>
-  db.first<CheckpointRow>(sql`SELECT * FROM checkpoints c WHERE ${readable(caller)} AND c.checkpoint_id = ${id} AND c.expires_at > ${now}`);
+  db.first<CheckpointRow>(
+    sql`SELECT * FROM checkpoints c WHERE ${readable(caller)} AND c.checkpoint_id = ${id} AND c.expires_at > ${now}`,
+  );
 
 /** Latest unexpired checkpoint for subject + kind (+ agent) that the caller may read. */
-export const latestCheckpoint = (db: Db, caller: Caller, q: { subject_id: string; kind: string; agent_id?: string }, now = clock.nowIso()) =>
+export const latestCheckpoint = (
+  db: Db,
+  caller: Caller,
+  q: { subject_id: string; kind: string; agent_id?: string },
+  now = clock.nowIso(),
+) =>
   db.first<CheckpointRow>(sql`SELECT * FROM checkpoints c
     WHERE ${readable(caller)} AND c.subject_id = ${q.subject_id} AND c.kind = ${q.kind} AND c.expires_at > ${now}
       ${q.agent_id !== undefined ? sql`AND c.agent_id = ${q.agent_id}` : sql``} ORDER BY c.updated_at DESC LIMIT 1`);
 
 /** The checkpoint of organization + subject + agent + kind, expired or not (the upsert's key). */
 export const checkpointAt = (db: Db, k: { subject_id: string; agent_id: string; kind: string }) =>
-  db.first<CheckpointRow>(sql`SELECT * FROM checkpoints WHERE subject_id = ${k.subject_id} AND agent_id = ${k.agent_id} AND kind = ${k.kind}`);
+  db.first<CheckpointRow>(
+    sql`SELECT * FROM checkpoints WHERE subject_id = ${k.subject_id} AND agent_id = ${k.agent_id} AND kind = ${k.kind}`,
+  );
 
 export const insertCheckpoint = (db: Db, c: CheckpointRow) =>
   db.run(sql`INSERT INTO checkpoints (checkpoint_id, subject_id, agent_id, kind, state, ttl_seconds, writer_id, created_at, updated_at, expires_at)
     VALUES (${c.checkpoint_id}, ${c.subject_id}, ${c.agent_id}, ${c.kind}, ${c.state}, ${c.ttl_seconds}, ${c.writer_id},
       ${c.created_at}, ${c.updated_at}, ${c.expires_at})`);
 
-export const updateCheckpoint = (db: Db, checkpointId: string, c: { state: string; ttl_seconds: number; updated_at: string; expires_at: string }) =>
+export const updateCheckpoint = (
+  db: Db,
+  checkpointId: string,
+  c: { state: string; ttl_seconds: number; updated_at: string; expires_at: string },
+) =>
   db.run(sql`UPDATE checkpoints SET state = ${c.state}, ttl_seconds = ${c.ttl_seconds}, updated_at = ${c.updated_at}, expires_at = ${c.expires_at}
     WHERE checkpoint_id = ${checkpointId}`);
 
-export const deleteCheckpoint = (db: Db, checkpointId: string) => db.run(sql`DELETE FROM checkpoints WHERE checkpoint_id = ${checkpointId}`);
+export const deleteCheckpoint = (db: Db, checkpointId: string) =>
+  db.run(sql`DELETE FROM checkpoints WHERE checkpoint_id = ${checkpointId}`);
 
 // Handoffs ---------------------------------------------------------------------------------------
 
@@ -103,7 +120,8 @@ export interface HandoffRow {
   resolved_at: string | null;
 }
 
-export const getHandoff = (db: Db, id: string) => db.first<HandoffRow>(sql`SELECT * FROM handoffs WHERE handoff_id = ${id}`);
+export const getHandoff = (db: Db, id: string) =>
+  db.first<HandoffRow>(sql`SELECT * FROM handoffs WHERE handoff_id = ${id}`);
 
 /** A new handoff, pending. */
 export const insertHandoff = (db: Db, h: HandoffRow) =>
@@ -115,7 +133,9 @@ export const resolveHandoff = (db: Db, handoffId: string, status: string, at: st
 
 /** A handoff's place in the list order, among those addressed to the recipient (resolved or not). */
 export const handoffPosition = (db: Db, handoffId: string, recipientId: string) =>
-  db.first<{ r: number }>(sql`SELECT rowid AS r FROM handoffs WHERE handoff_id = ${handoffId} AND to_principal_id = ${recipientId}`)?.r;
+  db.first<{ r: number }>(
+    sql`SELECT rowid AS r FROM handoffs WHERE handoff_id = ${handoffId} AND to_principal_id = ${recipientId}`,
+  )?.r;
 
 /** Pending handoffs addressed to the recipient after a list position, oldest first. */
 export const pendingHandoffsAfter = (db: Db, recipientId: string, after: number, limit: number) =>

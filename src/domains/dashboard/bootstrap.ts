@@ -10,7 +10,11 @@ import { insertKey, insertPrincipal } from "../identity/store";
 import { insertAccount } from "./store";
 
 export async function bootstrapOrganization(
-  db: Db, storage: DurableObjectStorage, orgId: string, username: string, pepper: string,
+  db: Db,
+  storage: DurableObjectStorage,
+  orgId: string,
+  username: string,
+  pepper: string,
 ): Promise<BootstrapResult> {
   const password = temporaryPassword();
   const hash = await hashPassword(password, pepper);
@@ -23,13 +27,28 @@ export async function bootstrapOrganization(
     insertAccount(db, owner.principal_id, username, null, hash);
     const { raw, keyHash, row } = insertKey(db, owner.principal_id, "bootstrap owner key", ["*"], "verified", null);
     const who = { actorId: owner.principal_id, keyId: null, requestId: null };
-    insertAudit(db, who, [
-      { action: "organization.bootstrapped", resourceType: "organization", resourceId: orgId },
-      { action: "key.created", resourceType: "key", resourceId: row.key_id, detail: { scopes: ["*"], max_trust: "verified" } },
-    ], clock.nowIso());
+    insertAudit(
+      db,
+      who,
+      [
+        { action: "organization.bootstrapped", resourceType: "organization", resourceId: orgId },
+        {
+          action: "key.created",
+          resourceType: "key",
+          resourceId: row.key_id,
+          detail: { scopes: ["*"], max_trust: "verified" },
+        },
+      ],
+      clock.nowIso(),
+    );
     return {
-      org_id: orgId, principal_id: owner.principal_id, key_id: row.key_id, key_hash: keyHash, api_key: raw,
-      owner_username: username, temporary_password: password,
+      org_id: orgId,
+      principal_id: owner.principal_id,
+      key_id: row.key_id,
+      key_hash: keyHash,
+      api_key: raw,
+      owner_username: username,
+      temporary_password: password,
     };
   });
 }

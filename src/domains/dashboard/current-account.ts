@@ -13,14 +13,17 @@ export const FULL_ONLY: readonly CredentialStage[] = ["full"];
 
 /** `/current`: the account of the calling principal; a principal without one gets 404. */
 export function currentAccount(rc: RequestCtx): AccountRow {
-  const account = rc.caller.session ? accountById(rc.db, rc.caller.session.accountId) : accountOfPrincipal(rc.db, rc.caller.principalId);
+  const account = rc.caller.session
+    ? accountById(rc.db, rc.caller.session.accountId)
+    : accountOfPrincipal(rc.db, rc.caller.principalId);
   if (!account) throw notFound("Operator account");
   return account;
 }
 
 /** Re-authentication: missing is 400 (the schema), wrong is 403. */
 export async function requirePassword(rc: RequestCtx, account: AccountRow, password: string): Promise<void> {
-  if (!(await verifyPassword(password, account, pepperOf(rc.env))).ok) throw forbidden("current_password is not the account's password.");
+  if (!(await verifyPassword(password, account, pepperOf(rc.env))).ok)
+    throw forbidden("current_password is not the account's password.");
 }
 
 /** The password checked above must still be the account's when the write commits. */

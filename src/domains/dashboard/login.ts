@@ -23,7 +23,9 @@ export const INVALID_LOGIN = "Invalid username or password.";
 
 /** Inside the org Durable Object: verify the password and issue a session in the stage the account is in. */
 export async function passwordLogin(
-  deps: { db: Db; storage: DurableObjectStorage; env: EdgeEnv; requestId: string }, username: string, password: string,
+  deps: { db: Db; storage: DurableObjectStorage; env: EdgeEnv; requestId: string },
+  username: string,
+  password: string,
 ): Promise<LoginResult> {
   const { db, storage, env } = deps;
   const pepper = pepperOf(env);
@@ -32,8 +34,18 @@ export async function passwordLogin(
   const now = () => clock.nowIso();
   if (!account || !check.ok) {
     if (account)
-      storage.transactionSync(() => insertAudit(db, { actorId: account.principal_id, keyId: null, requestId: deps.requestId },
-        { action: "dashboard_session.login_failed", resourceType: "operator_account", resourceId: account.account_id }, now()));
+      storage.transactionSync(() =>
+        insertAudit(
+          db,
+          { actorId: account.principal_id, keyId: null, requestId: deps.requestId },
+          {
+            action: "dashboard_session.login_failed",
+            resourceType: "operator_account",
+            resourceId: account.account_id,
+          },
+          now(),
+        ),
+      );
     return { ok: false, error: { code: "UNAUTHENTICATED", message: INVALID_LOGIN } };
   }
   const upgraded = check.upgrade ? await hashPassword(password, pepper) : null;
@@ -42,11 +54,23 @@ export async function passwordLogin(
     const current = accountByUsername(db, username);
     if (!current || current.password_hash !== account.password_hash) return null;
     if (upgraded) upgradePasswordHash(db, current.account_id, upgraded);
-    const stage: SessionStage = current.temporary_password ? "password_change" : current.has_passkey ? "staged" : "full";
+    const stage: SessionStage = current.temporary_password
+      ? "password_change"
+      : current.has_passkey
+        ? "staged"
+        : "full";
     const session = insertSession(db, current.account_id, stage);
-    insertAudit(db, { actorId: current.principal_id, keyId: session.row.session_id, requestId: deps.requestId },
-      { action: "dashboard_session.created", resourceType: "dashboard_session", resourceId: session.row.session_id,
-        detail: { account_id: current.account_id, stage, method: "password" } }, now());
+    insertAudit(
+      db,
+      { actorId: current.principal_id, keyId: session.row.session_id, requestId: deps.requestId },
+      {
+        action: "dashboard_session.created",
+        resourceType: "dashboard_session",
+        resourceId: session.row.session_id,
+        detail: { account_id: current.account_id, stage, method: "password" },
+      },
+      now(),
+    );
     return session;
   });
   if (!issued) return { ok: false, error: { code: "UNAUTHENTICATED", message: INVALID_LOGIN } };
@@ -55,7 +79,10 @@ export async function passwordLogin(
   } catch (err) {
     console.error("credential index write failed", err);
     revokeSessions(db, issued.row.account_id, issued.row.session_id);
-    return { ok: false, error: { code: "UNAVAILABLE", message: "The credential index is unavailable; no session was created." } };
+    return {
+      ok: false,
+      error: { code: "UNAVAILABLE", message: "The credential index is unavailable; no session was created." },
+    };
   }
   return { ok: true, session: sessionView(issued) };
 }
@@ -89,8 +116,11 @@ export async function loginAtEdge(env: EdgeEnv, requestId: string, req: PublicRe
       result = { ok: false, error: { code: "UNAUTHENTICATED", message: INVALID_LOGIN } };
     }
     if (!result.ok) throw new ApiError(result.error.code, result.error.message);
-    await (result.session.stage === "full" ? resetFailures(env.INDEX_DB, username, client) : forgiveFailure(env.INDEX_DB, username, client))
-      .catch((err) => console.error("login failure reset failed", err));
+    await (
+      result.session.stage === "full"
+        ? resetFailures(env.INDEX_DB, username, client)
+        : forgiveFailure(env.INDEX_DB, username, client)
+    ).catch((err) => console.error("login failure reset failed", err));
     return dataResponse(requestId, 201, result.session);
   } catch (err) {
     if (err instanceof ApiError) return errorResponse(requestId, err);

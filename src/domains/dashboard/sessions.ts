@@ -13,11 +13,16 @@ import { type AccountRow, insertSession, revokeSessions, sessionView } from "./s
 import { countFailure, loginClient, resetFailures } from "./throttle";
 
 export const dashboardLoginRoute: PublicRoute = {
-  auth: "public", method: "POST", path: "/v1/dashboard-sessions",
+  auth: "public",
+  method: "POST",
+  path: "/v1/dashboard-sessions",
   response: { 201: sessionResponse },
-  summary: "Public (no Authorization header): exchange username and password for a dashboard session (stage password_change, staged or full).",
-  operationId: "createDashboardSession", tag: "Dashboard",
-  description: "Logs a human in with username and password (no Authorization header) and returns a short-lived dashboard " +
+  summary:
+    "Public (no Authorization header): exchange username and password for a dashboard session (stage password_change, staged or full).",
+  operationId: "createDashboardSession",
+  tag: "Dashboard",
+  description:
+    "Logs a human in with username and password (no Authorization header) and returns a short-lived dashboard " +
     "session: `password_change` for a temporary password, `staged` when a passkey is enrolled, else `full`. Unknown " +
     "users and wrong passwords answer alike.",
   edge: loginAtEdge,
@@ -34,7 +39,11 @@ export const dashboardLoginRoute: PublicRoute = {
 const clientOf = (rc: RequestCtx) => loginClient(rc.headers["cf-connecting-ip"]);
 
 export async function completeSecondFactor(
-  rc: RequestCtx, account: AccountRow, method: string, attempt: (db: Db) => Record<string, unknown> | null, failure: string,
+  rc: RequestCtx,
+  account: AccountRow,
+  method: string,
+  attempt: (db: Db) => Record<string, unknown> | null,
+  failure: string,
 ): Promise<Reply> {
   const staged = rc.caller.session!;
   const refusal = invalid(failure);
@@ -44,23 +53,39 @@ export async function completeSecondFactor(
     reply = commitWrite(rc, (db) => {
       const extra = attempt(db);
       if (!extra)
-        return { refused: refusal, audit: { action: "dashboard_session.login_failed", resourceType: "operator_account",
-          resourceId: account.account_id, detail: { method } } };
+        return {
+          refused: refusal,
+          audit: {
+            action: "dashboard_session.login_failed",
+            resourceType: "operator_account",
+            resourceId: account.account_id,
+            detail: { method },
+          },
+        };
       const old = revokeSessions(db, account.account_id, staged.sessionId);
       const full = insertSession(db, account.account_id, "full");
-      writes = [{ op: "add_credential", keyHash: full.row.key_hash, keyId: full.row.session_id, kind: "dashboard_session" },
-        ...old.map((keyHash): IndexWrite => ({ op: "remove_credential", keyHash }))];
+      writes = [
+        { op: "add_credential", keyHash: full.row.key_hash, keyId: full.row.session_id, kind: "dashboard_session" },
+        ...old.map((keyHash): IndexWrite => ({ op: "remove_credential", keyHash })),
+      ];
       return {
-        status: 201, data: { ...sessionView(full), ...extra },
-        audit: { action: "dashboard_session.created", resourceType: "dashboard_session", resourceId: full.row.session_id,
-          detail: { account_id: account.account_id, stage: "full", method, replaces: staged.sessionId } },
+        status: 201,
+        data: { ...sessionView(full), ...extra },
+        audit: {
+          action: "dashboard_session.created",
+          resourceType: "dashboard_session",
+          resourceId: full.row.session_id,
+          detail: { account_id: account.account_id, stage: "full", method, replaces: staged.sessionId },
+        },
       };
     });
   } catch (err) {
     if (err === refusal) await countSecondFactorFailure(rc, account);
     throw err;
   }
-  await resetFailures(rc.env.INDEX_DB, account.username, clientOf(rc)).catch((err) => console.error("login failure reset failed", err));
+  await resetFailures(rc.env.INDEX_DB, account.username, clientOf(rc)).catch((err) =>
+    console.error("login failure reset failed", err),
+  );
   return { ...reply, indexWrites: writes };
 }
 
@@ -74,10 +99,15 @@ async function countSecondFactorFailure(rc: RequestCtx, account: AccountRow): Pr
 }
 
 export const logoutRoute = orgRoute({
-  method: "DELETE", path: "/v1/dashboard-sessions/current", scope: null, stages: ANY_CREDENTIAL, ownAccount: true,
+  method: "DELETE",
+  path: "/v1/dashboard-sessions/current",
+  scope: null,
+  stages: ANY_CREDENTIAL,
+  ownAccount: true,
   response: { 200: sessionRevokedResponse },
   summary: "Revoke the calling dashboard session (log out). An API key has no session: 404.",
-  operationId: "deleteDashboardSession", tag: "Dashboard",
+  operationId: "deleteDashboardSession",
+  tag: "Dashboard",
   description: "Logs out: revokes the calling dashboard session. An API key has no session and gets 404.",
   handler: (rc) => {
     const session = rc.caller.session;
@@ -85,8 +115,15 @@ export const logoutRoute = orgRoute({
     let revoked: string[] = [];
     const reply = commitWrite(rc, (db) => {
       revoked = revokeSessions(db, session.accountId, session.sessionId);
-      return { status: 200, data: { session_id: session.sessionId, revoked_at: clock.nowIso() },
-        audit: { action: "dashboard_session.revoked", resourceType: "dashboard_session", resourceId: session.sessionId } };
+      return {
+        status: 200,
+        data: { session_id: session.sessionId, revoked_at: clock.nowIso() },
+        audit: {
+          action: "dashboard_session.revoked",
+          resourceType: "dashboard_session",
+          resourceId: session.sessionId,
+        },
+      };
     });
     return { ...reply, indexWrites: revoked.map((keyHash) => ({ op: "remove_credential", keyHash })) };
   },

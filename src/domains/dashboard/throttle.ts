@@ -55,7 +55,10 @@ function ipv6Prefix64(a: string): string | null {
   if (halves.length === 2 ? zeros < 1 : zeros !== 0) return null;
   const groups = [...head, ...Array<string>(zeros).fill("0"), ...tail];
   if (!groups.every((g) => /^[0-9a-f]{1,4}$/.test(g))) return null;
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(":")}::/64`;
 }
 
 /** Forgotten rows go first, in the same batch, so guesses at random names or from many clients cannot grow the table beyond 15 minutes' worth. */
@@ -73,13 +76,15 @@ export async function takeAttemptSlot(db: D1Database, username: string, client: 
   const slot = `max(excluded.next_attempt_at, login_failures.next_attempt_at) + ${DELAY_SQL}`;
   const [, taken] = await db.batch<{ next_attempt_at: number }>([
     forgetOld(db, now),
-    db.prepare(
-      `INSERT INTO login_failures (username_hash, client_hash, failures, last_failure_at, next_attempt_at) VALUES (?, ?, 1, ?, ?)
+    db
+      .prepare(
+        `INSERT INTO login_failures (username_hash, client_hash, failures, last_failure_at, next_attempt_at) VALUES (?, ?, 1, ?, ?)
        ON CONFLICT (username_hash, client_hash) DO UPDATE SET
          failures = login_failures.failures + 1, last_failure_at = excluded.last_failure_at, next_attempt_at = ${slot}
        WHERE ${slot} <= excluded.next_attempt_at + ?
        RETURNING next_attempt_at`,
-    ).bind(usernameKey(username), sha256Hex(client), isoAt(now), now, MAX_DELAY_SECONDS * 1000),
+      )
+      .bind(usernameKey(username), sha256Hex(client), isoAt(now), now, MAX_DELAY_SECONDS * 1000),
   ]);
   const row = taken.results[0];
   return row ? Math.max(0, row.next_attempt_at - now) : null;
@@ -90,18 +95,27 @@ export async function countFailure(db: D1Database, username: string, client: str
   const now = clock.nowMs();
   await db.batch([
     forgetOld(db, now),
-    db.prepare(
-      `INSERT INTO login_failures (username_hash, client_hash, failures, last_failure_at) VALUES (?, ?, 1, ?)
+    db
+      .prepare(
+        `INSERT INTO login_failures (username_hash, client_hash, failures, last_failure_at) VALUES (?, ?, 1, ?)
        ON CONFLICT (username_hash, client_hash) DO UPDATE SET failures = login_failures.failures + 1, last_failure_at = excluded.last_failure_at`,
-    ).bind(usernameKey(username), sha256Hex(client), isoAt(now)),
+      )
+      .bind(usernameKey(username), sha256Hex(client), isoAt(now)),
   ]);
 }
 
 /** The attempt counted by takeAttemptSlot succeeded without issuing a full session: uncount it. */
 export const forgiveFailure = (db: D1Database, username: string, client: string) =>
-  db.prepare("UPDATE login_failures SET failures = failures - 1 WHERE username_hash = ? AND client_hash = ? AND failures > 0")
-    .bind(usernameKey(username), sha256Hex(client)).run();
+  db
+    .prepare(
+      "UPDATE login_failures SET failures = failures - 1 WHERE username_hash = ? AND client_hash = ? AND failures > 0",
+    )
+    .bind(usernameKey(username), sha256Hex(client))
+    .run();
 
 /** A full session was issued: this client's count starts over (other clients' queues stay as they are). */
 export const resetFailures = (db: D1Database, username: string, client: string) =>
-  db.prepare("DELETE FROM login_failures WHERE username_hash = ? AND client_hash = ?").bind(usernameKey(username), sha256Hex(client)).run();
+  db
+    .prepare("DELETE FROM login_failures WHERE username_hash = ? AND client_hash = ?")
+    .bind(usernameKey(username), sha256Hex(client))
+    .run();

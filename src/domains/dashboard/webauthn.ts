@@ -4,8 +4,13 @@
 // replayed response, one for another session or purpose, or one after expiry fails, and a failed
 // verification never leaves the challenge open.
 import {
-  generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse,
-  type AuthenticationResponseJSON, type RegistrationResponseJSON, type WebAuthnCredential,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+  type AuthenticationResponseJSON,
+  type RegistrationResponseJSON,
+  type WebAuthnCredential,
 } from "@simplewebauthn/server";
 import { decodeClientDataJSON, isoBase64URL } from "@simplewebauthn/server/helpers";
 import { invalid } from "../../http/errors";
@@ -27,7 +32,10 @@ const TIMEOUT_MS = 5 * 60_000;
 export function relyingParty(env: EdgeEnv): RelyingParty {
   const rpId = env.WEBAUTHN_RP_ID ?? "localhost";
   if (rpId === "") throw invalid("Passkeys are not configured.");
-  const origins = (env.WEBAUTHN_ORIGINS ?? `https://${rpId}`).split(",").map((o) => o.trim()).filter(Boolean);
+  const origins = (env.WEBAUTHN_ORIGINS ?? `https://${rpId}`)
+    .split(",")
+    .map((o) => o.trim())
+    .filter(Boolean);
   return { rpId, rpName: env.WEBAUTHN_RP_NAME || "svc-memory", origins };
 }
 
@@ -35,8 +43,13 @@ const transportsOf = (p: PasskeyRow) => JSON.parse(p.transports) as string[];
 
 export const registrationOptions = (rp: RelyingParty, account: AccountRow, existing: PasskeyRow[]) =>
   generateRegistrationOptions({
-    rpName: rp.rpName, rpID: rp.rpId, userName: account.username, userDisplayName: account.display_name ?? account.username,
-    userID: new TextEncoder().encode(account.account_id) as Uint8Array<ArrayBuffer>, attestationType: "none", timeout: TIMEOUT_MS,
+    rpName: rp.rpName,
+    rpID: rp.rpId,
+    userName: account.username,
+    userDisplayName: account.display_name ?? account.username,
+    userID: new TextEncoder().encode(account.account_id) as Uint8Array<ArrayBuffer>,
+    attestationType: "none",
+    timeout: TIMEOUT_MS,
     excludeCredentials: existing.map((p) => ({ id: p.credential_id, transports: transportsOf(p) })),
     authenticatorSelection: { residentKey: "preferred", userVerification: "preferred" },
     supportedAlgorithmIDs: ALGORITHMS,
@@ -44,7 +57,9 @@ export const registrationOptions = (rp: RelyingParty, account: AccountRow, exist
 
 export const authenticationOptions = (rp: RelyingParty, passkeys: PasskeyRow[]) =>
   generateAuthenticationOptions({
-    rpID: rp.rpId, timeout: TIMEOUT_MS, userVerification: "preferred",
+    rpID: rp.rpId,
+    timeout: TIMEOUT_MS,
+    userVerification: "preferred",
     allowCredentials: passkeys.map((p) => ({ id: p.credential_id, transports: transportsOf(p) })),
   });
 
@@ -62,8 +77,12 @@ export function challengeOf(response: { response: { clientDataJSON: string } }):
 export async function verifyRegistration(rp: RelyingParty, response: unknown, challenge: string) {
   try {
     const r = await verifyRegistrationResponse({
-      response: response as RegistrationResponseJSON, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
-      requireUserVerification: false, supportedAlgorithmIDs: ALGORITHMS,
+      response: response as RegistrationResponseJSON,
+      expectedChallenge: challenge,
+      expectedOrigin: rp.origins,
+      expectedRPID: rp.rpId,
+      requireUserVerification: false,
+      supportedAlgorithmIDs: ALGORITHMS,
     });
     if (!r.verified) return null;
     const c = r.registrationInfo.credential;
@@ -74,11 +93,20 @@ export async function verifyRegistration(rp: RelyingParty, response: unknown, ch
 }
 
 /** A verified assertion's new counter, or null (bad signature, counter regression, wrong origin/RP, challenge). */
-export async function verifyAssertion(rp: RelyingParty, response: unknown, credential: WebAuthnCredential, challenge: string) {
+export async function verifyAssertion(
+  rp: RelyingParty,
+  response: unknown,
+  credential: WebAuthnCredential,
+  challenge: string,
+) {
   try {
     const r = await verifyAuthenticationResponse({
-      response: response as AuthenticationResponseJSON, expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.rpId,
-      credential, requireUserVerification: false,
+      response: response as AuthenticationResponseJSON,
+      expectedChallenge: challenge,
+      expectedOrigin: rp.origins,
+      expectedRPID: rp.rpId,
+      credential,
+      requireUserVerification: false,
     });
     return r.verified ? { newCounter: r.authenticationInfo.newCounter } : null;
   } catch {

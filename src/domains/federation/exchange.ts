@@ -24,7 +24,8 @@ import { type PeerRow, resolvePeer } from "./store";
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
 
 /** May pull unsigned: an owner or admin credential holding "*" (see the header). */
-export const administersPeers = (caller: Pick<Caller, "role" | "scopes">) => isAdmin(caller) && caller.scopes.includes(ALL_SCOPES);
+export const administersPeers = (caller: Pick<Caller, "role" | "scopes">) =>
+  isAdmin(caller) && caller.scopes.includes(ALL_SCOPES);
 
 /**
  * The peer that signed this pull or push, and the body validated against `schema`. With
@@ -32,8 +33,12 @@ export const administersPeers = (caller: Pick<Caller, "role" | "scopes">) => isA
  * administersPeers skips the signature and `sent_at` checks (`signed: false`); any other request is
  * checked in full.
  */
-export function signedExchange<S extends z.ZodType<{ sent_at?: string }>>(rc: RequestCtx, operation: "pull" | "push", schema: S,
-  opts: { unsignedFromAdministrator?: boolean } = {}): { peer: PeerRow; body: z.infer<S>; signed: boolean } {
+export function signedExchange<S extends z.ZodType<{ sent_at?: string }>>(
+  rc: RequestCtx,
+  operation: "pull" | "push",
+  schema: S,
+  opts: { unsignedFromAdministrator?: boolean } = {},
+): { peer: PeerRow; body: z.infer<S>; signed: boolean } {
   const raw = rc.rawBody ?? "";
   if (raw.trim() === "") throw invalid("Request body is required and must be a JSON object.");
   const parsed = parseJson(raw);
@@ -42,7 +47,10 @@ export function signedExchange<S extends z.ZodType<{ sent_at?: string }>>(rc: Re
   if (!isObject(value)) throw invalid("Request body is required and must be a JSON object.");
   if (typeof value.peer_id !== "string" || !value.peer_id) throw invalid('Invalid field "peer_id": is required.');
   const peer = resolvePeer(rc.db, value.peer_id);
-  const unsigned = opts.unsignedFromAdministrator === true && rc.headers[SIGNATURE_HEADER] === undefined && administersPeers(rc.caller);
+  const unsigned =
+    opts.unsignedFromAdministrator === true &&
+    rc.headers[SIGNATURE_HEADER] === undefined &&
+    administersPeers(rc.caller);
   if (!unsigned && !verify(peer.shared_secret, raw, rc.headers[SIGNATURE_HEADER]))
     throw forbidden(`The ${SIGNATURE_HEADER} header does not match the body.`);
   requireOpenTo(peer, operation);

@@ -41,9 +41,12 @@ export const hasFilterFor = (filters: FilterRow[], type: ResourceType) => filter
 
 export function filterView(f: FilterRow) {
   return {
-    filter_id: f.filter_id, peer_id: f.peer_id, resource_type: f.resource_type,
+    filter_id: f.filter_id,
+    peer_id: f.peer_id,
+    resource_type: f.resource_type,
     include_kinds: f.include_kinds ? (JSON.parse(f.include_kinds) as string[]) : null,
     exclude_subjects: f.exclude_subjects ? (JSON.parse(f.exclude_subjects) as string[]) : null,
-    min_trust: f.min_trust, created_at: f.created_at,
+    min_trust: f.min_trust,
+    created_at: f.created_at,
   };
 }

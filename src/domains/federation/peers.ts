@@ -10,7 +10,17 @@ import type { z } from "zod";
 import { filterView } from "./filters";
 import { type createFilterBody, type createPeerBody, MAX_FILTERS_PER_PEER, MAX_PEERS_PER_ORG } from "./schema";
 import {
-  countPeers, filtersOf, getPeer, insertFilter, insertPeer, listPeers, peerByEndpoint, type PeerRow, peerView, requirePeer, suspendPeer,
+  countPeers,
+  filtersOf,
+  getPeer,
+  insertFilter,
+  insertPeer,
+  listPeers,
+  peerByEndpoint,
+  type PeerRow,
+  peerView,
+  requirePeer,
+  suspendPeer,
 } from "./store";
 
 /** Suspension closes both exchange routes; the direction opens one or both (403 otherwise). */
@@ -26,15 +36,29 @@ const normalizeEndpoint = (endpoint: string) => endpoint.replace(/\/+$/, "");
 export function createPeer(rc: RequestCtx<z.infer<typeof createPeerBody>>): Reply {
   return commitWrite(rc, (db) => {
     const endpoint = normalizeEndpoint(rc.body.endpoint);
-    if (peerByEndpoint(db, endpoint)) throw conflict("A federation peer with this endpoint already exists in this organization.");
-    if (countPeers(db) >= MAX_PEERS_PER_ORG) throw conflict(`An organization may register at most ${MAX_PEERS_PER_ORG} federation peers.`);
+    if (peerByEndpoint(db, endpoint))
+      throw conflict("A federation peer with this endpoint already exists in this organization.");
+    if (countPeers(db) >= MAX_PEERS_PER_ORG)
+      throw conflict(`An organization may register at most ${MAX_PEERS_PER_ORG} federation peers.`);
     const peer = insertPeer(db, {
-      peer_id: newId(ID_PREFIX.peer), endpoint, shared_secret: rc.body.shared_secret, direction: rc.body.direction,
-      label: rc.body.label ?? null, created_by: rc.caller.principalId, created_at: clock.nowIso(),
+      peer_id: newId(ID_PREFIX.peer),
+      endpoint,
+      shared_secret: rc.body.shared_secret,
+      direction: rc.body.direction,
+      label: rc.body.label ?? null,
+      created_by: rc.caller.principalId,
+      created_at: clock.nowIso(),
     });
-    return { status: 201, data: peerView(peer),
-      audit: { action: "federation.peer_created", resourceType: "federation_peer", resourceId: peer.peer_id,
-        detail: { endpoint, direction: peer.direction } } };
+    return {
+      status: 201,
+      data: peerView(peer),
+      audit: {
+        action: "federation.peer_created",
+        resourceType: "federation_peer",
+        resourceId: peer.peer_id,
+        detail: { endpoint, direction: peer.direction },
+      },
+    };
   });
 }
 
@@ -45,8 +69,11 @@ export function suspend(rc: RequestCtx): Reply {
   if (peer.status === "suspended") return ok({ ...peerView(peer), already_suspended: true });
   return commitWrite(rc, (db) => {
     suspendPeer(db, peer.peer_id, clock.nowIso());
-    return { status: 200, data: { ...peerView(getPeer(db, peer.peer_id)!), already_suspended: false },
-      audit: { action: "federation.peer_suspended", resourceType: "federation_peer", resourceId: peer.peer_id } };
+    return {
+      status: 200,
+      data: { ...peerView(getPeer(db, peer.peer_id)!), already_suspended: false },
+      audit: { action: "federation.peer_suspended", resourceType: "federation_peer", resourceId: peer.peer_id },
+    };
   });
 }
 
@@ -57,10 +84,22 @@ export function addFilter(rc: RequestCtx<z.infer<typeof createFilterBody>>): Rep
       throw conflict(`A federation peer may have at most ${MAX_FILTERS_PER_PEER} filters.`);
     const row = insertFilter(db, peer.peer_id, rc.body, rc.caller.principalId);
     const view = filterView(row);
-    return { status: 201, data: view,
-      audit: { action: "federation.filter_created", resourceType: "federation_peer", resourceId: peer.peer_id,
-        detail: { filter_id: row.filter_id, resource_type: row.resource_type, include_kinds: view.include_kinds,
-          exclude_subjects: view.exclude_subjects?.length ?? 0, min_trust: row.min_trust } } };
+    return {
+      status: 201,
+      data: view,
+      audit: {
+        action: "federation.filter_created",
+        resourceType: "federation_peer",
+        resourceId: peer.peer_id,
+        detail: {
+          filter_id: row.filter_id,
+          resource_type: row.resource_type,
+          include_kinds: view.include_kinds,
+          exclude_subjects: view.exclude_subjects?.length ?? 0,
+          min_trust: row.min_trust,
+        },
+      },
+    };
   });
 }
 

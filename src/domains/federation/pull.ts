@@ -25,8 +25,12 @@ const BUNDLE_BYTES = 700_000;
 const KINDS = Object.keys(FEDERABLE_KINDS) as FederableKind[];
 
 const servedView = (e: EventRow) => ({
-  id: e.event_id, kind: e.kind, resource_type: e.resource_type, resource_id: e.resource_id,
-  payload: JSON.parse(e.payload) as Record<string, unknown>, created_at: e.created_at,
+  id: e.event_id,
+  kind: e.kind,
+  resource_type: e.resource_type,
+  resource_id: e.resource_id,
+  payload: JSON.parse(e.payload) as Record<string, unknown>,
+  created_at: e.created_at,
 });
 
 /**
@@ -78,7 +82,11 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
   const claimIds = [...new Set(served.filter((e) => e.resource_type === "claim").map((e) => e.resource_id))];
   const bundles: Record<string, unknown>[] = [];
   if (!claimIds.length) return { bundles, kept: served.length };
-  const claims = new Map(sharedActiveClaims(db, claimIds).filter((c) => passes(filters, "claim", c)).map((c) => [c.claim_id, c]));
+  const claims = new Map(
+    sharedActiveClaims(db, claimIds)
+      .filter((c) => passes(filters, "claim", c))
+      .map((c) => [c.claim_id, c]),
+  );
   const sources = sharedClaimSources(db, [...claims.keys()]);
   const bundled = new Set<string>();
   let bytes = 0;
@@ -87,20 +95,37 @@ function bundlesFor(db: Db, orgId: string, peer: PeerRow, filters: FilterRow[], 
     if (!c || bundled.has(c.claim_id)) continue;
     const own = sources.get(c.claim_id) ?? [];
     const evidence = sharedObservations(db, [...new Set(own.map((s) => s.observation_id))]);
-    if (!own.length || evidence.length !== new Set(own.map((s) => s.observation_id)).size ||
-      evidence.some((o) => o.purged_at != null || o.content == null || !passes(filters, "observation", o)))
+    if (
+      !own.length ||
+      evidence.length !== new Set(own.map((s) => s.observation_id)).size ||
+      evidence.some((o) => o.purged_at != null || o.content == null || !passes(filters, "observation", o))
+    )
       continue;
     const bundle = signBundle(peer.shared_secret, {
       source_org_id: orgId,
       claim: {
-        claim_id: c.claim_id, subject_id: c.subject_id, kind: c.kind, statement: c.statement, status: c.status, trust: c.trust,
-        visibility: c.visibility, valid_from: c.valid_from, valid_to: c.valid_to,
-        sources: own.map((s) => ({ observation_id: s.observation_id, relation: s.relation })), created_at: c.created_at,
+        claim_id: c.claim_id,
+        subject_id: c.subject_id,
+        kind: c.kind,
+        statement: c.statement,
+        status: c.status,
+        trust: c.trust,
+        visibility: c.visibility,
+        valid_from: c.valid_from,
+        valid_to: c.valid_to,
+        sources: own.map((s) => ({ observation_id: s.observation_id, relation: s.relation })),
+        created_at: c.created_at,
       },
       observations: evidence.map((o) => ({
-        observation_id: o.observation_id, subject_id: o.subject_id, kind: o.kind, content: o.content!, content_hash: o.content_hash,
-        source: { type: o.source_type, ...(o.source_ref != null ? { ref: o.source_ref } : {}) }, trust: o.trust,
-        visibility: o.visibility, created_at: o.created_at,
+        observation_id: o.observation_id,
+        subject_id: o.subject_id,
+        kind: o.kind,
+        content: o.content!,
+        content_hash: o.content_hash,
+        source: { type: o.source_type, ...(o.source_ref != null ? { ref: o.source_ref } : {}) },
+        trust: o.trust,
+        visibility: o.visibility,
+        created_at: o.created_at,
       })),
     });
     const size = new TextEncoder().encode(JSON.stringify(bundle)).length;
@@ -133,12 +158,32 @@ export function pull(rc: RequestCtx): Reply {
     const cursor = served.length ? served[served.length - 1].event_id : peer.cursor;
     const at = clock.nowIso();
     advancePeer(db, peer.peer_id, cursor, scanSeq, at);
-    const counts = { events: served.length, success: served.length, conflict: 0, rejected: 0, bundles: bundles?.length ?? 0 };
-    insertLog(db, { peerId: peer.peer_id, operation: "pull", counts, cursorBefore: peer.cursor, cursorAfter: cursor, requestId: rc.requestId, at, signed });
+    const counts = {
+      events: served.length,
+      success: served.length,
+      conflict: 0,
+      rejected: 0,
+      bundles: bundles?.length ?? 0,
+    };
+    insertLog(db, {
+      peerId: peer.peer_id,
+      operation: "pull",
+      counts,
+      cursorBefore: peer.cursor,
+      cursorAfter: cursor,
+      requestId: rc.requestId,
+      at,
+      signed,
+    });
     return {
       status: 200,
       data: { events: served.map(servedView), cursor, has_more: hasMore, ...(bundles ? { bundles } : {}) },
-      audit: { action: "federation.pulled", resourceType: "federation_peer", resourceId: peer.peer_id, detail: { ...counts, cursor, signed } },
+      audit: {
+        action: "federation.pulled",
+        resourceType: "federation_peer",
+        resourceId: peer.peer_id,
+        detail: { ...counts, cursor, signed },
+      },
     };
   });
   const text = envelopeText(rc.requestId, reply.data, reply.meta);

@@ -23,26 +23,35 @@ export function sharedFacets(db: Db, ids: { observations: string[]; claims: stri
      UNION ALL
      SELECT c.claim_id AS id, c.kind, c.subject_id, c.trust FROM claims c
       WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${sharedWhere("c")}`,
-    JSON.stringify(ids.observations), JSON.stringify(ids.claims));
+    JSON.stringify(ids.observations),
+    JSON.stringify(ids.claims),
+  );
 }
 
 /** The shared claims among ids that are active and valid now (what a bundle may carry). */
 export const sharedActiveClaims = (db: Db, ids: string[]) =>
   db.all<ClaimRow>(
     `SELECT c.* FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${sharedWhere("c")}
-        AND c.status = 'active' AND (c.valid_to IS NULL OR c.valid_to > ?)`, JSON.stringify(ids), clock.nowIso());
+        AND c.status = 'active' AND (c.valid_to IS NULL OR c.valid_to > ?)`,
+    JSON.stringify(ids),
+    clock.nowIso(),
+  );
 
 /** Every source of each shared claim, in order (a bundle carries them all, or the claim does not cross). */
 export function sharedClaimSources(db: Db, claimIds: string[]): Map<string, SourceRow[]> {
   const out = new Map<string, SourceRow[]>();
   for (const r of db.all<SourceRow>(
     `SELECT s.* FROM claim_sources s JOIN claims c ON c.claim_id = s.claim_id
-      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${sharedWhere("c")} ORDER BY s.claim_id, s.position`, JSON.stringify(claimIds)))
+      WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${sharedWhere("c")} ORDER BY s.claim_id, s.position`,
+    JSON.stringify(claimIds),
+  ))
     out.set(r.claim_id, [...(out.get(r.claim_id) ?? []), r]);
   return out;
 }
 
 /** The shared observations among ids (a source that is not shared is absent: its claim does not cross). */
 export const sharedObservations = (db: Db, ids: string[]) =>
-  db.all<ObservationRow>(`SELECT o.* FROM observations o WHERE o.observation_id IN (SELECT value FROM json_each(?)) AND ${sharedWhere("o")}`,
-    JSON.stringify(ids));
+  db.all<ObservationRow>(
+    `SELECT o.* FROM observations o WHERE o.observation_id IN (SELECT value FROM json_each(?)) AND ${sharedWhere("o")}`,
+    JSON.stringify(ids),
+  );

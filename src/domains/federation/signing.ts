@@ -15,7 +15,8 @@ export function sameSignature(given: string | null | undefined, expected: string
   return diff === 0;
 }
 
-export const verify = (secret: string, bytes: string, given: string | null | undefined) => sameSignature(given, sign(secret, bytes));
+export const verify = (secret: string, bytes: string, given: string | null | undefined) =>
+  sameSignature(given, sign(secret, bytes));
 
 /** What a bundle's signature covers: the canonical JSON of everything but `signature`. */
 export function bundleSigningText(bundle: Record<string, unknown>): string {
@@ -23,5 +24,7 @@ export function bundleSigningText(bundle: Record<string, unknown>): string {
   return canonical(rest);
 }
 
-export const signBundle = <B extends Record<string, unknown>>(secret: string, bundle: B): B & { signature: string } =>
-  ({ ...bundle, signature: sign(secret, bundleSigningText(bundle)) });
+export const signBundle = <B extends Record<string, unknown>>(
+  secret: string,
+  bundle: B,
+): B & { signature: string } => ({ ...bundle, signature: sign(secret, bundleSigningText(bundle)) });

@@ -18,65 +18,121 @@ import { approvalBody, approvalListQuery, approvalListResponse, approvalResponse
 import { type ApprovalRow, dutyFacts, getApproval } from "./store";
 
 /** An approval the caller may see: it may read the approval's claim. */
-const visibleApproval = (db: Db, caller: Caller, id: string): ApprovalRow | null => seenThroughClaim(db, caller, getApproval(db, id));
+const visibleApproval = (db: Db, caller: Caller, id: string): ApprovalRow | null =>
+  seenThroughClaim(db, caller, getApproval(db, id));
 
 /**
  * The view for one caller. The evidence is what the submitter could see; observation ids this caller
  * cannot read are dropped and added to hidden_source_count, so no hidden id ever appears.
  */
 function approvalViews(db: Db, caller: Caller, rows: ApprovalRow[]) {
-  const evidence = rows.map((a) => JSON.parse(a.evidence) as { observation_ids: string[]; hidden_source_count: number });
-  const readable = retrievableObservationIds(db, caller, evidence.flatMap((e) => e.observation_ids));
+  const evidence = rows.map(
+    (a) => JSON.parse(a.evidence) as { observation_ids: string[]; hidden_source_count: number },
+  );
+  const readable = retrievableObservationIds(
+    db,
+    caller,
+    evidence.flatMap((e) => e.observation_ids),
+  );
   return rows.map((a, i) => {
     const ids = evidence[i].observation_ids.filter((id) => readable.has(id));
     return {
-      approval_id: a.approval_id, claim_id: a.claim_id, claim_version: a.claim_version, status: a.status,
-      evidence: { observation_ids: ids, hidden_source_count: evidence[i].hidden_source_count + evidence[i].observation_ids.length - ids.length },
-      note: a.note, submitted_by: a.submitted_by, decided_by: a.decided_by, decided_at: a.decided_at,
-      decision_note: a.decision_note, created_at: a.created_at,
+      approval_id: a.approval_id,
+      claim_id: a.claim_id,
+      claim_version: a.claim_version,
+      status: a.status,
+      evidence: {
+        observation_ids: ids,
+        hidden_source_count: evidence[i].hidden_source_count + evidence[i].observation_ids.length - ids.length,
+      },
+      note: a.note,
+      submitted_by: a.submitted_by,
+      decided_by: a.decided_by,
+      decided_at: a.decided_at,
+      decision_note: a.decision_note,
+      created_at: a.created_at,
     };
   });
 }
 
 export const approvalRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/claim-approvals", scope: "approvals:write", body: approvalBody,
+    method: "POST",
+    path: "/v1/claim-approvals",
+    scope: "approvals:write",
+    body: approvalBody,
     response: { 201: approvalResponse },
     summary: "Submit the current version of a readable, active claim, with the evidence you can see, for approval.",
-    operationId: "submitClaimApproval", tag: "Governance",
-    description: "Submits the current version of an active claim the caller can read for approval, together with the evidence it " +
+    operationId: "submitClaimApproval",
+    tag: "Governance",
+    description:
+      "Submits the current version of an active claim the caller can read for approval, together with the evidence it " +
       "can see.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const claim = readableClaim(db, rc.caller, rc.body.claim_id);
-      if (!claim) throw unresolved("claim", [rc.body.claim_id]);
-      if (claim.status !== "active" || !isCurrent(claim))
-        throw invalid(`Invalid field "claim_id": only an active, unexpired claim can be submitted (status ${claim.status}).`);
-      if (db.first("SELECT 1 FROM claim_approvals WHERE claim_id = ? AND claim_version = ? AND status = 'pending'", claim.claim_id, claim.version))
-        throw conflict(`A pending approval of version ${claim.version} of this claim already exists.`);
-      const seen = sourcesOf(db, rc.caller, claim.claim_id).map((s) => s.observation_id);
-      const all = claimSourceHashes(db, claim.claim_id).length;
-      const row: ApprovalRow = {
-        approval_id: newId(ID_PREFIX.approval), claim_id: claim.claim_id, claim_version: claim.version, status: "pending",
-        evidence: JSON.stringify({ observation_ids: seen, hidden_source_count: all - seen.length }), note: rc.body.note ?? null,
-        submitted_by: rc.caller.principalId, decided_by: null, decided_at: null, decision_note: null, created_at: clock.nowIso(),
-      };
-      db.run(
-        `INSERT INTO claim_approvals (approval_id, claim_id, claim_version, status, evidence, note, submitted_by, created_at)
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        const claim = readableClaim(db, rc.caller, rc.body.claim_id);
+        if (!claim) throw unresolved("claim", [rc.body.claim_id]);
+        if (claim.status !== "active" || !isCurrent(claim))
+          throw invalid(
+            `Invalid field "claim_id": only an active, unexpired claim can be submitted (status ${claim.status}).`,
+          );
+        if (
+          db.first(
+            "SELECT 1 FROM claim_approvals WHERE claim_id = ? AND claim_version = ? AND status = 'pending'",
+            claim.claim_id,
+            claim.version,
+          )
+        )
+          throw conflict(`A pending approval of version ${claim.version} of this claim already exists.`);
+        const seen = sourcesOf(db, rc.caller, claim.claim_id).map((s) => s.observation_id);
+        const all = claimSourceHashes(db, claim.claim_id).length;
+        const row: ApprovalRow = {
+          approval_id: newId(ID_PREFIX.approval),
+          claim_id: claim.claim_id,
+          claim_version: claim.version,
+          status: "pending",
+          evidence: JSON.stringify({ observation_ids: seen, hidden_source_count: all - seen.length }),
+          note: rc.body.note ?? null,
+          submitted_by: rc.caller.principalId,
+          decided_by: null,
+          decided_at: null,
+          decision_note: null,
+          created_at: clock.nowIso(),
+        };
+        db.run(
+          `INSERT INTO claim_approvals (approval_id, claim_id, claim_version, status, evidence, note, submitted_by, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        row.approval_id, row.claim_id, row.claim_version, row.status, row.evidence, row.note, row.submitted_by, row.created_at);
-      return {
-        status: 201, data: approvalViews(db, rc.caller, [row])[0],
-        audit: { action: "claim_approval.submitted", resourceType: "claim_approval", resourceId: row.approval_id,
-          detail: { claim_id: row.claim_id, claim_version: row.claim_version } },
-      };
-    }),
+          row.approval_id,
+          row.claim_id,
+          row.claim_version,
+          row.status,
+          row.evidence,
+          row.note,
+          row.submitted_by,
+          row.created_at,
+        );
+        return {
+          status: 201,
+          data: approvalViews(db, rc.caller, [row])[0],
+          audit: {
+            action: "claim_approval.submitted",
+            resourceType: "claim_approval",
+            resourceId: row.approval_id,
+            detail: { claim_id: row.claim_id, claim_version: row.claim_version },
+          },
+        };
+      }),
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/claim-approvals", scope: "approvals:read", query: approvalListQuery,
+    method: "GET",
+    path: "/v1/claim-approvals",
+    scope: "approvals:read",
+    query: approvalListQuery,
     response: { 200: approvalListResponse },
     summary: "List approvals of claims you may read (filters claim_id, status), oldest first.",
-    operationId: "listClaimApprovals", tag: "Governance",
+    operationId: "listClaimApprovals",
+    tag: "Governance",
     description: "Lists approvals of claims the caller may read, optionally by claim and status, oldest first.",
     handler: ({ db, caller, query }) => {
       const rows = approvalsPage<ApprovalRow>(db, caller, query, afterPair(query.after), query.limit);
@@ -86,29 +142,58 @@ export const approvalRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/claim-approvals/:id/decide", scope: "approvals:approve", body: decideBody,
+    method: "POST",
+    path: "/v1/claim-approvals/:id/decide",
+    scope: "approvals:approve",
+    body: decideBody,
     response: { 200: approvalResponse },
     summary: "Approve or reject a pending approval; stale claim version 409; separation of duty per policy.",
-    operationId: "decideClaimApproval", tag: "Governance",
-    description: "Approves or rejects a pending approval. A claim that changed since submission is 409; the approval policy may " +
+    operationId: "decideClaimApproval",
+    tag: "Governance",
+    description:
+      "Approves or rejects a pending approval. A claim that changed since submission is 409; the approval policy may " +
       "forbid deciding one's own submission.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const a = visibleApproval(db, rc.caller, rc.params.id);
-      if (!a) throw notFound("Approval");
-      if (a.status !== "pending") throw invalid(`The approval is already ${a.status}.`);
-      const claim = getClaim(db, a.claim_id)!;
-      requireSeparationOfDuty(dutyFacts(db), rc.caller, { act: "decide_approval", submitted_by: a.submitted_by, claim_author: claim.author_id });
-      if (claim.version !== a.claim_version)
-        throw conflict(`The claim changed since version ${a.claim_version} was submitted (now version ${claim.version}).`);
-      const at = clock.nowIso();
-      db.run("UPDATE claim_approvals SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE approval_id = ?",
-        rc.body.decision, rc.caller.principalId, at, rc.body.note ?? null, a.approval_id);
-      const next = { ...a, status: rc.body.decision, decided_by: rc.caller.principalId, decided_at: at, decision_note: rc.body.note ?? null };
-      return {
-        status: 200, data: approvalViews(db, rc.caller, [next])[0],
-        audit: { action: `claim_approval.${rc.body.decision}`, resourceType: "claim_approval", resourceId: a.approval_id,
-          detail: { claim_id: a.claim_id, claim_version: a.claim_version } },
-      };
-    }),
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        const a = visibleApproval(db, rc.caller, rc.params.id);
+        if (!a) throw notFound("Approval");
+        if (a.status !== "pending") throw invalid(`The approval is already ${a.status}.`);
+        const claim = getClaim(db, a.claim_id)!;
+        requireSeparationOfDuty(dutyFacts(db), rc.caller, {
+          act: "decide_approval",
+          submitted_by: a.submitted_by,
+          claim_author: claim.author_id,
+        });
+        if (claim.version !== a.claim_version)
+          throw conflict(
+            `The claim changed since version ${a.claim_version} was submitted (now version ${claim.version}).`,
+          );
+        const at = clock.nowIso();
+        db.run(
+          "UPDATE claim_approvals SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE approval_id = ?",
+          rc.body.decision,
+          rc.caller.principalId,
+          at,
+          rc.body.note ?? null,
+          a.approval_id,
+        );
+        const next = {
+          ...a,
+          status: rc.body.decision,
+          decided_by: rc.caller.principalId,
+          decided_at: at,
+          decision_note: rc.body.note ?? null,
+        };
+        return {
+          status: 200,
+          data: approvalViews(db, rc.caller, [next])[0],
+          audit: {
+            action: `claim_approval.${rc.body.decision}`,
+            resourceType: "claim_approval",
+            resourceId: a.approval_id,
+            detail: { claim_id: a.claim_id, claim_version: a.claim_version },
+          },
+        };
+      }),
   }),
 ];

@@ -19,47 +19,87 @@ import { type ReleaseRow, type Snapshot, getChannel } from "./store";
 
 export const channelCompileRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/channels/:id/context/compile", scope: "channel:compile", body: channelCompileBody,
+    method: "POST",
+    path: "/v1/channels/:id/context/compile",
+    scope: "channel:compile",
+    body: channelCompileBody,
     response: { 200: channelCompileResponse },
     responseMeta: compileMeta,
-    bodyOptional: true, readOnly: true,
-    summary: "Rank the channel's active, still-eligible released snapshots into a token budget; its gateway principal only.",
-    operationId: "compileChannelContext", tag: "Governance",
-    description: "Ranks the channel's active, still-eligible released snapshots into a token budget, never canonical memory. " +
+    bodyOptional: true,
+    readOnly: true,
+    summary:
+      "Rank the channel's active, still-eligible released snapshots into a token budget; its gateway principal only.",
+    operationId: "compileChannelContext",
+    tag: "Governance",
+    description:
+      "Ranks the channel's active, still-eligible released snapshots into a token budget, never canonical memory. " +
       "Only the channel's gateway principal may call it.",
     handler: ({ db, caller, params, body }) => {
       const channel = getChannel(db, params.id);
       if (!channel) throw notFound("Channel");
-      if (channel.gateway_principal_id !== caller.principalId) throw forbidden("Only the channel's gateway principal may compile it.");
+      if (channel.gateway_principal_id !== caller.principalId)
+        throw forbidden("Only the channel's gateway principal may compile it.");
       if (channel.status !== "active") throw forbidden(`The channel is ${channel.status}.`);
       const audiences = JSON.parse(channel.audiences) as string[];
       if (body.audience !== undefined && !audiences.includes(body.audience))
-        throw invalid(`Invalid field "audience": not an audience of this channel (${audiences.map((a) => `"${a}"`).join(", ")}).`);
+        throw invalid(
+          `Invalid field "audience": not an audience of this channel (${audiences.map((a) => `"${a}"`).join(", ")}).`,
+        );
       // Only the snapshot fields ranking reads (the evidence list is not parsed).
-      const releases = db.all<Pick<ReleaseRow, "seq" | "release_id" | "claim_id" | "claim_version" | "created_at"> &
-        Pick<Snapshot, "statement" | "kind" | "subject_id" | "trust">>(
+      const releases = db.all<
+        Pick<ReleaseRow, "seq" | "release_id" | "claim_id" | "claim_version" | "created_at"> &
+          Pick<Snapshot, "statement" | "kind" | "subject_id" | "trust">
+      >(
         `SELECT seq, release_id, claim_id, claim_version, created_at, json_extract(snapshot, '$.statement') AS statement,
                 json_extract(snapshot, '$.kind') AS kind, json_extract(snapshot, '$.subject_id') AS subject_id,
                 json_extract(snapshot, '$.trust') AS trust
-           FROM knowledge_releases WHERE channel_id = ? AND status = 'active' ORDER BY seq`, channel.channel_id);
-      const eligibility = eligibilityContext(db, releases.map((r) => r.claim_id));
+           FROM knowledge_releases WHERE channel_id = ? AND status = 'active' ORDER BY seq`,
+        channel.channel_id,
+      );
+      const eligibility = eligibilityContext(
+        db,
+        releases.map((r) => r.claim_id),
+      );
       // The released claim's project (the snapshot has none) comes with its eligibility facts.
       const projectOf = (r: (typeof releases)[number]) => eligibility.facts.get(r.claim_id)?.project_id ?? null;
-      const passes = (r: (typeof releases)[number]) => (body.subject_id === undefined || r.subject_id === body.subject_id) &&
-        (body.project_id === undefined || projectOf(r) === body.project_id) && (!body.kinds?.length || body.kinds.includes(r.kind as never));
-      const texts = releases.filter((r) => passes(r) && ineligibility(eligibility, r, channel.min_trust) === null).map((r) => ({
-        seq: r.seq, release_id: r.release_id, claim_id: r.claim_id, statement: r.statement, kind: r.kind,
-        subject_id: r.subject_id, project_id: projectOf(r), trust: r.trust, status: "active", created_at: r.created_at, feedback: null,
-      }));
+      const passes = (r: (typeof releases)[number]) =>
+        (body.subject_id === undefined || r.subject_id === body.subject_id) &&
+        (body.project_id === undefined || projectOf(r) === body.project_id) &&
+        (!body.kinds?.length || body.kinds.includes(r.kind as never));
+      const texts = releases
+        .filter((r) => passes(r) && ineligibility(eligibility, r, channel.min_trust) === null)
+        .map((r) => ({
+          seq: r.seq,
+          release_id: r.release_id,
+          claim_id: r.claim_id,
+          statement: r.statement,
+          kind: r.kind,
+          subject_id: r.subject_id,
+          project_id: projectOf(r),
+          trust: r.trust,
+          status: "active",
+          created_at: r.created_at,
+          feedback: null,
+        }));
       const ranked = rankTexts(texts, { query: body.query }, clock.nowMs());
       const items = pack(ranked, body.token_budget, body.max_items);
-      return ok({
-        channel_id: channel.channel_id,
-        items: items.map(({ candidate: c, ...i }) => ({ release_id: c.release_id, claim_id: c.claim_id, statement: c.statement,
-          kind: c.kind, trust: c.trust, score: i.score, tokens: i.tokens })),
-        token_budget: body.token_budget,
-        tokens_used: items.reduce((n, i) => n + i.tokens, 0),
-      }, { degraded: DEGRADED, floor_removed: texts.length - ranked.length });
+      return ok(
+        {
+          channel_id: channel.channel_id,
+          items: items.map(({ candidate: c, ...i }) => ({
+            release_id: c.release_id,
+            claim_id: c.claim_id,
+            statement: c.statement,
+            kind: c.kind,
+            trust: c.trust,
+            score: i.score,
+            tokens: i.tokens,
+          })),
+          token_budget: body.token_budget,
+          tokens_used: items.reduce((n, i) => n + i.tokens, 0),
+        },
+        { degraded: DEGRADED, floor_removed: texts.length - ranked.length },
+      );
     },
   }),
 ];

@@ -7,7 +7,12 @@ import type { Caller } from "../../org/request";
 import { getClaim } from "../memory/records";
 
 /** The governance row if the caller may see it (its claim is retrievable, with `opts`), else null. */
-export function seenThroughClaim<R extends { claim_id: string }>(db: Db, caller: Caller, row: R | null, opts: Retrieval = {}): R | null {
+export function seenThroughClaim<R extends { claim_id: string }>(
+  db: Db,
+  caller: Caller,
+  row: R | null,
+  opts: Retrieval = {},
+): R | null {
   return row && governedVisible(caller, getClaim(db, row.claim_id), opts) ? row : null;
 }
 
@@ -15,33 +20,69 @@ export function seenThroughClaim<R extends { claim_id: string }>(db: Db, caller:
  * One page of claim approvals the caller may see, ordered by (created_at, approval_id), after a
  * (created_at, approval_id) pair: limit + 1 rows, to tell has_more.
  */
-export function approvalsPage<T>(db: Db, caller: Caller, f: { claim_id?: string; status?: string },
-  after: [string, string], limit: number): T[] {
+export function approvalsPage<T>(
+  db: Db,
+  caller: Caller,
+  f: { claim_id?: string; status?: string },
+  after: [string, string],
+  limit: number,
+): T[] {
   const [join, ...args] = governedJoin(caller, "a");
   const where = ["(a.created_at, a.approval_id) > (?, ?)"];
   args.push(...after);
-  if (f.claim_id) { where.push("a.claim_id = ?"); args.push(f.claim_id); }
-  if (f.status) { where.push("a.status = ?"); args.push(f.status); }
-  return db.all<T>(`SELECT a.* FROM claim_approvals a ${join} WHERE ${where.join(" AND ")}
-      ORDER BY a.created_at, a.approval_id LIMIT ?`, ...args, limit + 1);
+  if (f.claim_id) {
+    where.push("a.claim_id = ?");
+    args.push(f.claim_id);
+  }
+  if (f.status) {
+    where.push("a.status = ?");
+    args.push(f.status);
+  }
+  return db.all<T>(
+    `SELECT a.* FROM claim_approvals a ${join} WHERE ${where.join(" AND ")}
+      ORDER BY a.created_at, a.approval_id LIMIT ?`,
+    ...args,
+    limit + 1,
+  );
 }
 
 /** One page of knowledge releases the caller may see, ordered by seq, after a seq: limit + 1 rows. */
-export function releasesPage<T>(db: Db, caller: Caller, f: { channel_id?: string; status?: string },
-  afterSeq: number, limit: number): T[] {
+export function releasesPage<T>(
+  db: Db,
+  caller: Caller,
+  f: { channel_id?: string; status?: string },
+  afterSeq: number,
+  limit: number,
+): T[] {
   const [join, ...args] = governedJoin(caller, "r");
   const where = ["r.seq > ?"];
   args.push(afterSeq);
-  if (f.channel_id) { where.push("r.channel_id = ?"); args.push(f.channel_id); }
-  if (f.status) { where.push("r.status = ?"); args.push(f.status); }
-  return db.all<T>(`SELECT r.* FROM knowledge_releases r ${join} WHERE ${where.join(" AND ")}
-      ORDER BY r.seq LIMIT ?`, ...args, limit + 1);
+  if (f.channel_id) {
+    where.push("r.channel_id = ?");
+    args.push(f.channel_id);
+  }
+  if (f.status) {
+    where.push("r.status = ?");
+    args.push(f.status);
+  }
+  return db.all<T>(
+    `SELECT r.* FROM knowledge_releases r ${join} WHERE ${where.join(" AND ")}
+      ORDER BY r.seq LIMIT ?`,
+    ...args,
+    limit + 1,
+  );
 }
 
 /** The position of a release the caller may see (the release list's cursor), else null. */
 export function releaseSeqOf(db: Db, caller: Caller, releaseId: string): number | null {
   const [join, ...args] = governedJoin(caller, "r");
-  return db.first<{ seq: number }>(`SELECT r.seq FROM knowledge_releases r ${join} WHERE r.release_id = ?`, ...args, releaseId)?.seq ?? null;
+  return (
+    db.first<{ seq: number }>(
+      `SELECT r.seq FROM knowledge_releases r ${join} WHERE r.release_id = ?`,
+      ...args,
+      releaseId,
+    )?.seq ?? null
+  );
 }
 
 /**
@@ -51,4 +92,6 @@ export function releaseSeqOf(db: Db, caller: Caller, releaseId: string): number 
 export const claimSourceHashes = (db: Db, claimId: string) =>
   db.all<{ observation_id: string; relation: string; content_hash: string }>(
     `SELECT s.observation_id, s.relation, o.content_hash FROM claim_sources s
-       JOIN observations o ON o.observation_id = s.observation_id WHERE s.claim_id = ? ORDER BY s.position`, claimId);
+       JOIN observations o ON o.observation_id = s.observation_id WHERE s.claim_id = ? ORDER BY s.position`,
+    claimId,
+  );

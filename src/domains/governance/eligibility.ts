@@ -51,7 +51,9 @@ export function claimFacts(db: Db, claimIds: string[]): Map<string, ClaimFacts> 
     `SELECT c.claim_id, c.version, c.status, c.valid_to, c.visibility, c.project_id, c.workspace_id, c.trust, c.author_id, c.retention_excluded_at,
             (SELECT group_concat(o.trust) FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
               WHERE s.claim_id = c.claim_id AND s.relation = 'supports') AS supporting
-       FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?))`, JSON.stringify([...new Set(claimIds)]))) {
+       FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?))`,
+    JSON.stringify([...new Set(claimIds)]),
+  )) {
     const { supporting, ...facts } = c;
     out.set(c.claim_id, { ...facts, supporting_trusts: supporting ? supporting.split(",") : [] });
   }
@@ -65,7 +67,11 @@ export interface EligibilityContext {
   now: string;
 }
 
-export function ineligibility(ctx: EligibilityContext, pin: { claim_id: string; claim_version: number }, minTrust: string): Ineligible | null {
+export function ineligibility(
+  ctx: EligibilityContext,
+  pin: { claim_id: string; claim_version: number },
+  minTrust: string,
+): Ineligible | null {
   const c = ctx.facts.get(pin.claim_id);
   if (!c || c.version !== pin.claim_version) return "stale_version";
   if (c.status !== "active") return "not_active";
@@ -74,7 +80,8 @@ export function ineligibility(ctx: EligibilityContext, pin: { claim_id: string; 
   if (unshared) return unshared;
   // Before the claim's own trust: a claim's trust is the lowest of its supporting sources', so a
   // verified claim always passes this; checking it first names the channel's floor when it is the cause.
-  if (c.supporting_trusts.some((t) => trustRank(t as Trust) < trustRank(minTrust as Trust))) return "source_below_min_trust";
+  if (c.supporting_trusts.some((t) => trustRank(t as Trust) < trustRank(minTrust as Trust)))
+    return "source_below_min_trust";
   if (c.trust !== "verified") return "not_verified";
   if (ctx.approved && !ctx.approved.has(`${c.claim_id}:${c.version}`)) return "not_approved";
   return null;
@@ -85,12 +92,18 @@ export function eligibilityContext(db: Db, claimIds: string[]): EligibilityConte
   const rules = activeRules(db, "release");
   let approved: Set<string> | null = null;
   if (rules?.require_approved_claim) {
-    approved = new Set(db.all<{ k: string }>(
-      `SELECT claim_id || ':' || claim_version AS k FROM claim_approvals
+    approved = new Set(
+      db
+        .all<{ k: string }>(
+          `SELECT claim_id || ':' || claim_version AS k FROM claim_approvals
         WHERE status = 'approved' AND claim_id IN (SELECT value FROM json_each(?))`,
-      JSON.stringify([...new Set(claimIds)])).map((r) => r.k));
+          JSON.stringify([...new Set(claimIds)]),
+        )
+        .map((r) => r.k),
+    );
   }
   return { facts: claimFacts(db, claimIds), approved, now: clock.nowIso() };
 }
 
-export const ineligibleMessage = (reason: Ineligible) => `The claim is not eligible for release (${reason}): ${INELIGIBLE[reason]}.`;
+export const ineligibleMessage = (reason: Ineligible) =>
+  `The claim is not eligible for release (${reason}): ${INELIGIBLE[reason]}.`;

@@ -36,20 +36,36 @@ const visibleRelease = (db: Db, caller: Caller, id: string, evenExcluded = false
 /** The view for one caller: snapshot evidence it cannot read is dropped and counted. */
 function releaseViews(db: Db, caller: Caller, rows: ReleaseRow[]) {
   const snapshots = rows.map((r) => JSON.parse(r.snapshot) as Snapshot);
-  const readable = retrievableObservationIds(db, caller, snapshots.flatMap((s) => s.evidence.map((e) => e.observation_id)));
+  const readable = retrievableObservationIds(
+    db,
+    caller,
+    snapshots.flatMap((s) => s.evidence.map((e) => e.observation_id)),
+  );
   return rows.map((r, i) => {
     const evidence = snapshots[i].evidence.filter((e) => readable.has(e.observation_id));
     return {
-      release_id: r.release_id, channel_id: r.channel_id, claim_id: r.claim_id, claim_version: r.claim_version, status: r.status,
-      snapshot: { ...snapshots[i], evidence }, hidden_source_count: snapshots[i].evidence.length - evidence.length,
-      created_by: r.created_by, approved_by: r.approved_by, approved_at: r.approved_at, activated_at: r.activated_at,
-      revoked_by: r.revoked_by, revoked_at: r.revoked_at, created_at: r.created_at,
+      release_id: r.release_id,
+      channel_id: r.channel_id,
+      claim_id: r.claim_id,
+      claim_version: r.claim_version,
+      status: r.status,
+      snapshot: { ...snapshots[i], evidence },
+      hidden_source_count: snapshots[i].evidence.length - evidence.length,
+      created_by: r.created_by,
+      approved_by: r.approved_by,
+      approved_at: r.approved_at,
+      activated_at: r.activated_at,
+      revoked_by: r.revoked_by,
+      revoked_at: r.revoked_at,
+      created_at: r.created_at,
     };
   });
 }
 
 const releaseEvent = (kind: "release.published" | "release.revoked", r: ReleaseRow): EventInput => ({
-  kind, resourceType: "release", resourceId: r.release_id,
+  kind,
+  resourceType: "release",
+  resourceId: r.release_id,
   payload: { release_id: r.release_id, channel_id: r.channel_id, claim_id: r.claim_id, claim_version: r.claim_version },
 });
 
@@ -77,81 +93,151 @@ function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
       requireSeparationOfDuty(dutyFacts(db), rc.caller, { act: "approve_release", created_by: r.created_by });
       requireStillEligible(db, r, channel);
       next = { ...r, status: "approved", approved_by: me, approved_at: at };
-      db.run("UPDATE knowledge_releases SET status = 'approved', approved_by = ?, approved_at = ? WHERE release_id = ?", me, at, r.release_id);
+      db.run(
+        "UPDATE knowledge_releases SET status = 'approved', approved_by = ?, approved_at = ? WHERE release_id = ?",
+        me,
+        at,
+        r.release_id,
+      );
     } else if (action === "activate") {
       if (r.status !== "approved") throw invalid(`Only an approved release can be activated; this one is ${r.status}.`);
       if (channel.status === "disabled") throw invalid("The release's channel is disabled.");
       requireStillEligible(db, r, channel);
       const active = db.first<{ release_id: string }>(
-        "SELECT release_id FROM knowledge_releases WHERE channel_id = ? AND claim_id = ? AND status = 'active'", r.channel_id, r.claim_id);
-      if (active) throw conflict(`Release ${active.release_id} of this claim is already active in the channel; revoke it first.`);
+        "SELECT release_id FROM knowledge_releases WHERE channel_id = ? AND claim_id = ? AND status = 'active'",
+        r.channel_id,
+        r.claim_id,
+      );
+      if (active)
+        throw conflict(`Release ${active.release_id} of this claim is already active in the channel; revoke it first.`);
       next = { ...r, status: "active", activated_at: at };
-      db.run("UPDATE knowledge_releases SET status = 'active', activated_at = ? WHERE release_id = ?", at, r.release_id);
+      db.run(
+        "UPDATE knowledge_releases SET status = 'active', activated_at = ? WHERE release_id = ?",
+        at,
+        r.release_id,
+      );
       events = [releaseEvent("release.published", next)];
     } else {
       if (r.status === "revoked") throw invalid("The release is already revoked.");
       next = { ...r, status: "revoked", revoked_by: me, revoked_at: at };
-      db.run("UPDATE knowledge_releases SET status = 'revoked', revoked_by = ?, revoked_at = ? WHERE release_id = ?", me, at, r.release_id);
+      db.run(
+        "UPDATE knowledge_releases SET status = 'revoked', revoked_by = ?, revoked_at = ? WHERE release_id = ?",
+        me,
+        at,
+        r.release_id,
+      );
       events = [releaseEvent("release.revoked", next)];
     }
     return {
-      status: 200, data: releaseViews(db, rc.caller, [next])[0], events,
-      audit: { action: `release.${action}d`, resourceType: "release", resourceId: r.release_id,
-        detail: { channel_id: r.channel_id, claim_id: r.claim_id, claim_version: r.claim_version, from_status: r.status } },
+      status: 200,
+      data: releaseViews(db, rc.caller, [next])[0],
+      events,
+      audit: {
+        action: `release.${action}d`,
+        resourceType: "release",
+        resourceId: r.release_id,
+        detail: {
+          channel_id: r.channel_id,
+          claim_id: r.claim_id,
+          claim_version: r.claim_version,
+          from_status: r.status,
+        },
+      },
     };
   });
 }
 
 export const releaseRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/knowledge-releases", scope: "releases:write", body: releaseBody,
+    method: "POST",
+    path: "/v1/knowledge-releases",
+    scope: "releases:write",
+    body: releaseBody,
     response: { 201: releaseResponse },
     summary: "Draft an immutable snapshot of a claim's current version for a channel; the claim must be eligible.",
-    operationId: "draftRelease", tag: "Governance",
-    description: "Drafts a release: an immutable snapshot of one claim's current version for a channel. The claim must be " +
+    operationId: "draftRelease",
+    tag: "Governance",
+    description:
+      "Drafts a release: an immutable snapshot of one claim's current version for a channel. The claim must be " +
       "eligible for release.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const claim = readableClaim(db, rc.caller, rc.body.claim_id);
-      if (!claim) throw unresolved("claim", [rc.body.claim_id]);
-      const channel = getChannel(db, rc.body.channel_id);
-      if (!channel) throw unresolved("channel", [rc.body.channel_id]);
-      if (channel.status === "disabled") throw invalid(`Invalid field "channel_id": the channel is disabled.`);
-      if (rc.body.claim_version !== undefined && rc.body.claim_version !== claim.version)
-        throw conflict(`Stale claim_version ${rc.body.claim_version}: the claim is at version ${claim.version}.`);
-      const pin = { claim_id: claim.claim_id, claim_version: claim.version };
-      const reason = ineligibility(eligibilityContext(db, [claim.claim_id]), pin, channel.min_trust);
-      if (reason) throw invalid(ineligibleMessage(reason));
-      const snapshot: Snapshot = {
-        subject_id: claim.subject_id, kind: claim.kind, statement: claim.statement, trust: claim.trust, valid_to: claim.valid_to,
-        evidence: claimSourceHashes(db, claim.claim_id),
-      };
-      const row: ReleaseRow = {
-        seq: 0, release_id: newId(ID_PREFIX.release), channel_id: channel.channel_id, ...pin, status: "draft",
-        snapshot: JSON.stringify(snapshot), created_by: rc.caller.principalId, approved_by: null, approved_at: null,
-        activated_at: null, revoked_by: null, revoked_at: null, created_at: clock.nowIso(),
-      };
-      db.run(
-        `INSERT INTO knowledge_releases (release_id, channel_id, claim_id, claim_version, status, snapshot, created_by, created_at)
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        const claim = readableClaim(db, rc.caller, rc.body.claim_id);
+        if (!claim) throw unresolved("claim", [rc.body.claim_id]);
+        const channel = getChannel(db, rc.body.channel_id);
+        if (!channel) throw unresolved("channel", [rc.body.channel_id]);
+        if (channel.status === "disabled") throw invalid(`Invalid field "channel_id": the channel is disabled.`);
+        if (rc.body.claim_version !== undefined && rc.body.claim_version !== claim.version)
+          throw conflict(`Stale claim_version ${rc.body.claim_version}: the claim is at version ${claim.version}.`);
+        const pin = { claim_id: claim.claim_id, claim_version: claim.version };
+        const reason = ineligibility(eligibilityContext(db, [claim.claim_id]), pin, channel.min_trust);
+        if (reason) throw invalid(ineligibleMessage(reason));
+        const snapshot: Snapshot = {
+          subject_id: claim.subject_id,
+          kind: claim.kind,
+          statement: claim.statement,
+          trust: claim.trust,
+          valid_to: claim.valid_to,
+          evidence: claimSourceHashes(db, claim.claim_id),
+        };
+        const row: ReleaseRow = {
+          seq: 0,
+          release_id: newId(ID_PREFIX.release),
+          channel_id: channel.channel_id,
+          ...pin,
+          status: "draft",
+          snapshot: JSON.stringify(snapshot),
+          created_by: rc.caller.principalId,
+          approved_by: null,
+          approved_at: null,
+          activated_at: null,
+          revoked_by: null,
+          revoked_at: null,
+          created_at: clock.nowIso(),
+        };
+        db.run(
+          `INSERT INTO knowledge_releases (release_id, channel_id, claim_id, claim_version, status, snapshot, created_by, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        row.release_id, row.channel_id, row.claim_id, row.claim_version, row.status, row.snapshot, row.created_by, row.created_at);
-      return {
-        status: 201, data: releaseViews(db, rc.caller, [row])[0],
-        audit: { action: "release.created", resourceType: "release", resourceId: row.release_id,
-          detail: { channel_id: row.channel_id, claim_id: row.claim_id, claim_version: row.claim_version } },
-      };
-    }),
+          row.release_id,
+          row.channel_id,
+          row.claim_id,
+          row.claim_version,
+          row.status,
+          row.snapshot,
+          row.created_by,
+          row.created_at,
+        );
+        return {
+          status: 201,
+          data: releaseViews(db, rc.caller, [row])[0],
+          audit: {
+            action: "release.created",
+            resourceType: "release",
+            resourceId: row.release_id,
+            detail: { channel_id: row.channel_id, claim_id: row.claim_id, claim_version: row.claim_version },
+          },
+        };
+      }),
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/knowledge-releases", scope: "releases:read", query: releaseListQuery,
+    method: "GET",
+    path: "/v1/knowledge-releases",
+    scope: "releases:read",
+    query: releaseListQuery,
     response: { 200: releaseListResponse },
-    summary: "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
-    operationId: "listReleases", tag: "Governance",
-    description: "Lists releases of claims the caller may read, optionally by channel and status, oldest first. Snapshot " +
+    summary:
+      "List releases of claims you may read (filters channel_id, status), oldest first; snapshot evidence you cannot read is counted, not shown.",
+    operationId: "listReleases",
+    tag: "Governance",
+    description:
+      "Lists releases of claims the caller may read, optionally by channel and status, oldest first. Snapshot " +
       "evidence the caller cannot read is counted, not shown.",
     handler: ({ db, caller, query }) => {
       // The cursor names the page's last release; its position is looked up here, never handed out.
-      const after = query.after ? positionAfter(query.after, ID_PREFIX.release, (id) => releaseSeqOf(db, caller, id)) : 0;
+      const after = query.after
+        ? positionAfter(query.after, ID_PREFIX.release, (id) => releaseSeqOf(db, caller, id))
+        : 0;
       const rows = releasesPage<ReleaseRow>(db, caller, query, after, query.limit);
       const { page, ...rest } = pageOf(rows, query.limit, (r) => [r.release_id]);
       return ok({ releases: releaseViews(db, caller, page), ...rest });
@@ -159,29 +245,50 @@ export const releaseRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/knowledge-releases/:id/approve", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    method: "POST",
+    path: "/v1/knowledge-releases/:id/approve",
+    scope: "releases:approve",
+    body: releaseMoveBody,
+    bodyOptional: true,
     response: { 200: releaseResponse },
-    summary: "Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy.",
-    operationId: "approveRelease", tag: "Governance",
-    description: "Approves a draft release that is still eligible; the channel's creator or an owner/admin, subject to the " +
+    summary:
+      "Approve a draft release that is still eligible (the channel's creator or an owner/admin); separation of duty per the release policy.",
+    operationId: "approveRelease",
+    tag: "Governance",
+    description:
+      "Approves a draft release that is still eligible; the channel's creator or an owner/admin, subject to the " +
       "release policy's separation of duty.",
     handler: (rc) => move(rc, "approve"),
   }),
   orgRoute({
-    method: "POST", path: "/v1/knowledge-releases/:id/activate", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    method: "POST",
+    path: "/v1/knowledge-releases/:id/activate",
+    scope: "releases:approve",
+    body: releaseMoveBody,
+    bodyOptional: true,
     response: { 200: releaseResponse },
-    summary: "Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published).",
-    operationId: "activateRelease", tag: "Governance",
-    description: "Publishes an approved, still-eligible release to its channel (event `release.published`); the channel's " +
+    summary:
+      "Activate an approved, still-eligible release (the channel's creator or an owner/admin; event release.published).",
+    operationId: "activateRelease",
+    tag: "Governance",
+    description:
+      "Publishes an approved, still-eligible release to its channel (event `release.published`); the channel's " +
       "creator or an owner/admin.",
     handler: (rc) => move(rc, "activate"),
   }),
   orgRoute({
-    method: "POST", path: "/v1/knowledge-releases/:id/revoke", scope: "releases:approve", body: releaseMoveBody, bodyOptional: true,
+    method: "POST",
+    path: "/v1/knowledge-releases/:id/revoke",
+    scope: "releases:approve",
+    body: releaseMoveBody,
+    bodyOptional: true,
     response: { 200: releaseResponse },
-    summary: "Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept.",
-    operationId: "revokeRelease", tag: "Governance",
-    description: "Withdraws a draft, approved or active release (event `release.revoked`), keeping its history; the channel's " +
+    summary:
+      "Revoke a draft, approved or active release (the channel's creator or an owner/admin; event release.revoked); history is kept.",
+    operationId: "revokeRelease",
+    tag: "Governance",
+    description:
+      "Withdraws a draft, approved or active release (event `release.revoked`), keeping its history; the channel's " +
       "creator or an owner/admin.",
     handler: (rc) => move(rc, "revoke"),
   }),

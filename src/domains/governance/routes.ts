@@ -5,4 +5,10 @@ import { channelAdminRoutes } from "./channels";
 import { policyRoutes } from "./policies";
 import { releaseRoutes } from "./releases";
 
-export const governanceRoutes = [...policyRoutes, ...approvalRoutes, ...channelAdminRoutes, ...releaseRoutes, ...channelCompileRoutes];
+export const governanceRoutes = [
+  ...policyRoutes,
+  ...approvalRoutes,
+  ...channelAdminRoutes,
+  ...releaseRoutes,
+  ...channelCompileRoutes,
+];

@@ -70,9 +70,12 @@ export interface ReleaseRow {
 }
 
 export const getPolicy = (db: Db, id: string) => db.first<PolicyRow>("SELECT * FROM policies WHERE policy_id = ?", id);
-export const getApproval = (db: Db, id: string) => db.first<ApprovalRow>("SELECT * FROM claim_approvals WHERE approval_id = ?", id);
-export const getChannel = (db: Db, id: string) => db.first<ChannelRow>("SELECT * FROM channels WHERE channel_id = ?", id);
-export const getRelease = (db: Db, id: string) => db.first<ReleaseRow>("SELECT * FROM knowledge_releases WHERE release_id = ?", id);
+export const getApproval = (db: Db, id: string) =>
+  db.first<ApprovalRow>("SELECT * FROM claim_approvals WHERE approval_id = ?", id);
+export const getChannel = (db: Db, id: string) =>
+  db.first<ChannelRow>("SELECT * FROM channels WHERE channel_id = ?", id);
+export const getRelease = (db: Db, id: string) =>
+  db.first<ReleaseRow>("SELECT * FROM knowledge_releases WHERE release_id = ?", id);
 
 export const activePolicyRow = (db: Db, type: PolicyType) =>
   db.first<PolicyRow>("SELECT * FROM policies WHERE type = ? AND status = 'active'", type);
@@ -92,12 +95,26 @@ export const dutyFacts = (db: Db): DutyFacts => ({
 });
 
 export const policyView = (p: PolicyRow) => ({
-  policy_id: p.policy_id, type: p.type, name: p.name, rules: JSON.parse(p.rules), status: p.status, version: p.version,
-  created_by: p.created_by, created_at: p.created_at, updated_at: p.updated_at,
+  policy_id: p.policy_id,
+  type: p.type,
+  name: p.name,
+  rules: JSON.parse(p.rules),
+  status: p.status,
+  version: p.version,
+  created_by: p.created_by,
+  created_at: p.created_at,
+  updated_at: p.updated_at,
 });
 
 export const channelView = (c: ChannelRow) => ({
-  channel_id: c.channel_id, name: c.name, audiences: JSON.parse(c.audiences) as string[], min_trust: c.min_trust,
-  gateway_principal_id: c.gateway_principal_id, status: c.status, version: c.version, created_by: c.created_by,
-  created_at: c.created_at, updated_at: c.updated_at,
+  channel_id: c.channel_id,
+  name: c.name,
+  audiences: JSON.parse(c.audiences) as string[],
+  min_trust: c.min_trust,
+  gateway_principal_id: c.gateway_principal_id,
+  status: c.status,
+  version: c.version,
+  created_by: c.created_by,
+  created_at: c.created_at,
+  updated_at: c.updated_at,
 });

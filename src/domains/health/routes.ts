@@ -49,33 +49,50 @@ async function readiness(env: EdgeEnv) {
     runtime: env.SVC_RUNTIME ?? "workerd",
     revision: env.SVC_REVISION ?? REVISION,
     schema: {
-      applied, expected,
+      applied,
+      expected,
       index_db: { applied: indexApplied, expected: D1_MIGRATIONS.length },
       org_store: { applied: orgApplied, expected: orgExpected, ...(orgError ? { error: orgError } : {}) },
     },
     checks,
-    capabilities: { background_repair: backgroundRepair(env), maintenance_interval_seconds: maintenanceIntervalMs(env) / 1000, 
-      vectors: models.vectors.status === "enabled", model: models.extraction.status === "enabled" },
+    capabilities: {
+      background_repair: backgroundRepair(env),
+      maintenance_interval_seconds: maintenanceIntervalMs(env) / 1000,
+      vectors: models.vectors.status === "enabled",
+      model: models.extraction.status === "enabled",
+    },
   };
 }
 
 export const healthRoutes: PublicRoute[] = [
   {
-    method: "GET", path: "/healthz", auth: "public",
+    method: "GET",
+    path: "/healthz",
+    auth: "public",
     response: { 200: healthResponse },
     summary: "Liveness, runtime label and build revision.",
-    operationId: "getHealth", tag: "Health",
-    description: "Answers as long as the Worker runs, with the runtime label and build revision; it reveals nothing sensitive " +
+    operationId: "getHealth",
+    tag: "Health",
+    description:
+      "Answers as long as the Worker runs, with the runtime label and build revision; it reveals nothing sensitive " +
       "and needs no credential.",
     edge: async (env, requestId) =>
-      dataResponse(requestId, 200, { status: "ok", runtime: env.SVC_RUNTIME ?? "workerd", revision: env.SVC_REVISION ?? REVISION }),
+      dataResponse(requestId, 200, {
+        status: "ok",
+        runtime: env.SVC_RUNTIME ?? "workerd",
+        revision: env.SVC_REVISION ?? REVISION,
+      }),
   },
   {
-    method: "GET", path: "/readyz", auth: "public",
+    method: "GET",
+    path: "/readyz",
+    auth: "public",
     response: { 200: readinessResponse },
     summary: "Storage check, applied and expected migration counts, capability flags.",
-    operationId: "getReadiness", tag: "Health",
-    description: "Checks both stores and compares applied with expected migrations. Ready is 200; otherwise 503 `NOT_READY` " +
+    operationId: "getReadiness",
+    tag: "Health",
+    description:
+      "Checks both stores and compares applied with expected migrations. Ready is 200; otherwise 503 `NOT_READY` " +
       "carries the same body in `meta`. `capabilities.background_repair` says who drives webhook delivery and " +
       "indexing.",
     edge: async (env, requestId) => {

@@ -10,7 +10,8 @@ const SCHEME = "pbkdf2-sha256";
 
 const enc = new TextEncoder();
 const hexToBytes = (hex: string) => Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
-const bytesToHex = (b: ArrayBuffer | Uint8Array) => [...new Uint8Array(b)].map((x) => x.toString(16).padStart(2, "0")).join("");
+const bytesToHex = (b: ArrayBuffer | Uint8Array) =>
+  [...new Uint8Array(b)].map((x) => x.toString(16).padStart(2, "0")).join("");
 
 /** The pepper secret; without one no password can be hashed or verified. */
 export function pepperOf(env: { PASSWORD_PEPPER?: string }): string {
@@ -21,12 +22,18 @@ export function pepperOf(env: { PASSWORD_PEPPER?: string }): string {
 
 async function pbkdf2(input: Uint8Array, saltHex: string, iterations: number): Promise<string> {
   const key = await crypto.subtle.importKey("raw", input, "PBKDF2", false, ["deriveBits"]);
-  const bits = await crypto.subtle.deriveBits({ name: "PBKDF2", hash: "SHA-256", salt: hexToBytes(saltHex), iterations }, key, 256);
+  const bits = await crypto.subtle.deriveBits(
+    { name: "PBKDF2", hash: "SHA-256", salt: hexToBytes(saltHex), iterations },
+    key,
+    256,
+  );
   return bytesToHex(bits);
 }
 
 async function peppered(password: string, pepper: string): Promise<Uint8Array> {
-  const key = await crypto.subtle.importKey("raw", enc.encode(pepper), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey("raw", enc.encode(pepper), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
   return new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(password)));
 }
 
@@ -49,7 +56,11 @@ export interface StoredPassword {
 }
 
 /** Whether `password` matches; `upgrade` says the stored form is not the current one and should be rewritten. */
-export async function verifyPassword(password: string, stored: StoredPassword, pepper: string): Promise<{ ok: boolean; upgrade: boolean }> {
+export async function verifyPassword(
+  password: string,
+  stored: StoredPassword,
+  pepper: string,
+): Promise<{ ok: boolean; upgrade: boolean }> {
   const parts = stored.password_hash.split("$");
   if (parts.length === 4 && parts[0] === SCHEME) {
     const iterations = Number(parts[1]);
@@ -66,7 +77,8 @@ export async function verifyPassword(password: string, stored: StoredPassword, p
  * password derives to an all-zero hash in practice.
  */
 export const DUMMY_HASH: StoredPassword = {
-  password_hash: `${SCHEME}$${PBKDF2_ITERATIONS}$${"5a".repeat(16)}$${"0".repeat(64)}`, password_salt: "",
+  password_hash: `${SCHEME}$${PBKDF2_ITERATIONS}$${"5a".repeat(16)}$${"0".repeat(64)}`,
+  password_salt: "",
 };
 
 /** 24 characters from an unambiguous alphabet: shown once, must be replaced at first login. */
@@ -75,7 +87,8 @@ export function temporaryPassword(): string {
   // 55 symbols: rejection sampling keeps every symbol equally likely.
   const out: string[] = [];
   while (out.length < 24) {
-    for (const b of crypto.getRandomValues(new Uint8Array(32))) if (b < 220 && out.length < 24) out.push(alphabet[b % 55]);
+    for (const b of crypto.getRandomValues(new Uint8Array(32)))
+      if (b < 220 && out.length < 24) out.push(alphabet[b % 55]);
   }
   return out.join("");
 }

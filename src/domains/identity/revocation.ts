@@ -7,13 +7,18 @@ import type { Db } from "../../sql/db";
 /** Revoke these grants and, transitively, every grant delegated from them; answers the ids revoked now. */
 export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: string): string[] {
   if (!grantIds.length) return [];
-  return db.all<{ grant_id: string }>(
-    `WITH RECURSIVE doomed(grant_id) AS (
+  return db
+    .all<{ grant_id: string }>(
+      `WITH RECURSIVE doomed(grant_id) AS (
        SELECT value FROM json_each(?)
        UNION SELECT g.grant_id FROM grants g JOIN doomed d ON g.delegated_from = d.grant_id)
      UPDATE grants SET revoked_at = ?, revoked_by = ?
       WHERE grant_id IN (SELECT grant_id FROM doomed) AND revoked_at IS NULL RETURNING grant_id`,
-    JSON.stringify(grantIds), at, by).map((g) => g.grant_id);
+      JSON.stringify(grantIds),
+      at,
+      by,
+    )
+    .map((g) => g.grant_id);
 }
 
 /**
@@ -26,28 +31,45 @@ export function revokeGrantsCascade(db: Db, grantIds: string[], by: string, at: 
  * for the credential index) and the counts.
  */
 export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: string, at: string) {
-  const reached = db.all<{ principal_id: string }>(
-    `WITH RECURSIVE made(principal_id) AS (
+  const reached = db
+    .all<{ principal_id: string }>(
+      `WITH RECURSIVE made(principal_id) AS (
        SELECT ? UNION SELECT p.principal_id FROM principals p JOIN made m ON p.created_by = m.principal_id)
-     SELECT principal_id FROM made`, principalId).map((p) => p.principal_id);
-  const keyHashes = db.all<{ key_hash: string }>(
-    `UPDATE api_keys SET status = 'revoked', revoked_at = ?1
+     SELECT principal_id FROM made`,
+      principalId,
+    )
+    .map((p) => p.principal_id);
+  const keyHashes = db
+    .all<{ key_hash: string }>(
+      `UPDATE api_keys SET status = 'revoked', revoked_at = ?1
       WHERE (principal_id IN (SELECT value FROM json_each(?2)) OR created_by IN (SELECT value FROM json_each(?2)))
         AND status = 'active' RETURNING key_hash`,
-    at, JSON.stringify(reached)).map((k) => k.key_hash);
-  const roots = db.all<{ grant_id: string }>(
-    `SELECT grant_id FROM grants WHERE revoked_at IS NULL AND (grantee_id = ? OR granted_by IN (SELECT value FROM json_each(?)))`,
-    principalId, JSON.stringify(reached)).map((g) => g.grant_id);
+      at,
+      JSON.stringify(reached),
+    )
+    .map((k) => k.key_hash);
+  const roots = db
+    .all<{ grant_id: string }>(
+      `SELECT grant_id FROM grants WHERE revoked_at IS NULL AND (grantee_id = ? OR granted_by IN (SELECT value FROM json_each(?)))`,
+      principalId,
+      JSON.stringify(reached),
+    )
+    .map((g) => g.grant_id);
   // Their webhooks stop too: a hook delivers on its creator's behalf, and that authority has ended.
   const webhooksDisabled = db.all(
     `UPDATE webhooks SET status = 'disabled', updated_at = ?
       WHERE created_by IN (SELECT value FROM json_each(?)) AND status <> 'disabled' RETURNING 1`,
-    at, JSON.stringify(reached)).length;
+    at,
+    JSON.stringify(reached),
+  ).length;
   // Accounts they created log in no more, and their live sessions stop now.
   const accounts = disableAccountsOf(db, reached, at);
   return {
-    keysRevoked: keyHashes.length, credentialHashes: [...keyHashes, ...accounts.sessionHashes],
-    grantsRevoked: revokeGrantsCascade(db, roots, by, at).length, webhooksDisabled, accountsDisabled: accounts.accounts,
+    keysRevoked: keyHashes.length,
+    credentialHashes: [...keyHashes, ...accounts.sessionHashes],
+    grantsRevoked: revokeGrantsCascade(db, roots, by, at).length,
+    webhooksDisabled,
+    accountsDisabled: accounts.accounts,
   };
 }
 
@@ -55,14 +77,26 @@ export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: stri
  * Disables the live accounts of these principals and revokes every live session of theirs, in the
  * caller's transaction; answers how many accounts and the sessions' key hashes (for the credential index).
  */
-function disableAccountsOf(db: Db, principalIds: readonly string[], at: string): { accounts: number; sessionHashes: string[] } {
+function disableAccountsOf(
+  db: Db,
+  principalIds: readonly string[],
+  at: string,
+): { accounts: number; sessionHashes: string[] } {
   const ids = JSON.stringify(principalIds);
-  const accounts = db.all("UPDATE operator_accounts SET disabled_at = ? WHERE principal_id IN (SELECT value FROM json_each(?)) AND disabled_at IS NULL RETURNING 1",
-    at, ids).length;
-  const sessionHashes = db.all<{ key_hash: string }>(
-    `UPDATE dashboard_sessions SET revoked_at = ?
+  const accounts = db.all(
+    "UPDATE operator_accounts SET disabled_at = ? WHERE principal_id IN (SELECT value FROM json_each(?)) AND disabled_at IS NULL RETURNING 1",
+    at,
+    ids,
+  ).length;
+  const sessionHashes = db
+    .all<{ key_hash: string }>(
+      `UPDATE dashboard_sessions SET revoked_at = ?
       WHERE account_id IN (SELECT account_id FROM operator_accounts WHERE principal_id IN (SELECT value FROM json_each(?))) AND revoked_at IS NULL
-     RETURNING key_hash`, at, ids).map((r) => r.key_hash);
+     RETURNING key_hash`,
+      at,
+      ids,
+    )
+    .map((r) => r.key_hash);
   return { accounts, sessionHashes };
 }
 
@@ -71,5 +105,9 @@ function disableAccountsOf(db: Db, principalIds: readonly string[], at: string):
  * the last one ends its authority like a removal does (revokeWhatPrincipalReaches).
  */
 export const principalHasCredential = (db: Db, principalId: string): boolean =>
-  !!db.first(`SELECT 1 FROM api_keys WHERE principal_id = ? AND status = 'active'
-              UNION ALL SELECT 1 FROM operator_accounts WHERE principal_id = ? AND disabled_at IS NULL`, principalId, principalId);
+  !!db.first(
+    `SELECT 1 FROM api_keys WHERE principal_id = ? AND status = 'active'
+              UNION ALL SELECT 1 FROM operator_accounts WHERE principal_id = ? AND disabled_at IS NULL`,
+    principalId,
+    principalId,
+  );

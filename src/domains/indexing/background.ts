@@ -22,7 +22,12 @@ export const indexDrainJob: BackgroundJob = {
   name: "index_drain",
   async run(ctx) {
     const rt = runtimeFor(ctx);
-    if (!drainsInBackground(ctx.deps.models, ctx.maintenanceIntervalMs) || !hasVectors(rt) || indexQueueSize(ctx.db) === 0) return null;
+    if (
+      !drainsInBackground(ctx.deps.models, ctx.maintenanceIntervalMs) ||
+      !hasVectors(rt) ||
+      indexQueueSize(ctx.db) === 0
+    )
+      return null;
     try {
       const plan = await runDrain(ctx.db, rt, BACKGROUND_INDEX_BATCH, clock.nowIso());
       ctx.storage.transactionSync(() => applyDrain(ctx.db, plan, clock.nowIso()));

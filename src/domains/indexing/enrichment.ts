@@ -25,16 +25,25 @@ export interface ObservationForEnrichment {
 export function observationsAfter(db: Db, afterSeq: number, limit: number): ObservationForEnrichment[] {
   return db.all(
     `SELECT rowid AS seq, observation_id, subject_id, CASE WHEN purged_at IS NULL THEN content END AS content
-       FROM observations WHERE rowid > ? ORDER BY rowid LIMIT ?`, afterSeq, limit);
+       FROM observations WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+    afterSeq,
+    limit,
+  );
 }
 
 export const observationsAfterCount = (db: Db, afterSeq: number): number =>
   db.first<{ n: number }>("SELECT count(*) AS n FROM observations WHERE rowid > ?", afterSeq)?.n ?? 0;
 
 /** The observations among `ids` that have been purged. */
-export const purgedAmong = (db: Db, ids: string[]): Set<string> => new Set(db.all<{ observation_id: string }>(
-  "SELECT observation_id FROM observations WHERE observation_id IN (SELECT value FROM json_each(?)) AND purged_at IS NOT NULL",
-  JSON.stringify(ids)).map((r) => r.observation_id));
+export const purgedAmong = (db: Db, ids: string[]): Set<string> =>
+  new Set(
+    db
+      .all<{ observation_id: string }>(
+        "SELECT observation_id FROM observations WHERE observation_id IN (SELECT value FROM json_each(?)) AND purged_at IS NOT NULL",
+        JSON.stringify(ids),
+      )
+      .map((r) => r.observation_id),
+  );
 
 export const ENRICHMENT_POSITION = "enrichment_after_seq";
 
@@ -64,10 +73,18 @@ export async function runEnrichment(db: Db, rt: VectorRuntime, limit: number): P
     }
   } catch (err) {
     if (!(err instanceof VectorBackendError)) throw err;
-    throw new ApiError("UNAVAILABLE", "The extraction model is unreachable; the ledger is untouched.",
-      { pending: observationsAfterCount(db, from), retryable: true });
+    throw new ApiError("UNAVAILABLE", "The extraction model is unreachable; the ledger is untouched.", {
+      pending: observationsAfterCount(db, from),
+      retryable: true,
+    });
   }
-  return { from, lastSeq: batch.length ? batch[batch.length - 1].seq : from, observations: batch.length, proposals, model: extractor.model };
+  return {
+    from,
+    lastSeq: batch.length ? batch[batch.length - 1].seq : from,
+    observations: batch.length,
+    proposals,
+    model: extractor.model,
+  };
 }
 
 /** The transactional half: store the proposals and advance the ledger (call in a transaction). */
@@ -84,7 +101,14 @@ export function applyEnrichment(db: Db, plan: EnrichmentPlan, at: string): strin
     db.run(
       `INSERT INTO enrichment_proposals (proposal_id, observation_id, subject_id, kind, statement, status, model, created_at)
        VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)`,
-      id, p.observation_id, p.subject_id, p.claim.kind, p.claim.statement, plan.model, at);
+      id,
+      p.observation_id,
+      p.subject_id,
+      p.claim.kind,
+      p.claim.statement,
+      plan.model,
+      at,
+    );
   }
   setMeta(db, ENRICHMENT_POSITION, String(plan.lastSeq));
   return ids;

@@ -10,7 +10,11 @@ export function queueIndex(db: Db, ids: string[], at: string): void {
 }
 
 export const peekIndexQueue = (db: Db, limit: number) =>
-  db.all<{ seq: number; payload: string }>("SELECT seq, payload FROM outbox WHERE topic = ? ORDER BY seq LIMIT ?", INDEX_TOPIC, limit);
+  db.all<{ seq: number; payload: string }>(
+    "SELECT seq, payload FROM outbox WHERE topic = ? ORDER BY seq LIMIT ?",
+    INDEX_TOPIC,
+    limit,
+  );
 
 export const indexQueueSize = (db: Db): number =>
   db.first<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE topic = ?", INDEX_TOPIC)?.n ?? 0;
@@ -18,11 +22,22 @@ export const indexQueueSize = (db: Db): number =>
 /** Whether a record id is waiting in the queue (verify counts it as pending, not missing). */
 export function queuedAmong(db: Db, ids: string[]): Set<string> {
   if (!ids.length) return new Set();
-  return new Set(db.all<{ payload: string }>(
-    "SELECT DISTINCT payload FROM outbox WHERE topic = ? AND payload IN (SELECT value FROM json_each(?))",
-    INDEX_TOPIC, JSON.stringify(ids)).map((r) => r.payload));
+  return new Set(
+    db
+      .all<{ payload: string }>(
+        "SELECT DISTINCT payload FROM outbox WHERE topic = ? AND payload IN (SELECT value FROM json_each(?))",
+        INDEX_TOPIC,
+        JSON.stringify(ids),
+      )
+      .map((r) => r.payload),
+  );
 }
 
 export function ackIndexQueue(db: Db, seqs: number[]): void {
-  if (seqs.length) db.run("DELETE FROM outbox WHERE topic = ? AND seq IN (SELECT value FROM json_each(?))", INDEX_TOPIC, JSON.stringify(seqs));
+  if (seqs.length)
+    db.run(
+      "DELETE FROM outbox WHERE topic = ? AND seq IN (SELECT value FROM json_each(?))",
+      INDEX_TOPIC,
+      JSON.stringify(seqs),
+    );
 }

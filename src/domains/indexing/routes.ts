@@ -10,17 +10,31 @@ import { drainsInBackground, INDEX_DRAIN_DELAY_MS, indexDrainJob } from "./backg
 import { applyEnrichment, enrichmentPosition, observationsAfterCount, runEnrichment } from "./enrichment";
 
 import { indexQueueSize, queueIndex } from "./queue";
-import { enrichmentDrainBody, enrichmentDrainResponse, indexDrainBody, indexDrainResponse, indexVerifyBody, indexVerifyResponse } from "./schema";
+import {
+  enrichmentDrainBody,
+  enrichmentDrainResponse,
+  indexDrainBody,
+  indexDrainResponse,
+  indexVerifyBody,
+  indexVerifyResponse,
+} from "./schema";
 import { applyDrain, runDrain, runVerify } from "./service";
-
 
 export const indexingRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/index/drain", scope: "index:write", roles: ADMIN_ROLES, body: indexDrainBody, bodyOptional: true,
+    method: "POST",
+    path: "/v1/index/drain",
+    scope: "index:write",
+    roles: ADMIN_ROLES,
+    body: indexDrainBody,
+    bodyOptional: true,
     response: { 200: indexDrainResponse },
-    summary: "Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index.",
-    operationId: "drainIndex", tag: "Vectors",
-    description: "Embeds and upserts up to `limit` queued records and deletes revoked, superseded or expired ones from the " +
+    summary:
+      "Embed and upsert up to `limit` queued records, delete revoked/superseded/expired ones from the vector index.",
+    operationId: "drainIndex",
+    tag: "Vectors",
+    description:
+      "Embeds and upserts up to `limit` queued records and deletes revoked, superseded or expired ones from the " +
       "vector index. Without a vector capability it is 400; an unreachable model or index is 503 with the queue " +
       "untouched.",
     handler: async (rc) => {
@@ -28,7 +42,12 @@ export const indexingRoutes = [
       return commitWrite(rc, (db) => {
         const at = clock.nowIso();
         applyDrain(db, plan, at);
-        const counts = { drained: plan.seqs.length, indexed: plan.indexed.length, removed: plan.removed.length, skipped: plan.skipped };
+        const counts = {
+          drained: plan.seqs.length,
+          indexed: plan.indexed.length,
+          removed: plan.removed.length,
+          skipped: plan.skipped,
+        };
         return {
           status: 200,
           data: { ...counts, remaining: indexQueueSize(db), model: plan.model, dimensions: plan.dimensions, at },
@@ -39,11 +58,18 @@ export const indexingRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/index/verify", scope: "index:write", roles: ADMIN_ROLES, body: indexVerifyBody, bodyOptional: true,
+    method: "POST",
+    path: "/v1/index/verify",
+    scope: "index:write",
+    roles: ADMIN_ROLES,
+    body: indexVerifyBody,
+    bodyOptional: true,
     response: { 200: indexVerifyResponse },
     summary: "Check up to 100 current claims against the vector index (ids only) and queue one repair per missing id.",
-    operationId: "verifyIndex", tag: "Vectors",
-    description: "Checks up to 100 current claims against the vector index by id and queues one repair per missing id; continue " +
+    operationId: "verifyIndex",
+    tag: "Vectors",
+    description:
+      "Checks up to 100 current claims against the vector index by id and queues one repair per missing id; continue " +
       "with `next_after`. Never reads embedding values.",
     handler: async (rc) => {
       const v = await runVerify(rc.db, runtimeFor(rc), rc.body.limit, rc.body.after, clock.nowIso());
@@ -53,33 +79,70 @@ export const indexingRoutes = [
           rc.jobDue(indexDrainJob.name, clock.nowMs() + INDEX_DRAIN_DELAY_MS);
         const { repair: _ids, ...data } = v;
         return {
-          status: 200, data,
-          audit: { action: "index.verified", resourceType: "vector_index",
-            detail: { checked: v.checked, present: v.present, missing: v.missing, pending: v.pending, repairs_queued: v.repairs_queued } },
+          status: 200,
+          data,
+          audit: {
+            action: "index.verified",
+            resourceType: "vector_index",
+            detail: {
+              checked: v.checked,
+              present: v.present,
+              missing: v.missing,
+              pending: v.pending,
+              repairs_queued: v.repairs_queued,
+            },
+          },
         };
       });
     },
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/enrichment/drain", scope: "enrichment:write", roles: ADMIN_ROLES, body: enrichmentDrainBody, bodyOptional: true,
+    method: "POST",
+    path: "/v1/enrichment/drain",
+    scope: "enrichment:write",
+    roles: ADMIN_ROLES,
+    body: enrichmentDrainBody,
+    bodyOptional: true,
     response: { 200: enrichmentDrainResponse },
-    summary: "Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims).",
-    operationId: "drainEnrichment", tag: "Vectors",
-    description: "Proposes candidate claims from up to `limit` new observations into a review ledger; it never writes canonical " +
+    summary:
+      "Propose candidate claims from up to `limit` new observations into the review ledger (never canonical claims).",
+    operationId: "drainEnrichment",
+    tag: "Vectors",
+    description:
+      "Proposes candidate claims from up to `limit` new observations into a review ledger; it never writes canonical " +
       "claims. With extraction disabled it drains nothing and answers `status: disabled`.",
     handler: async (rc) => {
       const plan = await runEnrichment(rc.db, runtimeFor(rc), rc.body.limit);
       return commitWrite(rc, (db) => {
         if (!plan)
-          return { status: 200, data: { drained: 0, status: "disabled" },
-            audit: { action: "enrichment.drained", resourceType: "enrichment", detail: { drained: 0, status: "disabled" } } };
+          return {
+            status: 200,
+            data: { drained: 0, status: "disabled" },
+            audit: {
+              action: "enrichment.drained",
+              resourceType: "enrichment",
+              detail: { drained: 0, status: "disabled" },
+            },
+          };
         const ids = applyEnrichment(db, plan, clock.nowIso());
         const drained = ids ? plan.observations : 0;
-        const data = { drained, proposed: ids?.length ?? 0, remaining: observationsAfterCount(db, enrichmentPosition(db)),
-          status: "enabled", model: plan.model };
-        return { status: 200, data,
-          audit: { action: "enrichment.drained", resourceType: "enrichment", detail: { drained, proposed: data.proposed } } };
+        const data = {
+          drained,
+          proposed: ids?.length ?? 0,
+          remaining: observationsAfterCount(db, enrichmentPosition(db)),
+          status: "enabled",
+          model: plan.model,
+        };
+        return {
+          status: 200,
+          data,
+          audit: {
+            action: "enrichment.drained",
+            resourceType: "enrichment",
+            detail: { drained, proposed: data.proposed },
+          },
+        };
       });
     },
   }),

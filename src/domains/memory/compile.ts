@@ -14,8 +14,24 @@ import { type Db, fromClause, list, type Sql, sql } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { bm25, matchAll, matchAny, phraseStems, rankingTerms, type StoredTerms, type TermStats } from "./fts";
 import {
-  CANDIDATE_LIMIT, CONTEXT_SOURCES, type CompileFilters, LEXICAL_CANDIDATES, LEXICAL_READS, type Neighbours, type PhaseMark, type Stemmed,
-  WEIGHTS, type WeightedTerm, contextPairs, holdsAny, lexicalScores, pack, scoreCandidates, selectingTerms, stemsPerCompile, weightTerms,
+  CANDIDATE_LIMIT,
+  CONTEXT_SOURCES,
+  type CompileFilters,
+  LEXICAL_CANDIDATES,
+  LEXICAL_READS,
+  type Neighbours,
+  type PhaseMark,
+  type Stemmed,
+  WEIGHTS,
+  type WeightedTerm,
+  contextPairs,
+  holdsAny,
+  lexicalScores,
+  pack,
+  scoreCandidates,
+  selectingTerms,
+  stemsPerCompile,
+  weightTerms,
 } from "./ranking";
 import { type ClaimRow, sharedTermStats } from "./records";
 import { tokensOfBytes } from "./tokens";
@@ -29,8 +45,10 @@ import { tokensOfBytes } from "./tokens";
  * are read from claim_ranking (one narrow row each), scoped ones from claims through its subject and
  * project indexes; only the few packed ones are read whole (`claimsAt`).
  */
-export type CandidateRow = Pick<ClaimRow, "seq" | "claim_id" | "subject_id" | "project_id" | "kind" | "trust" | "status" | "created_at" | "occurred_at"> &
-  { rank: number | null; feedback: number | null; bytes: number } & Partial<StoredTerms>;
+export type CandidateRow = Pick<
+  ClaimRow,
+  "seq" | "claim_id" | "subject_id" | "project_id" | "kind" | "trust" | "status" | "created_at" | "occurred_at"
+> & { rank: number | null; feedback: number | null; bytes: number } & Partial<StoredTerms>;
 
 /** StoredTerms of claim_ranking aliased c (a claim without stems brings its statement). */
 const storedTermsCols = sql`c.stems, CASE WHEN c.stems IS NULL THEN (SELECT statement FROM claims WHERE seq = c.seq) END AS statement`;
@@ -65,15 +83,23 @@ function candidateWhere(caller: Caller, f: CandidateFilter): Sql {
  * positions (already read by an earlier call) are passed over before their row is read, so they do not
  * count against the limit.
  */
-function lexicalMatches(db: Db, caller: Caller, f: CandidateFilter, match: string, limit: number,
-  skip: number[] = []): CandidateRow[] {
+function lexicalMatches(
+  db: Db,
+  caller: Caller,
+  f: CandidateFilter,
+  match: string,
+  limit: number,
+  skip: number[] = [],
+): CandidateRow[] {
   return db.all<CandidateRow>(sql`SELECT ${rankingCandidateCols} FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid ${joinFeedback}
     WHERE claims_fts MATCH ${match} AND f.rowid NOT IN ${list(skip)} AND ${candidateWhere(caller, f)} ORDER BY f.rowid DESC LIMIT ${limit}`);
 }
 
 /** The newest `limit` candidates (a compile without a query ranks these). */
 function newestCandidates(db: Db, caller: Caller, f: CandidateFilter, limit: number): CandidateRow[] {
-  return db.all<CandidateRow>(sql`SELECT ${candidateCols} FROM claims c ${joinFeedback} WHERE ${candidateWhere(caller, f)} ORDER BY c.seq DESC LIMIT ${limit}`);
+  return db.all<CandidateRow>(
+    sql`SELECT ${candidateCols} FROM claims c ${joinFeedback} WHERE ${candidateWhere(caller, f)} ORDER BY c.seq DESC LIMIT ${limit}`,
+  );
 }
 
 /**
@@ -81,7 +107,13 @@ function newestCandidates(db: Db, caller: Caller, f: CandidateFilter, limit: num
  * current, of the kinds), in write order, with `extra` columns. The id → seq step reads only claims'
  * claim_id index (it holds seq); the predicate and scoring read the narrow claim_ranking row.
  */
-function candidateRowsWithIds<T extends CandidateRow>(db: Db, caller: Caller, f: CandidateFilter, ids: string[], extra = sql``): T[] {
+function candidateRowsWithIds<T extends CandidateRow>(
+  db: Db,
+  caller: Caller,
+  f: CandidateFilter,
+  ids: string[],
+  extra = sql``,
+): T[] {
   if (!ids.length) return [];
   return db.all<T>(sql`SELECT ${rankingCandidateCols}${extra} FROM json_each(${JSON.stringify(ids)}) j CROSS JOIN claims k ON k.claim_id = j.value
     CROSS JOIN claim_ranking c ON c.seq = k.seq ${joinFeedback} WHERE ${candidateWhere(caller, f)} ORDER BY c.seq`);
@@ -109,19 +141,36 @@ export interface CandidatesReadAhead {
 /** Writes on this object's SQLite connection so far (INSERT, UPDATE, DELETE rows, triggers included). */
 const writesSoFar = (db: Db) => db.first<{ n: number }>("SELECT total_changes() AS n")!.n;
 
-const filtersKey = (f: CandidateFilter) => JSON.stringify([f.kinds?.length ? f.kinds : null, f.subject_id ?? null, f.project_id ?? null]);
+const filtersKey = (f: CandidateFilter) =>
+  JSON.stringify([f.kinds?.length ? f.kinds : null, f.subject_id ?? null, f.project_id ?? null]);
 
 /** A read-ahead for this caller and filters, stamped now (before any of its rows is read). */
-export const readAhead = (db: Db, caller: Caller, f: CandidateFilter): CandidatesReadAhead =>
-  ({ caller, filters: filtersKey(f), stamp: writesSoFar(db), rows: new Map() });
+export const readAhead = (db: Db, caller: Caller, f: CandidateFilter): CandidatesReadAhead => ({
+  caller,
+  filters: filtersKey(f),
+  stamp: writesSoFar(db),
+  rows: new Map(),
+});
 
 /**
  * The claim ids among `ids` that could be compile candidates for the caller (vector kNN filters
  * through it before taking its top k), keeping their candidate rows in `ahead` so that compile's
  * re-authorization can take them instead of reading every hit again.
  */
-export function candidateRowsAmong(db: Db, caller: Caller, f: CandidateFilter, ids: string[], ahead: CandidatesReadAhead): Set<string> {
-  const rows = candidateRowsWithIds<CandidateRow & { valid_to: string | null }>(db, caller, f, ids, sql`, c.valid_to AS valid_to`);
+export function candidateRowsAmong(
+  db: Db,
+  caller: Caller,
+  f: CandidateFilter,
+  ids: string[],
+  ahead: CandidatesReadAhead,
+): Set<string> {
+  const rows = candidateRowsWithIds<CandidateRow & { valid_to: string | null }>(
+    db,
+    caller,
+    f,
+    ids,
+    sql`, c.valid_to AS valid_to`,
+  );
   // The row without valid_to, built like every other candidate row (same keys in the same order).
   for (const { valid_to: validTo, ...row } of rows) ahead.rows.set(row.claim_id, { row, validTo });
   return new Set(rows.map((r) => r.claim_id));
@@ -139,7 +188,13 @@ function candidatesAt(db: Db, caller: Caller, f: CandidateFilter, seqs: number[]
  * only if still valid now: what this read would return, without reading (CandidatesReadAhead). An id
  * without a carried row (never admitted by the accept: a hit always is) is read.
  */
-function candidatesWithIds(db: Db, caller: Caller, f: CandidateFilter, ids: string[], ahead?: CandidatesReadAhead): CandidateRow[] {
+function candidatesWithIds(
+  db: Db,
+  caller: Caller,
+  f: CandidateFilter,
+  ids: string[],
+  ahead?: CandidatesReadAhead,
+): CandidateRow[] {
   if (!ahead || ahead.caller !== caller || ahead.filters !== filtersKey(f) || writesSoFar(db) !== ahead.stamp)
     return candidateRowsWithIds(db, caller, f, ids);
   const now = clock.nowIso();
@@ -147,14 +202,23 @@ function candidatesWithIds(db: Db, caller: Caller, f: CandidateFilter, ids: stri
     const r = ahead.rows.get(id);
     return r && (r.validTo == null || r.validTo > now) ? [{ ...r.row }] : [];
   });
-  out.push(...candidateRowsWithIds(db, caller, f, ids.filter((id) => !ahead.rows.has(id))));
+  out.push(
+    ...candidateRowsWithIds(
+      db,
+      caller,
+      f,
+      ids.filter((id) => !ahead.rows.has(id)),
+    ),
+  );
   return out.sort((a, b) => a.seq - b.seq);
 }
 
 /** The candidates at the given write positions, whole (what compile returns of the packed ones). */
 function claimsAt(db: Db, caller: Caller, f: CandidateFilter, seqs: number[]): ClaimRow[] {
   if (!seqs.length) return [];
-  return db.all<ClaimRow>(sql`SELECT c.* FROM json_each(${JSON.stringify(seqs)}) j CROSS JOIN claims c ON c.seq = j.value WHERE ${candidateWhere(caller, f)}`);
+  return db.all<ClaimRow>(
+    sql`SELECT c.* FROM json_each(${JSON.stringify(seqs)}) j CROSS JOIN claims c ON c.seq = j.value WHERE ${candidateWhere(caller, f)}`,
+  );
 }
 
 /**
@@ -168,14 +232,25 @@ function claimsAt(db: Db, caller: Caller, f: CandidateFilter, seqs: number[]): C
  * terms here), split only where 100 bound parameters would not hold them. Returns, for each element
  * and kind of walk, every way's list.
  */
-function walkEachWay(db: Db, caller: Caller, over: unknown[], n: number, walks: ((ok: string) => string)[]): number[][][][] {
+function walkEachWay(
+  db: Db,
+  caller: Caller,
+  over: unknown[],
+  n: number,
+  walks: ((ok: string) => string)[],
+): number[][][][] {
   const found = over.map(() => walks.map(() => [] as number[][]));
   const at = JSON.stringify(over);
   let cols: string[] = [];
   let args: unknown[] = [];
   const run = () => {
-    const rows = db.all<Record<string, unknown>>(`SELECT h.key AS i, ${cols.join(", ")} FROM json_each(?) h`, ...args, at);
-    for (const r of rows) cols.forEach((_, k) => found[r.i as number][k % walks.length].push(JSON.parse(r[`w${k}`] as string)));
+    const rows = db.all<Record<string, unknown>>(
+      `SELECT h.key AS i, ${cols.join(", ")} FROM json_each(?) h`,
+      ...args,
+      at,
+    );
+    for (const r of rows)
+      cols.forEach((_, k) => found[r.i as number][k % walks.length].push(JSON.parse(r[`w${k}`] as string)));
     cols = [];
     args = [];
   };
@@ -205,14 +280,20 @@ function firstOfUnion(lists: number[][], n: number, by: "asc" | "desc"): number[
  * the nearest n of their union kept: what one walk of every claim, stopping at the n-th readable one,
  * finds, at the cost of what the caller may read.
  */
-export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: number): Map<number, { before: number[]; after: number[] }> {
+export function readableNeighbours(
+  db: Db,
+  caller: Caller,
+  seqs: number[],
+  n: number,
+): Map<number, { before: number[]; after: number[] }> {
   const out = new Map<number, { before: number[]; after: number[] }>();
   if (!seqs.length) return out;
   const side = (cmp: "<" | ">", order: "DESC" | "ASC") => (ok: string) =>
     `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c WHERE c.seq ${cmp} h.value AND ${ok} ORDER BY c.seq ${order} LIMIT ?))`;
   const found = walkEachWay(db, caller, seqs, n, [side("<", "DESC"), side(">", "ASC")]);
   seqs.forEach((seq, i) => {
-    if (!out.has(seq)) out.set(seq, { before: firstOfUnion(found[i][0], n, "desc"), after: firstOfUnion(found[i][1], n, "asc") });
+    if (!out.has(seq))
+      out.set(seq, { before: firstOfUnion(found[i][0], n, "desc"), after: firstOfUnion(found[i][1], n, "asc") });
   });
   return out;
 }
@@ -225,8 +306,10 @@ export function readableNeighbours(db: Db, caller: Caller, seqs: number[], n: nu
  */
 export function readableWithin(db: Db, caller: Caller, spans: [number, number][], n: number): Map<number, number[]> {
   if (!spans.length) return new Map();
-  const found = walkEachWay(db, caller, spans, n, [(ok) => `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c
-      WHERE c.seq > json_extract(h.value, '$[0]') AND c.seq < json_extract(h.value, '$[1]') AND ${ok} ORDER BY c.seq LIMIT ?))`]);
+  const found = walkEachWay(db, caller, spans, n, [
+    (ok) => `(SELECT json_group_array(seq) FROM (SELECT c.seq FROM claim_ranking c
+      WHERE c.seq > json_extract(h.value, '$[0]') AND c.seq < json_extract(h.value, '$[1]') AND ${ok} ORDER BY c.seq LIMIT ?))`,
+  ]);
   return new Map(spans.map(([a], i) => [a, firstOfUnion(found[i][0], n, "asc")]));
 }
 
@@ -252,8 +335,14 @@ type Candidate = CandidateRow;
  * is better) and the best LEXICAL_CANDIDATES kept. Where every selecting term has fewer matches than
  * its share (small organizations), this is every match.
  */
-function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: WeightedTerm[], stats: TermStats,
-  stemsOf: (c: Stemmed) => string[]): Candidate[] {
+function lexicalSelection(
+  db: Db,
+  caller: Caller,
+  f: CompileFilters,
+  selecting: WeightedTerm[],
+  stats: TermStats,
+  stemsOf: (c: Stemmed) => string[],
+): Candidate[] {
   const matches = new Map<number, Candidate>();
   // Each read passes over the matches read before it, so every row read is a new candidate.
   const read = (match: string, limit: number) => {
@@ -262,10 +351,11 @@ function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: 
     return rows.length;
   };
   let left = LEXICAL_READS;
-  const takeTurns = (terms: WeightedTerm[], waiting: number) => terms.forEach((t, i) => {
-    const share = Math.floor(left / (waiting - i));
-    if (share > 0) left -= read(matchAny([t.term]), share);
-  });
+  const takeTurns = (terms: WeightedTerm[], waiting: number) =>
+    terms.forEach((t, i) => {
+      const share = Math.floor(left / (waiting - i));
+      if (share > 0) left -= read(matchAny([t.term]), share);
+    });
   const order = [...selecting].sort((a, b) => a.held - b.held || (a.term < b.term ? -1 : 1));
   // Words no team claim holds (only claims the caller reads privately or in a workspace can) are the
   // rarest: they take their turns first, before the AND read of the shared words can use up the reads.
@@ -275,7 +365,9 @@ function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: 
   if (shared.length >= 2) left -= read(matchAll(shared.map((t) => t.term)), left);
   takeTurns(shared, shared.length);
   const phrases = selecting.map((t) => t.stems);
-  const scored = [...matches.values()].map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) })).filter((c) => c.rank > 0);
+  const scored = [...matches.values()]
+    .map((c) => ({ seq: c.seq, rank: bm25(stemsOf(c), phrases, stats) }))
+    .filter((c) => c.rank > 0);
   scored.sort((a, b) => b.rank - a.rank || b.seq - a.seq);
   return scored.slice(0, LEXICAL_CANDIDATES).map(({ seq, rank }) => ({ ...matches.get(seq)!, rank }));
 }
@@ -284,7 +376,13 @@ function lexicalSelection(db: Db, caller: Caller, f: CompileFilters, selecting: 
  * Candidates before vectors: with a query, its lexical matches; without one (no word in it), the
  * newest claims that pass the filters.
  */
-function selectCandidates(db: Db, caller: Caller, f: CompileFilters, lexical: Candidate[], hasTerms: boolean): Candidate[] {
+function selectCandidates(
+  db: Db,
+  caller: Caller,
+  f: CompileFilters,
+  lexical: Candidate[],
+  hasTerms: boolean,
+): Candidate[] {
   return hasTerms ? [...lexical] : newestCandidates(db, caller, f, CANDIDATE_LIMIT);
 }
 
@@ -294,12 +392,33 @@ function selectCandidates(db: Db, caller: Caller, f: CompileFilters, lexical: Ca
  * kept when they hold a query word. They can then rank as context of the match next to them, as they
  * would had every word selected candidates.
  */
-function commonWordNeighbours(db: Db, caller: Caller, f: CompileFilters, best: Candidate[], present: Set<number>,
-  terms: WeightedTerm[], stems: (c: Candidate) => string[]): Candidate[] {
-  const around = readableNeighbours(db, caller, best.map((c) => c.seq), WEIGHTS.contextSpan);
-  const seqs = [...new Set([...around.values()].flatMap((n) => [...n.before, ...n.after]))].filter((s) => !present.has(s));
+function commonWordNeighbours(
+  db: Db,
+  caller: Caller,
+  f: CompileFilters,
+  best: Candidate[],
+  present: Set<number>,
+  terms: WeightedTerm[],
+  stems: (c: Candidate) => string[],
+): Candidate[] {
+  const around = readableNeighbours(
+    db,
+    caller,
+    best.map((c) => c.seq),
+    WEIGHTS.contextSpan,
+  );
+  const seqs = [...new Set([...around.values()].flatMap((n) => [...n.before, ...n.after]))].filter(
+    (s) => !present.has(s),
+  );
   if (!seqs.length) return [];
-  return candidatesAt(db, caller, f, seqs.sort((a, b) => a - b)).filter((c) => holdsAny(stems(c), terms)).sort((a, b) => a.seq - b.seq);
+  return candidatesAt(
+    db,
+    caller,
+    f,
+    seqs.sort((a, b) => a - b),
+  )
+    .filter((c) => holdsAny(stems(c), terms))
+    .sort((a, b) => a.seq - b.seq);
 }
 
 // ---- score ---------------------------------------------------------------------------------------
@@ -329,7 +448,13 @@ function contextNeighbours(db: Db, caller: Caller, matching: Candidate[]): Neigh
  * it can score (from the rows the vector query's accept read, when nothing was written since:
  * candidatesWithIds). Returns the authorized hits' similarities by seq (what the vector score reads).
  */
-function vectorCandidates(db: Db, caller: Caller, f: CompileFilters, vectors: VectorSimilarities, candidates: Candidate[]): Map<number, number> {
+function vectorCandidates(
+  db: Db,
+  caller: Caller,
+  f: CompileFilters,
+  vectors: VectorSimilarities,
+  candidates: Candidate[],
+): Map<number, number> {
   const have = new Set(candidates.map((c) => c.claim_id));
   const missing = [...vectors.similarities.keys()].filter((id) => !have.has(id));
   if (missing.length) for (const c of candidatesWithIds(db, caller, f, missing, vectors.ahead)) candidates.push(c);
@@ -369,7 +494,13 @@ export interface Ranking {
  * claim of a conversation holds is as relevant as the common-word neighbours that come in lexically),
  * or its vector similarity is at least `vectors.floor`. Without one, every candidate is kept.
  */
-export function rankRelevant(db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): Ranking {
+export function rankRelevant(
+  db: Db,
+  caller: Caller,
+  f: CompileFilters,
+  mark: PhaseMark = () => {},
+  vectors?: VectorSimilarities,
+): Ranking {
   const words = rankingTerms(f.query);
   // Filtered to one subject, words weigh by how rare they are among that subject's shared claims.
   const stats = sharedTermStats(db, words.flatMap(phraseStems), f.subject_id);
@@ -384,33 +515,62 @@ export function rankRelevant(db: Db, caller: Caller, f: CompileFilters, mark: Ph
   mark("scoped candidates");
   const lexical = lexicalScores(lexicalHits, terms, stems);
   if (selecting.length < terms.length && lexicalHits.length) {
-    const top = [...lexicalHits].sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq).slice(0, CONTEXT_SOURCES);
+    const top = [...lexicalHits]
+      .sort((a, b) => lexical.get(b.seq)! - lexical.get(a.seq)! || b.seq - a.seq)
+      .slice(0, CONTEXT_SOURCES);
     for (const c of commonWordNeighbours(db, caller, f, top, new Set(candidates.map((x) => x.seq)), terms, stems)) {
       candidates.push(c);
       lexical.set(c.seq, 0);
     }
   }
   mark("coverage + common-word neighbours");
-  const pairs = contextNeighbours(db, caller, candidates.filter((c) => lexical.has(c.seq)));
+  const pairs = contextNeighbours(
+    db,
+    caller,
+    candidates.filter((c) => lexical.has(c.seq)),
+  );
   mark("context neighbours");
   // Vector hits join last, so the lexical steps above see exactly what they see without vectors; the
   // best similarity is taken over authorized hits only, so no score moves with an unreadable record.
-  const similarity = vectors?.similarities.size ? vectorCandidates(db, caller, f, vectors, candidates) : new Map<number, number>();
+  const similarity = vectors?.similarities.size
+    ? vectorCandidates(db, caller, f, vectors, candidates)
+    : new Map<number, number>();
   const bestSimilarity = Math.max(0, ...similarity.values());
-  const vectorScore = (c: Candidate) => bestSimilarity > 0 ? Math.max(0, similarity.get(c.seq) ?? 0) / bestSimilarity : 0;
+  const vectorScore = (c: Candidate) =>
+    bestSimilarity > 0 ? Math.max(0, similarity.get(c.seq) ?? 0) / bestSimilarity : 0;
   mark("vector candidates");
   const floor = vectors?.floor ?? null;
-  const relevant = words.length === 0 ? candidates
-    : candidates.filter((c) => lexical.has(c.seq) || holdsAny(stems(c), terms) || (floor !== null && (similarity.get(c.seq) ?? -Infinity) >= floor));
-  const ranked = scoreCandidates(relevant, lexical, lexicalHits, pairs, f, clock.nowMs(), (c) => tokensOfBytes(c.bytes), vectorScore)
-    .map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
+  const relevant =
+    words.length === 0
+      ? candidates
+      : candidates.filter(
+          (c) =>
+            lexical.has(c.seq) ||
+            holdsAny(stems(c), terms) ||
+            (floor !== null && (similarity.get(c.seq) ?? -Infinity) >= floor),
+        );
+  const ranked = scoreCandidates(
+    relevant,
+    lexical,
+    lexicalHits,
+    pairs,
+    f,
+    clock.nowMs(),
+    (c) => tokensOfBytes(c.bytes),
+    vectorScore,
+  ).map((r) => ({ claim: r.candidate, score: r.score, tokens: r.tokens }));
   mark("score + sort");
   return { ranked, floorRemoved: candidates.length - relevant.length };
 }
 
 /** rankRelevant's order alone. */
-export const rankClaims = (db: Db, caller: Caller, f: CompileFilters, mark: PhaseMark = () => {}, vectors?: VectorSimilarities): RankedClaim[] =>
-  rankRelevant(db, caller, f, mark, vectors).ranked;
+export const rankClaims = (
+  db: Db,
+  caller: Caller,
+  f: CompileFilters,
+  mark: PhaseMark = () => {},
+  vectors?: VectorSimilarities,
+): RankedClaim[] => rankRelevant(db, caller, f, mark, vectors).ranked;
 
 /** A packed item: the claim read whole, its score and tokens. */
 export interface PackedClaim {
@@ -423,11 +583,25 @@ export interface PackedClaim {
  * Compile: rank, pack into the budget, and read the packed claims whole (only they are returned;
  * ranking reads just the columns it scores). `ranked` is the whole order (vector use is judged on it).
  */
-export function compilePack(db: Db, caller: Caller, f: CompileFilters, tokenBudget: number, maxItems: number,
-  mark: PhaseMark = () => {}, vectors?: VectorSimilarities): Ranking & { items: PackedClaim[] } {
+export function compilePack(
+  db: Db,
+  caller: Caller,
+  f: CompileFilters,
+  tokenBudget: number,
+  maxItems: number,
+  mark: PhaseMark = () => {},
+  vectors?: VectorSimilarities,
+): Ranking & { items: PackedClaim[] } {
   const ranking = rankRelevant(db, caller, f, mark, vectors);
   const packed = pack(ranking.ranked, tokenBudget, maxItems);
-  const whole = new Map(claimsAt(db, caller, f, packed.map((p) => p.claim.seq)).map((c) => [c.seq, c]));
+  const whole = new Map(
+    claimsAt(
+      db,
+      caller,
+      f,
+      packed.map((p) => p.claim.seq),
+    ).map((c) => [c.seq, c]),
+  );
   const items = packed.flatMap((p) => {
     const claim = whole.get(p.claim.seq);
     return claim ? [{ claim, score: p.score, tokens: p.tokens }] : [];

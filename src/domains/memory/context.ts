@@ -19,7 +19,13 @@ import type { ClaimRow } from "./records";
 export const DEGRADED = { vectors: true, model: true } as const;
 
 /** Outcome weights fed back into ranking (claim_feedback_score). Run-level feedback counts half per item. */
-export const OUTCOME_WEIGHT: Record<string, number> = { used: 0.5, useful: 1, irrelevant: -1, incorrect: -2, harmful: -3 };
+export const OUTCOME_WEIGHT: Record<string, number> = {
+  used: 0.5,
+  useful: 1,
+  irrelevant: -1,
+  incorrect: -2,
+  harmful: -3,
+};
 
 interface RunRow {
   context_id: string;
@@ -47,9 +53,13 @@ export function readableRun(db: Db, caller: Caller, contextId: string): RunRow |
  * tokens: an item it can no longer read is left out without a trace.
  */
 function retrievableRunItems(db: Db, caller: Caller, contextId: string) {
-  return db.all<ClaimRow & { score: number; tokens: number }>(
-    `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
-      WHERE i.context_id = ? ORDER BY i.position`, contextId).filter((c) => canRetrieve(caller, c));
+  return db
+    .all<ClaimRow & { score: number; tokens: number }>(
+      `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
+      WHERE i.context_id = ? ORDER BY i.position`,
+      contextId,
+    )
+    .filter((c) => canRetrieve(caller, c));
 }
 
 /**
@@ -57,24 +67,57 @@ function retrievableRunItems(db: Db, caller: Caller, contextId: string) {
  * was among the ranked candidates, so what tells the caller "vectors were used" depends only on
  * claims it may read (never on whether the index holds anything else).
  */
-export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileBody>, vectors?: VectorSimilarities | null) {
-  const { ranked, items, floorRemoved } = compilePack(db, caller, body, body.token_budget, body.max_items, undefined, vectors ?? undefined);
+export function compileRun(
+  db: Db,
+  caller: Caller,
+  body: z.infer<typeof compileBody>,
+  vectors?: VectorSimilarities | null,
+) {
+  const { ranked, items, floorRemoved } = compilePack(
+    db,
+    caller,
+    body,
+    body.token_budget,
+    body.max_items,
+    undefined,
+    vectors ?? undefined,
+  );
   const vectorsUsed = !!vectors?.similarities.size && ranked.some((r) => vectors.similarities.has(r.claim.claim_id));
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
   const contextId = newId(ID_PREFIX.context);
   db.run(
     `INSERT INTO context_runs (context_id, actor_id, query, subject_id, project_id, kinds, token_budget, tokens_used, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    contextId, caller.principalId, body.query ?? null, body.subject_id ?? null, body.project_id ?? null,
-    body.kinds ? JSON.stringify(body.kinds) : null, body.token_budget, tokensUsed, clock.nowIso());
+    contextId,
+    caller.principalId,
+    body.query ?? null,
+    body.subject_id ?? null,
+    body.project_id ?? null,
+    body.kinds ? JSON.stringify(body.kinds) : null,
+    body.token_budget,
+    tokensUsed,
+    clock.nowIso(),
+  );
   items.forEach((item, position) =>
-    db.run("INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, ?, ?, ?, ?)",
-      contextId, position, item.claim.claim_id, item.score, item.tokens));
+    db.run(
+      "INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, ?, ?, ?, ?)",
+      contextId,
+      position,
+      item.claim.claim_id,
+      item.score,
+      item.tokens,
+    ),
+  );
   const run = {
     context_id: contextId,
     items: items.map((i) => ({
-      claim_id: i.claim.claim_id, statement: i.claim.statement, kind: i.claim.kind, status: i.claim.status,
-      trust: i.claim.trust, score: i.score, tokens: i.tokens,
+      claim_id: i.claim.claim_id,
+      statement: i.claim.statement,
+      kind: i.claim.kind,
+      status: i.claim.status,
+      trust: i.claim.trust,
+      score: i.score,
+      tokens: i.tokens,
     })),
     token_budget: body.token_budget,
     tokens_used: tokensUsed,
@@ -85,17 +128,26 @@ export function compileRun(db: Db, caller: Caller, body: z.infer<typeof compileB
 function addFeedbackScore(db: Db, claimId: string, weight: number) {
   db.run(
     `INSERT INTO claim_feedback_score (claim_id, score) VALUES (?, ?)
-     ON CONFLICT (claim_id) DO UPDATE SET score = score + excluded.score`, claimId, weight);
+     ON CONFLICT (claim_id) DO UPDATE SET score = score + excluded.score`,
+    claimId,
+    weight,
+  );
 }
 
 export const contextRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/context/compile", scope: "context:compile", body: compileBody, readOnly: true,
+    method: "POST",
+    path: "/v1/context/compile",
+    scope: "context:compile",
+    body: compileBody,
+    readOnly: true,
     response: { 201: compileResponse },
     responseMeta: compileMeta,
     summary: "Rank authorized, current claims into a token budget and record the run (ctx_).",
-    operationId: "compileContext", tag: "Memory",
-    description: "Ranks the claims the caller may read that are current and relevant to the query into a token budget, and " +
+    operationId: "compileContext",
+    tag: "Memory",
+    description:
+      "Ranks the claims the caller may read that are current and relevant to the query into a token budget, and " +
       "records the run as a `ctx_` context. `meta.degraded` says whether vectors or a model were missing.",
     handler: async (rc) => {
       // The vector lookup (an embedding and an authorized kNN query) runs before the transaction; its
@@ -110,20 +162,30 @@ export const contextRoutes = [
       return commitWrite(rc, (db) => {
         const { run, vectorsUsed, floorRemoved } = compileRun(db, rc.caller, rc.body, vectors);
         return {
-          status: 201, data: run, meta: { degraded: { ...DEGRADED, vectors: !vectorsUsed }, floor_removed: floorRemoved },
-          audit: { action: "context.compiled", resourceType: "context", resourceId: run.context_id,
-            detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget } },
+          status: 201,
+          data: run,
+          meta: { degraded: { ...DEGRADED, vectors: !vectorsUsed }, floor_removed: floorRemoved },
+          audit: {
+            action: "context.compiled",
+            resourceType: "context",
+            resourceId: run.context_id,
+            detail: { items: run.items.length, tokens_used: run.tokens_used, token_budget: run.token_budget },
+          },
         };
       });
     },
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/context/:id", scope: "handoffs:read",
+    method: "GET",
+    path: "/v1/context/:id",
+    scope: "handoffs:read",
     response: { 200: contextRunResponse },
     summary: "Read a run you compiled or that a handoff delegates to you; item visibility is rechecked now.",
-    operationId: "getContextRun", tag: "Memory",
-    description: "Reads a context run the caller compiled, or one a handoff delegates to it. Each item's visibility is checked " +
+    operationId: "getContextRun",
+    tag: "Memory",
+    description:
+      "Reads a context run the caller compiled, or one a handoff delegates to it. Each item's visibility is checked " +
       "again at read time (`current`).",
     handler: ({ db, caller, params }) => {
       const run = readableRun(db, caller, params.id);
@@ -132,23 +194,41 @@ export const contextRoutes = [
       // by its neighbours), so only the compiler sees them; a delegated reader gets null.
       const ownRun = run.actor_id === caller.principalId;
       const items = retrievableRunItems(db, caller, run.context_id).map((c) => ({
-        claim_id: c.claim_id, statement: c.statement, kind: c.kind, status: c.status, trust: c.trust,
-        current: isCurrentClaim(c), score: ownRun ? c.score : null, tokens: c.tokens,
+        claim_id: c.claim_id,
+        statement: c.statement,
+        kind: c.kind,
+        status: c.status,
+        trust: c.trust,
+        current: isCurrentClaim(c),
+        score: ownRun ? c.score : null,
+        tokens: c.tokens,
       }));
       return ok({
-        context_id: run.context_id, query: run.query, subject_id: run.subject_id, project_id: run.project_id,
-        kinds: run.kinds ? JSON.parse(run.kinds) : null, token_budget: run.token_budget,
-        tokens_used: items.reduce((n, i) => n + i.tokens, 0), items, created_at: run.created_at,
+        context_id: run.context_id,
+        query: run.query,
+        subject_id: run.subject_id,
+        project_id: run.project_id,
+        kinds: run.kinds ? JSON.parse(run.kinds) : null,
+        token_budget: run.token_budget,
+        tokens_used: items.reduce((n, i) => n + i.tokens, 0),
+        items,
+        created_at: run.created_at,
       });
     },
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/context/:id/feedback", scope: "feedback:write", body: feedbackBody, idempotent: true,
+    method: "POST",
+    path: "/v1/context/:id/feedback",
+    scope: "feedback:write",
+    body: feedbackBody,
+    idempotent: true,
     response: { 201: feedbackResponse, 200: feedbackResponse },
     summary: "Record an outcome for a run or one of its items (claim_id).",
-    operationId: "recordFeedback", tag: "Memory",
-    description: "Records an outcome (used, useful, irrelevant, incorrect, harmful) for a context run, or for one of its items " +
+    operationId: "recordFeedback",
+    tag: "Memory",
+    description:
+      "Records an outcome (used, useful, irrelevant, incorrect, harmful) for a context run, or for one of its items " +
       "with `claim_id`. Honours `Idempotency-Key`; `client_mutation_id` is deduplicated per organization.",
     handler: (rc) => {
       const run = readableRun(rc.db, rc.caller, rc.params.id);
@@ -161,23 +241,42 @@ export const contextRoutes = [
       return commitWrite(rc, (db) => {
         const feedbackId = newId(ID_PREFIX.feedback);
         const at = clock.nowIso();
-        if (rc.body.client_mutation_id &&
-          db.first("SELECT 1 FROM feedback WHERE client_mutation_id = ?", rc.body.client_mutation_id))
+        if (
+          rc.body.client_mutation_id &&
+          db.first("SELECT 1 FROM feedback WHERE client_mutation_id = ?", rc.body.client_mutation_id)
+        )
           throw conflict("client_mutation_id was already used for a feedback record in this organization.");
         db.run(
           `INSERT INTO feedback (feedback_id, context_id, claim_id, outcome, note, client_mutation_id, actor_id, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          feedbackId, run.context_id, rc.body.claim_id ?? null, rc.body.outcome, rc.body.note ?? null,
-          rc.body.client_mutation_id ?? null, rc.caller.principalId, at);
+          feedbackId,
+          run.context_id,
+          rc.body.claim_id ?? null,
+          rc.body.outcome,
+          rc.body.note ?? null,
+          rc.body.client_mutation_id ?? null,
+          rc.caller.principalId,
+          at,
+        );
         const weight = OUTCOME_WEIGHT[rc.body.outcome];
         if (rc.body.claim_id) addFeedbackScore(db, rc.body.claim_id, weight);
         else for (const id of itemIds) addFeedbackScore(db, id, weight / 2);
         return {
           status: 201,
-          data: { feedback_id: feedbackId, context_id: run.context_id, claim_id: rc.body.claim_id ?? null,
-            outcome: rc.body.outcome, client_mutation_id: rc.body.client_mutation_id ?? null, created_at: at },
-          audit: { action: "feedback.recorded", resourceType: "feedback", resourceId: feedbackId,
-            detail: { context_id: run.context_id, claim_id: rc.body.claim_id ?? null, outcome: rc.body.outcome } },
+          data: {
+            feedback_id: feedbackId,
+            context_id: run.context_id,
+            claim_id: rc.body.claim_id ?? null,
+            outcome: rc.body.outcome,
+            client_mutation_id: rc.body.client_mutation_id ?? null,
+            created_at: at,
+          },
+          audit: {
+            action: "feedback.recorded",
+            resourceType: "feedback",
+            resourceId: feedbackId,
+            detail: { context_id: run.context_id, claim_id: rc.body.claim_id ?? null, outcome: rc.body.outcome },
+          },
         };
       });
     },

@@ -36,7 +36,10 @@ export function stemsOf(text: string): string[] {
     let k = STEMS.get(tok);
     if (k === undefined) {
       stemMemo.misses++;
-      if (STEMS.size >= STEMS_MAX) { STEMS.clear(); stemMemo.clears++; }
+      if (STEMS.size >= STEMS_MAX) {
+        STEMS.clear();
+        stemMemo.clears++;
+      }
       STEMS.set(tok, (k = stemKey(tok)));
     } else stemMemo.hits++;
     return k;
@@ -144,7 +147,11 @@ export function storedBm25(phrases: string[][], stats: TermStats): (stored: stri
     const needle = needles[k];
     let tf = 0;
     for (let i = stored.indexOf(needle); i !== -1; i = stored.indexOf(needle, i + 1))
-      if ((i === 0 || stored.charCodeAt(i - 1) === 32) && (i + needle.length === stored.length || stored.charCodeAt(i + needle.length) === 32)) tf++;
+      if (
+        (i === 0 || stored.charCodeAt(i - 1) === 32) &&
+        (i + needle.length === stored.length || stored.charCodeAt(i + needle.length) === 32)
+      )
+        tf++;
     return tf;
   };
   return (stored) => {

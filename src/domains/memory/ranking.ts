@@ -102,7 +102,12 @@ export function weightTerms(stats: TermStats, words: string[]): WeightedTerm[] {
   return words.map((term) => {
     const stems = phraseStems(term);
     const n = phraseHeld(stats, stems);
-    return { term, stems, held: n, weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0 };
+    return {
+      term,
+      stems,
+      held: n,
+      weight: n > 0 && stems.length ? Math.log(1 + (Math.max(total, n) - n + 0.5) / (n + 0.5)) : 0,
+    };
   });
 }
 
@@ -138,7 +143,10 @@ export type Neighbours = Map<number, { seq: number; d: number }[]>;
  * items the caller may read lie strictly between them (compile asks SQL; channel compile counts the
  * served snapshots).
  */
-export function contextPairs(matching: ScoringCandidate[], between: (asked: [number, number][]) => number[]): Neighbours {
+export function contextPairs(
+  matching: ScoringCandidate[],
+  between: (asked: [number, number][]) => number[],
+): Neighbours {
   const list = [...matching].sort((a, b) => a.seq - b.seq);
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const at = createdMs();
@@ -147,7 +155,7 @@ export function contextPairs(matching: ScoringCandidate[], between: (asked: [num
     for (let j = i + 1; j < list.length && j - i <= WEIGHTS.contextSpan; j++)
       if (list[i].subject_id === list[j].subject_id && Math.abs(at(list[j]) - at(list[i])) <= windowMs)
         pairs.push([list[i], list[j]]);
-  const gaps = pairs.map(([a, b]) => (b.seq - a.seq > 1 ? [a.seq, b.seq] as [number, number] : null));
+  const gaps = pairs.map(([a, b]) => (b.seq - a.seq > 1 ? ([a.seq, b.seq] as [number, number]) : null));
   const asked = gaps.flatMap((g) => (g ? [g] : []));
   const counts = asked.length ? between(asked) : [];
   const out: Neighbours = new Map();
@@ -207,8 +215,11 @@ export interface Scored<C> {
  * Lexical score (0..1) of every lexical match: bm25 (`rank`, positive, higher is better) normalized to
  * the best match, times coverage.
  */
-export function lexicalScores(hits: (Stemmed & { rank: number | null })[], terms: WeightedTerm[],
-  stems: (c: Stemmed) => string[]): Map<number, number> {
+export function lexicalScores(
+  hits: (Stemmed & { rank: number | null })[],
+  terms: WeightedTerm[],
+  stems: (c: Stemmed) => string[],
+): Map<number, number> {
   const best = Math.max(0, ...hits.map((c) => c.rank ?? 0));
   const lexical = new Map<number, number>();
   for (const c of hits) lexical.set(c.seq, (best > 0 ? (c.rank ?? 0) / best : 0) * coverage(stems(c), terms));
@@ -233,8 +244,16 @@ function createdMs(): (c: { seq: number; created_at: string }) => number {
  * word (only those may receive context); `sources` are the lexical matches, which give context to
  * their `pairs` neighbours.
  */
-export function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lexical: Map<number, number>, sources: ScoringCandidate[],
-  pairs: Neighbours, f: CompileFilters, now: number, tokensOf: (c: C) => number, vectorScore: (c: C) => number = () => 0): Scored<C>[] {
+export function scoreCandidates<C extends ScoringCandidate>(
+  candidates: C[],
+  lexical: Map<number, number>,
+  sources: ScoringCandidate[],
+  pairs: Neighbours,
+  f: CompileFilters,
+  now: number,
+  tokensOf: (c: C) => number,
+  vectorScore: (c: C) => number = () => 0,
+): Scored<C>[] {
   const bySeq = new Map(sources.map((c) => [c.seq, c]));
   const windowMs = WEIGHTS.contextWindowMinutes * 60_000;
   const at = createdMs();
@@ -264,7 +283,8 @@ export function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lex
     const at = eventMs(c);
     if (!lexical.has(c.seq) || !Number.isFinite(at)) return 0;
     let best = 0;
-    for (const o of bySubject.get(c.subject_id) ?? []) if (o.seq !== c.seq && Math.abs(o.at - at) <= threadWindowMs) best = Math.max(best, o.lexical);
+    for (const o of bySubject.get(c.subject_id) ?? [])
+      if (o.seq !== c.seq && Math.abs(o.at - at) <= threadWindowMs) best = Math.max(best, o.lexical);
     return best;
   };
   const maxTrust = TRUST_LEVELS.length - 1;
@@ -294,7 +314,11 @@ export function scoreCandidates<C extends ScoringCandidate>(candidates: C[], lex
  * other channel, no canonical claim) influences a score. Every text holding a query word is a
  * candidate: the set is already bounded by the caller. Reads nothing; pure.
  */
-export function rankTexts<C extends ScoringCandidate & { statement: string }>(texts: C[], f: CompileFilters, now: number): Scored<C>[] {
+export function rankTexts<C extends ScoringCandidate & { statement: string }>(
+  texts: C[],
+  f: CompileFilters,
+  now: number,
+): Scored<C>[] {
   const tokensOf = (c: C) => estimateTokens(c.statement);
   const docs = new Map(texts.map((t) => [t.seq, stemsOf(t.statement)]));
   const stems = (c: Stemmed) => docs.get(c.seq) ?? stemsOf(c.statement ?? "");
@@ -308,7 +332,9 @@ export function rankTexts<C extends ScoringCandidate & { statement: string }>(te
   const terms = weightTerms(stats, rankingTerms(f.query));
   if (!terms.length) return scoreCandidates(texts, new Map(), [], new Map(), f, now, tokensOf);
   const phrases = terms.map((t) => t.stems);
-  const hits = texts.filter((t) => holdsAny(stems(t), terms)).map((t) => ({ ...t, rank: bm25(stems(t), phrases, stats) }));
+  const hits = texts
+    .filter((t) => holdsAny(stems(t), terms))
+    .map((t) => ({ ...t, rank: bm25(stems(t), phrases, stats) }));
   const lexical = lexicalScores(hits, terms, stems);
   // Distance by write order as the gateway sees it: the served snapshots between two matches.
   const order = new Map([...docs.keys()].sort((a, b) => a - b).map((seq, i) => [seq, i]));

@@ -93,14 +93,21 @@ const changed = (...ids: string[]): Touched => ({ created: [], changed: ids });
 
 /** The workspace of a project (null: none, or no such project: the handler answers for that). */
 export const projectWorkspace = (db: Db, projectId: string | null | undefined): string | null =>
-  projectId ? (db.first<{ workspace_id: string | null }>("SELECT workspace_id FROM projects WHERE project_id = ?", projectId)?.workspace_id ?? null) : null;
+  projectId
+    ? (db.first<{ workspace_id: string | null }>("SELECT workspace_id FROM projects WHERE project_id = ?", projectId)
+        ?.workspace_id ?? null)
+    : null;
 
 /**
  * The write target a request body names (appends and consolidations): for grantWritable routes. A
  * project the caller may not name (missing, or a hidden workspace's: projectNameable) and may not
  * write into answers 400 UNRESOLVED_REFERENCE here, before the write check, so a 403 never confirms it.
  */
-export function targetInBody(rc: { db: Db; caller: Caller; body: { subject_id: string; project_id?: string | null } }): WriteTarget {
+export function targetInBody(rc: {
+  db: Db;
+  caller: Caller;
+  body: { subject_id: string; project_id?: string | null };
+}): WriteTarget {
   const projectId = rc.body.project_id ?? null;
   const project = projectId === null ? null : getProject(rc.db, projectId);
   const target = { subject_id: rc.body.subject_id, project_id: projectId, workspace_id: project?.workspace_id ?? null };
@@ -116,8 +123,14 @@ export const projectByReference = (db: Db, reference: string) =>
   db.first<ProjectRow>("SELECT * FROM projects WHERE reference = ?", reference);
 
 export function insertProject(db: Db, p: ProjectRow): Touched {
-  db.run("INSERT INTO projects (project_id, reference, created_by, created_at, workspace_id) VALUES (?, ?, ?, ?, ?)",
-    p.project_id, p.reference, p.created_by, p.created_at, p.workspace_id ?? null);
+  db.run(
+    "INSERT INTO projects (project_id, reference, created_by, created_at, workspace_id) VALUES (?, ?, ?, ?, ?)",
+    p.project_id,
+    p.reference,
+    p.created_by,
+    p.created_at,
+    p.workspace_id ?? null,
+  );
   return created(p.project_id);
 }
 
@@ -127,8 +140,10 @@ export const getObservation = (db: Db, id: string) =>
   db.first<ObservationRow>("SELECT * FROM observations WHERE observation_id = ?", id);
 
 export const observationsByIds = (db: Db, ids: string[]) =>
-  db.all<ObservationRow>("SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
-
+  db.all<ObservationRow>(
+    "SELECT * FROM observations WHERE observation_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids),
+  );
 
 /**
  * The id of a project, observation or claim this organization creates in `write`: one registered ahead
@@ -148,7 +163,10 @@ export function newRecordId(db: Db, write: WriteScope, prefix: RecordPrefix): st
  * A new observation, or a restored one (import) with its own id, timestamps and tombstone. Without an
  * event time it happened when it was written (occurred_at = created_at).
  */
-export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id" | "occurred_at"> & { occurred_at?: string | null }): Touched {
+export function insertObservation(
+  db: Db,
+  o: Omit<ObservationRow, "workspace_id" | "occurred_at"> & { occurred_at?: string | null },
+): Touched {
   db.run(sql`INSERT INTO observations (observation_id, subject_id, project_id, kind, content, content_hash, source_type,
       source_ref, trust, visibility, author_id, created_at, occurred_at, purged_at, workspace_id)
     VALUES (${o.observation_id}, ${o.subject_id}, ${o.project_id}, ${o.kind}, ${o.content}, ${o.content_hash}, ${o.source_type},
@@ -162,8 +180,11 @@ export function insertObservation(db: Db, o: Omit<ObservationRow, "workspace_id"
  * derived from that content, so they go with it.
  */
 export function tombstone(db: Db, observationId: string): Touched {
-  db.run("UPDATE observations SET content = NULL, purged_at = ? WHERE observation_id = ? AND purged_at IS NULL",
-    clock.nowIso(), observationId);
+  db.run(
+    "UPDATE observations SET content = NULL, purged_at = ? WHERE observation_id = ? AND purged_at IS NULL",
+    clock.nowIso(),
+    observationId,
+  );
   db.run("DELETE FROM enrichment_proposals WHERE observation_id = ?", observationId);
   return changed(observationId);
 }
@@ -171,15 +192,21 @@ export function tombstone(db: Db, observationId: string): Touched {
 /** Exclude observations from retrieval (retention apply). */
 export function excludeObservations(db: Db, ids: string[], at: string): Touched {
   if (!ids.length) return changed();
-  db.run("UPDATE observations SET retention_excluded_at = ? WHERE observation_id IN (SELECT value FROM json_each(?)) AND retention_excluded_at IS NULL",
-    at, JSON.stringify(ids));
+  db.run(
+    "UPDATE observations SET retention_excluded_at = ? WHERE observation_id IN (SELECT value FROM json_each(?)) AND retention_excluded_at IS NULL",
+    at,
+    JSON.stringify(ids),
+  );
   return changed(...ids);
 }
 
 /** Bring excluded observations back into retrieval (a legal hold covers them). */
 export function restoreObservations(db: Db, ids: string[]): Touched {
   if (!ids.length) return changed();
-  db.run("UPDATE observations SET retention_excluded_at = NULL WHERE observation_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids));
+  db.run(
+    "UPDATE observations SET retention_excluded_at = NULL WHERE observation_id IN (SELECT value FROM json_each(?))",
+    JSON.stringify(ids),
+  );
   return changed(...ids);
 }
 
@@ -191,8 +218,15 @@ export const getClaim = (db: Db, id: string) => db.first<ClaimRow>("SELECT * FRO
 export type NewClaim = Omit<ClaimRow, "seq" | "workspace_id" | "occurred_at"> & { occurred_at?: string };
 
 /** A claim with its sources in order, and its full-text index entry. Also reports its write position (seq). */
-export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: string; relation: string }[]): Touched & { seq: number } {
-  const { seq, workspace_id } = db.first<{ seq: number; workspace_id: string | null }>(sql`INSERT INTO claims (claim_id, subject_id,
+export function insertClaim(
+  db: Db,
+  c: NewClaim,
+  sources: { observation_id: string; relation: string }[],
+): Touched & { seq: number } {
+  const { seq, workspace_id } = db.first<{
+    seq: number;
+    workspace_id: string | null;
+  }>(sql`INSERT INTO claims (claim_id, subject_id,
       project_id, kind, statement, status, visibility, trust, version, valid_from, valid_to, superseded_by, disputes, author_id,
       created_at, updated_at, occurred_at, workspace_id)
     VALUES (${c.claim_id}, ${c.subject_id}, ${c.project_id}, ${c.kind}, ${c.statement}, ${c.status}, ${c.visibility}, ${c.trust},
@@ -208,8 +242,14 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
   // Workspace records are readable by the workspace's members only: they stay out of the statistics.
   if (isShared({ visibility: c.visibility, workspace_id })) countSharedTerms(db, c.subject_id, terms, 1);
   sources.forEach((s, position) =>
-    db.run("INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
-      c.claim_id, position, s.observation_id, s.relation));
+    db.run(
+      "INSERT INTO claim_sources (claim_id, position, observation_id, relation) VALUES (?, ?, ?, ?)",
+      c.claim_id,
+      position,
+      s.observation_id,
+      s.relation,
+    ),
+  );
   return { ...created(c.claim_id), seq };
 }
 
@@ -220,7 +260,8 @@ export function insertClaim(db: Db, c: NewClaim, sources: { observation_id: stri
  * insertClaim adds the stems. Read only through `retrievable` (the columns keep the claims names, so
  * the one rule applies as is).
  */
-const RANKING_COPY = "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, occurred_at";
+const RANKING_COPY =
+  "seq, claim_id, subject_id, project_id, kind, trust, status, valid_to, retention_excluded_at, visibility, workspace_id, author_id, created_at, occurred_at";
 
 /**
  * The rows where claim_ranking differs from claims (copied columns, size, presence): empty unless a
@@ -240,19 +281,29 @@ export function changeClaim(db: Db, claimId: string, change: ClaimChange): Touch
   // Retention exclusion takes a team claim out of the shared statistics (nobody may retrieve it);
   // restoring it puts it back.
   if ("retention_excluded_at" in change) {
-    const was = db.first<Pick<ClaimRow, "subject_id" | "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & { stems: string | null }>(
+    const was = db.first<
+      Pick<ClaimRow, "subject_id" | "visibility" | "workspace_id" | "retention_excluded_at" | "statement"> & {
+        stems: string | null;
+      }
+    >(
       sql`SELECT c.subject_id, c.visibility, c.workspace_id, c.retention_excluded_at, c.statement, r.stems FROM claims c
-        LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ${claimId}`);
+        LEFT JOIN claim_ranking r ON r.seq = c.seq WHERE c.claim_id = ${claimId}`,
+    );
     if (was) {
       const before = isShared(was);
       const after = isShared({ ...was, retention_excluded_at: change.retention_excluded_at });
-      const terms = was.stems != null ? (was.stems ? was.stems.split(" ") : []) : stemsOf(was.statement).map(storedTerm);
+      const terms =
+        was.stems != null ? (was.stems ? was.stems.split(" ") : []) : stemsOf(was.statement).map(storedTerm);
       if (before !== after) countSharedTerms(db, was.subject_id, terms, after ? 1 : -1);
     }
   }
   const sets = Object.keys(change).map((k) => `${k} = ?`);
-  db.run(`UPDATE claims SET ${sets.join(", ")}, version = version + 1, updated_at = ? WHERE claim_id = ?`,
-    ...Object.values(change), clock.nowIso(), claimId);
+  db.run(
+    `UPDATE claims SET ${sets.join(", ")}, version = version + 1, updated_at = ? WHERE claim_id = ?`,
+    ...Object.values(change),
+    clock.nowIso(),
+    claimId,
+  );
   return changed(claimId);
 }
 
@@ -274,7 +325,9 @@ function countSharedTerms(db: Db, subjectId: string, terms: string[], by: 1 | -1
     ON CONFLICT (subject_id, term) DO UPDATE SET claims = claims + excluded.claims`);
   if (by < 0) {
     db.run(sql`DELETE FROM claim_terms WHERE claims <= 0 AND term IN ${list(distinct)}`);
-    db.run(sql`DELETE FROM claim_subject_terms WHERE subject_id = ${subjectId} AND claims <= 0 AND term IN ${list(distinct)}`);
+    db.run(
+      sql`DELETE FROM claim_subject_terms WHERE subject_id = ${subjectId} AND claims <= 0 AND term IN ${list(distinct)}`,
+    );
   }
   db.run(sql`INSERT INTO claim_corpus (id, claims, tokens) VALUES (1, ${by}, ${by * terms.length})
     ON CONFLICT (id) DO UPDATE SET claims = claims + excluded.claims, tokens = tokens + excluded.tokens`);
@@ -288,12 +341,22 @@ function countSharedTerms(db: Db, subjectId: string, terms: string[], by: 1 | -1
  */
 export function sharedTermStats(db: Db, stems: string[], subjectId?: string): TermStats {
   const keys = list([...new Set(stems)].map(storedTerm));
-  const subject = subjectId === undefined ? null
-    : db.first<{ claims: number; tokens: number }>(sql`SELECT claims, tokens FROM claim_subject_corpus WHERE subject_id = ${subjectId} AND claims > 0`);
-  const corpus = subject ?? db.first<{ claims: number; tokens: number }>(sql`SELECT claims, tokens FROM claim_corpus WHERE id = 1`);
-  const byTerm = new Map(db.all<{ term: string; claims: number }>(subject
-    ? sql`SELECT term, claims FROM claim_subject_terms WHERE subject_id = ${subjectId} AND term IN ${keys}`
-    : sql`SELECT term, claims FROM claim_terms WHERE term IN ${keys}`).map((r) => [r.term, r.claims]));
+  const subject =
+    subjectId === undefined
+      ? null
+      : db.first<{ claims: number; tokens: number }>(
+          sql`SELECT claims, tokens FROM claim_subject_corpus WHERE subject_id = ${subjectId} AND claims > 0`,
+        );
+  const corpus =
+    subject ?? db.first<{ claims: number; tokens: number }>(sql`SELECT claims, tokens FROM claim_corpus WHERE id = 1`);
+  const byTerm = new Map(
+    db
+      .all<{ term: string; claims: number }>(
+        subject
+          ? sql`SELECT term, claims FROM claim_subject_terms WHERE subject_id = ${subjectId} AND term IN ${keys}`
+          : sql`SELECT term, claims FROM claim_terms WHERE term IN ${keys}`,
+      )
+      .map((r) => [r.term, r.claims]),
+  );
   return { rows: corpus?.claims ?? 0, tokens: corpus?.tokens ?? 0, held: (stem) => byTerm.get(storedTerm(stem)) ?? 0 };
 }
-

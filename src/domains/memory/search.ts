@@ -35,7 +35,11 @@ export interface MemoriesFilter {
  * current claims; active or disputed: those still valid; superseded or revoked lists are history.
  */
 function memoriesWhere(caller: Caller, f: MemoriesFilter): [string, unknown[]] {
-  const [ok, ...args] = retrievable(caller, "c", f.status ? { valid: f.status === "active" || f.status === "disputed" } : { current: true });
+  const [ok, ...args] = retrievable(
+    caller,
+    "c",
+    f.status ? { valid: f.status === "active" || f.status === "disputed" } : { current: true },
+  );
   const where = [ok];
   if (f.status) {
     where.push("c.status = ?");
@@ -50,10 +54,20 @@ function memoriesWhere(caller: Caller, f: MemoriesFilter): [string, unknown[]] {
 }
 
 /** One page (limit + 1 rows, to tell has_more) of the memories list, newest first, after a seq. */
-export function memoriesPage(db: Db, caller: Caller, f: MemoriesFilter, afterSeq: number | undefined, limit: number): ClaimRow[] {
+export function memoriesPage(
+  db: Db,
+  caller: Caller,
+  f: MemoriesFilter,
+  afterSeq: number | undefined,
+  limit: number,
+): ClaimRow[] {
   const [where, args] = memoriesWhere(caller, f);
-  return db.all(`SELECT c.* FROM claims c WHERE ${where}${afterSeq !== undefined ? " AND c.seq < ?" : ""} ORDER BY c.seq DESC LIMIT ?`,
-    ...args, ...(afterSeq !== undefined ? [afterSeq] : []), limit + 1);
+  return db.all(
+    `SELECT c.* FROM claims c WHERE ${where}${afterSeq !== undefined ? " AND c.seq < ?" : ""} ORDER BY c.seq DESC LIMIT ?`,
+    ...args,
+    ...(afterSeq !== undefined ? [afterSeq] : []),
+    limit + 1,
+  );
 }
 
 /**
@@ -69,12 +83,21 @@ export function memoriesMatches(db: Db, caller: Caller, f: MemoriesFilter, match
   const [where, args] = memoriesWhere(caller, f);
   const rows = db.all<Pick<ClaimRow, "seq"> & StoredTerms>(
     `SELECT c.seq, c.stems FROM claims_fts f CROSS JOIN claim_ranking c ON c.seq = f.rowid
-      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`, match, ...args, window);
+      WHERE claims_fts MATCH ? AND ${where} ORDER BY f.rowid DESC LIMIT ?`,
+    match,
+    ...args,
+    window,
+  );
   const bare = rows.filter((r) => r.stems == null);
   if (bare.length) {
-    const statements = new Map(db.all<{ seq: number; statement: string }>(
-      "SELECT seq, statement FROM claims WHERE seq IN (SELECT value FROM json_each(?))", JSON.stringify(bare.map((r) => r.seq)))
-      .map((r) => [r.seq, r.statement]));
+    const statements = new Map(
+      db
+        .all<{ seq: number; statement: string }>(
+          "SELECT seq, statement FROM claims WHERE seq IN (SELECT value FROM json_each(?))",
+          JSON.stringify(bare.map((r) => r.seq)),
+        )
+        .map((r) => [r.seq, r.statement]),
+    );
     for (const r of bare) r.statement = statements.get(r.seq) ?? null;
   }
   return rows;
@@ -85,8 +108,11 @@ export function memoriesBySeqs(db: Db, caller: Caller, f: MemoriesFilter, seqs: 
   if (!seqs.length) return [];
   const [where, args] = memoriesWhere(caller, f);
   // CROSS JOIN keeps the planner on the seqs (one rowid lookup each), never a scan of claims_current.
-  return db.all(`SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`,
-    JSON.stringify(seqs), ...args);
+  return db.all(
+    `SELECT c.* FROM json_each(?) j CROSS JOIN claims c ON c.seq = j.value WHERE ${where}`,
+    JSON.stringify(seqs),
+    ...args,
+  );
 }
 
 /**
@@ -96,7 +122,10 @@ export function memoriesBySeqs(db: Db, caller: Caller, f: MemoriesFilter, seqs: 
  */
 export function claimSeqOf(db: Db, caller: Caller, claimId: string): number | null {
   const [ok, ...args] = retrievable(caller, "c");
-  return db.first<{ seq: number }>(`SELECT c.seq FROM claims c WHERE c.claim_id = ? AND ${ok}`, claimId, ...args)?.seq ?? null;
+  return (
+    db.first<{ seq: number }>(`SELECT c.seq FROM claims c WHERE c.claim_id = ? AND ${ok}`, claimId, ...args)?.seq ??
+    null
+  );
 }
 
 /** Matches ranked per search: the newest this many. */
@@ -110,11 +139,20 @@ interface SnapshotCursor {
 }
 
 const isSnapshotCursor = (v: unknown): v is SnapshotCursor =>
-  typeof v === "object" && v !== null && typeof (v as SnapshotCursor).s === "string" && /^[0-9a-f]{32}$/.test((v as SnapshotCursor).s) &&
-  Number.isInteger((v as SnapshotCursor).o) && (v as SnapshotCursor).o >= 0 && Object.keys(v).length === 2;
+  typeof v === "object" &&
+  v !== null &&
+  typeof (v as SnapshotCursor).s === "string" &&
+  /^[0-9a-f]{32}$/.test((v as SnapshotCursor).s) &&
+  Number.isInteger((v as SnapshotCursor).o) &&
+  (v as SnapshotCursor).o >= 0 &&
+  Object.keys(v).length === 2;
 
 /** One answer for a cursor that is malformed, expired, another caller's or another search's: none is told apart. */
-const badCursor = () => new ApiError("VALIDATION_ERROR", 'Invalid field "after": not a cursor this service issued to you for this search, or it expired.');
+const badCursor = () =>
+  new ApiError(
+    "VALIDATION_ERROR",
+    'Invalid field "after": not a cursor this service issued to you for this search, or it expired.',
+  );
 
 export interface SearchPage {
   page: ClaimRow[];
@@ -130,7 +168,10 @@ function rankedMatches(db: Db, caller: Caller, f: MemoriesFilter, words: string[
   const rows = memoriesMatches(db, caller, f, matchAll(words), SEARCH_WINDOW);
   mark("FTS read");
   const score = storedBm25(phrases, stats);
-  const scored = rows.map((c) => ({ seq: c.seq, score: c.stems != null ? score(c.stems) : bm25(stemsOf(c.statement ?? ""), phrases, stats) }));
+  const scored = rows.map((c) => ({
+    seq: c.seq,
+    score: c.stems != null ? score(c.stems) : bm25(stemsOf(c.statement ?? ""), phrases, stats),
+  }));
   scored.sort((a, b) => b.score - a.score || a.seq - b.seq);
   return scored.map((x) => x.seq);
 }
@@ -141,10 +182,25 @@ function rowsInOrder(db: Db, caller: Caller, f: MemoriesFilter, seqs: number[]):
   return seqs.flatMap((seq) => found.get(seq) ?? []);
 }
 
-export function searchMemories(db: Db, caller: Caller, f: MemoriesFilter, q: string, limit: number, after: string | undefined,
-  scheduleAlarm: (atMs: number) => void, mark: PhaseMark = () => {}): SearchPage {
+export function searchMemories(
+  db: Db,
+  caller: Caller,
+  f: MemoriesFilter,
+  q: string,
+  limit: number,
+  after: string | undefined,
+  scheduleAlarm: (atMs: number) => void,
+  mark: PhaseMark = () => {},
+): SearchPage {
   const words = queryTerms(q);
-  const queryKey = JSON.stringify([words, f.status ?? null, f.subject_id ?? null, f.project_id ?? null, f.visibility ?? null, f.kind ?? null]);
+  const queryKey = JSON.stringify([
+    words,
+    f.status ?? null,
+    f.subject_id ?? null,
+    f.project_id ?? null,
+    f.visibility ?? null,
+    f.kind ?? null,
+  ]);
   if (after !== undefined) return laterPage(db, caller, f, queryKey, decodeCursor(after, isSnapshotCursor), limit);
   if (!words.length) return { page: [], has_more: false, next_cursor: null };
   const ranked = rankedMatches(db, caller, f, words, mark);
@@ -155,18 +211,35 @@ export function searchMemories(db: Db, caller: Caller, f: MemoriesFilter, q: str
   const id = randomHex(16);
   const expiresAt = clock.nowMs() + SNAPSHOT_TTL_MS;
   db.run("DELETE FROM search_snapshots WHERE expires_at <= ?", clock.nowIso());
-  db.run("INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_seqs, expires_at) VALUES (?, ?, ?, ?, ?)",
-    id, caller.principalId, queryKey, JSON.stringify(ranked.slice(limit)), new Date(expiresAt).toISOString());
+  db.run(
+    "INSERT INTO search_snapshots (snapshot_id, principal_id, query_key, claim_seqs, expires_at) VALUES (?, ?, ?, ?, ?)",
+    id,
+    caller.principalId,
+    queryKey,
+    JSON.stringify(ranked.slice(limit)),
+    new Date(expiresAt).toISOString(),
+  );
   scheduleAlarm(expiresAt);
   mark("snapshot");
   return { page, has_more: true, next_cursor: encodeCursor({ s: id, o: 0 }) };
 }
 
 /** A later page: the snapshot's order from the cursor's position, each item re-checked now. */
-function laterPage(db: Db, caller: Caller, f: MemoriesFilter, queryKey: string, cursor: SnapshotCursor, limit: number): SearchPage {
+function laterPage(
+  db: Db,
+  caller: Caller,
+  f: MemoriesFilter,
+  queryKey: string,
+  cursor: SnapshotCursor,
+  limit: number,
+): SearchPage {
   const snap = db.first<{ claim_seqs: string }>(
     "SELECT claim_seqs FROM search_snapshots WHERE snapshot_id = ? AND principal_id = ? AND query_key = ? AND expires_at > ?",
-    cursor.s, caller.principalId, queryKey, clock.nowIso());
+    cursor.s,
+    caller.principalId,
+    queryKey,
+    clock.nowIso(),
+  );
   if (!snap) throw badCursor();
   const seqs: number[] = JSON.parse(snap.claim_seqs);
   const page: ClaimRow[] = [];
@@ -200,7 +273,8 @@ function laterPage(db: Db, caller: Caller, f: MemoriesFilter, queryKey: string, 
 
 /** Does any snapshot item from `pos` on still pass? */
 function remaining(db: Db, caller: Caller, f: MemoriesFilter, seqs: number[], pos: number): boolean {
-  for (let p = pos; p < seqs.length; p += 100) if (memoriesBySeqs(db, caller, f, seqs.slice(p, p + 100)).length) return true;
+  for (let p = pos; p < seqs.length; p += 100)
+    if (memoriesBySeqs(db, caller, f, seqs.slice(p, p + 100)).length) return true;
   return false;
 }
 
@@ -217,7 +291,10 @@ export const searchSnapshotsJob: BackgroundJob = {
     const now = clock.nowIso();
     const deleted = db.all(
       `DELETE FROM search_snapshots WHERE snapshot_id IN
-         (SELECT snapshot_id FROM search_snapshots WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`, now, SNAPSHOT_SWEEP_BATCH).length;
+         (SELECT snapshot_id FROM search_snapshots WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING 1`,
+      now,
+      SNAPSHOT_SWEEP_BATCH,
+    ).length;
     if (deleted === SNAPSHOT_SWEEP_BATCH) return clock.nowMs();
     const next = db.first<{ at: string | null }>("SELECT min(expires_at) AS at FROM search_snapshots");
     return next?.at ? Date.parse(next.at) : null;

@@ -8,7 +8,15 @@ import type { Db } from "../../sql/db";
 import type { Caller } from "../../org/request";
 import { type ClaimRow, type ObservationRow, type SourceRow, getClaim, getObservation, getProject } from "./records";
 
-export { type ClaimRow, type ObservationRow, type ProjectRow, type SourceRow, getClaim, getObservation, getProject } from "./records";
+export {
+  type ClaimRow,
+  type ObservationRow,
+  type ProjectRow,
+  type SourceRow,
+  getClaim,
+  getObservation,
+  getProject,
+} from "./records";
 export { isCurrent } from "../../access/retrieval";
 
 export const contentHash = (content: string) => "sha256:" + sha256Hex(content);
@@ -34,22 +42,43 @@ export function readableClaim(db: Db, caller: Caller, id: string): ClaimRow | nu
 
 export function claimView(c: ClaimRow, sources: SourceRow[]) {
   return {
-    claim_id: c.claim_id, subject_id: c.subject_id, project_id: c.project_id, kind: c.kind, statement: c.statement,
-    status: c.status, visibility: c.visibility, trust: c.trust, version: c.version, valid_from: c.valid_from,
-    valid_to: c.valid_to, superseded_by: c.superseded_by, disputes: JSON.parse(c.disputes) as string[],
+    claim_id: c.claim_id,
+    subject_id: c.subject_id,
+    project_id: c.project_id,
+    kind: c.kind,
+    statement: c.statement,
+    status: c.status,
+    visibility: c.visibility,
+    trust: c.trust,
+    version: c.version,
+    valid_from: c.valid_from,
+    valid_to: c.valid_to,
+    superseded_by: c.superseded_by,
+    disputes: JSON.parse(c.disputes) as string[],
     sources: sources.map((s) => ({ observation_id: s.observation_id, relation: s.relation })),
-    created_at: c.created_at, updated_at: c.updated_at, occurred_at: c.occurred_at,
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+    occurred_at: c.occurred_at,
   };
 }
 
 /** The claim ids a claim names (disputes, superseded_by). */
-export const claimReferences = (rows: ClaimRow[]) =>
-  [...new Set(rows.flatMap((c) => [...(JSON.parse(c.disputes) as string[]), ...(c.superseded_by ? [c.superseded_by] : [])]))];
+export const claimReferences = (rows: ClaimRow[]) => [
+  ...new Set(
+    rows.flatMap((c) => [...(JSON.parse(c.disputes) as string[]), ...(c.superseded_by ? [c.superseded_by] : [])]),
+  ),
+];
 
 /** Drop references to claims the caller cannot read: hidden records contribute no ids. */
-export function withVisibleReferences<T extends { disputes: string[]; superseded_by: string | null }>(view: T, visible: Set<string>): T {
-  return { ...view, disputes: view.disputes.filter((id) => visible.has(id)),
-    superseded_by: view.superseded_by && visible.has(view.superseded_by) ? view.superseded_by : null };
+export function withVisibleReferences<T extends { disputes: string[]; superseded_by: string | null }>(
+  view: T,
+  visible: Set<string>,
+): T {
+  return {
+    ...view,
+    disputes: view.disputes.filter((id) => visible.has(id)),
+    superseded_by: view.superseded_by && visible.has(view.superseded_by) ? view.superseded_by : null,
+  };
 }
 
 /**
@@ -63,35 +92,54 @@ export function sourcesByClaim(db: Db, caller: Caller, claimIds: string[]): Map<
   const rows = db.all<SourceRow>(
     `SELECT s.* FROM claim_sources s JOIN observations o ON o.observation_id = s.observation_id
       WHERE s.claim_id IN (SELECT value FROM json_each(?)) AND ${ok} ORDER BY s.claim_id, s.position`,
-    JSON.stringify(claimIds), ...args);
+    JSON.stringify(claimIds),
+    ...args,
+  );
   for (const r of rows) out.set(r.claim_id, [...(out.get(r.claim_id) ?? []), r]);
   return out;
 }
 
 /** Sources of one claim as the caller may see them (see sourcesByClaim). */
-export const sourcesOf = (db: Db, caller: Caller, claimId: string) => sourcesByClaim(db, caller, [claimId]).get(claimId) ?? [];
+export const sourcesOf = (db: Db, caller: Caller, claimId: string) =>
+  sourcesByClaim(db, caller, [claimId]).get(claimId) ?? [];
 
 /** Claim ids among `ids` that the caller may retrieve. */
 export function retrievableClaimIds(db: Db, caller: Caller, ids: string[]): Set<string> {
   if (!ids.length) return new Set();
   const [ok, ...args] = retrievable(caller, "c");
-  return new Set(db.all<{ claim_id: string }>(
-    `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
-    JSON.stringify(ids), ...args).map((r) => r.claim_id));
+  return new Set(
+    db
+      .all<{ claim_id: string }>(
+        `SELECT c.claim_id FROM claims c WHERE c.claim_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
+        JSON.stringify(ids),
+        ...args,
+      )
+      .map((r) => r.claim_id),
+  );
 }
 
 /** Observation ids among `ids` that the caller may retrieve. */
 export function retrievableObservationIds(db: Db, caller: Caller, ids: string[]): Set<string> {
   if (!ids.length) return new Set();
   const [ok, ...args] = retrievable(caller, "o");
-  return new Set(db.all<{ observation_id: string }>(
-    `SELECT o.observation_id FROM observations o WHERE o.observation_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
-    JSON.stringify([...new Set(ids)]), ...args).map((r) => r.observation_id));
+  return new Set(
+    db
+      .all<{ observation_id: string }>(
+        `SELECT o.observation_id FROM observations o WHERE o.observation_id IN (SELECT value FROM json_each(?)) AND ${ok}`,
+        JSON.stringify([...new Set(ids)]),
+        ...args,
+      )
+      .map((r) => r.observation_id),
+  );
 }
 
 /** Claims as the caller sees them: sources, disputes and superseded_by limited to what it may read. */
 export function claimViewsFor(db: Db, caller: Caller, rows: ClaimRow[]) {
-  const sources = sourcesByClaim(db, caller, rows.map((c) => c.claim_id));
+  const sources = sourcesByClaim(
+    db,
+    caller,
+    rows.map((c) => c.claim_id),
+  );
   const visible = retrievableClaimIds(db, caller, claimReferences(rows));
   return rows.map((c) => withVisibleReferences(claimView(c, sources.get(c.claim_id) ?? []), visible));
 }
@@ -100,10 +148,19 @@ export const claimViewFor = (db: Db, caller: Caller, row: ClaimRow) => claimView
 
 export function observationView(o: ObservationRow) {
   return {
-    observation_id: o.observation_id, subject_id: o.subject_id, project_id: o.project_id, kind: o.kind,
-    content: o.content, content_hash: o.content_hash,
+    observation_id: o.observation_id,
+    subject_id: o.subject_id,
+    project_id: o.project_id,
+    kind: o.kind,
+    content: o.content,
+    content_hash: o.content_hash,
     source: { type: o.source_type, ...(o.source_ref != null ? { ref: o.source_ref } : {}) },
-    trust: o.trust, visibility: o.visibility, author_id: o.author_id, created_at: o.created_at, occurred_at: o.occurred_at,
-    purged: o.purged_at != null, purged_at: o.purged_at,
+    trust: o.trust,
+    visibility: o.visibility,
+    author_id: o.author_id,
+    created_at: o.created_at,
+    occurred_at: o.occurred_at,
+    purged: o.purged_at != null,
+    purged_at: o.purged_at,
   };
 }

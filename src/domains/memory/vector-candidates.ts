@@ -24,7 +24,12 @@ export const VECTOR_CANDIDATES = MAX_TOP_K;
  * Nearest ids with their cosine similarity, and the rows the accept read for them; null when vectors
  * were not used for this query.
  */
-export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: CandidateFilter & { query?: string }): Promise<VectorSimilarities | null> {
+export async function vectorHits(
+  rt: VectorRuntime,
+  db: Db,
+  caller: Caller,
+  f: CandidateFilter & { query?: string },
+): Promise<VectorSimilarities | null> {
   if (!f.query?.trim() || !hasVectors(rt)) return null;
   try {
     const [q] = await rt.embedder.embed([f.query]);
@@ -33,7 +38,14 @@ export async function vectorHits(rt: VectorRuntime, db: Db, caller: Caller, f: C
     // and found nothing; nothing joins the candidates.
     if (!q.some((x) => x !== 0)) return { similarities: new Map() };
     const ahead = readAhead(db, caller, f);
-    const accept = (ids: string[]) => candidateRowsAmong(db, caller, f, ids.filter((id) => id.startsWith(ID_PREFIX.claim)), ahead);
+    const accept = (ids: string[]) =>
+      candidateRowsAmong(
+        db,
+        caller,
+        f,
+        ids.filter((id) => id.startsWith(ID_PREFIX.claim)),
+        ahead,
+      );
     const ask: VectorAsk = { ways: wayFilters(readableWayConditions(caller), f), accept };
     const hits = await rt.index.query(q, VECTOR_CANDIDATES, ask);
     // Only claims that point the query's way are near it: a cosine of 0 or less says nothing in common.

@@ -48,10 +48,15 @@ export async function probe(rt: VectorRuntime, kind: ProbeResult["kind"], text: 
 
 export const modelRoutes = [
   orgRoute({
-    method: "GET", path: "/v1/models/config", scope: "models:read", response: { 200: modelConfigResponse },
+    method: "GET",
+    path: "/v1/models/config",
+    scope: "models:read",
+    response: { 200: modelConfigResponse },
     summary: "The isolate's immutable model configuration snapshot (no secrets) and this organization's index drift.",
-    operationId: "getModelConfig", tag: "Vectors",
-    description: "Reports the isolate's immutable embedding and extraction configuration (no secrets) and how far this " +
+    operationId: "getModelConfig",
+    tag: "Vectors",
+    description:
+      "Reports the isolate's immutable embedding and extraction configuration (no secrets) and how far this " +
       "organization's index drifts from it.",
     handler: (rc) => {
       const rt = runtimeFor(rc);
@@ -59,7 +64,10 @@ export const modelRoutes = [
       // Anyone else is told the status over the claims it may retrieve, nothing else.
       if (isAdmin(rc.caller)) {
         const { indexed, other } = indexDrift(rc.db, rt.config.embedding);
-        return ok({ ...rt.config, drift: { status: other > 0 ? "drifted" : "none", indexed, indexed_with_other_model: other } });
+        return ok({
+          ...rt.config,
+          drift: { status: other > 0 ? "drifted" : "none", indexed, indexed_with_other_model: other },
+        });
       }
       const { model, dimensions } = rt.config.embedding;
       const other = retrievableIndexedWithOtherModel(rc.db, rc.caller, model, dimensions);
@@ -68,18 +76,36 @@ export const modelRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/models/probe", scope: "models:probe", body: probeBody, response: { 200: probeResponse },
+    method: "POST",
+    path: "/v1/models/probe",
+    scope: "models:probe",
+    body: probeBody,
+    response: { 200: probeResponse },
     summary: "One bounded embedding or extraction call; answers metadata only and appends a metadata-only audit entry.",
-    operationId: "probeModel", tag: "Vectors",
-    description: "Makes one bounded embedding or extraction call and answers its metadata only (no text or vectors), appending a " +
+    operationId: "probeModel",
+    tag: "Vectors",
+    description:
+      "Makes one bounded embedding or extraction call and answers its metadata only (no text or vectors), appending a " +
       "metadata-only audit entry.",
     handler: async (rc) => {
       const result = await probe(runtimeFor(rc), rc.body.kind, rc.body.text);
       return commitWrite(rc, () => ({
-        status: 200, data: result,
-        audit: { action: "models.probed", resourceType: "model", resourceId: null,
-          detail: { kind: result.kind, provider: result.provider, model: result.model, ok: result.ok,
-            error_code: result.error_code ?? null, latency_ms: result.latency_ms, text_chars: rc.body.text.length } },
+        status: 200,
+        data: result,
+        audit: {
+          action: "models.probed",
+          resourceType: "model",
+          resourceId: null,
+          detail: {
+            kind: result.kind,
+            provider: result.provider,
+            model: result.model,
+            ok: result.ok,
+            error_code: result.error_code ?? null,
+            latency_ms: result.latency_ms,
+            text_chars: rc.body.text.length,
+          },
+        },
       }));
     },
   }),

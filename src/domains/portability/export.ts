@@ -13,7 +13,12 @@ import { projectVisibleWhere, retrievable } from "../../access/retrieval";
 import type { ClaimRow, ObservationRow, ProjectRow, SourceRow } from "../memory/records";
 import { workspaceNames } from "../access/store";
 import {
-  claimReferences, claimView, observationView, retrievableClaimIds, sourcesByClaim, withVisibleReferences,
+  claimReferences,
+  claimView,
+  observationView,
+  retrievableClaimIds,
+  sourcesByClaim,
+  withVisibleReferences,
 } from "../memory/store";
 import { EXPORT_FORMAT_VERSION, type ExportType, IMPORT_ORDER, type exportQuery } from "./schema";
 import type { z } from "zod";
@@ -35,30 +40,59 @@ const EXPORT_TABLE: Record<ExportType, { sql: string; alias: string; position: s
 function exportIdAt(db: Db, caller: Caller, type: ExportType, position: number): string | null {
   const t = EXPORT_TABLE[type];
   const [where, args] = exportWindow(caller, type);
-  return db.first<{ id: string }>(`SELECT ${t.id} AS id FROM ${t.sql} WHERE ${t.position} = ? AND ${where}`,
-    position, 0, Number.MAX_SAFE_INTEGER, ...args)?.id ?? null;
+  return (
+    db.first<{ id: string }>(
+      `SELECT ${t.id} AS id FROM ${t.sql} WHERE ${t.position} = ? AND ${where}`,
+      position,
+      0,
+      Number.MAX_SAFE_INTEGER,
+      ...args,
+    )?.id ?? null
+  );
 }
 
 function exportPositionOf(db: Db, caller: Caller, type: ExportType, id: string): number | null {
   const t = EXPORT_TABLE[type];
   const [where, args] = exportWindow(caller, type);
-  return db.first<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${t.id} = ? AND ${where}`,
-    id, 0, Number.MAX_SAFE_INTEGER, ...args)?.r ?? null;
+  return (
+    db.first<{ r: number }>(
+      `SELECT ${t.position} AS r FROM ${t.sql} WHERE ${t.id} = ? AND ${where}`,
+      id,
+      0,
+      Number.MAX_SAFE_INTEGER,
+      ...args,
+    )?.r ?? null
+  );
 }
 
 /** Position window (after, upTo] plus what the caller may retrieve (projects: projectVisibleWhere, or its own). */
 function exportWindow(caller: Caller, type: ExportType): [string, unknown[]] {
   const t = EXPORT_TABLE[type];
-  const [ok, ...args] = type === "projects" ? projectVisibleWhere(caller, "p", { orCreator: true }) : retrievable(caller, t.alias);
+  const [ok, ...args] =
+    type === "projects" ? projectVisibleWhere(caller, "p", { orCreator: true }) : retrievable(caller, t.alias);
   return [`${t.position} > ? AND ${t.position} <= ? AND ${ok}`, args];
 }
 
 /** Export positions of one type in (after, upTo], at most `limit`, in order (no record read). */
-function exportPositions(db: Db, caller: Caller, type: ExportType, after: number, upTo: number, limit: number): number[] {
+function exportPositions(
+  db: Db,
+  caller: Caller,
+  type: ExportType,
+  after: number,
+  upTo: number,
+  limit: number,
+): number[] {
   const t = EXPORT_TABLE[type];
   const [where, args] = exportWindow(caller, type);
-  return db.all<{ r: number }>(`SELECT ${t.position} AS r FROM ${t.sql} WHERE ${where} ORDER BY ${t.position} LIMIT ?`,
-    after, upTo, ...args, limit).map((x) => x.r);
+  return db
+    .all<{ r: number }>(
+      `SELECT ${t.position} AS r FROM ${t.sql} WHERE ${where} ORDER BY ${t.position} LIMIT ?`,
+      after,
+      upTo,
+      ...args,
+      limit,
+    )
+    .map((x) => x.r);
 }
 
 /** Exported rows of one type in (after, upTo], at most `limit`, in order, each with its position `r`. */
@@ -66,31 +100,58 @@ function exportRows(db: Db, caller: Caller, type: ExportType, after: number, upT
   const t = EXPORT_TABLE[type];
   const [where, args] = exportWindow(caller, type);
   return db.all<Record<string, unknown> & { r: number }>(
-    `SELECT ${t.position} AS r, ${t.alias}.* FROM ${t.sql} WHERE ${where} ORDER BY ${t.position} LIMIT ?`, after, upTo, ...args, limit);
+    `SELECT ${t.position} AS r, ${t.alias}.* FROM ${t.sql} WHERE ${where} ORDER BY ${t.position} LIMIT ?`,
+    after,
+    upTo,
+    ...args,
+    limit,
+  );
 }
 
 // Line builders, shared with import (which compares an existing record with an imported line).
 export const projectLineOf = (p: ProjectRow, workspaceName: string | null) => ({
-  type: "project" as const, project_id: p.project_id, reference: p.reference, created_by: p.created_by, created_at: p.created_at,
-  workspace_id: p.workspace_id ?? null, workspace_name: p.workspace_id ? workspaceName : null,
+  type: "project" as const,
+  project_id: p.project_id,
+  reference: p.reference,
+  created_by: p.created_by,
+  created_at: p.created_at,
+  workspace_id: p.workspace_id ?? null,
+  workspace_name: p.workspace_id ? workspaceName : null,
 });
 export const observationLineOf = (o: ObservationRow) => ({ type: "observation" as const, ...observationView(o) });
-export const claimLineOf = (c: ClaimRow, sources: SourceRow[]) =>
-  ({ type: "claim" as const, ...claimView(c, sources), author_id: c.author_id });
+export const claimLineOf = (c: ClaimRow, sources: SourceRow[]) => ({
+  type: "claim" as const,
+  ...claimView(c, sources),
+  author_id: c.author_id,
+});
 
 /** Rows of one type in (after, upTo], as [position, serialized line]. */
 function chunk(db: Db, caller: Caller, type: ExportType, after: number, upTo: number): [number, string][] {
   const rows = exportRows(db, caller, type, after, upTo, CHUNK_ROWS);
   if (type === "projects") {
-    const names = workspaceNames(db, rows.flatMap((p) => (p.workspace_id ? [p.workspace_id as string] : [])));
-    return rows.map((p) => [p.r, JSON.stringify(projectLineOf(p as unknown as ProjectRow, names.get(p.workspace_id as string) ?? null))]);
+    const names = workspaceNames(
+      db,
+      rows.flatMap((p) => (p.workspace_id ? [p.workspace_id as string] : [])),
+    );
+    return rows.map((p) => [
+      p.r,
+      JSON.stringify(projectLineOf(p as unknown as ProjectRow, names.get(p.workspace_id as string) ?? null)),
+    ]);
   }
-  if (type === "observations") return rows.map((o) => [o.r, JSON.stringify(observationLineOf(o as unknown as ObservationRow))]);
+  if (type === "observations")
+    return rows.map((o) => [o.r, JSON.stringify(observationLineOf(o as unknown as ObservationRow))]);
   // Sources the caller cannot read are left out, exactly as in every other claim view.
   const claims = rows as unknown as ClaimRow[];
-  const sources = sourcesByClaim(db, caller, claims.map((c) => c.claim_id));
+  const sources = sourcesByClaim(
+    db,
+    caller,
+    claims.map((c) => c.claim_id),
+  );
   const visible = retrievableClaimIds(db, caller, claimReferences(claims));
-  return claims.map((c) => [c.seq, JSON.stringify(withVisibleReferences(claimLineOf(c, sources.get(c.claim_id) ?? []), visible))]);
+  return claims.map((c) => [
+    c.seq,
+    JSON.stringify(withVisibleReferences(claimLineOf(c, sources.get(c.claim_id) ?? []), visible)),
+  ]);
 }
 
 type Cursor = [ExportType, number];
@@ -132,9 +193,12 @@ function planPage(db: Db, caller: Caller, types: ExportType[], from: Cursor | nu
     if (take.length) segments.push({ type, after: start, upTo: take[take.length - 1], count: take.length });
     records += take.length;
     // Looking one record past the page makes has_more exact.
-    if (positions.length > take.length) return { segments, records, next: [type, take.length ? take[take.length - 1] : start] };
+    if (positions.length > take.length)
+      return { segments, records, next: [type, take.length ? take[take.length - 1] : start] };
     if (records === limit) {
-      const rest = types.slice(i + 1).find((later) => exportPositions(db, caller, later, 0, Number.MAX_SAFE_INTEGER, 1).length > 0);
+      const rest = types
+        .slice(i + 1)
+        .find((later) => exportPositions(db, caller, later, 0, Number.MAX_SAFE_INTEGER, 1).length > 0);
       return { segments, records, next: rest ? [rest, 0] : null };
     }
   }
@@ -175,7 +239,10 @@ export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>
   const isCursor = (v: unknown): v is CursorText =>
     Array.isArray(v) && v.length === 2 && types.includes(v[0]) && typeof v[1] === "string";
   const given = query.after ? decodeCursor(query.after, isCursor) : null;
-  const from: Cursor | null = given && [given[0], given[1] === "" ? 0 : exportPositionOf(rc.db, rc.caller, given[0], given[1]) ?? invalidCursor()];
+  const from: Cursor | null = given && [
+    given[0],
+    given[1] === "" ? 0 : (exportPositionOf(rc.db, rc.caller, given[0], given[1]) ?? invalidCursor()),
+  ];
   const cursorOf = ([type, position]: Cursor): CursorText => {
     if (position === 0) return [type, ""];
     const id = exportIdAt(rc.db, rc.caller, type, position);
@@ -187,17 +254,24 @@ export function exportPage(rc: RequestCtx<undefined, z.infer<typeof exportQuery>
   const reply = commitWrite(rc, (db) => {
     plan = planPage(db, rc.caller, types, from, query.limit);
     return {
-      status: 200, data: null,
+      status: 200,
+      data: null,
       audit: {
-        action: "export.read", resourceType: "organization", resourceId: rc.orgId,
+        action: "export.read",
+        resourceType: "organization",
+        resourceId: rc.orgId,
         detail: { type: query.type ?? null, limit: query.limit, records: plan.records, has_more: plan.next != null },
       },
     };
   });
   const header = {
-    type: "svc.export.header", format_version: EXPORT_FORMAT_VERSION, import_order: IMPORT_ORDER,
+    type: "svc.export.header",
+    format_version: EXPORT_FORMAT_VERSION,
+    import_order: IMPORT_ORDER,
     filters: { type: query.type ?? null, limit: query.limit, after: query.after ?? null },
-    records: plan.records, has_more: plan.next != null, next_after: plan.next ? encodeCursor(cursorOf(plan.next)) : null,
+    records: plan.records,
+    has_more: plan.next != null,
+    next_after: plan.next ? encodeCursor(cursorOf(plan.next)) : null,
     exported_at: clock.nowIso(),
   };
   return { ...reply, stream: streamPage(rc.db, rc.caller, header, plan) };

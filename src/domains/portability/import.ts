@@ -14,15 +14,29 @@ import { canonical, commitWrite, type WriteOutcome } from "../../org/write";
 import { insertPrincipal } from "../identity/store";
 import { canRetrieve, projectNameable } from "../../access/retrieval";
 import {
-  type SourceRow, getClaim, getObservation, getProject, insertClaim, insertObservation, insertProject, projectByReference, projectWorkspace,
+  type SourceRow,
+  getClaim,
+  getObservation,
+  getProject,
+  insertClaim,
+  insertObservation,
+  insertProject,
+  projectByReference,
+  projectWorkspace,
 } from "../memory/records";
 import { insertWorkspace } from "../access/store";
 import { contentHash, unresolved } from "../memory/store";
 import { touchedAll } from "../../org/outbox";
 import { claimLineOf, observationLineOf, projectLineOf } from "./export";
 import {
-  type ClaimLine, type ObservationLine, type ProjectLine, EXPORT_FORMAT_VERSION, MAX_IMPORT_LINES, claimLine,
-  observationLine, projectLine,
+  type ClaimLine,
+  type ObservationLine,
+  type ProjectLine,
+  EXPORT_FORMAT_VERSION,
+  MAX_IMPORT_LINES,
+  claimLine,
+  observationLine,
+  projectLine,
 } from "./schema";
 
 interface Entry<T> {
@@ -64,12 +78,16 @@ export function parseImport(body: string | null, caller: Caller): ImportFile {
       continue;
     }
     if (++records > MAX_IMPORT_LINES) throw invalid(`An import holds at most ${MAX_IMPORT_LINES} record lines.`);
-    const schema = type === "project" ? projectLine : type === "observation" ? observationLine : type === "claim" ? claimLine : null;
+    const schema =
+      type === "project" ? projectLine : type === "observation" ? observationLine : type === "claim" ? claimLine : null;
     if (!schema) throw invalid(`Line ${line}: Invalid field "type": must be "project", "observation" or "claim".`);
     const parsed = validate(schema, value);
     if (!parsed.success) throw invalid(`Line ${line}: ${parsed.message}`);
     // A line from a file written before event time existed: its record happened when it was written.
-    const rec = parsed.data.type === "project" ? parsed.data : { ...parsed.data, occurred_at: parsed.data.occurred_at ?? parsed.data.created_at };
+    const rec =
+      parsed.data.type === "project"
+        ? parsed.data
+        : { ...parsed.data, occurred_at: parsed.data.occurred_at ?? parsed.data.created_at };
     const id = idOf(rec);
     if (ids.has(id)) throw invalid(`Line ${line}: duplicate id ${id}.`);
     ids.add(id);
@@ -88,7 +106,8 @@ export function parseImport(body: string | null, caller: Caller): ImportFile {
       file.observations.push({ line, rec });
     } else file.claims.push({ line, rec });
   }
-  if (!records) throw invalid("The import body holds no record lines (NDJSON: one project, observation or claim per line).");
+  if (!records)
+    throw invalid("The import body holds no record lines (NDJSON: one project, observation or claim per line).");
   return file;
 }
 
@@ -100,7 +119,12 @@ export const importIds = (file: ImportFile) =>
  * wins, all-or-nothing per shard). 409 when any id belongs to another organization; 503 when the
  * registry cannot answer. Returns the ids this call newly claimed, to release if the import fails.
  */
-export async function claimIds(registry: OwnershipRegistry, orgId: string, ids: string[], hidden: string[] = []): Promise<string[]> {
+export async function claimIds(
+  registry: OwnershipRegistry,
+  orgId: string,
+  ids: string[],
+  hidden: string[] = [],
+): Promise<string[]> {
   let result: { foreign: string[]; added: string[] };
   try {
     result = await registry.claim(orgId, ids, clock.nowIso());
@@ -121,7 +145,9 @@ export async function claimIds(registry: OwnershipRegistry, orgId: string, ids: 
 
 /** 409: ids that exist outside the organization (or, to this caller, outside what it may see). */
 const foreignIds = (ids: string[]) =>
-  conflict(`${ids.length} imported id(s) already belong to another organization: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`);
+  conflict(
+    `${ids.length} imported id(s) already belong to another organization: ${ids.slice(0, 3).join(", ")}${ids.length > 3 ? ", …" : ""}.`,
+  );
 
 /**
  * Lines whose id exists here on a record the caller may not retrieve (a project: may not name). They
@@ -130,9 +156,13 @@ const foreignIds = (ids: string[]) =>
  */
 function hiddenIds(db: Db, caller: Caller, file: ImportFile): string[] {
   // Visibility decides, not retention: a record of ours that retention excluded is still ours to re-import.
-  const hidden = (row: Parameters<typeof canRetrieve>[1] | null | undefined) => row != null && !canRetrieve(caller, row, { evenExcluded: true });
+  const hidden = (row: Parameters<typeof canRetrieve>[1] | null | undefined) =>
+    row != null && !canRetrieve(caller, row, { evenExcluded: true });
   return [
-    ...file.projects.filter(({ rec }) => { const p = getProject(db, rec.project_id); return p != null && !projectNameable(db, caller, p); }),
+    ...file.projects.filter(({ rec }) => {
+      const p = getProject(db, rec.project_id);
+      return p != null && !projectNameable(db, caller, p);
+    }),
     ...file.observations.filter(({ rec }) => hidden(getObservation(db, rec.observation_id))),
     ...file.claims.filter(({ rec }) => hidden(getClaim(db, rec.claim_id))),
   ].map((e) => idOf(e.rec));
@@ -174,14 +204,20 @@ function currentLine(db: Db, rec: ProjectLine | ObservationLine | ClaimLine): ob
  */
 function authoredBy<T extends ProjectLine | ObservationLine | ClaimLine>(caller: Caller, rec: T): T {
   if (isAdmin(caller)) return rec;
-  return rec.type === "project" ? { ...rec, created_by: caller.principalId } : { ...rec, author_id: caller.principalId };
+  return rec.type === "project"
+    ? { ...rec, created_by: caller.principalId }
+    : { ...rec, author_id: caller.principalId };
 }
 
 /**
  * New entries only, with the authorship the caller may record: an existing record identical to the line
  * as given or as this caller would write it is skipped (idempotent re-import), a different one is 409.
  */
-function onlyNew<T extends ProjectLine | ObservationLine | ClaimLine>(db: Db, caller: Caller, entries: Entry<T>[]): Entry<T>[] {
+function onlyNew<T extends ProjectLine | ObservationLine | ClaimLine>(
+  db: Db,
+  caller: Caller,
+  entries: Entry<T>[],
+): Entry<T>[] {
   return entries.flatMap(({ line, rec: given }) => {
     const rec = authoredBy(caller, given);
     const existing = currentLine(db, rec);
@@ -211,8 +247,14 @@ function restoreWorkspaces(db: Db, caller: Caller, projects: Entry<ProjectLine>[
       continue;
     }
     if (rec.workspace_name === null || !isAdmin(caller)) throw unresolved("workspace", [id]);
-    if (!hasScope(caller.scopes, "workspaces:write")) throw forbidden(`Line ${line}: ${missingScopeMessage("workspaces:write")}`);
-    insertWorkspace(db, { workspace_id: id, name: rec.workspace_name, created_by: caller.principalId, created_at: clock.nowIso() });
+    if (!hasScope(caller.scopes, "workspaces:write"))
+      throw forbidden(`Line ${line}: ${missingScopeMessage("workspaces:write")}`);
+    insertWorkspace(db, {
+      workspace_id: id,
+      name: rec.workspace_name,
+      created_by: caller.principalId,
+      created_at: clock.nowIso(),
+    });
     created.add(id);
   }
   return created.size;
@@ -236,58 +278,117 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
   // write into): a hidden workspace's project is as unresolved as a missing one, checked before the
   // write check below, so its 403 never confirms a project the caller cannot see.
   const batchProjects = new Set(file.projects.map((e) => e.rec.project_id));
-  const missingProjects = unique([...observations, ...claims].filter(({ rec }) => {
-    if (rec.project_id === null || batchProjects.has(rec.project_id)) return false;
-    const row = getProject(db, rec.project_id);
-    return !row || (!projectNameable(db, rc.caller, row) &&
-      !canWrite(rc.caller, { subject_id: rec.subject_id, project_id: rec.project_id, workspace_id: row.workspace_id ?? null }));
-  }).map((e) => e.rec.project_id));
+  const missingProjects = unique(
+    [...observations, ...claims]
+      .filter(({ rec }) => {
+        if (rec.project_id === null || batchProjects.has(rec.project_id)) return false;
+        const row = getProject(db, rec.project_id);
+        return (
+          !row ||
+          (!projectNameable(db, rc.caller, row) &&
+            !canWrite(rc.caller, {
+              subject_id: rec.subject_id,
+              project_id: rec.project_id,
+              workspace_id: row.workspace_id ?? null,
+            }))
+        );
+      })
+      .map((e) => e.rec.project_id),
+  );
   if (missingProjects.length) throw unresolved("project", missingProjects);
   // Writing into a workspace's projects takes what any write there takes (member or above, an
   // organization owner/admin role, or a covering write grant), whether the project is new or exists here.
   for (const { line, rec } of [...observations, ...claims]) {
-    const workspace = rec.project_id === null ? null
-      : projects.find((p) => p.rec.project_id === rec.project_id)?.rec.workspace_id ?? projectWorkspace(db, rec.project_id);
-    if (workspace !== null && !canWrite(rc.caller, { subject_id: rec.subject_id, project_id: rec.project_id, workspace_id: workspace }))
-      throw forbidden(`Line ${line}: writing to this workspace's records takes workspace role member or above, or a write grant.`);
+    const workspace =
+      rec.project_id === null
+        ? null
+        : (projects.find((p) => p.rec.project_id === rec.project_id)?.rec.workspace_id ??
+          projectWorkspace(db, rec.project_id));
+    if (
+      workspace !== null &&
+      !canWrite(rc.caller, { subject_id: rec.subject_id, project_id: rec.project_id, workspace_id: workspace })
+    )
+      throw forbidden(
+        `Line ${line}: writing to this workspace's records takes workspace role member or above, or a write grant.`,
+      );
   }
 
   // A source resolves to an observation in this request or a readable one here.
   // Only observations this request inserts count as present; an existing one must be readable.
   const batchObservations = new Set(observations.map((e) => e.rec.observation_id));
-  const missingObservations = unique(claims.flatMap((e) => e.rec.sources.map((s) => s.observation_id)))
-    .filter((id) => {
-      if (batchObservations.has(id)) return false;
-      const row = getObservation(db, id);
-      return !row || !canRetrieve(rc.caller, row);
-    });
+  const missingObservations = unique(claims.flatMap((e) => e.rec.sources.map((s) => s.observation_id))).filter((id) => {
+    if (batchObservations.has(id)) return false;
+    const row = getObservation(db, id);
+    return !row || !canRetrieve(rc.caller, row);
+  });
   if (missingObservations.length) throw unresolved("observation", missingObservations);
 
   // Authorship is restored as exported (owners and admins; see authoredBy). An author who is not a
   // principal here gets a key-less member principal with that id, so private records stay readable by their author once an owner or admin
   // mints that principal a key (POST /v1/keys with principal_id).
   let principalsCreated = 0;
-  for (const id of unique([...projects.map((e) => e.rec.created_by), ...[...observations, ...claims].map((e) => e.rec.author_id)])) {
+  for (const id of unique([
+    ...projects.map((e) => e.rec.created_by),
+    ...[...observations, ...claims].map((e) => e.rec.author_id),
+  ])) {
     if (db.first("SELECT 1 FROM principals WHERE principal_id = ?", id)) continue; // removed ones too: ids are never reused
     insertPrincipal(db, "agent", "imported author", "member", { principalId: id, createdBy: rc.caller.principalId });
     principalsCreated++;
   }
 
   const touched = [
-    ...projects.map(({ rec: p }) => insertProject(db, {
-      project_id: p.project_id, reference: p.reference, created_by: p.created_by, created_at: p.created_at, workspace_id: p.workspace_id,
-    })),
-    ...observations.map(({ rec: o }) => insertObservation(db, {
-      observation_id: o.observation_id, subject_id: o.subject_id, project_id: o.project_id, kind: o.kind, content: o.content,
-      content_hash: o.content_hash, source_type: o.source.type, source_ref: o.source.ref ?? null, trust: o.trust,
-      visibility: o.visibility, author_id: o.author_id, created_at: o.created_at, occurred_at: o.occurred_at, purged_at: o.purged_at,
-    })),
-    ...claims.map(({ rec: c }) => insertClaim(db, {
-      claim_id: c.claim_id, subject_id: c.subject_id, project_id: c.project_id, kind: c.kind, statement: c.statement,
-      status: c.status, visibility: c.visibility, trust: c.trust, version: c.version, valid_from: c.valid_from,
-      valid_to: c.valid_to, superseded_by: c.superseded_by, disputes: JSON.stringify(c.disputes), author_id: c.author_id,
-      created_at: c.created_at, updated_at: c.updated_at, occurred_at: c.occurred_at,
-    }, c.sources)),
+    ...projects.map(({ rec: p }) =>
+      insertProject(db, {
+        project_id: p.project_id,
+        reference: p.reference,
+        created_by: p.created_by,
+        created_at: p.created_at,
+        workspace_id: p.workspace_id,
+      }),
+    ),
+    ...observations.map(({ rec: o }) =>
+      insertObservation(db, {
+        observation_id: o.observation_id,
+        subject_id: o.subject_id,
+        project_id: o.project_id,
+        kind: o.kind,
+        content: o.content,
+        content_hash: o.content_hash,
+        source_type: o.source.type,
+        source_ref: o.source.ref ?? null,
+        trust: o.trust,
+        visibility: o.visibility,
+        author_id: o.author_id,
+        created_at: o.created_at,
+        occurred_at: o.occurred_at,
+        purged_at: o.purged_at,
+      }),
+    ),
+    ...claims.map(({ rec: c }) =>
+      insertClaim(
+        db,
+        {
+          claim_id: c.claim_id,
+          subject_id: c.subject_id,
+          project_id: c.project_id,
+          kind: c.kind,
+          statement: c.statement,
+          status: c.status,
+          visibility: c.visibility,
+          trust: c.trust,
+          version: c.version,
+          valid_from: c.valid_from,
+          valid_to: c.valid_to,
+          superseded_by: c.superseded_by,
+          disputes: JSON.stringify(c.disputes),
+          author_id: c.author_id,
+          created_at: c.created_at,
+          updated_at: c.updated_at,
+          occurred_at: c.occurred_at,
+        },
+        c.sources,
+      ),
+    ),
   ];
 
   const imported = { projects: projects.length, observations: observations.length, claims: claims.length };
@@ -300,7 +401,9 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
     status: touched.length ? 201 : 200,
     data: { imported, skipped, principals_created: principalsCreated, workspaces_created: workspacesCreated },
     audit: {
-      action: "import.applied", resourceType: "organization", resourceId: rc.orgId,
+      action: "import.applied",
+      resourceType: "organization",
+      resourceId: rc.orgId,
       detail: { imported, skipped, principals_created: principalsCreated, workspaces_created: workspacesCreated },
     },
     touched: touchedAll(...touched),
@@ -310,10 +413,13 @@ function applyImport(db: Db, rc: RequestCtx, file: ImportFile): WriteOutcome {
 /** Which of these ids name a project, observation or claim of this organization (any state). */
 export function existingRecordIds(db: Db, ids: string[]): string[] {
   if (!ids.length) return [];
-  return db.all<{ id: string }>(
-    `SELECT j.value AS id FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM projects WHERE project_id = j.value)
+  return db
+    .all<{ id: string }>(
+      `SELECT j.value AS id FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM projects WHERE project_id = j.value)
         OR EXISTS (SELECT 1 FROM observations WHERE observation_id = j.value) OR EXISTS (SELECT 1 FROM claims WHERE claim_id = j.value)`,
-    JSON.stringify(ids)).map((r) => r.id);
+      JSON.stringify(ids),
+    )
+    .map((r) => r.id);
 }
 
 export async function importBatch(rc: RequestCtx): Promise<Reply> {
@@ -326,7 +432,11 @@ export async function importBatch(rc: RequestCtx): Promise<Reply> {
     // Only ids that name no record here go back: an id this organization's own write created while the
     // import waited (its registration still on the way) was "newly claimed" too, and must stay ours.
     const held = new Set(existingRecordIds(rc.db, claimed));
-    await releaseQuietly(rc.deps.registry, rc.orgId, claimed.filter((id) => !held.has(id)));
+    await releaseQuietly(
+      rc.deps.registry,
+      rc.orgId,
+      claimed.filter((id) => !held.has(id)),
+    );
     throw err;
   }
 }

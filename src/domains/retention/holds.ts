@@ -23,7 +23,6 @@ import { unresolved } from "../memory/store";
 import { holdBody, holdReleaseBody, holdReleasedResponse, holdResponse } from "./schema";
 import { excludedAmong, sourceLinks } from "./store";
 
-
 export interface HoldRow {
   hold_id: string;
   target_type: "claim" | "observation";
@@ -63,10 +62,17 @@ export function coverage(db: Db, records: RecordSet): Map<string, Set<string>> {
 export function heldAmong(db: Db, records: RecordSet): { observations: Set<string>; claims: Set<string> } {
   const cover = coverage(db, records);
   const targets = [...new Set([...cover.values()].flatMap((s) => [...s]))];
-  const held = new Set(targets.length ? db.all<{ k: string }>(
-    `SELECT target_type || ':' || target_id AS k FROM legal_holds
+  const held = new Set(
+    targets.length
+      ? db
+          .all<{ k: string }>(
+            `SELECT target_type || ':' || target_id AS k FROM legal_holds
       WHERE status = 'active' AND target_id IN (SELECT value FROM json_each(?))`,
-    JSON.stringify(targets.map((t) => t.slice(t.indexOf(":") + 1)))).map((r) => r.k) : []);
+            JSON.stringify(targets.map((t) => t.slice(t.indexOf(":") + 1))),
+          )
+          .map((r) => r.k)
+      : [],
+  );
   const isHeld = (k: string) => [...cover.get(k)!].some((c) => held.has(c));
   return {
     observations: new Set(records.observations.filter((id) => isHeld(key("observation", id)))),
@@ -81,8 +87,15 @@ export const legalHoldPurgeGuard: PurgeGuard = (db, observationId) =>
   heldAmong(db, { observations: [observationId], claims: [] }).observations.size ? HOLD_BLOCKS_PURGE : null;
 
 export const holdView = (h: HoldRow) => ({
-  hold_id: h.hold_id, target_type: h.target_type, target_id: h.target_id, reason: h.reason, status: h.status,
-  created_by: h.created_by, created_at: h.created_at, released_by: h.released_by, released_at: h.released_at,
+  hold_id: h.hold_id,
+  target_type: h.target_type,
+  target_id: h.target_id,
+  reason: h.reason,
+  status: h.status,
+  created_by: h.created_by,
+  created_at: h.created_at,
+  released_by: h.released_by,
+  released_at: h.released_at,
 });
 
 /**
@@ -96,61 +109,120 @@ function visibleTarget(db: Db, caller: Caller, type: "claim" | "observation", id
 
 export const holdRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/legal-holds", scope: "retention:write", roles: ADMIN_ROLES, body: holdBody,
+    method: "POST",
+    path: "/v1/legal-holds",
+    scope: "retention:write",
+    roles: ADMIN_ROLES,
+    body: holdBody,
     response: { 201: holdResponse },
-    summary: "Place a legal hold on an exact claim or observation (and its dependents); restores what retention had excluded.",
-    operationId: "placeLegalHold", tag: "Retention",
-    description: "Places a legal hold on one claim or observation and its dependents; whatever retention had excluded is " +
+    summary:
+      "Place a legal hold on an exact claim or observation (and its dependents); restores what retention had excluded.",
+    operationId: "placeLegalHold",
+    tag: "Retention",
+    description:
+      "Places a legal hold on one claim or observation and its dependents; whatever retention had excluded is " +
       "restored in the same write.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const { target_type, target_id, reason } = rc.body;
-      if (!visibleTarget(db, rc.caller, target_type, target_id)) throw unresolved(target_type, [target_id]);
-      const at = clock.nowIso();
-      const row: HoldRow = {
-        hold_id: newId(ID_PREFIX.hold), target_type, target_id, reason, status: "active",
-        created_by: rc.caller.principalId, created_at: at, released_by: null, released_at: null,
-      };
-      db.run(
-        `INSERT INTO legal_holds (hold_id, target_type, target_id, reason, status, created_by, created_at)
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        const { target_type, target_id, reason } = rc.body;
+        if (!visibleTarget(db, rc.caller, target_type, target_id)) throw unresolved(target_type, [target_id]);
+        const at = clock.nowIso();
+        const row: HoldRow = {
+          hold_id: newId(ID_PREFIX.hold),
+          target_type,
+          target_id,
+          reason,
+          status: "active",
+          created_by: rc.caller.principalId,
+          created_at: at,
+          released_by: null,
+          released_at: null,
+        };
+        db.run(
+          `INSERT INTO legal_holds (hold_id, target_type, target_id, reason, status, created_by, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        row.hold_id, row.target_type, row.target_id, row.reason, row.status, row.created_by, row.created_at);
-      // Restore, in this transaction, every covered record retention had excluded (claim versions bump).
-      const covered = [...coverage(db, target_type === "claim" ? { observations: [], claims: [target_id] } : { observations: [target_id], claims: [] })
-        .get(key(target_type, target_id))!];
-      const ids = (type: string) => covered.filter((k) => k.startsWith(`${type}:`)).map((k) => k.slice(type.length + 1));
-      const excluded = excludedAmong(db, { observations: ids("observation"), claims: ids("claim") });
-      const touched = touchedAll(restoreObservations(db, excluded.observations),
-        ...excluded.claims.map((id) => changeClaim(db, id, { retention_excluded_at: null })));
-      return {
-        status: 201, data: holdView(row), touched,
-        // Counts, not ids: the dependents may include records the caller cannot read.
-        audit: { action: "legal_hold.created", resourceType: "legal_hold", resourceId: row.hold_id,
-          detail: { target_type, target_id, restored_observations: excluded.observations.length, restored_claims: excluded.claims.length } },
-      };
-    }),
+          row.hold_id,
+          row.target_type,
+          row.target_id,
+          row.reason,
+          row.status,
+          row.created_by,
+          row.created_at,
+        );
+        // Restore, in this transaction, every covered record retention had excluded (claim versions bump).
+        const covered = [
+          ...coverage(
+            db,
+            target_type === "claim"
+              ? { observations: [], claims: [target_id] }
+              : { observations: [target_id], claims: [] },
+          ).get(key(target_type, target_id))!,
+        ];
+        const ids = (type: string) =>
+          covered.filter((k) => k.startsWith(`${type}:`)).map((k) => k.slice(type.length + 1));
+        const excluded = excludedAmong(db, { observations: ids("observation"), claims: ids("claim") });
+        const touched = touchedAll(
+          restoreObservations(db, excluded.observations),
+          ...excluded.claims.map((id) => changeClaim(db, id, { retention_excluded_at: null })),
+        );
+        return {
+          status: 201,
+          data: holdView(row),
+          touched,
+          // Counts, not ids: the dependents may include records the caller cannot read.
+          audit: {
+            action: "legal_hold.created",
+            resourceType: "legal_hold",
+            resourceId: row.hold_id,
+            detail: {
+              target_type,
+              target_id,
+              restored_observations: excluded.observations.length,
+              restored_claims: excluded.claims.length,
+            },
+          },
+        };
+      }),
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/legal-holds/:id/release", scope: "retention:write", roles: ADMIN_ROLES,
+    method: "POST",
+    path: "/v1/legal-holds/:id/release",
+    scope: "retention:write",
+    roles: ADMIN_ROLES,
     response: { 200: holdReleasedResponse },
-    body: holdReleaseBody, bodyOptional: true,
+    body: holdReleaseBody,
+    bodyOptional: true,
     summary: "Release an active legal hold; a repeat answers already_released: true.",
-    operationId: "releaseLegalHold", tag: "Retention",
+    operationId: "releaseLegalHold",
+    tag: "Retention",
     description: "Releases an active legal hold; a repeat answers `already_released: true`.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const h = db.first<HoldRow>("SELECT * FROM legal_holds WHERE hold_id = ?", rc.params.id);
-      // A hold on a record the caller cannot read answers like a missing one.
-      if (!h || !visibleTarget(db, rc.caller, h.target_type, h.target_id)) throw notFound("Legal hold");
-      const already = h.status === "released";
-      const next: HoldRow = already ? h : { ...h, status: "released", released_by: rc.caller.principalId, released_at: clock.nowIso() };
-      if (!already)
-        db.run("UPDATE legal_holds SET status = 'released', released_by = ?, released_at = ? WHERE hold_id = ?",
-          next.released_by, next.released_at, h.hold_id);
-      return {
-        status: 200, data: { ...holdView(next), already_released: already },
-        audit: { action: "legal_hold.released", resourceType: "legal_hold", resourceId: h.hold_id,
-          detail: { target_type: h.target_type, target_id: h.target_id, already_released: already } },
-      };
-    }),
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        const h = db.first<HoldRow>("SELECT * FROM legal_holds WHERE hold_id = ?", rc.params.id);
+        // A hold on a record the caller cannot read answers like a missing one.
+        if (!h || !visibleTarget(db, rc.caller, h.target_type, h.target_id)) throw notFound("Legal hold");
+        const already = h.status === "released";
+        const next: HoldRow = already
+          ? h
+          : { ...h, status: "released", released_by: rc.caller.principalId, released_at: clock.nowIso() };
+        if (!already)
+          db.run(
+            "UPDATE legal_holds SET status = 'released', released_by = ?, released_at = ? WHERE hold_id = ?",
+            next.released_by,
+            next.released_at,
+            h.hold_id,
+          );
+        return {
+          status: 200,
+          data: { ...holdView(next), already_released: already },
+          audit: {
+            action: "legal_hold.released",
+            resourceType: "legal_hold",
+            resourceId: h.hold_id,
+            detail: { target_type: h.target_type, target_id: h.target_id, already_released: already },
+          },
+        };
+      }),
   }),
 ];

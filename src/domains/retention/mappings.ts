@@ -25,83 +25,160 @@ export interface MappingRow {
 }
 
 export const mappingView = (m: MappingRow) => ({
-  mapping_id: m.mapping_id, external_system: m.external_system, external_id: m.external_id, subject_id: m.subject_id,
-  version: m.version, status: m.status, created_by: m.created_by, created_at: m.created_at, retired_at: m.retired_at,
+  mapping_id: m.mapping_id,
+  external_system: m.external_system,
+  external_id: m.external_id,
+  subject_id: m.subject_id,
+  version: m.version,
+  status: m.status,
+  created_by: m.created_by,
+  created_at: m.created_at,
+  retired_at: m.retired_at,
 });
 
 export const mappingRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/identity-mappings", scope: "identity:write", body: mappingBody,
+    method: "POST",
+    path: "/v1/identity-mappings",
+    scope: "identity:write",
+    body: mappingBody,
     response: { 201: mappingResponse },
-    summary: "Map an external identity to a subject; an active mapping of the same identity is retired and this one is its next version.",
-    operationId: "createIdentityMapping", tag: "Retention",
-    description: "Maps an external identity to a subject. An active mapping of the same identity is retired and this one becomes " +
+    summary:
+      "Map an external identity to a subject; an active mapping of the same identity is retired and this one is its next version.",
+    operationId: "createIdentityMapping",
+    tag: "Retention",
+    description:
+      "Maps an external identity to a subject. An active mapping of the same identity is retired and this one becomes " +
       "its next version.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const { external_system, external_id, subject_id } = rc.body;
-      const at = clock.nowIso();
-      const previous = db.first<MappingRow>(
-        "SELECT * FROM identity_mappings WHERE external_system = ? AND external_id = ? AND status = 'active'", external_system, external_id);
-      if (previous)
-        db.run("UPDATE identity_mappings SET status = 'retired', retired_by = ?, retired_at = ? WHERE mapping_id = ?",
-          rc.caller.principalId, at, previous.mapping_id);
-      const { v } = db.first<{ v: number }>(
-        "SELECT coalesce(max(version), 0) AS v FROM identity_mappings WHERE external_system = ? AND external_id = ?", external_system, external_id)!;
-      const row: MappingRow = {
-        mapping_id: newId(ID_PREFIX.mapping), external_system, external_id, subject_id, version: v + 1, status: "active",
-        created_by: rc.caller.principalId, created_at: at, retired_by: null, retired_at: null,
-      };
-      db.run(
-        `INSERT INTO identity_mappings (mapping_id, external_system, external_id, subject_id, version, status, created_by, created_at)
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        const { external_system, external_id, subject_id } = rc.body;
+        const at = clock.nowIso();
+        const previous = db.first<MappingRow>(
+          "SELECT * FROM identity_mappings WHERE external_system = ? AND external_id = ? AND status = 'active'",
+          external_system,
+          external_id,
+        );
+        if (previous)
+          db.run(
+            "UPDATE identity_mappings SET status = 'retired', retired_by = ?, retired_at = ? WHERE mapping_id = ?",
+            rc.caller.principalId,
+            at,
+            previous.mapping_id,
+          );
+        const { v } = db.first<{ v: number }>(
+          "SELECT coalesce(max(version), 0) AS v FROM identity_mappings WHERE external_system = ? AND external_id = ?",
+          external_system,
+          external_id,
+        )!;
+        const row: MappingRow = {
+          mapping_id: newId(ID_PREFIX.mapping),
+          external_system,
+          external_id,
+          subject_id,
+          version: v + 1,
+          status: "active",
+          created_by: rc.caller.principalId,
+          created_at: at,
+          retired_by: null,
+          retired_at: null,
+        };
+        db.run(
+          `INSERT INTO identity_mappings (mapping_id, external_system, external_id, subject_id, version, status, created_by, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        row.mapping_id, row.external_system, row.external_id, row.subject_id, row.version, row.status, row.created_by, row.created_at);
-      const audit: AuditInput[] = [{ action: "identity_mapping.created", resourceType: "identity_mapping", resourceId: row.mapping_id,
-        detail: { external_system, version: row.version, replaces: previous?.mapping_id ?? null } }];
-      if (previous)
-        audit.unshift({ action: "identity_mapping.retired", resourceType: "identity_mapping", resourceId: previous.mapping_id,
-          detail: { external_system, version: previous.version, replaced_by: row.mapping_id } });
-      return { status: 201, data: mappingView(row), audit };
-    }),
+          row.mapping_id,
+          row.external_system,
+          row.external_id,
+          row.subject_id,
+          row.version,
+          row.status,
+          row.created_by,
+          row.created_at,
+        );
+        const audit: AuditInput[] = [
+          {
+            action: "identity_mapping.created",
+            resourceType: "identity_mapping",
+            resourceId: row.mapping_id,
+            detail: { external_system, version: row.version, replaces: previous?.mapping_id ?? null },
+          },
+        ];
+        if (previous)
+          audit.unshift({
+            action: "identity_mapping.retired",
+            resourceType: "identity_mapping",
+            resourceId: previous.mapping_id,
+            detail: { external_system, version: previous.version, replaced_by: row.mapping_id },
+          });
+        return { status: 201, data: mappingView(row), audit };
+      }),
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/identity-mappings", scope: "identity:read", query: mappingListQuery,
+    method: "GET",
+    path: "/v1/identity-mappings",
+    scope: "identity:read",
+    query: mappingListQuery,
     response: { 200: mappingListResponse },
-    summary: "List identity mappings, active and retired (filters external_system, external_id, subject_id, status), oldest first.",
-    operationId: "listIdentityMappings", tag: "Retention",
-    description: "Lists identity mappings, active and retired, filtered by external system, external id, subject or status, " +
+    summary:
+      "List identity mappings, active and retired (filters external_system, external_id, subject_id, status), oldest first.",
+    operationId: "listIdentityMappings",
+    tag: "Retention",
+    description:
+      "Lists identity mappings, active and retired, filtered by external system, external id, subject or status, " +
       "oldest first.",
     handler: ({ db, query }) => {
       const where = ["(created_at, mapping_id) > (?, ?)"];
       const args: unknown[] = [...afterPair(query.after)];
       for (const k of ["external_system", "external_id", "subject_id", "status"] as const)
-        if (query[k] !== undefined) { where.push(`${k} = ?`); args.push(query[k]); }
+        if (query[k] !== undefined) {
+          where.push(`${k} = ?`);
+          args.push(query[k]);
+        }
       const rows = db.all<MappingRow>(
-        `SELECT * FROM identity_mappings WHERE ${where.join(" AND ")} ORDER BY created_at, mapping_id LIMIT ?`, ...args, query.limit + 1);
+        `SELECT * FROM identity_mappings WHERE ${where.join(" AND ")} ORDER BY created_at, mapping_id LIMIT ?`,
+        ...args,
+        query.limit + 1,
+      );
       const { page, ...rest } = pageOf(rows, query.limit, (m) => [m.created_at, m.mapping_id]);
       return ok({ mappings: page.map(mappingView), ...rest });
     },
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/identity-mappings/:id", scope: "identity:write",
+    method: "DELETE",
+    path: "/v1/identity-mappings/:id",
+    scope: "identity:write",
     response: { 200: mappingRetiredResponse },
     summary: "Retire an identity mapping (kept as history); a repeat answers already_retired: true.",
-    operationId: "retireIdentityMapping", tag: "Retention",
+    operationId: "retireIdentityMapping",
+    tag: "Retention",
     description: "Retires an identity mapping, keeping it as history; a repeat answers `already_retired: true`.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      const m = db.first<MappingRow>("SELECT * FROM identity_mappings WHERE mapping_id = ?", rc.params.id);
-      if (!m) throw notFound("Identity mapping");
-      const already = m.status === "retired";
-      const next: MappingRow = already ? m : { ...m, status: "retired", retired_by: rc.caller.principalId, retired_at: clock.nowIso() };
-      if (!already)
-        db.run("UPDATE identity_mappings SET status = 'retired', retired_by = ?, retired_at = ? WHERE mapping_id = ?",
-          next.retired_by, next.retired_at, m.mapping_id);
-      return {
-        status: 200, data: { ...mappingView(next), already_retired: already },
-        audit: { action: "identity_mapping.retired", resourceType: "identity_mapping", resourceId: m.mapping_id,
-          detail: { external_system: m.external_system, version: m.version, already_retired: already } },
-      };
-    }),
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        const m = db.first<MappingRow>("SELECT * FROM identity_mappings WHERE mapping_id = ?", rc.params.id);
+        if (!m) throw notFound("Identity mapping");
+        const already = m.status === "retired";
+        const next: MappingRow = already
+          ? m
+          : { ...m, status: "retired", retired_by: rc.caller.principalId, retired_at: clock.nowIso() };
+        if (!already)
+          db.run(
+            "UPDATE identity_mappings SET status = 'retired', retired_by = ?, retired_at = ? WHERE mapping_id = ?",
+            next.retired_by,
+            next.retired_at,
+            m.mapping_id,
+          );
+        return {
+          status: 200,
+          data: { ...mappingView(next), already_retired: already },
+          audit: {
+            action: "identity_mapping.retired",
+            resourceType: "identity_mapping",
+            resourceId: m.mapping_id,
+            detail: { external_system: m.external_system, version: m.version, already_retired: already },
+          },
+        };
+      }),
   }),
 ];

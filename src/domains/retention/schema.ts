@@ -17,7 +17,12 @@ export const holdBody = z.strictObject({
 export const holdReleaseBody = z.strictObject({});
 
 export const retentionApplyBody = z.strictObject({
-  limit: z.number().int("must be an integer").min(1, "must be from 1 to 500").max(500, "must be from 1 to 500").default(100),
+  limit: z
+    .number()
+    .int("must be an integer")
+    .min(1, "must be from 1 to 500")
+    .max(500, "must be from 1 to 500")
+    .default(100),
   /** The `next_after` of the previous page. */
   after: z.string().min(1).max(512).optional(),
   /** Count what would happen; change nothing. */
@@ -41,22 +46,50 @@ export const mappingListQuery = z.object({
 
 // Response schemas (published in docs/openapi.json; checked against every answer of the test suite).
 
-export const holdResponse = z.strictObject({
-  hold_id: idOf(ID_PREFIX.hold), target_type: z.enum(HOLD_TARGETS), target_id: z.string(), reason: z.string(),
-  status: z.enum(["active", "released"]), created_by: principalId, created_at: timestamp, released_by: principalId.nullable(),
-  released_at: timestamp.nullable(),
-}).meta({ id: "LegalHold" });
-export const holdReleasedResponse = holdResponse.extend({ already_released: z.boolean() }).meta({ id: "ReleasedLegalHold" });
+export const holdResponse = z
+  .strictObject({
+    hold_id: idOf(ID_PREFIX.hold),
+    target_type: z.enum(HOLD_TARGETS),
+    target_id: z.string(),
+    reason: z.string(),
+    status: z.enum(["active", "released"]),
+    created_by: principalId,
+    created_at: timestamp,
+    released_by: principalId.nullable(),
+    released_at: timestamp.nullable(),
+  })
+  .meta({ id: "LegalHold" });
+export const holdReleasedResponse = holdResponse
+  .extend({ already_released: z.boolean() })
+  .meta({ id: "ReleasedLegalHold" });
 
-export const retentionApplyResponse = z.strictObject({
-  policy_id: idOf(ID_PREFIX.policy), policy_version: z.number().int().positive(), examined: count, excluded: count, held: count,
-  next_after: z.string().nullable().describe("Pass as `after` to continue; null when done"), done: z.boolean(), dry_run: z.boolean(),
-}).meta({ id: "RetentionRun" });
+export const retentionApplyResponse = z
+  .strictObject({
+    policy_id: idOf(ID_PREFIX.policy),
+    policy_version: z.number().int().positive(),
+    examined: count,
+    excluded: count,
+    held: count,
+    next_after: z.string().nullable().describe("Pass as `after` to continue; null when done"),
+    done: z.boolean(),
+    dry_run: z.boolean(),
+  })
+  .meta({ id: "RetentionRun" });
 
-export const mappingResponse = z.strictObject({
-  mapping_id: idOf(ID_PREFIX.mapping), external_system: z.string(), external_id: z.string(), subject_id: z.string(),
-  version: z.number().int().positive(), status: z.enum(MAPPING_STATUSES), created_by: principalId, created_at: timestamp,
-  retired_at: timestamp.nullable(),
-}).meta({ id: "IdentityMapping" });
+export const mappingResponse = z
+  .strictObject({
+    mapping_id: idOf(ID_PREFIX.mapping),
+    external_system: z.string(),
+    external_id: z.string(),
+    subject_id: z.string(),
+    version: z.number().int().positive(),
+    status: z.enum(MAPPING_STATUSES),
+    created_by: principalId,
+    created_at: timestamp,
+    retired_at: timestamp.nullable(),
+  })
+  .meta({ id: "IdentityMapping" });
 export const mappingListResponse = pageOf("mappings", mappingResponse).meta({ id: "IdentityMappingList" });
-export const mappingRetiredResponse = mappingResponse.extend({ already_retired: z.boolean() }).meta({ id: "RetiredIdentityMapping" });
+export const mappingRetiredResponse = mappingResponse
+  .extend({ already_retired: z.boolean() })
+  .meta({ id: "RetiredIdentityMapping" });

@@ -68,7 +68,10 @@ export interface WebhookRow {
  * The outbound call, a dependency of the org Durable Object (OrgDeps.sendWebhook) so tests and
  * benchmarks can observe it. Resolves with the HTTP status.
  */
-export type Sender = (url: string, init: { method: "POST"; headers: Record<string, string>; body: string }) => Promise<number>;
+export type Sender = (
+  url: string,
+  init: { method: "POST"; headers: Record<string, string>; body: string },
+) => Promise<number>;
 
 export const fetchSender: Sender = async (url, init) => {
   // A redirect is a failure (manual); a hung receiver is cut off by the timeout.
@@ -100,12 +103,16 @@ export function retryScheduleOf(env: { WEBHOOK_RETRY_SCHEDULE?: string }): reado
   const text = env.WEBHOOK_RETRY_SCHEDULE?.trim();
   if (!text) return SPEC_RETRY_SCHEDULE_MS;
   const parsed = parseRetrySchedule(text);
-  if (!parsed) console.error(`WEBHOOK_RETRY_SCHEDULE="${text}" is not a comma list of durations like 2s,1m; using SPEC's schedule`);
+  if (!parsed)
+    console.error(
+      `WEBHOOK_RETRY_SCHEDULE="${text}" is not a comma list of durations like 2s,1m; using SPEC's schedule`,
+    );
   return parsed ?? SPEC_RETRY_SCHEDULE_MS;
 }
 
 /** The wait after failed attempt `attempts` (1-based); a schedule shorter than the attempts repeats its last step. */
-export const retryDelayMs = (schedule: readonly number[], attempts: number) => schedule[Math.min(attempts, schedule.length) - 1];
+export const retryDelayMs = (schedule: readonly number[], attempts: number) =>
+  schedule[Math.min(attempts, schedule.length) - 1];
 
 /** How long passes wait, and what they wait with (tests pass a wait they control instead of sleeping). */
 export interface DeliveryPacing {
@@ -138,7 +145,12 @@ export class DeliveriesInFlight {
   private readonly failing = new Set<string>();
 
   constructor(pacing: Partial<DeliveryPacing> = {}) {
-    this.pacing = { passBudgetMs: PASS_BUDGET_MS, drainWaitMs: DRAIN_WAIT_MS, wait: (ms) => scheduler.wait(ms), ...pacing };
+    this.pacing = {
+      passBudgetMs: PASS_BUDGET_MS,
+      drainWaitMs: DRAIN_WAIT_MS,
+      wait: (ms) => scheduler.wait(ms),
+      ...pacing,
+    };
   }
 
   /** How many sends the hook may have in flight now. */
@@ -161,7 +173,11 @@ export class DeliveriesInFlight {
   /** Hold a claimed delivery; the returned function settles it. */
   hold(job: Claimed): () => void {
     let settle!: () => void;
-    const entry: Held = { eventId: job.event.event_id, webhookId: job.hook.webhook_id, done: new Promise<void>((resolve) => (settle = resolve)) };
+    const entry: Held = {
+      eventId: job.event.event_id,
+      webhookId: job.hook.webhook_id,
+      done: new Promise<void>((resolve) => (settle = resolve)),
+    };
     this.held.set(job.deliveryId, entry);
     return () => {
       if (this.held.get(job.deliveryId) === entry) this.held.delete(job.deliveryId);
@@ -181,7 +197,9 @@ export class DeliveriesInFlight {
   /** Wait for a send slot of the hook (`allowed()`: how many at once, asked again on each wake); returns its release. */
   async sendSlot(webhookId: string, allowed: () => number): Promise<() => void> {
     while ((this.sending.get(webhookId) ?? 0) >= allowed())
-      await new Promise<void>((resolve) => this.waiting.set(webhookId, [...(this.waiting.get(webhookId) ?? []), resolve]));
+      await new Promise<void>((resolve) =>
+        this.waiting.set(webhookId, [...(this.waiting.get(webhookId) ?? []), resolve]),
+      );
     this.sending.set(webhookId, (this.sending.get(webhookId) ?? 0) + 1);
     return () => {
       const left = this.sending.get(webhookId)! - 1;
@@ -201,7 +219,8 @@ export interface DeliveryDeps {
   webhookDeliveries: DeliveriesInFlight;
 }
 
-export const signature = (secret: string, body: string) => "sha256=" + bytesToHex(hmac(sha256, utf8ToBytes(secret), utf8ToBytes(body)));
+export const signature = (secret: string, body: string) =>
+  "sha256=" + bytesToHex(hmac(sha256, utf8ToBytes(secret), utf8ToBytes(body)));
 
 const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 
@@ -224,7 +243,12 @@ const subscribed = (hook: WebhookRow, e: EventRow) => {
  * X-Svc-Signature covers exactly the body, which is the stored payload. Beside them, the Standard
  * Webhooks headers: the delivery id, the send time (Unix seconds) and the signature over both and the body.
  */
-export const deliveryHeaders = (secret: string, event: EventRow, deliveryId: string, sentAtMs: number): Record<string, string> => {
+export const deliveryHeaders = (
+  secret: string,
+  event: EventRow,
+  deliveryId: string,
+  sentAtMs: number,
+): Record<string, string> => {
   const timestamp = Math.floor(sentAtMs / 1000);
   return {
     "content-type": "application/json",
@@ -250,9 +274,15 @@ function readableByCreator(db: Db, hook: WebhookRow, events: readonly EventRow[]
   const later = events.filter((e) => e.seq > hook.from_seq);
   if (!creator || !later.length) return new Set();
   const [visible, ...who] = readableEventsWhere(creator, "e");
-  return new Set(db.all<{ event_id: string }>(
-    `SELECT e.event_id FROM events e WHERE e.event_id IN (SELECT value FROM json_each(?)) AND ${visible}`,
-    JSON.stringify(later.map((e) => e.event_id)), ...who).map((r) => r.event_id));
+  return new Set(
+    db
+      .all<{ event_id: string }>(
+        `SELECT e.event_id FROM events e WHERE e.event_id IN (SELECT value FROM json_each(?)) AND ${visible}`,
+        JSON.stringify(later.map((e) => e.event_id)),
+        ...who,
+      )
+      .map((r) => r.event_id),
+  );
 }
 
 export interface Claimed {
@@ -261,7 +291,8 @@ export interface Claimed {
   event: EventRow;
 }
 
-const hookRow = (db: Db, webhookId: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", webhookId);
+const hookRow = (db: Db, webhookId: string) =>
+  db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", webhookId);
 
 /** Why a delivery ended 'failed' (its failure_reason). */
 export const FAILURE_REASONS = ["attempts_exhausted", "hook_disabled", "event_unreadable"] as const;
@@ -273,7 +304,11 @@ function claimOne(db: Db, hook: WebhookRow, event: EventRow, at: string): Claime
   const claimed = db.all(
     `INSERT INTO deliveries (delivery_id, webhook_id, event_id, status, attempts, created_at)
      VALUES (?, ?, ?, 'sending', 0, ?) ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING 1`,
-    deliveryId, hook.webhook_id, event.event_id, at).length;
+    deliveryId,
+    hook.webhook_id,
+    event.event_id,
+    at,
+  ).length;
   return claimed ? { deliveryId, hook, event } : null;
 }
 
@@ -310,7 +345,11 @@ function* hookWork(db: Db, hook: WebhookRow, heldIds: string, max: number, withN
   const stale = db.all<{ delivery_id: string; event_id: string }>(
     `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'sending' AND coalesce(last_attempt_at, created_at) <= ?
         AND delivery_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
-    hook.webhook_id, isoAt(now - RECLAIM_AFTER_MS), heldIds, max);
+    hook.webhook_id,
+    isoAt(now - RECLAIM_AFTER_MS),
+    heldIds,
+    max,
+  );
   for (const d of stale) {
     db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(now), d.delivery_id);
     const job = jobOf(d);
@@ -319,7 +358,11 @@ function* hookWork(db: Db, hook: WebhookRow, heldIds: string, max: number, withN
   if (hook.status !== "active") return;
   const due = db.all<{ delivery_id: string; event_id: string }>(
     `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'pending' AND next_retry_at <= ?
-      ORDER BY next_retry_at, seq LIMIT ?`, hook.webhook_id, isoAt(now), max);
+      ORDER BY next_retry_at, seq LIMIT ?`,
+    hook.webhook_id,
+    isoAt(now),
+    max,
+  );
   for (const d of due) {
     db.run("UPDATE deliveries SET status = 'sending' WHERE delivery_id = ?", d.delivery_id);
     const job = jobOf(d);
@@ -331,7 +374,8 @@ function* hookWork(db: Db, hook: WebhookRow, heldIds: string, max: number, withN
   const creator = position < lastSeq ? principalCaller(db, hook.created_by) : null;
   const page = creator ? readableEventsAfter(db, creator, position, { upToSeq: lastSeq, limit: SCAN_PAGE }) : [];
   const at = isoAt(now);
-  const moveTo = (seq: number) => db.run("UPDATE webhooks SET scanned_seq = ? WHERE webhook_id = ?", seq, hook.webhook_id);
+  const moveTo = (seq: number) =>
+    db.run("UPDATE webhooks SET scanned_seq = ? WHERE webhook_id = ?", seq, hook.webhook_id);
   for (const event of page) {
     const job = subscribed(hook, event) ? claimOne(db, hook, event, at) : null;
     if (!job) continue;
@@ -347,12 +391,18 @@ function* hookWork(db: Db, hook: WebhookRow, heldIds: string, max: number, withN
  * taking turns (each one's first before any one's second), those with the most room first. Every claim
  * is made in this one transaction.
  */
-function claimInTurns(db: Db, storage: DurableObjectStorage, inFlight: DeliveriesInFlight, limit: number,
-  withNewEvents: boolean): Claimed[] {
+function claimInTurns(
+  db: Db,
+  storage: DurableObjectStorage,
+  inFlight: DeliveriesInFlight,
+  limit: number,
+  withNewEvents: boolean,
+): Claimed[] {
   if (limit <= 0) return [];
   return storage.transactionSync(() => {
     const heldIds = JSON.stringify(inFlight.ids());
-    let turn = db.all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id")
+    let turn = db
+      .all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id")
       .map((hook) => ({ hook, room: inFlight.claimsAllowed(hook.webhook_id) }))
       .filter((h) => h.room > 0)
       .sort((a, b) => b.room - a.room)
@@ -371,12 +421,21 @@ function claimInTurns(db: Db, storage: DurableObjectStorage, inFlight: Deliverie
 }
 
 /** One attempt of a claimed delivery, settled in one transaction: whether it succeeded, or null when nothing was sent. */
-async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps: DeliveryDeps): Promise<boolean | null> {
+async function attempt(
+  db: Db,
+  storage: DurableObjectStorage,
+  job: Claimed,
+  deps: DeliveryDeps,
+): Promise<boolean | null> {
   const hook = hookRow(db, job.hook.webhook_id);
   if (!hook) return null; // deleted since the claim: its rows went with it
   // Re-checked at the send. Paused since the claim: back to waiting, due at once, sent after a resume.
   if (hook.status === "paused") {
-    db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ?", clock.nowIso(), job.deliveryId);
+    db.run(
+      "UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ?",
+      clock.nowIso(),
+      job.deliveryId,
+    );
     return null;
   }
   // Disabled, or the creator may no longer read the event (a grant or workspace membership removed):
@@ -384,10 +443,18 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps
   // The row stays (a reclaimed claim may have been sent before its sender died): it keeps the
   // (webhook, event) claimed, so no later pass sends the event under another delivery id. It costs the
   // hook nothing (failure_count counts what its receiver failed).
-  const unsendable: FailureReason | null = hook.status === "disabled" ? "hook_disabled"
-    : !readableByCreator(db, hook, [job.event]).has(job.event.event_id) ? "event_unreadable" : null;
+  const unsendable: FailureReason | null =
+    hook.status === "disabled"
+      ? "hook_disabled"
+      : !readableByCreator(db, hook, [job.event]).has(job.event.event_id)
+        ? "event_unreadable"
+        : null;
   if (unsendable) {
-    db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = ? WHERE delivery_id = ?", unsendable, job.deliveryId);
+    db.run(
+      "UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = ? WHERE delivery_id = ?",
+      unsendable,
+      job.deliveryId,
+    );
     return null;
   }
   const body = job.event.payload; // exactly as stored
@@ -396,29 +463,58 @@ async function attempt(db: Db, storage: DurableObjectStorage, job: Claimed, deps
   db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(startedAt), job.deliveryId);
   let status: number | null = null;
   try {
-    status = await deps.sendWebhook(hook.url, { method: "POST", body, headers: deliveryHeaders(hook.secret, job.event, job.deliveryId, startedAt) });
+    status = await deps.sendWebhook(hook.url, {
+      method: "POST",
+      body,
+      headers: deliveryHeaders(hook.secret, job.event, job.deliveryId, startedAt),
+    });
   } catch {
     status = null; // network error or timeout
   }
   return settle(db, storage, job, status, deps.webhookRetrySchedule);
 }
 
-function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: number | null, schedule: readonly number[]): boolean {
+function settle(
+  db: Db,
+  storage: DurableObjectStorage,
+  job: Claimed,
+  status: number | null,
+  schedule: readonly number[],
+): boolean {
   const ok = status != null && status >= 200 && status < 300;
   const at = clock.nowMs();
   storage.transactionSync(() => {
     if (ok) {
-      db.run(`UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = ?, next_retry_at = NULL, response_status = ?
-               WHERE delivery_id = ?`, isoAt(at), status, job.deliveryId);
+      db.run(
+        `UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = ?, next_retry_at = NULL, response_status = ?
+               WHERE delivery_id = ?`,
+        isoAt(at),
+        status,
+        job.deliveryId,
+      );
       db.run("UPDATE webhooks SET failure_count = 0 WHERE webhook_id = ?", job.hook.webhook_id);
       return;
     }
-    const attempts = (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)?.attempts ?? 0) + 1;
-    const hookStatus = db.first<{ status: string }>("SELECT status FROM webhooks WHERE webhook_id = ?", job.hook.webhook_id)?.status;
-    const reason: FailureReason | null = hookStatus === "disabled" ? "hook_disabled" : attempts >= MAX_ATTEMPTS ? "attempts_exhausted" : null;
-    db.run(`UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ?, failure_reason = ?
-             WHERE delivery_id = ?`, reason ? "failed" : "pending", attempts, isoAt(at), reason ? null : isoAt(at + retryDelayMs(schedule, attempts)),
-      status, reason, job.deliveryId);
+    const attempts =
+      (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)
+        ?.attempts ?? 0) + 1;
+    const hookStatus = db.first<{ status: string }>(
+      "SELECT status FROM webhooks WHERE webhook_id = ?",
+      job.hook.webhook_id,
+    )?.status;
+    const reason: FailureReason | null =
+      hookStatus === "disabled" ? "hook_disabled" : attempts >= MAX_ATTEMPTS ? "attempts_exhausted" : null;
+    db.run(
+      `UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ?, failure_reason = ?
+             WHERE delivery_id = ?`,
+      reason ? "failed" : "pending",
+      attempts,
+      isoAt(at),
+      reason ? null : isoAt(at + retryDelayMs(schedule, attempts)),
+      status,
+      reason,
+      job.deliveryId,
+    );
     if (reason !== "attempts_exhausted") return;
     // A delivery failed for good: one more consecutive failure of the hook (a failed attempt that will
     // be retried is none, so a receiver down for a while does not cost the hook). The tenth disables it,
@@ -426,10 +522,16 @@ function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: num
     const hook = db.first<{ status: string }>(
       `UPDATE webhooks SET failure_count = failure_count + 1,
          status = CASE WHEN failure_count + 1 >= ? AND status = 'active' THEN 'disabled' ELSE status END, updated_at = ?
-       WHERE webhook_id = ? RETURNING status`, DISABLE_AFTER_FAILURES, isoAt(at), job.hook.webhook_id);
+       WHERE webhook_id = ? RETURNING status`,
+      DISABLE_AFTER_FAILURES,
+      isoAt(at),
+      job.hook.webhook_id,
+    );
     if (hook?.status === "disabled")
-      db.run("UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled' WHERE webhook_id = ? AND status = 'pending'",
-        job.hook.webhook_id);
+      db.run(
+        "UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled' WHERE webhook_id = ? AND status = 'pending'",
+        job.hook.webhook_id,
+      );
   });
   return ok;
 }
@@ -438,7 +540,13 @@ function settle(db: Db, storage: DurableObjectStorage, job: Claimed, status: num
  * Send one claimed delivery within its hook's send slots, then settle its hold (`release`). It never
  * rejects: a failure to record the outcome is logged, and the row, still 'sending', is reclaimed later.
  */
-async function send(db: Db, storage: DurableObjectStorage, job: Claimed, deps: DeliveryDeps, release: () => void): Promise<void> {
+async function send(
+  db: Db,
+  storage: DurableObjectStorage,
+  job: Claimed,
+  deps: DeliveryDeps,
+  release: () => void,
+): Promise<void> {
   const inFlight = deps.webhookDeliveries;
   const webhookId = job.hook.webhook_id;
   try {
@@ -463,8 +571,14 @@ async function send(db: Db, storage: DurableObjectStorage, job: Claimed, deps: D
  * hooks the caller manages (`managed`) of those events (whichever pass holds them) and of its own
  * claims have settled, at most the drain wait; a send still in flight then finishes in the background.
  */
-export async function deliverEvents(db: Db, storage: DurableObjectStorage, events: readonly EventRow[], deps: DeliveryDeps,
-  limit: number, managed: ReadonlySet<string>): Promise<void> {
+export async function deliverEvents(
+  db: Db,
+  storage: DurableObjectStorage,
+  events: readonly EventRow[],
+  deps: DeliveryDeps,
+  limit: number,
+  managed: ReadonlySet<string>,
+): Promise<void> {
   const inFlight = deps.webhookDeliveries;
   const jobs = [...claimInTurns(db, storage, inFlight, limit, false), ...claimDeliveries(db, storage, events)];
   for (const job of jobs) void send(db, storage, job, deps, inFlight.hold(job));
@@ -481,16 +595,25 @@ export async function deliverEvents(db: Db, storage: DurableObjectStorage, event
  * still in flight: they finish in the background, held, so no pass reclaims them or claims beyond
  * them for their hooks meanwhile.
  */
-export async function deliverDue(db: Db, storage: DurableObjectStorage, deps: DeliveryDeps, limit: number): Promise<void> {
+export async function deliverDue(
+  db: Db,
+  storage: DurableObjectStorage,
+  deps: DeliveryDeps,
+  limit: number,
+): Promise<void> {
   const inFlight = deps.webhookDeliveries;
   let spent = false;
-  const budget = inFlight.pacing.wait(inFlight.pacing.passBudgetMs).then(() => { spent = true; });
+  const budget = inFlight.pacing.wait(inFlight.pacing.passBudgetMs).then(() => {
+    spent = true;
+  });
   const sending = new Set<Promise<void>>();
   for (let claimed = 0; !spent;) {
     const jobs = claimInTurns(db, storage, inFlight, Math.min(SEND_CONCURRENCY - sending.size, limit - claimed), true);
     claimed += jobs.length;
     for (const job of jobs) {
-      const sent: Promise<void> = send(db, storage, job, deps, inFlight.hold(job)).then(() => { sending.delete(sent); });
+      const sent: Promise<void> = send(db, storage, job, deps, inFlight.hold(job)).then(() => {
+        sending.delete(sent);
+      });
       sending.add(sent);
     }
     if (!sending.size) return; // nothing in flight, nothing left to claim
@@ -514,10 +637,15 @@ export function nextDeliveryWorkAt(db: Db, inFlight: DeliveriesInFlight): number
               (SELECT min(d.next_retry_at) FROM deliveries d WHERE d.webhook_id = w.webhook_id AND d.status = 'pending') END AS retry,
             (SELECT min(coalesce(d.last_attempt_at, d.created_at)) FROM deliveries d
               WHERE d.webhook_id = w.webhook_id AND d.status = 'sending' AND d.delivery_id NOT IN (SELECT value FROM json_each(?))) AS reclaim
-       FROM webhooks w`, JSON.stringify(inFlight.ids()));
+       FROM webhooks w`,
+    JSON.stringify(inFlight.ids()),
+  );
   const times = rows.flatMap((r) => {
-    const at = [r.behind ? now : null, r.retry ? Date.parse(r.retry) : null, r.reclaim ? Date.parse(r.reclaim) + RECLAIM_AFTER_MS : null]
-      .filter((t): t is number => t != null);
+    const at = [
+      r.behind ? now : null,
+      r.retry ? Date.parse(r.retry) : null,
+      r.reclaim ? Date.parse(r.reclaim) + RECLAIM_AFTER_MS : null,
+    ].filter((t): t is number => t != null);
     if (!at.length) return [];
     return [inFlight.claimsAllowed(r.webhook_id) > 0 ? Math.min(...at) : Math.max(Math.min(...at), recheck)];
   });

@@ -14,7 +14,18 @@ import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../o
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
 import { deliverEvents, type FailureReason, nextDeliveryWorkAt, webhookDeliveryJob, type WebhookRow } from "./delivery";
-import { createWebhookBody, deliverBody, deliveriesQuery, deliverResponse, deliveryListResponse, deliveryResponse, MAX_WEBHOOKS_PER_ORG, webhookDeletedResponse, webhookListResponse, webhookResponse } from "./schema";
+import {
+  createWebhookBody,
+  deliverBody,
+  deliveriesQuery,
+  deliverResponse,
+  deliveryListResponse,
+  deliveryResponse,
+  MAX_WEBHOOKS_PER_ORG,
+  webhookDeletedResponse,
+  webhookListResponse,
+  webhookResponse,
+} from "./schema";
 
 export const SIGNING = {
   header: "X-Svc-Signature",
@@ -24,8 +35,14 @@ export const SIGNING = {
 } as const;
 
 const view = (w: WebhookRow) => ({
-  webhook_id: w.webhook_id, url: w.url, events: JSON.parse(w.events) as string[], status: w.status,
-  failure_count: w.failure_count, created_at: w.created_at, updated_at: w.updated_at, signing: SIGNING,
+  webhook_id: w.webhook_id,
+  url: w.url,
+  events: JSON.parse(w.events) as string[],
+  status: w.status,
+  failure_count: w.failure_count,
+  created_at: w.created_at,
+  updated_at: w.updated_at,
+  signing: SIGNING,
 });
 
 const hookRow = (db: Db, id: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", id);
@@ -41,26 +58,52 @@ function requireHook(db: Db, caller: Caller, id: string): WebhookRow {
 }
 
 interface DeliveryRow {
-  seq: number; delivery_id: string; event_id: string; status: string; attempts: number;
-  last_attempt_at: string | null; next_retry_at: string | null; response_status: number | null; failure_reason: FailureReason | null;
+  seq: number;
+  delivery_id: string;
+  event_id: string;
+  status: string;
+  attempts: number;
+  last_attempt_at: string | null;
+  next_retry_at: string | null;
+  response_status: number | null;
+  failure_reason: FailureReason | null;
   created_at: string;
 }
 
-const deliveryView = (d: DeliveryRow) => ({ id: d.delivery_id, event_id: d.event_id, status: d.status, attempts: d.attempts,
-  last_attempt_at: d.last_attempt_at, next_retry_at: d.next_retry_at, response_status: d.response_status, failure_reason: d.failure_reason,
-  created_at: d.created_at });
+const deliveryView = (d: DeliveryRow) => ({
+  id: d.delivery_id,
+  event_id: d.event_id,
+  status: d.status,
+  attempts: d.attempts,
+  last_attempt_at: d.last_attempt_at,
+  next_retry_at: d.next_retry_at,
+  response_status: d.response_status,
+  failure_reason: d.failure_reason,
+  created_at: d.created_at,
+});
 
 /** managesShared in SQL over the webhooks table: the hooks the caller may list. */
-const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => ["(? = 1 OR created_by = ?)", isAdmin(caller) ? 1 : 0, caller.principalId];
+const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => [
+  "(? = 1 OR created_by = ?)",
+  isAdmin(caller) ? 1 : 0,
+  caller.principalId,
+];
 
 function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused", action: string) {
   return commitWrite(rc, (db) => {
-    db.run(`UPDATE webhooks SET status = ?, ${status === "active" ? "failure_count = 0," : ""} updated_at = ? WHERE webhook_id = ?`,
-      status, clock.nowIso(), hook.webhook_id);
+    db.run(
+      `UPDATE webhooks SET status = ?, ${status === "active" ? "failure_count = 0," : ""} updated_at = ? WHERE webhook_id = ?`,
+      status,
+      clock.nowIso(),
+      hook.webhook_id,
+    );
     // Resumed: what accrued while it was paused (new events, due retries) goes out at once.
     if (status === "active") rc.jobDue(webhookDeliveryJob.name, clock.nowMs());
-    return { status: 200, data: view(hookRow(db, hook.webhook_id)!),
-      audit: { action, resourceType: "webhook", resourceId: hook.webhook_id } };
+    return {
+      status: 200,
+      data: view(hookRow(db, hook.webhook_id)!),
+      audit: { action, resourceType: "webhook", resourceId: hook.webhook_id },
+    };
   });
 }
 
@@ -70,9 +113,17 @@ function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused"
  * the organization's log. `after` takes such a cursor or an event id (as GET /v1/events does); one the
  * caller cannot read answers the same 404 as a random id.
  */
-const drainPosition = (db: Db, caller: Caller, after: string) => after.startsWith(ID_PREFIX.event)
-  ? readableEventSeq(db, caller, after)
-  : positionAfter(after, ID_PREFIX.event, (id) => readableEvent(db, caller, id)?.seq, () => { throw notFound("Event"); });
+const drainPosition = (db: Db, caller: Caller, after: string) =>
+  after.startsWith(ID_PREFIX.event)
+    ? readableEventSeq(db, caller, after)
+    : positionAfter(
+        after,
+        ID_PREFIX.event,
+        (id) => readableEvent(db, caller, id)?.seq,
+        () => {
+          throw notFound("Event");
+        },
+      );
 
 /** Deliveries still to be sent (pending or sending) of hooks the caller manages and events it may read. */
 function pendingDeliveriesFor(db: Db, caller: Caller): number {
@@ -81,73 +132,122 @@ function pendingDeliveriesFor(db: Db, caller: Caller): number {
   return db.first<{ n: number }>(
     `SELECT count(*) AS n FROM deliveries d JOIN events e ON e.event_id = d.event_id
       WHERE d.status IN ('pending', 'sending') AND ${visible}
-        AND d.webhook_id IN (SELECT webhook_id FROM webhooks WHERE ${managed})`, ...who, ...args)!.n;
+        AND d.webhook_id IN (SELECT webhook_id FROM webhooks WHERE ${managed})`,
+    ...who,
+    ...args,
+  )!.n;
 }
 
 export const webhookRoutes = [
   orgRoute({
-    method: "POST", path: "/v1/webhooks", scope: "webhooks:write", body: createWebhookBody,
+    method: "POST",
+    path: "/v1/webhooks",
+    scope: "webhooks:write",
+    body: createWebhookBody,
     response: { 201: webhookResponse },
     summary: "Register a webhook (https, or http to localhost/127.0.0.1); the secret is never returned.",
-    operationId: "createWebhook", tag: "Webhooks",
-    description: "Registers a URL (https, or http to localhost) to receive the listed event kinds, signed with HMAC-SHA256 of " +
+    operationId: "createWebhook",
+    tag: "Webhooks",
+    description:
+      "Registers a URL (https, or http to localhost) to receive the listed event kinds, signed with HMAC-SHA256 of " +
       "the body using `secret`. The secret is never returned; private network hosts are refused.",
-    handler: (rc) => commitWrite(rc, (db) => {
-      // A hook reads events on its creator's behalf: registering one needs the right to read them.
-      if (!hasScope(rc.caller.scopes, "events:read")) throw forbidden(missingScopeMessage("events:read"));
-      if (db.first<{ n: number }>("SELECT count(*) AS n FROM webhooks")!.n >= MAX_WEBHOOKS_PER_ORG)
-        throw conflict(`An organization may register at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`);
-      const now = clock.nowIso();
-      const events = rc.body.events.includes("*") ? ["*"] : [...new Set(rc.body.events)];
-      // It receives the events committed after this one, not the organization's history.
-      const fromSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
-      const row: WebhookRow = { webhook_id: newId(ID_PREFIX.webhook), url: rc.body.url, secret: rc.body.secret,
-        events: JSON.stringify(events), status: "active", failure_count: 0, created_by: rc.caller.principalId, from_seq: fromSeq,
-        scanned_seq: fromSeq, created_at: now, updated_at: now };
-      db.run(
-        `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, scanned_seq, created_at, updated_at)
+    handler: (rc) =>
+      commitWrite(rc, (db) => {
+        // A hook reads events on its creator's behalf: registering one needs the right to read them.
+        if (!hasScope(rc.caller.scopes, "events:read")) throw forbidden(missingScopeMessage("events:read"));
+        if (db.first<{ n: number }>("SELECT count(*) AS n FROM webhooks")!.n >= MAX_WEBHOOKS_PER_ORG)
+          throw conflict(`An organization may register at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`);
+        const now = clock.nowIso();
+        const events = rc.body.events.includes("*") ? ["*"] : [...new Set(rc.body.events)];
+        // It receives the events committed after this one, not the organization's history.
+        const fromSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
+        const row: WebhookRow = {
+          webhook_id: newId(ID_PREFIX.webhook),
+          url: rc.body.url,
+          secret: rc.body.secret,
+          events: JSON.stringify(events),
+          status: "active",
+          failure_count: 0,
+          created_by: rc.caller.principalId,
+          from_seq: fromSeq,
+          scanned_seq: fromSeq,
+          created_at: now,
+          updated_at: now,
+        };
+        db.run(
+          `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, scanned_seq, created_at, updated_at)
          VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?, ?, ?)`,
-        row.webhook_id, row.url, row.secret, row.events, row.created_by, fromSeq, fromSeq, now, now);
-      return { status: 201, data: view(row),
-        audit: { action: "webhook.created", resourceType: "webhook", resourceId: row.webhook_id, detail: { events } } };
-    }),
+          row.webhook_id,
+          row.url,
+          row.secret,
+          row.events,
+          row.created_by,
+          fromSeq,
+          fromSeq,
+          now,
+          now,
+        );
+        return {
+          status: 201,
+          data: view(row),
+          audit: { action: "webhook.created", resourceType: "webhook", resourceId: row.webhook_id, detail: { events } },
+        };
+      }),
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/webhooks", scope: "webhooks:read",
+    method: "GET",
+    path: "/v1/webhooks",
+    scope: "webhooks:read",
     response: { 200: webhookListResponse },
-    summary: "Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin.",
-    operationId: "listWebhooks", tag: "Webhooks",
-    description: "Lists webhooks with status, event filter and consecutive failures: the caller's own, or all of them for an " +
+    summary:
+      "Webhooks with status, event filter and failure count: your own, or every hook of the organization for an owner or admin.",
+    operationId: "listWebhooks",
+    tag: "Webhooks",
+    description:
+      "Lists webhooks with status, event filter and consecutive failures: the caller's own, or all of them for an " +
       "owner or admin.",
     handler: ({ db, caller }) => {
       const [managed, ...args] = managedHooksWhere(caller);
-      return ok({ webhooks: db.all<WebhookRow>(`SELECT * FROM webhooks WHERE ${managed} ORDER BY created_at, webhook_id`, ...args).map(view) });
+      return ok({
+        webhooks: db
+          .all<WebhookRow>(`SELECT * FROM webhooks WHERE ${managed} ORDER BY created_at, webhook_id`, ...args)
+          .map(view),
+      });
     },
   }),
 
   orgRoute({
-    method: "DELETE", path: "/v1/webhooks/:id", scope: "webhooks:write",
+    method: "DELETE",
+    path: "/v1/webhooks/:id",
+    scope: "webhooks:write",
     response: { 200: webhookDeletedResponse },
     summary: "Remove a webhook and its delivery rows.",
-    operationId: "deleteWebhook", tag: "Webhooks",
+    operationId: "deleteWebhook",
+    tag: "Webhooks",
     description: "Removes a webhook together with its delivery rows; its creator or an owner/admin only.",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.caller, rc.params.id);
       return commitWrite(rc, (db) => {
         const removed = db.all("DELETE FROM deliveries WHERE webhook_id = ? RETURNING 1", hook.webhook_id).length;
         db.run("DELETE FROM webhooks WHERE webhook_id = ?", hook.webhook_id);
-        return { status: 200, data: { webhook_id: hook.webhook_id, deleted: true, deliveries_removed: removed },
-          audit: { action: "webhook.deleted", resourceType: "webhook", resourceId: hook.webhook_id } };
+        return {
+          status: 200,
+          data: { webhook_id: hook.webhook_id, deleted: true, deliveries_removed: removed },
+          audit: { action: "webhook.deleted", resourceType: "webhook", resourceId: hook.webhook_id },
+        };
       });
     },
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/webhooks/:id/pause", scope: "webhooks:write",
+    method: "POST",
+    path: "/v1/webhooks/:id/pause",
+    scope: "webhooks:write",
     response: { 200: webhookResponse },
     summary: "Pause delivery; events keep accruing.",
-    operationId: "pauseWebhook", tag: "Webhooks",
+    operationId: "pauseWebhook",
+    tag: "Webhooks",
     description: "Stops delivery to a webhook while events keep accruing. A disabled webhook cannot be paused (403).",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.caller, rc.params.id);
@@ -157,11 +257,15 @@ export const webhookRoutes = [
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/webhooks/:id/resume", scope: "webhooks:write",
+    method: "POST",
+    path: "/v1/webhooks/:id/resume",
+    scope: "webhooks:write",
     response: { 200: webhookResponse },
     summary: "Resume delivery and reset failure_count to 0.",
-    operationId: "resumeWebhook", tag: "Webhooks",
-    description: "Resumes delivery and resets `failure_count` to 0; what accrued meanwhile goes out. A disabled webhook must be " +
+    operationId: "resumeWebhook",
+    tag: "Webhooks",
+    description:
+      "Resumes delivery and resets `failure_count` to 0; what accrued meanwhile goes out. A disabled webhook must be " +
       "registered again (403).",
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.caller, rc.params.id);
@@ -171,11 +275,16 @@ export const webhookRoutes = [
   }),
 
   orgRoute({
-    method: "GET", path: "/v1/webhooks/:id/deliveries", scope: "webhooks:read", query: deliveriesQuery,
+    method: "GET",
+    path: "/v1/webhooks/:id/deliveries",
+    scope: "webhooks:read",
+    query: deliveriesQuery,
     response: { 200: deliveryListResponse },
     summary: "Deliveries of one webhook of events you may read, newest first; never a response body.",
-    operationId: "listDeliveries", tag: "Webhooks",
-    description: "Lists a webhook's deliveries of events the caller may read, newest first, with status, attempts and the " +
+    operationId: "listDeliveries",
+    tag: "Webhooks",
+    description:
+      "Lists a webhook's deliveries of events the caller may read, newest first, with status, attempts and the " +
       "receiver's HTTP status; never a response body.",
     handler: ({ db, caller, params, query }) => {
       const hook = requireHook(db, caller, params.id);
@@ -183,22 +292,40 @@ export const webhookRoutes = [
       // before the LIMIT. The cursor names the page's last delivery; one the caller cannot see is missing.
       const [visible, ...who] = readableEventsWhere(caller, "e");
       const readable = `FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.webhook_id = ? AND ${visible}`;
-      const before = query.after ? positionAfter(query.after, ID_PREFIX.delivery,
-        (id) => db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`, hook.webhook_id, ...who, id)?.seq,
-        () => { throw notFound("Delivery"); }) : Number.MAX_SAFE_INTEGER;
+      const before = query.after
+        ? positionAfter(
+            query.after,
+            ID_PREFIX.delivery,
+            (id) =>
+              db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`, hook.webhook_id, ...who, id)
+                ?.seq,
+            () => {
+              throw notFound("Delivery");
+            },
+          )
+        : Number.MAX_SAFE_INTEGER;
       const rows = db.all<DeliveryRow>(
-        `SELECT d.* ${readable} AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`, hook.webhook_id, ...who, before, query.limit + 1);
+        `SELECT d.* ${readable} AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`,
+        hook.webhook_id,
+        ...who,
+        before,
+        query.limit + 1,
+      );
       const { page, ...more } = pageOf(rows, query.limit, (d) => [d.delivery_id]);
       return ok({ deliveries: page.map(deliveryView), ...more });
     },
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/webhooks/:id/deliveries/:delivery_id/retry", scope: "webhooks:write",
+    method: "POST",
+    path: "/v1/webhooks/:id/deliveries/:delivery_id/retry",
+    scope: "webhooks:write",
     response: { 200: deliveryResponse },
     summary: "Redeliver a failed delivery: back to pending, due at once, under the same delivery id (beyond SPEC).",
-    operationId: "retryDelivery", tag: "Webhooks",
-    description: "Sends a failed delivery again: it goes back to pending, due at once, under the same delivery id so receivers " +
+    operationId: "retryDelivery",
+    tag: "Webhooks",
+    description:
+      "Sends a failed delivery again: it goes back to pending, due at once, under the same delivery id so receivers " +
       "still deduplicate. Other states are a 400.",
     handler: (rc) => {
       const { db, caller, params } = rc;
@@ -207,28 +334,54 @@ export const webhookRoutes = [
       const [visible, ...who] = readableEventsWhere(caller, "e");
       const delivery = db.first<DeliveryRow>(
         `SELECT d.* FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.delivery_id = ? AND d.webhook_id = ? AND ${visible}`,
-        params.delivery_id, hook.webhook_id, ...who);
+        params.delivery_id,
+        hook.webhook_id,
+        ...who,
+      );
       if (!delivery) throw notFound("Delivery");
       if (hook.status === "disabled") throw forbidden("Cannot redeliver to a disabled webhook. Re-register it.");
       if (delivery.status !== "failed")
-        throw new ApiError("VALIDATION_ERROR", `Only a failed delivery can be redelivered; this one is ${delivery.status}.`);
+        throw new ApiError(
+          "VALIDATION_ERROR",
+          `Only a failed delivery can be redelivered; this one is ${delivery.status}.`,
+        );
       return commitWrite(rc, (db) => {
         const now = clock.nowMs();
-        db.run("UPDATE deliveries SET status = 'pending', next_retry_at = ?, failure_reason = NULL WHERE delivery_id = ? AND status = 'failed'", isoAt(now), delivery.delivery_id);
+        db.run(
+          "UPDATE deliveries SET status = 'pending', next_retry_at = ?, failure_reason = NULL WHERE delivery_id = ? AND status = 'failed'",
+          isoAt(now),
+          delivery.delivery_id,
+        );
         rc.jobDue(webhookDeliveryJob.name, now);
-        return { status: 200, data: deliveryView(db.first<DeliveryRow>("SELECT * FROM deliveries WHERE delivery_id = ?", delivery.delivery_id)!),
-          audit: { action: "webhook.redelivered", resourceType: "webhook", resourceId: hook.webhook_id,
-            detail: { delivery_id: delivery.delivery_id, event_id: delivery.event_id } } };
+        return {
+          status: 200,
+          data: deliveryView(
+            db.first<DeliveryRow>("SELECT * FROM deliveries WHERE delivery_id = ?", delivery.delivery_id)!,
+          ),
+          audit: {
+            action: "webhook.redelivered",
+            resourceType: "webhook",
+            resourceId: hook.webhook_id,
+            detail: { delivery_id: delivery.delivery_id, event_id: delivery.event_id },
+          },
+        };
       });
     },
   }),
 
   orgRoute({
-    method: "POST", path: "/v1/webhooks/deliver", scope: "webhooks:write", body: deliverBody, bodyOptional: true,
+    method: "POST",
+    path: "/v1/webhooks/deliver",
+    scope: "webhooks:write",
+    body: deliverBody,
+    bodyOptional: true,
     response: { 200: deliverResponse },
-    summary: "Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks.",
-    operationId: "deliverWebhooks", tag: "Webhooks",
-    description: "Drains the outbox by hand: delivers the events the caller may read after `after` (from the start without it) " +
+    summary:
+      "Drain the outbox: deliver the events you may read after `after` (from the start without it) to subscribed hooks.",
+    operationId: "deliverWebhooks",
+    tag: "Webhooks",
+    description:
+      "Drains the outbox by hand: delivers the events the caller may read after `after` (from the start without it) " +
       "to subscribed hooks. Counts and cursor cover only what the caller may read.",
     handler: async (rc) => {
       const { db, storage, body, caller } = rc;
@@ -236,19 +389,33 @@ export const webhookRoutes = [
       const events = readableEventsAfter(db, caller, afterSeq, { limit: body.limit });
       // It waits only for the hooks the caller manages: another principal's slow receiver cannot hold it up.
       const [managed, ...args] = managedHooksWhere(caller);
-      const managedIds = new Set(db.all<{ webhook_id: string }>(`SELECT webhook_id FROM webhooks WHERE ${managed}`, ...args).map((h) => h.webhook_id));
+      const managedIds = new Set(
+        db
+          .all<{ webhook_id: string }>(`SELECT webhook_id FROM webhooks WHERE ${managed}`, ...args)
+          .map((h) => h.webhook_id),
+      );
       // Delivery rows are claimed and settled by deliverEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
       await deliverEvents(db, storage, events, rc.deps, body.limit, managedIds);
       const last = events.at(-1);
-      const data = { events_drained: events.length, cursor: last ? encodeCursor([last.event_id]) : (body.after ?? null),
-        pending_deliveries: pendingDeliveriesFor(db, caller) };
+      const data = {
+        events_drained: events.length,
+        cursor: last ? encodeCursor([last.event_id]) : (body.after ?? null),
+        pending_deliveries: pendingDeliveriesFor(db, caller),
+      };
       return commitWrite(rc, () => {
         // What its sends left (a retry, a send still in flight) is the background's next work.
         const next = nextDeliveryWorkAt(db, rc.deps.webhookDeliveries);
         if (next != null) rc.jobDue(webhookDeliveryJob.name, next);
-        return { status: 200, data,
-          audit: { action: "webhook.drained", resourceType: "webhook", detail: { after: body.after ?? null, limit: body.limit, ...data } } };
+        return {
+          status: 200,
+          data,
+          audit: {
+            action: "webhook.drained",
+            resourceType: "webhook",
+            detail: { after: body.after ?? null, limit: body.limit, ...data },
+          },
+        };
       });
     },
   }),

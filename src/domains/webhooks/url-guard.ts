@@ -8,9 +8,21 @@ const LOCAL_HTTP_HOSTS = new Set(["localhost", "127.0.0.1"]);
 
 /** IPv4 ranges that are never a webhook target over https (CIDR base, prefix length). */
 const BLOCKED_V4: [string, number][] = [
-  ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
-  ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.88.99.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15],
-  ["198.51.100.0", 24], ["203.0.113.0", 24], ["224.0.0.0", 4], ["240.0.0.0", 4],
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.88.99.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4],
 ];
 
 const v4ToInt = (ip: string) => ip.split(".").reduce((n, part) => n * 256 + Number(part), 0);
@@ -43,7 +55,9 @@ function rawHost(input: string): string {
   const afterScheme = input.replace(/^[a-z][a-z0-9+.-]*:\/\//i, "");
   const authority = afterScheme.split(/[/?#]/)[0];
   const hostPort = authority.slice(authority.lastIndexOf("@") + 1);
-  return (hostPort.startsWith("[") ? hostPort.slice(0, hostPort.indexOf("]") + 1) : hostPort.replace(/:\d*$/, "")).toLowerCase();
+  return (
+    hostPort.startsWith("[") ? hostPort.slice(0, hostPort.indexOf("]") + 1) : hostPort.replace(/:\d*$/, "")
+  ).toLowerCase();
 }
 
 /** Returns why the URL is refused, or null when it is acceptable. */
@@ -63,8 +77,10 @@ export function webhookUrlProblem(input: string): string | null {
     return "must use https:// (http:// is allowed only for localhost and 127.0.0.1)";
   }
   if (url.protocol !== "https:") return "must use https://";
-  if (host === "localhost" || host.endsWith(".localhost")) return written === "localhost" ? null : "must not target a local host";
-  if (host.startsWith("[")) return blockedV6(host) ? "must not target a private, loopback or special IPv6 address" : null;
+  if (host === "localhost" || host.endsWith(".localhost"))
+    return written === "localhost" ? null : "must not target a local host";
+  if (host.startsWith("["))
+    return blockedV6(host) ? "must not target a private, loopback or special IPv6 address" : null;
   if (isDottedQuad(host)) {
     if (written !== host) return "must spell an IPv4 address in plain dotted decimal";
     if (host === "127.0.0.1") return null;
