@@ -29,14 +29,12 @@ import { estimateTokens } from "./tokens";
 
 /**
  * Candidates of a compile without a query (the newest claims that pass the filters): 2.5 times the
- * largest pack (max_items 200). LoCoMo recall is the same at 1000; at 500 compile in a 10,000-claim
- * organization is a fifth faster (docs/BENCHMARKS.md, "Tried and rejected").
+ * largest pack (max_items 200).
  */
 export const CANDIDATE_LIMIT = 500;
 /**
- * Lexical candidates kept, the best by bm25 of the matches read: the largest pack (max_items 200).
- * LoCoMo recall at 200 equals recall at 500 at every budget and category, and what coverage, context
- * and scoring do per candidate shrinks with it (docs/BENCHMARKS.md, "Tried and rejected").
+ * Lexical candidates kept, the best by bm25 of the matches read: the largest pack (max_items 200);
+ * what coverage, context and scoring do grows with each candidate kept.
  */
 export const LEXICAL_CANDIDATES = 200;
 /**
