@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { env, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { clock } from "../src/http/clock";
 import { type BackgroundJob, jobDueAt, markJobDue, nextAlarm, runDueJobs } from "../src/org/jobs";
@@ -200,6 +200,24 @@ describe("readiness reports who drives background work", () => {
     expect((await call("GET", "/readyz")).json.data.capabilities).toMatchObject({
       background_repair: "enabled",
       maintenance_interval_seconds: 15,
+    });
+  });
+});
+
+describe("starting an organization's object", () => {
+  it("arms the alarm for work left due without an alarm (a migration's queued rows, a lost alarm)", async () => {
+    const org = await newOrg();
+    await inOrg(org.org_id, async (o, state) => {
+      const dueAt = clock.nowMs() + 3_600_000;
+      state.storage.transactionSync(() => markJobDue(o.db, "index_drain", dueAt));
+      await state.storage.deleteAlarm();
+      // A second instance over the same storage starts as a restarted object would: it migrates, then arms.
+      const Store = o.constructor as new (ctx: DurableObjectState, env: unknown) => OrgStore;
+      new Store(state, env);
+      await state.blockConcurrencyWhile(async () => {}); // queued behind the constructor's own
+      const armed = await state.storage.getAlarm();
+      expect(armed).not.toBeNull();
+      expect(armed!).toBeLessThanOrEqual(dueAt);
     });
   });
 });
