@@ -14,10 +14,10 @@ import { compilePack, rankClaims, type VectorSimilarities } from "../src/domains
 import { searchMemories, searchSnapshotsJob } from "../src/domains/memory/search";
 import { markJobDue } from "../src/org/jobs";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
-import { insertClaim } from "../src/domains/memory/records";
+import { seedClaims } from "./seed-claims";
 import { vectorHits } from "../src/domains/memory/vector-candidates";
 import { readModelConfig } from "../src/vector/config";
-import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
+import { LocalEmbedder } from "../src/vector/local-embedder";
 import { localIndexFor } from "../src/vector/local-index";
 import type { VectorRuntime } from "../src/vector/runtime";
 import { Db, Sql } from "../src/sql/db";
@@ -30,7 +30,6 @@ import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
 import { GLOVE_TABLE } from "../src/generated/glove-table";
 import { STOPWORDS } from "../src/text/stopwords";
-import type { VectorItem } from "../src/vector/types";
 
 // PROFILE_SIZES=1000,50000 picks sizes (passed in by the config).
 const SIZES: number[] = inject("profileSizes") ?? [1000, 50000, 200000];
@@ -81,44 +80,23 @@ it("profile", async () => {
     const seedStart = Date.now();
     await inOrg(org.org_id, async (o) => {
       const db: Db = (o as any).db;
-      const storage: DurableObjectStorage = (o as any).ctx.storage;
-      const author = loadCaller(db, hashKey(org.api_key))!.principalId;
       // Ids with the product's claim prefix: the route's accept takes only those (answers hash their last 6 characters).
-      for (let from = have; from < size; from += 1000) {
-        const vecs: VectorItem[] = [];
-        storage.transactionSync(() => {
-          for (let i = from; i < Math.min(size, from + 1000); i++) {
-            const b = Math.floor(i / 50);
-            const at = new Date(t0 + b * 4).toISOString();
+      await seedClaims(
+        {
+          db,
+          storage: (o as any).ctx.storage,
+          index: localIndexFor(db),
+          author: loadCaller(db, hashKey(org.api_key))!.principalId,
+          t0,
+          statement: () => {
             const s = text.statement(rand);
             if (sample.length < 500 && rand() < 0.05) sample.push(s);
-            insertClaim(
-              db,
-              {
-                claim_id: `claim_${i.toString(16).padStart(32, "0")}`,
-                subject_id: `subject-${b % 20}`,
-                project_id: null,
-                kind: "fact",
-                statement: s,
-                status: "active",
-                visibility: "team",
-                trust: "medium",
-                version: 1,
-                valid_from: at,
-                valid_to: null,
-                superseded_by: null,
-                disputes: "[]",
-                author_id: author,
-                created_at: at,
-                updated_at: at,
-              },
-              [],
-            );
-            vecs.push({ id: `claim_${i.toString(16).padStart(32, "0")}`, values: embedLocally(s), metadata: {} });
-          }
-        });
-        await localIndexFor(db).upsert(vecs);
-      }
+            return s;
+          },
+        },
+        have,
+        size,
+      );
     });
     have = size;
     const searches = Array.from({ length: 50 }, (_, i) => {

@@ -22,12 +22,12 @@ import { expect, it } from "vitest";
 import { hashKey } from "../src/auth/credentials";
 import { loadCaller } from "../src/domains/identity/store";
 import { candidateRowsAmong, readAhead } from "../src/domains/memory/compile";
-import { insertClaim } from "../src/domains/memory/records";
+import { seedClaims } from "./seed-claims";
 import type { Db } from "../src/sql/db";
 import { GLOVE_TABLE } from "../src/generated/glove-table";
-import { embedLocally, LocalEmbedder } from "../src/vector/local-embedder";
+import { LocalEmbedder } from "../src/vector/local-embedder";
 import { bestSlots, dot, LocalVectorIndex } from "../src/vector/local-index";
-import type { AcceptIds, VectorHit, VectorItem } from "../src/vector/types";
+import type { AcceptIds, VectorHit } from "../src/vector/types";
 import { inOrg, newOrg, prng } from "../test/helpers";
 import { zipfText } from "../scripts/synthetic-text.mjs";
 import { STOPWORDS } from "../src/text/stopwords";
@@ -49,44 +49,18 @@ it("vector query microbench", async () => {
     const seedStart = Date.now();
     await inOrg(org.org_id, async (o) => {
       const db: Db = (o as any).db;
-      const storage: DurableObjectStorage = (o as any).ctx.storage;
-      const author = loadCaller(db, hashKey(org.api_key))!.principalId;
-      const index = new LocalVectorIndex(db, { cacheBytes: 2 ** 30 });
-      for (let from = have; from < size; from += 1000) {
-        const vecs: VectorItem[] = [];
-        storage.transactionSync(() => {
-          for (let i = from; i < Math.min(size, from + 1000); i++) {
-            const b = Math.floor(i / 50);
-            const at = new Date(t0 + b * 4).toISOString();
-            const s = text.statement(rand);
-            const claim_id = `clm_${i.toString(16).padStart(32, "0")}`;
-            insertClaim(
-              db,
-              {
-                claim_id,
-                subject_id: `subject-${b % 20}`,
-                project_id: null,
-                kind: "fact",
-                statement: s,
-                status: "active",
-                visibility: "team",
-                trust: "medium",
-                version: 1,
-                valid_from: at,
-                valid_to: null,
-                superseded_by: null,
-                disputes: "[]",
-                author_id: author,
-                created_at: at,
-                updated_at: at,
-              },
-              [],
-            );
-            vecs.push({ id: claim_id, values: embedLocally(s), metadata: {} });
-          }
-        });
-        await index.upsert(vecs);
-      }
+      await seedClaims(
+        {
+          db,
+          storage: (o as any).ctx.storage,
+          index: new LocalVectorIndex(db, { cacheBytes: 2 ** 30 }),
+          author: loadCaller(db, hashKey(org.api_key))!.principalId,
+          t0,
+          statement: () => text.statement(rand),
+        },
+        have,
+        size,
+      );
     });
     have = size;
     const seeded = (Date.now() - seedStart) / 1000;
