@@ -1,5 +1,5 @@
 import { readableWhere } from "../access/policy";
-import type { Db } from "../sql/db";
+import { type Db, fromClause, sql } from "../sql/db";
 import type { Caller } from "./request";
 
 // A row of the events table: written by commitWrite (src/org/write.ts), read by GET /v1/events and
@@ -28,12 +28,11 @@ export interface EventRow {
  */
 export const readableEventsWhere = (caller: Caller, alias = "e") =>
   readableWhere(caller, alias, "actor_id", { targets: false });
-const readableByCaller = (caller: Caller) => readableEventsWhere(caller);
+const readableByCaller = (caller: Caller) => fromClause(readableEventsWhere(caller));
 
 /** One event the caller may read, or null (an unreadable event is as unknown as a random id). */
 export function readableEvent(db: Db, caller: Caller, eventId: string): EventRow | null {
-  const [visible, ...who] = readableByCaller(caller);
-  return db.first<EventRow>(`SELECT * FROM events e WHERE e.event_id = ? AND ${visible}`, eventId, ...who);
+  return db.first<EventRow>(sql`SELECT * FROM events e WHERE e.event_id = ${eventId} AND ${readableByCaller(caller)}`);
 }
 
 /** The events in (afterSeq, upToSeq] the caller may read, in commit order, optionally of one kind. */
@@ -43,16 +42,9 @@ export function readableEventsAfter(
   afterSeq: number,
   opts: { kind?: string; upToSeq?: number; limit: number },
 ): EventRow[] {
-  const [visible, ...who] = readableByCaller(caller);
-  return db.all<EventRow>(
-    `SELECT * FROM events e WHERE e.seq > ? ${opts.upToSeq !== undefined ? "AND e.seq <= ?" : ""}
-       ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq LIMIT ?`,
-    afterSeq,
-    ...(opts.upToSeq !== undefined ? [opts.upToSeq] : []),
-    ...(opts.kind ? [opts.kind] : []),
-    ...who,
-    opts.limit,
-  );
+  const upTo = opts.upToSeq !== undefined ? sql`AND e.seq <= ${opts.upToSeq}` : sql``;
+  return db.all<EventRow>(sql`SELECT * FROM events e WHERE e.seq > ${afterSeq} ${upTo} ${kindIs(opts.kind)}
+    AND ${readableByCaller(caller)} ORDER BY e.seq LIMIT ${opts.limit}`);
 }
 
 /** The events before `beforeSeq` (from the newest when null) the caller may read, newest first, optionally of one kind. */
@@ -62,12 +54,8 @@ export function readableEventsBefore(
   beforeSeq: number | null,
   opts: { kind?: string; limit: number },
 ): EventRow[] {
-  const [visible, ...who] = readableByCaller(caller);
-  return db.all<EventRow>(
-    `SELECT * FROM events e WHERE e.seq < ? ${opts.kind ? "AND e.kind = ?" : ""} AND ${visible} ORDER BY e.seq DESC LIMIT ?`,
-    beforeSeq ?? Number.MAX_SAFE_INTEGER,
-    ...(opts.kind ? [opts.kind] : []),
-    ...who,
-    opts.limit,
-  );
+  return db.all<EventRow>(sql`SELECT * FROM events e WHERE e.seq < ${beforeSeq ?? Number.MAX_SAFE_INTEGER}
+    ${kindIs(opts.kind)} AND ${readableByCaller(caller)} ORDER BY e.seq DESC LIMIT ${opts.limit}`);
 }
+
+const kindIs = (kind: string | undefined) => (kind ? sql`AND e.kind = ${kind}` : sql``);

@@ -93,7 +93,7 @@ function narrowed(way: readonly ColumnCondition[], n: WayNarrowing): ColumnCondi
 }
 
 /** One way as a filter: each condition on the property of the same name (`owner` is the author). */
-export function wayFilter(way: readonly ColumnCondition[], kinds?: string[]): VectorFilter {
+function wayFilter(way: readonly ColumnCondition[], kinds?: string[]): VectorFilter {
   const filter: VectorFilter = {};
   for (const c of way) {
     const property = c.column === "owner" ? "author_id" : c.column;
