@@ -7,6 +7,7 @@ import { contentHash } from "../src/domains/memory/store";
 import { clock } from "../src/http/clock";
 import { decodeCursor, encodeCursor } from "../src/http/cursor";
 import type { EventRow } from "../src/org/events";
+import { insertEvent } from "../src/org/write";
 import { appendOk, call, expectError, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 const secret = "s3cret-s3cret-s3cret";
@@ -202,16 +203,29 @@ describe("webhooks deliver only what their creator may read now (item 6)", () =>
     await w.drain();
     expect(w.delivered(visible)).toBe(1);
 
-    // Claimed while readable, then the grant is revoked before the (re)send: the re-check drops it.
-    const third = await appendOk(w.alice.key, obs("priv-3", "private three", { visibility: "private" }));
-    const claimed = await inOrg(w.org.org_id, (o) =>
-      claimDeliveries(
-        o.db,
-        (o as unknown as { ctx: DurableObjectState }).ctx.storage,
-        o.db.all<EventRow>("SELECT * FROM events"),
-      ).map((j) => j.event.resource_id),
-    );
-    expect(claimed).toContain(third);
+    // Claimed while readable, then the grant is revoked before the (re)send: the re-check drops it. The
+    // event is committed and claimed in one step inside the object, as a drain would: a route's commit
+    // would make the delivery job due, and the alarm could deliver it before this test claims it.
+    const { third, claimed } = await inOrg(w.org.org_id, (o) => {
+      const storage = (o as unknown as { ctx: DurableObjectState }).ctx.storage;
+      const eventId = storage.transactionSync(() =>
+        insertEvent(
+          o.db,
+          w.alice.principal_id,
+          {
+            kind: "observation.appended",
+            resourceType: "observation",
+            resourceId: `obs_${"3".repeat(32)}`,
+            payload: { subject_id: "priv-3" },
+            visibility: "private",
+          },
+          clock.nowIso(),
+        ),
+      );
+      const events = o.db.all<EventRow>("SELECT * FROM events WHERE event_id = ?", eventId);
+      return { third: eventId, claimed: claimDeliveries(o.db, storage, events).map((j) => j.event.event_id) };
+    });
+    expect(claimed).toEqual([third]);
     expect((await call("DELETE", `/v1/grants/${g.json.data.grant_id}`, { key: w.org.api_key })).status).toBe(200);
     clock.advance(RECLAIM_AFTER_MS);
     const out = await w.drain();
