@@ -233,16 +233,33 @@ describe("webhooks deliver only what their creator may read now (item 6)", () =>
     expect(out.pending_deliveries).toBe(0);
   });
 
-  it("removing the creator disables its hooks in the same transaction", async () => {
+  it("removing the creator disables its hooks in the same transaction; their waiting retries end failed", async () => {
     const w = await setup();
     const before = "team-1";
     await appendOk(w.alice.key, obs(before, "team one"));
     await w.drain();
     expect(w.delivered(before)).toBe(1);
+    // The receiver fails once: that delivery waits for its retry.
+    await inOrg(w.org.org_id, (o) => {
+      o.deps = { ...o.deps, sendWebhook: async () => 503 };
+    });
+    await appendOk(w.alice.key, obs("team-retry", "team retry"));
+    await w.drain();
+    await inOrg(w.org.org_id, (o) => {
+      o.deps = { ...o.deps, sendWebhook: recordingSender };
+    });
+    const deliveries = async () =>
+      (await call("GET", `/v1/webhooks/${w.hookId}/deliveries?limit=200`, { key: w.org.api_key })).json.data
+        .deliveries as { status: string; next_retry_at: string | null; failure_reason: string | null }[];
+    expect((await deliveries()).map((d) => d.status)).toEqual(["pending", "delivered"]);
     const removed = await removeFromOrg(w.org.api_key, w.bob.principal_id);
     expect(removed.webhooks_disabled).toBe(1);
     const hooks = (await call("GET", "/v1/webhooks", { key: w.org.api_key })).json.data.webhooks;
     expect(hooks.map((h: any) => [h.webhook_id, h.status])).toEqual([[w.hookId, "disabled"]]);
+    expect((await deliveries()).map((d) => [d.status, d.next_retry_at, d.failure_reason])).toEqual([
+      ["failed", null, "hook_disabled"],
+      ["delivered", null, null],
+    ]);
     const after = "team-2";
     await appendOk(w.alice.key, obs(after, "team two"));
     await w.drain(w.org.api_key);

@@ -520,6 +520,53 @@ describe("migrations that backfill data", () => {
     });
   });
 
+  it("0037_disabled_hook_deliveries ends a disabled hook's waiting deliveries failed, and no other hook's", async () => {
+    await inEmptyObject((o, storage) => {
+      migrate(o.db, storage, before("0037_disabled_hook_deliveries"));
+      const t = "2026-01-01T00:00:00.000Z";
+      for (const [id, status] of [
+        ["whk_active", "active"],
+        ["whk_paused", "paused"],
+        ["whk_disabled", "disabled"],
+      ] as const)
+        o.db.run(
+          `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, created_at, updated_at)
+          VALUES (?, 'https://h.example.com/', 's', '["*"]', ?, 0, 'prn_a', 0, ?, ?)`,
+          id,
+          status,
+          t,
+          t,
+        );
+      for (const [id, hook, status] of [
+        ["dlv_a", "whk_active", "pending"],
+        ["dlv_p", "whk_paused", "pending"],
+        ["dlv_d", "whk_disabled", "pending"],
+        ["dlv_s", "whk_disabled", "sending"],
+        ["dlv_ok", "whk_disabled", "delivered"],
+      ] as const)
+        o.db.run(
+          `INSERT INTO deliveries (delivery_id, webhook_id, event_id, status, attempts, next_retry_at, created_at)
+          VALUES (?, ?, ?, ?, 1, ?, ?)`,
+          id,
+          hook,
+          `evt_${id}`,
+          status,
+          status === "pending" ? t : null,
+          t,
+        );
+      migrate(o.db, storage, upTo("0037_disabled_hook_deliveries"));
+      expect(
+        o.db.all("SELECT delivery_id, status, next_retry_at, failure_reason FROM deliveries ORDER BY delivery_id"),
+      ).toEqual([
+        { delivery_id: "dlv_a", status: "pending", next_retry_at: t, failure_reason: null },
+        { delivery_id: "dlv_d", status: "failed", next_retry_at: null, failure_reason: "hook_disabled" },
+        { delivery_id: "dlv_ok", status: "delivered", next_retry_at: null, failure_reason: null },
+        { delivery_id: "dlv_p", status: "pending", next_retry_at: t, failure_reason: null },
+        { delivery_id: "dlv_s", status: "sending", next_retry_at: null, failure_reason: null },
+      ]);
+    });
+  });
+
   it("0007_job_due_times makes nothing due in an organization without waiting work", async () => {
     await inEmptyObject((o, storage) => {
       migrate(o.db, storage, upTo("0007_job_due_times"));

@@ -1081,4 +1081,13 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
       INSERT OR REPLACE INTO org_meta (name, value) SELECT 'job_due:index_drain', '0' WHERE EXISTS (SELECT 1 FROM indexed_records);
     `,
   },
+  {
+    // A hook disabled by its creator's removal left its waiting retries pending, never to be sent: they
+    // end failed, as a hook disabled by failures leaves them.
+    name: "0037_disabled_hook_deliveries",
+    sql: `
+      UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled'
+        WHERE status = 'pending' AND webhook_id IN (SELECT webhook_id FROM webhooks WHERE status = 'disabled');
+    `,
+  },
 ];

@@ -56,19 +56,27 @@ export function revokeWhatPrincipalReaches(db: Db, principalId: string, by: stri
     )
     .map((g) => g.grant_id);
   // Their webhooks stop too: a hook delivers on its creator's behalf, and that authority has ended.
-  const webhooksDisabled = db.all(
-    `UPDATE webhooks SET status = 'disabled', updated_at = ?
-      WHERE created_by IN (SELECT value FROM json_each(?)) AND status <> 'disabled' RETURNING 1`,
-    at,
-    JSON.stringify(reached),
-  ).length;
+  // What waited for a retry will never be sent: it ends failed now, as when failures disable a hook.
+  const disabledHooks = db
+    .all<{ webhook_id: string }>(
+      `UPDATE webhooks SET status = 'disabled', updated_at = ?
+      WHERE created_by IN (SELECT value FROM json_each(?)) AND status <> 'disabled' RETURNING webhook_id`,
+      at,
+      JSON.stringify(reached),
+    )
+    .map((w) => w.webhook_id);
+  db.run(
+    `UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled'
+      WHERE webhook_id IN (SELECT value FROM json_each(?)) AND status = 'pending'`,
+    JSON.stringify(disabledHooks),
+  );
   // Accounts they created log in no more, and their live sessions stop now.
   const accounts = disableAccountsOf(db, reached, at);
   return {
     keysRevoked: keyHashes.length,
     credentialHashes: [...keyHashes, ...accounts.sessionHashes],
     grantsRevoked: revokeGrantsCascade(db, roots, by, at).length,
-    webhooksDisabled,
+    webhooksDisabled: disabledHooks.length,
     accountsDisabled: accounts.accounts,
   };
 }
