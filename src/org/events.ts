@@ -1,5 +1,5 @@
 import { readableWhere } from "../access/policy";
-import { type Db, fromClause, sql } from "../sql/db";
+import { type Db, fromClause, list, sql } from "../sql/db";
 import type { Caller } from "./request";
 
 // A row of the events table: written by commitWrite (src/org/write.ts), read by GET /v1/events and
@@ -59,3 +59,19 @@ export function readableEventsBefore(
 }
 
 const kindIs = (kind: string | undefined) => (kind ? sql`AND e.kind = ${kind}` : sql``);
+
+/** Of these event ids, those the caller may read. */
+export function readableAmong(db: Db, caller: Caller, eventIds: readonly string[]): Set<string> {
+  const rows = db.all<{ event_id: string }>(
+    sql`SELECT e.event_id FROM events e WHERE e.event_id IN ${list(eventIds)} AND ${readableByCaller(caller)}`,
+  );
+  return new Set(rows.map((r) => r.event_id));
+}
+
+/** The newest event's position in the log (0: none yet). */
+export const lastEventSeq = (db: Db) =>
+  db.first<{ seq: number }>(sql`SELECT coalesce(max(seq), 0) AS seq FROM events`)!.seq;
+
+/** One event by id, whoever may read it: for work already decided on it (a claimed delivery). */
+export const eventById = (db: Db, eventId: string) =>
+  db.first<EventRow>(sql`SELECT * FROM events WHERE event_id = ${eventId}`);

@@ -23,9 +23,31 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { clock, isoAt } from "../../http/clock";
 import { ID_PREFIX, newId } from "../../http/ids";
 import type { Db } from "../../sql/db";
-import { type EventRow, readableEventsAfter, readableEventsWhere } from "../../org/events";
+import { type EventRow, eventById, lastEventSeq, readableAmong, readableEventsAfter } from "../../org/events";
 import type { BackgroundJob } from "../../org/jobs";
 import { principalCaller } from "../identity/store";
+import {
+  abandonedClaims,
+  backToPending,
+  countHookFailure,
+  dueRetries,
+  type FailureReason,
+  failDelivery,
+  failWaitingDeliveries,
+  getDelivery,
+  getHook,
+  hasActiveHooks,
+  hooksInOrder,
+  hookWorkTimes,
+  insertClaim,
+  markDelivered,
+  markSending,
+  moveHookPosition,
+  recordFailedAttempt,
+  resetHookFailures,
+  stampAttempt,
+  type WebhookRow,
+} from "./store";
 
 /** SPEC's backoff constants: attempt n+1 is due SPEC_RETRY_SCHEDULE_MS[n-1] after attempt n. */
 export const SPEC_RETRY_SCHEDULE_MS: readonly number[] = [60_000, 300_000, 1_800_000, 7_200_000, 43_200_000];
@@ -47,22 +69,6 @@ export const PASS_BUDGET_MS = 3_000;
 export const DRAIN_WAIT_MS = 5_000;
 /** Events after a hook's position (those its creator may read) the background looks at per claim. */
 const SCAN_PAGE = 50;
-
-export interface WebhookRow {
-  webhook_id: string;
-  url: string;
-  secret: string;
-  events: string;
-  status: "active" | "paused" | "disabled";
-  failure_count: number;
-  created_by: string;
-  /** The event log position at registration: the hook receives only later events. */
-  from_seq: number;
-  /** How far the background has claimed this hook's events (it stays put while the hook is paused). */
-  scanned_seq: number;
-  created_at: string;
-  updated_at: string;
-}
 
 /**
  * The outbound call, a dependency of the org Durable Object (OrgDeps.sendWebhook) so tests and
@@ -273,15 +279,10 @@ function readableByCreator(db: Db, hook: WebhookRow, events: readonly EventRow[]
   const creator = principalCaller(db, hook.created_by);
   const later = events.filter((e) => e.seq > hook.from_seq);
   if (!creator || !later.length) return new Set();
-  const [visible, ...who] = readableEventsWhere(creator, "e");
-  return new Set(
-    db
-      .all<{ event_id: string }>(
-        `SELECT e.event_id FROM events e WHERE e.event_id IN (SELECT value FROM json_each(?)) AND ${visible}`,
-        JSON.stringify(later.map((e) => e.event_id)),
-        ...who,
-      )
-      .map((r) => r.event_id),
+  return readableAmong(
+    db,
+    creator,
+    later.map((e) => e.event_id),
   );
 }
 
@@ -291,31 +292,17 @@ export interface Claimed {
   event: EventRow;
 }
 
-const hookRow = (db: Db, webhookId: string) =>
-  db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", webhookId);
-
-/** Why a delivery ended 'failed' (its failure_reason). */
-export const FAILURE_REASONS = ["attempts_exhausted", "hook_disabled", "event_unreadable"] as const;
-export type FailureReason = (typeof FAILURE_REASONS)[number];
-
 /** Insert a 'sending' row for (hook, event) unless one exists: the claim that makes a delivery exactly once. */
 function claimOne(db: Db, hook: WebhookRow, event: EventRow, at: string): Claimed | null {
   const deliveryId = newId(ID_PREFIX.delivery);
-  const claimed = db.all(
-    `INSERT INTO deliveries (delivery_id, webhook_id, event_id, status, attempts, created_at)
-     VALUES (?, ?, ?, 'sending', 0, ?) ON CONFLICT (webhook_id, event_id) DO NOTHING RETURNING 1`,
-    deliveryId,
-    hook.webhook_id,
-    event.event_id,
-    at,
-  ).length;
+  const claimed = insertClaim(db, deliveryId, hook.webhook_id, event.event_id, at);
   return claimed ? { deliveryId, hook, event } : null;
 }
 
 /** Claim a delivery for each of these events and each active hook subscribed to it whose creator may read it. */
 export function claimDeliveries(db: Db, storage: DurableObjectStorage, events: readonly EventRow[]): Claimed[] {
   return storage.transactionSync(() => {
-    const hooks = db.all<WebhookRow>("SELECT * FROM webhooks WHERE status = 'active' ORDER BY created_at, webhook_id");
+    const hooks = hooksInOrder(db, "active");
     const jobs: Claimed[] = [];
     const at = clock.nowIso();
     const readable = new Map(hooks.map((h) => [h.webhook_id, readableByCreator(db, h, events)]));
@@ -336,46 +323,38 @@ export function claimDeliveries(db: Db, storage: DurableObjectStorage, events: r
  * rows whose retry is due, earliest first; then (withNewEvents) the events after the hook's position
  * that its creator may read, one page of them, its position moving past what was looked at.
  */
-function* hookWork(db: Db, hook: WebhookRow, heldIds: string, max: number, withNewEvents: boolean): Generator<Claimed> {
+function* hookWork(
+  db: Db,
+  hook: WebhookRow,
+  heldIds: readonly string[],
+  max: number,
+  withNewEvents: boolean,
+): Generator<Claimed> {
   const now = clock.nowMs();
   const jobOf = (d: { delivery_id: string; event_id: string }): Claimed | null => {
-    const event = db.first<EventRow>("SELECT * FROM events WHERE event_id = ?", d.event_id);
+    const event = eventById(db, d.event_id);
     return event ? { deliveryId: d.delivery_id, hook, event } : null;
   };
-  const stale = db.all<{ delivery_id: string; event_id: string }>(
-    `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'sending' AND coalesce(last_attempt_at, created_at) <= ?
-        AND delivery_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
-    hook.webhook_id,
-    isoAt(now - RECLAIM_AFTER_MS),
-    heldIds,
-    max,
-  );
+  const stale = abandonedClaims(db, hook.webhook_id, isoAt(now - RECLAIM_AFTER_MS), heldIds, max);
   for (const d of stale) {
-    db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(now), d.delivery_id);
+    stampAttempt(db, d.delivery_id, isoAt(now));
     const job = jobOf(d);
     if (job) yield job;
   }
   if (hook.status !== "active") return;
-  const due = db.all<{ delivery_id: string; event_id: string }>(
-    `SELECT delivery_id, event_id FROM deliveries WHERE webhook_id = ? AND status = 'pending' AND next_retry_at <= ?
-      ORDER BY next_retry_at, seq LIMIT ?`,
-    hook.webhook_id,
-    isoAt(now),
-    max,
-  );
+  const due = dueRetries(db, hook.webhook_id, isoAt(now), max);
   for (const d of due) {
-    db.run("UPDATE deliveries SET status = 'sending' WHERE delivery_id = ?", d.delivery_id);
+    markSending(db, d.delivery_id);
     const job = jobOf(d);
     if (job) yield job;
   }
   if (!withNewEvents) return;
-  const lastSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
+  const lastSeq = lastEventSeq(db);
   const position = Math.max(hook.scanned_seq, hook.from_seq);
   const creator = position < lastSeq ? principalCaller(db, hook.created_by) : null;
   const page = creator ? readableEventsAfter(db, creator, position, { upToSeq: lastSeq, limit: SCAN_PAGE }) : [];
   const at = isoAt(now);
-  const moveTo = (seq: number) =>
-    db.run("UPDATE webhooks SET scanned_seq = ? WHERE webhook_id = ?", seq, hook.webhook_id);
+  const moveTo = (seq: number) => moveHookPosition(db, hook.webhook_id, seq);
   for (const event of page) {
     const job = subscribed(hook, event) ? claimOne(db, hook, event, at) : null;
     if (!job) continue;
@@ -400,9 +379,8 @@ function claimInTurns(
 ): Claimed[] {
   if (limit <= 0) return [];
   return storage.transactionSync(() => {
-    const heldIds = JSON.stringify(inFlight.ids());
-    let turn = db
-      .all<WebhookRow>("SELECT * FROM webhooks ORDER BY created_at, webhook_id")
+    const heldIds = inFlight.ids();
+    let turn = hooksInOrder(db)
       .map((hook) => ({ hook, room: inFlight.claimsAllowed(hook.webhook_id) }))
       .filter((h) => h.room > 0)
       .sort((a, b) => b.room - a.room)
@@ -427,15 +405,11 @@ async function attempt(
   job: Claimed,
   deps: DeliveryDeps,
 ): Promise<boolean | null> {
-  const hook = hookRow(db, job.hook.webhook_id);
+  const hook = getHook(db, job.hook.webhook_id);
   if (!hook) return null; // deleted since the claim: its rows went with it
   // Re-checked at the send. Paused since the claim: back to waiting, due at once, sent after a resume.
   if (hook.status === "paused") {
-    db.run(
-      "UPDATE deliveries SET status = 'pending', next_retry_at = ? WHERE delivery_id = ?",
-      clock.nowIso(),
-      job.deliveryId,
-    );
+    backToPending(db, job.deliveryId, clock.nowIso());
     return null;
   }
   // Disabled, or the creator may no longer read the event (a grant or workspace membership removed):
@@ -450,17 +424,13 @@ async function attempt(
         ? "event_unreadable"
         : null;
   if (unsendable) {
-    db.run(
-      "UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = ? WHERE delivery_id = ?",
-      unsendable,
-      job.deliveryId,
-    );
+    failDelivery(db, job.deliveryId, unsendable);
     return null;
   }
   const body = job.event.payload; // exactly as stored
   const startedAt = clock.nowMs();
   // The send starts now: a row still 'sending' long after this lost its sender (see hookWork).
-  db.run("UPDATE deliveries SET last_attempt_at = ? WHERE delivery_id = ?", isoAt(startedAt), job.deliveryId);
+  stampAttempt(db, job.deliveryId, isoAt(startedAt));
   let status: number | null = null;
   try {
     status = await deps.sendWebhook(hook.url, {
@@ -485,53 +455,30 @@ function settle(
   const at = clock.nowMs();
   storage.transactionSync(() => {
     if (ok) {
-      db.run(
-        `UPDATE deliveries SET status = 'delivered', attempts = attempts + 1, last_attempt_at = ?, next_retry_at = NULL, response_status = ?
-               WHERE delivery_id = ?`,
-        isoAt(at),
-        status,
-        job.deliveryId,
-      );
-      db.run("UPDATE webhooks SET failure_count = 0 WHERE webhook_id = ?", job.hook.webhook_id);
+      markDelivered(db, job.deliveryId, isoAt(at), status);
+      resetHookFailures(db, job.hook.webhook_id);
       return;
     }
-    const attempts =
-      (db.first<{ attempts: number }>("SELECT attempts FROM deliveries WHERE delivery_id = ?", job.deliveryId)
-        ?.attempts ?? 0) + 1;
-    const hookStatus = db.first<{ status: string }>(
-      "SELECT status FROM webhooks WHERE webhook_id = ?",
-      job.hook.webhook_id,
-    )?.status;
+    const attempts = (getDelivery(db, job.deliveryId)?.attempts ?? 0) + 1;
     const reason: FailureReason | null =
-      hookStatus === "disabled" ? "hook_disabled" : attempts >= MAX_ATTEMPTS ? "attempts_exhausted" : null;
-    db.run(
-      `UPDATE deliveries SET status = ?, attempts = ?, last_attempt_at = ?, next_retry_at = ?, response_status = ?, failure_reason = ?
-             WHERE delivery_id = ?`,
-      reason ? "failed" : "pending",
+      getHook(db, job.hook.webhook_id)?.status === "disabled"
+        ? "hook_disabled"
+        : attempts >= MAX_ATTEMPTS
+          ? "attempts_exhausted"
+          : null;
+    recordFailedAttempt(db, job.deliveryId, {
       attempts,
-      isoAt(at),
-      reason ? null : isoAt(at + retryDelayMs(schedule, attempts)),
-      status,
+      at: isoAt(at),
+      nextRetryAt: reason ? null : isoAt(at + retryDelayMs(schedule, attempts)),
+      responseStatus: status,
       reason,
-      job.deliveryId,
-    );
+    });
     if (reason !== "attempts_exhausted") return;
     // A delivery failed for good: one more consecutive failure of the hook (a failed attempt that will
     // be retried is none, so a receiver down for a while does not cost the hook). The tenth disables it,
     // and whatever of it still waited for a retry will never be sent.
-    const hook = db.first<{ status: string }>(
-      `UPDATE webhooks SET failure_count = failure_count + 1,
-         status = CASE WHEN failure_count + 1 >= ? AND status = 'active' THEN 'disabled' ELSE status END, updated_at = ?
-       WHERE webhook_id = ? RETURNING status`,
-      DISABLE_AFTER_FAILURES,
-      isoAt(at),
-      job.hook.webhook_id,
-    );
-    if (hook?.status === "disabled")
-      db.run(
-        "UPDATE deliveries SET status = 'failed', next_retry_at = NULL, failure_reason = 'hook_disabled' WHERE webhook_id = ? AND status = 'pending'",
-        job.hook.webhook_id,
-      );
+    if (countHookFailure(db, job.hook.webhook_id, DISABLE_AFTER_FAILURES, isoAt(at)) === "disabled")
+      failWaitingDeliveries(db, [job.hook.webhook_id]);
   });
   return ok;
 }
@@ -630,16 +577,7 @@ export async function deliverDue(
 export function nextDeliveryWorkAt(db: Db, inFlight: DeliveriesInFlight): number | null {
   const now = clock.nowMs();
   const recheck = now + inFlight.pacing.passBudgetMs;
-  const rows = db.all<{ webhook_id: string; behind: number; retry: string | null; reclaim: string | null }>(
-    `SELECT w.webhook_id,
-            w.status = 'active' AND max(w.scanned_seq, w.from_seq) < (SELECT coalesce(max(seq), 0) FROM events) AS behind,
-            CASE WHEN w.status = 'active' THEN
-              (SELECT min(d.next_retry_at) FROM deliveries d WHERE d.webhook_id = w.webhook_id AND d.status = 'pending') END AS retry,
-            (SELECT min(coalesce(d.last_attempt_at, d.created_at)) FROM deliveries d
-              WHERE d.webhook_id = w.webhook_id AND d.status = 'sending' AND d.delivery_id NOT IN (SELECT value FROM json_each(?))) AS reclaim
-       FROM webhooks w`,
-    JSON.stringify(inFlight.ids()),
-  );
+  const rows = hookWorkTimes(db, inFlight.ids());
   const times = rows.flatMap((r) => {
     const at = [
       r.behind ? now : null,
@@ -652,8 +590,6 @@ export function nextDeliveryWorkAt(db: Db, inFlight: DeliveriesInFlight): number
   if (inFlight.ids().length) times.push(recheck);
   return times.length ? Math.min(...times) : null;
 }
-
-export const hasActiveHooks = (db: Db) => !!db.first("SELECT 1 FROM webhooks WHERE status = 'active' LIMIT 1");
 
 /**
  * Background delivery, a named job (src/jobs.ts): a commit with events makes it due at once (stored

@@ -1,6 +1,6 @@
 // Webhook registration, pause/resume, deletion, the delivery list, redelivery and the manual drain.
 // Webhook administration emits no domain events (SPEC) but every change is audited.
-import { isAdmin, managesShared } from "../../access/policy";
+import { managesShared } from "../../access/policy";
 import { hasScope, missingScopeMessage } from "../../auth/scopes";
 import { clock, isoAt } from "../../http/clock";
 import { encodeCursor, pageOf, positionAfter } from "../../http/cursor";
@@ -10,10 +10,10 @@ import { orgRoute } from "../../org/route";
 import type { Db } from "../../sql/db";
 import type { Caller, RequestCtx } from "../../org/request";
 import { ok } from "../../org/request";
-import { readableEvent, readableEventsAfter, readableEventsWhere } from "../../org/events";
+import { lastEventSeq, readableEvent, readableEventsAfter } from "../../org/events";
 import { commitWrite } from "../../org/write";
 import { readableEventSeq } from "../events/routes";
-import { deliverEvents, type FailureReason, nextDeliveryWorkAt, webhookDeliveryJob, type WebhookRow } from "./delivery";
+import { deliverEvents, nextDeliveryWorkAt, webhookDeliveryJob } from "./delivery";
 import {
   createWebhookBody,
   deliverBody,
@@ -26,6 +26,22 @@ import {
   webhookListResponse,
   webhookResponse,
 } from "./schema";
+import {
+  countHooks,
+  type DeliveryRow,
+  deleteHook,
+  getDelivery,
+  getHook,
+  insertHook,
+  managedHookIds,
+  managedHooks,
+  pendingDeliveriesFor,
+  readableDeliveriesBefore,
+  readableDelivery,
+  reopenFailedDelivery,
+  setHookStatus,
+  type WebhookRow,
+} from "./store";
 
 export const SIGNING = {
   header: "X-Svc-Signature",
@@ -45,29 +61,14 @@ const view = (w: WebhookRow) => ({
   signing: SIGNING,
 });
 
-const hookRow = (db: Db, id: string) => db.first<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = ?", id);
-
 /**
  * A hook the caller manages (its creator, or an owner/admin: managesShared); any other hook answers
  * exactly like a missing one.
  */
 function requireHook(db: Db, caller: Caller, id: string): WebhookRow {
-  const hook = hookRow(db, id);
+  const hook = getHook(db, id);
   if (!hook || !managesShared(caller, hook.created_by)) throw notFound("Webhook");
   return hook;
-}
-
-interface DeliveryRow {
-  seq: number;
-  delivery_id: string;
-  event_id: string;
-  status: string;
-  attempts: number;
-  last_attempt_at: string | null;
-  next_retry_at: string | null;
-  response_status: number | null;
-  failure_reason: FailureReason | null;
-  created_at: string;
 }
 
 const deliveryView = (d: DeliveryRow) => ({
@@ -82,26 +83,14 @@ const deliveryView = (d: DeliveryRow) => ({
   created_at: d.created_at,
 });
 
-/** managesShared in SQL over the webhooks table: the hooks the caller may list. */
-const managedHooksWhere = (caller: Caller): [string, ...unknown[]] => [
-  "(? = 1 OR created_by = ?)",
-  isAdmin(caller) ? 1 : 0,
-  caller.principalId,
-];
-
 function setStatus(rc: RequestCtx, hook: WebhookRow, status: "active" | "paused", action: string) {
   return commitWrite(rc, (db) => {
-    db.run(
-      `UPDATE webhooks SET status = ?, ${status === "active" ? "failure_count = 0," : ""} updated_at = ? WHERE webhook_id = ?`,
-      status,
-      clock.nowIso(),
-      hook.webhook_id,
-    );
+    setHookStatus(db, hook.webhook_id, status, clock.nowIso());
     // Resumed: what accrued while it was paused (new events, due retries) goes out at once.
     if (status === "active") rc.jobDue(webhookDeliveryJob.name, clock.nowMs());
     return {
       status: 200,
-      data: view(hookRow(db, hook.webhook_id)!),
+      data: view(getHook(db, hook.webhook_id)!),
       audit: { action, resourceType: "webhook", resourceId: hook.webhook_id },
     };
   });
@@ -125,19 +114,6 @@ const drainPosition = (db: Db, caller: Caller, after: string) =>
         },
       );
 
-/** Deliveries still to be sent (pending or sending) of hooks the caller manages and events it may read. */
-function pendingDeliveriesFor(db: Db, caller: Caller): number {
-  const [visible, ...who] = readableEventsWhere(caller, "e");
-  const [managed, ...args] = managedHooksWhere(caller);
-  return db.first<{ n: number }>(
-    `SELECT count(*) AS n FROM deliveries d JOIN events e ON e.event_id = d.event_id
-      WHERE d.status IN ('pending', 'sending') AND ${visible}
-        AND d.webhook_id IN (SELECT webhook_id FROM webhooks WHERE ${managed})`,
-    ...who,
-    ...args,
-  )!.n;
-}
-
 export const webhookRoutes = [
   orgRoute({
     method: "POST",
@@ -155,12 +131,12 @@ export const webhookRoutes = [
       commitWrite(rc, (db) => {
         // A hook reads events on its creator's behalf: registering one needs the right to read them.
         if (!hasScope(rc.caller.scopes, "events:read")) throw forbidden(missingScopeMessage("events:read"));
-        if (db.first<{ n: number }>("SELECT count(*) AS n FROM webhooks")!.n >= MAX_WEBHOOKS_PER_ORG)
+        if (countHooks(db) >= MAX_WEBHOOKS_PER_ORG)
           throw conflict(`An organization may register at most ${MAX_WEBHOOKS_PER_ORG} webhooks.`);
         const now = clock.nowIso();
         const events = rc.body.events.includes("*") ? ["*"] : [...new Set(rc.body.events)];
         // It receives the events committed after this one, not the organization's history.
-        const fromSeq = db.first<{ seq: number }>("SELECT coalesce(max(seq), 0) AS seq FROM events")!.seq;
+        const fromSeq = lastEventSeq(db);
         const row: WebhookRow = {
           webhook_id: newId(ID_PREFIX.webhook),
           url: rc.body.url,
@@ -174,19 +150,7 @@ export const webhookRoutes = [
           created_at: now,
           updated_at: now,
         };
-        db.run(
-          `INSERT INTO webhooks (webhook_id, url, secret, events, status, failure_count, created_by, from_seq, scanned_seq, created_at, updated_at)
-         VALUES (?, ?, ?, ?, 'active', 0, ?, ?, ?, ?, ?)`,
-          row.webhook_id,
-          row.url,
-          row.secret,
-          row.events,
-          row.created_by,
-          fromSeq,
-          fromSeq,
-          now,
-          now,
-        );
+        insertHook(db, row);
         return {
           status: 201,
           data: view(row),
@@ -208,12 +172,7 @@ export const webhookRoutes = [
       "Lists webhooks with status, event filter and consecutive failures: the caller's own, or all of them for an " +
       "owner or admin.",
     handler: ({ db, caller }) => {
-      const [managed, ...args] = managedHooksWhere(caller);
-      return ok({
-        webhooks: db
-          .all<WebhookRow>(`SELECT * FROM webhooks WHERE ${managed} ORDER BY created_at, webhook_id`, ...args)
-          .map(view),
-      });
+      return ok({ webhooks: managedHooks(db, caller).map(view) });
     },
   }),
 
@@ -229,8 +188,7 @@ export const webhookRoutes = [
     handler: (rc) => {
       const hook = requireHook(rc.db, rc.caller, rc.params.id);
       return commitWrite(rc, (db) => {
-        const removed = db.all("DELETE FROM deliveries WHERE webhook_id = ? RETURNING 1", hook.webhook_id).length;
-        db.run("DELETE FROM webhooks WHERE webhook_id = ?", hook.webhook_id);
+        const removed = deleteHook(db, hook.webhook_id);
         return {
           status: 200,
           data: { webhook_id: hook.webhook_id, deleted: true, deliveries_removed: removed },
@@ -290,27 +248,17 @@ export const webhookRoutes = [
       const hook = requireHook(db, caller, params.id);
       // Only deliveries of events the caller may read (GET /v1/events/:id answers them), filtered
       // before the LIMIT. The cursor names the page's last delivery; one the caller cannot see is missing.
-      const [visible, ...who] = readableEventsWhere(caller, "e");
-      const readable = `FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.webhook_id = ? AND ${visible}`;
       const before = query.after
         ? positionAfter(
             query.after,
             ID_PREFIX.delivery,
-            (id) =>
-              db.first<{ seq: number }>(`SELECT d.seq ${readable} AND d.delivery_id = ?`, hook.webhook_id, ...who, id)
-                ?.seq,
+            (id) => readableDelivery(db, caller, hook.webhook_id, id)?.seq,
             () => {
               throw notFound("Delivery");
             },
           )
         : Number.MAX_SAFE_INTEGER;
-      const rows = db.all<DeliveryRow>(
-        `SELECT d.* ${readable} AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`,
-        hook.webhook_id,
-        ...who,
-        before,
-        query.limit + 1,
-      );
+      const rows = readableDeliveriesBefore(db, caller, hook.webhook_id, before, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (d) => [d.delivery_id]);
       return ok({ deliveries: page.map(deliveryView), ...more });
     },
@@ -331,13 +279,7 @@ export const webhookRoutes = [
       const { db, caller, params } = rc;
       const hook = requireHook(db, caller, params.id);
       // A delivery of another hook, or of an event the caller may not read, is as missing as a random id.
-      const [visible, ...who] = readableEventsWhere(caller, "e");
-      const delivery = db.first<DeliveryRow>(
-        `SELECT d.* FROM deliveries d JOIN events e ON e.event_id = d.event_id WHERE d.delivery_id = ? AND d.webhook_id = ? AND ${visible}`,
-        params.delivery_id,
-        hook.webhook_id,
-        ...who,
-      );
+      const delivery = readableDelivery(db, caller, hook.webhook_id, params.delivery_id);
       if (!delivery) throw notFound("Delivery");
       if (hook.status === "disabled") throw forbidden("Cannot redeliver to a disabled webhook. Re-register it.");
       if (delivery.status !== "failed")
@@ -347,17 +289,11 @@ export const webhookRoutes = [
         );
       return commitWrite(rc, (db) => {
         const now = clock.nowMs();
-        db.run(
-          "UPDATE deliveries SET status = 'pending', next_retry_at = ?, failure_reason = NULL WHERE delivery_id = ? AND status = 'failed'",
-          isoAt(now),
-          delivery.delivery_id,
-        );
+        reopenFailedDelivery(db, delivery.delivery_id, isoAt(now));
         rc.jobDue(webhookDeliveryJob.name, now);
         return {
           status: 200,
-          data: deliveryView(
-            db.first<DeliveryRow>("SELECT * FROM deliveries WHERE delivery_id = ?", delivery.delivery_id)!,
-          ),
+          data: deliveryView(getDelivery(db, delivery.delivery_id)!),
           audit: {
             action: "webhook.redelivered",
             resourceType: "webhook",
@@ -388,12 +324,7 @@ export const webhookRoutes = [
       const afterSeq = body.after ? drainPosition(db, caller, body.after) : 0;
       const events = readableEventsAfter(db, caller, afterSeq, { limit: body.limit });
       // It waits only for the hooks the caller manages: another principal's slow receiver cannot hold it up.
-      const [managed, ...args] = managedHooksWhere(caller);
-      const managedIds = new Set(
-        db
-          .all<{ webhook_id: string }>(`SELECT webhook_id FROM webhooks WHERE ${managed}`, ...args)
-          .map((h) => h.webhook_id),
-      );
+      const managedIds = managedHookIds(db, caller);
       // Delivery rows are claimed and settled by deliverEvents itself (sending happens between); the
       // drain as an administrative act is audited afterwards.
       await deliverEvents(db, storage, events, rc.deps, body.limit, managedIds);

@@ -3,7 +3,7 @@ import { ID_PREFIX } from "../../http/ids";
 import { count, idOf, pageOf, timestamp } from "../../http/shapes";
 import { intRange, limitParam } from "../../http/validate";
 import { EVENT_KINDS } from "../../org/write";
-import { FAILURE_REASONS } from "./delivery";
+import { FAILURE_REASONS } from "./store";
 import { webhookUrlProblem } from "./url-guard";
 
 export const MAX_WEBHOOKS_PER_ORG = 100;
