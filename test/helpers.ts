@@ -10,6 +10,7 @@ import { ROUTES } from "../src/routes";
 import type { OwnershipRegistry } from "../src/registry/client";
 import { groupByShard } from "../src/registry/shards";
 import { Db } from "../src/sql/db";
+import { clock } from "../src/http/clock";
 
 export interface CallResult {
   status: number;
@@ -176,6 +177,15 @@ export async function registryOwners(ids: string[]): Promise<Record<string, stri
     Object.assign(out, await env.ID_REGISTRY.get(env.ID_REGISTRY.idFromName(shard)).owners(list));
   return out;
 }
+
+/**
+ * Moves the service's clock a day ahead for one test, so the background work its writes arm (the index
+ * drain and the ownership registry's outbox, 1 s after a write) falls due a day after real time and never
+ * fires during it: only what the test runs drains, however slow the machine. An alarm run by the test
+ * (runDurableObjectAlarm) still runs the jobs due by the moved clock. setup.ts resets the clock after
+ * each test.
+ */
+export const holdBackgroundDrain = () => clock.advance(24 * 3_600_000);
 
 /** Run `fn` inside the organization's Durable Object (direct SQL checks, alarms). */
 export function orgStub(orgId: string): DurableObjectStub<OrgStore> {

@@ -27,6 +27,7 @@ import {
   newOrg,
   obs,
   supports,
+  holdBackgroundDrain,
 } from "./helpers";
 
 const NOW = () => new Date().toISOString();
@@ -70,13 +71,6 @@ function production(db: import("../src/sql/db").Db, orgId: string, opts: { extra
   );
   return { ai, vectorize, rt: vectorRuntime(config, env, db, orgId) };
 }
-
-/**
- * Moves the service's clock a day ahead for one test, so the background drain its writes arm falls due a
- * day after real time and never fires during it: only the routes under test drain (on a loaded machine
- * the 1 s background delay can pass between two requests). setup.ts resets the clock after each test.
- */
-const holdBackgroundDrain = () => clock.advance(24 * 3_600_000);
 
 describe("index drain and verify on the embedded default", () => {
   it("keeps only vector hits that point the query's way (cosine above 0)", async () => {
@@ -612,6 +606,7 @@ describe("the queue follows every write", () => {
   });
 
   it("the background job drains the queue when the timer runs and vectors are configured", async () => {
+    holdBackgroundDrain(); // the job runs below, by the test, not by an alarm of its own first
     const org = await newOrg();
     const id = await claimOk(org.api_key, "s", "a statement about dates");
     await inOrg(org.org_id, async (o) => {

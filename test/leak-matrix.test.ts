@@ -15,7 +15,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { sign } from "../src/domains/federation/signing";
 import { pullBody } from "../src/domains/federation/schema";
 import { clock } from "../src/http/clock";
-import { appendOk, call, consolidateOk, mintKey, newOrg, obs, supports } from "./helpers";
+import { appendOk, call, consolidateOk, inOrg, mintKey, newOrg, obs, supports } from "./helpers";
 
 type Key = Awaited<ReturnType<typeof mintKey>>;
 /** How long after writing the fixture every path reads it (test/setup.ts resets the clock after each case). */
@@ -250,6 +250,14 @@ async function build(): Promise<Fixture> {
   const [rejectedRun, pendingRun] = [await run(), await run()];
   const rejectedCheckpoint = await checkpoint("a-rejected", states[0], 30 * 86_400);
   const expiredCheckpoint = await checkpoint("a-expiring", states[1], 60);
+  // The expiry sweep never runs here: an alarm after the clock moved would delete the expired checkpoint,
+  // and the matrix must find it a row the reads refuse, not a row that is gone.
+  await inOrg(org.org_id, (o) =>
+    o.db.run(
+      "INSERT OR REPLACE INTO org_meta (name, value) VALUES ('job_due:expiry_sweep', ?)",
+      String(Date.parse("2100-01-01")),
+    ),
+  );
   // Without a handoff neither run nor checkpoint is the viewer's; with one, both are, until the
   // rejection and the expiry: what hides them then is the live-handoff rule alone.
   for (const path of [
@@ -620,7 +628,7 @@ describe("leak matrix: a hidden record appears in no read path", () => {
   }, 120_000);
   beforeEach(() => clock.advance(ELAPSED_MS));
 
-  it("holds a needle for every kind of hidden record", () => {
+  it("holds a needle for every kind of hidden record", async () => {
     expect(Object.keys(f.needles).sort()).toEqual([
       "checkpoint state",
       "expired checkpoint",
@@ -632,6 +640,11 @@ describe("leak matrix: a hidden record appears in no read path", () => {
       "workspace",
     ]);
     for (const list of Object.values(f.needles)) for (const needle of list) expect(needle.length).toBeGreaterThan(5);
+    // Each hidden record is still there to leak: the expired checkpoint was not swept away.
+    const kept = await inOrg(f.org.org_id, (o) =>
+      o.db.first("SELECT 1 AS kept FROM checkpoints WHERE checkpoint_id = ?", f.hidden.expiredCheckpoint),
+    );
+    expect(kept).toEqual({ kept: 1 });
   });
 
   it.each(PATHS)("%s", async (path, read) => {

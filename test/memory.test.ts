@@ -5,7 +5,19 @@ import { eventRoutes } from "../src/domains/events/routes";
 import { getClaim } from "../src/domains/memory/records";
 import { Db, Sql } from "../src/sql/db";
 import type { Caller } from "../src/org/request";
-import { append, appendOk, call, consolidateOk, expectError, mintKey, newOrg, obs, supports, inOrg } from "./helpers";
+import {
+  append,
+  appendOk,
+  call,
+  consolidateOk,
+  expectError,
+  holdBackgroundDrain,
+  mintKey,
+  newOrg,
+  obs,
+  supports,
+  inOrg,
+} from "./helpers";
 import { LOW_WATER, RESERVE_BATCH } from "../src/org/reserved-ids";
 
 describe("projects", () => {
@@ -779,6 +791,7 @@ describe("context compile, read and feedback", () => {
   }
 
   it("ranks matching claims into the budget, records the run, reports degraded", async () => {
+    holdBackgroundDrain(); // nothing indexes the claims between the two compiles: both rank lexically
     const { org, ids } = await seeded();
     const r = await call("POST", "/v1/context/compile", {
       key: org.api_key,
@@ -1159,7 +1172,9 @@ describe("record ownership outbox", () => {
 
   it("leaves the ids in the outbox when the registry fails, and the alarm registers them later", async () => {
     const { runDurableObjectAlarm } = await import("cloudflare:test");
-    const { failingRegistry, orgStub, registryOwners } = await import("./helpers");
+    const { failingRegistry, holdBackgroundDrain, orgStub, registryOwners } = await import("./helpers");
+    // Only the alarm run below carries the outbox: one of its own could run with the failing registry.
+    holdBackgroundDrain();
     const org = await newOrg();
     const working = await inOrg(org.org_id, (x) => {
       const before = x.deps;

@@ -15,6 +15,7 @@ import {
   orgStub,
   registryOwners,
   supports,
+  holdBackgroundDrain,
 } from "./helpers";
 
 type Org = Awaited<ReturnType<typeof newOrg>>;
@@ -297,6 +298,7 @@ describe("import", () => {
   });
 
   it("refuses ids that belong to another organization (409) once its outbox reached the index, writing nothing", async () => {
+    holdBackgroundDrain(); // the alarm below is the test's own, never one that already ran
     const a = await newOrg();
     const p = await resolveProject(a.api_key, "repo:x");
     const o = await appendOk(a.api_key, obs("s", "evidence", { project_id: p }));

@@ -31,6 +31,7 @@ import {
   obs,
   orgStub,
   supports,
+  holdBackgroundDrain,
 } from "./helpers";
 
 afterEach(() => clock.reset());
@@ -59,13 +60,6 @@ async function claimIn(key: string, subject: string, projectId: string, statemen
   expect(r.status, r.text).toBe(201);
   return r.json.data.claims[0].claim_id as string;
 }
-
-/**
- * Moves the service's clock a day ahead for one test, so the background drain its writes arm falls due a
- * day after real time and never fires during it (as test/indexing.test.ts does): a test that compiles
- * without indexing then ranks lexically whatever the machine's load (the afterEach resets the clock).
- */
-const holdBackgroundDrain = () => clock.advance(24 * 3_600_000);
 
 /** Verify (queue what the index lacks), then drain until the queue is empty. */
 async function indexAll(key: string) {

@@ -27,7 +27,17 @@ import { OPENAI_COMPATIBLE_BATCH, OpenAiCompatibleEmbedder } from "../src/vector
 import { readModelConfig } from "../src/vector/config";
 import { embedderFor } from "../src/vector/runtime";
 import { FakeAi, FakeEmbeddingServer, FakeVectorize, MAX_NAMESPACES } from "./fakes/vector";
-import { appendOk, call, consolidateOk, expectError, inOrg, newOrg, obs, supports } from "./helpers";
+import {
+  appendOk,
+  call,
+  consolidateOk,
+  expectError,
+  holdBackgroundDrain,
+  inOrg,
+  newOrg,
+  obs,
+  supports,
+} from "./helpers";
 
 const DIMS = 8;
 
@@ -735,6 +745,7 @@ describe("OpenAI-compatible specifics", () => {
   });
 
   it("over HTTP: drain embeds through the endpoint; an unreachable one is 503 with meta.pending and retryable, queue untouched; compile degrades", async () => {
+    holdBackgroundDrain(); // the queue waits for the routes below, not for the background
     const org = await newOrg();
     const o = await appendOk(org.api_key, obs("s", "the walnut cake recipe"));
     await consolidateOk(org.api_key, "s", [

@@ -92,6 +92,8 @@ interface Delivery {
 }
 const deliveries = async (key: string, webhookId: string): Promise<Delivery[]> =>
   (await call("GET", `/v1/webhooks/${webhookId}/deliveries?limit=200`, { key })).json.data.deliveries;
+/** Waits for work the organization's own alarm does: seconds, not vi.waitFor's default second, on a loaded machine. */
+const eventually = <T>(check: () => T | Promise<T>) => vi.waitFor(check, { timeout: 10_000, interval: 20 });
 const storageOf = (o: unknown) => (o as { ctx: DurableObjectState }).ctx.storage;
 /** Runs the organization's alarm now, if one is set (whatever its time): the jobs that are due by the clock run. */
 const runAlarm = (orgId: string) => runDurableObjectAlarm(orgStub(orgId) as unknown as DurableObjectStub);
@@ -640,22 +642,23 @@ describe("background delivery", () => {
     const before = clock.nowMs();
     await appendOk(org.api_key, obs("s", "x"));
     const appended = Date.now();
-    // No drain, no manual alarm: the organization's own alarm delivers, well within a second.
-    await vi.waitFor(() => expect(sent).toHaveLength(1), { timeout: 1_000, interval: 10 });
-    expect(Date.now() - appended).toBeLessThan(1_000);
+    // No drain, no manual alarm: the organization's own alarm delivers, long before the 15 s maintenance
+    // interval that would otherwise wake it (tens of milliseconds on a quiet machine: BENCHMARKS.md part 10).
+    await eventually(() => expect(sent).toHaveLength(1));
+    expect(Date.now() - appended).toBeLessThan(5_000);
     const [row] = await deliveries(org.api_key, hook.webhook_id);
     expect(row).toMatchObject({ status: "delivered", attempts: 1, id: sent[0].headers["x-svc-delivery"] });
-    expect(Date.parse(row.last_attempt_at!) - before).toBeLessThan(1_000);
+    expect(Date.parse(row.last_attempt_at!) - before).toBeLessThan(5_000);
   });
 
   it("continues each hook from its own position: nothing is sent twice, a later hook gets only later events", async () => {
     const org = await newOrg();
     await register(org.api_key, { url: "https://first.example.com/in" });
     await appendOk(org.api_key, obs("s", "one"));
-    await vi.waitFor(() => expect(sent).toHaveLength(1));
+    await eventually(() => expect(sent).toHaveLength(1));
     await register(org.api_key, { url: "https://second.example.com/in" });
     await appendOk(org.api_key, obs("s", "two"));
-    await vi.waitFor(() => expect(sent).toHaveLength(3));
+    await eventually(() => expect(sent).toHaveLength(3));
     await runAlarm(org.org_id);
     await drain(org.api_key);
     expect(sent.map((s) => [new URL(s.url).host, JSON.parse(s.body).subject_id]).sort()).toEqual([
@@ -678,7 +681,7 @@ describe("retries, driven by the organization's alarm", () => {
     expect(row).toMatchObject({ status: "pending", attempts: 1, response_status: 500 });
     expect(Date.parse(row.next_retry_at!) - Date.parse(row.last_attempt_at!)).toBe(SPEC_RETRY_SCHEDULE_MS[0]);
     // The alarm is armed for the retry: the job's due time is the row's next_retry_at.
-    await vi.waitFor(async () => expect(await deliveryDueAt(org.org_id)).toBe(Date.parse(row.next_retry_at!)));
+    await eventually(async () => expect(await deliveryDueAt(org.org_id)).toBe(Date.parse(row.next_retry_at!)));
     expect(await alarmAt(org.org_id)).toBeLessThanOrEqual(Date.parse(row.next_retry_at!));
 
     // Before its time nothing is re-attempted, even if the alarm runs.
@@ -831,10 +834,10 @@ describe("a hook paused while its deliveries are being sent", () => {
     await insertEvents(org.org_id, await ownerOf(org.api_key), 8);
     // The drain claims all eight (its cursor moves past them): six sends hang, two claims wait for a send slot.
     await drain(org.api_key);
-    await vi.waitFor(() => expect(sent).toHaveLength(6));
+    await eventually(() => expect(sent).toHaveLength(6));
     await call("POST", `${path}/pause`, { key: org.api_key });
     await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
-    await vi.waitFor(async () =>
+    await eventually(async () =>
       expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status).sort()).toEqual([
         ...Array(6).fill("delivered"),
         "pending",
@@ -847,7 +850,7 @@ describe("a hook paused while its deliveries are being sent", () => {
     for (const d of waiting) expect(Date.parse(d.next_retry_at!)).toBeLessThanOrEqual(clock.nowMs());
     // Resumed, the job is due now and the alarm sends them.
     await call("POST", `${path}/resume`, { key: org.api_key });
-    await vi.waitFor(() => expect(sent).toHaveLength(8));
+    await eventually(() => expect(sent).toHaveLength(8));
     expect(new Set(sent.map((s) => s.headers["x-svc-delivery"])).size).toBe(8);
     expect((await deliveries(org.api_key, hook.webhook_id)).map((d) => d.status)).toEqual(Array(8).fill("delivered"));
   });
@@ -953,7 +956,7 @@ describe("no hook holds up the others", () => {
       return ran;
     });
     // All ten of the healthy hook go out in this pass, while the stuck receiver holds its sends.
-    await vi.waitFor(async () =>
+    await eventually(async () =>
       expect(await statuses(org.api_key, healthy.webhook_id)).toEqual(Array(10).fill("delivered")),
     );
     expect(passEnded).toBe(false);
@@ -974,7 +977,7 @@ describe("no hook holds up the others", () => {
     // The receiver answers at last; the next pass sends the stuck hook's four others.
     stuckAnswers = true;
     await inOrg(org.org_id, () => hanging.forEach((r) => r(200)));
-    await vi.waitFor(async () =>
+    await eventually(async () =>
       expect(await statuses(org.api_key, stuck.webhook_id)).toEqual(Array(SEND_CONCURRENCY).fill("delivered")),
     );
     clock.advance(HOUR);
@@ -1000,7 +1003,7 @@ describe("no hook holds up the others", () => {
     const mine = await drain(member.key);
     expect(mine.json.data).toMatchObject({ events_drained: 2, pending_deliveries: 0 });
     expect(await statuses(member.key, own.webhook_id)).toEqual(["delivered", "delivered"]);
-    await vi.waitFor(() => expect(sent.filter((s) => s.url.includes("stuck"))).toHaveLength(2));
+    await eventually(() => expect(sent.filter((s) => s.url.includes("stuck"))).toHaveLength(2));
     // The owner manages both: its drain waits for the stuck hook too, until its bound runs out.
     let answered = false;
     const owners = drain(org.api_key).then((r) => {
@@ -1009,7 +1012,7 @@ describe("no hook holds up the others", () => {
     });
     // (An alarm pass may have waited too, for its own budget: only the drains' waits are counted.)
     const drainWaits = () => bound.waits.filter((w) => w.ms === DRAIN_WAIT_MS);
-    await vi.waitFor(() => expect(drainWaits()).toHaveLength(2));
+    await eventually(() => expect(drainWaits()).toHaveLength(2));
     expect(answered).toBe(false);
     await inOrg(org.org_id, () => drainWaits()[1].end());
     expect((await owners).json.data).toMatchObject({ events_drained: 2, pending_deliveries: 2 });
@@ -1058,7 +1061,7 @@ describe("reclaiming a delivery whose sender died", () => {
     const claimedAt = Date.parse((await deliveries(org.api_key, hook.webhook_id))[0].created_at);
     // Another commit runs the job now; the claim is not reclaimable yet, so the job wakes for it later.
     await appendOk(org.api_key, obs("s", "another"));
-    await vi.waitFor(async () => expect(await deliveryDueAt(org.org_id)).toBe(claimedAt + RECLAIM_AFTER_MS));
+    await eventually(async () => expect(await deliveryDueAt(org.org_id)).toBe(claimedAt + RECLAIM_AFTER_MS));
     expect(sent.map((s) => s.headers["x-svc-delivery"])).not.toContain(claimed[0]);
     clock.advance(RECLAIM_AFTER_MS);
     await runAlarm(org.org_id);
@@ -1071,7 +1074,7 @@ describe("reclaiming a delivery whose sender died", () => {
     let release!: (status: number) => void;
     respond = (n) => (n === 1 ? new Promise<number>((r) => (release = r)) : 200);
     await appendOk(org.api_key, obs("s", "slow"));
-    await vi.waitFor(() => expect(sent).toHaveLength(1)); // the alarm's send hangs
+    await eventually(() => expect(sent).toHaveLength(1)); // the alarm's send hangs
     const last = (await call("GET", "/v1/events", { key: org.api_key })).json.data.cursor;
     clock.advance(RECLAIM_AFTER_MS * 10);
     await drain(org.api_key, { after: last }); // reclaims only claims no pass of this object holds
@@ -1305,7 +1308,8 @@ describe("the retry schedule", () => {
   it("spaces attempts by the object's schedule; a schedule shorter than the attempts repeats its last step", async () => {
     const org = await newOrg();
     await inOrg(org.org_id, (o) => {
-      o.deps = { ...o.deps, webhookRetrySchedule: [2_000, 3_000] };
+      // Minutes, so the alarm each attempt arms never fires by itself before the loop moves the clock.
+      o.deps = { ...o.deps, webhookRetrySchedule: [120_000, 180_000] };
     });
     const hook = await register(org.api_key);
     respond = () => 500;
@@ -1319,7 +1323,7 @@ describe("the retry schedule", () => {
       clock.advance(gaps.at(-1)!);
       await runAlarm(org.org_id);
     }
-    expect(gaps).toEqual([2_000, 3_000, 3_000, 3_000]);
+    expect(gaps).toEqual([120_000, 180_000, 180_000, 180_000]);
     expect((await deliveries(org.api_key, hook.webhook_id))[0]).toMatchObject({ status: "failed", attempts: 5 });
   });
 });

@@ -5,7 +5,7 @@ import { hashKey } from "../src/auth/credentials";
 import { verifyChain } from "../src/domains/audit/verify";
 import type { DispatchInput } from "../src/env";
 import { WriteTurn } from "../src/org/write-turn";
-import { call, inOrg, newOrg, obs } from "./helpers";
+import { call, holdBackgroundDrain, inOrg, newOrg, obs } from "./helpers";
 
 describe("WriteTurn", () => {
   it("lets every caller that asked before the next turn began go together, and later ones in another turn", async () => {
@@ -45,6 +45,7 @@ describe("writes in one turn", () => {
     )!;
 
   it("wait for the turn, are all written before any answers, and a write that fails midway rolls back alone", async () => {
+    holdBackgroundDrain(); // the outbox rows counted below stay until the test has counted them
     const org = await newOrg();
     const result = await inOrg(org.org_id, async (o) => {
       // The second write fails after its observation row is in (at its event).
