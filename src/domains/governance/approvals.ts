@@ -15,7 +15,14 @@ import { getClaim, isCurrent, readableClaim, unresolved } from "../memory/store"
 import { retrievableObservationIds, sourcesOf } from "../memory/store";
 import { approvalsPage, claimSourceHashes, seenThroughClaim } from "./claim-reads";
 import { approvalBody, approvalListQuery, approvalListResponse, approvalResponse, decideBody } from "./schema";
-import { type ApprovalRow, dutyFacts, getApproval } from "./store";
+import {
+  type ApprovalRow,
+  dutyFacts,
+  getApproval,
+  hasPendingApproval,
+  insertApproval,
+  recordApprovalDecision,
+} from "./store";
 
 /** An approval the caller may see: it may read the approval's claim. */
 const visibleApproval = (db: Db, caller: Caller, id: string): ApprovalRow | null =>
@@ -76,13 +83,7 @@ export const approvalRoutes = [
           throw invalid(
             `Invalid field "claim_id": only an active, unexpired claim can be submitted (status ${claim.status}).`,
           );
-        if (
-          db.first(
-            "SELECT 1 FROM claim_approvals WHERE claim_id = ? AND claim_version = ? AND status = 'pending'",
-            claim.claim_id,
-            claim.version,
-          )
-        )
+        if (hasPendingApproval(db, claim.claim_id, claim.version))
           throw conflict(`A pending approval of version ${claim.version} of this claim already exists.`);
         const seen = sourcesOf(db, rc.caller, claim.claim_id).map((s) => s.observation_id);
         const all = claimSourceHashes(db, claim.claim_id).length;
@@ -99,18 +100,7 @@ export const approvalRoutes = [
           decision_note: null,
           created_at: clock.nowIso(),
         };
-        db.run(
-          `INSERT INTO claim_approvals (approval_id, claim_id, claim_version, status, evidence, note, submitted_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          row.approval_id,
-          row.claim_id,
-          row.claim_version,
-          row.status,
-          row.evidence,
-          row.note,
-          row.submitted_by,
-          row.created_at,
-        );
+        insertApproval(db, row);
         return {
           status: 201,
           data: approvalViews(db, rc.caller, [row])[0],
@@ -169,14 +159,6 @@ export const approvalRoutes = [
             `The claim changed since version ${a.claim_version} was submitted (now version ${claim.version}).`,
           );
         const at = clock.nowIso();
-        db.run(
-          "UPDATE claim_approvals SET status = ?, decided_by = ?, decided_at = ?, decision_note = ? WHERE approval_id = ?",
-          rc.body.decision,
-          rc.caller.principalId,
-          at,
-          rc.body.note ?? null,
-          a.approval_id,
-        );
         const next = {
           ...a,
           status: rc.body.decision,
@@ -184,6 +166,7 @@ export const approvalRoutes = [
           decided_at: at,
           decision_note: rc.body.note ?? null,
         };
+        recordApprovalDecision(db, a.approval_id, next);
         return {
           status: 200,
           data: approvalViews(db, rc.caller, [next])[0],

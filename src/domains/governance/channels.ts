@@ -12,7 +12,16 @@ import { commitWrite } from "../../org/write";
 import { getPrincipal } from "../identity/store";
 import { unresolved } from "../memory/store";
 import { channelBody, channelListQuery, channelListResponse, channelPatchBody, channelResponse } from "./schema";
-import { type ChannelRow, channelView, getChannel } from "./store";
+import {
+  type ChannelRow,
+  channelNameTaken,
+  channelView,
+  channelsAfter,
+  getChannel,
+  insertChannel,
+  liveChannelOfGateway,
+  updateChannelStatus,
+} from "./store";
 
 export const channelAdminRoutes = [
   orgRoute({
@@ -33,12 +42,8 @@ export const channelAdminRoutes = [
         if (!gateway) throw unresolved("principal", [rc.body.gateway_principal_id]);
         if (gateway.kind === "human")
           throw invalid(`Invalid field "gateway_principal_id": a gateway must be a non-human (service) principal.`);
-        if (db.first("SELECT 1 FROM channels WHERE name = ?", rc.body.name))
-          throw conflict("A channel with this name already exists.");
-        const bound = db.first<{ channel_id: string }>(
-          "SELECT channel_id FROM channels WHERE gateway_principal_id = ? AND status != 'disabled'",
-          gateway.principal_id,
-        );
+        if (channelNameTaken(db, rc.body.name)) throw conflict("A channel with this name already exists.");
+        const bound = liveChannelOfGateway(db, gateway.principal_id);
         if (bound) throw conflict(`The principal is already the gateway of channel ${bound.channel_id}.`);
         const at = clock.nowIso();
         const row: ChannelRow = {
@@ -53,20 +58,7 @@ export const channelAdminRoutes = [
           created_at: at,
           updated_at: at,
         };
-        db.run(
-          `INSERT INTO channels (channel_id, name, audiences, min_trust, gateway_principal_id, status, version, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          row.channel_id,
-          row.name,
-          row.audiences,
-          row.min_trust,
-          row.gateway_principal_id,
-          row.status,
-          row.version,
-          row.created_by,
-          row.created_at,
-          row.updated_at,
-        );
+        insertChannel(db, row);
         return {
           status: 201,
           data: channelView(row),
@@ -91,17 +83,7 @@ export const channelAdminRoutes = [
     tag: "Governance",
     description: "Lists channels (metadata only), optionally by status, oldest first.",
     handler: ({ db, query }) => {
-      const where = ["(created_at, channel_id) > (?, ?)"];
-      const args: unknown[] = [...afterPair(query.after)];
-      if (query.status) {
-        where.push("status = ?");
-        args.push(query.status);
-      }
-      const rows = db.all<ChannelRow>(
-        `SELECT * FROM channels WHERE ${where.join(" AND ")} ORDER BY created_at, channel_id LIMIT ?`,
-        ...args,
-        query.limit + 1,
-      );
+      const rows = channelsAfter(db, { after: afterPair(query.after), status: query.status, limit: query.limit + 1 });
       const { page, ...rest } = pageOf(rows, query.limit, (c) => [c.created_at, c.channel_id]);
       return ok({ channels: page.map(channelView), ...rest });
     },
@@ -130,13 +112,7 @@ export const channelAdminRoutes = [
         if (rc.body.expected_version !== c.version)
           throw conflict(`Stale expected_version ${rc.body.expected_version}: the channel is at version ${c.version}.`);
         const next: ChannelRow = { ...c, status: rc.body.status, version: c.version + 1, updated_at: clock.nowIso() };
-        db.run(
-          "UPDATE channels SET status = ?, version = ?, updated_at = ? WHERE channel_id = ?",
-          next.status,
-          next.version,
-          next.updated_at,
-          c.channel_id,
-        );
+        updateChannelStatus(db, c.channel_id, next);
         return {
           status: 200,
           data: channelView(next),

@@ -21,19 +21,17 @@ import {
   policyResponse,
   type PolicyType,
 } from "./schema";
-import { type PolicyRow, activePolicyRow, getPolicy, policyView } from "./store";
-
-function recordVersion(db: Db, p: PolicyRow, by: string) {
-  db.run(
-    "INSERT INTO policy_versions (policy_id, version, rules, status, changed_by, changed_at) VALUES (?, ?, ?, ?, ?, ?)",
-    p.policy_id,
-    p.version,
-    p.rules,
-    p.status,
-    by,
-    p.updated_at,
-  );
-}
+import {
+  type PolicyRow,
+  activePolicyRow,
+  getPolicy,
+  insertPolicy,
+  policiesAfter,
+  policyNameTaken,
+  policyView,
+  recordPolicyVersion,
+  updatePolicy,
+} from "./store";
 
 /** 409 naming the active policy of `type` when there is one other than `self`. */
 function requireNoOtherActive(db: Db, type: PolicyType, self?: string) {
@@ -71,8 +69,7 @@ export const policyRoutes = [
         const at = clock.nowIso();
         const status = rc.body.status ?? "draft";
         if (status === "active") requireNoOtherActive(db, rc.body.type);
-        if (db.first("SELECT 1 FROM policies WHERE name = ?", rc.body.name))
-          throw conflict("A policy with this name already exists.");
+        if (policyNameTaken(db, rc.body.name)) throw conflict("A policy with this name already exists.");
         const row: PolicyRow = {
           policy_id: newId(ID_PREFIX.policy),
           type: rc.body.type,
@@ -84,20 +81,8 @@ export const policyRoutes = [
           created_at: at,
           updated_at: at,
         };
-        db.run(
-          `INSERT INTO policies (policy_id, type, name, rules, status, version, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          row.policy_id,
-          row.type,
-          row.name,
-          row.rules,
-          row.status,
-          row.version,
-          row.created_by,
-          row.created_at,
-          row.updated_at,
-        );
-        recordVersion(db, row, rc.caller.principalId);
+        insertPolicy(db, row);
+        recordPolicyVersion(db, row, rc.caller.principalId);
         return {
           status: 201,
           data: policyView(row),
@@ -122,21 +107,12 @@ export const policyRoutes = [
     tag: "Governance",
     description: "Lists policies, optionally by type and status, oldest first.",
     handler: ({ db, query }) => {
-      const where = ["(created_at, policy_id) > (?, ?)"];
-      const args: unknown[] = [...afterPair(query.after)];
-      if (query.type) {
-        where.push("type = ?");
-        args.push(query.type);
-      }
-      if (query.status) {
-        where.push("status = ?");
-        args.push(query.status);
-      }
-      const rows = db.all<PolicyRow>(
-        `SELECT * FROM policies WHERE ${where.join(" AND ")} ORDER BY created_at, policy_id LIMIT ?`,
-        ...args,
-        query.limit + 1,
-      );
+      const rows = policiesAfter(db, {
+        after: afterPair(query.after),
+        type: query.type,
+        status: query.status,
+        limit: query.limit + 1,
+      });
       const { page, ...rest } = pageOf(rows, query.limit, (p) => [p.created_at, p.policy_id]);
       return ok({ policies: page.map(policyView), ...rest });
     },
@@ -166,15 +142,8 @@ export const policyRoutes = [
         if (status === "active") requireNoOtherActive(db, p.type, p.policy_id);
         const rules = rc.body.rules !== undefined ? rulesFor(p.type, rc.body.rules) : p.rules;
         const next: PolicyRow = { ...p, status, rules, version: p.version + 1, updated_at: clock.nowIso() };
-        db.run(
-          "UPDATE policies SET status = ?, rules = ?, version = ?, updated_at = ? WHERE policy_id = ?",
-          next.status,
-          next.rules,
-          next.version,
-          next.updated_at,
-          p.policy_id,
-        );
-        recordVersion(db, next, rc.caller.principalId);
+        updatePolicy(db, p.policy_id, next);
+        recordPolicyVersion(db, next, rc.caller.principalId);
         return {
           status: 200,
           data: policyView(next),

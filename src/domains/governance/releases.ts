@@ -22,7 +22,19 @@ import { eligibilityContext, ineligibility, ineligibleMessage } from "./eligibil
 import { retrievableObservationIds } from "../memory/store";
 import { claimSourceHashes, releaseSeqOf, releasesPage, seenThroughClaim } from "./claim-reads";
 import { releaseBody, releaseListQuery, releaseListResponse, releaseMoveBody, releaseResponse } from "./schema";
-import { type ChannelRow, type ReleaseRow, type Snapshot, dutyFacts, getChannel, getRelease } from "./store";
+import {
+  type ChannelRow,
+  type ReleaseRow,
+  type Snapshot,
+  activeReleaseOf,
+  dutyFacts,
+  getChannel,
+  getRelease,
+  insertRelease,
+  markReleaseActive,
+  markReleaseApproved,
+  markReleaseRevoked,
+} from "./store";
 
 /**
  * A release the caller may see: it may retrieve the release's claim (the snapshot is a copy of it).
@@ -93,39 +105,21 @@ function move(rc: RequestCtx, action: "approve" | "activate" | "revoke") {
       requireSeparationOfDuty(dutyFacts(db), rc.caller, { act: "approve_release", created_by: r.created_by });
       requireStillEligible(db, r, channel);
       next = { ...r, status: "approved", approved_by: me, approved_at: at };
-      db.run(
-        "UPDATE knowledge_releases SET status = 'approved', approved_by = ?, approved_at = ? WHERE release_id = ?",
-        me,
-        at,
-        r.release_id,
-      );
+      markReleaseApproved(db, r.release_id, me, at);
     } else if (action === "activate") {
       if (r.status !== "approved") throw invalid(`Only an approved release can be activated; this one is ${r.status}.`);
       if (channel.status === "disabled") throw invalid("The release's channel is disabled.");
       requireStillEligible(db, r, channel);
-      const active = db.first<{ release_id: string }>(
-        "SELECT release_id FROM knowledge_releases WHERE channel_id = ? AND claim_id = ? AND status = 'active'",
-        r.channel_id,
-        r.claim_id,
-      );
+      const active = activeReleaseOf(db, r.channel_id, r.claim_id);
       if (active)
         throw conflict(`Release ${active.release_id} of this claim is already active in the channel; revoke it first.`);
       next = { ...r, status: "active", activated_at: at };
-      db.run(
-        "UPDATE knowledge_releases SET status = 'active', activated_at = ? WHERE release_id = ?",
-        at,
-        r.release_id,
-      );
+      markReleaseActive(db, r.release_id, at);
       events = [releaseEvent("release.published", next)];
     } else {
       if (r.status === "revoked") throw invalid("The release is already revoked.");
       next = { ...r, status: "revoked", revoked_by: me, revoked_at: at };
-      db.run(
-        "UPDATE knowledge_releases SET status = 'revoked', revoked_by = ?, revoked_at = ? WHERE release_id = ?",
-        me,
-        at,
-        r.release_id,
-      );
+      markReleaseRevoked(db, r.release_id, me, at);
       events = [releaseEvent("release.revoked", next)];
     }
     return {
@@ -195,18 +189,7 @@ export const releaseRoutes = [
           revoked_at: null,
           created_at: clock.nowIso(),
         };
-        db.run(
-          `INSERT INTO knowledge_releases (release_id, channel_id, claim_id, claim_version, status, snapshot, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          row.release_id,
-          row.channel_id,
-          row.claim_id,
-          row.claim_version,
-          row.status,
-          row.snapshot,
-          row.created_by,
-          row.created_at,
-        );
+        insertRelease(db, row);
         return {
           status: 201,
           data: releaseViews(db, rc.caller, [row])[0],
