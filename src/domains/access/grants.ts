@@ -20,22 +20,7 @@ import { getPrincipal } from "../identity/store";
 import { getProject } from "../memory/store";
 import { revokeGrantsCascade } from "../identity/revocation";
 import { grantBody, grantListResponse, grantResponse, grantRevokedResponse, listQuery } from "./schema";
-
-interface GrantRow {
-  grant_id: string;
-  grantee_id: string;
-  target_type: GrantTarget["type"];
-  target_id: string | null;
-  can_read: number;
-  can_write: number;
-  can_approve: number;
-  can_admin: number;
-  granted_by: string;
-  delegated_from: string | null;
-  created_at: string;
-  revoked_at: string | null;
-  revoked_by: string | null;
-}
+import { getGrant, type GrantRow, grantsAfter, insertGrant } from "./store";
 
 const permissionsOf = (g: GrantRow): Permission[] =>
   PERMISSIONS.filter((p) => (g as unknown as Record<string, number>)[`can_${p}`] === 1);
@@ -80,7 +65,7 @@ function delegationSource(
 
 /** Owners and admins see every grant; others see the grants they hold or gave. */
 function visibleGrant(db: Db, caller: Caller, id: string): GrantRow | null {
-  const g = db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", id);
+  const g = getGrant(db, id);
   if (!g) return null;
   return isAdmin(caller) || g.grantee_id === caller.principalId || g.granted_by === caller.principalId ? g : null;
 }
@@ -125,21 +110,7 @@ export const grantRoutes = [
           revoked_at: null,
           revoked_by: null,
         };
-        db.run(
-          `INSERT INTO grants (grant_id, grantee_id, target_type, target_id, can_read, can_write, can_approve, can_admin, granted_by, delegated_from, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          row.grant_id,
-          row.grantee_id,
-          row.target_type,
-          row.target_id,
-          row.can_read,
-          row.can_write,
-          row.can_approve,
-          row.can_admin,
-          row.granted_by,
-          row.delegated_from,
-          row.created_at,
-        );
+        insertGrant(db, row);
         return {
           status: 201,
           data: grantView(row),
@@ -171,16 +142,8 @@ export const grantRoutes = [
     description:
       "Lists active and revoked grants: all for owners and admins, otherwise those the caller holds or gave.",
     handler: ({ db, caller, query }) => {
-      const [at, id] = afterPair(query.after);
       const mine = !isAdmin(caller);
-      const rows = db.all<GrantRow>(
-        `SELECT * FROM grants WHERE (created_at, grant_id) > (?, ?) ${mine ? "AND (grantee_id = ? OR granted_by = ?)" : ""}
-          ORDER BY created_at, grant_id LIMIT ?`,
-        at,
-        id,
-        ...(mine ? [caller.principalId, caller.principalId] : []),
-        query.limit + 1,
-      );
+      const rows = grantsAfter(db, afterPair(query.after), mine ? caller.principalId : null, query.limit + 1);
       const { page, ...more } = pageOf(rows, query.limit, (g) => [g.created_at, g.grant_id]);
       return ok({ grants: page.map(grantView), ...more });
     },
@@ -211,7 +174,7 @@ export const grantRoutes = [
         return {
           status: 200,
           data: {
-            ...grantView(db.first<GrantRow>("SELECT * FROM grants WHERE grant_id = ?", g.grant_id)!),
+            ...grantView(getGrant(db, g.grant_id)!),
             already_revoked: already,
             delegated_revoked: delegatedRevoked,
           },

@@ -1,5 +1,6 @@
-// The SQL of workspaces and memberships (grants, the directories and simulation read beside their
+// The SQL of workspaces, memberships and grants (the directories and simulation read beside their
 // routes through the read rules of src/access).
+import type { GrantTarget } from "../../access/caller";
 import type { Role } from "../../auth/roles";
 import { conflict } from "../../http/errors";
 import { ID_PREFIX, newId } from "../../http/ids";
@@ -106,3 +107,38 @@ export const membershipsAfter = (
     ${f.workspaceId !== undefined ? sql`AND workspace_id = ${f.workspaceId}` : sql``}
     ${f.visibleTo ? sql`AND (principal_id = ${f.visibleTo.principalId} OR workspace_id IN ${list(f.visibleTo.workspaces)})` : sql``}
     ORDER BY created_at, membership_id LIMIT ${f.limit}`);
+
+// Grants -----------------------------------------------------------------------------------------
+
+export interface GrantRow {
+  grant_id: string;
+  grantee_id: string;
+  target_type: GrantTarget["type"];
+  target_id: string | null;
+  can_read: number;
+  can_write: number;
+  can_approve: number;
+  can_admin: number;
+  granted_by: string;
+  delegated_from: string | null;
+  created_at: string;
+  revoked_at: string | null;
+  revoked_by: string | null;
+}
+
+export const getGrant = (db: Db, grantId: string) =>
+  db.first<GrantRow>(sql`SELECT * FROM grants WHERE grant_id = ${grantId}`);
+
+export const insertGrant = (db: Db, g: Omit<GrantRow, "revoked_at" | "revoked_by">) =>
+  db.run(sql`INSERT INTO grants (grant_id, grantee_id, target_type, target_id, can_read, can_write, can_approve, can_admin, granted_by, delegated_from, created_at)
+    VALUES (${g.grant_id}, ${g.grantee_id}, ${g.target_type}, ${g.target_id}, ${g.can_read}, ${g.can_write}, ${g.can_approve}, ${g.can_admin},
+      ${g.granted_by}, ${g.delegated_from}, ${g.created_at})`);
+
+/**
+ * A page of grants, active and revoked, after (created_at, grant_id); `heldOrGivenBy` (a caller that
+ * is not owner or admin) limits it to the grants that principal holds or gave.
+ */
+export const grantsAfter = (db: Db, after: [string, string], heldOrGivenBy: string | null, limit: number) =>
+  db.all<GrantRow>(sql`SELECT * FROM grants WHERE (created_at, grant_id) > (${after[0]}, ${after[1]})
+    ${heldOrGivenBy !== null ? sql`AND (grantee_id = ${heldOrGivenBy} OR granted_by = ${heldOrGivenBy})` : sql``}
+    ORDER BY created_at, grant_id LIMIT ${limit}`);

@@ -21,19 +21,7 @@ import { canRetrieve } from "../../access/retrieval";
 import { changeClaim, getClaim, getObservation, restoreObservations } from "../memory/records";
 import { unresolved } from "../memory/store";
 import { holdBody, holdReleaseBody, holdReleasedResponse, holdResponse } from "./schema";
-import { excludedAmong, sourceLinks } from "./store";
-
-export interface HoldRow {
-  hold_id: string;
-  target_type: "claim" | "observation";
-  target_id: string;
-  reason: string;
-  status: string;
-  created_by: string;
-  created_at: string;
-  released_by: string | null;
-  released_at: string | null;
-}
+import { activeHoldTargets, excludedAmong, getHold, type HoldRow, insertHold, releaseHold, sourceLinks } from "./store";
 
 export interface RecordSet {
   observations: string[];
@@ -63,15 +51,10 @@ export function heldAmong(db: Db, records: RecordSet): { observations: Set<strin
   const cover = coverage(db, records);
   const targets = [...new Set([...cover.values()].flatMap((s) => [...s]))];
   const held = new Set(
-    targets.length
-      ? db
-          .all<{ k: string }>(
-            `SELECT target_type || ':' || target_id AS k FROM legal_holds
-      WHERE status = 'active' AND target_id IN (SELECT value FROM json_each(?))`,
-            JSON.stringify(targets.map((t) => t.slice(t.indexOf(":") + 1))),
-          )
-          .map((r) => r.k)
-      : [],
+    activeHoldTargets(
+      db,
+      targets.map((t) => t.slice(t.indexOf(":") + 1)),
+    ),
   );
   const isHeld = (k: string) => [...cover.get(k)!].some((c) => held.has(c));
   return {
@@ -138,17 +121,7 @@ export const holdRoutes = [
           released_by: null,
           released_at: null,
         };
-        db.run(
-          `INSERT INTO legal_holds (hold_id, target_type, target_id, reason, status, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-          row.hold_id,
-          row.target_type,
-          row.target_id,
-          row.reason,
-          row.status,
-          row.created_by,
-          row.created_at,
-        );
+        insertHold(db, row);
         // Restore, in this transaction, every covered record retention had excluded (claim versions bump).
         const covered = [
           ...coverage(
@@ -199,20 +172,14 @@ export const holdRoutes = [
     description: "Releases an active legal hold; a repeat answers `already_released: true`.",
     handler: (rc) =>
       commitWrite(rc, (db) => {
-        const h = db.first<HoldRow>("SELECT * FROM legal_holds WHERE hold_id = ?", rc.params.id);
+        const h = getHold(db, rc.params.id);
         // A hold on a record the caller cannot read answers like a missing one.
         if (!h || !visibleTarget(db, rc.caller, h.target_type, h.target_id)) throw notFound("Legal hold");
         const already = h.status === "released";
         const next: HoldRow = already
           ? h
           : { ...h, status: "released", released_by: rc.caller.principalId, released_at: clock.nowIso() };
-        if (!already)
-          db.run(
-            "UPDATE legal_holds SET status = 'released', released_by = ?, released_at = ? WHERE hold_id = ?",
-            next.released_by,
-            next.released_at,
-            h.hold_id,
-          );
+        if (!already) releaseHold(db, h.hold_id, next.released_by!, next.released_at!);
         return {
           status: 200,
           data: { ...holdView(next), already_released: already },

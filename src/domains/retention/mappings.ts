@@ -10,19 +10,15 @@ import { orgRoute } from "../../org/route";
 import { ok } from "../../org/request";
 import { type AuditInput, commitWrite } from "../../org/write";
 import { mappingBody, mappingListQuery, mappingListResponse, mappingResponse, mappingRetiredResponse } from "./schema";
-
-export interface MappingRow {
-  mapping_id: string;
-  external_system: string;
-  external_id: string;
-  subject_id: string;
-  version: number;
-  status: string;
-  created_by: string;
-  created_at: string;
-  retired_by: string | null;
-  retired_at: string | null;
-}
+import {
+  activeMapping,
+  getMapping,
+  insertMapping,
+  latestMappingVersion,
+  type MappingRow,
+  mappingsAfter,
+  retireMapping,
+} from "./store";
 
 export const mappingView = (m: MappingRow) => ({
   mapping_id: m.mapping_id,
@@ -54,23 +50,9 @@ export const mappingRoutes = [
       commitWrite(rc, (db) => {
         const { external_system, external_id, subject_id } = rc.body;
         const at = clock.nowIso();
-        const previous = db.first<MappingRow>(
-          "SELECT * FROM identity_mappings WHERE external_system = ? AND external_id = ? AND status = 'active'",
-          external_system,
-          external_id,
-        );
-        if (previous)
-          db.run(
-            "UPDATE identity_mappings SET status = 'retired', retired_by = ?, retired_at = ? WHERE mapping_id = ?",
-            rc.caller.principalId,
-            at,
-            previous.mapping_id,
-          );
-        const { v } = db.first<{ v: number }>(
-          "SELECT coalesce(max(version), 0) AS v FROM identity_mappings WHERE external_system = ? AND external_id = ?",
-          external_system,
-          external_id,
-        )!;
+        const previous = activeMapping(db, external_system, external_id);
+        if (previous) retireMapping(db, previous.mapping_id, rc.caller.principalId, at);
+        const v = latestMappingVersion(db, external_system, external_id);
         const row: MappingRow = {
           mapping_id: newId(ID_PREFIX.mapping),
           external_system,
@@ -83,18 +65,7 @@ export const mappingRoutes = [
           retired_by: null,
           retired_at: null,
         };
-        db.run(
-          `INSERT INTO identity_mappings (mapping_id, external_system, external_id, subject_id, version, status, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          row.mapping_id,
-          row.external_system,
-          row.external_id,
-          row.subject_id,
-          row.version,
-          row.status,
-          row.created_by,
-          row.created_at,
-        );
+        insertMapping(db, row);
         const audit: AuditInput[] = [
           {
             action: "identity_mapping.created",
@@ -128,18 +99,14 @@ export const mappingRoutes = [
       "Lists identity mappings, active and retired, filtered by external system, external id, subject or status, " +
       "oldest first.",
     handler: ({ db, query }) => {
-      const where = ["(created_at, mapping_id) > (?, ?)"];
-      const args: unknown[] = [...afterPair(query.after)];
-      for (const k of ["external_system", "external_id", "subject_id", "status"] as const)
-        if (query[k] !== undefined) {
-          where.push(`${k} = ?`);
-          args.push(query[k]);
-        }
-      const rows = db.all<MappingRow>(
-        `SELECT * FROM identity_mappings WHERE ${where.join(" AND ")} ORDER BY created_at, mapping_id LIMIT ?`,
-        ...args,
-        query.limit + 1,
-      );
+      const rows = mappingsAfter(db, {
+        after: afterPair(query.after),
+        external_system: query.external_system,
+        external_id: query.external_id,
+        subject_id: query.subject_id,
+        status: query.status,
+        limit: query.limit + 1,
+      });
       const { page, ...rest } = pageOf(rows, query.limit, (m) => [m.created_at, m.mapping_id]);
       return ok({ mappings: page.map(mappingView), ...rest });
     },
@@ -156,19 +123,13 @@ export const mappingRoutes = [
     description: "Retires an identity mapping, keeping it as history; a repeat answers `already_retired: true`.",
     handler: (rc) =>
       commitWrite(rc, (db) => {
-        const m = db.first<MappingRow>("SELECT * FROM identity_mappings WHERE mapping_id = ?", rc.params.id);
+        const m = getMapping(db, rc.params.id);
         if (!m) throw notFound("Identity mapping");
         const already = m.status === "retired";
         const next: MappingRow = already
           ? m
           : { ...m, status: "retired", retired_by: rc.caller.principalId, retired_at: clock.nowIso() };
-        if (!already)
-          db.run(
-            "UPDATE identity_mappings SET status = 'retired', retired_by = ?, retired_at = ? WHERE mapping_id = ?",
-            next.retired_by,
-            next.retired_at,
-            m.mapping_id,
-          );
+        if (!already) retireMapping(db, m.mapping_id, next.retired_by!, next.retired_at!);
         return {
           status: 200,
           data: { ...mappingView(next), already_retired: already },
