@@ -227,7 +227,7 @@ describe("events about a workspace's records are read like its team records", ()
 
   it("federation pull serves only organization-wide team events: a peer is in no workspace", async () => {
     const t = await workspaceOrg();
-    const { teamEventsAfter } = await import("../src/domains/events/routes");
+    const { teamEventsAfter } = await import("../src/org/events");
     const served = await inOrg(t.org.org_id, (o) =>
       teamEventsAfter(o.db, 0, ["observation.appended", "claim.materialized", "claim.revoked"], 200).map(
         (e) => e.event_id,

@@ -1,4 +1,5 @@
 import { readableWhere } from "../access/policy";
+import { sharedWhere } from "../access/retrieval";
 import { type Db, fromClause, list, sql } from "../sql/db";
 import type { Caller } from "./request";
 
@@ -75,3 +76,12 @@ export const lastEventSeq = (db: Db) =>
 /** One event by id, whoever may read it: for work already decided on it (a claimed delivery). */
 export const eventById = (db: Db, eventId: string) =>
   db.first<EventRow>(sql`SELECT * FROM events WHERE event_id = ${eventId}`);
+
+/**
+ * Shared events (src/access/retrieval.ts sharedWhere: team, of no workspace) of the given kinds after a
+ * position in the log, in commit order (federation reads through this: nothing private, and nothing of
+ * a workspace, whose events only its members read, ever leaves the organization: a peer is in no workspace).
+ */
+export const teamEventsAfter = (db: Db, afterSeq: number, kinds: readonly string[], limit: number) =>
+  db.all<EventRow>(sql`SELECT * FROM events e WHERE e.seq > ${afterSeq} AND e.kind IN ${list(kinds)}
+    AND ${fromClause([sharedWhere("e", { retention: false })])} ORDER BY e.seq LIMIT ${limit}`);

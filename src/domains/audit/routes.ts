@@ -14,22 +14,8 @@ import {
   exportAuditQuery,
   listAuditQuery,
 } from "./schema";
+import { type AuditRow, auditEntriesFrom, auditEntryPosition } from "./store";
 import { type AuditEntry, GENESIS_PREV_HASH } from "./verify";
-
-interface AuditRow {
-  seq: number;
-  audit_id: string;
-  action: string;
-  actor_id: string;
-  key_id: string | null;
-  resource_type: string;
-  resource_id: string | null;
-  request_id: string | null;
-  detail: string;
-  created_at: string;
-  prev_hash: string;
-  entry_hash: string;
-}
 
 const entryView = (a: AuditRow): AuditEntry => ({
   id: a.audit_id,
@@ -48,10 +34,7 @@ const entryView = (a: AuditRow): AuditEntry => ({
 /** The entry named by `after` (404 when unknown), or null from the start of the log. */
 function anchor(db: Db, after: string | undefined): { seq: number; entry_hash: string } | null {
   if (after === undefined) return null;
-  const row = db.first<{ seq: number; entry_hash: string }>(
-    "SELECT seq, entry_hash FROM audit_log WHERE audit_id = ?",
-    after,
-  );
+  const row = auditEntryPosition(db, after);
   if (!row) throw notFound("Audit entry");
   return row;
 }
@@ -61,13 +44,7 @@ function anchor(db: Db, after: string | undefined): { seq: number; entry_hash: s
  * older than it), plus whether more exist.
  */
 function page(db: Db, fromSeq: number | null, limit: number, order: "commit" | "newest", action?: string) {
-  const [cmp, dir, start] = order === "commit" ? [">", "ASC", 0] : ["<", "DESC", Number.MAX_SAFE_INTEGER];
-  const rows = db.all<AuditRow>(
-    `SELECT * FROM audit_log WHERE seq ${cmp} ? ${action ? "AND action = ?" : ""} ORDER BY seq ${dir} LIMIT ?`,
-    fromSeq ?? start,
-    ...(action ? [action] : []),
-    limit + 1,
-  );
+  const rows = auditEntriesFrom(db, { fromSeq, order, action, limit: limit + 1 });
   return { entries: rows.slice(0, limit).map(entryView), hasMore: rows.length > limit };
 }
 

@@ -12,7 +12,7 @@ import { ok } from "../../org/request";
 import { commitWrite } from "../../org/write";
 import type { z } from "zod";
 import { getPrincipal } from "../identity/store";
-import { readableRun } from "../memory/context";
+import { readableRun } from "../memory/context-store";
 import { unresolved } from "../memory/store";
 import {
   type HandoffRow,

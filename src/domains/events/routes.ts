@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { sharedWhere } from "../../access/retrieval";
 import { notFound } from "../../http/errors";
 import { orgRoute } from "../../org/route";
 import { limitParam } from "../../http/validate";
@@ -18,20 +17,6 @@ const eventView = (e: EventRow) => ({
   payload: JSON.parse(e.payload),
   created_at: e.created_at,
 });
-
-/**
- * Shared events (src/access/retrieval.ts sharedWhere: team, of no workspace) of the given kinds after a
- * position in the log, in commit order (federation reads through this: nothing private, and nothing of
- * a workspace, whose events only its members read, ever leaves the organization: a peer is in no workspace).
- */
-export const teamEventsAfter = (db: Db, afterSeq: number, kinds: readonly string[], limit: number) =>
-  db.all<EventRow>(
-    `SELECT * FROM events e WHERE e.seq > ? AND e.kind IN (SELECT value FROM json_each(?)) AND ${sharedWhere("e", { retention: false })}
-      ORDER BY e.seq LIMIT ?`,
-    afterSeq,
-    JSON.stringify(kinds),
-    limit,
-  );
 
 /**
  * The position of an event the caller may read, for `after`: an event it cannot read is as unknown

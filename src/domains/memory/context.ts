@@ -13,8 +13,16 @@ import { compilePack, type VectorSimilarities } from "./compile";
 import { vectorHits } from "./vector-candidates";
 import { runtimeFor } from "../../vector/runtime";
 import { compileBody, feedbackBody } from "./schema";
-import { canRetrieve, heldOrDelegated, isCurrentClaim } from "../../access/retrieval";
-import type { ClaimRow } from "./records";
+import { isCurrentClaim } from "../../access/retrieval";
+import {
+  addFeedbackScore,
+  feedbackMutationUsed,
+  insertFeedback,
+  insertRun,
+  insertRunItems,
+  readableRun,
+  retrievableRunItems,
+} from "./context-store";
 
 export const DEGRADED = { vectors: true, model: true } as const;
 
@@ -26,41 +34,6 @@ export const OUTCOME_WEIGHT: Record<string, number> = {
   incorrect: -2,
   harmful: -3,
 };
-
-interface RunRow {
-  context_id: string;
-  actor_id: string;
-  query: string | null;
-  subject_id: string | null;
-  project_id: string | null;
-  kinds: string | null;
-  token_budget: number;
-  tokens_used: number;
-  created_at: string;
-}
-
-/**
- * A run is readable by the principal that compiled it, and by the recipient of a live handoff that
- * delegates it (retrieval.ts heldOrDelegated).
- */
-export function readableRun(db: Db, caller: Caller, contextId: string): RunRow | null {
-  const [readable, ...args] = heldOrDelegated(caller, "r", { id: "context_id", writer: "actor_id" });
-  return db.first<RunRow>(`SELECT * FROM context_runs r WHERE r.context_id = ? AND ${readable}`, contextId, ...args);
-}
-
-/**
- * The items of a recorded run that the caller may retrieve now, in order, with their item score and
- * tokens: an item it can no longer read is left out without a trace.
- */
-function retrievableRunItems(db: Db, caller: Caller, contextId: string) {
-  return db
-    .all<ClaimRow & { score: number; tokens: number }>(
-      `SELECT c.*, i.score, i.tokens FROM context_items i JOIN claims c ON c.claim_id = i.claim_id
-      WHERE i.context_id = ? ORDER BY i.position`,
-      contextId,
-    )
-    .filter((c) => canRetrieve(caller, c));
-}
 
 /**
  * Compile and record a run (the caller commits). `vectorsUsed`: a vector hit the caller may retrieve
@@ -85,28 +58,21 @@ export function compileRun(
   const vectorsUsed = !!vectors?.similarities.size && ranked.some((r) => vectors.similarities.has(r.claim.claim_id));
   const tokensUsed = items.reduce((n, i) => n + i.tokens, 0);
   const contextId = newId(ID_PREFIX.context);
-  db.run(
-    `INSERT INTO context_runs (context_id, actor_id, query, subject_id, project_id, kinds, token_budget, tokens_used, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  insertRun(db, {
+    context_id: contextId,
+    actor_id: caller.principalId,
+    query: body.query ?? null,
+    subject_id: body.subject_id ?? null,
+    project_id: body.project_id ?? null,
+    kinds: body.kinds ? JSON.stringify(body.kinds) : null,
+    token_budget: body.token_budget,
+    tokens_used: tokensUsed,
+    created_at: clock.nowIso(),
+  });
+  insertRunItems(
+    db,
     contextId,
-    caller.principalId,
-    body.query ?? null,
-    body.subject_id ?? null,
-    body.project_id ?? null,
-    body.kinds ? JSON.stringify(body.kinds) : null,
-    body.token_budget,
-    tokensUsed,
-    clock.nowIso(),
-  );
-  items.forEach((item, position) =>
-    db.run(
-      "INSERT INTO context_items (context_id, position, claim_id, score, tokens) VALUES (?, ?, ?, ?, ?)",
-      contextId,
-      position,
-      item.claim.claim_id,
-      item.score,
-      item.tokens,
-    ),
+    items.map((i) => ({ claimId: i.claim.claim_id, score: i.score, tokens: i.tokens })),
   );
   const run = {
     context_id: contextId,
@@ -123,15 +89,6 @@ export function compileRun(
     tokens_used: tokensUsed,
   };
   return { run, vectorsUsed, floorRemoved };
-}
-
-function addFeedbackScore(db: Db, claimId: string, weight: number) {
-  db.run(
-    `INSERT INTO claim_feedback_score (claim_id, score) VALUES (?, ?)
-     ON CONFLICT (claim_id) DO UPDATE SET score = score + excluded.score`,
-    claimId,
-    weight,
-  );
 }
 
 export const contextRoutes = [
@@ -241,23 +198,18 @@ export const contextRoutes = [
       return commitWrite(rc, (db) => {
         const feedbackId = newId(ID_PREFIX.feedback);
         const at = clock.nowIso();
-        if (
-          rc.body.client_mutation_id &&
-          db.first("SELECT 1 FROM feedback WHERE client_mutation_id = ?", rc.body.client_mutation_id)
-        )
+        if (rc.body.client_mutation_id && feedbackMutationUsed(db, rc.body.client_mutation_id))
           throw conflict("client_mutation_id was already used for a feedback record in this organization.");
-        db.run(
-          `INSERT INTO feedback (feedback_id, context_id, claim_id, outcome, note, client_mutation_id, actor_id, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          feedbackId,
-          run.context_id,
-          rc.body.claim_id ?? null,
-          rc.body.outcome,
-          rc.body.note ?? null,
-          rc.body.client_mutation_id ?? null,
-          rc.caller.principalId,
-          at,
-        );
+        insertFeedback(db, {
+          feedback_id: feedbackId,
+          context_id: run.context_id,
+          claim_id: rc.body.claim_id ?? null,
+          outcome: rc.body.outcome,
+          note: rc.body.note ?? null,
+          client_mutation_id: rc.body.client_mutation_id ?? null,
+          actor_id: rc.caller.principalId,
+          created_at: at,
+        });
         const weight = OUTCOME_WEIGHT[rc.body.outcome];
         if (rc.body.claim_id) addFeedbackScore(db, rc.body.claim_id, weight);
         else for (const id of itemIds) addFeedbackScore(db, id, weight / 2);
