@@ -15,7 +15,7 @@ import { pack, rankTexts } from "../memory/ranking";
 import { compileMeta } from "../memory/responses";
 import { eligibilityContext, ineligibility } from "./eligibility";
 import { channelCompileBody, channelCompileResponse } from "./schema";
-import { type ReleaseRow, type Snapshot, getChannel } from "./store";
+import { activeReleaseSnapshots, getChannel } from "./store";
 
 export const channelCompileRoutes = [
   orgRoute({
@@ -45,17 +45,7 @@ export const channelCompileRoutes = [
         throw invalid(
           `Invalid field "audience": not an audience of this channel (${audiences.map((a) => `"${a}"`).join(", ")}).`,
         );
-      // Only the snapshot fields ranking reads (the evidence list is not parsed).
-      const releases = db.all<
-        Pick<ReleaseRow, "seq" | "release_id" | "claim_id" | "claim_version" | "created_at"> &
-          Pick<Snapshot, "statement" | "kind" | "subject_id" | "trust">
-      >(
-        `SELECT seq, release_id, claim_id, claim_version, created_at, json_extract(snapshot, '$.statement') AS statement,
-                json_extract(snapshot, '$.kind') AS kind, json_extract(snapshot, '$.subject_id') AS subject_id,
-                json_extract(snapshot, '$.trust') AS trust
-           FROM knowledge_releases WHERE channel_id = ? AND status = 'active' ORDER BY seq`,
-        channel.channel_id,
-      );
+      const releases = activeReleaseSnapshots(db, channel.channel_id);
       const eligibility = eligibilityContext(
         db,
         releases.map((r) => r.claim_id),

@@ -230,3 +230,16 @@ export const markReleaseRevoked = (db: Db, releaseId: string, by: string, at: st
   db.run(
     sql`UPDATE knowledge_releases SET status = 'revoked', revoked_by = ${by}, revoked_at = ${at} WHERE release_id = ${releaseId}`,
   );
+
+/**
+ * A channel's active releases in release order, with only the snapshot fields ranking reads (the
+ * evidence list is not parsed): what channel compile serves.
+ */
+export const activeReleaseSnapshots = (db: Db, channelId: string) =>
+  db.all<
+    Pick<ReleaseRow, "seq" | "release_id" | "claim_id" | "claim_version" | "created_at"> &
+      Pick<Snapshot, "statement" | "kind" | "subject_id" | "trust">
+  >(sql`SELECT seq, release_id, claim_id, claim_version, created_at, json_extract(snapshot, '$.statement') AS statement,
+      json_extract(snapshot, '$.kind') AS kind, json_extract(snapshot, '$.subject_id') AS subject_id,
+      json_extract(snapshot, '$.trust') AS trust
+    FROM knowledge_releases WHERE channel_id = ${channelId} AND status = 'active' ORDER BY seq`);
