@@ -5,6 +5,7 @@ import type { Db } from "../src/sql/db";
 import { ApiError } from "../src/http/errors";
 import { commitWrite, type WriteOutcome } from "../src/org/write";
 import { newRecordId } from "../src/domains/memory/records";
+import type { AuditRow } from "../src/domains/audit/store";
 import { verifyChain } from "../src/domains/audit/verify";
 import { appendOk, call, inOrg, newOrg, obs, readmeAuditHash } from "./helpers";
 
@@ -238,22 +239,7 @@ describe("commitWrite", () => {
   it("chains audit entries by the documented formula, so that tampering is detectable", async () => {
     const org = await newOrg();
     await appendOk(org.api_key, obs("s", "x"));
-    const stored = () =>
-      inOrg(org.org_id, (o) =>
-        o.db.all<{
-          audit_id: string;
-          action: string;
-          actor_id: string;
-          key_id: string | null;
-          resource_type: string;
-          resource_id: string | null;
-          request_id: string | null;
-          detail: string;
-          created_at: string;
-          prev_hash: string;
-          entry_hash: string;
-        }>("SELECT * FROM audit_log ORDER BY seq"),
-      );
+    const stored = () => inOrg(org.org_id, (o) => o.db.all<AuditRow>("SELECT * FROM audit_log ORDER BY seq"));
     const rows = await stored();
     expect(rows.length).toBe(3);
     let prev = "0".repeat(64);
